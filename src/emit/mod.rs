@@ -1,0 +1,5 @@
+//! Emitters: the canonical text printer, JSON and Graphviz DOT.
+
+pub mod text;
+
+pub use text::print_module;

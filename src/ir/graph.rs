@@ -1,0 +1,483 @@
+//! The graph IR: ops on a petgraph `StableGraph`, regions, a name table.
+//!
+//! Invariants kept by every mutating method:
+//! - each node name is unique within its graph, and `names` maps it;
+//! - a node's data inputs occupy slots `0..n` without gaps, its control
+//!   inputs slots `0..m`, both in the order they were written;
+//! - `seq` orders nodes as they appear in the text; passes that add nodes
+//!   give them fresh, larger numbers unless they ask for a position.
+//!
+//! Regions (`replicate`, `outside_compilation`) are authoring constructs:
+//! the rewrite passes turn them into plain ops carrying `_tpu_replicate`
+//! and `_xla_outside_compilation`, after which a graph has no regions.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+
+use petgraph::stable_graph::{EdgeIndex, NodeIndex, StableDiGraph};
+use petgraph::visit::EdgeRef;
+use petgraph::Direction;
+
+use super::attrs::AttrMap;
+use super::types::AttrValue;
+use crate::syntax::Span;
+
+/// A node of a graph. Displays as `#n`; the text IR names nodes `%name`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct NodeId(pub NodeIndex<u32>);
+
+impl fmt::Display for NodeId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "#{}", self.0.index())
+    }
+}
+
+/// A region of a graph, an index into [`Graph::regions`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RegionId(pub u32);
+
+impl fmt::Display for RegionId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "region{}", self.0)
+    }
+}
+
+/// What a node stands for.
+#[derive(Clone, Debug, PartialEq)]
+pub enum NodeKind {
+    /// An ordinary op.
+    Op,
+    /// Computation input `index` of a replicate region; its data inputs are
+    /// the per-replica operands, in replica order.
+    RegionInput { region: RegionId, index: u32 },
+    /// A `gradients(ys, xs, grad_ys)` call; its data inputs are ys, then xs,
+    /// then grad_ys. Output `i` is the gradient with respect to `xs[i]`.
+    Gradients { num_ys: u32, num_xs: u32, has_grad_ys: bool },
+}
+
+/// A node: an op, a region input or a gradients call.
+#[derive(Clone, Debug)]
+pub struct Node {
+    pub name: Arc<str>,
+    pub kind: NodeKind,
+    /// The op type (`MatMul`); empty for region inputs, `gradients` for calls.
+    pub op: Arc<str>,
+    pub device: Option<Arc<str>>,
+    pub attrs: AttrMap,
+    /// The innermost region the node sits in.
+    pub region: Option<RegionId>,
+    /// Position in the text order.
+    pub seq: u64,
+    pub span: Span,
+}
+
+impl Node {
+    /// A new op node with no attributes.
+    pub fn op(name: impl Into<Arc<str>>, op: impl Into<Arc<str>>) -> Node {
+        Node {
+            name: name.into(),
+            kind: NodeKind::Op,
+            op: op.into(),
+            device: None,
+            attrs: AttrMap::new(),
+            region: None,
+            seq: 0,
+            span: Span::DETACHED,
+        }
+    }
+
+    /// Builder: sets an attribute.
+    pub fn with_attr(mut self, key: &str, value: AttrValue) -> Node {
+        self.attrs.insert(key, value);
+        self
+    }
+
+    /// Builder: sets the device.
+    pub fn with_device(mut self, device: impl Into<Arc<str>>) -> Node {
+        self.device = Some(device.into());
+        self
+    }
+
+    /// Builder: sets the span.
+    pub fn with_span(mut self, span: Span) -> Node {
+        self.span = span;
+        self
+    }
+}
+
+/// An edge from a producer to a consumer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EdgeKind {
+    /// Output `output` of the source feeds data input `slot` of the target.
+    Data { output: u32, slot: u32 },
+    /// The target runs after the source; `slot` orders control inputs.
+    Control { slot: u32 },
+}
+
+/// An edge with the span of the operand that wrote it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Edge {
+    pub kind: EdgeKind,
+    pub span: Span,
+}
+
+/// One operand of a node, as returned by [`Graph::inputs`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Input {
+    pub src: NodeId,
+    /// `None` for a control input.
+    pub output: Option<u32>,
+    pub span: Span,
+}
+
+impl Input {
+    /// True for a control input.
+    pub fn is_control(&self) -> bool {
+        self.output.is_none()
+    }
+}
+
+/// A reference to a tensor or, with `output == None`, to an op for control.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ValueRef {
+    pub node: NodeId,
+    pub output: Option<u32>,
+    pub span: Span,
+}
+
+/// The kind of a region.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RegionKind {
+    /// `replicate (...) (...) { ... }`: the inputs are region-input nodes,
+    /// the outputs the values named by `return`.
+    Replicate { inputs: Vec<NodeId>, outputs: Vec<ValueRef> },
+    /// `outside_compilation (...) { ... }`.
+    OutsideCompilation,
+}
+
+/// A region: an authoring construct that groups ops.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Region {
+    pub kind: RegionKind,
+    pub attrs: AttrMap,
+    pub parent: Option<RegionId>,
+    pub seq: u64,
+    pub span: Span,
+    /// The span of the keyword, for short labels.
+    pub keyword_span: Span,
+    /// The span of the `return` statement, if any.
+    pub return_span: Option<Span>,
+}
+
+impl Region {
+    /// The `num_replicas` attribute of a replicate region.
+    pub fn num_replicas(&self) -> Option<i64> {
+        self.attrs.get_int("num_replicas")
+    }
+}
+
+/// A graph of a module.
+#[derive(Clone, Debug, Default)]
+pub struct Graph {
+    pub name: String,
+    pub attrs: AttrMap,
+    pub span: Span,
+    pub regions: Vec<Region>,
+    graph: StableDiGraph<Node, Edge, u32>,
+    names: HashMap<Arc<str>, NodeId>,
+    next_seq: u64,
+}
+
+/// A module: the graphs of one file.
+#[derive(Clone, Debug, Default)]
+pub struct Module {
+    pub graphs: Vec<Graph>,
+}
+
+impl Module {
+    /// The graph named `name`.
+    pub fn graph(&self, name: &str) -> Option<&Graph> {
+        self.graphs.iter().find(|g| g.name == name)
+    }
+
+    /// Total number of nodes over all graphs.
+    pub fn node_count(&self) -> usize {
+        self.graphs.iter().map(Graph::node_count).sum()
+    }
+}
+
+/// Error of [`Graph::add_node`]: the name is taken.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NameTaken(pub NodeId);
+
+impl Graph {
+    /// An empty graph.
+    pub fn new(name: impl Into<String>) -> Graph {
+        Graph { name: name.into(), ..Graph::default() }
+    }
+
+    /// Reserves room for `nodes` nodes and `edges` edges.
+    pub fn reserve(&mut self, nodes: usize, edges: usize) {
+        self.graph.reserve_nodes(nodes);
+        self.graph.reserve_edges(edges);
+        self.names.reserve(nodes);
+    }
+
+    /// Adds a node at the end of the text order.
+    pub fn add_node(&mut self, mut node: Node) -> Result<NodeId, NameTaken> {
+        if let Some(&existing) = self.names.get(&node.name) {
+            return Err(NameTaken(existing));
+        }
+        node.seq = self.next_seq;
+        self.next_seq += 1;
+        let name = node.name.clone();
+        let id = NodeId(self.graph.add_node(node));
+        self.names.insert(name, id);
+        Ok(id)
+    }
+
+    /// Adds a node, making its name unique with `_1`, `_2`, ... if taken.
+    pub fn add_node_unique(&mut self, mut node: Node) -> NodeId {
+        if self.names.contains_key(&node.name) {
+            node.name = self.unique_name(&node.name).into();
+        }
+        self.add_node(node).expect("name was made unique")
+    }
+
+    /// Returns a fresh region seq number (regions share the node order).
+    pub fn next_seq(&mut self) -> u64 {
+        let s = self.next_seq;
+        self.next_seq += 1;
+        s
+    }
+
+    /// Adds a region.
+    pub fn add_region(&mut self, mut region: Region) -> RegionId {
+        region.seq = self.next_seq();
+        let id = RegionId(self.regions.len() as u32);
+        self.regions.push(region);
+        id
+    }
+
+    /// The region for `id`.
+    pub fn region(&self, id: RegionId) -> &Region {
+        &self.regions[id.0 as usize]
+    }
+
+    /// The region for `id`, mutably.
+    pub fn region_mut(&mut self, id: RegionId) -> &mut Region {
+        &mut self.regions[id.0 as usize]
+    }
+
+    /// TensorFlow's unique-name rule: `base` if free, else `base_1`, `base_2`, ...
+    pub fn unique_name(&self, base: &str) -> String {
+        if !self.names.contains_key(base) {
+            return base.to_string();
+        }
+        (1..)
+            .map(|i| format!("{base}_{i}"))
+            .find(|candidate| !self.names.contains_key(candidate.as_str()))
+            .expect("an unbounded search finds a free name")
+    }
+
+    /// The node named `name`.
+    pub fn find(&self, name: &str) -> Option<NodeId> {
+        self.names.get(name).copied()
+    }
+
+    /// The node for `id`.
+    pub fn node(&self, id: NodeId) -> &Node {
+        &self.graph[id.0]
+    }
+
+    /// The node for `id`, mutably. Use [`Graph::rename`] to change its name.
+    pub fn node_mut(&mut self, id: NodeId) -> &mut Node {
+        &mut self.graph[id.0]
+    }
+
+    /// True when `id` is a live node.
+    pub fn contains(&self, id: NodeId) -> bool {
+        self.graph.contains_node(id.0)
+    }
+
+    /// Renames a node. Fails if the new name is taken by another node.
+    pub fn rename(&mut self, id: NodeId, name: &str) -> Result<(), NameTaken> {
+        if let Some(&other) = self.names.get(name) {
+            if other == id {
+                return Ok(());
+            }
+            return Err(NameTaken(other));
+        }
+        let new: Arc<str> = name.into();
+        let old = std::mem::replace(&mut self.graph[id.0].name, new.clone());
+        self.names.remove(&old);
+        self.names.insert(new, id);
+        Ok(())
+    }
+
+    /// Removes a node and all its edges.
+    pub fn remove_node(&mut self, id: NodeId) -> Option<Node> {
+        let node = self.graph.remove_node(id.0)?;
+        self.names.remove(&node.name);
+        Some(node)
+    }
+
+    /// Number of nodes.
+    pub fn node_count(&self) -> usize {
+        self.graph.node_count()
+    }
+
+    /// Number of edges.
+    pub fn edge_count(&self) -> usize {
+        self.graph.edge_count()
+    }
+
+    /// All node ids, in index order (not text order; see [`Graph::nodes_in_order`]).
+    pub fn node_ids(&self) -> impl Iterator<Item = NodeId> + '_ {
+        self.graph.node_indices().map(NodeId)
+    }
+
+    /// All node ids sorted by their position in the text.
+    pub fn nodes_in_order(&self) -> Vec<NodeId> {
+        let mut ids: Vec<NodeId> = self.node_ids().collect();
+        ids.sort_unstable_by_key(|&id| self.graph[id.0].seq);
+        ids
+    }
+
+    /// Adds a data edge `src:output -> dst` at the next free data slot.
+    pub fn add_data_input(&mut self, dst: NodeId, src: NodeId, output: u32, span: Span) -> EdgeIndex<u32> {
+        let slot = self.count_inputs(dst, false) as u32;
+        self.graph.add_edge(src.0, dst.0, Edge { kind: EdgeKind::Data { output, slot }, span })
+    }
+
+    /// Adds a control edge `src -> dst` at the next free control slot.
+    pub fn add_control_input(&mut self, dst: NodeId, src: NodeId, span: Span) -> EdgeIndex<u32> {
+        let slot = self.count_inputs(dst, true) as u32;
+        self.graph.add_edge(src.0, dst.0, Edge { kind: EdgeKind::Control { slot }, span })
+    }
+
+    /// Adds an input of either kind.
+    pub fn add_input(&mut self, dst: NodeId, input: Input) {
+        match input.output {
+            Some(output) => {
+                self.add_data_input(dst, input.src, output, input.span);
+            }
+            None => {
+                self.add_control_input(dst, input.src, input.span);
+            }
+        }
+    }
+
+    fn count_inputs(&self, dst: NodeId, control: bool) -> usize {
+        self.graph
+            .edges_directed(dst.0, Direction::Incoming)
+            .filter(|e| matches!(e.weight().kind, EdgeKind::Control { .. }) == control)
+            .count()
+    }
+
+    /// The operands of `id`: data inputs by slot, then control inputs by slot.
+    pub fn inputs(&self, id: NodeId) -> Vec<Input> {
+        let mut data: Vec<(u32, Input)> = Vec::new();
+        let mut control: Vec<(u32, Input)> = Vec::new();
+        for e in self.graph.edges_directed(id.0, Direction::Incoming) {
+            let w = e.weight();
+            match w.kind {
+                EdgeKind::Data { output, slot } => {
+                    data.push((slot, Input { src: NodeId(e.source()), output: Some(output), span: w.span }))
+                }
+                EdgeKind::Control { slot } => {
+                    control.push((slot, Input { src: NodeId(e.source()), output: None, span: w.span }))
+                }
+            }
+        }
+        data.sort_unstable_by_key(|d| d.0);
+        control.sort_unstable_by_key(|d| d.0);
+        data.into_iter().chain(control).map(|d| d.1).collect()
+    }
+
+    /// The data inputs of `id`, by slot.
+    pub fn data_inputs(&self, id: NodeId) -> Vec<Input> {
+        self.inputs(id).into_iter().filter(|i| !i.is_control()).collect()
+    }
+
+    /// Replaces all operands of `id`.
+    pub fn set_inputs(&mut self, id: NodeId, inputs: &[Input]) {
+        let edges: Vec<_> = self.graph.edges_directed(id.0, Direction::Incoming).map(|e| e.id()).collect();
+        for e in edges {
+            self.graph.remove_edge(e);
+        }
+        for input in inputs {
+            self.add_input(id, *input);
+        }
+    }
+
+    /// The consumers of `id`: `(consumer, edge)` for every outgoing edge.
+    pub fn uses(&self, id: NodeId) -> Vec<(NodeId, Edge)> {
+        self.graph.edges_directed(id.0, Direction::Outgoing).map(|e| (NodeId(e.target()), *e.weight())).collect()
+    }
+
+    /// Number of outgoing edges of `id`.
+    pub fn use_count(&self, id: NodeId) -> usize {
+        self.graph.edges_directed(id.0, Direction::Outgoing).count()
+    }
+
+    /// Points every data use of `from:output` at `to:to_output` instead.
+    pub fn replace_uses(&mut self, from: NodeId, output: u32, to: NodeId, to_output: u32) {
+        let edges: Vec<_> = self
+            .graph
+            .edges_directed(from.0, Direction::Outgoing)
+            .filter(|e| matches!(e.weight().kind, EdgeKind::Data { output: o, .. } if o == output))
+            .map(|e| (e.id(), e.target(), *e.weight()))
+            .collect();
+        for (edge, target, weight) in edges {
+            self.graph.remove_edge(edge);
+            let kind = match weight.kind {
+                EdgeKind::Data { slot, .. } => EdgeKind::Data { output: to_output, slot },
+                k => k,
+            };
+            self.graph.add_edge(to.0, target, Edge { kind, span: weight.span });
+        }
+    }
+
+    /// Points every use of region outputs and edges from `from` at `to`.
+    pub fn replace_all_uses(&mut self, from: NodeId, to: NodeId) {
+        let edges: Vec<_> =
+            self.graph.edges_directed(from.0, Direction::Outgoing).map(|e| (e.id(), e.target(), *e.weight())).collect();
+        for (edge, target, weight) in edges {
+            self.graph.remove_edge(edge);
+            self.graph.add_edge(to.0, target, weight);
+        }
+    }
+
+    /// The underlying petgraph graph, for algorithms.
+    pub fn petgraph(&self) -> &StableDiGraph<Node, Edge, u32> {
+        &self.graph
+    }
+
+    /// `name` or `name:k` for a tensor, `^name` for a control reference.
+    pub fn value_name(&self, v: &ValueRef) -> String {
+        let name = &self.node(v.node).name;
+        match v.output {
+            None => format!("^{name}"),
+            Some(0) => name.to_string(),
+            Some(k) => format!("{name}:{k}"),
+        }
+    }
+
+    /// The chain of regions from `region` outwards.
+    pub fn region_chain(&self, region: Option<RegionId>) -> impl Iterator<Item = RegionId> + '_ {
+        std::iter::successors(region, move |r| self.region(*r).parent)
+    }
+
+    /// The replicate region enclosing `region`, if any (itself included).
+    pub fn enclosing_replicate(&self, region: Option<RegionId>) -> Option<RegionId> {
+        self.region_chain(region).find(|r| matches!(self.region(*r).kind, RegionKind::Replicate { .. }))
+    }
+
+    /// Frees spare capacity after bulk construction.
+    pub fn shrink_to_fit(&mut self) {
+        self.graph.shrink_to_fit();
+        self.names.shrink_to_fit();
+    }
+}

@@ -1,0 +1,31 @@
+//! The IR: graphs of ops on petgraph, with attributes, regions and a verifier.
+//!
+//! [`from_ast::build`] turns an AST into a [`Module`]; [`verify::verify`]
+//! checks one. [`parse_module`] does both after parsing.
+
+pub mod attrs;
+pub mod eq;
+pub mod error;
+pub mod from_ast;
+pub mod graph;
+pub mod ops;
+pub mod types;
+pub mod verify;
+
+pub use attrs::AttrMap;
+pub use error::IrError;
+pub use graph::{Edge, EdgeKind, Graph, Input, Module, Node, NodeId, NodeKind, Region, RegionId, RegionKind, ValueRef};
+pub use types::{AttrKind, AttrValue, DType, Shape, TensorData, TensorLit};
+
+use crate::syntax::SyntaxError;
+
+/// Parses, builds and verifies `.opg` source bytes.
+///
+/// Returns the module with the IR problems (possibly empty), or the syntax
+/// error that stopped parsing.
+pub fn parse_module(source: &[u8]) -> Result<(Module, Vec<IrError>), SyntaxError> {
+    let ast = crate::syntax::parse_bytes(source)?;
+    let (module, mut errors) = from_ast::build(ast);
+    errors.extend(verify::verify(&module));
+    Ok((module, errors))
+}

@@ -1,0 +1,10 @@
+//! tpu-rewrite: a compiler for TPU-style replicated op graphs.
+//!
+//! The pipeline, each stage a module, dependencies pointing down it:
+//! `syntax` (text → AST) → `ir` (graph, verifier) → `passes` (rewrites) →
+//! `lower` (per-device programs) → `exec` (the device mesh). `emit` prints
+//! any stage; `import` reads TensorFlow GraphDefs.
+
+pub mod syntax;
+pub mod emit;
+pub mod ir;

@@ -1,0 +1,204 @@
+//! The logos lexer and the adapter that feeds lalrpop.
+//!
+//! The adapter yields `(start, Token, end)` triples. It also enforces the
+//! nesting limit: every `(`, `[` and `{` deeper than [`MAX_NESTING`] is
+//! reported as an error, so no later stage can recurse without bound.
+
+use logos::Logos;
+
+use super::error::SyntaxError;
+use super::span::Span;
+
+/// The deepest bracket nesting the parser accepts.
+pub const MAX_NESTING: usize = 128;
+
+/// A lexical token. Borrowed slices point into the source text.
+#[derive(Logos, Clone, Copy, Debug, PartialEq)]
+#[logos(skip r"[ \t\r\n\f]+")]
+#[logos(skip r"//[^\n]*")]
+pub enum Token<'src> {
+    #[token("graph")]
+    KwGraph,
+    #[token("replicate")]
+    KwReplicate,
+    #[token("outside_compilation")]
+    KwOutsideCompilation,
+    #[token("gradients")]
+    KwGradients,
+    #[token("return")]
+    KwReturn,
+    #[token("on")]
+    KwOn,
+    #[token("true")]
+    KwTrue,
+    #[token("false")]
+    KwFalse,
+    #[token("shape")]
+    KwShape,
+    #[token("tensor")]
+    KwTensor,
+    #[token("bytes")]
+    KwBytes,
+    #[token("func")]
+    KwFunc,
+    #[token("placeholder")]
+    KwPlaceholder,
+    #[token("dtype")]
+    KwDtype,
+    #[token("ys")]
+    KwYs,
+    #[token("xs")]
+    KwXs,
+    #[token("grad_ys")]
+    KwGradYs,
+
+    /// A node name: `%` followed by name characters, or `%"..."`.
+    #[regex(r"%[A-Za-z0-9_.][A-Za-z0-9_.\-/>]*", |lex| &lex.slice()[1..])]
+    #[regex(r#"%"([^"\\\n]|\\[^\n])*""#, |lex| &lex.slice()[1..])]
+    NodeName(&'src str),
+    /// A graph name: `@` followed by name characters.
+    #[regex(r"@[A-Za-z0-9_.][A-Za-z0-9_.\-/>]*", |lex| &lex.slice()[1..])]
+    GraphName(&'src str),
+    /// An identifier: op types, attribute keys, dtypes, `inf`, `nan`.
+    #[regex(r"[A-Za-z_][A-Za-z0-9_]*")]
+    Ident(&'src str),
+    /// An integer literal.
+    #[regex(r"-?[0-9]+", priority = 3)]
+    Int(&'src str),
+    /// A float literal; always carries a `.` or an exponent.
+    #[regex(r"-?[0-9]+\.[0-9]+([eE][+-]?[0-9]+)?")]
+    #[regex(r"-?[0-9]+[eE][+-]?[0-9]+")]
+    #[token("-inf")]
+    Float(&'src str),
+    /// A string literal, quotes included; escapes are decoded by the parser.
+    #[regex(r#""([^"\\\n]|\\[^\n])*""#)]
+    Str(&'src str),
+
+    #[token("=")]
+    Eq,
+    #[token(",")]
+    Comma,
+    #[token(":")]
+    Colon,
+    #[token("^")]
+    Caret,
+    #[token("?")]
+    Question,
+    #[token("*")]
+    Star,
+    #[token("(")]
+    LParen,
+    #[token(")")]
+    RParen,
+    #[token("[")]
+    LBracket,
+    #[token("]")]
+    RBracket,
+    #[token("{")]
+    LBrace,
+    #[token("}")]
+    RBrace,
+}
+
+impl std::fmt::Display for Token<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Token::NodeName(n) => write!(f, "node name `%{n}`"),
+            Token::GraphName(n) => write!(f, "graph name `@{n}`"),
+            Token::Ident(s) => write!(f, "identifier `{s}`"),
+            Token::Int(s) => write!(f, "integer `{s}`"),
+            Token::Float(s) => write!(f, "float `{s}`"),
+            Token::Str(_) => write!(f, "string literal"),
+            other => write!(f, "`{}`", token_text(other)),
+        }
+    }
+}
+
+/// The fixed text of a keyword or punctuation token.
+pub fn token_text(token: &Token<'_>) -> &'static str {
+    match token {
+        Token::KwGraph => "graph",
+        Token::KwReplicate => "replicate",
+        Token::KwOutsideCompilation => "outside_compilation",
+        Token::KwGradients => "gradients",
+        Token::KwReturn => "return",
+        Token::KwOn => "on",
+        Token::KwTrue => "true",
+        Token::KwFalse => "false",
+        Token::KwShape => "shape",
+        Token::KwTensor => "tensor",
+        Token::KwBytes => "bytes",
+        Token::KwFunc => "func",
+        Token::KwPlaceholder => "placeholder",
+        Token::KwDtype => "dtype",
+        Token::KwYs => "ys",
+        Token::KwXs => "xs",
+        Token::KwGradYs => "grad_ys",
+        Token::Eq => "=",
+        Token::Comma => ",",
+        Token::Colon => ":",
+        Token::Caret => "^",
+        Token::Question => "?",
+        Token::Star => "*",
+        Token::LParen => "(",
+        Token::RParen => ")",
+        Token::LBracket => "[",
+        Token::RBracket => "]",
+        Token::LBrace => "{",
+        Token::RBrace => "}",
+        Token::NodeName(_) | Token::GraphName(_) | Token::Ident(_) | Token::Int(_) | Token::Float(_) | Token::Str(_) => "",
+    }
+}
+
+/// Wraps the logos lexer into the `(start, token, end)` stream lalrpop wants.
+pub struct Lexer<'src> {
+    inner: logos::Lexer<'src, Token<'src>>,
+    depth: usize,
+    failed: bool,
+}
+
+impl<'src> Lexer<'src> {
+    /// Starts lexing `source`.
+    pub fn new(source: &'src str) -> Self {
+        Lexer { inner: Token::lexer(source), depth: 0, failed: false }
+    }
+}
+
+/// One item of the token stream.
+pub type Spanned<'src> = Result<(usize, Token<'src>, usize), SyntaxError>;
+
+impl<'src> Iterator for Lexer<'src> {
+    type Item = Spanned<'src>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
+        let token = self.inner.next()?;
+        let range = self.inner.span();
+        let span = Span::new(range.start, range.end);
+        match token {
+            Ok(token) => {
+                match token {
+                    Token::LParen | Token::LBracket | Token::LBrace => {
+                        self.depth += 1;
+                        if self.depth > MAX_NESTING {
+                            self.failed = true;
+                            return Some(Err(SyntaxError::TooDeep { span, limit: MAX_NESTING }));
+                        }
+                    }
+                    Token::RParen | Token::RBracket | Token::RBrace => {
+                        self.depth = self.depth.saturating_sub(1);
+                    }
+                    _ => {}
+                }
+                Some(Ok((range.start, token, range.end)))
+            }
+            Err(()) => {
+                self.failed = true;
+                let text = self.inner.slice();
+                Some(Err(SyntaxError::invalid_token(text, span)))
+            }
+        }
+    }
+}

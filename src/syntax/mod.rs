@@ -1,0 +1,104 @@
+//! Text to AST: the logos lexer, the lalrpop parser and its error mapping.
+//!
+//! [`parse`] never panics: every failure of the lexer or grammar becomes a
+//! [`SyntaxError`] with a span into the source.
+
+pub mod ast;
+pub mod error;
+pub mod lexer;
+pub mod literal;
+pub mod span;
+
+#[allow(clippy::all, clippy::pedantic, unused_parens, unused_qualifications)]
+mod grammar {
+    include!(concat!(env!("OUT_DIR"), "/opg.rs"));
+}
+
+use lalrpop_util::ParseError;
+
+pub use error::SyntaxError;
+pub use span::Span;
+
+/// Parses `.opg` source bytes. Checks UTF-8 and size first.
+pub fn parse_bytes(bytes: &[u8]) -> Result<ast::Module<'_>, SyntaxError> {
+    if bytes.len() >= u32::MAX as usize {
+        return Err(SyntaxError::TooLarge { span: Span::new(u32::MAX as usize - 1, u32::MAX as usize) });
+    }
+    match std::str::from_utf8(bytes) {
+        Ok(text) => parse(text),
+        Err(e) => {
+            let start = e.valid_up_to();
+            let len = e.error_len().unwrap_or(bytes.len() - start).max(1);
+            Err(SyntaxError::InvalidUtf8 { span: Span::new(start, start + len) })
+        }
+    }
+}
+
+/// Parses `.opg` source text into an AST.
+pub fn parse(source: &str) -> Result<ast::Module<'_>, SyntaxError> {
+    if source.len() >= u32::MAX as usize {
+        return Err(SyntaxError::TooLarge { span: Span::new(u32::MAX as usize - 1, u32::MAX as usize) });
+    }
+    if let Some(pos) = source.find('\0') {
+        return Err(SyntaxError::NulByte { span: Span::new(pos, pos + 1) });
+    }
+    let lexer = lexer::Lexer::new(source);
+    let module = grammar::ModuleParser::new().parse(lexer).map_err(|e| convert_error(e, source))?;
+    if module.graphs.is_empty() {
+        let span = eof_span(source, source.len());
+        return Err(SyntaxError::Empty { span });
+    }
+    Ok(module)
+}
+
+/// A span for an end-of-input position that miette can always render.
+fn eof_span(source: &str, location: usize) -> Span {
+    if source.is_empty() {
+        return Span::new(0, 0);
+    }
+    let location = location.min(source.len());
+    // Point at the last character before the end, so the label is visible.
+    let start = source[..location].char_indices().next_back().map_or(0, |(i, _)| i);
+    Span::new(start, location.max(start + 1).min(source.len()))
+}
+
+fn format_expected(expected: &[String]) -> String {
+    const SHOWN: usize = 8;
+    let mut items: Vec<&str> = expected.iter().map(|s| s.as_str()).collect();
+    items.sort_unstable();
+    items.dedup();
+    let mut text = items.iter().take(SHOWN).copied().collect::<Vec<_>>().join(", ");
+    if items.len() > SHOWN {
+        text.push_str(&format!(", … ({} more)", items.len() - SHOWN));
+    }
+    if text.is_empty() {
+        text.push_str("nothing more");
+    }
+    text
+}
+
+fn convert_error(error: ParseError<usize, lexer::Token<'_>, SyntaxError>, source: &str) -> SyntaxError {
+    match error {
+        ParseError::InvalidToken { location } => {
+            let end = source[location..].chars().next().map_or(location, |c| location + c.len_utf8());
+            SyntaxError::invalid_token(&source[location..end], Span::new(location, end))
+        }
+        ParseError::UnrecognizedEof { location, expected } => {
+            if source.trim().is_empty() {
+                return SyntaxError::Empty { span: eof_span(source, location) };
+            }
+            SyntaxError::UnexpectedEof { expected: format_expected(&expected), span: eof_span(source, location) }
+        }
+        ParseError::UnrecognizedToken { token: (l, token, r), expected } => SyntaxError::UnexpectedToken {
+            found: token.to_string(),
+            expected: format_expected(&expected),
+            span: Span::new(l, r),
+        },
+        ParseError::ExtraToken { token: (l, token, r) } => SyntaxError::UnexpectedToken {
+            found: token.to_string(),
+            expected: "end of input".into(),
+            span: Span::new(l, r),
+        },
+        ParseError::User { error } => error,
+    }
+}

@@ -3,8 +3,13 @@
 //! The pipeline, each stage a module, dependencies pointing down it:
 //! `syntax` (text → AST) → `ir` (graph, verifier) → `passes` (rewrites) →
 //! `lower` (per-device programs) → `exec` (the device mesh). `emit` prints
-//! any stage; `import` reads TensorFlow GraphDefs.
+//! any stage; `import` reads TensorFlow GraphDefs; `cli` drives it all.
 
-pub mod syntax;
+pub mod cli;
 pub mod emit;
+pub mod exec;
+pub mod import;
 pub mod ir;
+pub mod lower;
+pub mod passes;
+pub mod syntax;

@@ -1,0 +1,1 @@
+//! The executor: tensors, kernels, collectives and the device mesh.

@@ -1,0 +1,1 @@
+//! TensorFlow GraphDef (pbtxt and binary) → IR.

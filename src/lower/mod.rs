@@ -1,0 +1,1 @@
+//! Lowering: topology, device assignment and per-device programs.

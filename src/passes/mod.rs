@@ -1,0 +1,1 @@
+//! Rewrite passes over the IR and the pass manager that runs them.

@@ -3,7 +3,9 @@ fn main() {
     let bytes = std::fs::read(&path).unwrap();
     match tpu_rewrite::ir::parse_module(&bytes) {
         Ok((m, errs)) => {
-            for e in &errs { eprintln!("{e:?}"); }
+            for e in &errs {
+                eprintln!("{e:?}");
+            }
             let text = tpu_rewrite::emit::print_module(&m);
             print!("{text}");
             let (m2, errs2) = tpu_rewrite::ir::parse_module(text.as_bytes()).unwrap();

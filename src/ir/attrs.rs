@@ -105,7 +105,10 @@ impl FromIterator<(String, AttrValue)> for AttrMap {
 
 impl<'a> IntoIterator for &'a AttrMap {
     type Item = (&'a str, &'a AttrValue);
-    type IntoIter = std::iter::Map<std::slice::Iter<'a, (String, AttrValue)>, fn(&'a (String, AttrValue)) -> (&'a str, &'a AttrValue)>;
+    type IntoIter = std::iter::Map<
+        std::slice::Iter<'a, (String, AttrValue)>,
+        fn(&'a (String, AttrValue)) -> (&'a str, &'a AttrValue),
+    >;
 
     fn into_iter(self) -> Self::IntoIter {
         fn split(e: &(String, AttrValue)) -> (&str, &AttrValue) {

@@ -14,7 +14,10 @@ use crate::syntax::Span;
 pub enum IrError {
     /// Two nodes of one graph share a name.
     #[error("duplicate node name `{name}`")]
-    #[diagnostic(code(tpu_rewrite::ir::duplicate_name), help("node names are unique within a graph; rename one of them"))]
+    #[diagnostic(
+        code(tpu_rewrite::ir::duplicate_name),
+        help("node names are unique within a graph; rename one of them")
+    )]
     DuplicateName {
         name: String,
         #[label("defined again here")]
@@ -44,7 +47,10 @@ pub enum IrError {
 
     /// A dtype name that does not exist.
     #[error("unknown dtype `{name}`")]
-    #[diagnostic(code(tpu_rewrite::ir::unknown_dtype), help("dtypes are: {known}, or dtype(N) for a TensorFlow DataType number"))]
+    #[diagnostic(
+        code(tpu_rewrite::ir::unknown_dtype),
+        help("dtypes are: {known}, or dtype(N) for a TensorFlow DataType number")
+    )]
     UnknownDType {
         name: String,
         known: String,

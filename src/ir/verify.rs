@@ -96,9 +96,9 @@ fn check_nodes(graph: &Graph, errors: &mut Vec<IrError>) {
                     };
                     // Values may flow out of an outside_compilation block to the
                     // enclosing computation; only replicate regions are sealed.
-                    let sealed = graph.enclosing_replicate(Some(src_region)).is_some_and(|rep| {
-                        !region_contains(graph, rep, node.region)
-                    });
+                    let sealed = graph
+                        .enclosing_replicate(Some(src_region))
+                        .is_some_and(|rep| !region_contains(graph, rep, node.region));
                     if sealed {
                         errors.push(IrError::RegionEscape {
                             user: node.name.to_string(),

@@ -102,9 +102,18 @@ pub enum Value<'s> {
     DTypeNumber(i64, Span),
     /// `shape[2, ?, 3]`; `None` is `shape[*]` (unknown rank).
     Shape(Option<Vec<i64>>, Span),
-    Tensor { dtype: DTypeRef<'s>, shape: Vec<i64>, body: TensorBody<'s>, span: Span },
+    Tensor {
+        dtype: DTypeRef<'s>,
+        shape: Vec<i64>,
+        body: TensorBody<'s>,
+        span: Span,
+    },
     List(Vec<Value<'s>>, Span),
-    Func { name: Cow<'s, str>, attrs: Vec<Attr<'s>>, span: Span },
+    Func {
+        name: Cow<'s, str>,
+        attrs: Vec<Attr<'s>>,
+        span: Span,
+    },
     Placeholder(Cow<'s, str>, Span),
 }
 

@@ -146,7 +146,12 @@ pub fn token_text(token: &Token<'_>) -> &'static str {
         Token::RBracket => "]",
         Token::LBrace => "{",
         Token::RBrace => "}",
-        Token::NodeName(_) | Token::GraphName(_) | Token::Ident(_) | Token::Int(_) | Token::Float(_) | Token::Str(_) => "",
+        Token::NodeName(_)
+        | Token::GraphName(_)
+        | Token::Ident(_)
+        | Token::Int(_)
+        | Token::Float(_)
+        | Token::Str(_) => "",
     }
 }
 

@@ -82,9 +82,9 @@ pub fn decode_name<'s, Tok>(raw: &'s str, span: Span) -> Result<Cow<'s, str>, To
         }
         match bytes {
             Cow::Borrowed(b) => Ok(Cow::Borrowed(std::str::from_utf8(b).expect("slice of a str"))),
-            Cow::Owned(b) => String::from_utf8(b)
-                .map(Cow::Owned)
-                .map_err(|_| invalid("a name must be valid UTF-8", span)),
+            Cow::Owned(b) => {
+                String::from_utf8(b).map(Cow::Owned).map_err(|_| invalid("a name must be valid UTF-8", span))
+            }
         }
     } else {
         Ok(Cow::Borrowed(raw))

@@ -1,1 +1,6 @@
 //! Rewrite passes over the IR and the pass manager that runs them.
+
+pub mod error;
+pub mod gradients;
+
+pub use error::PassError;

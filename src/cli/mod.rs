@@ -1,1 +1,222 @@
-//! The command-line interface.
+//! The command-line interface (clap).
+//!
+//! Exit codes: 0 on success, 1 when the input has errors (diagnostics on
+//! stderr), 2 for usage errors. Outputs named with `-o` or `--write` are
+//! written atomically.
+
+pub mod diagnostics;
+pub mod gen;
+pub mod io;
+pub mod source;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+use crate::ir::{IrError, Module};
+use diagnostics::{render, AnyDiagnostic, Style};
+use io::{write_output, InputPath};
+use source::WindowedSource;
+
+/// tpu-rewrite: parse, rewrite, lower and run TPU-style replicated op graphs.
+#[derive(Debug, Parser)]
+#[command(name = "tpu-rewrite", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Output formats of `emit`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum EmitFormat {
+    /// Canonical `.opg` text.
+    Text,
+    /// JSON (schema in README.md).
+    Json,
+    /// Graphviz DOT.
+    Dot,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Parse and verify files; exit 1 if any has an error.
+    Check {
+        /// Files to check (`-` for standard input).
+        #[arg(required = true)]
+        files: Vec<String>,
+    },
+    /// Print a file in canonical form.
+    Fmt {
+        /// The file (`-` for standard input).
+        file: String,
+        /// Rewrite the file in place.
+        #[arg(long, conflicts_with = "output")]
+        write: bool,
+        /// Write to this file instead of standard output.
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+    },
+    /// Print a file as text, JSON or DOT.
+    Emit {
+        /// The file (`-` for standard input).
+        file: String,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = EmitFormat::Text)]
+        format: EmitFormat,
+        /// Write to this file instead of standard output.
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+    },
+    /// Generate a synthetic training-step graph for benchmarks.
+    Gen {
+        /// Approximate number of ops.
+        #[arg(long, default_value_t = 1000)]
+        ops: usize,
+        /// Number of replicas of the replicate region.
+        #[arg(long, default_value_t = 8)]
+        replicas: usize,
+        /// Random seed; the same seed gives the same graph.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Write to this file instead of standard output.
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+    },
+}
+
+/// Runs the CLI on the process arguments.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    run(cli)
+}
+
+/// Runs a parsed command line.
+pub fn run(cli: Cli) -> ExitCode {
+    match cli.command {
+        Command::Check { files } => check(&files),
+        Command::Fmt { file, write, output } => {
+            let input = InputPath::parse(&file);
+            let Some(loaded) = load(&input) else { return ExitCode::from(1) };
+            let text = crate::emit::print_module(&loaded.module);
+            let target = if write {
+                match &input {
+                    InputPath::File(p) => Some(p.clone()),
+                    InputPath::Stdin => {
+                        eprintln!("error: --write needs a file, not standard input");
+                        return ExitCode::from(2);
+                    }
+                }
+            } else {
+                output
+            };
+            finish(write_output(target.as_deref(), text.as_bytes()))
+        }
+        Command::Emit { file, format, output } => {
+            let input = InputPath::parse(&file);
+            let Some(loaded) = load(&input) else { return ExitCode::from(1) };
+            let bytes = match format {
+                EmitFormat::Text => crate::emit::print_module(&loaded.module).into_bytes(),
+                EmitFormat::Json => crate::emit::json::to_json_string(&loaded.module).into_bytes(),
+                EmitFormat::Dot => crate::emit::dot::to_dot(&loaded.module).into_bytes(),
+            };
+            finish(write_output(output.as_deref(), &bytes))
+        }
+        Command::Gen { ops, replicas, seed, output } => {
+            if replicas == 0 {
+                eprintln!("error: --replicas must be at least 1");
+                return ExitCode::from(2);
+            }
+            let text = gen::generate(&gen::GenConfig { ops, replicas, seed, ..gen::GenConfig::default() });
+            finish(write_output(output.as_deref(), text.as_bytes()))
+        }
+    }
+}
+
+fn finish(result: std::io::Result<()>) -> ExitCode {
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: cannot write output: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// A parsed and verified input with its source for later diagnostics.
+pub struct Loaded {
+    pub module: Module,
+    pub source: Arc<WindowedSource>,
+}
+
+/// The most diagnostics printed for one input; the rest are counted.
+const MAX_SHOWN: usize = 50;
+
+/// Prints diagnostics; returns true if any is an error.
+pub fn report(diagnostics: Vec<AnyDiagnostic>, source: &Arc<WindowedSource>) -> bool {
+    let mut any_error = false;
+    let total = diagnostics.len();
+    for (i, d) in diagnostics.into_iter().enumerate() {
+        let is_error = d.severity().unwrap_or(miette::Severity::Error) == miette::Severity::Error;
+        any_error |= is_error;
+        if i < MAX_SHOWN {
+            eprint!("{}", render(d, source, Style::Terminal).text);
+        }
+    }
+    if total > MAX_SHOWN {
+        eprintln!("… and {} more diagnostics", total - MAX_SHOWN);
+    }
+    any_error
+}
+
+/// Reads, parses and verifies an input, printing its diagnostics.
+/// Returns `None` (after printing) when the input has errors.
+pub fn load(input: &InputPath) -> Option<Loaded> {
+    let name = input.display_name();
+    let bytes = match input.read() {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("error: cannot read {name}: {e}");
+            return None;
+        }
+    };
+    let source = Arc::new(WindowedSource::new(name, &bytes));
+    let (module, errors) = match parse_and_verify(&bytes) {
+        Ok(parsed) => parsed,
+        Err(diag) => {
+            report(vec![diag], &source);
+            return None;
+        }
+    };
+    let diags: Vec<AnyDiagnostic> = errors.into_iter().map(|e| Box::new(e) as AnyDiagnostic).collect();
+    if report(diags, &source) {
+        return None;
+    }
+    Some(Loaded { module, source })
+}
+
+/// Parses and verifies `.opg` bytes; a syntax error comes back as the `Err`.
+pub fn parse_and_verify(bytes: &[u8]) -> Result<(Module, Vec<IrError>), AnyDiagnostic> {
+    crate::ir::parse_module(bytes).map_err(|e| Box::new(e) as AnyDiagnostic)
+}
+
+fn check(files: &[String]) -> ExitCode {
+    let mut failed = false;
+    for file in files {
+        let input = InputPath::parse(file);
+        match load(&input) {
+            Some(loaded) => {
+                let nodes = loaded.module.node_count();
+                eprintln!("{}: ok ({} graph(s), {nodes} node(s))", input.display_name(), loaded.module.graphs.len());
+            }
+            None => failed = true,
+        }
+    }
+    if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}

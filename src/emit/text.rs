@@ -15,6 +15,14 @@ use crate::syntax::literal::{escape_into, is_plain_name};
 /// Prints a module as canonical `.opg` text.
 pub fn print_module(module: &Module) -> String {
     let mut out = String::with_capacity(module.node_count() * 64);
+    for line in &module.header {
+        out.push_str("//");
+        if !line.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
     for (i, graph) in module.graphs.iter().enumerate() {
         if i > 0 {
             out.push('\n');

@@ -11,7 +11,9 @@ use super::AttrMap;
 
 impl PartialEq for Module {
     fn eq(&self, other: &Module) -> bool {
-        self.graphs.len() == other.graphs.len() && self.graphs.iter().zip(&other.graphs).all(|(a, b)| a == b)
+        self.header == other.header
+            && self.graphs.len() == other.graphs.len()
+            && self.graphs.iter().zip(&other.graphs).all(|(a, b)| a == b)
     }
 }
 

@@ -68,14 +68,14 @@ pub enum IrError {
     },
 
     /// An attribute of a known op has the wrong kind of value.
-    #[error("attribute `{key}` of `{op}` must be a {expected}, found a {found}")]
+    #[error("attribute `{key}` of `{op}` must be {expected}, found {found}")]
     #[diagnostic(code(tpu_rewrite::ir::attr_type))]
     AttrType {
         op: String,
         key: String,
         expected: String,
         found: String,
-        #[label("expected a {expected}")]
+        #[label("expected {expected}")]
         span: Span,
     },
 

@@ -25,13 +25,14 @@ pub fn build(module: ast::Module<'_>) -> (Module, Vec<IrError>) {
     let mut errors = Vec::new();
     let mut graphs: Vec<Graph> = Vec::with_capacity(module.graphs.len());
     let mut seen: HashMap<String, Span> = HashMap::new();
+    let header: Vec<String> = module.header.iter().map(|s| s.to_string()).collect();
     for g in module.graphs {
         if seen.insert(g.name.to_string(), g.name_span).is_some() {
             errors.push(IrError::DuplicateGraph { name: g.name.to_string(), span: g.name_span });
         }
         graphs.push(build_graph(g, &mut errors));
     }
-    (Module { graphs }, errors)
+    (Module { header, graphs }, errors)
 }
 
 struct PendingOperand {

@@ -192,6 +192,8 @@ pub struct Graph {
 /// A module: the graphs of one file.
 #[derive(Clone, Debug, Default)]
 pub struct Module {
+    /// Comment lines printed at the top of the file (without `//`).
+    pub header: Vec<String>,
     pub graphs: Vec<Graph>,
 }
 

@@ -26,6 +26,17 @@ use crate::syntax::SyntaxError;
 pub fn parse_module(source: &[u8]) -> Result<(Module, Vec<IrError>), SyntaxError> {
     let ast = crate::syntax::parse_bytes(source)?;
     let (module, mut errors) = from_ast::build(ast);
-    errors.extend(verify::verify(&module));
+    // The builder already reported attribute kinds with precise spans.
+    let reported: Vec<(String, String)> = errors
+        .iter()
+        .filter_map(|e| match e {
+            IrError::AttrType { op, key, .. } => Some((op.clone(), key.clone())),
+            _ => None,
+        })
+        .collect();
+    errors.extend(verify::verify(&module).into_iter().filter(|e| match e {
+        IrError::AttrType { op, key, .. } => !reported.iter().any(|(o, k)| o == op && k == key),
+        _ => true,
+    }));
     Ok((module, errors))
 }

@@ -315,19 +315,20 @@ pub enum AttrKind {
     Placeholder,
 }
 
+/// Displays with an article: "a string", "an int".
 impl fmt::Display for AttrKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            AttrKind::Str => "string",
-            AttrKind::Int => "int",
-            AttrKind::Float => "float",
-            AttrKind::Bool => "bool",
-            AttrKind::Type => "dtype",
-            AttrKind::Shape => "shape",
-            AttrKind::Tensor => "tensor",
-            AttrKind::List => "list",
-            AttrKind::Func => "func",
-            AttrKind::Placeholder => "placeholder",
+            AttrKind::Str => "a string",
+            AttrKind::Int => "an int",
+            AttrKind::Float => "a float",
+            AttrKind::Bool => "a bool",
+            AttrKind::Type => "a dtype",
+            AttrKind::Shape => "a shape",
+            AttrKind::Tensor => "a tensor",
+            AttrKind::List => "a list",
+            AttrKind::Func => "a func",
+            AttrKind::Placeholder => "a placeholder",
         })
     }
 }

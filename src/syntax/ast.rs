@@ -13,6 +13,8 @@ use super::span::Span;
 /// A whole file: one or more graphs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Module<'s> {
+    /// The `//` comment lines at the top of the file, kept by the printer.
+    pub header: Vec<&'s str>,
     pub graphs: Vec<Graph<'s>>,
 }
 

@@ -43,12 +43,27 @@ pub fn parse(source: &str) -> Result<ast::Module<'_>, SyntaxError> {
         return Err(SyntaxError::NulByte { span: Span::new(pos, pos + 1) });
     }
     let lexer = lexer::Lexer::new(source);
-    let module = grammar::ModuleParser::new().parse(lexer).map_err(|e| convert_error(e, source))?;
+    let mut module = grammar::ModuleParser::new().parse(lexer).map_err(|e| convert_error(e, source))?;
+    module.header = header_comments(source);
     if module.graphs.is_empty() {
         let span = eof_span(source, source.len());
         return Err(SyntaxError::Empty { span });
     }
     Ok(module)
+}
+
+/// The `//` comment lines before the first token, without the `//`.
+fn header_comments(source: &str) -> Vec<&str> {
+    let mut header = Vec::new();
+    for line in source.lines() {
+        let trimmed = line.trim();
+        if let Some(comment) = trimmed.strip_prefix("//") {
+            header.push(comment.strip_prefix(' ').unwrap_or(comment).trim_end());
+        } else if !trimmed.is_empty() {
+            break;
+        }
+    }
+    header
 }
 
 /// A span for an end-of-input position that miette can always render.
@@ -62,12 +77,25 @@ fn eof_span(source: &str, location: usize) -> Span {
     Span::new(start, location.max(start + 1).min(source.len()))
 }
 
+/// A grammar terminal as users know it.
+fn describe_terminal(terminal: &str) -> String {
+    match terminal {
+        "NODE" => "a node name `%name`".into(),
+        "GRAPH" => "a graph name `@name`".into(),
+        "IDENT" => "an identifier".into(),
+        "INT" => "an integer".into(),
+        "FLOAT" => "a float".into(),
+        "STR" => "a string".into(),
+        quoted => format!("`{}`", quoted.trim_matches('"').replace("\\\"", "\"")),
+    }
+}
+
 fn format_expected(expected: &[String]) -> String {
     const SHOWN: usize = 8;
-    let mut items: Vec<&str> = expected.iter().map(|s| s.as_str()).collect();
+    let mut items: Vec<String> = expected.iter().map(|s| describe_terminal(s)).collect();
     items.sort_unstable();
     items.dedup();
-    let mut text = items.iter().take(SHOWN).copied().collect::<Vec<_>>().join(", ");
+    let mut text = items.iter().take(SHOWN).cloned().collect::<Vec<_>>().join(", ");
     if items.len() > SHOWN {
         text.push_str(&format!(", … ({} more)", items.len() - SHOWN));
     }

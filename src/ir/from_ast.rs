@@ -382,7 +382,7 @@ impl Builder<'_> {
                     match $conv(&v) {
                         Some(x) => out.push(x),
                         None => {
-                            self.invalid(format!("not a {dtype} value"), span);
+                            self.invalid(format!("not a value of dtype {dtype}"), span);
                             return None;
                         }
                     }
@@ -466,7 +466,9 @@ fn closest_name(graph: &Graph, name: &str) -> Option<String> {
             continue;
         }
         let d = edit_distance(name, candidate);
-        if d <= 2 && best.as_ref().is_none_or(|(bd, bn)| d < *bd || (d == *bd && **candidate < **bn)) {
+        if d <= (name.chars().count() / 3).clamp(1, 2)
+            && best.as_ref().is_none_or(|(bd, bn)| d < *bd || (d == *bd && **candidate < **bn))
+        {
             best = Some((d, candidate.to_string()));
         }
     }

@@ -54,6 +54,17 @@ pub enum SyntaxError {
         span: Span,
     },
 
+    /// A string literal without its closing quote on the same line.
+    #[error("unterminated string literal")]
+    #[diagnostic(
+        code(tpu_rewrite::syntax::unterminated_string),
+        help("a string literal ends with `\"` on the same line; write a newline as `\\n`")
+    )]
+    UnterminatedString {
+        #[label("this string is not closed")]
+        span: Span,
+    },
+
     /// A token the grammar does not allow at this point.
     #[error("unexpected {found}")]
     #[diagnostic(code(tpu_rewrite::syntax::unexpected_token), help("expected one of: {expected}"))]
@@ -109,9 +120,10 @@ impl SyntaxError {
         if text.contains('\0') {
             return SyntaxError::NulByte { span };
         }
-        let help = if text.starts_with('"') {
-            "a string literal ends with `\"` on the same line".to_string()
-        } else if text.starts_with('%') || text.starts_with('@') {
+        if text.starts_with('"') || text.starts_with("%\"") {
+            return SyntaxError::UnterminatedString { span };
+        }
+        let help = if text.starts_with('%') || text.starts_with('@') {
             "names are `%name`, `%\"quoted name\"` or `@graph`".to_string()
         } else {
             "see the language reference in README.md".to_string()
@@ -130,6 +142,7 @@ impl SyntaxError {
             | SyntaxError::Empty { span }
             | SyntaxError::NulByte { span }
             | SyntaxError::InvalidToken { span, .. }
+            | SyntaxError::UnterminatedString { span }
             | SyntaxError::UnexpectedToken { span, .. }
             | SyntaxError::UnexpectedEof { span, .. }
             | SyntaxError::TooDeep { span, .. }

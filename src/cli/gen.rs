@@ -96,7 +96,8 @@ pub fn generate(config: &GenConfig) -> String {
         group.join(", ")
     );
     for g in 0..grad_layers {
-        let _ = writeln!(out, "    %grad_sum{g} = CrossReplicaSum(%grads:{g}, %group) {{T = f32}}");
+        let grad = if g == 0 { "%grads".to_string() } else { format!("%grads:{g}") };
+        let _ = writeln!(out, "    %grad_sum{g} = CrossReplicaSum({grad}, %group) {{T = f32}}");
     }
     out.push_str("    return %loss\n  }\n}\n");
     out

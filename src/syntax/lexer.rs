@@ -15,7 +15,6 @@ pub const MAX_NESTING: usize = 128;
 /// A lexical token. Borrowed slices point into the source text.
 #[derive(Logos, Clone, Copy, Debug, PartialEq)]
 #[logos(skip r"[ \t\r\n\f]+")]
-#[logos(skip r"//[^\n]*")]
 pub enum Token<'src> {
     #[token("graph")]
     KwGraph,
@@ -54,7 +53,7 @@ pub enum Token<'src> {
 
     /// A node name: `%` followed by name characters, or `%"..."`.
     #[regex(r"%[A-Za-z0-9_.][A-Za-z0-9_.\-/>]*", |lex| &lex.slice()[1..])]
-    #[regex(r#"%"([^"\\\n]|\\[^\n])*""#, |lex| &lex.slice()[1..])]
+    #[token("%\"", quoted_name)]
     NodeName(&'src str),
     /// A graph name: `@` followed by name characters.
     #[regex(r"@[A-Za-z0-9_.][A-Za-z0-9_.\-/>]*", |lex| &lex.slice()[1..])]
@@ -71,8 +70,11 @@ pub enum Token<'src> {
     #[token("-inf")]
     Float(&'src str),
     /// A string literal, quotes included; escapes are decoded by the parser.
-    #[regex(r#""([^"\\\n]|\\[^\n])*""#)]
+    #[token("\"", string_literal)]
     Str(&'src str),
+    /// A `//` comment; skipped by the adapter.
+    #[token("//", line_comment)]
+    Comment,
 
     #[token("=")]
     Eq,
@@ -146,6 +148,7 @@ pub fn token_text(token: &Token<'_>) -> &'static str {
         Token::RBracket => "]",
         Token::LBrace => "{",
         Token::RBrace => "}",
+        Token::Comment => "//",
         Token::NodeName(_)
         | Token::GraphName(_)
         | Token::Ident(_)
@@ -153,6 +156,51 @@ pub fn token_text(token: &Token<'_>) -> &'static str {
         | Token::Float(_)
         | Token::Str(_) => "",
     }
+}
+
+/// Scans the rest of a string literal after its opening quote.
+///
+/// A hand-written scan instead of a regex: logos' generated matcher for a
+/// repeated alternation recurses per character in debug builds, which
+/// overflows the stack on multi-megabyte literals.
+fn scan_string(rest: &str) -> Option<usize> {
+    let bytes = rest.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'"' => return Some(i + 1),
+            b'\\' if i + 1 < bytes.len() && bytes[i + 1] != b'\n' => i += 2,
+            b'\n' | b'\\' => return None,
+            _ => i += 1,
+        }
+    }
+    None
+}
+
+fn string_literal<'src>(lex: &mut logos::Lexer<'src, Token<'src>>) -> Result<&'src str, ()> {
+    let len = scan_string(lex.remainder());
+    match len {
+        Some(n) => {
+            lex.bump(n);
+            Ok(lex.slice())
+        }
+        None => {
+            // Cover the unterminated literal up to the end of its line.
+            let line = lex.remainder().find('\n').unwrap_or(lex.remainder().len());
+            lex.bump(line);
+            Err(())
+        }
+    }
+}
+
+fn quoted_name<'src>(lex: &mut logos::Lexer<'src, Token<'src>>) -> Result<&'src str, ()> {
+    string_literal(lex).map(|s| &s[1..])
+}
+
+fn line_comment<'src>(lex: &mut logos::Lexer<'src, Token<'src>>) -> logos::Skip {
+    let line = lex.remainder().find('\n').unwrap_or(lex.remainder().len());
+    lex.bump(line);
+    logos::Skip
 }
 
 /// Wraps the logos lexer into the `(start, token, end)` stream lalrpop wants.

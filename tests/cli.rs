@@ -1,0 +1,162 @@
+//! End-to-end tests of the `tpu-rewrite` binary: exit codes, bad input,
+//! atomic outputs, stdin, and the generator.
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_tpu-rewrite"))
+}
+
+fn run(args: &[&str]) -> Output {
+    bin().args(args).env("NO_COLOR", "1").output().expect("the binary runs")
+}
+
+fn run_stdin(args: &[&str], input: &[u8]) -> Output {
+    let mut child = bin()
+        .args(args)
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn example(name: &str) -> String {
+    format!("{}/examples/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn check_accepts_examples() {
+    let o = run(&["check", &example("mlp_train.opg"), &example("two_clusters.opg")]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+/// Exit code 1 with a located diagnostic, and never a panic (101).
+fn assert_located_failure(o: &Output, needle: &str) {
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(o));
+    let err = stderr(o);
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(err.contains(needle), "expected {needle:?} in:\n{err}");
+}
+
+#[test]
+fn ten_megabyte_line_gets_a_short_located_diagnostic() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("long.opg");
+    let mut text = String::from("graph @main {\n  %x = Const() {dtype = f32, pad = \"");
+    text.push_str(&"a".repeat(10 * 1024 * 1024));
+    text.push_str("\", bad = $ }\n}\n");
+    std::fs::write(&path, &text).unwrap();
+    let o = run(&["check", path.to_str().unwrap()]);
+    assert_located_failure(&o, "long.opg:2:");
+    assert!(o.stderr.len() < 8 * 1024, "the report must not print the whole line ({} bytes)", o.stderr.len());
+}
+
+#[test]
+fn deep_nesting_is_an_error_not_a_stack_overflow() {
+    let mut text = String::from("graph @main {\n  %x = NoOp() {v = ");
+    text.push_str(&"[".repeat(100_000));
+    text.push_str(&"]".repeat(100_000));
+    text.push_str("}\n}\n");
+    let o = run_stdin(&["check", "-"], text.as_bytes());
+    assert_located_failure(&o, "<stdin>:2:");
+}
+
+#[test]
+fn garbage_nul_and_invalid_utf8_fail_cleanly() {
+    for (bytes, needle) in [
+        (&b"\x00\x01\x02binary"[..], "nul_byte"),
+        (&b"graph @g { %x = NoOp() {s = \"\xff\"} }"[..], "invalid_utf8"),
+        (&b"}}}{{{"[..], "unexpected_token"),
+        (&b""[..], "empty"),
+    ] {
+        let o = run_stdin(&["check", "-"], bytes);
+        assert_located_failure(&o, needle);
+    }
+}
+
+#[test]
+fn fmt_write_never_damages_a_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.opg");
+    let bad = b"graph @main {\n  %x = NoOp(\n";
+    std::fs::write(&path, bad).unwrap();
+    let o = run(&["fmt", path.to_str().unwrap(), "--write"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(std::fs::read(&path).unwrap(), bad);
+}
+
+#[test]
+fn fmt_write_canonicalises_in_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("g.opg");
+    std::fs::write(&path, "graph @main{%b=NoOp(^%a)  %a=NoOp()}").unwrap();
+    let o = run(&["fmt", path.to_str().unwrap(), "--write"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "graph @main {\n  %b = NoOp(^%a)\n  %a = NoOp()\n}\n");
+}
+
+#[test]
+fn failed_run_keeps_existing_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.opg");
+    std::fs::write(&out, "precious").unwrap();
+    let o = run_stdin(&["fmt", "-", "-o", out.to_str().unwrap()], b"graph @broken {");
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "precious");
+    let o = run_stdin(&["fmt", "-", "-o", out.to_str().unwrap()], b"graph @ok { %a = NoOp() }");
+    assert!(o.status.success());
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "graph @ok {\n  %a = NoOp()\n}\n");
+}
+
+#[test]
+fn gen_output_checks_and_is_canonical() {
+    let o = run(&["gen", "--ops", "2000", "--replicas", "4", "--seed", "7"]);
+    assert!(o.status.success());
+    let text = o.stdout;
+    let again = run(&["gen", "--ops", "2000", "--replicas", "4", "--seed", "7"]).stdout;
+    assert_eq!(text, again, "the same seed gives the same graph");
+    let checked = run_stdin(&["fmt", "-"], &text);
+    assert!(checked.status.success(), "{}", stderr(&checked));
+    assert_eq!(String::from_utf8(checked.stdout).unwrap(), String::from_utf8(text.clone()).unwrap());
+    let (module, errors) = tpu_rewrite::ir::parse_module(&text).unwrap();
+    assert!(errors.is_empty());
+    let ops = module.node_count();
+    assert!((1800..=2200).contains(&ops), "asked for ~2000 ops, got {ops}");
+    let printed = String::from_utf8_lossy(&text);
+    for construct in ["replicate (num_replicas = 4)", "outside_compilation {", "gradients(", "CrossReplicaSum"] {
+        assert!(printed.contains(construct), "gen output lacks {construct}");
+    }
+}
+
+#[test]
+fn emit_json_and_dot() {
+    let o = run(&["emit", &example("two_clusters.opg"), "--format", "json"]);
+    assert!(o.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let nodes = v["graphs"][0]["nodes"].as_array().unwrap();
+    let total = nodes.iter().find(|n| n["name"] == "total").unwrap();
+    assert_eq!(total["op"], "CrossReplicaSum");
+    assert_eq!(total["inputs"], serde_json::json!(["b", "group"]));
+    assert_eq!(v["graphs"][0]["regions"][1]["attrs"]["num_replicas"]["i"], 4);
+    let o = run(&["emit", &example("two_clusters.opg"), "--format", "dot"]);
+    assert!(o.status.success());
+    let dot = String::from_utf8(o.stdout).unwrap();
+    assert!(dot.starts_with("digraph"));
+    assert_eq!(dot.matches("subgraph cluster_").count(), 2, "one subgraph per region:\n{dot}");
+}
+
+#[test]
+fn missing_file_is_an_error() {
+    let o = run(&["check", "/nonexistent/file.opg"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("cannot read"));
+}

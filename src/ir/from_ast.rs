@@ -26,7 +26,7 @@ use crate::syntax::Span;
 /// Builds the IR of a parsed module.
 pub fn build(module: ast::Module<'_>) -> (Module, Vec<IrError>) {
     let header: Vec<String> = module.header.iter().map(|s| s.to_string()).collect();
-    let builder = ModuleBuilder::new(0);
+    let builder = ModuleBuilder::new(0, 0);
     replay(module, &builder);
     let (mut module, errors) = builder.finish();
     module.header = header;
@@ -45,12 +45,14 @@ struct State {
     seen: HashMap<String, Span>,
     op_types: HashMap<Box<str>, Arc<str>>,
     devices: HashMap<Box<str>, Arc<str>>,
-    capacity_hint: usize,
+    keys: HashMap<Box<str>, Arc<str>>,
+    capacity_hint: (usize, usize),
 }
 
 impl ModuleBuilder {
-    /// A builder; `capacity_hint` is the expected number of nodes.
-    pub fn new(capacity_hint: usize) -> ModuleBuilder {
+    /// A builder expecting about `nodes` nodes and `edges` edges.
+    pub fn new(nodes: usize, edges: usize) -> ModuleBuilder {
+        let capacity_hint = (nodes, edges);
         ModuleBuilder {
             state: RefCell::new(State {
                 graphs: Vec::new(),
@@ -59,6 +61,7 @@ impl ModuleBuilder {
                 seen: HashMap::new(),
                 op_types: HashMap::new(),
                 devices: HashMap::new(),
+                keys: HashMap::new(),
                 capacity_hint,
             }),
         }
@@ -74,9 +77,9 @@ impl ModuleBuilder {
 macro_rules! split {
     ($state:expr, $sh:ident, $current:ident) => {
         let st = &mut *$state.borrow_mut();
-        let State { current: $current, errors, op_types, devices, .. } = st;
+        let State { current: $current, errors, op_types, devices, keys, .. } = st;
         #[allow(unused_mut)]
-        let mut $sh = Shared { errors, op_types, devices };
+        let mut $sh = Shared { errors, op_types, devices, keys };
     };
 }
 
@@ -88,9 +91,10 @@ impl<'s> Sink<'s> for ModuleBuilder {
         }
         let mut graph = Graph::new(name.into_owned());
         graph.span = Span::new(start, start);
-        graph.reserve(st.capacity_hint, st.capacity_hint * 2);
-        st.capacity_hint = 0;
-        let mut sh = Shared { errors: &mut st.errors, op_types: &mut st.op_types, devices: &mut st.devices };
+        graph.reserve(st.capacity_hint.0, st.capacity_hint.1);
+        st.capacity_hint = (0, 0);
+        let mut sh =
+            Shared { errors: &mut st.errors, op_types: &mut st.op_types, devices: &mut st.devices, keys: &mut st.keys };
         graph.attrs = sh.attrs(None, attrs);
         st.current = Some(Builder { graph, pending: Vec::new(), pending_returns: Vec::new(), regions: Vec::new() });
     }
@@ -100,7 +104,6 @@ impl<'s> Sink<'s> for ModuleBuilder {
         if let Some(mut b) = st.current.take() {
             b.resolve_pending(&mut st.errors);
             b.graph.span = Span::new(b.graph.span.start as usize, end);
-            b.graph.shrink_to_fit();
             st.graphs.push(b.graph);
         }
     }
@@ -181,6 +184,7 @@ struct Shared<'a> {
     errors: &'a mut Vec<IrError>,
     op_types: &'a mut HashMap<Box<str>, Arc<str>>,
     devices: &'a mut HashMap<Box<str>, Arc<str>>,
+    keys: &'a mut HashMap<Box<str>, Arc<str>>,
 }
 
 struct PendingOperand {
@@ -394,7 +398,7 @@ impl Shared<'_> {
                 continue;
             }
             spans.push((attr.key.to_string(), attr.key_span));
-            map.insert(attr.key.into_owned(), value);
+            map.insert_shared(intern(self.keys, &attr.key), value);
         }
         map.shrink_to_fit();
         map

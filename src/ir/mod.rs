@@ -25,8 +25,10 @@ use crate::syntax::SyntaxError;
 /// error that stopped parsing.
 pub fn parse_module(source: &[u8]) -> Result<(Module, Vec<IrError>), SyntaxError> {
     let text = crate::syntax::check_text(source)?;
-    // About 60 bytes of text per op: reserve once instead of growing.
-    let builder = from_ast::ModuleBuilder::new(text.len() / 64);
+    // Reserve once instead of growing: statements are lines, operands `%`s.
+    let lines = memchr::memchr_iter(b'\n', source).count() + 1;
+    let percents = memchr::memchr_iter(b'%', source).count();
+    let builder = from_ast::ModuleBuilder::new(lines, percents.saturating_sub(lines));
     let header = crate::syntax::parse_into(text, &builder)?;
     let (mut module, mut errors) = builder.finish();
     module.header = header.into_iter().map(str::to_string).collect();

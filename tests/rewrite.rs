@@ -99,7 +99,10 @@ fn clusters_summary(module: &Module, report: &PipelineReport) -> String {
                 c.members.len()
             ));
             out.push_str(&format!("  pivot: {}\n", names(&c.pivot.into_iter().collect::<Vec<_>>())));
-            out.push_str(&format!("  compilation result: {}\n", names(&c.compilation_result.into_iter().collect::<Vec<_>>())));
+            out.push_str(&format!(
+                "  compilation result: {}\n",
+                names(&c.compilation_result.into_iter().collect::<Vec<_>>())
+            ));
             out.push_str(&format!("  inputs: [{}]\n", names(&c.inputs)));
             out.push_str(&format!("  outputs: [{}]\n", names(&c.outputs)));
             for (oc, members) in &c.outside_compilation {
@@ -234,4 +237,86 @@ fn err_cases() {
         }
         insta::assert_snapshot!(snapshot);
     });
+}
+
+const SMALL: &str = r#"graph @main {
+  %x0 = Placeholder() {dtype = f32, shape = shape[2]}
+  %x1 = Placeholder() {dtype = f32, shape = shape[2]}
+  replicate (num_replicas = 2) (%x = [%x0, %x1]) {
+    %y = Neg(%x) {T = f32}
+    outside_compilation {
+      %h = Identity(%y) {T = f32}
+    }
+    return %h
+  }
+}
+"#;
+
+#[test]
+fn pass_names_parse_back() {
+    use tpu_rewrite::passes::{pass_names, Pass, PassSelection, PIPELINE};
+    assert_eq!(pass_names().len(), PIPELINE.len());
+    for (&name, &pass) in pass_names().iter().zip(PIPELINE) {
+        assert_eq!(Pass::from_name(name), Some(pass));
+        assert_eq!(pass.name(), name);
+    }
+    let error = PassSelection::parse("fan-in,bogus").expect_err("`bogus` is no pass");
+    assert!(error.contains("unknown pass `bogus`"), "{error}");
+    assert_eq!(PassSelection::parse("fan-out, fan-in"), Ok(PassSelection::Only(vec![Pass::FanOut, Pass::FanIn])));
+}
+
+#[test]
+fn selected_passes_run_in_pipeline_order_and_need_their_prerequisites() {
+    use tpu_rewrite::passes::{DiagnosticSource, Pass, PassSelection};
+    let mut module = parse_case("small", SMALL);
+    let passes = PassSelection::parse("fan-in,replicate-clustering").expect("known passes");
+    let report = run_pipeline(&mut module, &PipelineConfig { passes, ..config() });
+    assert!(!report.has_errors(), "clustering runs before fan-in whatever the order given");
+    let ran: Vec<Pass> = report.timings.iter().map(|t| t.pass).collect();
+    assert_eq!(ran, vec![Pass::ReplicateClustering, Pass::FanIn]);
+
+    let mut module = parse_case("small", SMALL);
+    let passes = PassSelection::parse("fan-in").expect("known pass");
+    let report = run_pipeline(&mut module, &PipelineConfig { passes, ..config() });
+    let missing = report.diagnostics.iter().any(|d| {
+        matches!(
+            &d.source,
+            DiagnosticSource::Pass(PassError::MissingPrerequisite { needs: "replicate-clustering", .. })
+        )
+    });
+    assert!(missing, "fan-in alone must ask for clustering: {:?}", report.diagnostics);
+    assert_eq!(report.stopped_after, Some(Pass::FanIn));
+}
+
+#[test]
+fn print_after_all_and_timings_cover_every_pass() {
+    use tpu_rewrite::passes::{PrintMode, PIPELINE};
+    let mut module = parse_case("small", SMALL);
+    let report = run_pipeline(&mut module, &PipelineConfig { print: PrintMode::AfterEachPass, ..config() });
+    assert!(!report.has_errors());
+    assert_eq!(report.printed.len(), PIPELINE.len());
+    assert_eq!(report.timings.len(), PIPELINE.len());
+    // After clustering the region is still there, tagged; after fan-out it is gone.
+    let after = |name: &str| &report.printed.iter().find(|(p, _)| p.name() == name).expect("printed").1;
+    assert!(after("replicate-clustering").contains("replicate (_tpu_replicate = \"cluster\""));
+    assert!(!after("fan-out").contains("replicate ("));
+    assert_eq!(after("form-clusters"), &print_module(&module));
+    let table = report.timing_table();
+    for pass in PIPELINE {
+        assert!(table.contains(pass.name()), "{table}");
+    }
+}
+
+#[test]
+fn feed_fetch_rule_reads_regions_before_the_rewrite() {
+    let module = parse_case("small", SMALL);
+    let graph = &module.graphs[0];
+    let rule = FeedFetchRule::new(graph);
+    let y = graph.find("y").expect("node y");
+    let h = graph.find("h").expect("node h");
+    let x0 = graph.find("x0").expect("node x0");
+    assert!(rule.check(graph, y, Access::Fetch).is_err());
+    let error = rule.check(graph, h, Access::Feed).expect_err("two replicas");
+    assert!(error.to_string().contains("feed/fetch rule"), "{error}");
+    assert!(rule.check(graph, x0, Access::Feed).is_ok());
 }

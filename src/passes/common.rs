@@ -164,12 +164,7 @@ pub fn first_unnamed_replicate(graph: &Graph) -> Option<RegionId> {
 
 /// Finds, in one scan, the node of each authored cluster that satisfies
 /// `pick` (e.g. its metadata op or its pivot).
-pub fn find_per_cluster(
-    graph: &Graph,
-    clusters: &[AuthoredCluster],
-    key: &str,
-    op: &str,
-) -> HashMap<String, NodeId> {
+pub fn find_per_cluster(graph: &Graph, clusters: &[AuthoredCluster], key: &str, op: &str) -> HashMap<String, NodeId> {
     let wanted: HashSet<&str> = clusters.iter().map(|c| c.name.as_str()).collect();
     let mut found = HashMap::new();
     for id in graph.node_ids() {

@@ -88,7 +88,9 @@ pub enum PassError {
     },
 
     /// A replicated output whose result count is not the replica count.
-    #[error("replicated output `%{output}` has {found} result(s), but cluster `{cluster}` has num_replicas {expected}")]
+    #[error(
+        "replicated output `%{output}` has {found} result(s), but cluster `{cluster}` has num_replicas {expected}"
+    )]
     #[diagnostic(
         code(tpu_rewrite::passes::replicated_output_count),
         help("set `num_replicas` of the TPUReplicatedOutput to the cluster's replica count")

@@ -13,7 +13,9 @@
 //! input and both counts. Requires `replicate-clustering`. Afterwards the
 //! region has no inputs. Cost: O(inputs × replicas).
 
-use super::common::{authored_clusters, first_unnamed_replicate, output_dtype, Namer, TPU_INPUT_IDENTITY, TPU_REPLICATE};
+use super::common::{
+    authored_clusters, first_unnamed_replicate, output_dtype, Namer, TPU_INPUT_IDENTITY, TPU_REPLICATE,
+};
 use super::error::PassError;
 use crate::ir::{AttrValue, Graph, Input, Node, NodeKind, RegionKind};
 
@@ -23,7 +25,10 @@ pub fn fan_in(graph: &mut Graph) -> Vec<PassError> {
     if let Some(r) = first_unnamed_replicate(graph) {
         let region = graph.region(r);
         let has_inputs = matches!(&region.kind, RegionKind::Replicate { inputs, .. } if !inputs.is_empty());
-        if has_inputs && graph.enclosing_replicate(region.parent).is_none() && region.num_replicas().is_some_and(|n| n >= 1) {
+        if has_inputs
+            && graph.enclosing_replicate(region.parent).is_none()
+            && region.num_replicas().is_some_and(|n| n >= 1)
+        {
             errors.push(PassError::MissingPrerequisite {
                 pass: "fan-in",
                 needs: "replicate-clustering",

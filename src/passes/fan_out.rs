@@ -21,8 +21,8 @@
 //! regions. Cost: O(outputs × replicas), plus the flattening.
 
 use super::common::{
-    authored_clusters, find_per_cluster, output_dtype, Namer, PIVOT_FOR_CLUSTER, REPLICATED_CORE_0, TPU_OUTPUT_IDENTITY,
-    TPU_REPLICATE,
+    authored_clusters, find_per_cluster, output_dtype, Namer, PIVOT_FOR_CLUSTER, REPLICATED_CORE_0,
+    TPU_OUTPUT_IDENTITY, TPU_REPLICATE,
 };
 use super::error::PassError;
 use crate::ir::{AttrValue, Graph, Node, NodeId, RegionKind, ValueRef};

@@ -97,14 +97,17 @@ fn layout(graph: &Graph) -> Vec<NodeId> {
 fn outside_key(graph: &Graph, anchors: &HashMap<String, u64>, id: NodeId) -> Option<Key> {
     let node = graph.node(id);
     let pg = graph.petgraph();
-    let cluster_anchor = |src: NodeId| graph.node(src).attrs.get_str(TPU_REPLICATE).and_then(|c| anchors.get(c).copied());
+    let cluster_anchor =
+        |src: NodeId| graph.node(src).attrs.get_str(TPU_REPLICATE).and_then(|c| anchors.get(c).copied());
     match &*node.op {
         "TPUReplicatedInput" => {
-            let anchor = pg.edges_directed(id.0, Direction::Outgoing).find_map(|e| cluster_anchor(NodeId(e.target())))?;
+            let anchor =
+                pg.edges_directed(id.0, Direction::Outgoing).find_map(|e| cluster_anchor(NodeId(e.target())))?;
             Some((anchor, 0, 0, node.seq, 0, 0))
         }
         "TPUReplicatedOutput" => {
-            let anchor = pg.edges_directed(id.0, Direction::Incoming).find_map(|e| cluster_anchor(NodeId(e.source())))?;
+            let anchor =
+                pg.edges_directed(id.0, Direction::Incoming).find_map(|e| cluster_anchor(NodeId(e.source())))?;
             Some((anchor, 2, 2, node.seq, 0, 0))
         }
         _ => {
@@ -124,7 +127,8 @@ fn outside_key(graph: &Graph, anchors: &HashMap<String, u64>, id: NodeId) -> Opt
                 }
             }
             if let (1, Some((fan, r))) = (data_inputs, from_output) {
-                let anchor = pg.edges_directed(fan.0, Direction::Incoming).find_map(|e| cluster_anchor(NodeId(e.source())))?;
+                let anchor =
+                    pg.edges_directed(fan.0, Direction::Incoming).find_map(|e| cluster_anchor(NodeId(e.source())))?;
                 return Some((anchor, 2, 2, graph.node(fan).seq, 1 + u64::from(r), node.seq));
             }
             if data_inputs == 0 && &*node.op == "NoOp" {

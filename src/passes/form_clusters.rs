@@ -20,8 +20,7 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
-use petgraph::stable_graph::NodeIndex;
-use petgraph::visit::{EdgeRef, IntoEdgeReferences, NodeIndexable};
+use petgraph::visit::{EdgeRef, NodeIndexable};
 use petgraph::Direction;
 
 use super::common::{COMPILATION_STATUS, OUTSIDE_COMPILATION, PIVOT_FOR_CLUSTER, TPU_REPLICATE};
@@ -174,17 +173,21 @@ fn form_one(graph: &Graph, name: &str, group: &Group, errors: &mut Vec<PassError
             None => Err(invalid(format!("`{key}` is missing or not an int"))),
         }
     };
-    let (num_replicas, num_cores_per_replica) = match (positive("num_replicas", None), positive("num_cores_per_replica", Some(1))) {
-        (Ok(r), Ok(c)) => (r, c),
-        (r, c) => {
-            errors.extend(r.err());
-            errors.extend(c.err());
-            return None;
-        }
-    };
+    let (num_replicas, num_cores_per_replica) =
+        match (positive("num_replicas", None), positive("num_cores_per_replica", Some(1))) {
+            (Ok(r), Ok(c)) => (r, c),
+            (r, c) => {
+                errors.extend(r.err());
+                errors.extend(c.err());
+                return None;
+            }
+        };
     let mut host_compute_core = Vec::new();
     for item in meta.attrs.get("host_compute_core").and_then(|v| v.as_list()).unwrap_or(&[]) {
-        let parsed = item.as_str().and_then(|s| s.rsplit_once(':')).and_then(|(oc, core)| Some((oc.to_string(), core.parse().ok()?)));
+        let parsed = item
+            .as_str()
+            .and_then(|s| s.rsplit_once(':'))
+            .and_then(|(oc, core)| Some((oc.to_string(), core.parse().ok()?)));
         match parsed {
             Some(entry) => host_compute_core.push(entry),
             None => {
@@ -244,29 +247,60 @@ fn form_one(graph: &Graph, name: &str, group: &Group, errors: &mut Vec<PassError
 }
 
 /// Contracts each cluster to one node and reports every cycle through one.
+///
+/// Only nodes reachable from a cluster can lie on such a cycle, so the
+/// contracted graph holds the clusters and those nodes alone; on rewritten
+/// graphs that is little more than the fan-out.
 fn check_cycles(graph: &Graph, clusters: &[ReplicateCluster], errors: &mut Vec<PassError>) {
     if clusters.is_empty() {
         return;
     }
     let pg = graph.petgraph();
     let k = clusters.len();
-    // Component of a node: its cluster's index, else k + its node index.
-    let mut component: Vec<usize> = (0..pg.node_bound()).map(|i| k + i).collect();
+    const NONE: usize = usize::MAX;
+    // Component of a node in the contracted graph: its cluster's index, or
+    // an index >= k once it is found reachable from a cluster.
+    let mut component: Vec<usize> = vec![NONE; pg.node_bound()];
     for (c, cluster) in clusters.iter().enumerate() {
         for &m in &cluster.members {
             component[m.0.index()] = c;
         }
     }
+    let mut outside: Vec<NodeId> = Vec::new();
+    let mut stack: Vec<NodeId> = clusters.iter().flat_map(|c| c.members.iter().copied()).collect();
+    while let Some(n) = stack.pop() {
+        for e in pg.edges_directed(n.0, Direction::Outgoing) {
+            let t = e.target().index();
+            if component[t] == NONE {
+                component[t] = k + outside.len();
+                outside.push(NodeId(e.target()));
+                stack.push(NodeId(e.target()));
+            }
+        }
+    }
+    if outside.is_empty() {
+        return;
+    }
     let mut contracted: petgraph::Graph<(), (), petgraph::Directed, u32> =
-        petgraph::Graph::with_capacity(k + pg.node_bound(), pg.edge_count());
-    for _ in 0..k + pg.node_bound() {
+        petgraph::Graph::with_capacity(k + outside.len(), outside.len() * 2);
+    for _ in 0..k + outside.len() {
         contracted.add_node(());
     }
-    for e in pg.edge_references() {
-        let (s, t) = (component[e.source().index()], component[e.target().index()]);
-        if s != t {
-            contracted.add_edge(petgraph::graph::NodeIndex::new(s), petgraph::graph::NodeIndex::new(t), ());
+    let mut add_edges_from = |n: NodeId, from: usize| {
+        for e in pg.edges_directed(n.0, Direction::Outgoing) {
+            let to = component[e.target().index()];
+            if to != NONE && to != from {
+                contracted.add_edge(petgraph::graph::NodeIndex::new(from), petgraph::graph::NodeIndex::new(to), ());
+            }
         }
+    };
+    for (c, cluster) in clusters.iter().enumerate() {
+        for &m in &cluster.members {
+            add_edges_from(m, c);
+        }
+    }
+    for (i, &n) in outside.iter().enumerate() {
+        add_edges_from(n, k + i);
     }
     if petgraph::algo::toposort(&contracted, None).is_ok() {
         return;
@@ -275,7 +309,7 @@ fn check_cycles(graph: &Graph, clusters: &[ReplicateCluster], errors: &mut Vec<P
         if c < k {
             format!("cluster `{}`", clusters[c].name)
         } else {
-            format!("%{}", graph.node(NodeId(NodeIndex::new(c - k))).name)
+            format!("%{}", graph.node(outside[c - k]).name)
         }
     };
     for scc in petgraph::algo::tarjan_scc(&contracted) {
@@ -309,12 +343,13 @@ fn check_cycles(graph: &Graph, clusters: &[ReplicateCluster], errors: &mut Vec<P
         }
         path.extend(rest.into_iter().rev());
         path.push(start);
-        let span = path
-            .iter()
-            .find(|c| c.index() >= k)
-            .map(|c| graph.node(NodeId(NodeIndex::new(c.index() - k))).span)
-            .unwrap_or_default();
+        let span =
+            path.iter().find(|c| c.index() >= k).map(|c| graph.node(outside[c.index() - k]).span).unwrap_or_default();
         let text: Vec<String> = path.iter().map(|c| label(c.index())).collect();
-        errors.push(PassError::ClusterCycle { cluster: clusters[start.index()].name.clone(), path: text.join(" -> "), span });
+        errors.push(PassError::ClusterCycle {
+            cluster: clusters[start.index()].name.clone(),
+            path: text.join(" -> "),
+            span,
+        });
     }
 }

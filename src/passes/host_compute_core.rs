@@ -32,9 +32,8 @@ pub fn host_compute_core(graph: &mut Graph) -> Vec<PassError> {
         let Some(oc) = region.attrs.get_str(OUTSIDE_COMPILATION) else { continue };
         let Some(device) = region.attrs.get_str("device") else { continue };
         let Some(("TPU_REPLICATED_CORE", Some(core))) = device_type_and_index(device) else { continue };
-        let Some(cluster) = graph
-            .enclosing_replicate(region.parent)
-            .and_then(|r| graph.region(r).attrs.get_str(TPU_REPLICATE))
+        let Some(cluster) =
+            graph.enclosing_replicate(region.parent).and_then(|r| graph.region(r).attrs.get_str(TPU_REPLICATE))
         else {
             continue;
         };

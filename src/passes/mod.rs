@@ -273,7 +273,11 @@ pub fn run_pipeline(module: &mut Module, config: &PipelineConfig) -> PipelineRep
             let _timer = TimingGuard::start(pass, &mut report.timings);
             for (graph, formed) in module.graphs.iter_mut().zip(clusters.iter_mut()) {
                 for error in pass.run(graph, config, formed) {
-                    found.push(PassDiagnostic { pass, graph: graph.name.clone(), source: DiagnosticSource::Pass(error) });
+                    found.push(PassDiagnostic {
+                        pass,
+                        graph: graph.name.clone(),
+                        source: DiagnosticSource::Pass(error),
+                    });
                 }
             }
         }
@@ -300,10 +304,10 @@ fn verify_if(mode: VerifyMode, pass: Pass, module: &Module, found: &mut Vec<Pass
     for graph in &module.graphs {
         let mut errors = Vec::new();
         crate::ir::verify::verify_graph(graph, &mut errors);
-        found.extend(
-            errors
-                .into_iter()
-                .map(|e| PassDiagnostic { pass, graph: graph.name.clone(), source: DiagnosticSource::Verify(e) }),
-        );
+        found.extend(errors.into_iter().map(|e| PassDiagnostic {
+            pass,
+            graph: graph.name.clone(),
+            source: DiagnosticSource::Verify(e),
+        }));
     }
 }

@@ -68,11 +68,12 @@ pub fn outside_compilation(graph: &mut Graph) -> Vec<PassError> {
         name_of_region[rid.0 as usize] = Some(name);
     }
     // Each region inherits the name of its nearest enclosing block.
-    let mut inherited: Vec<Option<String>> = vec![None; graph.regions.len()];
-    for r in 0..graph.regions.len() {
-        let nearest = graph.region_chain(Some(RegionId(r as u32))).find(|x| is_oc(graph, *x));
-        inherited[r] = nearest.and_then(|oc| name_of_region[oc.0 as usize].clone());
-    }
+    let inherited: Vec<Option<String>> = (0..graph.regions.len() as u32)
+        .map(|r| {
+            let nearest = graph.region_chain(Some(RegionId(r))).find(|x| is_oc(graph, *x));
+            nearest.and_then(|oc| name_of_region[oc.0 as usize].clone())
+        })
+        .collect();
     let members: Vec<_> = graph.node_ids().filter_map(|id| Some((id, graph.node(id).region?))).collect();
     for (id, region) in members {
         if let Some(name) = &inherited[region.0 as usize] {

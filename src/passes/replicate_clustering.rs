@@ -52,9 +52,13 @@ pub fn replicate_clustering(graph: &mut Graph) -> Vec<PassError> {
         if !matches!(region.kind, RegionKind::Replicate { .. }) {
             continue;
         }
-        let outer = graph.region_chain(region.parent).find(|r| matches!(graph.region(*r).kind, RegionKind::Replicate { .. }));
+        let outer =
+            graph.region_chain(region.parent).find(|r| matches!(graph.region(*r).kind, RegionKind::Replicate { .. }));
         if let Some(outer) = outer {
-            errors.push(PassError::NestedReplicate { span: region.keyword_span, outer: graph.region(outer).keyword_span });
+            errors.push(PassError::NestedReplicate {
+                span: region.keyword_span,
+                outer: graph.region(outer).keyword_span,
+            });
             continue;
         }
         match region.num_replicas() {

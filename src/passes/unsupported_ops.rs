@@ -51,12 +51,8 @@ pub fn report(graph: &Graph) -> Vec<PassError> {
             }
             listing.pop();
             let first = graph.node(ids[0]);
-            let warning = PassError::UnsupportedOps {
-                cluster: cluster.to_string(),
-                count: ids.len(),
-                listing,
-                span: first.span,
-            };
+            let warning =
+                PassError::UnsupportedOps { cluster: cluster.to_string(), count: ids.len(), listing, span: first.span };
             (first.seq, warning)
         })
         .collect();

@@ -63,8 +63,9 @@ pub enum PassError {
         span: Span,
     },
 
-    /// An x of a gradients call that no y depends on: it has no gradient.
-    #[error("`%{x}` is not connected to any of the ys of `%{call}`: it has no gradient")]
+    /// An x of a gradients call that no gradient reaches (no y depends on it, or only through
+    /// StopGradient or ops without a gradient): it has no gradient.
+    #[error("no gradient flows from the ys of `%{call}` to `%{x}`")]
     #[diagnostic(code(tpu_rewrite::passes::unconnected_gradient), severity(Warning), help("{what}"))]
     UnconnectedGradient {
         /// The gradients call.
@@ -73,7 +74,7 @@ pub enum PassError {
         x: String,
         /// What became of the call's output for this x.
         what: String,
-        #[label("no path from here to a y")]
+        #[label("no gradient reaches this x")]
         span: Span,
     },
 

@@ -39,7 +39,7 @@ use petgraph::Direction;
 use self::colocation::{ColocationContext, OUTSIDE_COMPILATION_ATTR};
 use self::emitter::Emitter;
 use super::error::PassError;
-use crate::ir::{EdgeKind, Graph, NodeId, NodeKind};
+use crate::ir::{EdgeKind, Graph, NodeId, NodeKind, RegionKind, ValueRef};
 
 pub use self::emitter::Tensor;
 
@@ -371,7 +371,8 @@ fn expand_call(
             .graph
             .uses(call_id)
             .iter()
-            .any(|(_, edge)| matches!(edge.kind, EdgeKind::Data { output, .. } if output == i as u32));
+            .any(|(_, edge)| matches!(edge.kind, EdgeKind::Data { output, .. } if output == i as u32))
+            || returned(e.graph, call_id, Some(i as u32));
         let grad = match grad {
             Some(grad) => grad,
             None => {
@@ -384,7 +385,7 @@ fn expand_call(
                     ),
                     None => format!("output {i} of `%{}` is unused, so nothing replaces it", call.name),
                 };
-                let x_ref = crate::ir::ValueRef { node: x.node, output: Some(x.output), span: x_span };
+                let x_ref = ValueRef { node: x.node, output: Some(x.output), span: x_span };
                 let x_name = e.graph.value_name(&x_ref);
                 e.errors.push(PassError::UnconnectedGradient {
                     call: call.name.clone(),
@@ -402,6 +403,7 @@ fn expand_call(
             }
         };
         e.graph.replace_uses(call_id, i as u32, grad.node, grad.output);
+        replace_returned(e.graph, call_id, i as u32, grad);
     }
     let mut errors_of_call = e.finish();
     // Control uses of the call now wait for every gradient it produced.
@@ -421,8 +423,44 @@ fn expand_call(
             }
         }
     }
+    // A region returning the call for control returns the gradients' producers instead.
+    if returned(graph, call_id, None) {
+        let mut producers: Vec<NodeId> = results.iter().flatten().map(|t| t.node).collect();
+        producers.sort();
+        producers.dedup();
+        for region in &mut graph.regions {
+            if let RegionKind::Replicate { outputs, .. } = &mut region.kind {
+                let Some(pos) = outputs.iter().position(|v| v.node == call_id && v.output.is_none()) else {
+                    continue;
+                };
+                let span = outputs[pos].span;
+                outputs.remove(pos);
+                outputs.extend(producers.iter().map(|&node| ValueRef { node, output: None, span }));
+            }
+        }
+    }
     graph.remove_node(call.id);
     errors.append(&mut errors_of_call);
+}
+
+/// True if a replicate region returns output `output` of `node` (`None`: returns it for control).
+fn returned(graph: &Graph, node: NodeId, output: Option<u32>) -> bool {
+    graph.regions.iter().any(|r| match &r.kind {
+        RegionKind::Replicate { outputs, .. } => outputs.iter().any(|v| v.node == node && v.output == output),
+        RegionKind::OutsideCompilation => false,
+    })
+}
+
+/// Points the region outputs that return `node:output` at `to`.
+fn replace_returned(graph: &mut Graph, node: NodeId, output: u32, to: Tensor) {
+    for region in &mut graph.regions {
+        if let RegionKind::Replicate { outputs, .. } = &mut region.kind {
+            for v in outputs.iter_mut().filter(|v| v.node == node && v.output == Some(output)) {
+                v.node = to.node;
+                v.output = Some(to.output);
+            }
+        }
+    }
 }
 
 /// `Fill(Shape(y), 1)` colocated with y's op: TensorFlow's default grad_ys.

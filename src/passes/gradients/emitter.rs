@@ -120,10 +120,8 @@ impl<'g> Emitter<'g> {
             node.attrs.insert(OUTSIDE_COMPILATION_ATTR, AttrValue::str(c));
         }
         let id = self.graph.add_node_unique(node);
-        for (slot, input) in inputs.iter().enumerate() {
-            let _ = slot;
-            self.graph.add_data_input(id, input.node, input.output, Span::DETACHED);
-        }
+        let edges: Vec<(NodeId, u32)> = inputs.iter().map(|t| (t.node, t.output)).collect();
+        self.graph.add_data_inputs(id, &edges, Span::DETACHED);
         Tensor::of(id)
     }
 

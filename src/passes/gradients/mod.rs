@@ -3,6 +3,8 @@
 //! Each call is expanded as TensorFlow's `gradients` does it, then removed:
 //! - the ops between xs and ys (reached forward from xs over data edges and backward from ys) are
 //!   visited in reverse topological order, ready when every consumer on the path has been visited;
+//!   the forward walk does not pass through non-differentiable ops (Shape, StopGradient, ...), which
+//!   changes no gradient but keeps shape computations off the path;
 //! - each op type has one gradient function ([`functions`]); an x op whose inputs are off the path
 //!   stops the walk; StopGradient and other non-differentiable ops pass no gradient on;
 //! - several gradients reaching one tensor are summed with an `AddN` named `<scope>/AddN`;
@@ -364,8 +366,7 @@ fn expand_call(
         };
         results.push(grad);
     }
-    for i in 0..call.xs.len() {
-        let (x, x_span) = call.xs[i];
+    for (i, &(x, x_span)) in call.xs.iter().enumerate() {
         let grad = results[i];
         let used = e
             .graph

@@ -393,6 +393,16 @@ impl Graph {
         self.graph.add_edge(src.0, dst.0, Edge { kind: EdgeKind::Data { output, slot }, span })
     }
 
+    /// Adds data edges `src:output -> dst` at the next free data slots, counting the used slots
+    /// once (so a node with many inputs, like a wide AddN, is built in linear time).
+    pub fn add_data_inputs(&mut self, dst: NodeId, srcs: &[(NodeId, u32)], span: Span) {
+        let first = self.count_inputs(dst, false) as u32;
+        for (i, &(src, output)) in srcs.iter().enumerate() {
+            let kind = EdgeKind::Data { output, slot: first + i as u32 };
+            self.graph.add_edge(src.0, dst.0, Edge { kind, span });
+        }
+    }
+
     /// Adds a control edge `src -> dst` at the next free control slot.
     pub fn add_control_input(&mut self, dst: NodeId, src: NodeId, span: Span) -> EdgeIndex<u32> {
         let slot = self.count_inputs(dst, true) as u32;

@@ -8,6 +8,7 @@
 //! leaves graphs without regions unchanged, so running the pipeline on its
 //! own output changes nothing.
 
+pub mod cluster_cycles;
 pub mod common;
 pub mod error;
 pub mod fan_in;

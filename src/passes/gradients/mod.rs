@@ -1,9 +1,52 @@
 //! Expansion of `gradients(ys, xs, grad_ys)` calls into backward graphs.
 //!
-//! (Being written; see the gradients issue.)
+//! Each call is expanded as TensorFlow's `gradients` does it, then removed:
+//! - the ops between xs and ys (reached forward from xs over data edges and backward from ys) are
+//!   visited in reverse topological order, ready when every consumer on the path has been visited;
+//!   the forward walk does not pass through non-differentiable ops (Shape, StopGradient, ...), which
+//!   changes no gradient but keeps shape computations off the path;
+//! - each op type has one gradient function ([`functions`]); an x op whose inputs are off the path
+//!   stops the walk; StopGradient and other non-differentiable ops pass no gradient on;
+//! - several gradients reaching one tensor are summed with an `AddN` named `<scope>/AddN`;
+//! - a missing grad_ys entry defaults to `Fill(Shape(y), 1)` (`<scope>/Shape`,
+//!   `<scope>/grad_ys_<i>/Const`, `<scope>/grad_ys_<i>`);
+//! - an x with no path to a y has no gradient: a warning, and if the call's output is used it is
+//!   replaced by `ZerosLike(x)`.
+//!
+//! Names: each call opens a name scope by the graph's unique-name rule (`gradients`, `gradients_1`,
+//! ...; a scope is taken if a node is named like it or starts with it and `/`), and its uid is
+//! `<scope>/uid`. The gradient ops of forward op `X` are named `<scope>/X_grad/<Op>`, made unique
+//! with `_1`, `_2`, ... Calls are expanded in text order, except that a call is expanded after the
+//! calls its ys or xs depend on (a gradient of a gradient).
+//!
+//! Placement: every emitted op sits in the call's region, carries the call's `_tpu_replicate` (if
+//! any), the span of the call, and `_class = ["loc:@X"]` for the op `X` it is colocated with (or
+//! `X`'s own `_class`, so gradients of gradients stay with the forward op). An op colocated with an
+//! op carrying `_xla_outside_compilation` goes into a gradient cluster named by
+//! [`colocation::gradient_cluster`] under the configured [`GradientClusterPolicy`]; a call inside
+//! an outside_compilation block puts all its ops into that block's cluster.
+//!
+//! The pass is linear in the size of the graph per call: one forward and one backward walk, and a
+//! bounded number of ops per visited op.
 
+pub mod colocation;
+mod emitter;
+mod functions;
+
+use std::collections::{HashMap, HashSet, VecDeque};
+
+use petgraph::visit::{EdgeRef, NodeIndexable};
+use petgraph::Direction;
+
+use self::colocation::{ColocationContext, OUTSIDE_COMPILATION_ATTR};
+use self::emitter::Emitter;
 use super::error::PassError;
-use crate::ir::Graph;
+use crate::ir::{EdgeKind, Graph, NodeId, NodeKind, RegionKind, ValueRef};
+
+pub use self::emitter::Tensor;
+
+/// The attribute naming a node's replicate cluster.
+pub const TPU_REPLICATE_ATTR: &str = "_tpu_replicate";
 
 /// How gradient ops colocated with an outside-compilation op are clustered.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -21,8 +64,414 @@ pub struct GradientsConfig {
     pub policy: GradientClusterPolicy,
 }
 
-/// Expands every gradients call of `graph`.
+/// Expands every gradients call of `graph`. Returns errors and warnings (see [`PassError`]).
+///
+/// A call that cannot be expanded (malformed operands) is left in place with an error; a call whose
+/// expansion hits an op without a gradient function is expanded with no gradient through that op.
 pub fn expand_gradients(graph: &mut Graph, config: &GradientsConfig) -> Vec<PassError> {
-    let _ = (graph, config);
-    Vec::new()
+    let mut errors = Vec::new();
+    let mut calls: Vec<NodeId> =
+        graph.node_ids().filter(|&id| matches!(graph.node(id).kind, NodeKind::Gradients { .. })).collect();
+    if calls.is_empty() {
+        return errors;
+    }
+    calls.sort_by_key(|&id| graph.node(id).seq);
+    let mut scopes = ScopeNames::of(graph);
+    let mut done: HashSet<NodeId> = HashSet::new();
+    for &first in &calls {
+        // Depth-first over the calls a call depends on, without recursion.
+        let mut stack = vec![first];
+        while let Some(&call) = stack.last() {
+            if done.contains(&call) {
+                stack.pop();
+                continue;
+            }
+            let deps = pending_calls_upstream(graph, call);
+            let unvisited: Vec<NodeId> = deps.into_iter().filter(|d| !stack.contains(d)).collect();
+            if unvisited.is_empty() {
+                stack.pop();
+                done.insert(call);
+                expand_call(graph, config, call, &mut scopes, &mut errors);
+            } else {
+                stack.extend(unvisited.into_iter().rev());
+            }
+        }
+    }
+    errors
+}
+
+/// The unexpanded gradients calls that the operands of `call` depend on, in text order.
+fn pending_calls_upstream(graph: &Graph, call: NodeId) -> Vec<NodeId> {
+    let pg = graph.petgraph();
+    let mut seen = vec![false; pg.node_bound()];
+    let mut stack: Vec<NodeId> = graph.data_inputs(call).iter().map(|i| i.src).collect();
+    let mut found = Vec::new();
+    while let Some(n) = stack.pop() {
+        if std::mem::replace(&mut seen[n.0.index()], true) {
+            continue;
+        }
+        if n != call && matches!(graph.node(n).kind, NodeKind::Gradients { .. }) {
+            found.push(n);
+        }
+        stack.extend(pg.edges_directed(n.0, Direction::Incoming).map(|e| NodeId(e.source())));
+    }
+    found.sort_by_key(|&id| graph.node(id).seq);
+    found
+}
+
+/// The name scopes in use: every node name and each of its `/`-separated prefixes.
+struct ScopeNames {
+    taken: HashSet<String>,
+}
+
+impl ScopeNames {
+    fn of(graph: &Graph) -> ScopeNames {
+        let mut taken = HashSet::with_capacity(graph.node_count());
+        for id in graph.node_ids() {
+            let name: &str = &graph.node(id).name;
+            for (i, _) in name.match_indices('/') {
+                taken.insert(name[..i].to_string());
+            }
+            taken.insert(name.to_string());
+        }
+        ScopeNames { taken }
+    }
+
+    /// Takes the first free scope of `base`, `base_1`, `base_2`, ...
+    fn take(&mut self, base: &str) -> String {
+        let scope = if self.taken.contains(base) {
+            (1..).map(|i| format!("{base}_{i}")).find(|c| !self.taken.contains(c)).unwrap_or_default()
+        } else {
+            base.to_string()
+        };
+        self.taken.insert(scope.clone());
+        scope
+    }
+}
+
+/// The operands of a gradients call.
+struct Call {
+    id: NodeId,
+    name: String,
+    ys: Vec<Tensor>,
+    xs: Vec<(Tensor, crate::syntax::Span)>,
+    grad_ys: Option<Vec<Tensor>>,
+}
+
+fn read_call(graph: &Graph, id: NodeId) -> Result<Call, PassError> {
+    let node = graph.node(id);
+    let name = node.name.to_string();
+    let NodeKind::Gradients { num_ys, num_xs, has_grad_ys } = node.kind else {
+        return Err(PassError::Internal { message: format!("`%{name}` is not a gradients call"), span: node.span });
+    };
+    let (num_ys, num_xs) = (num_ys as usize, num_xs as usize);
+    let inputs = graph.data_inputs(id);
+    let expected = num_ys + num_xs + if has_grad_ys { num_ys } else { 0 };
+    if num_ys == 0 || num_xs == 0 || inputs.len() != expected {
+        return Err(PassError::MalformedGradientsCall {
+            call: name,
+            reason: format!("expected {expected} tensor operands, found {}", inputs.len()),
+            span: node.span,
+        });
+    }
+    let tensor = |i: &crate::ir::Input| Tensor { node: i.src, output: i.output.unwrap_or(0) };
+    Ok(Call {
+        id,
+        ys: inputs[..num_ys].iter().map(tensor).collect(),
+        xs: inputs[num_ys..num_ys + num_xs].iter().map(|i| (tensor(i), i.span)).collect(),
+        grad_ys: has_grad_ys.then(|| inputs[num_ys + num_xs..].iter().map(tensor).collect()),
+        name,
+    })
+}
+
+/// The gradients received by the outputs of one op, per output.
+#[derive(Default)]
+struct Received {
+    by_output: Vec<Vec<Tensor>>,
+}
+
+impl Received {
+    fn push(&mut self, output: u32, grad: Tensor) {
+        let i = output as usize;
+        if self.by_output.len() <= i {
+            self.by_output.resize_with(i + 1, Vec::new);
+        }
+        self.by_output[i].push(grad);
+    }
+}
+
+fn expand_call(
+    graph: &mut Graph,
+    config: &GradientsConfig,
+    call_id: NodeId,
+    scopes: &mut ScopeNames,
+    errors: &mut Vec<PassError>,
+) {
+    let call = match read_call(graph, call_id) {
+        Ok(call) => call,
+        Err(e) => {
+            errors.push(e);
+            return;
+        }
+    };
+    let call_node = graph.node(call_id).clone();
+    let scope = scopes.take("gradients");
+    let uid = format!("{scope}/uid");
+    let mut ctx = ColocationContext::new(config.policy);
+    if let Some(cluster) = call_node.attrs.get_str(OUTSIDE_COMPILATION_ATTR) {
+        ctx.enter_outside_compilation(cluster);
+    }
+
+    // Ops reached from xs, then the ops between: reached and reaching ys.
+    let bound = graph.petgraph().node_bound();
+    let mut reached = vec![false; bound];
+    let mut stack: Vec<NodeId> = call.xs.iter().map(|(x, _)| x.node).collect();
+    let is_x: HashSet<NodeId> = call.xs.iter().map(|(x, _)| x.node).collect();
+    while let Some(n) = stack.pop() {
+        // No gradient flows through a non-differentiable op (Shape, StopGradient, ...), so it does
+        // not count as reached and the walk does not continue through it.
+        if reached[n.0.index()] || (!is_x.contains(&n) && functions::is_not_differentiable(&graph.node(n).op)) {
+            continue;
+        }
+        reached[n.0.index()] = true;
+        for e in graph.petgraph().edges_directed(n.0, Direction::Outgoing) {
+            if matches!(e.weight().kind, EdgeKind::Data { .. }) && e.target() != call_id.0 {
+                stack.push(NodeId(e.target()));
+            }
+        }
+    }
+    let mut between = vec![false; bound];
+    let mut between_list = Vec::new();
+    let mut stack: Vec<NodeId> = call.ys.iter().map(|y| y.node).collect();
+    while let Some(n) = stack.pop() {
+        let i = n.0.index();
+        if !reached[i] || between[i] {
+            continue;
+        }
+        between[i] = true;
+        between_list.push(n);
+        for e in graph.petgraph().edges_directed(n.0, Direction::Incoming) {
+            if matches!(e.weight().kind, EdgeKind::Data { .. }) {
+                stack.push(NodeId(e.source()));
+            }
+        }
+    }
+    drop(reached);
+    let mut pending = vec![0u32; bound];
+    for &op in &between_list {
+        for e in graph.petgraph().edges_directed(op.0, Direction::Incoming) {
+            if matches!(e.weight().kind, EdgeKind::Data { .. }) && between[e.source().index()] {
+                pending[e.source().index()] += 1;
+            }
+        }
+    }
+    // An x op none of whose inputs is on the path stops the walk.
+    let stop: HashSet<NodeId> = call
+        .xs
+        .iter()
+        .map(|(x, _)| x.node)
+        .filter(|&op| {
+            graph
+                .petgraph()
+                .edges_directed(op.0, Direction::Incoming)
+                .filter(|e| matches!(e.weight().kind, EdgeKind::Data { .. }))
+                .all(|e| pending[e.source().index()] == 0)
+        })
+        .collect();
+
+    let mut e = Emitter::new(graph, ctx, &call_node, scope.clone(), uid.clone());
+    let mut received: HashMap<NodeId, Received> = HashMap::new();
+    for (i, &y) in call.ys.iter().enumerate() {
+        let grad = match &call.grad_ys {
+            Some(grad_ys) => grad_ys[i],
+            None => default_grad_y(&mut e, y, i),
+        };
+        received.entry(y.node).or_default().push(y.output, grad);
+    }
+
+    let mut queue: VecDeque<NodeId> = VecDeque::new();
+    let mut queued = vec![false; bound];
+    for y in &call.ys {
+        let i = y.node.0.index();
+        if between[i] && pending[i] == 0 && !queued[i] {
+            queued[i] = true;
+            queue.push_back(y.node);
+        }
+    }
+    while let Some(op) = queue.pop_front() {
+        e.enter_colocation(op);
+        let out_grads: Vec<Option<Tensor>> = match received.get_mut(&op) {
+            Some(r) => {
+                let mut aggregated = Vec::with_capacity(r.by_output.len());
+                for list in &mut r.by_output {
+                    let sum = e.aggregate(list);
+                    if let Some(sum) = sum {
+                        *list = vec![sum];
+                    }
+                    aggregated.push(sum);
+                }
+                aggregated
+            }
+            None => Vec::new(),
+        };
+        let inputs = e.graph.data_inputs(op);
+        if out_grads.iter().any(Option::is_some) && !stop.contains(&op) {
+            let in_grads = e.in_op_scope(op, |e| functions::gradient(e, op, &out_grads));
+            match in_grads {
+                Ok(in_grads) => {
+                    for (input, grad) in inputs.iter().zip(in_grads) {
+                        if let Some(grad) = grad {
+                            received.entry(input.src).or_default().push(input.output.unwrap_or(0), grad);
+                        }
+                    }
+                }
+                Err(reason) => {
+                    let node = e.graph.node(op);
+                    e.errors.push(PassError::NoGradient {
+                        op: node.name.to_string(),
+                        op_type: node.op.to_string(),
+                        reason: reason.map(|r| format!(": {r}")).unwrap_or_default(),
+                        span: node.span,
+                        call: call_node.span,
+                    });
+                }
+            }
+        }
+        e.exit_colocation(op);
+        for input in &inputs {
+            let i = input.src.0.index();
+            if i < bound && between[i] {
+                pending[i] = pending[i].saturating_sub(1);
+                if pending[i] == 0 && !queued[i] {
+                    queued[i] = true;
+                    queue.push_back(input.src);
+                }
+            }
+        }
+    }
+
+    // The gradient of each x, then rewire the call's uses.
+    let mut results: Vec<Option<Tensor>> = Vec::with_capacity(call.xs.len());
+    for &(x, _) in &call.xs {
+        let list = received.get_mut(&x.node).and_then(|r| r.by_output.get_mut(x.output as usize));
+        let grad = match list {
+            Some(list) if list.len() > 1 => {
+                e.enter_colocation(x.node);
+                let sum = e.aggregate(list);
+                e.exit_colocation(x.node);
+                sum
+            }
+            Some(list) => list.first().copied(),
+            None => None,
+        };
+        results.push(grad);
+    }
+    for (i, &(x, x_span)) in call.xs.iter().enumerate() {
+        let grad = results[i];
+        let used = e
+            .graph
+            .uses(call_id)
+            .iter()
+            .any(|(_, edge)| matches!(edge.kind, EdgeKind::Data { output, .. } if output == i as u32))
+            || returned(e.graph, call_id, Some(i as u32));
+        let grad = match grad {
+            Some(grad) => grad,
+            None => {
+                let zeros = used.then(|| e.zeros_like_for_unconnected(x));
+                let what = match zeros {
+                    Some(z) => format!(
+                        "uses of `%{}:{i}` now read `%{}`, zeros shaped like the x",
+                        call.name,
+                        e.graph.node(z.node).name
+                    ),
+                    None => format!("output {i} of `%{}` is unused, so nothing replaces it", call.name),
+                };
+                let x_ref = ValueRef { node: x.node, output: Some(x.output), span: x_span };
+                let x_name = e.graph.value_name(&x_ref);
+                e.errors.push(PassError::UnconnectedGradient {
+                    call: call.name.clone(),
+                    x: x_name,
+                    what,
+                    span: x_span,
+                });
+                match zeros {
+                    Some(z) => {
+                        results[i] = Some(z);
+                        z
+                    }
+                    None => continue,
+                }
+            }
+        };
+        e.graph.replace_uses(call_id, i as u32, grad.node, grad.output);
+        replace_returned(e.graph, call_id, i as u32, grad);
+    }
+    let mut errors_of_call = e.finish();
+    // Control uses of the call now wait for every gradient it produced.
+    let control_users: Vec<NodeId> = graph
+        .uses(call_id)
+        .into_iter()
+        .filter(|(_, edge)| matches!(edge.kind, EdgeKind::Control { .. }))
+        .map(|(user, _)| user)
+        .collect();
+    if !control_users.is_empty() {
+        let mut producers: Vec<NodeId> = results.iter().flatten().map(|t| t.node).collect();
+        producers.sort();
+        producers.dedup();
+        for user in control_users {
+            for &p in &producers {
+                graph.add_control_input(user, p, call_node.span);
+            }
+        }
+    }
+    // A region returning the call for control returns the gradients' producers instead.
+    if returned(graph, call_id, None) {
+        let mut producers: Vec<NodeId> = results.iter().flatten().map(|t| t.node).collect();
+        producers.sort();
+        producers.dedup();
+        for region in &mut graph.regions {
+            if let RegionKind::Replicate { outputs, .. } = &mut region.kind {
+                let Some(pos) = outputs.iter().position(|v| v.node == call_id && v.output.is_none()) else {
+                    continue;
+                };
+                let span = outputs[pos].span;
+                outputs.remove(pos);
+                outputs.extend(producers.iter().map(|&node| ValueRef { node, output: None, span }));
+            }
+        }
+    }
+    graph.remove_node(call.id);
+    errors.append(&mut errors_of_call);
+}
+
+/// True if a replicate region returns output `output` of `node` (`None`: returns it for control).
+fn returned(graph: &Graph, node: NodeId, output: Option<u32>) -> bool {
+    graph.regions.iter().any(|r| match &r.kind {
+        RegionKind::Replicate { outputs, .. } => outputs.iter().any(|v| v.node == node && v.output == output),
+        RegionKind::OutsideCompilation => false,
+    })
+}
+
+/// Points the region outputs that return `node:output` at `to`.
+fn replace_returned(graph: &mut Graph, node: NodeId, output: u32, to: Tensor) {
+    for region in &mut graph.regions {
+        if let RegionKind::Replicate { outputs, .. } = &mut region.kind {
+            for v in outputs.iter_mut().filter(|v| v.node == node && v.output == Some(output)) {
+                v.node = to.node;
+                v.output = Some(to.output);
+            }
+        }
+    }
+}
+
+/// `Fill(Shape(y), 1)` colocated with y's op: TensorFlow's default grad_ys.
+fn default_grad_y(e: &mut Emitter<'_>, y: Tensor, index: usize) -> Tensor {
+    e.enter_colocation(y.node);
+    let dtype = e.dtype_of(y);
+    let shape = e.shape("Shape", y);
+    let fill_name = e.fresh_name(&format!("grad_ys_{index}"));
+    let one = e.scalar_const_named(&format!("{fill_name}/Const"), dtype, 1.0);
+    let fill = e.emit_named(fill_name, "Fill", &[shape, one], e.t_attr(dtype));
+    e.exit_colocation(y.node);
+    fill
 }

@@ -1,0 +1,259 @@
+//! Emission of gradient ops for one gradients call: names, colocation, cluster attributes.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::colocation::{ColocationContext, OUTSIDE_COMPILATION_ATTR};
+use super::TPU_REPLICATE_ATTR;
+use crate::ir::types::{TensorData, TensorLit};
+use crate::ir::{AttrValue, DType, Graph, Node, NodeId, NodeKind, RegionId};
+use crate::passes::error::PassError;
+use crate::syntax::Span;
+
+/// Output `output` of node `node`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Tensor {
+    pub node: NodeId,
+    pub output: u32,
+}
+
+impl Tensor {
+    /// Output 0 of `node`.
+    pub fn of(node: NodeId) -> Tensor {
+        Tensor { node, output: 0 }
+    }
+}
+
+/// Attributes of an emitted op, besides the placement ones the emitter adds.
+pub type Attrs = Vec<(&'static str, AttrValue)>;
+
+/// Emits the ops of one gradients call.
+pub struct Emitter<'g> {
+    pub graph: &'g mut Graph,
+    ctx: ColocationContext,
+    uid: String,
+    scope: String,
+    /// The scope new op names go under: the call's, or `<scope>/<op>_grad`.
+    op_scope: String,
+    region: Option<RegionId>,
+    tpu_replicate: Option<AttrValue>,
+    span: Span,
+    pub errors: Vec<PassError>,
+    dtypes: HashMap<Tensor, Option<DType>>,
+}
+
+impl<'g> Emitter<'g> {
+    pub fn new(graph: &'g mut Graph, ctx: ColocationContext, call: &Node, scope: String, uid: String) -> Emitter<'g> {
+        Emitter {
+            graph,
+            ctx,
+            uid,
+            op_scope: scope.clone(),
+            scope,
+            region: call.region,
+            tpu_replicate: call.attrs.get(TPU_REPLICATE_ATTR).cloned(),
+            span: call.span,
+            errors: Vec::new(),
+            dtypes: HashMap::new(),
+        }
+    }
+
+    /// Enters the gradient colocation with `op`, recording any error.
+    pub fn enter_colocation(&mut self, op: NodeId) {
+        if let Err(e) = self.ctx.enter_gradient_colocation(self.graph, op, Some(&self.uid)) {
+            self.errors.push(e);
+        }
+    }
+
+    /// Leaves the gradient colocation with `op`, recording any error.
+    pub fn exit_colocation(&mut self, op: NodeId) {
+        if let Err(e) = self.ctx.exit_gradient_colocation(self.graph, op) {
+            self.errors.push(e);
+        }
+    }
+
+    /// Runs `f` with new names under `<scope>/<op>_grad`.
+    pub fn in_op_scope<R>(&mut self, op: NodeId, f: impl FnOnce(&mut Self) -> R) -> R {
+        let scope = format!("{}/{}_grad", self.scope, self.graph.node(op).name);
+        let outer = std::mem::replace(&mut self.op_scope, scope);
+        let result = f(self);
+        self.op_scope = outer;
+        result
+    }
+
+    /// Checks that every colocation was left and returns the problems found.
+    pub fn finish(mut self) -> Vec<PassError> {
+        if self.ctx.depth() != 0 {
+            self.errors.push(PassError::BadlyNestedColocation {
+                message: format!("{} colocation(s) still open at the end of the call", self.ctx.depth()),
+                span: self.span,
+            });
+        }
+        self.errors
+    }
+
+    /// A free node name `<op scope>/<base>` (or with `_1`, `_2`, ...).
+    pub fn fresh_name(&self, base: &str) -> String {
+        self.graph.unique_name(&format!("{}/{base}", self.op_scope))
+    }
+
+    /// Emits op `op_type` named `<op scope>/<base>` (made unique).
+    pub fn emit(&mut self, op_type: &str, base: &str, inputs: &[Tensor], attrs: Attrs) -> Tensor {
+        let name = self.fresh_name(base);
+        self.emit_named(name, op_type, inputs, attrs)
+    }
+
+    /// Emits op `op_type` named `name` (made unique if taken).
+    pub fn emit_named(&mut self, name: String, op_type: &str, inputs: &[Tensor], attrs: Attrs) -> Tensor {
+        let mut node = Node::op(Arc::<str>::from(name), Arc::<str>::from(op_type)).with_span(self.span);
+        node.region = self.region;
+        for (key, value) in attrs {
+            node.attrs.insert(key, value);
+        }
+        if let Some(op) = self.ctx.colocated_with() {
+            node.attrs.insert("_class", colocation_class(self.graph, op));
+        }
+        if let Some(r) = &self.tpu_replicate {
+            node.attrs.insert(TPU_REPLICATE_ATTR, r.clone());
+        }
+        if let Some(c) = self.ctx.cluster() {
+            node.attrs.insert(OUTSIDE_COMPILATION_ATTR, AttrValue::str(c));
+        }
+        let id = self.graph.add_node_unique(node);
+        let edges: Vec<(NodeId, u32)> = inputs.iter().map(|t| (t.node, t.output)).collect();
+        self.graph.add_data_inputs(id, &edges, Span::DETACHED);
+        Tensor::of(id)
+    }
+
+    /// Sums `list` with an `AddN` at the call's scope, colocated with the first summand's producer.
+    pub fn aggregate(&mut self, list: &[Tensor]) -> Option<Tensor> {
+        match list {
+            [] => None,
+            [one] => Some(*one),
+            [first, ..] => {
+                let producer = first.node;
+                self.enter_colocation(producer);
+                let dtype = self.dtype_of(*first);
+                let name = self.graph.unique_name(&format!("{}/AddN", self.scope));
+                let mut attrs = vec![("N", AttrValue::Int(list.len() as i64))];
+                attrs.extend(self.t_attr(dtype));
+                let sum = self.emit_named(name, "AddN", list, attrs);
+                self.exit_colocation(producer);
+                Some(sum)
+            }
+        }
+    }
+
+    /// `ZerosLike(x)` at the call's scope, colocated with x's op: the result for an unconnected x.
+    pub fn zeros_like_for_unconnected(&mut self, x: Tensor) -> Tensor {
+        self.enter_colocation(x.node);
+        let dtype = self.dtype_of(x);
+        let name = self.graph.unique_name(&format!("{}/zeros_like", self.scope));
+        let attrs = self.t_attr(dtype);
+        let zeros = self.emit_named(name, "ZerosLike", &[x], attrs);
+        self.exit_colocation(x.node);
+        zeros
+    }
+
+    /// `{T = dtype}` when the dtype is known.
+    pub fn t_attr(&self, dtype: Option<DType>) -> Attrs {
+        dtype.map(|d| vec![("T", AttrValue::Type(d))]).unwrap_or_default()
+    }
+
+    /// The element type of `t`, from the attributes of its producer or, failing that, of the
+    /// producers of its first input, as far back as 64 ops.
+    pub fn dtype_of(&mut self, t: Tensor) -> Option<DType> {
+        if let Some(d) = self.dtypes.get(&t) {
+            return *d;
+        }
+        let found = infer_dtype(self.graph, t);
+        self.dtypes.insert(t, found);
+        found
+    }
+
+    /// `Shape(x)` with `out_type = i32`.
+    pub fn shape(&mut self, base: &str, x: Tensor) -> Tensor {
+        let mut attrs = vec![("out_type", AttrValue::Type(DType::I32))];
+        let dtype = self.dtype_of(x);
+        attrs.extend(self.t_attr(dtype));
+        self.emit("Shape", base, &[x], attrs)
+    }
+
+    /// A scalar float constant of `dtype` (f32 if unknown) named exactly `name` (made unique).
+    pub fn scalar_const_named(&mut self, name: &str, dtype: Option<DType>, value: f64) -> Tensor {
+        let dtype = dtype.unwrap_or(DType::F32);
+        let data = match dtype {
+            DType::F64 => TensorData::Double(vec![value]),
+            DType::I32 => TensorData::Int(vec![value as i32]),
+            DType::I64 => TensorData::Int64(vec![value as i64]),
+            _ => TensorData::Float(vec![value as f32]),
+        };
+        let dtype = if matches!(dtype, DType::F64 | DType::I32 | DType::I64) { dtype } else { DType::F32 };
+        let lit = TensorLit { dtype, shape: Vec::new(), data };
+        self.const_named(name.to_string(), lit)
+    }
+
+    /// An i32 constant named exactly `name` (made unique).
+    pub fn int_const_named(&mut self, name: String, values: &[i32], scalar: bool) -> Tensor {
+        let shape = if scalar { Vec::new() } else { vec![values.len() as i64] };
+        let lit = TensorLit { dtype: DType::I32, shape, data: TensorData::Int(values.to_vec()) };
+        self.const_named(name, lit)
+    }
+
+    fn const_named(&mut self, name: String, lit: TensorLit) -> Tensor {
+        let name = self.graph.unique_name(&name);
+        let attrs = vec![("dtype", AttrValue::Type(lit.dtype)), ("value", AttrValue::Tensor(Box::new(lit)))];
+        self.emit_named(name, "Const", &[], attrs)
+    }
+}
+
+/// The colocation class of gradient ops colocated with `op`: `op`'s own `_class` if it has one
+/// (it is itself colocated), else `["loc:@op"]`.
+fn colocation_class(graph: &Graph, op: NodeId) -> AttrValue {
+    let node = graph.node(op);
+    match node.attrs.get("_class") {
+        Some(class @ AttrValue::List(items)) if !items.is_empty() => class.clone(),
+        _ => AttrValue::List(vec![AttrValue::str(format!("loc:@{}", node.name))]),
+    }
+}
+
+fn infer_dtype(graph: &Graph, t: Tensor) -> Option<DType> {
+    let mut cur = t;
+    for _ in 0..64 {
+        if !graph.contains(cur.node) {
+            return None;
+        }
+        let node = graph.node(cur.node);
+        let inputs = graph.data_inputs(cur.node);
+        match node.kind {
+            NodeKind::RegionInput { .. } => {
+                let first = inputs.first()?;
+                cur = Tensor { node: first.src, output: first.output.unwrap_or(0) };
+                continue;
+            }
+            NodeKind::Gradients { num_ys, .. } => {
+                let x = inputs.get(num_ys as usize + cur.output as usize)?;
+                cur = Tensor { node: x.src, output: x.output.unwrap_or(0) };
+                continue;
+            }
+            NodeKind::Op => {}
+        }
+        let attrs = &node.attrs;
+        let ty = |key: &str| attrs.get(key).and_then(AttrValue::as_type);
+        let found = match &*node.op {
+            "Shape" | "Size" | "Rank" => Some(ty("out_type").unwrap_or(DType::I32)),
+            "VarHandleOp" => Some(DType::Resource),
+            "Cast" => ty("DstT"),
+            "Range" => ty("Tidx").or(Some(DType::I32)),
+            "BroadcastGradientArgs" | "InvertPermutation" => ty("T").or(Some(DType::I32)),
+            "Greater" | "GreaterEqual" | "Less" | "LessEqual" | "Equal" | "NotEqual" => Some(DType::Bool),
+            _ => ty("T").or_else(|| ty("dtype")),
+        };
+        if found.is_some() {
+            return found;
+        }
+        let first = inputs.first()?;
+        cur = Tensor { node: first.src, output: first.output.unwrap_or(0) };
+    }
+    None
+}

@@ -1,0 +1,411 @@
+//! Gradient functions: for each op type, the gradients of its inputs given those of its outputs.
+//!
+//! They follow TensorFlow's registered gradients and emit the same standard ops, with dynamic
+//! shapes (`Shape`, `BroadcastGradientArgs`, `Sum` over the reduction indices, `Reshape`) so that
+//! no static shape is needed. Op names follow TensorFlow's where it has a fixed one (`Mul`,
+//! `Sum/reduction_indices`, `TanhGrad_grad/mul/y`, ...).
+
+use super::emitter::{Attrs, Emitter, Tensor};
+use crate::ir::{AttrValue, DType, NodeId};
+
+/// Why an op passes no gradient: `None` when its type has no gradient function, `Some(reason)` when
+/// the type has one but not for this use.
+pub type Unsupported = Option<String>;
+
+/// The gradient of each data input of `op`, given the gradients of its outputs (`None` where an
+/// output received none). Must not be called with all `out_grads` `None`.
+pub fn gradient(
+    e: &mut Emitter<'_>,
+    op: NodeId,
+    out_grads: &[Option<Tensor>],
+) -> Result<Vec<Option<Tensor>>, Unsupported> {
+    let node = e.graph.node(op);
+    let op_type = node.op.clone();
+    let inputs: Vec<Tensor> =
+        e.graph.data_inputs(op).iter().map(|i| Tensor { node: i.src, output: i.output.unwrap_or(0) }).collect();
+    let n = inputs.len();
+    let none = || vec![None; n];
+    if is_not_differentiable(&op_type) {
+        return Ok(none());
+    }
+    // Ops with several outputs: only AddN-like pass-through is supported; others need output 0.
+    let g = match out_grads.first().copied().flatten() {
+        Some(g) => g,
+        None => return Err(Some("only the gradient of output 0 is supported".into())),
+    };
+    let y = Tensor::of(op);
+    let x = |i: usize| inputs.get(i).copied().ok_or_else(|| Some(format!("expected at least {} inputs", i + 1)));
+    let t = e.dtype_of(g);
+    let ta = e.t_attr(t);
+    Ok(match &*op_type {
+        "Identity" | "ReadVariableOp" | "Snapshot" | "PreventGradient" => pass_first(n, g),
+        "AddN" => vec![Some(g); n],
+        "Neg" => vec![Some(e.emit("Neg", "Neg", &[g], ta))],
+        "Add" | "AddV2" => {
+            let (a, b) = (x(0)?, x(1)?);
+            let bc = Broadcast::new(e, a, b);
+            let ga = bc.reduce_x(e, g, &ta);
+            let gb = bc.reduce_y(e, g, &ta);
+            vec![Some(ga), Some(gb)]
+        }
+        "Sub" => {
+            let (a, b) = (x(0)?, x(1)?);
+            let bc = Broadcast::new(e, a, b);
+            let ga = bc.reduce_x(e, g, &ta);
+            let gb = bc.reduce_y(e, g, &ta);
+            let gb = e.emit("Neg", "Neg", &[gb], ta.clone());
+            vec![Some(ga), Some(gb)]
+        }
+        "Mul" => {
+            let (a, b) = (x(0)?, x(1)?);
+            let bc = Broadcast::new(e, a, b);
+            let ga = e.emit("Mul", "Mul", &[g, b], ta.clone());
+            let ga = bc.reduce_x(e, ga, &ta);
+            let gb = e.emit("Mul", "Mul", &[a, g], ta.clone());
+            let gb = bc.reduce_y(e, gb, &ta);
+            vec![Some(ga), Some(gb)]
+        }
+        "RealDiv" => {
+            let (a, b) = (x(0)?, x(1)?);
+            let bc = Broadcast::new(e, a, b);
+            let ga = e.emit("RealDiv", "RealDiv", &[g, b], ta.clone());
+            let ga = bc.reduce_x(e, ga, &ta);
+            let neg = e.emit("Neg", "Neg", &[a], ta.clone());
+            let d1 = e.emit("RealDiv", "RealDiv", &[neg, b], ta.clone());
+            let d2 = e.emit("RealDiv", "RealDiv", &[d1, b], ta.clone());
+            let gb = e.emit("Mul", "mul", &[g, d2], ta.clone());
+            let gb = bc.reduce_y(e, gb, &ta);
+            vec![Some(ga), Some(gb)]
+        }
+        "Maximum" | "Minimum" => {
+            let (a, b) = (x(0)?, x(1)?);
+            let bc = Broadcast::new(e, a, b);
+            let cmp = if &*op_type == "Maximum" { "GreaterEqual" } else { "LessEqual" };
+            let da = e.dtype_of(a);
+            let mask = e.emit(cmp, cmp, &[a, b], e.t_attr(da));
+            let zeros = e.emit("ZerosLike", "zeros_like", &[g], ta.clone());
+            let ga = e.emit("SelectV2", "SelectV2", &[mask, g, zeros], ta.clone());
+            let gb = e.emit("SelectV2", "SelectV2", &[mask, zeros, g], ta.clone());
+            let ga = bc.reduce_x(e, ga, &ta);
+            let gb = bc.reduce_y(e, gb, &ta);
+            vec![Some(ga), Some(gb)]
+        }
+        "SelectV2" => {
+            let (c, a, b) = (x(0)?, x(1)?, x(2)?);
+            let zeros = e.emit("ZerosLike", "zeros_like", &[g], ta.clone());
+            let ga = e.emit("SelectV2", "SelectV2", &[c, g, zeros], ta.clone());
+            let gb = e.emit("SelectV2", "SelectV2", &[c, zeros, g], ta.clone());
+            let out_shape = e.shape("Shape", y);
+            let ga = reduce_to_shape_of(e, ga, a, out_shape, &ta);
+            let gb = reduce_to_shape_of(e, gb, b, out_shape, &ta);
+            vec![None, Some(ga), Some(gb)]
+        }
+        "Square" => {
+            let a = x(0)?;
+            let two = e.fresh_name("Const");
+            let two = e.scalar_const_named(&two, t, 2.0);
+            let twice = e.emit("Mul", "Mul", &[a, two], ta.clone());
+            vec![Some(e.emit("Mul", "Mul", &[g, twice], ta))]
+        }
+        "MatMul" | "BatchMatMul" | "BatchMatMulV2" => {
+            let (a, b) = (x(0)?, x(1)?);
+            let batch = &*op_type != "MatMul";
+            let (ka, kb) = if batch { ("adj_x", "adj_y") } else { ("transpose_a", "transpose_b") };
+            let attrs = &e.graph.node(op).attrs;
+            let (t_a, t_b) = (attrs.get_bool(ka).unwrap_or(false), attrs.get_bool(kb).unwrap_or(false));
+            let mm = |e: &mut Emitter<'_>, p: Tensor, q: Tensor, tp: bool, tq: bool| {
+                let mut attrs = vec![(ka, AttrValue::Bool(tp)), (kb, AttrValue::Bool(tq))];
+                attrs.extend(ta.clone());
+                e.emit(&op_type, &op_type, &[p, q], attrs)
+            };
+            let (ga, gb) = match (t_a, t_b) {
+                (false, false) => (mm(e, g, b, false, true), mm(e, a, g, true, false)),
+                (false, true) => (mm(e, g, b, false, false), mm(e, g, a, true, false)),
+                (true, false) => (mm(e, b, g, false, true), mm(e, a, g, false, false)),
+                (true, true) => (mm(e, b, g, true, true), mm(e, g, a, true, true)),
+            };
+            vec![Some(ga), Some(gb)]
+        }
+        "Relu" => vec![Some(e.emit("ReluGrad", "ReluGrad", &[g, y], ta))],
+        "ReluGrad" => {
+            // ReluGrad(dy, features) is linear in dy with the same mask; features get none.
+            let features = x(1)?;
+            let d = e.emit("ReluGrad", "ReluGrad", &[g, features], ta.clone());
+            let z = e.emit("ZerosLike", "zeros_like", &[features], ta);
+            vec![Some(d), Some(z)]
+        }
+        "Tanh" => vec![Some(e.emit("TanhGrad", "TanhGrad", &[y, g], ta))],
+        "Sigmoid" => vec![Some(e.emit("SigmoidGrad", "SigmoidGrad", &[y, g], ta))],
+        "TanhGrad" => {
+            // d/dy (dy * (1 - y^2)) = -2 y dy; d/d(dy) = 1 - y^2.
+            let (a, b) = (x(0)?, x(1)?);
+            let mul = e.fresh_name("mul");
+            let minus_two = e.scalar_const_named(&format!("{mul}/y"), t, -2.0);
+            let m = e.emit_named(mul, "Mul", &[g, minus_two], ta.clone());
+            let m1 = e.emit("Mul", "mul", &[m, b], ta.clone());
+            let m2 = e.emit("Mul", "mul", &[m1, a], ta.clone());
+            let gdy = e.emit("TanhGrad", "TanhGrad", &[a, g], ta);
+            vec![Some(m2), Some(gdy)]
+        }
+        "SigmoidGrad" => {
+            // d/dy (dy * y (1 - y)) = dy (1 - 2y) = gb - 2 gb y with gb = grad * dy.
+            let (a, b) = (x(0)?, x(1)?);
+            let gb = e.emit("Mul", "mul", &[g, b], ta.clone());
+            let mul = e.fresh_name("mul");
+            let two = e.scalar_const_named(&format!("{mul}/x"), t, 2.0);
+            let m1 = e.emit_named(mul, "Mul", &[two, gb], ta.clone());
+            let m2 = e.emit("Mul", "mul", &[m1, a], ta.clone());
+            let ga = e.emit("Sub", "sub", &[gb, m2], ta.clone());
+            let gdy = e.emit("SigmoidGrad", "SigmoidGrad", &[a, g], ta);
+            vec![Some(ga), Some(gdy)]
+        }
+        "Exp" => vec![Some(e.emit("Mul", "mul", &[g, y], ta))],
+        "Log" => {
+            let a = x(0)?;
+            let r = e.emit("Reciprocal", "Reciprocal", &[a], ta.clone());
+            vec![Some(e.emit("Mul", "mul", &[g, r], ta))]
+        }
+        "Reciprocal" => {
+            let sq = e.emit("Square", "Square", &[y], ta.clone());
+            let m = e.emit("Mul", "mul", &[g, sq], ta.clone());
+            vec![Some(e.emit("Neg", "Neg", &[m], ta))]
+        }
+        "Softmax" => {
+            let m = e.emit("Mul", "mul", &[g, y], ta.clone());
+            let s = sum_keep(e, m, -1, &ta);
+            let d = e.emit("Sub", "sub", &[g, s], ta.clone());
+            vec![Some(e.emit("Mul", "mul_1", &[d, y], ta))]
+        }
+        "Sum" => {
+            let (a, axes) = (x(0)?, x(1)?);
+            vec![Some(sum_grad(e, a, axes, g, &ta)), None]
+        }
+        "Mean" => {
+            let (a, axes) = (x(0)?, x(1)?);
+            let tiled = sum_grad(e, a, axes, g, &ta);
+            let in_size = e.emit("Size", "Size", &[a], vec![("out_type", AttrValue::Type(DType::I32))]);
+            let out_size = e.emit("Size", "Size", &[y], vec![("out_type", AttrValue::Type(DType::I32))]);
+            let max = e.fresh_name("Maximum");
+            let one = e.int_const_named(format!("{max}/y"), &[1], true);
+            let i32_t = e.t_attr(Some(DType::I32));
+            let safe = e.emit_named(max, "Maximum", &[out_size, one], i32_t.clone());
+            let factor = e.emit("FloorDiv", "floordiv", &[in_size, safe], i32_t);
+            let dst = t.unwrap_or(DType::F32);
+            let cast_attrs = vec![("SrcT", AttrValue::Type(DType::I32)), ("DstT", AttrValue::Type(dst))];
+            let factor = e.emit("Cast", "Cast", &[factor], cast_attrs);
+            vec![Some(e.emit("RealDiv", "truediv", &[tiled, factor], ta)), None]
+        }
+        "Reshape" => {
+            let a = x(0)?;
+            let s = e.shape("Shape", a);
+            vec![Some(e.emit("Reshape", "Reshape", &[g, s], ta)), None]
+        }
+        "Transpose" => {
+            let perm = x(1)?;
+            let inv = e.emit("InvertPermutation", "InvertPermutation", &[perm], e.t_attr(Some(DType::I32)));
+            vec![Some(e.emit("Transpose", "transpose", &[g, inv], ta)), None]
+        }
+        "Tile" => {
+            let (a, multiples) = (x(0)?, x(1)?);
+            vec![Some(tile_grad(e, a, multiples, g, &ta)), None]
+        }
+        "BroadcastTo" => {
+            let (a, shape) = (x(0)?, x(1)?);
+            let sa = e.shape("Shape", a);
+            let args = e.emit("BroadcastGradientArgs", "BroadcastGradientArgs", &[shape, sa], vec![]);
+            let axes = Tensor { node: args.node, output: 1 };
+            let s = sum(e, "Sum", g, axes, true, &ta);
+            vec![Some(e.emit("Reshape", "Reshape", &[s, sa], ta)), None]
+        }
+        "BiasAdd" => {
+            let mut attrs = ta.clone();
+            if let Some(f) = e.graph.node(op).attrs.get("data_format").cloned() {
+                attrs.push(("data_format", f));
+            }
+            vec![Some(g), Some(e.emit("BiasAddGrad", "BiasAddGrad", &[g], attrs))]
+        }
+        "BiasAddGrad" => {
+            if e.graph.node(op).attrs.get_str("data_format").is_some_and(|f| f != "NHWC") {
+                return Err(Some("only data_format NHWC is supported".into()));
+            }
+            let out_backprop = x(0)?;
+            let s = e.shape("Shape", out_backprop);
+            vec![Some(e.emit("BroadcastTo", "BroadcastTo", &[g, s], ta))]
+        }
+        "Cast" => {
+            let a = x(0)?;
+            let src = e.graph.node(op).attrs.get("SrcT").and_then(AttrValue::as_type).or_else(|| e.dtype_of(a));
+            let dst = e.graph.node(op).attrs.get("DstT").and_then(AttrValue::as_type);
+            match (src, dst) {
+                (Some(src), Some(dst)) if is_float(src) && is_float(dst) => {
+                    let attrs = vec![("SrcT", AttrValue::Type(dst)), ("DstT", AttrValue::Type(src))];
+                    vec![Some(e.emit("Cast", "Cast", &[g], attrs))]
+                }
+                (Some(_), Some(_)) => vec![None],
+                _ => return Err(Some("SrcT and DstT must be known".into())),
+            }
+        }
+        "CrossReplicaSum" => {
+            let group = x(1)?;
+            vec![Some(e.emit("CrossReplicaSum", "CrossReplicaSum", &[g, group], ta)), None]
+        }
+        "Fill" => {
+            let rank = e.emit("Rank", "Rank", &[g], vec![]);
+            let all = range(e, rank, 1);
+            vec![None, Some(sum(e, "Sum", g, all, false, &ta))]
+        }
+        _ => return Err(None),
+    })
+}
+
+/// Op types through which no gradient flows (integer, boolean or shape results, and StopGradient).
+pub fn is_not_differentiable(op_type: &str) -> bool {
+    matches!(
+        op_type,
+        "StopGradient"
+            | "Shape"
+            | "Size"
+            | "Rank"
+            | "BroadcastGradientArgs"
+            | "ZerosLike"
+            | "OnesLike"
+            | "InvertPermutation"
+            | "Range"
+            | "Greater"
+            | "GreaterEqual"
+            | "Less"
+            | "LessEqual"
+            | "Equal"
+            | "NotEqual"
+            | "FloorMod"
+            | "FloorDiv"
+            | "DynamicStitch"
+            | "Pack"
+            | "Const"
+            | "Placeholder"
+            | "VarHandleOp"
+            | "ReplicaId"
+            | "RandomUniform"
+            | "RandomStandardNormal"
+    )
+}
+
+fn is_float(d: DType) -> bool {
+    matches!(d, DType::F16 | DType::BF16 | DType::F32 | DType::F64)
+}
+
+fn pass_first(n: usize, g: Tensor) -> Vec<Option<Tensor>> {
+    let mut v = vec![None; n];
+    if let Some(first) = v.first_mut() {
+        *first = Some(g);
+    }
+    v
+}
+
+/// The broadcast reduction of a binary op: `Shape(x)`, `Shape(y)` and their `BroadcastGradientArgs`.
+struct Broadcast {
+    sx: Tensor,
+    sy: Tensor,
+    rx: Tensor,
+    ry: Tensor,
+}
+
+impl Broadcast {
+    fn new(e: &mut Emitter<'_>, x: Tensor, y: Tensor) -> Broadcast {
+        let sx = e.shape("Shape", x);
+        let sy = e.shape("Shape", y);
+        let args = e.emit("BroadcastGradientArgs", "BroadcastGradientArgs", &[sx, sy], e.t_attr(Some(DType::I32)));
+        Broadcast { sx, sy, rx: args, ry: Tensor { node: args.node, output: 1 } }
+    }
+
+    /// `Reshape(Sum(g, rx), Shape(x))`.
+    fn reduce_x(&self, e: &mut Emitter<'_>, g: Tensor, ta: &Attrs) -> Tensor {
+        let s = sum(e, "Sum", g, self.rx, false, ta);
+        e.emit("Reshape", "Reshape", &[s, self.sx], ta.clone())
+    }
+
+    /// `Reshape(Sum(g, ry), Shape(y))`.
+    fn reduce_y(&self, e: &mut Emitter<'_>, g: Tensor, ta: &Attrs) -> Tensor {
+        let s = sum(e, "Sum", g, self.ry, false, ta);
+        e.emit("Reshape", "Reshape", &[s, self.sy], ta.clone())
+    }
+}
+
+/// `Sum(g, axes)`.
+fn sum(e: &mut Emitter<'_>, base: &str, g: Tensor, axes: Tensor, keep_dims: bool, ta: &Attrs) -> Tensor {
+    let mut attrs = vec![("keep_dims", AttrValue::Bool(keep_dims))];
+    attrs.extend(ta.iter().cloned());
+    e.emit("Sum", base, &[g, axes], attrs)
+}
+
+/// `Sum(g, axis, keep_dims = true)` with the axis a constant `Sum/reduction_indices`.
+fn sum_keep(e: &mut Emitter<'_>, g: Tensor, axis: i32, ta: &Attrs) -> Tensor {
+    let name = e.fresh_name("Sum");
+    let axes = e.int_const_named(format!("{name}/reduction_indices"), &[axis], true);
+    let mut attrs = vec![("keep_dims", AttrValue::Bool(true))];
+    attrs.extend(ta.iter().cloned());
+    e.emit_named(name, "Sum", &[g, axes], attrs)
+}
+
+/// `Range(0, limit, delta)` with constants `range/start` and `range/delta`.
+fn range(e: &mut Emitter<'_>, limit: Tensor, delta: i32) -> Tensor {
+    let name = e.fresh_name("range");
+    let start = e.int_const_named(format!("{name}/start"), &[0], true);
+    let delta = e.int_const_named(format!("{name}/delta"), &[delta], true);
+    e.emit_named(name, "Range", &[start, limit, delta], vec![("Tidx", AttrValue::Type(DType::I32))])
+}
+
+/// Reduces `g` (shaped like the op's output, `out_shape`) to the shape of `x` (SelectV2's rule).
+fn reduce_to_shape_of(e: &mut Emitter<'_>, g: Tensor, x: Tensor, out_shape: Tensor, ta: &Attrs) -> Tensor {
+    let sx = e.shape("Shape", x);
+    let args = e.emit("BroadcastGradientArgs", "BroadcastGradientArgs", &[sx, out_shape], e.t_attr(Some(DType::I32)));
+    let s = sum(e, "Sum", g, args, true, ta);
+    e.emit("Reshape", "Reshape", &[s, sx], ta.clone())
+}
+
+/// The gradient of `Sum(x, axes)`: reshape `g` to the reduced shape with kept dims, then tile it
+/// back to the shape of `x` (TensorFlow's `reduced_shape` with `DynamicStitch`).
+fn sum_grad(e: &mut Emitter<'_>, x: Tensor, axes: Tensor, g: Tensor, ta: &Attrs) -> Tensor {
+    let i32_t = e.t_attr(Some(DType::I32));
+    let input_shape = e.shape("Shape", x);
+    let rank = e.emit("Size", "Size", &[input_shape], vec![("out_type", AttrValue::Type(DType::I32))]);
+    let shifted = e.emit("AddV2", "add", &[axes, rank], i32_t.clone());
+    let axes = e.emit("FloorMod", "mod", &[shifted, rank], i32_t.clone());
+    let axes_shape = e.shape("Shape", axes);
+    let positions = range(e, rank, 1);
+    let fill = e.fresh_name("Fill");
+    let one = e.int_const_named(format!("{fill}/value"), &[1], true);
+    let ones = e.emit_named(fill, "Fill", &[axes_shape, one], i32_t.clone());
+    let kept = e.emit(
+        "DynamicStitch",
+        "DynamicStitch",
+        &[positions, axes, input_shape, ones],
+        vec![("N", AttrValue::Int(2)), ("T", AttrValue::Type(DType::I32))],
+    );
+    let max = e.fresh_name("Maximum");
+    let one = e.int_const_named(format!("{max}/y"), &[1], true);
+    let safe = e.emit_named(max, "Maximum", &[kept, one], i32_t.clone());
+    let scaling = e.emit("FloorDiv", "floordiv", &[input_shape, safe], i32_t);
+    let reshaped = e.emit("Reshape", "Reshape", &[g, kept], ta.clone());
+    e.emit("Tile", "Tile", &[reshaped, scaling], ta.clone())
+}
+
+/// The gradient of `Tile(x, multiples)`: split each dim into (multiple, size) and sum the
+/// multiples away.
+fn tile_grad(e: &mut Emitter<'_>, x: Tensor, multiples: Tensor, g: Tensor, ta: &Attrs) -> Tensor {
+    let i32_t = e.t_attr(Some(DType::I32));
+    let input_shape = e.shape("Shape", x);
+    let mut pack_attrs = vec![("N", AttrValue::Int(2)), ("axis", AttrValue::Int(0))];
+    pack_attrs.extend(i32_t.iter().cloned());
+    let stacked = e.emit("Pack", "stack", &[multiples, input_shape], pack_attrs);
+    let transpose = e.fresh_name("transpose");
+    let perm = e.int_const_named(format!("{transpose}/perm"), &[1, 0], false);
+    let transposed = e.emit_named(transpose, "Transpose", &[stacked, perm], i32_t.clone());
+    let reshape = e.fresh_name("Reshape");
+    let flat = e.int_const_named(format!("{reshape}/shape"), &[-1], false);
+    let split_shape = e.emit_named(reshape, "Reshape", &[transposed, flat], i32_t);
+    let size = e.emit("Size", "Size", &[split_shape], vec![("out_type", AttrValue::Type(DType::I32))]);
+    let axes = range(e, size, 2);
+    let reshaped = e.emit("Reshape", "Reshape", &[g, split_shape], ta.clone());
+    sum(e, "Sum", reshaped, axes, false, ta)
+}

@@ -13,11 +13,11 @@ mod collective;
 pub mod data;
 mod error;
 pub mod kernels;
-// mod mesh;
+mod mesh;
 mod tensor;
 
 pub use data::{read_npy, read_npy_file, tensor_from_json, tensor_to_json, write_npy, write_npy_file};
 pub use error::{ExecError, KernelError};
 pub use kernels::{has_kernel, missing_kernels, run_kernel};
-// pub use mesh::{Feeds, Fetch, Mesh, MeshConfig};
+pub use mesh::{Feeds, Fetch, Mesh, MeshConfig};
 pub use tensor::{Element, ResourceHandle, Tensor};

@@ -21,7 +21,7 @@ use super::error::KernelError;
 use super::tensor::Tensor;
 use crate::ir::{AttrMap, DType, Module, NodeKind};
 
-pub(crate) use math::{Num, Real};
+pub(crate) use math::Num;
 
 /// Op types the mesh runs itself (state, communication, feeds).
 pub const DEVICE_OPS: &[&str] = &[

@@ -8,8 +8,9 @@
 //! - reduce-scatter: the flattened tensor is cut into `group_size` chunks
 //!   and member `r` reduces chunk `r` of every member's input, reading them
 //!   in place, in rank order, a cache-sized block at a time;
-//! - all-gather: the member finishing last joins the chunks into one array
-//!   that every member then shares (copy-on-write).
+//! - all-gather: the chunks are written in place into one output buffer
+//!   (each member owns a disjoint range), which every member then shares
+//!   (copy-on-write), so gathering copies nothing.
 //!
 //! Every element is reduced as `((x₀ + x₁) + x₂) + …` in rank order, so
 //! the result is bit-identical on every member, on every run, and equal to
@@ -103,18 +104,58 @@ struct State {
     arrived: usize,
     /// All inputs, once every member has arrived.
     all: Option<Arc<Vec<Vec<Tensor>>>>,
-    /// Reduced chunks by rank, for the scatter path.
-    chunks: Vec<Option<Vec<Chunk>>>,
+    /// The output buffers (one per tensor) members fill, for the scatter path.
+    out: Option<Arc<Vec<OutBuf>>>,
     chunks_done: usize,
     result: Option<Result<Arc<Vec<Tensor>>, String>>,
 }
 
-/// One reduced chunk of one tensor.
-enum Chunk {
-    F32(Vec<f32>),
-    F64(Vec<f64>),
-    I32(Vec<i32>),
-    I64(Vec<i64>),
+/// A buffer that the members of an all-reduce fill in disjoint ranges.
+///
+/// The vector is allocated once and not touched as a `Vec` until every
+/// writer is done; writers reach it only through [`Buffer::range_mut`].
+struct Buffer<T> {
+    data: std::cell::UnsafeCell<Vec<T>>,
+    ptr: *mut T,
+    len: usize,
+}
+
+// SAFETY: members write disjoint ranges (see `range_mut`), and the vector is
+// taken back only after every writer has finished, which the rendezvous
+// mutex orders before the take.
+unsafe impl<T: Send> Send for Buffer<T> {}
+unsafe impl<T: Send> Sync for Buffer<T> {}
+
+impl<T: Num> Buffer<T> {
+    fn zeroed(len: usize) -> Buffer<T> {
+        let mut v = vec![T::zero(); len];
+        let ptr = v.as_mut_ptr();
+        Buffer { data: std::cell::UnsafeCell::new(v), ptr, len }
+    }
+
+    /// The elements in `range`, for writing.
+    ///
+    /// # Safety
+    /// No two live slices from one buffer may overlap, and none may be live
+    /// when the buffer is taken apart with [`Buffer::into_vec`].
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn range_mut(&self, range: Range<usize>) -> &mut [T] {
+        assert!(range.start <= range.end && range.end <= self.len, "range within the buffer");
+        // SAFETY: in bounds (checked above); disjointness is the caller's promise.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.add(range.start), range.len()) }
+    }
+
+    fn into_vec(self) -> Vec<T> {
+        self.data.into_inner()
+    }
+}
+
+/// The output buffer of one tensor of an all-reduce.
+enum OutBuf {
+    F32(Buffer<f32>),
+    F64(Buffer<f64>),
+    I32(Buffer<i32>),
+    I64(Buffer<i64>),
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -158,38 +199,49 @@ impl Collectives {
                     Kind::AllReduce(op) => match validate(&all) {
                         Err(message) => st.result = Some(Err(message)),
                         Ok(elements) if elements * call.group_size < SMALL_ELEMENTS => {
-                            let all = Arc::new(all);
                             drop(st);
-                            let result = reduce_all(&all, op);
+                            let out = allocate(&all);
+                            for (i, buf) in out.iter().enumerate() {
+                                // SAFETY: the only writer, of the whole buffer.
+                                unsafe { reduce_into(&all, i, buf, 0, 1, op) };
+                            }
+                            let result = finish(&all, out);
                             st = lock(&rv.state);
                             st.result = Some(result.map(Arc::new));
                         }
-                        Ok(_) => st.all = Some(Arc::new(all)),
+                        Ok(_) => {
+                            st.out = Some(Arc::new(allocate(&all)));
+                            st.all = Some(Arc::new(all));
+                        }
                     },
                 }
                 rv.changed.notify_all();
             }
             if matches!(call.kind, Kind::AllReduce(_)) && st.result.is_none() {
                 let st = wait(&rv, st, deadline, waiter, |s| s.all.is_some() || s.result.is_some())?;
-                st.all.clone()
+                st.all.clone().zip(st.out.clone())
             } else {
                 None
             }
         };
-        if let (Some(all), Kind::AllReduce(op)) = (scatter, call.kind) {
-            // Reduce-scatter: reduce this member's chunk of every tensor.
-            let chunk = reduce_chunk(&all, op, call.rank, call.group_size);
-            drop(all);
+        if let (Some((all, out)), Kind::AllReduce(op)) = (scatter, call.kind) {
+            // Reduce-scatter: reduce this member's chunk of every tensor, in place.
+            for (i, buf) in out.iter().enumerate() {
+                // SAFETY: each rank writes only its own chunk range, and the
+                // buffers are taken apart only after every rank has counted
+                // itself done below.
+                unsafe { reduce_into(&all, i, buf, call.rank, call.group_size, op) };
+            }
+            drop(out);
             let mut st = lock(&rv.state);
-            st.chunks[call.rank] = Some(chunk);
             st.chunks_done += 1;
             if st.chunks_done == call.group_size {
-                // All-gather: join the chunks once; every member shares the result.
-                let chunks: Vec<Vec<Chunk>> = st.chunks.iter_mut().map(|c| c.take().unwrap_or_default()).collect();
-                let all = st.all.take();
-                drop(st);
-                let result = all.map_or_else(|| Err("internal: inputs vanished".to_string()), |all| gather(&all, chunks));
-                st = lock(&rv.state);
+                // Every chunk is written: hand out the buffers as the result.
+                let out = st.out.take().and_then(|o| Arc::try_unwrap(o).ok());
+                let result = match (st.all.take(), out) {
+                    (Some(all), Some(out)) => finish(&all, out),
+                    _ => Err("internal: all-reduce buffers still shared".to_string()),
+                };
                 st.result = Some(result.map(Arc::new));
                 rv.changed.notify_all();
             }
@@ -228,7 +280,6 @@ fn arrive(st: &mut State, call: &Call<'_>, inputs: Vec<Tensor>) -> Result<(), Co
             st.kind = Some(call.kind);
             st.group_size = call.group_size;
             st.inputs = vec![None; call.group_size];
-            st.chunks = (0..call.group_size).map(|_| None).collect();
         }
         Some(kind) if kind != call.kind || st.group_size != call.group_size => {
             return Err(CollectiveError::Mismatch(format!(
@@ -304,16 +355,15 @@ fn slices<T: Num>(all: &[Vec<Tensor>], index: usize) -> Option<Vec<&[T]>> {
     all.iter().map(|inputs| inputs.get(index)?.array::<T>()?.as_slice()).collect()
 }
 
-/// Reduces `range` of every member's slice in rank order, a block at a time.
-fn reduce_range<T: Num>(inputs: &[&[T]], range: Range<usize>, op: ReduceOp, group_size: usize) -> Vec<T> {
-    let mut out = Vec::with_capacity(range.len());
-    let n = T::from_usize(group_size);
+/// Reduces `range` of every member's slice in rank order into `out`, a
+/// block at a time so the accumulator stays in cache.
+fn reduce_range<T: Num>(inputs: &[&[T]], range: Range<usize>, op: ReduceOp, out: &mut [T]) {
+    let n = T::from_usize(inputs.len());
     let mut start = range.start;
     while start < range.end {
         let end = (start + BLOCK).min(range.end);
-        let base = out.len();
-        out.extend_from_slice(&inputs[0][start..end]);
-        let acc = &mut out[base..];
+        let acc = &mut out[start - range.start..end - range.start];
+        acc.copy_from_slice(&inputs[0][start..end]);
         for input in &inputs[1..] {
             for (a, &x) in acc.iter_mut().zip(&input[start..end]) {
                 *a = a.add(x);
@@ -326,78 +376,69 @@ fn reduce_range<T: Num>(inputs: &[&[T]], range: Range<usize>, op: ReduceOp, grou
         }
         start = end;
     }
-    out
 }
 
-fn chunk_range(len: usize, rank: usize, group_size: usize) -> Range<usize> {
-    (len * rank / group_size)..(len * (rank + 1) / group_size)
+fn chunk_range(len: usize, part: usize, parts: usize) -> Range<usize> {
+    (len * part / parts)..(len * (part + 1) / parts)
 }
 
-/// Reduces chunk `part` of `parts` of every tensor.
-fn reduce_chunk(all: &[Vec<Tensor>], op: ReduceOp, part: usize, parts: usize) -> Vec<Chunk> {
-    let group_size = all.len();
-    let first = all.first().map(Vec::as_slice).unwrap_or_default();
-    first
-        .iter()
-        .enumerate()
-        .map(|(i, t)| {
-            let range = chunk_range(t.len(), part, parts);
-            macro_rules! go {
-                ($ty:ty, $variant:ident) => {
-                    Chunk::$variant(
-                        slices::<$ty>(all, i).map(|s| reduce_range(&s, range, op, group_size)).unwrap_or_default(),
-                    )
-                };
-            }
-            match t {
-                Tensor::F64(_) => go!(f64, F64),
-                Tensor::I32(_) => go!(i32, I32),
-                Tensor::I64(_) => go!(i64, I64),
-                _ => go!(f32, F32),
-            }
+/// One output buffer per tensor, shaped like rank 0's inputs.
+fn allocate(all: &[Vec<Tensor>]) -> Vec<OutBuf> {
+    all.first()
+        .map(|first| {
+            first
+                .iter()
+                .map(|t| match t {
+                    Tensor::F64(_) => OutBuf::F64(Buffer::zeroed(t.len())),
+                    Tensor::I32(_) => OutBuf::I32(Buffer::zeroed(t.len())),
+                    Tensor::I64(_) => OutBuf::I64(Buffer::zeroed(t.len())),
+                    _ => OutBuf::F32(Buffer::zeroed(t.len())),
+                })
+                .collect()
         })
-        .collect()
+        .unwrap_or_default()
 }
 
-fn gather(all: &[Vec<Tensor>], chunks: Vec<Vec<Chunk>>) -> Result<Vec<Tensor>, String> {
-    let first = all.first().ok_or("no members")?;
-    let mut per_tensor: Vec<Vec<Chunk>> = first.iter().map(|_| Vec::new()).collect();
-    for member in chunks {
-        for (i, c) in member.into_iter().enumerate() {
-            per_tensor.get_mut(i).ok_or("chunk count mismatch")?.push(c);
-        }
+/// Reduces chunk `part` of `parts` of tensor `index` into `buf`.
+///
+/// # Safety
+/// No other thread may write the same chunk of `buf` at the same time.
+unsafe fn reduce_into(all: &[Vec<Tensor>], index: usize, buf: &OutBuf, part: usize, parts: usize, op: ReduceOp) {
+    macro_rules! go {
+        ($ty:ty, $b:expr) => {
+            if let Some(inputs) = slices::<$ty>(all, index) {
+                let range = chunk_range($b.len, part, parts);
+                // SAFETY: the caller guarantees this chunk is written by this thread only.
+                let out = unsafe { $b.range_mut(range.clone()) };
+                reduce_range(&inputs, range, op, out);
+            }
+        };
     }
-    first
-        .iter()
-        .zip(per_tensor)
-        .map(|(t, parts)| {
-            let shape = IxDyn(t.shape());
-            macro_rules! join {
-                ($variant:ident) => {{
-                    let mut out = Vec::with_capacity(t.len());
-                    for part in parts {
-                        match part {
-                            Chunk::$variant(v) => out.extend_from_slice(&v),
-                            _ => return Err("chunk dtype mismatch".to_string()),
-                        }
-                    }
-                    ArrayD::from_shape_vec(shape, out).map(Tensor::from_array).map_err(|e| e.to_string())
-                }};
-            }
-            match t {
-                Tensor::F32(_) => join!(F32),
-                Tensor::F64(_) => join!(F64),
-                Tensor::I32(_) => join!(I32),
-                Tensor::I64(_) => join!(I64),
-                other => Err(format!("cannot reduce dtype {}", other.dtype())),
-            }
-        })
-        .collect()
+    match buf {
+        OutBuf::F32(b) => go!(f32, b),
+        OutBuf::F64(b) => go!(f64, b),
+        OutBuf::I32(b) => go!(i32, b),
+        OutBuf::I64(b) => go!(i64, b),
+    }
 }
 
-/// Reduces every tensor whole (the small path).
-fn reduce_all(all: &[Vec<Tensor>], op: ReduceOp) -> Result<Vec<Tensor>, String> {
-    gather(all, vec![reduce_chunk(all, op, 0, 1)])
+/// Turns the filled buffers into tensors shaped like the inputs.
+fn finish(all: &[Vec<Tensor>], out: Vec<OutBuf>) -> Result<Vec<Tensor>, String> {
+    let first = all.first().ok_or("no members")?;
+    first
+        .iter()
+        .zip(out)
+        .map(|(t, buf)| {
+            let shape = IxDyn(t.shape());
+            let tensor = match buf {
+                OutBuf::F32(b) => ArrayD::from_shape_vec(shape, b.into_vec()).map(Tensor::from_array),
+                OutBuf::F64(b) => ArrayD::from_shape_vec(shape, b.into_vec()).map(Tensor::from_array),
+                OutBuf::I32(b) => ArrayD::from_shape_vec(shape, b.into_vec()).map(Tensor::from_array),
+                OutBuf::I64(b) => ArrayD::from_shape_vec(shape, b.into_vec()).map(Tensor::from_array),
+            };
+            tensor.map_err(|e| e.to_string())
+        })
+        .collect()
 }
 
 #[cfg(test)]

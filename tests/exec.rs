@@ -61,7 +61,9 @@ fn all_reduce_updates_every_replica_copy() {
             .unwrap();
     }
     let feeds = feeds_for(n, |r| vec![r as f32, 1.0, 0.5]);
-    let fetches: Vec<Fetch> = (0..n).flat_map(|r| [Fetch::new(format!("replica_{r}"), "sum"), Fetch::new(format!("replica_{r}"), "id:0")]).collect();
+    let fetches: Vec<Fetch> = (0..n)
+        .flat_map(|r| [Fetch::new(format!("replica_{r}"), "sum"), Fetch::new(format!("replica_{r}"), "id:0")])
+        .collect();
     let out = mesh.run_step(&feeds, &fetches).unwrap();
     // sum_r x_r * w = [0+1+2+3, 4, 2] * [1, 2, 3] = [6, 8, 6].
     for r in 0..n {
@@ -106,8 +108,12 @@ fn results_are_bit_identical_across_runs_and_members() {
     let mut first: Option<Vec<Tensor>> = None;
     for _ in 0..5 {
         for r in 0..n {
-            mesh.set_variable(&format!("replica_{r}"), &format!("w/replica_{r}"), Tensor::vector(vec![0.3f32, 0.7, 1.1]))
-                .unwrap();
+            mesh.set_variable(
+                &format!("replica_{r}"),
+                &format!("w/replica_{r}"),
+                Tensor::vector(vec![0.3f32, 0.7, 1.1]),
+            )
+            .unwrap();
         }
         let out = mesh.run_step(&feeds, &fetches).unwrap();
         assert!(out.iter().all(|t| t.bit_eq(&out[0])));
@@ -120,7 +126,13 @@ fn results_are_bit_identical_across_runs_and_members() {
     let expected: Vec<f32> = (0..3)
         .map(|i| {
             let w = [0.3f32, 0.7, 1.1][i];
-            (0..n).fold(0.0f32, |acc, r| if r == 0 { (0.1 + i as f32 * 0.37e-3) * w } else { acc + (0.1 + (r * 3 + i) as f32 * 0.37e-3) * w })
+            (0..n).fold(0.0f32, |acc, r| {
+                if r == 0 {
+                    (0.1 + i as f32 * 0.37e-3) * w
+                } else {
+                    acc + (0.1 + (r * 3 + i) as f32 * 0.37e-3) * w
+                }
+            })
         })
         .collect();
     assert!(first.unwrap()[0].bit_eq(&Tensor::vector(expected)));

@@ -164,7 +164,12 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl Collectives {
     /// Runs one member's part of a collective and returns its outputs.
-    pub(crate) fn run(&self, call: &Call<'_>, inputs: Vec<Tensor>, waiter: &Waiter<'_>) -> Result<Vec<Tensor>, CollectiveError> {
+    pub(crate) fn run(
+        &self,
+        call: &Call<'_>,
+        inputs: Vec<Tensor>,
+        waiter: &Waiter<'_>,
+    ) -> Result<Vec<Tensor>, CollectiveError> {
         if call.group_size == 0 || call.rank >= call.group_size {
             return Err(CollectiveError::Mismatch(format!(
                 "rank {} is not in a group of size {}",
@@ -183,7 +188,9 @@ impl Collectives {
             let mut table = lock(&self.table);
             table
                 .entry((call.group.to_string(), call.instance))
-                .or_insert_with(|| Arc::new(Rendezvous { state: Mutex::new(State::default()), changed: Condvar::new() }))
+                .or_insert_with(|| {
+                    Arc::new(Rendezvous { state: Mutex::new(State::default()), changed: Condvar::new() })
+                })
                 .clone()
         };
         let deadline = Instant::now() + waiter.timeout;
@@ -505,7 +512,7 @@ mod tests {
 
     #[test]
     fn broadcast_takes_the_source() {
-        let inputs: Vec<Vec<Tensor>> = (0..3).map(|r| vec![Tensor::scalar(r as i32)]).collect();
+        let inputs: Vec<Vec<Tensor>> = (0..3).map(|r| vec![Tensor::scalar(r)]).collect();
         for r in run_group(Kind::Broadcast { source: 2 }, inputs) {
             assert_eq!(r.unwrap(), vec![Tensor::scalar(2i32)]);
         }

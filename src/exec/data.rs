@@ -47,7 +47,9 @@ pub fn tensor_to_json(tensor: &Tensor) -> Value {
     }
     let shape = tensor.shape().to_vec();
     match tensor {
-        Tensor::F32(a) => nest(&shape, &a.iter().copied().collect::<Vec<_>>(), &|x: &f32| float(*x as f64, x.to_string())),
+        Tensor::F32(a) => {
+            nest(&shape, &a.iter().copied().collect::<Vec<_>>(), &|x: &f32| float(*x as f64, x.to_string()))
+        }
         Tensor::F64(a) => nest(&shape, &a.iter().copied().collect::<Vec<_>>(), &|x: &f64| float(*x, x.to_string())),
         Tensor::I32(a) => nest(&shape, &a.iter().copied().collect::<Vec<_>>(), &|x: &i32| Value::from(*x)),
         Tensor::I64(a) => nest(&shape, &a.iter().copied().collect::<Vec<_>>(), &|x: &i64| Value::from(*x)),
@@ -97,9 +99,7 @@ pub fn tensor_from_json(value: &Value, dtype: DType) -> Result<Tensor, ExecError
     match dtype {
         DType::F32 => convert(&shape, &leaves, |v| as_f64(v).map(|x| x as f32), "a number"),
         DType::F64 => convert(&shape, &leaves, as_f64, "a number"),
-        DType::I32 => {
-            convert(&shape, &leaves, |v| v.as_i64().and_then(|x| i32::try_from(x).ok()), "an i32 integer")
-        }
+        DType::I32 => convert(&shape, &leaves, |v| v.as_i64().and_then(|x| i32::try_from(x).ok()), "an i32 integer"),
         DType::I64 => convert(&shape, &leaves, Value::as_i64, "an i64 integer"),
         DType::Bool => convert(&shape, &leaves, Value::as_bool, "a bool"),
         DType::Str => convert(&shape, &leaves, |v| v.as_str().map(str::to_string), "a string"),
@@ -107,7 +107,12 @@ pub fn tensor_from_json(value: &Value, dtype: DType) -> Result<Tensor, ExecError
     }
 }
 
-fn collect_leaves<'v>(value: &'v Value, shape: &[usize], depth: usize, out: &mut Vec<&'v Value>) -> Result<(), ExecError> {
+fn collect_leaves<'v>(
+    value: &'v Value,
+    shape: &[usize],
+    depth: usize,
+    out: &mut Vec<&'v Value>,
+) -> Result<(), ExecError> {
     match (value, shape.get(depth)) {
         (Value::Array(items), Some(&n)) => {
             if items.len() != n {
@@ -118,12 +123,16 @@ fn collect_leaves<'v>(value: &'v Value, shape: &[usize], depth: usize, out: &mut
             }
             items.iter().try_for_each(|item| collect_leaves(item, shape, depth + 1, out))
         }
-        (Value::Array(_), None) => Err(ExecError::data(JSON, format!("ragged nested array: too deep at depth {depth}"))),
+        (Value::Array(_), None) => {
+            Err(ExecError::data(JSON, format!("ragged nested array: too deep at depth {depth}")))
+        }
         (leaf, None) => {
             out.push(leaf);
             Ok(())
         }
-        (_, Some(_)) => Err(ExecError::data(JSON, format!("ragged nested array: a value where a list belongs at depth {depth}"))),
+        (_, Some(_)) => {
+            Err(ExecError::data(JSON, format!("ragged nested array: a value where a list belongs at depth {depth}")))
+        }
     }
 }
 
@@ -147,7 +156,8 @@ pub fn read_npy(bytes: &[u8]) -> Result<Tensor, ExecError> {
             npyz::Order::C => ArrayD::from_shape_vec(IxDyn(shape), values),
             npyz::Order::Fortran => {
                 let reversed: Vec<usize> = shape.iter().rev().copied().collect();
-                ArrayD::from_shape_vec(IxDyn(&reversed), values).map(|a| a.reversed_axes().as_standard_layout().into_owned())
+                ArrayD::from_shape_vec(IxDyn(&reversed), values)
+                    .map(|a| a.reversed_axes().as_standard_layout().into_owned())
             }
         }
         .map_err(|e| ExecError::data(NPY, e.to_string()))?;
@@ -258,7 +268,7 @@ mod tests {
         let header = "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }";
         let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
         let mut h = header.to_string();
-        while (10 + h.len() + 1) % 64 != 0 {
+        while !(10 + h.len() + 1).is_multiple_of(64) {
             h.push(' ');
         }
         h.push('\n');

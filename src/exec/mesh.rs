@@ -213,7 +213,10 @@ impl Mesh {
     }
 
     fn program(&self, graph: &str) -> Result<&Program, ExecError> {
-        self.programs.iter().find(|p| p.name == graph).ok_or_else(|| ExecError::UnknownGraph { graph: graph.to_string() })
+        self.programs
+            .iter()
+            .find(|p| p.name == graph)
+            .ok_or_else(|| ExecError::UnknownGraph { graph: graph.to_string() })
     }
 
     fn stores(&self) -> std::sync::MutexGuard<'_, Stores> {
@@ -246,7 +249,8 @@ impl Mesh {
     /// The names of the variables in the store of `graph`'s device, sorted.
     pub fn variable_names(&self, graph: &str) -> Vec<String> {
         let Ok(p) = self.program(graph) else { return Vec::new() };
-        let mut names: Vec<String> = self.stores().get(&p.device).map(|s| s.keys().cloned().collect()).unwrap_or_default();
+        let mut names: Vec<String> =
+            self.stores().get(&p.device).map(|s| s.keys().cloned().collect()).unwrap_or_default();
         names.sort();
         names
     }
@@ -308,27 +312,25 @@ impl Mesh {
                     let fed = std::mem::take(&mut fed[pi]);
                     let receivers = &receivers;
                     let shared = &shared;
-                    let worker = move || {
-                        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                            run_program(program, active, fed, receivers, shared)
-                        })) {
-                            Ok(Ok(values)) => Some(values),
-                            Ok(Err(Stop::Failed(e))) => {
-                                shared.fail(e);
-                                None
-                            }
-                            Ok(Err(Stop::Cancelled)) => None,
-                            Err(payload) => {
-                                shared.fail(ExecError::Panic {
-                                    graph: program.name.clone(),
-                                    device: program.device.to_string(),
-                                    node: String::new(),
-                                    op: String::new(),
-                                    message: panic_message(payload.as_ref()),
-                                    span: Span::DETACHED,
-                                });
-                                None
-                            }
+                    let worker = move || match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        run_program(program, active, fed, receivers, shared)
+                    })) {
+                        Ok(Ok(values)) => Some(values),
+                        Ok(Err(Stop::Failed(e))) => {
+                            shared.fail(e);
+                            None
+                        }
+                        Ok(Err(Stop::Cancelled)) => None,
+                        Err(payload) => {
+                            shared.fail(ExecError::Panic {
+                                graph: program.name.clone(),
+                                device: program.device.to_string(),
+                                node: String::new(),
+                                op: String::new(),
+                                message: panic_message(payload.as_ref()),
+                                span: Span::DETACHED,
+                            });
+                            None
                         }
                     };
                     std::thread::Builder::new().name(program.name.clone()).spawn_scoped(scope, worker)
@@ -410,7 +412,11 @@ fn build_program(graph: &crate::ir::Graph) -> Result<Program, ExecError> {
         if node.kind != NodeKind::Op {
             return Err(ExecError::NotLowered {
                 graph: graph.name.clone(),
-                reason: format!("`%{}` is a {} and not an op", node.name, if node.op.is_empty() { "region input" } else { &node.op }),
+                reason: format!(
+                    "`%{}` is a {} and not an op",
+                    node.name,
+                    if node.op.is_empty() { "region input" } else { &node.op }
+                ),
                 span: node.span,
             });
         }
@@ -475,14 +481,7 @@ fn build_program(graph: &crate::ir::Graph) -> Result<Program, ExecError> {
         Some("replica") | Some("host") => Mode::Whole,
         _ => Mode::Needed,
     };
-    Ok(Program {
-        name: graph.name.clone(),
-        device,
-        replica: graph.attrs.get_int("replica"),
-        mode,
-        steps,
-        by_name,
-    })
+    Ok(Program { name: graph.name.clone(), device, replica: graph.attrs.get_int("replica"), mode, steps, by_name })
 }
 
 /// Checks every `_Recv` has exactly one `_Send`; returns the channel keys.
@@ -574,8 +573,9 @@ fn run_program(
     let mut values: Vec<Option<Vec<Tensor>>> = vec![None; n];
     // Count only active predecessors; fed nodes have none (they do not run).
     let is_fed: Vec<bool> = (0..n).map(|i| fed.contains_key(&i)).collect();
-    let mut remaining: Vec<usize> =
-        (0..n).map(|i| if is_fed[i] { 0 } else { program.steps[i].preds.iter().filter(|&&p| active[p]).count() }).collect();
+    let mut remaining: Vec<usize> = (0..n)
+        .map(|i| if is_fed[i] { 0 } else { program.steps[i].preds.iter().filter(|&&p| active[p]).count() })
+        .collect();
     let mut compute: BTreeSet<(u64, usize)> = BTreeSet::new();
     let mut collectives: BTreeSet<(i64, u64, usize)> = BTreeSet::new();
     let mut recvs: Vec<PendingRecv<'_>> = Vec::new();
@@ -644,9 +644,9 @@ fn make_ready<'r>(
         }
         Class::Recv => {
             let key = s.attrs.get_str("channel").unwrap_or_default();
-            let channel = receivers
-                .get(key)
-                .ok_or_else(|| Stop::Failed(ExecError::Internal { message: format!("no receiver for channel `{key}`") }))?;
+            let channel = receivers.get(key).ok_or_else(|| {
+                Stop::Failed(ExecError::Internal { message: format!("no receiver for channel `{key}`") })
+            })?;
             recvs.push(PendingRecv { step: i, channel, since: Instant::now() });
         }
     }
@@ -747,7 +747,8 @@ fn run_node(
             })
         })
         .collect::<Result<_, _>>()?;
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| device_kernel(program, step, inputs, shared)));
+    let result =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| device_kernel(program, step, inputs, shared)));
     match result {
         Ok(r) => r,
         Err(payload) => Err(Stop::Failed(ExecError::Panic {
@@ -762,7 +763,12 @@ fn run_node(
 }
 
 /// The kernels that need the device: variables, channels, collectives.
-fn device_kernel(program: &Program, step: &Step, inputs: Vec<Tensor>, shared: &StepShared<'_>) -> Result<Vec<Tensor>, Stop> {
+fn device_kernel(
+    program: &Program,
+    step: &Step,
+    inputs: Vec<Tensor>,
+    shared: &StepShared<'_>,
+) -> Result<Vec<Tensor>, Stop> {
     let op = &*step.op;
     let err = |e: KernelError| node_error(program, step, e);
     let handle = |inputs: &[Tensor]| -> Result<ResourceHandle, Stop> {
@@ -784,7 +790,9 @@ fn device_kernel(program: &Program, step: &Step, inputs: Vec<Tensor>, shared: &S
     match op {
         "Placeholder" => Err(err(KernelError::invalid(op, format!("`%{}` must be fed", step.name)))),
         "ReplicaId" => match program.replica {
-            Some(r) => Ok(vec![Tensor::scalar(i32::try_from(r).map_err(|_| err(KernelError::invalid(op, "replica id too large")))?)]),
+            Some(r) => Ok(vec![Tensor::scalar(
+                i32::try_from(r).map_err(|_| err(KernelError::invalid(op, "replica id too large")))?,
+            )]),
             None => Err(err(KernelError::invalid(op, format!("graph `@{}` has no `replica` attribute", program.name)))),
         },
         "TPUReplicatedInput" => {
@@ -829,7 +837,12 @@ fn device_kernel(program: &Program, step: &Step, inputs: Vec<Tensor>, shared: &S
                 if old.shape() != value.shape() {
                     return Err(err(KernelError::invalid(
                         op,
-                        format!("variable `{}` has shape {:?} but the update has {:?}", h.name, old.shape(), value.shape()),
+                        format!(
+                            "variable `{}` has shape {:?} but the update has {:?}",
+                            h.name,
+                            old.shape(),
+                            value.shape()
+                        ),
                     )));
                 }
                 let b = if op == "AssignAddVariableOp" { "AddV2" } else { "Sub" };
@@ -841,10 +854,9 @@ fn device_kernel(program: &Program, step: &Step, inputs: Vec<Tensor>, shared: &S
         "_Send" => {
             let key = step.attrs.get_str("channel").unwrap_or_default();
             let value = kernels::arg(op, &inputs, 0).map_err(err)?.clone();
-            let sender = shared
-                .senders
-                .get(key)
-                .ok_or_else(|| Stop::Failed(ExecError::Internal { message: format!("no sender for channel `{key}`") }))?;
+            let sender = shared.senders.get(key).ok_or_else(|| {
+                Stop::Failed(ExecError::Internal { message: format!("no sender for channel `{key}`") })
+            })?;
             // The receiver lives until the step ends, so this cannot fail.
             sender.send(value).map_err(|_| Stop::Cancelled)?;
             Ok(Vec::new())
@@ -854,7 +866,12 @@ fn device_kernel(program: &Program, step: &Step, inputs: Vec<Tensor>, shared: &S
     }
 }
 
-fn collective(program: &Program, step: &Step, inputs: Vec<Tensor>, shared: &StepShared<'_>) -> Result<Vec<Tensor>, Stop> {
+fn collective(
+    program: &Program,
+    step: &Step,
+    inputs: Vec<Tensor>,
+    shared: &StepShared<'_>,
+) -> Result<Vec<Tensor>, Stop> {
     let op = &*step.op;
     let err = |m: String| node_error(program, step, KernelError::invalid(op, m));
     let int = |key: &str, default: Option<i64>| -> Result<i64, Stop> {

@@ -231,7 +231,10 @@ fn decode_content(op: &str, dtype: DType, shape: &[usize], bytes: &[u8]) -> Resu
     macro_rules! le {
         ($t:ty, $n:expr) => {{
             if bytes.len() % $n != 0 {
-                return Err(KernelError::invalid(op, format!("{} content bytes is not a multiple of {}", bytes.len(), $n)));
+                return Err(KernelError::invalid(
+                    op,
+                    format!("{} content bytes is not a multiple of {}", bytes.len(), $n),
+                ));
             }
             let values: Vec<$t> =
                 bytes.chunks_exact($n).map(|c| <$t>::from_le_bytes(c.try_into().expect("exact chunk"))).collect();

@@ -76,7 +76,10 @@ fn bmm<T: Num>(
     let a3 = av.broadcast(full([m, k])).ok_or_else(bad)?;
     let b3 = bv.broadcast(full([k, n])).ok_or_else(bad)?;
     let to3 = |v: ndarray::ArrayViewD<'_, T>, r: usize, c: usize| {
-        v.as_standard_layout().into_owned().into_shape_with_order((count, r, c)).map_err(|e| KernelError::invalid(op, e.to_string()))
+        v.as_standard_layout()
+            .into_owned()
+            .into_shape_with_order((count, r, c))
+            .map_err(|e| KernelError::invalid(op, e.to_string()))
     };
     let (a3, b3) = (to3(a3, m, k)?, to3(b3, k, n)?);
     let mut out = Array3::<T>::from_elem((count, m, n), T::zero());
@@ -105,7 +108,11 @@ pub(crate) fn einsum(op: &str, equation: &str, inputs: &[Tensor]) -> Result<Tens
     if specs.len() != inputs.len() || !(1..=2).contains(&specs.len()) {
         return Err(KernelError::invalid(
             op,
-            format!("`{equation}` has {} operands but {} inputs were given (1 or 2 supported)", specs.len(), inputs.len()),
+            format!(
+                "`{equation}` has {} operands but {} inputs were given (1 or 2 supported)",
+                specs.len(),
+                inputs.len()
+            ),
         ));
     }
     for (spec, t) in specs.iter().zip(inputs) {
@@ -121,7 +128,10 @@ pub(crate) fn einsum(op: &str, equation: &str, inputs: &[Tensor]) -> Result<Tens
         let mut sorted = spec.clone();
         sorted.sort_unstable();
         if sorted.windows(2).any(|w| w[0] == w[1]) {
-            return Err(KernelError::invalid(op, format!("`{equation}`: repeated labels (diagonals) are not supported")));
+            return Err(KernelError::invalid(
+                op,
+                format!("`{equation}`: repeated labels (diagonals) are not supported"),
+            ));
         }
     }
     let out: Vec<char> = match out {
@@ -129,7 +139,8 @@ pub(crate) fn einsum(op: &str, equation: &str, inputs: &[Tensor]) -> Result<Tens
         None => {
             // Implicit output: labels that appear once, in alphabetical order.
             let all: Vec<char> = specs.concat();
-            let mut once: Vec<char> = all.iter().copied().filter(|c| all.iter().filter(|d| *d == c).count() == 1).collect();
+            let mut once: Vec<char> =
+                all.iter().copied().filter(|c| all.iter().filter(|d| *d == c).count() == 1).collect();
             once.sort_unstable();
             once
         }
@@ -143,7 +154,10 @@ pub(crate) fn einsum(op: &str, equation: &str, inputs: &[Tensor]) -> Result<Tens
         for (c, &d) in spec.iter().zip(t.shape()) {
             if let Some(&prev) = size.get(c) {
                 if prev != d {
-                    return Err(KernelError::invalid(op, format!("`{equation}`: label `{c}` has sizes {prev} and {d}")));
+                    return Err(KernelError::invalid(
+                        op,
+                        format!("`{equation}`: label `{c}` has sizes {prev} and {d}"),
+                    ));
                 }
             }
             size.insert(*c, d);
@@ -178,7 +192,13 @@ pub(crate) fn einsum(op: &str, equation: &str, inputs: &[Tensor]) -> Result<Tens
 }
 
 /// Sums out the labels of `spec` that are neither in `other` nor in `out`.
-fn sum_out(op: &str, t: &Tensor, spec: &[char], other: &[char], out: &[char]) -> Result<(Tensor, Vec<char>), KernelError> {
+fn sum_out(
+    op: &str,
+    t: &Tensor,
+    spec: &[char],
+    other: &[char],
+    out: &[char],
+) -> Result<(Tensor, Vec<char>), KernelError> {
     let gone: Vec<i64> =
         (0..spec.len()).filter(|&i| !other.contains(&spec[i]) && !out.contains(&spec[i])).map(|i| i as i64).collect();
     if gone.is_empty() {
@@ -236,7 +256,13 @@ mod tests {
         let e = matmul("MatMul", &a, &a, false, true).unwrap();
         assert_eq!(as2(&e), ndarray::arr2(&[[14.0, 32.0], [32.0, 77.0]]));
         assert!(matmul("MatMul", &a, &a, false, false).is_err());
-        let i = matmul("MatMul", &Tensor::from_vec(&[1, 2], vec![2i32, 3]).unwrap(), &Tensor::from_vec(&[2, 1], vec![4i32, 5]).unwrap(), false, false);
+        let i = matmul(
+            "MatMul",
+            &Tensor::from_vec(&[1, 2], vec![2i32, 3]).unwrap(),
+            &Tensor::from_vec(&[2, 1], vec![4i32, 5]).unwrap(),
+            false,
+            false,
+        );
         assert_eq!(i.unwrap().to_vec::<i32>().unwrap(), vec![23]);
     }
 

@@ -467,9 +467,21 @@ pub(crate) fn sum_axes<T: Num>(a: &ArcArray<T, IxDyn>, axes: &[usize], keep_dims
 }
 
 /// `Sum` / `Mean` over the axes in `axes` (a scalar or vector, negative allowed).
-pub(crate) fn reduce(op: &str, kind: Reduce, x: &Tensor, axes: &Tensor, keep_dims: bool) -> Result<Tensor, KernelError> {
+pub(crate) fn reduce(
+    op: &str,
+    kind: Reduce,
+    x: &Tensor,
+    axes: &Tensor,
+    keep_dims: bool,
+) -> Result<Tensor, KernelError> {
     let axes = normalize_axes(op, &axes.to_i64_vec(op, "reduction axes")?, x.shape().len())?;
-    fn run<T: Num>(op: &str, kind: Reduce, a: &ArcArray<T, IxDyn>, axes: &[usize], keep: bool) -> Result<Tensor, KernelError> {
+    fn run<T: Num>(
+        op: &str,
+        kind: Reduce,
+        a: &ArcArray<T, IxDyn>,
+        axes: &[usize],
+        keep: bool,
+    ) -> Result<Tensor, KernelError> {
         let mut out = sum_axes(a, axes, keep);
         if kind == Reduce::Mean {
             let count: usize = axes.iter().map(|&i| a.shape()[i]).product();
@@ -661,7 +673,8 @@ mod tests {
         let t = binary("TanhGrad", BinaryOp::TanhGrad, &Tensor::scalar(0.5f32), &Tensor::scalar(2.0f32)).unwrap();
         assert_eq!(vals(&t), vec![1.5]);
         // SigmoidGrad(y, dy) = dy y (1 - y): y = 0.25, dy = 4 -> 0.75.
-        let s = binary("SigmoidGrad", BinaryOp::SigmoidGrad, &Tensor::scalar(0.25f32), &Tensor::scalar(4.0f32)).unwrap();
+        let s =
+            binary("SigmoidGrad", BinaryOp::SigmoidGrad, &Tensor::scalar(0.25f32), &Tensor::scalar(4.0f32)).unwrap();
         assert_eq!(vals(&s), vec![0.75]);
         // RsqrtGrad(y, dy) = -0.5 dy y^3: y = 2, dy = 3 -> -12.
         let r = binary("RsqrtGrad", BinaryOp::RsqrtGrad, &Tensor::scalar(2.0f32), &Tensor::scalar(3.0f32)).unwrap();

@@ -231,8 +231,9 @@ fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Tensor>,
             attr_bool(attrs, "adj_y", false),
         )?),
         "Einsum" => {
-            let equation =
-                attrs.get_str("equation").ok_or_else(|| KernelError::invalid(op, "missing string attribute `equation`"))?;
+            let equation = attrs
+                .get_str("equation")
+                .ok_or_else(|| KernelError::invalid(op, "missing string attribute `equation`"))?;
             one(linalg::einsum(op, equation, inputs)?)
         }
 
@@ -257,7 +258,9 @@ fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Tensor>,
 
 /// Input `i`, or an error naming the op.
 pub(crate) fn arg<'a>(op: &str, inputs: &'a [Tensor], i: usize) -> Result<&'a Tensor, KernelError> {
-    inputs.get(i).ok_or_else(|| KernelError::invalid(op, format!("expected at least {} inputs, got {}", i + 1, inputs.len())))
+    inputs
+        .get(i)
+        .ok_or_else(|| KernelError::invalid(op, format!("expected at least {} inputs, got {}", i + 1, inputs.len())))
 }
 
 fn attr_bool(attrs: &AttrMap, key: &str, default: bool) -> bool {
@@ -282,7 +285,10 @@ fn constant(attrs: &AttrMap) -> Result<Tensor, KernelError> {
         .ok_or_else(|| KernelError::invalid("Const", "missing tensor attribute `value`"))?;
     if let Some(dtype) = attrs.get("dtype").and_then(|v| v.as_type()) {
         if dtype != lit.dtype {
-            return Err(KernelError::invalid("Const", format!("dtype attribute is {dtype} but the value is {}", lit.dtype)));
+            return Err(KernelError::invalid(
+                "Const",
+                format!("dtype attribute is {dtype} but the value is {}", lit.dtype),
+            ));
         }
     }
     Tensor::from_literal(lit)
@@ -298,7 +304,9 @@ fn cross_replica_sum(op: &str, inputs: &[Tensor]) -> Result<Vec<Tensor>, KernelE
         Some(groups) => match groups.shape() {
             [_, size] => *size,
             [] | [_] => groups.len(),
-            other => return Err(KernelError::invalid(op, format!("group_assignment must be 2-D, got shape {other:?}"))),
+            other => {
+                return Err(KernelError::invalid(op, format!("group_assignment must be 2-D, got shape {other:?}")))
+            }
         },
     };
     if group_size == 1 {
@@ -306,7 +314,9 @@ fn cross_replica_sum(op: &str, inputs: &[Tensor]) -> Result<Vec<Tensor>, KernelE
     } else {
         Err(KernelError::invalid(
             op,
-            format!("groups of {group_size} replicas need a lowered program (CollectiveAllReduce); run the lowering first"),
+            format!(
+                "groups of {group_size} replicas need a lowered program (CollectiveAllReduce); run the lowering first"
+            ),
         ))
     }
 }
@@ -322,10 +332,28 @@ mod tests {
         attrs.insert("dtype", AttrValue::Type(DType::I32));
         attrs.insert(
             "value",
-            AttrValue::Tensor(Box::new(TensorLit { dtype: DType::I32, shape: vec![3], data: TensorData::Int(vec![1, 2, 3]) })),
+            AttrValue::Tensor(Box::new(TensorLit {
+                dtype: DType::I32,
+                shape: vec![3],
+                data: TensorData::Int(vec![1, 2, 3]),
+            })),
         );
         let out = run_kernel("Const", &attrs, &[]).unwrap();
         assert_eq!(out[0].to_vec::<i32>().unwrap(), vec![1, 2, 3]);
+    }
+
+    #[test]
+    fn pass_through_ops() {
+        let x = Tensor::vector(vec![1.0f32, 2.0]);
+        let y = Tensor::scalar(3i64);
+        let none = AttrMap::new();
+        for op in ["Identity", "StopGradient", "Snapshot"] {
+            assert_eq!(run_kernel(op, &none, std::slice::from_ref(&x)).unwrap(), vec![x.clone()]);
+        }
+        assert_eq!(run_kernel("IdentityN", &none, &[x.clone(), y.clone()]).unwrap(), vec![x, y]);
+        assert!(run_kernel("NoOp", &none, &[]).unwrap().is_empty());
+        assert!(run_kernel("TPUReplicateMetadata", &none, &[]).unwrap().is_empty());
+        assert_eq!(run_kernel("TPUCompilationResult", &none, &[]).unwrap(), vec![Tensor::scalar(String::new())]);
     }
 
     #[test]

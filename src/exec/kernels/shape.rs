@@ -103,7 +103,11 @@ pub(crate) fn invert_permutation(op: &str, p: &Tensor) -> Result<Tensor, KernelE
     }
 }
 
-fn tile_array<T: Clone>(op: &str, a: &ArcArray<T, IxDyn>, multiples: &[usize]) -> Result<ArcArray<T, IxDyn>, KernelError> {
+fn tile_array<T: Clone>(
+    op: &str,
+    a: &ArcArray<T, IxDyn>,
+    multiples: &[usize],
+) -> Result<ArcArray<T, IxDyn>, KernelError> {
     let mut out = a.to_owned();
     for (axis, &m) in multiples.iter().enumerate() {
         if m == 1 {
@@ -112,7 +116,8 @@ fn tile_array<T: Clone>(op: &str, a: &ArcArray<T, IxDyn>, multiples: &[usize]) -
         if m == 0 {
             let mut shape = out.shape().to_vec();
             shape[axis] = 0;
-            out = ArrayD::from_shape_vec(IxDyn(&shape), Vec::new()).map_err(|e| KernelError::invalid(op, e.to_string()))?;
+            out = ArrayD::from_shape_vec(IxDyn(&shape), Vec::new())
+                .map_err(|e| KernelError::invalid(op, e.to_string()))?;
             continue;
         }
         let views = vec![out.view(); m];
@@ -260,7 +265,8 @@ mod tests {
         assert_eq!(f.to_vec::<f32>().unwrap(), vec![1.5; 4]);
         assert_eq!(shape_of("Shape", &f, DType::I32).unwrap(), Tensor::vector(vec![2i32, 2]));
         assert_eq!(shape_of("Shape", &f, DType::I64).unwrap(), Tensor::vector(vec![2i64, 2]));
-        let b = broadcast_to("BroadcastTo", &Tensor::vector(vec![1.0f32, 2.0]), &Tensor::vector(vec![2i32, 2])).unwrap();
+        let b =
+            broadcast_to("BroadcastTo", &Tensor::vector(vec![1.0f32, 2.0]), &Tensor::vector(vec![2i32, 2])).unwrap();
         assert_eq!(b.to_vec::<f32>().unwrap(), vec![1.0, 2.0, 1.0, 2.0]);
         assert!(broadcast_to("BroadcastTo", &iota(&[2, 2]), &Tensor::vector(vec![2i32])).is_err());
     }
@@ -268,7 +274,8 @@ mod tests {
     #[test]
     fn broadcast_gradient_args_as_tensorflow() {
         // [2, 3, 5] against [1]: the second is broadcast over all three axes.
-        let out = broadcast_gradient_args("BGA", &Tensor::vector(vec![2i32, 3, 5]), &Tensor::vector(vec![1i32])).unwrap();
+        let out =
+            broadcast_gradient_args("BGA", &Tensor::vector(vec![2i32, 3, 5]), &Tensor::vector(vec![1i32])).unwrap();
         assert_eq!(out[0].to_vec::<i32>().unwrap(), Vec::<i32>::new());
         assert_eq!(out[1].to_vec::<i32>().unwrap(), vec![0, 1, 2]);
         // [4, 1] against [3]: aligned right, to [4, 3].

@@ -1,1 +1,27 @@
 //! The executor: tensors, kernels, collectives and the device mesh.
+//!
+//! - [`Tensor`]: n-dimensional arrays (f32, f64, i32, i64, bool, string,
+//!   resource handles) on ndarray, cheap to clone.
+//! - [`run_kernel`]: the pure ops; [`missing_kernels`] lists the op types
+//!   of a module the executor cannot run.
+//! - [`Mesh`]: runs a lowered module, one worker thread per graph (device
+//!   program), with `_Send`/`_Recv` channels, collectives and per-device
+//!   variable stores that persist across steps.
+//! - [`data`]: tensors to and from JSON and `.npy`.
+
+// Errors name the graph, device, node and op of a failure; they are built
+// only on cold paths, so their size does not matter.
+#![allow(clippy::result_large_err)]
+
+mod collective;
+pub mod data;
+mod error;
+pub mod kernels;
+mod mesh;
+mod tensor;
+
+pub use data::{read_npy, read_npy_file, tensor_from_json, tensor_to_json, write_npy, write_npy_file};
+pub use error::{ExecError, KernelError};
+pub use kernels::{has_kernel, missing_kernels, run_kernel};
+pub use mesh::{Feeds, Fetch, Mesh, MeshConfig};
+pub use tensor::{Element, ResourceHandle, Tensor};

@@ -1,0 +1,539 @@
+//! Collectives between the device threads of one step, over shared memory.
+//!
+//! Members of a collective meet at a rendezvous keyed by (group, instance).
+//! Each deposits its input tensors (cheap reference-counted clones, so every
+//! member can read every other member's data in place).
+//!
+//! All-reduce is a reduce-scatter followed by an all-gather:
+//! - reduce-scatter: the flattened tensor is cut into `group_size` chunks
+//!   and member `r` reduces chunk `r` of every member's input, reading them
+//!   in place, in rank order, a cache-sized block at a time;
+//! - all-gather: the chunks are written in place into one output buffer
+//!   (each member owns a disjoint range), which every member then shares
+//!   (copy-on-write), so gathering copies nothing.
+//!
+//! Every element is reduced as `((x₀ + x₁) + x₂) + …` in rank order, so
+//! the result is bit-identical on every member, on every run, and equal to
+//! a sequential sum. Small reductions skip the scatter: the member
+//! arriving last reduces everything itself, saving a second wait.
+//!
+//! Broadcast hands every member the source rank's tensors.
+//!
+//! Every wait is bounded by the mesh timeout and checks the step's
+//! cancellation flag.
+
+use std::collections::HashMap;
+use std::ops::Range;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use ndarray::{ArcArray, ArrayD, IxDyn};
+
+use super::kernels::Num;
+use super::tensor::Tensor;
+
+/// Below this many input elements (summed over members and tensors) one
+/// member reduces everything.
+const SMALL_ELEMENTS: usize = 1 << 20;
+
+/// Elements reduced per block: small enough that the accumulator stays in cache.
+const BLOCK: usize = 8192;
+
+/// How often a waiting member looks at the cancellation flag.
+const POLL: Duration = Duration::from_millis(20);
+
+/// How an all-reduce combines values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ReduceOp {
+    Sum,
+    /// The sum divided by the group size.
+    Mean,
+}
+
+/// What a collective does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    AllReduce(ReduceOp),
+    Broadcast { source: usize },
+}
+
+/// One member's call of a collective.
+#[derive(Clone, Debug)]
+pub(crate) struct Call<'a> {
+    pub group: &'a str,
+    pub instance: i64,
+    pub group_size: usize,
+    pub rank: usize,
+    pub kind: Kind,
+}
+
+/// Why a collective did not complete.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum CollectiveError {
+    /// The members disagree, or the inputs are unusable.
+    Mismatch(String),
+    /// The timeout passed.
+    Timeout,
+    /// Another device failed and the step was cancelled.
+    Cancelled,
+}
+
+/// Bounds a wait: a timeout and the step's cancellation flag.
+pub(crate) struct Waiter<'a> {
+    pub timeout: Duration,
+    pub cancelled: &'a AtomicBool,
+}
+
+/// The rendezvous table of one step.
+#[derive(Default)]
+pub(crate) struct Collectives {
+    table: Mutex<HashMap<(String, i64), Arc<Rendezvous>>>,
+}
+
+struct Rendezvous {
+    state: Mutex<State>,
+    changed: Condvar,
+}
+
+#[derive(Default)]
+struct State {
+    group_size: usize,
+    kind: Option<Kind>,
+    inputs: Vec<Option<Vec<Tensor>>>,
+    arrived: usize,
+    /// All inputs, once every member has arrived.
+    all: Option<Arc<Vec<Vec<Tensor>>>>,
+    /// The output buffers (one per tensor) members fill, for the scatter path.
+    out: Option<Arc<Vec<OutBuf>>>,
+    chunks_done: usize,
+    result: Option<Result<Arc<Vec<Tensor>>, String>>,
+}
+
+/// A buffer that the members of an all-reduce fill in disjoint ranges.
+///
+/// The vector is allocated once and not touched as a `Vec` until every
+/// writer is done; writers reach it only through [`Buffer::range_mut`].
+struct Buffer<T> {
+    data: std::cell::UnsafeCell<Vec<T>>,
+    ptr: *mut T,
+    len: usize,
+}
+
+// SAFETY: members write disjoint ranges (see `range_mut`), and the vector is
+// taken back only after every writer has finished, which the rendezvous
+// mutex orders before the take.
+unsafe impl<T: Send> Send for Buffer<T> {}
+unsafe impl<T: Send> Sync for Buffer<T> {}
+
+impl<T: Num> Buffer<T> {
+    fn zeroed(len: usize) -> Buffer<T> {
+        let mut v = vec![T::zero(); len];
+        let ptr = v.as_mut_ptr();
+        Buffer { data: std::cell::UnsafeCell::new(v), ptr, len }
+    }
+
+    /// The elements in `range`, for writing.
+    ///
+    /// # Safety
+    /// No two live slices from one buffer may overlap, and none may be live
+    /// when the buffer is taken apart with [`Buffer::into_vec`].
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn range_mut(&self, range: Range<usize>) -> &mut [T] {
+        assert!(range.start <= range.end && range.end <= self.len, "range within the buffer");
+        // SAFETY: in bounds (checked above); disjointness is the caller's promise.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.add(range.start), range.len()) }
+    }
+
+    fn into_vec(self) -> Vec<T> {
+        self.data.into_inner()
+    }
+}
+
+/// The output buffer of one tensor of an all-reduce.
+enum OutBuf {
+    F32(Buffer<f32>),
+    F64(Buffer<f64>),
+    I32(Buffer<i32>),
+    I64(Buffer<i64>),
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl Collectives {
+    /// Runs one member's part of a collective and returns its outputs.
+    pub(crate) fn run(
+        &self,
+        call: &Call<'_>,
+        inputs: Vec<Tensor>,
+        waiter: &Waiter<'_>,
+    ) -> Result<Vec<Tensor>, CollectiveError> {
+        if call.group_size == 0 || call.rank >= call.group_size {
+            return Err(CollectiveError::Mismatch(format!(
+                "rank {} is not in a group of size {}",
+                call.rank, call.group_size
+            )));
+        }
+        if let Kind::Broadcast { source } = call.kind {
+            if source >= call.group_size {
+                return Err(CollectiveError::Mismatch(format!(
+                    "source rank {source} is not in a group of size {}",
+                    call.group_size
+                )));
+            }
+        }
+        let rv = {
+            let mut table = lock(&self.table);
+            table
+                .entry((call.group.to_string(), call.instance))
+                .or_insert_with(|| {
+                    Arc::new(Rendezvous { state: Mutex::new(State::default()), changed: Condvar::new() })
+                })
+                .clone()
+        };
+        let deadline = Instant::now() + waiter.timeout;
+        let inputs: Vec<Tensor> = inputs.into_iter().map(standard_layout).collect();
+        let scatter = {
+            let mut st = lock(&rv.state);
+            arrive(&mut st, call, inputs)?;
+            if st.arrived == call.group_size && st.result.is_none() {
+                // The last member to arrive validates and, for small inputs, reduces.
+                let all: Vec<Vec<Tensor>> = st.inputs.iter_mut().map(|i| i.take().unwrap_or_default()).collect();
+                match call.kind {
+                    Kind::Broadcast { .. } => {}
+                    Kind::AllReduce(op) => match validate(&all) {
+                        Err(message) => st.result = Some(Err(message)),
+                        Ok(elements) if elements * call.group_size < SMALL_ELEMENTS => {
+                            drop(st);
+                            let out = allocate(&all);
+                            for (i, buf) in out.iter().enumerate() {
+                                // SAFETY: the only writer, of the whole buffer.
+                                unsafe { reduce_into(&all, i, buf, 0, 1, op) };
+                            }
+                            let result = finish(&all, out);
+                            st = lock(&rv.state);
+                            st.result = Some(result.map(Arc::new));
+                        }
+                        Ok(_) => {
+                            st.out = Some(Arc::new(allocate(&all)));
+                            st.all = Some(Arc::new(all));
+                        }
+                    },
+                }
+                rv.changed.notify_all();
+            }
+            if matches!(call.kind, Kind::AllReduce(_)) && st.result.is_none() {
+                let st = wait(&rv, st, deadline, waiter, |s| s.all.is_some() || s.result.is_some())?;
+                st.all.clone().zip(st.out.clone())
+            } else {
+                None
+            }
+        };
+        if let (Some((all, out)), Kind::AllReduce(op)) = (scatter, call.kind) {
+            // Reduce-scatter: reduce this member's chunk of every tensor, in place.
+            for (i, buf) in out.iter().enumerate() {
+                // SAFETY: each rank writes only its own chunk range, and the
+                // buffers are taken apart only after every rank has counted
+                // itself done below.
+                unsafe { reduce_into(&all, i, buf, call.rank, call.group_size, op) };
+            }
+            drop(out);
+            let mut st = lock(&rv.state);
+            st.chunks_done += 1;
+            if st.chunks_done == call.group_size {
+                // Every chunk is written: hand out the buffers as the result.
+                let out = st.out.take().and_then(|o| Arc::try_unwrap(o).ok());
+                let result = match (st.all.take(), out) {
+                    (Some(all), Some(out)) => finish(&all, out),
+                    _ => Err("internal: all-reduce buffers still shared".to_string()),
+                };
+                st.result = Some(result.map(Arc::new));
+                rv.changed.notify_all();
+            }
+        }
+        let st = lock(&rv.state);
+        let st = wait(&rv, st, deadline, waiter, |s| s.result.is_some())?;
+        match &st.result {
+            Some(Ok(out)) => Ok(out.as_ref().clone()),
+            Some(Err(message)) => Err(CollectiveError::Mismatch(message.clone())),
+            None => Err(CollectiveError::Timeout),
+        }
+    }
+}
+
+fn standard_layout(t: Tensor) -> Tensor {
+    fn std<T: Clone>(a: ArcArray<T, IxDyn>) -> ArcArray<T, IxDyn> {
+        if a.is_standard_layout() {
+            a
+        } else {
+            a.as_standard_layout().into_owned().into_shared()
+        }
+    }
+    match t {
+        Tensor::F32(a) => Tensor::F32(std(a)),
+        Tensor::F64(a) => Tensor::F64(std(a)),
+        Tensor::I32(a) => Tensor::I32(std(a)),
+        Tensor::I64(a) => Tensor::I64(std(a)),
+        other => other,
+    }
+}
+
+/// Records a member's arrival, checking it agrees with the others.
+fn arrive(st: &mut State, call: &Call<'_>, inputs: Vec<Tensor>) -> Result<(), CollectiveError> {
+    match st.kind {
+        None => {
+            st.kind = Some(call.kind);
+            st.group_size = call.group_size;
+            st.inputs = vec![None; call.group_size];
+        }
+        Some(kind) if kind != call.kind || st.group_size != call.group_size => {
+            return Err(CollectiveError::Mismatch(format!(
+                "members disagree: {kind:?} over {} members vs {:?} over {}",
+                st.group_size, call.kind, call.group_size
+            )));
+        }
+        Some(_) => {}
+    }
+    if st.inputs[call.rank].is_some() || st.arrived == st.group_size {
+        return Err(CollectiveError::Mismatch(format!("rank {} joined twice", call.rank)));
+    }
+    if let Kind::Broadcast { source } = call.kind {
+        if call.rank == source {
+            st.result = Some(Ok(Arc::new(inputs.clone())));
+        }
+    }
+    st.inputs[call.rank] = Some(inputs);
+    st.arrived += 1;
+    Ok(())
+}
+
+fn wait<'a>(
+    rv: &'a Rendezvous,
+    mut st: MutexGuard<'a, State>,
+    deadline: Instant,
+    waiter: &Waiter<'_>,
+    done: impl Fn(&State) -> bool,
+) -> Result<MutexGuard<'a, State>, CollectiveError> {
+    loop {
+        if done(&st) {
+            return Ok(st);
+        }
+        if waiter.cancelled.load(Ordering::Relaxed) {
+            return Err(CollectiveError::Cancelled);
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return Err(CollectiveError::Timeout);
+        }
+        st = rv.changed.wait_timeout(st, POLL.min(deadline - now)).unwrap_or_else(|p| p.into_inner()).0;
+    }
+}
+
+/// Checks every member gave the same number of tensors with the same
+/// dtypes and shapes; returns the element count of one member's inputs.
+fn validate(all: &[Vec<Tensor>]) -> Result<usize, String> {
+    let first = all.first().ok_or("no members")?;
+    for (rank, inputs) in all.iter().enumerate() {
+        if inputs.len() != first.len() {
+            return Err(format!("rank {rank} gave {} tensors, rank 0 gave {}", inputs.len(), first.len()));
+        }
+        for (i, (t, f)) in inputs.iter().zip(first).enumerate() {
+            if t.dtype() != f.dtype() || t.shape() != f.shape() {
+                return Err(format!(
+                    "tensor {i}: rank {rank} has {} {:?}, rank 0 has {} {:?}",
+                    t.dtype(),
+                    t.shape(),
+                    f.dtype(),
+                    f.shape()
+                ));
+            }
+            if !matches!(t, Tensor::F32(_) | Tensor::F64(_) | Tensor::I32(_) | Tensor::I64(_)) {
+                return Err(format!("tensor {i}: cannot reduce dtype {}", t.dtype()));
+            }
+        }
+    }
+    Ok(first.iter().map(Tensor::len).sum())
+}
+
+/// The inputs of tensor `index` of every member, as slices of type `T`.
+fn slices<T: Num>(all: &[Vec<Tensor>], index: usize) -> Option<Vec<&[T]>> {
+    all.iter().map(|inputs| inputs.get(index)?.array::<T>()?.as_slice()).collect()
+}
+
+/// Reduces `range` of every member's slice in rank order into `out`, a
+/// block at a time so the accumulator stays in cache.
+fn reduce_range<T: Num>(inputs: &[&[T]], range: Range<usize>, op: ReduceOp, out: &mut [T]) {
+    let n = T::from_usize(inputs.len());
+    let mut start = range.start;
+    while start < range.end {
+        let end = (start + BLOCK).min(range.end);
+        let acc = &mut out[start - range.start..end - range.start];
+        acc.copy_from_slice(&inputs[0][start..end]);
+        for input in &inputs[1..] {
+            for (a, &x) in acc.iter_mut().zip(&input[start..end]) {
+                *a = a.add(x);
+            }
+        }
+        if op == ReduceOp::Mean {
+            for a in acc.iter_mut() {
+                *a = a.div(n);
+            }
+        }
+        start = end;
+    }
+}
+
+fn chunk_range(len: usize, part: usize, parts: usize) -> Range<usize> {
+    (len * part / parts)..(len * (part + 1) / parts)
+}
+
+/// One output buffer per tensor, shaped like rank 0's inputs.
+fn allocate(all: &[Vec<Tensor>]) -> Vec<OutBuf> {
+    all.first()
+        .map(|first| {
+            first
+                .iter()
+                .map(|t| match t {
+                    Tensor::F64(_) => OutBuf::F64(Buffer::zeroed(t.len())),
+                    Tensor::I32(_) => OutBuf::I32(Buffer::zeroed(t.len())),
+                    Tensor::I64(_) => OutBuf::I64(Buffer::zeroed(t.len())),
+                    _ => OutBuf::F32(Buffer::zeroed(t.len())),
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Reduces chunk `part` of `parts` of tensor `index` into `buf`.
+///
+/// # Safety
+/// No other thread may write the same chunk of `buf` at the same time.
+unsafe fn reduce_into(all: &[Vec<Tensor>], index: usize, buf: &OutBuf, part: usize, parts: usize, op: ReduceOp) {
+    macro_rules! go {
+        ($ty:ty, $b:expr) => {
+            if let Some(inputs) = slices::<$ty>(all, index) {
+                let range = chunk_range($b.len, part, parts);
+                // SAFETY: the caller guarantees this chunk is written by this thread only.
+                let out = unsafe { $b.range_mut(range.clone()) };
+                reduce_range(&inputs, range, op, out);
+            }
+        };
+    }
+    match buf {
+        OutBuf::F32(b) => go!(f32, b),
+        OutBuf::F64(b) => go!(f64, b),
+        OutBuf::I32(b) => go!(i32, b),
+        OutBuf::I64(b) => go!(i64, b),
+    }
+}
+
+/// Turns the filled buffers into tensors shaped like the inputs.
+fn finish(all: &[Vec<Tensor>], out: Vec<OutBuf>) -> Result<Vec<Tensor>, String> {
+    let first = all.first().ok_or("no members")?;
+    first
+        .iter()
+        .zip(out)
+        .map(|(t, buf)| {
+            let shape = IxDyn(t.shape());
+            let tensor = match buf {
+                OutBuf::F32(b) => ArrayD::from_shape_vec(shape, b.into_vec()).map(Tensor::from_array),
+                OutBuf::F64(b) => ArrayD::from_shape_vec(shape, b.into_vec()).map(Tensor::from_array),
+                OutBuf::I32(b) => ArrayD::from_shape_vec(shape, b.into_vec()).map(Tensor::from_array),
+                OutBuf::I64(b) => ArrayD::from_shape_vec(shape, b.into_vec()).map(Tensor::from_array),
+            };
+            tensor.map_err(|e| e.to_string())
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run_group(kind: Kind, inputs: Vec<Vec<Tensor>>) -> Vec<Result<Vec<Tensor>, CollectiveError>> {
+        let collectives = Collectives::default();
+        let cancelled = AtomicBool::new(false);
+        let n = inputs.len();
+        std::thread::scope(|s| {
+            let handles: Vec<_> = inputs
+                .into_iter()
+                .enumerate()
+                .map(|(rank, x)| {
+                    let (c, cancelled) = (&collectives, &cancelled);
+                    s.spawn(move || {
+                        let call = Call { group: "g", instance: 1, group_size: n, rank, kind };
+                        c.run(&call, x, &Waiter { timeout: Duration::from_secs(5), cancelled })
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().expect("member thread")).collect()
+        })
+    }
+
+    #[test]
+    fn all_reduce_sum_and_mean_small() {
+        let inputs: Vec<Vec<Tensor>> = (0..4).map(|r| vec![Tensor::vector(vec![r as f32, 1.0])]).collect();
+        for r in run_group(Kind::AllReduce(ReduceOp::Sum), inputs.clone()) {
+            assert_eq!(r.unwrap(), vec![Tensor::vector(vec![6.0f32, 4.0])]);
+        }
+        for r in run_group(Kind::AllReduce(ReduceOp::Mean), inputs) {
+            assert_eq!(r.unwrap(), vec![Tensor::vector(vec![1.5f32, 1.0])]);
+        }
+    }
+
+    #[test]
+    fn all_reduce_large_matches_sequential_sum_bitwise() {
+        let n = 8;
+        let len = SMALL_ELEMENTS / n * 2 + 13;
+        let inputs: Vec<Vec<Tensor>> = (0..n)
+            .map(|r| {
+                let v: Vec<f32> = (0..len).map(|i| ((i * 7 + r * 13) % 101) as f32 * 0.013 + r as f32 * 1e-3).collect();
+                vec![Tensor::vector(v), Tensor::vector(vec![r as i64; 3])]
+            })
+            .collect();
+        let expected: Vec<f32> = (0..len)
+            .map(|i| {
+                let mut acc = inputs[0][0].view::<f32>().unwrap()[i];
+                for member in &inputs[1..] {
+                    acc += member[0].view::<f32>().unwrap()[i];
+                }
+                acc
+            })
+            .collect();
+        let results = run_group(Kind::AllReduce(ReduceOp::Sum), inputs);
+        for r in results {
+            let out = r.unwrap();
+            assert!(out[0].bit_eq(&Tensor::vector(expected.clone())));
+            assert_eq!(out[1], Tensor::vector(vec![28i64; 3]));
+        }
+    }
+
+    #[test]
+    fn broadcast_takes_the_source() {
+        let inputs: Vec<Vec<Tensor>> = (0..3).map(|r| vec![Tensor::scalar(r)]).collect();
+        for r in run_group(Kind::Broadcast { source: 2 }, inputs) {
+            assert_eq!(r.unwrap(), vec![Tensor::scalar(2i32)]);
+        }
+    }
+
+    #[test]
+    fn mismatched_shapes_fail_every_member() {
+        let inputs = vec![vec![Tensor::vector(vec![1.0f32])], vec![Tensor::vector(vec![1.0f32, 2.0])]];
+        for r in run_group(Kind::AllReduce(ReduceOp::Sum), inputs) {
+            assert!(matches!(r, Err(CollectiveError::Mismatch(_))));
+        }
+    }
+
+    #[test]
+    fn missing_member_times_out() {
+        let collectives = Collectives::default();
+        let cancelled = AtomicBool::new(false);
+        let call = Call { group: "g", instance: 0, group_size: 2, rank: 0, kind: Kind::AllReduce(ReduceOp::Sum) };
+        let waiter = Waiter { timeout: Duration::from_millis(50), cancelled: &cancelled };
+        let start = Instant::now();
+        assert_eq!(collectives.run(&call, vec![Tensor::scalar(1.0f32)], &waiter), Err(CollectiveError::Timeout));
+        assert!(start.elapsed() < Duration::from_secs(2));
+    }
+}

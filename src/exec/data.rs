@@ -1,0 +1,284 @@
+//! Tensor data in and out: JSON nested arrays and NumPy `.npy` files.
+//!
+//! JSON: a tensor is a nested array of numbers (or bools, or strings), a
+//! scalar a bare value. Non-finite floats are written as the strings
+//! `"nan"`, `"inf"` and `"-inf"` (JSON has no such numbers) and read back.
+//! Floats are printed with the shortest text that reads back to the same
+//! value of their own precision (an f32 `0.1` prints as `0.1`).
+//!
+//! `.npy`: read and written with the `npyz` crate for f32, f64, i32, i64
+//! and bool, in either byte order; Fortran-order files are transposed on
+//! reading.
+
+use std::io::Cursor;
+use std::path::Path;
+
+use ndarray::{ArrayD, IxDyn};
+use npyz::WriterBuilder;
+use serde_json::{Number, Value};
+
+use super::error::ExecError;
+use super::tensor::{Element, Tensor};
+use crate::ir::DType;
+
+const JSON: &str = "JSON";
+const NPY: &str = "npy";
+
+/// A tensor as JSON: nested arrays of values, a bare value for a scalar.
+pub fn tensor_to_json(tensor: &Tensor) -> Value {
+    fn float(x: f64, text: String) -> Value {
+        if x.is_nan() {
+            Value::String("nan".into())
+        } else if x.is_infinite() {
+            Value::String(if x > 0.0 { "inf" } else { "-inf" }.into())
+        } else {
+            // Parse the shortest decimal text of the value's own precision.
+            text.parse::<f64>().ok().and_then(Number::from_f64).map_or(Value::Null, Value::Number)
+        }
+    }
+    fn nest<T: Clone>(shape: &[usize], values: &[T], leaf: &impl Fn(&T) -> Value) -> Value {
+        match shape.split_first() {
+            None => values.first().map_or(Value::Null, leaf),
+            Some((&n, rest)) => {
+                let step: usize = rest.iter().product();
+                Value::Array((0..n).map(|i| nest(rest, &values[i * step..(i + 1) * step], leaf)).collect())
+            }
+        }
+    }
+    let shape = tensor.shape().to_vec();
+    match tensor {
+        Tensor::F32(a) => {
+            nest(&shape, &a.iter().copied().collect::<Vec<_>>(), &|x: &f32| float(*x as f64, x.to_string()))
+        }
+        Tensor::F64(a) => nest(&shape, &a.iter().copied().collect::<Vec<_>>(), &|x: &f64| float(*x, x.to_string())),
+        Tensor::I32(a) => nest(&shape, &a.iter().copied().collect::<Vec<_>>(), &|x: &i32| Value::from(*x)),
+        Tensor::I64(a) => nest(&shape, &a.iter().copied().collect::<Vec<_>>(), &|x: &i64| Value::from(*x)),
+        Tensor::Bool(a) => nest(&shape, &a.iter().copied().collect::<Vec<_>>(), &|x: &bool| Value::Bool(*x)),
+        Tensor::Str(a) => nest(&shape, &a.iter().cloned().collect::<Vec<_>>(), &|x: &String| Value::String(x.clone())),
+        Tensor::Resource(h) => Value::String(format!("<resource {} on {}>", h.name, h.device)),
+    }
+}
+
+/// A tensor of `dtype` from JSON nested arrays (which must be rectangular).
+pub fn tensor_from_json(value: &Value, dtype: DType) -> Result<Tensor, ExecError> {
+    let mut shape = Vec::new();
+    let mut probe = value;
+    while let Value::Array(items) = probe {
+        shape.push(items.len());
+        match items.first() {
+            Some(first) => probe = first,
+            None => break,
+        }
+    }
+    let mut leaves = Vec::new();
+    collect_leaves(value, &shape, 0, &mut leaves)?;
+    fn convert<T: Element>(
+        shape: &[usize],
+        leaves: &[&Value],
+        f: impl Fn(&Value) -> Option<T>,
+        what: &str,
+    ) -> Result<Tensor, ExecError> {
+        let values = leaves
+            .iter()
+            .map(|v| f(v).ok_or_else(|| ExecError::data(JSON, format!("{v} is not {what}"))))
+            .collect::<Result<Vec<T>, _>>()?;
+        Tensor::from_vec(shape, values).map_err(|e| ExecError::data(JSON, e.to_string()))
+    }
+    fn as_f64(v: &Value) -> Option<f64> {
+        match v {
+            Value::Number(n) => n.as_f64(),
+            Value::String(s) => match s.as_str() {
+                "nan" | "NaN" => Some(f64::NAN),
+                "inf" | "Infinity" => Some(f64::INFINITY),
+                "-inf" | "-Infinity" => Some(f64::NEG_INFINITY),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+    match dtype {
+        DType::F32 => convert(&shape, &leaves, |v| as_f64(v).map(|x| x as f32), "a number"),
+        DType::F64 => convert(&shape, &leaves, as_f64, "a number"),
+        DType::I32 => convert(&shape, &leaves, |v| v.as_i64().and_then(|x| i32::try_from(x).ok()), "an i32 integer"),
+        DType::I64 => convert(&shape, &leaves, Value::as_i64, "an i64 integer"),
+        DType::Bool => convert(&shape, &leaves, Value::as_bool, "a bool"),
+        DType::Str => convert(&shape, &leaves, |v| v.as_str().map(str::to_string), "a string"),
+        other => Err(ExecError::data(JSON, format!("dtype {other} cannot be read from JSON"))),
+    }
+}
+
+fn collect_leaves<'v>(
+    value: &'v Value,
+    shape: &[usize],
+    depth: usize,
+    out: &mut Vec<&'v Value>,
+) -> Result<(), ExecError> {
+    match (value, shape.get(depth)) {
+        (Value::Array(items), Some(&n)) => {
+            if items.len() != n {
+                return Err(ExecError::data(
+                    JSON,
+                    format!("ragged nested array: {} items at depth {depth}, expected {n}", items.len()),
+                ));
+            }
+            items.iter().try_for_each(|item| collect_leaves(item, shape, depth + 1, out))
+        }
+        (Value::Array(_), None) => {
+            Err(ExecError::data(JSON, format!("ragged nested array: too deep at depth {depth}")))
+        }
+        (leaf, None) => {
+            out.push(leaf);
+            Ok(())
+        }
+        (_, Some(_)) => {
+            Err(ExecError::data(JSON, format!("ragged nested array: a value where a list belongs at depth {depth}")))
+        }
+    }
+}
+
+/// A tensor from the bytes of a `.npy` file.
+pub fn read_npy(bytes: &[u8]) -> Result<Tensor, ExecError> {
+    let file = npyz::NpyFile::new(Cursor::new(bytes)).map_err(|e| ExecError::data(NPY, e.to_string()))?;
+    let shape: Vec<usize> = file
+        .shape()
+        .iter()
+        .map(|&d| usize::try_from(d).map_err(|_| ExecError::data(NPY, format!("dimension {d} is too large"))))
+        .collect::<Result<_, _>>()?;
+    let order = file.order();
+    let descr = file.dtype().descr();
+    fn build<T: Element + npyz::Deserialize>(
+        file: npyz::NpyFile<Cursor<&[u8]>>,
+        shape: &[usize],
+        order: npyz::Order,
+    ) -> Result<Tensor, ExecError> {
+        let values: Vec<T> = file.into_vec().map_err(|e| ExecError::data(NPY, e.to_string()))?;
+        let array = match order {
+            npyz::Order::C => ArrayD::from_shape_vec(IxDyn(shape), values),
+            npyz::Order::Fortran => {
+                let reversed: Vec<usize> = shape.iter().rev().copied().collect();
+                ArrayD::from_shape_vec(IxDyn(&reversed), values)
+                    .map(|a| a.reversed_axes().as_standard_layout().into_owned())
+            }
+        }
+        .map_err(|e| ExecError::data(NPY, e.to_string()))?;
+        Ok(Tensor::from_array(array))
+    }
+    let kind = descr.trim_matches(|c| c == '\'' || c == '<' || c == '>' || c == '|' || c == '=');
+    match kind {
+        "f4" => build::<f32>(file, &shape, order),
+        "f8" => build::<f64>(file, &shape, order),
+        "i4" => build::<i32>(file, &shape, order),
+        "i8" => build::<i64>(file, &shape, order),
+        "b1" => build::<bool>(file, &shape, order),
+        _ => Err(ExecError::data(NPY, format!("unsupported dtype {descr} (f4, f8, i4, i8 and b1 are)"))),
+    }
+}
+
+/// The bytes of a `.npy` file holding `tensor` (C order, little endian).
+pub fn write_npy(tensor: &Tensor) -> Result<Vec<u8>, ExecError> {
+    fn write<T: Element + npyz::AutoSerialize + Copy>(a: &ndarray::ArcArray<T, IxDyn>) -> Result<Vec<u8>, ExecError> {
+        let shape: Vec<u64> = a.shape().iter().map(|&d| d as u64).collect();
+        let mut out = Vec::new();
+        let mut writer = npyz::WriteOptions::new()
+            .default_dtype()
+            .shape(&shape)
+            .writer(&mut out)
+            .begin_nd()
+            .map_err(|e| ExecError::data(NPY, e.to_string()))?;
+        writer.extend(a.iter().copied()).map_err(|e| ExecError::data(NPY, e.to_string()))?;
+        writer.finish().map_err(|e| ExecError::data(NPY, e.to_string()))?;
+        Ok(out)
+    }
+    match tensor {
+        Tensor::F32(a) => write(a),
+        Tensor::F64(a) => write(a),
+        Tensor::I32(a) => write(a),
+        Tensor::I64(a) => write(a),
+        Tensor::Bool(a) => write(a),
+        other => Err(ExecError::data(NPY, format!("dtype {} cannot be written to .npy", other.dtype()))),
+    }
+}
+
+/// Reads a `.npy` file.
+pub fn read_npy_file(path: &Path) -> Result<Tensor, ExecError> {
+    let bytes = std::fs::read(path).map_err(|e| ExecError::data(NPY, format!("{}: {e}", path.display())))?;
+    read_npy(&bytes)
+}
+
+/// Writes a `.npy` file.
+pub fn write_npy_file(path: &Path, tensor: &Tensor) -> Result<(), ExecError> {
+    let bytes = write_npy(tensor)?;
+    std::fs::write(path, bytes).map_err(|e| ExecError::data(NPY, format!("{}: {e}", path.display())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn json_round_trip_keeps_shape_and_values() {
+        let t = Tensor::from_vec(&[2, 3], vec![0.1f32, 2.0, -3.5, f32::NAN, f32::INFINITY, 0.0]).unwrap();
+        let j = tensor_to_json(&t);
+        assert_eq!(j, json!([[0.1, 2.0, -3.5], ["nan", "inf", 0.0]]));
+        let back = tensor_from_json(&j, DType::F32).unwrap();
+        assert!(back.bit_eq(&t));
+    }
+
+    #[test]
+    fn json_scalar_and_ints() {
+        assert_eq!(tensor_to_json(&Tensor::scalar(7i32)), json!(7));
+        let t = tensor_from_json(&json!([[1, 2], [3, 4]]), DType::I64).unwrap();
+        assert_eq!(t.shape(), &[2, 2]);
+        assert_eq!(t.to_vec::<i64>().unwrap(), vec![1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn json_rejects_ragged_and_wrong_type() {
+        assert!(tensor_from_json(&json!([[1, 2], [3]]), DType::F32).is_err());
+        assert!(tensor_from_json(&json!([1.5]), DType::I32).is_err());
+        assert!(tensor_from_json(&json!(["x"]), DType::F32).is_err());
+    }
+
+    #[test]
+    fn json_empty_array() {
+        let t = tensor_from_json(&json!([]), DType::F32).unwrap();
+        assert_eq!(t.shape(), &[0]);
+    }
+
+    #[test]
+    fn npy_round_trip_each_dtype() {
+        let tensors = [
+            Tensor::from_vec(&[2, 2], vec![1.5f32, -2.0, 3.25, 4.0]).unwrap(),
+            Tensor::from_vec(&[3], vec![1.0f64, 2.0, 3.0]).unwrap(),
+            Tensor::from_vec(&[1, 2], vec![7i32, -8]).unwrap(),
+            Tensor::scalar(9i64),
+            Tensor::from_vec(&[2], vec![true, false]).unwrap(),
+        ];
+        for t in tensors {
+            let bytes = write_npy(&t).unwrap();
+            assert_eq!(&bytes[..6], b"\x93NUMPY");
+            assert!(read_npy(&bytes).unwrap().bit_eq(&t));
+        }
+    }
+
+    #[test]
+    fn npy_reads_fortran_order() {
+        // A 2x3 f32 array [[1,2,3],[4,5,6]] stored column-major, as NumPy writes it.
+        let header = "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }";
+        let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+        let mut h = header.to_string();
+        while !(10 + h.len() + 1).is_multiple_of(64) {
+            h.push(' ');
+        }
+        h.push('\n');
+        bytes.extend((h.len() as u16).to_le_bytes());
+        bytes.extend(h.as_bytes());
+        for v in [1.0f32, 4.0, 2.0, 5.0, 3.0, 6.0] {
+            bytes.extend(v.to_le_bytes());
+        }
+        let t = read_npy(&bytes).unwrap();
+        assert_eq!(t.shape(), &[2, 3]);
+        assert_eq!(t.to_vec::<f32>().unwrap(), vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+    }
+}

@@ -1,0 +1,188 @@
+//! Errors of the executor: kernel failures and mesh (step) failures.
+//!
+//! [`KernelError`] is what a kernel returns; it always names the op type.
+//! [`ExecError`] is what the mesh returns: it names the graph (device
+//! program), the node, the op and carries the node's span. Codes are
+//! `tpu_rewrite::exec::*`. `Internal` means a bug in tpu-rewrite.
+
+use std::time::Duration;
+
+use miette::Diagnostic;
+use thiserror::Error;
+
+use crate::ir::DType;
+use crate::syntax::Span;
+
+/// An error raised by one kernel.
+#[derive(Debug, Clone, Error, Diagnostic, PartialEq)]
+pub enum KernelError {
+    /// The inputs or attributes do not fit the op (bad shape, bad axis, ...).
+    #[error("{op}: {message}")]
+    #[diagnostic(code(tpu_rewrite::exec::invalid_argument))]
+    InvalidArgument { op: String, message: String },
+
+    /// An input has a dtype the kernel does not handle.
+    #[error("{op}: unsupported dtype {dtype} ({what})")]
+    #[diagnostic(code(tpu_rewrite::exec::unsupported_dtype))]
+    UnsupportedDType { op: String, dtype: DType, what: String },
+
+    /// No kernel is registered for this op type.
+    #[error("no kernel for op `{op}`")]
+    #[diagnostic(
+        code(tpu_rewrite::exec::no_kernel),
+        help("see `exec::missing_kernels` for every op type of a module that has no kernel")
+    )]
+    NoKernel { op: String },
+
+    /// The op needs the mesh (variables, channels, collectives, feeds) and
+    /// was called through [`crate::exec::run_kernel`], which has no device.
+    #[error("{op}: this op needs a device of the mesh and cannot run as a plain kernel")]
+    #[diagnostic(code(tpu_rewrite::exec::needs_device))]
+    NeedsDevice { op: String },
+
+    /// The kernel panicked: a bug in tpu-rewrite.
+    #[error("{op}: kernel panicked (a bug in tpu-rewrite): {message}")]
+    #[diagnostic(code(tpu_rewrite::exec::kernel_panic))]
+    Panic { op: String, message: String },
+}
+
+impl KernelError {
+    /// An [`KernelError::InvalidArgument`] for `op`.
+    pub fn invalid(op: &str, message: impl Into<String>) -> KernelError {
+        KernelError::InvalidArgument { op: op.to_string(), message: message.into() }
+    }
+
+    /// An [`KernelError::UnsupportedDType`] for `op`.
+    pub fn dtype(op: &str, dtype: DType, what: impl Into<String>) -> KernelError {
+        KernelError::UnsupportedDType { op: op.to_string(), dtype, what: what.into() }
+    }
+}
+
+/// An error of the executor: building a mesh, running a step, converting data.
+#[derive(Debug, Clone, Error, Diagnostic, PartialEq)]
+pub enum ExecError {
+    /// The module still holds authoring constructs (regions, `gradients`
+    /// calls) that the rewrite passes and the lowering remove.
+    #[error("graph `@{graph}` is not lowered: {reason}")]
+    #[diagnostic(
+        code(tpu_rewrite::exec::not_lowered),
+        help("run the rewrite passes and the lowering before executing")
+    )]
+    NotLowered {
+        graph: String,
+        reason: String,
+        #[label("here")]
+        span: Span,
+    },
+
+    /// Some op types of the module have no kernel.
+    #[error("no kernel for {} op type(s): {}", ops.len(), ops.join(", "))]
+    #[diagnostic(code(tpu_rewrite::exec::missing_kernels))]
+    MissingKernels { ops: Vec<String> },
+
+    /// A graph's data and control edges form a cycle.
+    #[error("graph `@{graph}` has a cycle through `%{node}`")]
+    #[diagnostic(code(tpu_rewrite::exec::cycle))]
+    Cycle {
+        graph: String,
+        node: String,
+        #[label("on a cycle")]
+        span: Span,
+    },
+
+    /// A `_Recv` whose channel no `_Send` of the module writes, or a channel
+    /// written by two `_Send`s.
+    #[error("graph `@{graph}`: channel `{channel}` {problem}")]
+    #[diagnostic(code(tpu_rewrite::exec::channel))]
+    Channel {
+        graph: String,
+        channel: String,
+        problem: String,
+        #[label("this op")]
+        span: Span,
+    },
+
+    /// A feed or fetch names a graph that does not exist.
+    #[error("unknown graph `@{graph}`")]
+    #[diagnostic(code(tpu_rewrite::exec::unknown_graph))]
+    UnknownGraph { graph: String },
+
+    /// A feed or fetch names a tensor that does not exist.
+    #[error("graph `@{graph}` has no tensor `{tensor}`: {reason}")]
+    #[diagnostic(code(tpu_rewrite::exec::unknown_tensor))]
+    UnknownTensor { graph: String, tensor: String, reason: String },
+
+    /// A kernel failed on one device; the step was cancelled.
+    #[error("on `@{graph}` ({device}), op `{op}` (`%{node}`) failed: {source}")]
+    #[diagnostic(code(tpu_rewrite::exec::kernel))]
+    Kernel {
+        graph: String,
+        device: String,
+        node: String,
+        op: String,
+        #[source]
+        source: KernelError,
+        #[label("this op failed")]
+        span: Span,
+    },
+
+    /// A kernel or the executor panicked on one device; the step was cancelled.
+    #[error("on `@{graph}` ({device}), op `{op}` (`%{node}`) panicked: {message}")]
+    #[diagnostic(code(tpu_rewrite::exec::panic), help("a panic is a bug in tpu-rewrite; please report it"))]
+    Panic {
+        graph: String,
+        device: String,
+        node: String,
+        op: String,
+        message: String,
+        #[label("while running this op")]
+        span: Span,
+    },
+
+    /// A wait (receive, collective) did not finish within the timeout.
+    #[error("on `@{graph}` ({device}), op `{op}` (`%{node}`) timed out after {waited:?} waiting for {what}")]
+    #[diagnostic(
+        code(tpu_rewrite::exec::timeout),
+        help("a peer never sent, or the programs wait on each other; MeshConfig::timeout sets the limit")
+    )]
+    Timeout {
+        graph: String,
+        device: String,
+        node: String,
+        op: String,
+        what: String,
+        waited: Duration,
+        #[label("waiting here")]
+        span: Span,
+    },
+
+    /// The members of a collective disagree (size, dtype, shape, reduce op).
+    #[error("on `@{graph}`, collective `%{node}` (group `{group}`, instance {instance}): {message}")]
+    #[diagnostic(code(tpu_rewrite::exec::collective))]
+    Collective {
+        graph: String,
+        node: String,
+        group: String,
+        instance: i64,
+        message: String,
+        #[label("this collective")]
+        span: Span,
+    },
+
+    /// A tensor could not be read from or written to JSON or `.npy`.
+    #[error("cannot convert tensor data ({format}): {message}")]
+    #[diagnostic(code(tpu_rewrite::exec::data))]
+    Data { format: String, message: String },
+
+    /// A broken internal invariant: a bug in tpu-rewrite, not in the input.
+    #[error("internal error (a bug in tpu-rewrite): {message}")]
+    #[diagnostic(code(tpu_rewrite::exec::internal), help("please report this with the input that caused it"))]
+    Internal { message: String },
+}
+
+impl ExecError {
+    /// A [`ExecError::Data`] error.
+    pub fn data(format: &str, message: impl Into<String>) -> ExecError {
+        ExecError::Data { format: format.to_string(), message: message.into() }
+    }
+}

@@ -1,0 +1,779 @@
+//! Elementwise arithmetic, activations and their gradients, reductions,
+//! softmax, bias addition, `AddN` and `Cast`.
+
+use ndarray::{ArcArray, Array2, ArrayD, ArrayView2, Axis, IxDyn, Zip};
+
+use crate::exec::error::KernelError;
+use crate::exec::tensor::{Element, Tensor};
+use crate::ir::DType;
+
+/// A numeric element type: f32, f64, i32 or i64.
+///
+/// Integer arithmetic wraps instead of overflowing; callers check integer
+/// divisors for zero before calling [`Num::div`] or [`Num::floor_div`].
+pub(crate) trait Num: Element + Copy + PartialOrd + Default {
+    const IS_FLOAT: bool;
+    fn zero() -> Self;
+    fn one() -> Self;
+    fn from_usize(n: usize) -> Self;
+    fn add(self, o: Self) -> Self;
+    fn sub(self, o: Self) -> Self;
+    fn mul(self, o: Self) -> Self;
+    fn div(self, o: Self) -> Self;
+    fn floor_div(self, o: Self) -> Self;
+    /// `None` for an integer to a negative power.
+    fn pow(self, o: Self) -> Option<Self>;
+    fn neg(self) -> Self;
+    fn abs(self) -> Self;
+    fn is_zero(self) -> bool;
+    fn as_f32(self) -> f32;
+    fn as_f64(self) -> f64;
+    fn as_i32(self) -> i32;
+    fn as_i64(self) -> i64;
+    /// The matrix product `a · b` of 2-D views.
+    fn matmul(a: ArrayView2<'_, Self>, b: ArrayView2<'_, Self>) -> Array2<Self>;
+}
+
+macro_rules! float_num {
+    ($t:ty) => {
+        impl Num for $t {
+            const IS_FLOAT: bool = true;
+            fn zero() -> Self {
+                0.0
+            }
+            fn one() -> Self {
+                1.0
+            }
+            fn from_usize(n: usize) -> Self {
+                n as $t
+            }
+            fn add(self, o: Self) -> Self {
+                self + o
+            }
+            fn sub(self, o: Self) -> Self {
+                self - o
+            }
+            fn mul(self, o: Self) -> Self {
+                self * o
+            }
+            fn div(self, o: Self) -> Self {
+                self / o
+            }
+            fn floor_div(self, o: Self) -> Self {
+                (self / o).floor()
+            }
+            fn pow(self, o: Self) -> Option<Self> {
+                Some(self.powf(o))
+            }
+            fn neg(self) -> Self {
+                -self
+            }
+            fn abs(self) -> Self {
+                <$t>::abs(self)
+            }
+            fn is_zero(self) -> bool {
+                self == 0.0
+            }
+            fn as_f32(self) -> f32 {
+                self as f32
+            }
+            fn as_f64(self) -> f64 {
+                self as f64
+            }
+            fn as_i32(self) -> i32 {
+                self as i32
+            }
+            fn as_i64(self) -> i64 {
+                self as i64
+            }
+            fn matmul(a: ArrayView2<'_, Self>, b: ArrayView2<'_, Self>) -> Array2<Self> {
+                a.dot(&b)
+            }
+        }
+    };
+}
+
+macro_rules! int_num {
+    ($t:ty) => {
+        impl Num for $t {
+            const IS_FLOAT: bool = false;
+            fn zero() -> Self {
+                0
+            }
+            fn one() -> Self {
+                1
+            }
+            fn from_usize(n: usize) -> Self {
+                n as $t
+            }
+            fn add(self, o: Self) -> Self {
+                self.wrapping_add(o)
+            }
+            fn sub(self, o: Self) -> Self {
+                self.wrapping_sub(o)
+            }
+            fn mul(self, o: Self) -> Self {
+                self.wrapping_mul(o)
+            }
+            fn div(self, o: Self) -> Self {
+                self.wrapping_div(o)
+            }
+            fn floor_div(self, o: Self) -> Self {
+                let q = self.wrapping_div(o);
+                if (self % o != 0) && ((self < 0) != (o < 0)) {
+                    q.wrapping_sub(1)
+                } else {
+                    q
+                }
+            }
+            fn pow(self, o: Self) -> Option<Self> {
+                u32::try_from(o).ok().map(|e| self.wrapping_pow(e))
+            }
+            fn neg(self) -> Self {
+                self.wrapping_neg()
+            }
+            fn abs(self) -> Self {
+                self.wrapping_abs()
+            }
+            fn is_zero(self) -> bool {
+                self == 0
+            }
+            fn as_f32(self) -> f32 {
+                self as f32
+            }
+            fn as_f64(self) -> f64 {
+                self as f64
+            }
+            fn as_i32(self) -> i32 {
+                self as i32
+            }
+            fn as_i64(self) -> i64 {
+                self as i64
+            }
+            fn matmul(a: ArrayView2<'_, Self>, b: ArrayView2<'_, Self>) -> Array2<Self> {
+                let (m, k) = a.dim();
+                let n = b.dim().1;
+                Array2::from_shape_fn((m, n), |(i, j)| {
+                    (0..k).fold(0, |acc: $t, p| acc.wrapping_add(a[(i, p)].wrapping_mul(b[(p, j)])))
+                })
+            }
+        }
+    };
+}
+
+float_num!(f32);
+float_num!(f64);
+int_num!(i32);
+int_num!(i64);
+
+/// A floating-point element type: f32 or f64.
+pub(crate) trait Real:
+    Num
+    + std::ops::Add<Output = Self>
+    + std::ops::Sub<Output = Self>
+    + std::ops::Mul<Output = Self>
+    + std::ops::Div<Output = Self>
+    + std::ops::Neg<Output = Self>
+{
+    fn exp(self) -> Self;
+    fn ln(self) -> Self;
+    fn tanh(self) -> Self;
+    fn sqrt(self) -> Self;
+    fn floor(self) -> Self;
+    fn powf(self, e: Self) -> Self;
+    fn erfc(self) -> Self;
+    fn is_nan(self) -> bool;
+    fn neg_infinity() -> Self;
+}
+
+macro_rules! real {
+    ($t:ty, $erfc:path) => {
+        impl Real for $t {
+            fn exp(self) -> Self {
+                <$t>::exp(self)
+            }
+            fn ln(self) -> Self {
+                <$t>::ln(self)
+            }
+            fn tanh(self) -> Self {
+                <$t>::tanh(self)
+            }
+            fn sqrt(self) -> Self {
+                <$t>::sqrt(self)
+            }
+            fn floor(self) -> Self {
+                <$t>::floor(self)
+            }
+            fn powf(self, e: Self) -> Self {
+                <$t>::powf(self, e)
+            }
+            fn erfc(self) -> Self {
+                $erfc(self)
+            }
+            fn is_nan(self) -> bool {
+                <$t>::is_nan(self)
+            }
+            fn neg_infinity() -> Self {
+                <$t>::NEG_INFINITY
+            }
+        }
+    };
+}
+
+real!(f32, libm::erfcf);
+real!(f64, libm::erfc);
+
+/// NumPy broadcasting of two shapes.
+pub(crate) fn broadcast_shape(op: &str, a: &[usize], b: &[usize]) -> Result<Vec<usize>, KernelError> {
+    let rank = a.len().max(b.len());
+    let dim = |s: &[usize], i: usize| if i + s.len() < rank { 1 } else { s[i + s.len() - rank] };
+    (0..rank)
+        .map(|i| match (dim(a, i), dim(b, i)) {
+            (x, y) if x == y => Ok(x),
+            (1, y) => Ok(y),
+            (x, 1) => Ok(x),
+            _ => Err(KernelError::invalid(op, format!("shapes {a:?} and {b:?} do not broadcast"))),
+        })
+        .collect()
+}
+
+/// Applies `f` elementwise to `x` and `y` broadcast together.
+pub(crate) fn broadcast_zip<A: Copy, B: Copy, C>(
+    op: &str,
+    x: &ArcArray<A, IxDyn>,
+    y: &ArcArray<B, IxDyn>,
+    f: impl Fn(A, B) -> C,
+) -> Result<ArrayD<C>, KernelError> {
+    if x.shape() == y.shape() {
+        return Ok(Zip::from(x).and(y).map_collect(|&a, &b| f(a, b)));
+    }
+    let shape = IxDyn(&broadcast_shape(op, x.shape(), y.shape())?);
+    let bad = || KernelError::invalid(op, format!("shapes {:?} and {:?} do not broadcast", x.shape(), y.shape()));
+    let xv = x.broadcast(shape.clone()).ok_or_else(bad)?;
+    let yv = y.broadcast(shape).ok_or_else(bad)?;
+    Ok(Zip::from(&xv).and(&yv).map_collect(|&a, &b| f(a, b)))
+}
+
+/// Elementwise binary ops.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum BinaryOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    FloorDiv,
+    Max,
+    Min,
+    Pow,
+    SquaredDifference,
+    /// `ReluGrad(dy, x) = dy * (x > 0)`.
+    ReluGrad,
+    /// `TanhGrad(y, dy) = dy * (1 - y²)`.
+    TanhGrad,
+    /// `SigmoidGrad(y, dy) = dy * y * (1 - y)`.
+    SigmoidGrad,
+    /// `RsqrtGrad(y, dy) = dy * -0.5 * y³`.
+    RsqrtGrad,
+}
+
+/// An elementwise binary op on two tensors of one numeric dtype.
+pub(crate) fn binary(op: &str, b: BinaryOp, x: &Tensor, y: &Tensor) -> Result<Tensor, KernelError> {
+    match (x, y) {
+        (Tensor::F32(x), Tensor::F32(y)) => real_binary(op, b, x, y),
+        (Tensor::F64(x), Tensor::F64(y)) => real_binary(op, b, x, y),
+        (Tensor::I32(x), Tensor::I32(y)) => int_binary(op, b, x, y),
+        (Tensor::I64(x), Tensor::I64(y)) => int_binary(op, b, x, y),
+        (x, y) if x.dtype() != y.dtype() => {
+            Err(KernelError::invalid(op, format!("inputs have different dtypes {} and {}", x.dtype(), y.dtype())))
+        }
+        (x, _) => Err(KernelError::dtype(op, x.dtype(), "numeric inputs expected")),
+    }
+}
+
+fn real_binary<T: Real>(
+    op: &str,
+    b: BinaryOp,
+    x: &ArcArray<T, IxDyn>,
+    y: &ArcArray<T, IxDyn>,
+) -> Result<Tensor, KernelError> {
+    let two = T::one() + T::one();
+    let half = T::one() / two;
+    let out = match b {
+        BinaryOp::Add => broadcast_zip(op, x, y, |a, b| a + b)?,
+        BinaryOp::Sub => broadcast_zip(op, x, y, |a, b| a - b)?,
+        BinaryOp::Mul => broadcast_zip(op, x, y, |a, b| a * b)?,
+        BinaryOp::Div => broadcast_zip(op, x, y, |a, b| a / b)?,
+        BinaryOp::FloorDiv => broadcast_zip(op, x, y, |a, b| (a / b).floor())?,
+        // NaN propagates, as in TensorFlow.
+        BinaryOp::Max => broadcast_zip(op, x, y, |a, b| if a.is_nan() || a > b { a } else { b })?,
+        BinaryOp::Min => broadcast_zip(op, x, y, |a, b| if a.is_nan() || a < b { a } else { b })?,
+        BinaryOp::Pow => broadcast_zip(op, x, y, |a, b| a.powf(b))?,
+        BinaryOp::SquaredDifference => broadcast_zip(op, x, y, |a, b| (a - b) * (a - b))?,
+        BinaryOp::ReluGrad => broadcast_zip(op, x, y, |dy, f| if f > T::zero() { dy } else { T::zero() })?,
+        BinaryOp::TanhGrad => broadcast_zip(op, x, y, |y, dy| dy * (T::one() - y * y))?,
+        BinaryOp::SigmoidGrad => broadcast_zip(op, x, y, |y, dy| dy * (y * (T::one() - y)))?,
+        BinaryOp::RsqrtGrad => broadcast_zip(op, x, y, |y, dy| (y * y * y) * (-half) * dy)?,
+    };
+    Ok(Tensor::from_array(out))
+}
+
+fn int_binary<T: Num>(
+    op: &str,
+    b: BinaryOp,
+    x: &ArcArray<T, IxDyn>,
+    y: &ArcArray<T, IxDyn>,
+) -> Result<Tensor, KernelError> {
+    if matches!(b, BinaryOp::Div | BinaryOp::FloorDiv) && y.iter().any(|v| v.is_zero()) {
+        return Err(KernelError::invalid(op, "integer division by zero"));
+    }
+    if b == BinaryOp::Pow && y.iter().any(|&v| v < T::zero()) {
+        return Err(KernelError::invalid(op, "integers to negative integer powers are not allowed"));
+    }
+    let out = match b {
+        BinaryOp::Add => broadcast_zip(op, x, y, T::add)?,
+        BinaryOp::Sub => broadcast_zip(op, x, y, T::sub)?,
+        BinaryOp::Mul => broadcast_zip(op, x, y, T::mul)?,
+        BinaryOp::Div => broadcast_zip(op, x, y, T::div)?,
+        BinaryOp::FloorDiv => broadcast_zip(op, x, y, T::floor_div)?,
+        BinaryOp::Max => broadcast_zip(op, x, y, |a, b| if a > b { a } else { b })?,
+        BinaryOp::Min => broadcast_zip(op, x, y, |a, b| if a < b { a } else { b })?,
+        BinaryOp::Pow => broadcast_zip(op, x, y, |a, b| a.pow(b).unwrap_or_else(T::zero))?,
+        BinaryOp::SquaredDifference => broadcast_zip(op, x, y, |a, b| a.sub(b).mul(a.sub(b)))?,
+        BinaryOp::ReluGrad => broadcast_zip(op, x, y, |dy, f| if f > T::zero() { dy } else { T::zero() })?,
+        BinaryOp::TanhGrad | BinaryOp::SigmoidGrad | BinaryOp::RsqrtGrad => {
+            return Err(KernelError::dtype(op, T::DTYPE, "a floating-point dtype is required"))
+        }
+    };
+    Ok(Tensor::from_array(out))
+}
+
+/// Elementwise unary ops.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum UnaryOp {
+    Neg,
+    Abs,
+    Square,
+    Relu,
+    Tanh,
+    Sigmoid,
+    Exp,
+    Log,
+    Erfc,
+    Rsqrt,
+    Sqrt,
+    Reciprocal,
+}
+
+/// An elementwise unary op.
+pub(crate) fn unary(op: &str, u: UnaryOp, x: &Tensor) -> Result<Tensor, KernelError> {
+    match x {
+        Tensor::F32(a) => Ok(Tensor::from_array(real_unary(u, a))),
+        Tensor::F64(a) => Ok(Tensor::from_array(real_unary(u, a))),
+        Tensor::I32(a) => int_unary(op, u, a),
+        Tensor::I64(a) => int_unary(op, u, a),
+        other => Err(KernelError::dtype(op, other.dtype(), "a numeric input is required")),
+    }
+}
+
+fn real_unary<T: Real>(u: UnaryOp, a: &ArcArray<T, IxDyn>) -> ArrayD<T> {
+    match u {
+        UnaryOp::Neg => a.mapv(|v| -v),
+        UnaryOp::Abs => a.mapv(|v| v.abs()),
+        UnaryOp::Square => a.mapv(|v| v * v),
+        UnaryOp::Relu => a.mapv(|v| if v > T::zero() { v } else { T::zero() }),
+        UnaryOp::Tanh => a.mapv(|v| v.tanh()),
+        UnaryOp::Sigmoid => a.mapv(|v| T::one() / (T::one() + (-v).exp())),
+        UnaryOp::Exp => a.mapv(|v| v.exp()),
+        UnaryOp::Log => a.mapv(|v| v.ln()),
+        UnaryOp::Erfc => a.mapv(|v| v.erfc()),
+        UnaryOp::Rsqrt => a.mapv(|v| T::one() / v.sqrt()),
+        UnaryOp::Sqrt => a.mapv(|v| v.sqrt()),
+        UnaryOp::Reciprocal => a.mapv(|v| T::one() / v),
+    }
+}
+
+fn int_unary<T: Num>(op: &str, u: UnaryOp, a: &ArcArray<T, IxDyn>) -> Result<Tensor, KernelError> {
+    let out = match u {
+        UnaryOp::Neg => a.mapv(T::neg),
+        UnaryOp::Abs => a.mapv(T::abs),
+        UnaryOp::Square => a.mapv(|v| v.mul(v)),
+        UnaryOp::Relu => a.mapv(|v| if v > T::zero() { v } else { T::zero() }),
+        _ => return Err(KernelError::dtype(op, T::DTYPE, "a floating-point dtype is required")),
+    };
+    Ok(Tensor::from_array(out))
+}
+
+/// Softmax over the last axis, with the maximum subtracted for stability.
+pub(crate) fn softmax(op: &str, x: &Tensor) -> Result<Tensor, KernelError> {
+    fn run<T: Real>(op: &str, a: &ArcArray<T, IxDyn>) -> Result<Tensor, KernelError> {
+        if a.ndim() == 0 {
+            return Err(KernelError::invalid(op, "logits must have rank >= 1"));
+        }
+        let mut out = a.to_owned();
+        let last = Axis(a.ndim() - 1);
+        for mut lane in out.lanes_mut(last) {
+            let max = lane.iter().fold(T::neg_infinity(), |m, &v| if v > m { v } else { m });
+            lane.mapv_inplace(|v| (v - max).exp());
+            let sum = lane.iter().fold(T::zero(), |s, &v| s + v);
+            lane.mapv_inplace(|v| v / sum);
+        }
+        Ok(Tensor::from_array(out))
+    }
+    match x {
+        Tensor::F32(a) => run(op, a),
+        Tensor::F64(a) => run(op, a),
+        other => Err(KernelError::dtype(op, other.dtype(), "a floating-point dtype is required")),
+    }
+}
+
+/// Sum or mean.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Reduce {
+    Sum,
+    Mean,
+}
+
+/// Normalises axes (negative counts from the end), checks them, removes duplicates.
+pub(crate) fn normalize_axes(op: &str, axes: &[i64], rank: usize) -> Result<Vec<usize>, KernelError> {
+    let mut out: Vec<usize> = axes
+        .iter()
+        .map(|&a| {
+            let r = rank as i64;
+            let n = if a < 0 { a + r } else { a };
+            if (0..r).contains(&n) {
+                Ok(n as usize)
+            } else {
+                Err(KernelError::invalid(op, format!("axis {a} is out of range for rank {rank}")))
+            }
+        })
+        .collect::<Result<_, _>>()?;
+    out.sort_unstable();
+    out.dedup();
+    Ok(out)
+}
+
+/// Sums `a` over `axes` (sorted, unique), in index order along each axis.
+pub(crate) fn sum_axes<T: Num>(a: &ArcArray<T, IxDyn>, axes: &[usize], keep_dims: bool) -> ArrayD<T> {
+    let mut out = a.to_owned();
+    for &axis in axes.iter().rev() {
+        out = out.fold_axis(Axis(axis), T::zero(), |&acc, &v| acc.add(v));
+    }
+    if keep_dims {
+        for &axis in axes {
+            out.insert_axis_inplace(Axis(axis));
+        }
+    }
+    out
+}
+
+/// `Sum` / `Mean` over the axes in `axes` (a scalar or vector, negative allowed).
+pub(crate) fn reduce(
+    op: &str,
+    kind: Reduce,
+    x: &Tensor,
+    axes: &Tensor,
+    keep_dims: bool,
+) -> Result<Tensor, KernelError> {
+    let axes = normalize_axes(op, &axes.to_i64_vec(op, "reduction axes")?, x.shape().len())?;
+    fn run<T: Num>(
+        op: &str,
+        kind: Reduce,
+        a: &ArcArray<T, IxDyn>,
+        axes: &[usize],
+        keep: bool,
+    ) -> Result<Tensor, KernelError> {
+        let mut out = sum_axes(a, axes, keep);
+        if kind == Reduce::Mean {
+            let count: usize = axes.iter().map(|&i| a.shape()[i]).product();
+            if count == 0 && !T::IS_FLOAT {
+                return Err(KernelError::invalid(op, "integer mean over zero elements"));
+            }
+            let n = T::from_usize(count);
+            out.mapv_inplace(|v| v.div(n));
+        }
+        Ok(Tensor::from_array(out))
+    }
+    match x {
+        Tensor::F32(a) => run(op, kind, a, &axes, keep_dims),
+        Tensor::F64(a) => run(op, kind, a, &axes, keep_dims),
+        Tensor::I32(a) => run(op, kind, a, &axes, keep_dims),
+        Tensor::I64(a) => run(op, kind, a, &axes, keep_dims),
+        other => Err(KernelError::dtype(op, other.dtype(), "a numeric input is required")),
+    }
+}
+
+/// `AddN`: the sum of same-shaped tensors, added in input order.
+pub(crate) fn add_n(op: &str, inputs: &[Tensor]) -> Result<Tensor, KernelError> {
+    let first = inputs.first().ok_or_else(|| KernelError::invalid(op, "needs at least one input"))?;
+    let mut acc = first.clone();
+    for t in &inputs[1..] {
+        if t.shape() != first.shape() {
+            return Err(KernelError::invalid(
+                op,
+                format!("inputs must have one shape, got {:?} and {:?}", first.shape(), t.shape()),
+            ));
+        }
+        acc = binary(op, BinaryOp::Add, &acc, t)?;
+    }
+    if inputs.len() == 1 {
+        // Still check the dtype is numeric.
+        binary(op, BinaryOp::Add, &acc, &shape_zero(op, &acc)?)?;
+    }
+    Ok(acc)
+}
+
+fn shape_zero(op: &str, t: &Tensor) -> Result<Tensor, KernelError> {
+    match t {
+        Tensor::F32(_) => Ok(Tensor::scalar(0.0f32)),
+        Tensor::F64(_) => Ok(Tensor::scalar(0.0f64)),
+        Tensor::I32(_) => Ok(Tensor::scalar(0i32)),
+        Tensor::I64(_) => Ok(Tensor::scalar(0i64)),
+        other => Err(KernelError::dtype(op, other.dtype(), "a numeric input is required")),
+    }
+}
+
+/// Where the channel axis of `BiasAdd` is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum DataFormat {
+    /// `NHWC`: channels last.
+    ChannelsLast,
+    /// `NCHW`: channels at axis 1.
+    ChannelsFirst,
+}
+
+fn channel_axis(op: &str, rank: usize, format: DataFormat) -> Result<usize, KernelError> {
+    if rank < 2 {
+        return Err(KernelError::invalid(op, format!("input must have rank >= 2, got {rank}")));
+    }
+    Ok(match format {
+        DataFormat::ChannelsLast => rank - 1,
+        DataFormat::ChannelsFirst => 1,
+    })
+}
+
+/// `BiasAdd(value, bias)`: adds the 1-D bias along the channel axis.
+pub(crate) fn bias_add(op: &str, value: &Tensor, bias: &Tensor, format: DataFormat) -> Result<Tensor, KernelError> {
+    let rank = value.shape().len();
+    let axis = channel_axis(op, rank, format)?;
+    let channels = value.shape()[axis];
+    if bias.shape() != [channels] {
+        return Err(KernelError::invalid(
+            op,
+            format!("bias must have shape [{channels}] to match the channel axis, got {:?}", bias.shape()),
+        ));
+    }
+    let mut target = vec![1i64; rank - axis];
+    target[0] = channels as i64;
+    let shaped = super::shape::reshape(op, bias, &Tensor::vector(target))?;
+    binary(op, BinaryOp::Add, value, &shaped)
+}
+
+/// `BiasAddGrad(dy)`: sums `dy` over every axis but the channel axis.
+pub(crate) fn bias_add_grad(op: &str, dy: &Tensor, format: DataFormat) -> Result<Tensor, KernelError> {
+    let rank = dy.shape().len();
+    let axis = channel_axis(op, rank, format)?;
+    let axes: Vec<i64> = (0..rank as i64).filter(|&a| a != axis as i64).collect();
+    reduce(op, Reduce::Sum, dy, &Tensor::vector(axes), false)
+}
+
+/// `Cast` to `to`: C-style conversion; bool is `x != 0`, true is 1.
+pub(crate) fn cast(op: &str, x: &Tensor, to: DType) -> Result<Tensor, KernelError> {
+    if x.dtype() == to {
+        return Ok(x.clone());
+    }
+    fn from_num<S: Num>(op: &str, a: &ArcArray<S, IxDyn>, to: DType) -> Result<Tensor, KernelError> {
+        Ok(match to {
+            DType::F32 => Tensor::from_array(a.mapv(S::as_f32)),
+            DType::F64 => Tensor::from_array(a.mapv(S::as_f64)),
+            DType::I32 => Tensor::from_array(a.mapv(S::as_i32)),
+            DType::I64 => Tensor::from_array(a.mapv(S::as_i64)),
+            DType::Bool => Tensor::from_array(a.mapv(|v| !v.is_zero())),
+            other => return Err(KernelError::dtype(op, other, "cannot cast to this dtype")),
+        })
+    }
+    match x {
+        Tensor::F32(a) => from_num(op, a, to),
+        Tensor::F64(a) => from_num(op, a, to),
+        Tensor::I32(a) => from_num(op, a, to),
+        Tensor::I64(a) => from_num(op, a, to),
+        Tensor::Bool(a) => from_num(op, &a.mapv(i32::from).into_shared(), to),
+        other => Err(KernelError::dtype(op, other.dtype(), "cannot cast from this dtype")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn f32s(shape: &[usize], v: &[f32]) -> Tensor {
+        Tensor::from_vec(shape, v.to_vec()).unwrap()
+    }
+
+    fn vals(t: &Tensor) -> Vec<f32> {
+        t.to_vec::<f32>().unwrap()
+    }
+
+    #[test]
+    fn add_broadcasts_row_and_column() {
+        let col = f32s(&[2, 1], &[1.0, 2.0]);
+        let row = f32s(&[3], &[10.0, 20.0, 30.0]);
+        let out = binary("Add", BinaryOp::Add, &col, &row).unwrap();
+        assert_eq!(out.shape(), &[2, 3]);
+        assert_eq!(vals(&out), vec![11.0, 21.0, 31.0, 12.0, 22.0, 32.0]);
+    }
+
+    #[test]
+    fn incompatible_shapes_are_an_error() {
+        let err = binary("Mul", BinaryOp::Mul, &f32s(&[2], &[1.0, 2.0]), &f32s(&[3], &[1.0; 3])).unwrap_err();
+        assert!(err.to_string().contains("Mul"));
+    }
+
+    #[test]
+    fn mixed_dtypes_are_an_error() {
+        assert!(binary("Add", BinaryOp::Add, &Tensor::scalar(1.0f32), &Tensor::scalar(1i32)).is_err());
+    }
+
+    #[test]
+    fn integer_floor_div_and_division_by_zero() {
+        let x = Tensor::vector(vec![7i32, -7, 7, -7]);
+        let y = Tensor::vector(vec![2i32, 2, -2, -2]);
+        let out = binary("FloorDiv", BinaryOp::FloorDiv, &x, &y).unwrap();
+        assert_eq!(out.to_vec::<i32>().unwrap(), vec![3, -4, -4, 3]);
+        let zero = Tensor::vector(vec![1i32, 0, 1, 1]);
+        assert!(binary("FloorDiv", BinaryOp::FloorDiv, &x, &zero).is_err());
+    }
+
+    #[test]
+    fn float_floor_div() {
+        let out = binary("FloorDiv", BinaryOp::FloorDiv, &f32s(&[2], &[7.0, -7.0]), &Tensor::scalar(2.0f32)).unwrap();
+        assert_eq!(vals(&out), vec![3.0, -4.0]);
+    }
+
+    #[test]
+    fn arithmetic_values() {
+        let x = f32s(&[3], &[1.0, -2.0, 3.0]);
+        let y = f32s(&[3], &[4.0, 5.0, -6.0]);
+        let go = |b| vals(&binary("op", b, &x, &y).unwrap());
+        assert_eq!(go(BinaryOp::Sub), vec![-3.0, -7.0, 9.0]);
+        assert_eq!(go(BinaryOp::Mul), vec![4.0, -10.0, -18.0]);
+        assert_eq!(go(BinaryOp::Div), vec![0.25, -0.4, -0.5]);
+        assert_eq!(go(BinaryOp::Max), vec![4.0, 5.0, 3.0]);
+        assert_eq!(go(BinaryOp::Min), vec![1.0, -2.0, -6.0]);
+        assert_eq!(go(BinaryOp::SquaredDifference), vec![9.0, 49.0, 81.0]);
+        let p = binary("Pow", BinaryOp::Pow, &f32s(&[2], &[2.0, 9.0]), &f32s(&[2], &[3.0, 0.5])).unwrap();
+        assert_eq!(vals(&p), vec![8.0, 3.0]);
+    }
+
+    #[test]
+    fn gradient_ops() {
+        // ReluGrad(dy, x): dy where x > 0.
+        let g = binary("ReluGrad", BinaryOp::ReluGrad, &f32s(&[3], &[5.0, 6.0, 7.0]), &f32s(&[3], &[1.0, 0.0, -1.0]));
+        assert_eq!(vals(&g.unwrap()), vec![5.0, 0.0, 0.0]);
+        // TanhGrad(y, dy) = dy (1 - y^2): y = 0.5, dy = 2 -> 1.5.
+        let t = binary("TanhGrad", BinaryOp::TanhGrad, &Tensor::scalar(0.5f32), &Tensor::scalar(2.0f32)).unwrap();
+        assert_eq!(vals(&t), vec![1.5]);
+        // SigmoidGrad(y, dy) = dy y (1 - y): y = 0.25, dy = 4 -> 0.75.
+        let s =
+            binary("SigmoidGrad", BinaryOp::SigmoidGrad, &Tensor::scalar(0.25f32), &Tensor::scalar(4.0f32)).unwrap();
+        assert_eq!(vals(&s), vec![0.75]);
+        // RsqrtGrad(y, dy) = -0.5 dy y^3: y = 2, dy = 3 -> -12.
+        let r = binary("RsqrtGrad", BinaryOp::RsqrtGrad, &Tensor::scalar(2.0f32), &Tensor::scalar(3.0f32)).unwrap();
+        assert_eq!(vals(&r), vec![-12.0]);
+        assert!(binary("TanhGrad", BinaryOp::TanhGrad, &Tensor::scalar(1i32), &Tensor::scalar(1i32)).is_err());
+    }
+
+    #[test]
+    fn unary_values() {
+        let x = f32s(&[3], &[-1.0, 0.0, 4.0]);
+        let go = |u| vals(&unary("op", u, &x).unwrap());
+        assert_eq!(go(UnaryOp::Neg), vec![1.0, -0.0, -4.0]);
+        assert_eq!(go(UnaryOp::Square), vec![1.0, 0.0, 16.0]);
+        assert_eq!(go(UnaryOp::Relu), vec![0.0, 0.0, 4.0]);
+        assert_eq!(go(UnaryOp::Abs), vec![1.0, 0.0, 4.0]);
+        let y = f32s(&[2], &[4.0, 0.25]);
+        assert_eq!(vals(&unary("Sqrt", UnaryOp::Sqrt, &y).unwrap()), vec![2.0, 0.5]);
+        assert_eq!(vals(&unary("Rsqrt", UnaryOp::Rsqrt, &y).unwrap()), vec![0.5, 2.0]);
+        assert_eq!(vals(&unary("Reciprocal", UnaryOp::Reciprocal, &y).unwrap()), vec![0.25, 4.0]);
+        let e = f64::from(vals(&unary("Exp", UnaryOp::Exp, &Tensor::scalar(1.0f32)).unwrap())[0]);
+        assert!((e - std::f64::consts::E).abs() < 1e-6);
+        let l = vals(&unary("Log", UnaryOp::Log, &Tensor::scalar(std::f32::consts::E)).unwrap())[0];
+        assert!((l - 1.0).abs() < 1e-6);
+        let t = vals(&unary("Tanh", UnaryOp::Tanh, &f32s(&[2], &[0.0, 0.5])).unwrap());
+        assert_eq!(t[0], 0.0);
+        assert!((t[1] - 0.462_117_16).abs() < 1e-6);
+        let s = vals(&unary("Sigmoid", UnaryOp::Sigmoid, &f32s(&[2], &[0.0, 2.0])).unwrap());
+        assert_eq!(s[0], 0.5);
+        assert!((s[1] - 0.880_797_1).abs() < 1e-6);
+        // erfc(0) = 1, erfc(1) = 0.157299207...
+        let c = vals(&unary("Erfc", UnaryOp::Erfc, &f32s(&[2], &[0.0, 1.0])).unwrap());
+        assert_eq!(c[0], 1.0);
+        assert!((c[1] - 0.157_299_2).abs() < 1e-6);
+        assert!(unary("Tanh", UnaryOp::Tanh, &Tensor::scalar(1i32)).is_err());
+        assert_eq!(unary("Neg", UnaryOp::Neg, &Tensor::scalar(3i64)).unwrap(), Tensor::scalar(-3i64));
+    }
+
+    #[test]
+    fn softmax_rows_sum_to_one() {
+        let x = f32s(&[2, 2], &[0.0, 0.0, 0.0, 1000.0]);
+        let out = vals(&softmax("Softmax", &x).unwrap());
+        assert_eq!(out, vec![0.5, 0.5, 0.0, 1.0]);
+        let y = vals(&softmax("Softmax", &f32s(&[2], &[1.0, 2.0])).unwrap());
+        // e / (e + e^2) = 1 / (1 + e)
+        assert!((y[0] - 1.0 / (1.0 + std::f32::consts::E)).abs() < 1e-6);
+    }
+
+    #[test]
+    fn sum_and_mean_with_axes() {
+        let x = f32s(&[2, 3], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+        let s = reduce("Sum", Reduce::Sum, &x, &Tensor::scalar(0i32), false).unwrap();
+        assert_eq!(s.shape(), &[3]);
+        assert_eq!(vals(&s), vec![5.0, 7.0, 9.0]);
+        let m = reduce("Mean", Reduce::Mean, &x, &Tensor::vector(vec![-1i64]), true).unwrap();
+        assert_eq!(m.shape(), &[2, 1]);
+        assert_eq!(vals(&m), vec![2.0, 5.0]);
+        let all = reduce("Sum", Reduce::Sum, &x, &Tensor::vector(vec![0i32, 1]), false).unwrap();
+        assert_eq!(all.shape(), &[] as &[usize]);
+        assert_eq!(vals(&all), vec![21.0]);
+        let none = reduce("Sum", Reduce::Sum, &x, &Tensor::vector(Vec::<i32>::new()), false).unwrap();
+        assert_eq!(none, x);
+        assert!(reduce("Sum", Reduce::Sum, &x, &Tensor::scalar(2i32), false).is_err());
+        let im = reduce("Mean", Reduce::Mean, &Tensor::vector(vec![1i32, 2, 4]), &Tensor::scalar(0i32), false).unwrap();
+        assert_eq!(im, Tensor::scalar(2i32));
+    }
+
+    #[test]
+    fn add_n_adds_in_order() {
+        let a = f32s(&[2], &[1.0, 2.0]);
+        let b = f32s(&[2], &[10.0, 20.0]);
+        let out = add_n("AddN", &[a.clone(), b.clone(), a.clone()]).unwrap();
+        assert_eq!(vals(&out), vec![12.0, 24.0]);
+        assert!(add_n("AddN", &[a, f32s(&[1], &[1.0])]).is_err());
+    }
+
+    #[test]
+    fn bias_add_and_grad() {
+        let x = f32s(&[2, 3], &[0.0; 6]);
+        let b = f32s(&[3], &[1.0, 2.0, 3.0]);
+        let out = bias_add("BiasAdd", &x, &b, DataFormat::ChannelsLast).unwrap();
+        assert_eq!(vals(&out), vec![1.0, 2.0, 3.0, 1.0, 2.0, 3.0]);
+        let nchw = f32s(&[1, 2, 2], &[0.0; 4]);
+        let out = bias_add("BiasAdd", &nchw, &f32s(&[2], &[1.0, 2.0]), DataFormat::ChannelsFirst).unwrap();
+        assert_eq!(vals(&out), vec![1.0, 1.0, 2.0, 2.0]);
+        let dy = f32s(&[2, 3], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+        assert_eq!(vals(&bias_add_grad("BiasAddGrad", &dy, DataFormat::ChannelsLast).unwrap()), vec![5.0, 7.0, 9.0]);
+        // NCHW: [1, 2, 2] has channels at axis 1: [1 + 2, 3 + 4].
+        let dy3 = f32s(&[1, 2, 2], &[1.0, 2.0, 3.0, 4.0]);
+        assert_eq!(vals(&bias_add_grad("BiasAddGrad", &dy3, DataFormat::ChannelsFirst).unwrap()), vec![3.0, 7.0]);
+        assert!(bias_add("BiasAdd", &x, &f32s(&[2], &[1.0, 2.0]), DataFormat::ChannelsLast).is_err());
+    }
+
+    #[test]
+    fn cast_between_dtypes() {
+        let x = f32s(&[3], &[1.7, -1.7, 0.0]);
+        assert_eq!(cast("Cast", &x, DType::I32).unwrap().to_vec::<i32>().unwrap(), vec![1, -1, 0]);
+        assert_eq!(cast("Cast", &x, DType::Bool).unwrap().to_vec::<bool>().unwrap(), vec![true, true, false]);
+        let b = Tensor::vector(vec![true, false]);
+        assert_eq!(cast("Cast", &b, DType::F64).unwrap().to_vec::<f64>().unwrap(), vec![1.0, 0.0]);
+        assert_eq!(cast("Cast", &Tensor::scalar(5i64), DType::F32).unwrap(), Tensor::scalar(5.0f32));
+    }
+}

@@ -1,0 +1,395 @@
+//! Kernels: the pure ops, one function call each.
+//!
+//! [`run_kernel`] computes an op's outputs from its attributes and input
+//! tensors. Ops with state or communication (variables, `_Send`/`_Recv`,
+//! collectives, `ReplicaId`, fed `Placeholder`s) run in the mesh
+//! ([`crate::exec::Mesh`]); called here they fail with
+//! [`KernelError::NeedsDevice`]. [`has_kernel`] knows both sets, and
+//! [`missing_kernels`] lists a module's op types that have neither.
+//!
+//! Elementwise ops broadcast as NumPy does. Integer arithmetic wraps;
+//! integer division by zero is an error. Floating-point results depend
+//! only on the inputs: every reduction runs in a fixed order.
+
+mod linalg;
+mod math;
+mod shape;
+
+use std::collections::BTreeSet;
+
+use super::error::KernelError;
+use super::tensor::Tensor;
+use crate::ir::{AttrMap, DType, Module, NodeKind};
+
+pub(crate) use math::Num;
+
+/// Op types the mesh runs itself (state, communication, feeds).
+pub const DEVICE_OPS: &[&str] = &[
+    "AssignAddVariableOp",
+    "AssignSubVariableOp",
+    "AssignVariableOp",
+    "CollectiveAllReduce",
+    "CollectiveBroadcast",
+    "Placeholder",
+    "ReadVariableOp",
+    "ReplicaId",
+    "TPUReplicatedInput",
+    "VarHandleOp",
+    "VarIsInitializedOp",
+    "_Recv",
+    "_Send",
+];
+
+/// Op types with a pure kernel in [`run_kernel`].
+pub const PURE_OPS: &[&str] = &[
+    "Abs",
+    "Add",
+    "AddN",
+    "AddV2",
+    "BatchMatMul",
+    "BatchMatMulV2",
+    "BiasAdd",
+    "BiasAddGrad",
+    "BroadcastGradientArgs",
+    "BroadcastTo",
+    "Cast",
+    "Const",
+    "CrossReplicaSum",
+    "Div",
+    "Einsum",
+    "Erfc",
+    "Exp",
+    "Fill",
+    "FloorDiv",
+    "Identity",
+    "IdentityN",
+    "InvertPermutation",
+    "Log",
+    "MatMul",
+    "Maximum",
+    "Mean",
+    "Minimum",
+    "Mul",
+    "Neg",
+    "NoOp",
+    "OnesLike",
+    "PlaceholderWithDefault",
+    "Pow",
+    "RealDiv",
+    "Reciprocal",
+    "Relu",
+    "ReluGrad",
+    "Reshape",
+    "Rsqrt",
+    "RsqrtGrad",
+    "Shape",
+    "Sigmoid",
+    "SigmoidGrad",
+    "Snapshot",
+    "Softmax",
+    "Sqrt",
+    "Square",
+    "SquaredDifference",
+    "StopGradient",
+    "Sub",
+    "Sum",
+    "TPUCompilationResult",
+    "TPUReplicateMetadata",
+    "TPUReplicatedInput",
+    "TPUReplicatedOutput",
+    "Tanh",
+    "TanhGrad",
+    "Tile",
+    "Transpose",
+    "ZerosLike",
+];
+
+/// True when the executor can run op type `op` (as a pure kernel or in the mesh).
+pub fn has_kernel(op: &str) -> bool {
+    PURE_OPS.contains(&op) || DEVICE_OPS.contains(&op)
+}
+
+/// Every op type of `module` that has no kernel, sorted, each once.
+///
+/// Region inputs (an authoring construct) are not ops and are not listed;
+/// `gradients` calls are listed, since the executor cannot run them.
+pub fn missing_kernels(module: &Module) -> Vec<String> {
+    let mut missing = BTreeSet::new();
+    for graph in &module.graphs {
+        for id in graph.node_ids() {
+            let node = graph.node(id);
+            if matches!(node.kind, NodeKind::RegionInput { .. }) {
+                continue;
+            }
+            if !has_kernel(&node.op) {
+                missing.insert(node.op.to_string());
+            }
+        }
+    }
+    missing.into_iter().collect()
+}
+
+/// Runs the pure kernel of `op` on `inputs` (data inputs, in slot order).
+///
+/// Returns one tensor per output of the op. A panic inside a kernel (a bug)
+/// is caught and returned as [`KernelError::Panic`].
+pub fn run_kernel(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Tensor>, KernelError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| dispatch(op, attrs, inputs))).unwrap_or_else(|payload| {
+        Err(KernelError::Panic { op: op.to_string(), message: panic_message(payload.as_ref()) })
+    })
+}
+
+/// The text of a panic payload.
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "unknown panic payload".to_string()
+    }
+}
+
+fn one(t: Tensor) -> Result<Vec<Tensor>, KernelError> {
+    Ok(vec![t])
+}
+
+fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Tensor>, KernelError> {
+    use math::{BinaryOp as B, UnaryOp as U};
+    match op {
+        "Const" => one(constant(attrs)?),
+        "Identity" | "StopGradient" | "Snapshot" | "PlaceholderWithDefault" => one(arg(op, inputs, 0)?.clone()),
+        "IdentityN" => Ok(inputs.to_vec()),
+        "NoOp" | "TPUReplicateMetadata" => Ok(Vec::new()),
+        "TPUCompilationResult" => one(Tensor::scalar(String::new())),
+        // Outside a mesh there is one replica: pass operand 0 (the mesh picks the graph's replica).
+        "TPUReplicatedInput" => one(arg(op, inputs, 0)?.clone()),
+        "TPUReplicatedOutput" => {
+            let n = attr_int(attrs, "num_replicas", 1);
+            let n = usize::try_from(n).map_err(|_| KernelError::invalid(op, format!("num_replicas is {n}")))?;
+            Ok(vec![arg(op, inputs, 0)?.clone(); n])
+        }
+        "CrossReplicaSum" => cross_replica_sum(op, inputs),
+
+        "Add" | "AddV2" => one(math::binary(op, B::Add, arg(op, inputs, 0)?, arg(op, inputs, 1)?)?),
+        "Sub" => one(math::binary(op, B::Sub, arg(op, inputs, 0)?, arg(op, inputs, 1)?)?),
+        "Mul" => one(math::binary(op, B::Mul, arg(op, inputs, 0)?, arg(op, inputs, 1)?)?),
+        "RealDiv" | "Div" => one(math::binary(op, B::Div, arg(op, inputs, 0)?, arg(op, inputs, 1)?)?),
+        "FloorDiv" => one(math::binary(op, B::FloorDiv, arg(op, inputs, 0)?, arg(op, inputs, 1)?)?),
+        "Maximum" => one(math::binary(op, B::Max, arg(op, inputs, 0)?, arg(op, inputs, 1)?)?),
+        "Minimum" => one(math::binary(op, B::Min, arg(op, inputs, 0)?, arg(op, inputs, 1)?)?),
+        "Pow" => one(math::binary(op, B::Pow, arg(op, inputs, 0)?, arg(op, inputs, 1)?)?),
+        "SquaredDifference" => one(math::binary(op, B::SquaredDifference, arg(op, inputs, 0)?, arg(op, inputs, 1)?)?),
+        // Gradient ops: ReluGrad(dy, x); TanhGrad / SigmoidGrad / RsqrtGrad(y, dy).
+        "ReluGrad" => one(math::binary(op, B::ReluGrad, arg(op, inputs, 0)?, arg(op, inputs, 1)?)?),
+        "TanhGrad" => one(math::binary(op, B::TanhGrad, arg(op, inputs, 0)?, arg(op, inputs, 1)?)?),
+        "SigmoidGrad" => one(math::binary(op, B::SigmoidGrad, arg(op, inputs, 0)?, arg(op, inputs, 1)?)?),
+        "RsqrtGrad" => one(math::binary(op, B::RsqrtGrad, arg(op, inputs, 0)?, arg(op, inputs, 1)?)?),
+
+        "Neg" => one(math::unary(op, U::Neg, arg(op, inputs, 0)?)?),
+        "Abs" => one(math::unary(op, U::Abs, arg(op, inputs, 0)?)?),
+        "Square" => one(math::unary(op, U::Square, arg(op, inputs, 0)?)?),
+        "Relu" => one(math::unary(op, U::Relu, arg(op, inputs, 0)?)?),
+        "Tanh" => one(math::unary(op, U::Tanh, arg(op, inputs, 0)?)?),
+        "Sigmoid" => one(math::unary(op, U::Sigmoid, arg(op, inputs, 0)?)?),
+        "Exp" => one(math::unary(op, U::Exp, arg(op, inputs, 0)?)?),
+        "Log" => one(math::unary(op, U::Log, arg(op, inputs, 0)?)?),
+        "Erfc" => one(math::unary(op, U::Erfc, arg(op, inputs, 0)?)?),
+        "Rsqrt" => one(math::unary(op, U::Rsqrt, arg(op, inputs, 0)?)?),
+        "Sqrt" => one(math::unary(op, U::Sqrt, arg(op, inputs, 0)?)?),
+        "Reciprocal" => one(math::unary(op, U::Reciprocal, arg(op, inputs, 0)?)?),
+        "Softmax" => one(math::softmax(op, arg(op, inputs, 0)?)?),
+
+        "Sum" | "Mean" => {
+            let keep_dims = attr_bool(attrs, "keep_dims", false);
+            let kind = if op == "Sum" { math::Reduce::Sum } else { math::Reduce::Mean };
+            one(math::reduce(op, kind, arg(op, inputs, 0)?, arg(op, inputs, 1)?, keep_dims)?)
+        }
+        "AddN" => one(math::add_n(op, inputs)?),
+        "BiasAdd" => one(math::bias_add(op, arg(op, inputs, 0)?, arg(op, inputs, 1)?, data_format(attrs))?),
+        "BiasAddGrad" => one(math::bias_add_grad(op, arg(op, inputs, 0)?, data_format(attrs))?),
+        "Cast" => {
+            let to = attrs
+                .get("DstT")
+                .and_then(|v| v.as_type())
+                .ok_or_else(|| KernelError::invalid(op, "missing dtype attribute `DstT`"))?;
+            one(math::cast(op, arg(op, inputs, 0)?, to)?)
+        }
+
+        "MatMul" => one(linalg::matmul(
+            op,
+            arg(op, inputs, 0)?,
+            arg(op, inputs, 1)?,
+            attr_bool(attrs, "transpose_a", false),
+            attr_bool(attrs, "transpose_b", false),
+        )?),
+        "BatchMatMul" | "BatchMatMulV2" => one(linalg::batch_matmul(
+            op,
+            arg(op, inputs, 0)?,
+            arg(op, inputs, 1)?,
+            attr_bool(attrs, "adj_x", false),
+            attr_bool(attrs, "adj_y", false),
+        )?),
+        "Einsum" => {
+            let equation = attrs
+                .get_str("equation")
+                .ok_or_else(|| KernelError::invalid(op, "missing string attribute `equation`"))?;
+            one(linalg::einsum(op, equation, inputs)?)
+        }
+
+        "Reshape" => one(shape::reshape(op, arg(op, inputs, 0)?, arg(op, inputs, 1)?)?),
+        "Transpose" => one(shape::transpose(op, arg(op, inputs, 0)?, arg(op, inputs, 1)?)?),
+        "InvertPermutation" => one(shape::invert_permutation(op, arg(op, inputs, 0)?)?),
+        "Tile" => one(shape::tile(op, arg(op, inputs, 0)?, arg(op, inputs, 1)?)?),
+        "Fill" => one(shape::fill(op, arg(op, inputs, 0)?, arg(op, inputs, 1)?)?),
+        "Shape" => {
+            let out = attrs.get("out_type").and_then(|v| v.as_type()).unwrap_or(DType::I32);
+            one(shape::shape_of(op, arg(op, inputs, 0)?, out)?)
+        }
+        "BroadcastTo" => one(shape::broadcast_to(op, arg(op, inputs, 0)?, arg(op, inputs, 1)?)?),
+        "BroadcastGradientArgs" => shape::broadcast_gradient_args(op, arg(op, inputs, 0)?, arg(op, inputs, 1)?),
+        "ZerosLike" => one(shape::filled_like(op, arg(op, inputs, 0)?, 0)?),
+        "OnesLike" => one(shape::filled_like(op, arg(op, inputs, 0)?, 1)?),
+
+        _ if DEVICE_OPS.contains(&op) => Err(KernelError::NeedsDevice { op: op.to_string() }),
+        _ => Err(KernelError::NoKernel { op: op.to_string() }),
+    }
+}
+
+/// Input `i`, or an error naming the op.
+pub(crate) fn arg<'a>(op: &str, inputs: &'a [Tensor], i: usize) -> Result<&'a Tensor, KernelError> {
+    inputs
+        .get(i)
+        .ok_or_else(|| KernelError::invalid(op, format!("expected at least {} inputs, got {}", i + 1, inputs.len())))
+}
+
+fn attr_bool(attrs: &AttrMap, key: &str, default: bool) -> bool {
+    attrs.get_bool(key).unwrap_or(default)
+}
+
+fn attr_int(attrs: &AttrMap, key: &str, default: i64) -> i64 {
+    attrs.get_int(key).unwrap_or(default)
+}
+
+fn data_format(attrs: &AttrMap) -> math::DataFormat {
+    match attrs.get_str("data_format") {
+        Some("NCHW") | Some("NCW") | Some("NCDHW") => math::DataFormat::ChannelsFirst,
+        _ => math::DataFormat::ChannelsLast,
+    }
+}
+
+fn constant(attrs: &AttrMap) -> Result<Tensor, KernelError> {
+    let lit = attrs
+        .get("value")
+        .and_then(|v| v.as_tensor())
+        .ok_or_else(|| KernelError::invalid("Const", "missing tensor attribute `value`"))?;
+    if let Some(dtype) = attrs.get("dtype").and_then(|v| v.as_type()) {
+        if dtype != lit.dtype {
+            return Err(KernelError::invalid(
+                "Const",
+                format!("dtype attribute is {dtype} but the value is {}", lit.dtype),
+            ));
+        }
+    }
+    Tensor::from_literal(lit)
+}
+
+/// `CrossReplicaSum` met outside a lowered program: identity when every
+/// group of `group_assignment` has one member, else an error (the lowering
+/// replaces it by a `CollectiveAllReduce`).
+fn cross_replica_sum(op: &str, inputs: &[Tensor]) -> Result<Vec<Tensor>, KernelError> {
+    let x = arg(op, inputs, 0)?;
+    let group_size = match inputs.get(1) {
+        None => 1,
+        Some(groups) => match groups.shape() {
+            [_, size] => *size,
+            [] | [_] => groups.len(),
+            other => {
+                return Err(KernelError::invalid(op, format!("group_assignment must be 2-D, got shape {other:?}")))
+            }
+        },
+    };
+    if group_size == 1 {
+        Ok(vec![x.clone()])
+    } else {
+        Err(KernelError::invalid(
+            op,
+            format!(
+                "groups of {group_size} replicas need a lowered program (CollectiveAllReduce); run the lowering first"
+            ),
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::{AttrValue, TensorData, TensorLit};
+
+    #[test]
+    fn const_reads_its_literal() {
+        let mut attrs = AttrMap::new();
+        attrs.insert("dtype", AttrValue::Type(DType::I32));
+        attrs.insert(
+            "value",
+            AttrValue::Tensor(Box::new(TensorLit {
+                dtype: DType::I32,
+                shape: vec![3],
+                data: TensorData::Int(vec![1, 2, 3]),
+            })),
+        );
+        let out = run_kernel("Const", &attrs, &[]).unwrap();
+        assert_eq!(out[0].to_vec::<i32>().unwrap(), vec![1, 2, 3]);
+    }
+
+    #[test]
+    fn pass_through_ops() {
+        let x = Tensor::vector(vec![1.0f32, 2.0]);
+        let y = Tensor::scalar(3i64);
+        let none = AttrMap::new();
+        for op in ["Identity", "StopGradient", "Snapshot"] {
+            assert_eq!(run_kernel(op, &none, std::slice::from_ref(&x)).unwrap(), vec![x.clone()]);
+        }
+        assert_eq!(run_kernel("IdentityN", &none, &[x.clone(), y.clone()]).unwrap(), vec![x, y]);
+        assert!(run_kernel("NoOp", &none, &[]).unwrap().is_empty());
+        assert!(run_kernel("TPUReplicateMetadata", &none, &[]).unwrap().is_empty());
+        assert_eq!(run_kernel("TPUCompilationResult", &none, &[]).unwrap(), vec![Tensor::scalar(String::new())]);
+    }
+
+    #[test]
+    fn unknown_op_names_itself() {
+        let err = run_kernel("Frobnicate", &AttrMap::new(), &[]).unwrap_err();
+        assert_eq!(err, KernelError::NoKernel { op: "Frobnicate".into() });
+        assert!(err.to_string().contains("Frobnicate"));
+    }
+
+    #[test]
+    fn device_ops_need_the_mesh() {
+        let err = run_kernel("_Recv", &AttrMap::new(), &[]).unwrap_err();
+        assert!(matches!(err, KernelError::NeedsDevice { .. }));
+    }
+
+    #[test]
+    fn missing_input_is_an_error_not_a_panic() {
+        let err = run_kernel("Add", &AttrMap::new(), &[Tensor::scalar(1.0f32)]).unwrap_err();
+        assert!(err.to_string().starts_with("Add:"), "{err}");
+    }
+
+    #[test]
+    fn tpu_replicated_output_repeats_its_input() {
+        let mut attrs = AttrMap::new();
+        attrs.insert("num_replicas", AttrValue::Int(3));
+        let out = run_kernel("TPUReplicatedOutput", &attrs, &[Tensor::scalar(2.5f32)]).unwrap();
+        assert_eq!(out.len(), 3);
+        assert!(out.iter().all(|t| t == &Tensor::scalar(2.5f32)));
+    }
+
+    #[test]
+    fn cross_replica_sum_of_single_groups_is_identity() {
+        let x = Tensor::vector(vec![1.0f32, 2.0]);
+        let groups = Tensor::from_vec(&[2, 1], vec![0i32, 1]).unwrap();
+        assert_eq!(run_kernel("CrossReplicaSum", &AttrMap::new(), &[x.clone(), groups]).unwrap(), vec![x.clone()]);
+        let pair = Tensor::from_vec(&[1, 2], vec![0i32, 1]).unwrap();
+        assert!(run_kernel("CrossReplicaSum", &AttrMap::new(), &[x, pair]).is_err());
+    }
+}

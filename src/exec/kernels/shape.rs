@@ -1,0 +1,295 @@
+//! Shape ops: `Reshape`, `Transpose`, `InvertPermutation`, `Tile`, `Fill`,
+//! `Shape`, `BroadcastTo`, `BroadcastGradientArgs`, `ZerosLike`, `OnesLike`.
+//! They work on every dtype that has elements (strings and bools too).
+
+use ndarray::{ArcArray, ArrayD, Axis, IxDyn};
+
+use super::math::broadcast_shape;
+use crate::exec::error::KernelError;
+use crate::exec::tensor::Tensor;
+use crate::ir::DType;
+
+/// Applies `$body` (an expression giving an `ArcArray` of the same element
+/// type) to the array of any tensor with elements, binding it as `$a`.
+macro_rules! any_array {
+    ($op:expr, $t:expr, $a:ident => $body:expr) => {
+        match $t {
+            Tensor::F32($a) => Tensor::F32($body),
+            Tensor::F64($a) => Tensor::F64($body),
+            Tensor::I32($a) => Tensor::I32($body),
+            Tensor::I64($a) => Tensor::I64($body),
+            Tensor::Bool($a) => Tensor::Bool($body),
+            Tensor::Str($a) => Tensor::Str($body),
+            Tensor::Resource(_) => {
+                return Err(KernelError::dtype($op, DType::Resource, "resource handles have no elements"))
+            }
+        }
+    };
+}
+
+fn to_usize(op: &str, v: i64, what: &str) -> Result<usize, KernelError> {
+    usize::try_from(v).map_err(|_| KernelError::invalid(op, format!("{what} must be >= 0, got {v}")))
+}
+
+fn dims(op: &str, t: &Tensor, what: &str) -> Result<Vec<usize>, KernelError> {
+    if t.shape().len() > 1 {
+        return Err(KernelError::invalid(op, format!("{what} must be a vector, got shape {:?}", t.shape())));
+    }
+    t.to_i64_vec(op, what)?.into_iter().map(|d| to_usize(op, d, what)).collect()
+}
+
+fn reshaped<T: Clone>(op: &str, a: &ArcArray<T, IxDyn>, shape: &[usize]) -> Result<ArcArray<T, IxDyn>, KernelError> {
+    let source = if a.is_standard_layout() { a.clone() } else { a.as_standard_layout().into_owned().into_shared() };
+    source.into_shape_with_order(IxDyn(shape)).map_err(|e| KernelError::invalid(op, e.to_string()))
+}
+
+/// `Reshape(x, shape)`; one entry of `shape` may be -1.
+pub(crate) fn reshape(op: &str, x: &Tensor, shape: &Tensor) -> Result<Tensor, KernelError> {
+    let wanted = shape.to_i64_vec(op, "shape")?;
+    let total = x.len();
+    let known: i64 = wanted.iter().filter(|&&d| d != -1).product();
+    let unknown = wanted.iter().filter(|&&d| d == -1).count();
+    if unknown > 1 || wanted.iter().any(|&d| d < -1) {
+        return Err(KernelError::invalid(op, format!("invalid target shape {wanted:?}")));
+    }
+    let resolved: Vec<usize> = wanted
+        .iter()
+        .map(|&d| {
+            if d == -1 {
+                if known == 0 || total as i64 % known != 0 {
+                    Err(KernelError::invalid(op, format!("cannot reshape {total} elements into {wanted:?}")))
+                } else {
+                    Ok(total / known as usize)
+                }
+            } else {
+                to_usize(op, d, "dimension")
+            }
+        })
+        .collect::<Result<_, _>>()?;
+    if resolved.iter().product::<usize>() != total {
+        return Err(KernelError::invalid(
+            op,
+            format!("cannot reshape {total} elements (shape {:?}) into {wanted:?}", x.shape()),
+        ));
+    }
+    Ok(any_array!(op, x, a => reshaped(op, a, &resolved)?))
+}
+
+/// `Transpose(x, perm)`.
+pub(crate) fn transpose(op: &str, x: &Tensor, perm: &Tensor) -> Result<Tensor, KernelError> {
+    let perm = dims(op, perm, "perm")?;
+    let rank = x.shape().len();
+    let mut seen = vec![false; rank];
+    if perm.len() != rank || perm.iter().any(|&p| p >= rank || std::mem::replace(&mut seen[p], true)) {
+        return Err(KernelError::invalid(op, format!("{perm:?} is not a permutation of {rank} axes")));
+    }
+    Ok(any_array!(op, x, a => a.view().permuted_axes(IxDyn(&perm)).as_standard_layout().into_owned().into_shared()))
+}
+
+/// `InvertPermutation(p)`: `y[p[i]] = i`.
+pub(crate) fn invert_permutation(op: &str, p: &Tensor) -> Result<Tensor, KernelError> {
+    let perm = dims(op, p, "permutation")?;
+    let n = perm.len();
+    let mut inv = vec![usize::MAX; n];
+    for (i, &v) in perm.iter().enumerate() {
+        if v >= n || inv[v] != usize::MAX {
+            return Err(KernelError::invalid(op, format!("{perm:?} is not a permutation")));
+        }
+        inv[v] = i;
+    }
+    match p {
+        Tensor::I64(_) => Ok(Tensor::vector(inv.into_iter().map(|v| v as i64).collect())),
+        _ => Ok(Tensor::vector(inv.into_iter().map(|v| v as i32).collect())),
+    }
+}
+
+fn tile_array<T: Clone>(
+    op: &str,
+    a: &ArcArray<T, IxDyn>,
+    multiples: &[usize],
+) -> Result<ArcArray<T, IxDyn>, KernelError> {
+    let mut out = a.to_owned();
+    for (axis, &m) in multiples.iter().enumerate() {
+        if m == 1 {
+            continue;
+        }
+        if m == 0 {
+            let mut shape = out.shape().to_vec();
+            shape[axis] = 0;
+            out = ArrayD::from_shape_vec(IxDyn(&shape), Vec::new())
+                .map_err(|e| KernelError::invalid(op, e.to_string()))?;
+            continue;
+        }
+        let views = vec![out.view(); m];
+        out = ndarray::concatenate(Axis(axis), &views).map_err(|e| KernelError::invalid(op, e.to_string()))?;
+    }
+    Ok(out.into_shared())
+}
+
+/// `Tile(x, multiples)`.
+pub(crate) fn tile(op: &str, x: &Tensor, multiples: &Tensor) -> Result<Tensor, KernelError> {
+    let m = dims(op, multiples, "multiples")?;
+    if m.len() != x.shape().len() {
+        return Err(KernelError::invalid(
+            op,
+            format!("multiples has {} entries but the input has rank {}", m.len(), x.shape().len()),
+        ));
+    }
+    Ok(any_array!(op, x, a => tile_array(op, a, &m)?))
+}
+
+/// `Fill(dims, value)`: a tensor of shape `dims` holding the scalar `value`.
+pub(crate) fn fill(op: &str, shape: &Tensor, value: &Tensor) -> Result<Tensor, KernelError> {
+    let shape = dims(op, shape, "dims")?;
+    if !value.shape().is_empty() {
+        return Err(KernelError::invalid(op, format!("value must be a scalar, got shape {:?}", value.shape())));
+    }
+    let empty = || KernelError::invalid(op, "value has no element");
+    Ok(any_array!(op, value, a => ArcArray::from_elem(IxDyn(&shape), a.first().cloned().ok_or_else(empty)?)))
+}
+
+/// `Shape(x)` as an i32 or i64 vector.
+pub(crate) fn shape_of(op: &str, x: &Tensor, out: DType) -> Result<Tensor, KernelError> {
+    if x.dtype() == DType::Resource {
+        return Err(KernelError::dtype(op, DType::Resource, "resource handles have no shape here"));
+    }
+    let s = x.shape();
+    match out {
+        DType::I32 => Ok(Tensor::vector(s.iter().map(|&d| d as i32).collect())),
+        DType::I64 => Ok(Tensor::vector(s.iter().map(|&d| d as i64).collect())),
+        other => Err(KernelError::dtype(op, other, "out_type must be i32 or i64")),
+    }
+}
+
+/// `BroadcastTo(x, shape)`.
+pub(crate) fn broadcast_to(op: &str, x: &Tensor, shape: &Tensor) -> Result<Tensor, KernelError> {
+    let target = dims(op, shape, "shape")?;
+    let joined = broadcast_shape(op, x.shape(), &target)?;
+    if joined != target {
+        return Err(KernelError::invalid(op, format!("cannot broadcast shape {:?} to {target:?}", x.shape())));
+    }
+    let bad = || KernelError::invalid(op, format!("cannot broadcast shape {:?} to {target:?}", x.shape()));
+    Ok(any_array!(op, x, a => a.broadcast(IxDyn(&target)).ok_or_else(bad)?.to_owned().into_shared()))
+}
+
+/// `BroadcastGradientArgs(s0, s1)`: for each input, the axes of the
+/// broadcast result that its gradient must be summed over. As TensorFlow
+/// does, shapes are aligned on the right, and an axis where every input has
+/// size 1 is listed for both.
+pub(crate) fn broadcast_gradient_args(op: &str, s0: &Tensor, s1: &Tensor) -> Result<Vec<Tensor>, KernelError> {
+    let a = dims(op, s0, "s0")?;
+    let b = dims(op, s1, "s1")?;
+    broadcast_shape(op, &a, &b)?;
+    let rank = a.len().max(b.len());
+    let dim = |s: &[usize], i: usize| if i + s.len() < rank { 1 } else { s[i + s.len() - rank] };
+    let (mut r0, mut r1) = (Vec::new(), Vec::new());
+    for i in 0..rank {
+        let (x, y) = (dim(&a, i), dim(&b, i));
+        if x == 1 && y == 1 {
+            r0.push(i);
+            r1.push(i);
+        } else if x == 1 {
+            r0.push(i);
+        } else if y == 1 {
+            r1.push(i);
+        }
+    }
+    let out = |v: Vec<usize>| match s0 {
+        Tensor::I64(_) => Tensor::vector(v.into_iter().map(|d| d as i64).collect()),
+        _ => Tensor::vector(v.into_iter().map(|d| d as i32).collect()),
+    };
+    Ok(vec![out(r0), out(r1)])
+}
+
+/// `ZerosLike` (`value` 0) and `OnesLike` (`value` 1).
+pub(crate) fn filled_like(op: &str, x: &Tensor, value: u8) -> Result<Tensor, KernelError> {
+    let shape = IxDyn(x.shape());
+    let v = value != 0;
+    Ok(match x {
+        Tensor::F32(_) => Tensor::F32(ArcArray::from_elem(shape, f32::from(value))),
+        Tensor::F64(_) => Tensor::F64(ArcArray::from_elem(shape, f64::from(value))),
+        Tensor::I32(_) => Tensor::I32(ArcArray::from_elem(shape, i32::from(value))),
+        Tensor::I64(_) => Tensor::I64(ArcArray::from_elem(shape, i64::from(value))),
+        Tensor::Bool(_) => Tensor::Bool(ArcArray::from_elem(shape, v)),
+        other => return Err(KernelError::dtype(op, other.dtype(), "a numeric or bool input is required")),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn iota(shape: &[usize]) -> Tensor {
+        let n = shape.iter().product::<usize>();
+        Tensor::from_vec(shape, (0..n).map(|v| v as f32).collect()).unwrap()
+    }
+
+    #[test]
+    fn reshape_infers_minus_one() {
+        let out = reshape("Reshape", &iota(&[2, 3]), &Tensor::vector(vec![-1i32, 2])).unwrap();
+        assert_eq!(out.shape(), &[3, 2]);
+        assert_eq!(out.to_vec::<f32>().unwrap(), vec![0.0, 1.0, 2.0, 3.0, 4.0, 5.0]);
+        let scalar = reshape("Reshape", &iota(&[1, 1]), &Tensor::vector(Vec::<i32>::new())).unwrap();
+        assert_eq!(scalar.shape(), &[] as &[usize]);
+        assert!(reshape("Reshape", &iota(&[2, 3]), &Tensor::vector(vec![4i32, -1])).is_err());
+        assert!(reshape("Reshape", &iota(&[2, 3]), &Tensor::vector(vec![-1i32, -1])).is_err());
+    }
+
+    #[test]
+    fn transpose_and_invert() {
+        let out = transpose("Transpose", &iota(&[2, 3]), &Tensor::vector(vec![1i32, 0])).unwrap();
+        assert_eq!(out.shape(), &[3, 2]);
+        assert_eq!(out.to_vec::<f32>().unwrap(), vec![0.0, 3.0, 1.0, 4.0, 2.0, 5.0]);
+        // Reshape after transpose sees the transposed order.
+        let flat = reshape("Reshape", &out, &Tensor::vector(vec![6i32])).unwrap();
+        assert_eq!(flat.to_vec::<f32>().unwrap(), vec![0.0, 3.0, 1.0, 4.0, 2.0, 5.0]);
+        assert!(transpose("Transpose", &iota(&[2, 3]), &Tensor::vector(vec![0i32, 0])).is_err());
+        let inv = invert_permutation("InvertPermutation", &Tensor::vector(vec![2i32, 0, 1])).unwrap();
+        assert_eq!(inv.to_vec::<i32>().unwrap(), vec![1, 2, 0]);
+        assert!(invert_permutation("InvertPermutation", &Tensor::vector(vec![1i32, 1])).is_err());
+    }
+
+    #[test]
+    fn tile_repeats_each_axis() {
+        let x = Tensor::from_vec(&[1, 2], vec![1i32, 2]).unwrap();
+        let out = tile("Tile", &x, &Tensor::vector(vec![2i32, 2])).unwrap();
+        assert_eq!(out.shape(), &[2, 4]);
+        assert_eq!(out.to_vec::<i32>().unwrap(), vec![1, 2, 1, 2, 1, 2, 1, 2]);
+        let none = tile("Tile", &x, &Tensor::vector(vec![0i32, 1])).unwrap();
+        assert_eq!(none.shape(), &[0, 2]);
+    }
+
+    #[test]
+    fn fill_shape_broadcast_to() {
+        let f = fill("Fill", &Tensor::vector(vec![2i32, 2]), &Tensor::scalar(1.5f32)).unwrap();
+        assert_eq!(f.to_vec::<f32>().unwrap(), vec![1.5; 4]);
+        assert_eq!(shape_of("Shape", &f, DType::I32).unwrap(), Tensor::vector(vec![2i32, 2]));
+        assert_eq!(shape_of("Shape", &f, DType::I64).unwrap(), Tensor::vector(vec![2i64, 2]));
+        let b =
+            broadcast_to("BroadcastTo", &Tensor::vector(vec![1.0f32, 2.0]), &Tensor::vector(vec![2i32, 2])).unwrap();
+        assert_eq!(b.to_vec::<f32>().unwrap(), vec![1.0, 2.0, 1.0, 2.0]);
+        assert!(broadcast_to("BroadcastTo", &iota(&[2, 2]), &Tensor::vector(vec![2i32])).is_err());
+    }
+
+    #[test]
+    fn broadcast_gradient_args_as_tensorflow() {
+        // [2, 3, 5] against [1]: the second is broadcast over all three axes.
+        let out =
+            broadcast_gradient_args("BGA", &Tensor::vector(vec![2i32, 3, 5]), &Tensor::vector(vec![1i32])).unwrap();
+        assert_eq!(out[0].to_vec::<i32>().unwrap(), Vec::<i32>::new());
+        assert_eq!(out[1].to_vec::<i32>().unwrap(), vec![0, 1, 2]);
+        // [4, 1] against [3]: aligned right, to [4, 3].
+        let out = broadcast_gradient_args("BGA", &Tensor::vector(vec![4i32, 1]), &Tensor::vector(vec![3i32])).unwrap();
+        assert_eq!(out[0].to_vec::<i32>().unwrap(), vec![1]);
+        assert_eq!(out[1].to_vec::<i32>().unwrap(), vec![0]);
+        assert!(broadcast_gradient_args("BGA", &Tensor::vector(vec![2i32]), &Tensor::vector(vec![3i32])).is_err());
+    }
+
+    #[test]
+    fn zeros_and_ones_like() {
+        let z = filled_like("ZerosLike", &iota(&[2]), 0).unwrap();
+        assert_eq!(z.to_vec::<f32>().unwrap(), vec![0.0, 0.0]);
+        let o = filled_like("OnesLike", &Tensor::vector(vec![5i64]), 1).unwrap();
+        assert_eq!(o.to_vec::<i64>().unwrap(), vec![1]);
+    }
+}

@@ -1,0 +1,283 @@
+//! Tensors: n-dimensional arrays of one dtype, on ndarray.
+//!
+//! A [`Tensor`] holds a reference-counted array (`ArcArray`): cloning one is
+//! cheap and writing to a shared array copies it first, so a value fed to
+//! many devices or read from a variable is never copied until it changes.
+//! Supported dtypes: f32, f64, i32, i64, bool, string, and resource handles
+//! (variables).
+
+use std::sync::Arc;
+
+use ndarray::{ArcArray, ArrayD, ArrayViewD, IxDyn};
+
+use super::error::KernelError;
+use crate::ir::{DType, TensorData, TensorLit};
+
+/// A handle to a variable: the device whose store holds it, and its name.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ResourceHandle {
+    pub device: Arc<str>,
+    pub name: Arc<str>,
+}
+
+/// A dense tensor.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Tensor {
+    F32(ArcArray<f32, IxDyn>),
+    F64(ArcArray<f64, IxDyn>),
+    I32(ArcArray<i32, IxDyn>),
+    I64(ArcArray<i64, IxDyn>),
+    Bool(ArcArray<bool, IxDyn>),
+    Str(ArcArray<String, IxDyn>),
+    /// A scalar resource handle.
+    Resource(ResourceHandle),
+}
+
+/// An element type a [`Tensor`] can hold.
+pub trait Element: Clone + Send + Sync + std::fmt::Debug + 'static {
+    /// The dtype of tensors of this element.
+    const DTYPE: DType;
+    /// Wraps an array into a tensor.
+    fn wrap(array: ArcArray<Self, IxDyn>) -> Tensor;
+    /// The array of `tensor`, if it holds this element type.
+    fn unwrap(tensor: &Tensor) -> Option<&ArcArray<Self, IxDyn>>;
+}
+
+macro_rules! element {
+    ($t:ty, $variant:ident, $dtype:expr) => {
+        impl Element for $t {
+            const DTYPE: DType = $dtype;
+            fn wrap(array: ArcArray<Self, IxDyn>) -> Tensor {
+                Tensor::$variant(array)
+            }
+            fn unwrap(tensor: &Tensor) -> Option<&ArcArray<Self, IxDyn>> {
+                match tensor {
+                    Tensor::$variant(a) => Some(a),
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+element!(f32, F32, DType::F32);
+element!(f64, F64, DType::F64);
+element!(i32, I32, DType::I32);
+element!(i64, I64, DType::I64);
+element!(bool, Bool, DType::Bool);
+element!(String, Str, DType::Str);
+
+/// Applies `$body` to the array of a tensor of any array dtype, binding it
+/// as `$a`; `$other` handles resources.
+macro_rules! with_array {
+    ($t:expr, $a:ident => $body:expr, $res:pat => $other:expr) => {
+        match $t {
+            Tensor::F32($a) => $body,
+            Tensor::F64($a) => $body,
+            Tensor::I32($a) => $body,
+            Tensor::I64($a) => $body,
+            Tensor::Bool($a) => $body,
+            Tensor::Str($a) => $body,
+            $res => $other,
+        }
+    };
+}
+
+impl Tensor {
+    /// A tensor from an owned array.
+    pub fn from_array<T: Element>(array: ArrayD<T>) -> Tensor {
+        T::wrap(array.into_shared())
+    }
+
+    /// A tensor of `shape` from row-major `values`.
+    pub fn from_vec<T: Element>(shape: &[usize], values: Vec<T>) -> Result<Tensor, KernelError> {
+        let n = values.len();
+        ArrayD::from_shape_vec(IxDyn(shape), values)
+            .map(Tensor::from_array)
+            .map_err(|_| KernelError::invalid("Tensor", format!("{n} values do not fill shape {shape:?}")))
+    }
+
+    /// A scalar.
+    pub fn scalar<T: Element>(value: T) -> Tensor {
+        Tensor::from_array(ArrayD::from_elem(IxDyn(&[]), value))
+    }
+
+    /// A 1-D tensor.
+    pub fn vector<T: Element>(values: Vec<T>) -> Tensor {
+        let n = values.len();
+        Tensor::from_array(ArrayD::from_shape_vec(IxDyn(&[n]), values).expect("a vector fits its length"))
+    }
+
+    /// The dtype.
+    pub fn dtype(&self) -> DType {
+        match self {
+            Tensor::F32(_) => DType::F32,
+            Tensor::F64(_) => DType::F64,
+            Tensor::I32(_) => DType::I32,
+            Tensor::I64(_) => DType::I64,
+            Tensor::Bool(_) => DType::Bool,
+            Tensor::Str(_) => DType::Str,
+            Tensor::Resource(_) => DType::Resource,
+        }
+    }
+
+    /// The shape (empty for scalars and resources).
+    pub fn shape(&self) -> &[usize] {
+        with_array!(self, a => a.shape(), Tensor::Resource(_) => &[])
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        with_array!(self, a => a.len(), Tensor::Resource(_) => 1)
+    }
+
+    /// True when the tensor has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The array, if the tensor holds elements of type `T`.
+    pub fn array<T: Element>(&self) -> Option<&ArcArray<T, IxDyn>> {
+        T::unwrap(self)
+    }
+
+    /// A view of the array, if the tensor holds elements of type `T`.
+    pub fn view<T: Element>(&self) -> Option<ArrayViewD<'_, T>> {
+        T::unwrap(self).map(|a| a.view())
+    }
+
+    /// The elements in row-major order, if the tensor holds type `T`.
+    pub fn to_vec<T: Element>(&self) -> Option<Vec<T>> {
+        T::unwrap(self).map(|a| a.iter().cloned().collect())
+    }
+
+    /// The resource handle, if this is one.
+    pub fn as_resource(&self) -> Option<&ResourceHandle> {
+        match self {
+            Tensor::Resource(h) => Some(h),
+            _ => None,
+        }
+    }
+
+    /// The values of an integer tensor (i32 or i64) as i64, for shapes and axes.
+    pub fn to_i64_vec(&self, op: &str, what: &str) -> Result<Vec<i64>, KernelError> {
+        match self {
+            Tensor::I32(a) => Ok(a.iter().map(|&x| i64::from(x)).collect()),
+            Tensor::I64(a) => Ok(a.iter().copied().collect()),
+            other => Err(KernelError::dtype(op, other.dtype(), format!("{what} must be i32 or i64"))),
+        }
+    }
+
+    /// True when both tensors have the same dtype, shape and bit patterns
+    /// (NaNs with equal bits compare equal, `0.0` and `-0.0` differ).
+    pub fn bit_eq(&self, other: &Tensor) -> bool {
+        match (self, other) {
+            (Tensor::F32(a), Tensor::F32(b)) => {
+                a.shape() == b.shape() && a.iter().zip(b.iter()).all(|(x, y)| x.to_bits() == y.to_bits())
+            }
+            (Tensor::F64(a), Tensor::F64(b)) => {
+                a.shape() == b.shape() && a.iter().zip(b.iter()).all(|(x, y)| x.to_bits() == y.to_bits())
+            }
+            _ => self == other,
+        }
+    }
+
+    /// A tensor from a literal of the IR (a `Const`'s `value`).
+    pub fn from_literal(lit: &TensorLit) -> Result<Tensor, KernelError> {
+        let op = "Const";
+        let shape: Vec<usize> = lit
+            .shape
+            .iter()
+            .map(|&d| usize::try_from(d).map_err(|_| KernelError::invalid(op, format!("negative dim {d} in literal"))))
+            .collect::<Result<_, _>>()?;
+        let n: usize = shape.iter().product();
+        fn fill<T: Clone>(values: Vec<T>, n: usize, zero: T) -> Vec<T> {
+            // TensorFlow repeats the last value to fill the shape; no values means zeros.
+            match values.last().cloned() {
+                None => vec![zero; n],
+                Some(last) => {
+                    let mut v = values;
+                    v.resize(n, last);
+                    v
+                }
+            }
+        }
+        let bad = |what: &str| KernelError::dtype(op, lit.dtype, format!("literal stored as {what}"));
+        match (&lit.data, lit.dtype) {
+            (TensorData::Float(v), DType::F32) => Tensor::from_vec(&shape, fill(v.clone(), n, 0.0)),
+            (TensorData::Double(v), DType::F64) => Tensor::from_vec(&shape, fill(v.clone(), n, 0.0)),
+            (TensorData::Int(v), DType::I32) => Tensor::from_vec(&shape, fill(v.clone(), n, 0)),
+            (TensorData::Int64(v), DType::I64) => Tensor::from_vec(&shape, fill(v.clone(), n, 0)),
+            (TensorData::Bool(v), DType::Bool) => Tensor::from_vec(&shape, fill(v.clone(), n, false)),
+            (TensorData::Str(v), DType::Str) => {
+                let strings = v.iter().map(|b| String::from_utf8_lossy(b).into_owned()).collect();
+                Tensor::from_vec(&shape, fill(strings, n, String::new()))
+            }
+            (TensorData::Content(bytes), dtype) => decode_content(op, dtype, &shape, bytes),
+            (TensorData::Float(_), _) => Err(bad("float_val")),
+            (TensorData::Double(_), _) => Err(bad("double_val")),
+            (TensorData::Int(_), _) => Err(bad("int_val")),
+            (TensorData::Int64(_), _) => Err(bad("int64_val")),
+            (TensorData::Bool(_), _) => Err(bad("bool_val")),
+            (TensorData::Str(_), _) => Err(bad("string_val")),
+            (TensorData::Half(_), _) => Err(bad("half_val")),
+            (TensorData::Uint32(_), _) => Err(bad("uint32_val")),
+            (TensorData::Uint64(_), _) => Err(bad("uint64_val")),
+        }
+    }
+}
+
+fn decode_content(op: &str, dtype: DType, shape: &[usize], bytes: &[u8]) -> Result<Tensor, KernelError> {
+    macro_rules! le {
+        ($t:ty, $n:expr) => {{
+            if bytes.len() % $n != 0 {
+                return Err(KernelError::invalid(
+                    op,
+                    format!("{} content bytes is not a multiple of {}", bytes.len(), $n),
+                ));
+            }
+            let values: Vec<$t> =
+                bytes.chunks_exact($n).map(|c| <$t>::from_le_bytes(c.try_into().expect("exact chunk"))).collect();
+            Tensor::from_vec(shape, values)
+        }};
+    }
+    match dtype {
+        DType::F32 => le!(f32, 4),
+        DType::F64 => le!(f64, 8),
+        DType::I32 => le!(i32, 4),
+        DType::I64 => le!(i64, 8),
+        DType::Bool => Tensor::from_vec(shape, bytes.iter().map(|&b| b != 0).collect()),
+        other => Err(KernelError::dtype(op, other, "tensor_content of this dtype")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn literal_splat_fills_shape() {
+        let lit = TensorLit { dtype: DType::F32, shape: vec![2, 2], data: TensorData::Float(vec![1.0, 2.0]) };
+        let t = Tensor::from_literal(&lit).unwrap();
+        assert_eq!(t.shape(), &[2, 2]);
+        assert_eq!(t.to_vec::<f32>().unwrap(), vec![1.0, 2.0, 2.0, 2.0]);
+    }
+
+    #[test]
+    fn literal_content_decodes_little_endian() {
+        let bytes: Vec<u8> = [3i32, -4].iter().flat_map(|v| v.to_le_bytes()).collect();
+        let lit = TensorLit { dtype: DType::I32, shape: vec![2], data: TensorData::Content(bytes) };
+        assert_eq!(Tensor::from_literal(&lit).unwrap().to_vec::<i32>().unwrap(), vec![3, -4]);
+    }
+
+    #[test]
+    fn from_vec_rejects_wrong_count() {
+        assert!(Tensor::from_vec(&[2, 3], vec![1.0f32; 5]).is_err());
+    }
+
+    #[test]
+    fn bit_eq_distinguishes_signed_zero() {
+        assert!(!Tensor::scalar(0.0f32).bit_eq(&Tensor::scalar(-0.0f32)));
+        assert!(Tensor::scalar(f32::NAN).bit_eq(&Tensor::scalar(f32::NAN)));
+    }
+}

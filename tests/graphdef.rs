@@ -154,7 +154,7 @@ fn shape(dims: &[i64]) -> TensorShapeProto {
 fn tensor(dtype: i32, dims: &[i64], fill: impl FnOnce(&mut TensorProto)) -> AttrValue {
     let mut t = TensorProto { dtype, tensor_shape: Some(shape(dims)), ..TensorProto::default() };
     fill(&mut t);
-    av(Value::Tensor(t))
+    av(Value::Tensor(Box::new(t)))
 }
 
 /// A GraphDef that uses every attribute kind and every kept field.
@@ -180,10 +180,10 @@ fn every_kind_graphdef() -> GraphDef {
         "func".to_string(),
         av(Value::Func(NameAttrList { name: "body".to_string(), attr: func_attr.clone() })),
     );
-    attr.insert("empty_list".to_string(), av(Value::List(ListValue::default())));
+    attr.insert("empty_list".to_string(), av(Value::List(Box::default())));
     attr.insert(
         "list".to_string(),
-        av(Value::List(ListValue {
+        av(Value::List(Box::new(ListValue {
             s: vec![b"a".to_vec(), vec![200]],
             i: vec![1, -2],
             f: vec![0.5, 2.0],
@@ -197,7 +197,7 @@ fn every_kind_graphdef() -> GraphDef {
                 ..TensorProto::default()
             }],
             func: vec![NameAttrList { name: "g".to_string(), attr: func_attr }],
-        })),
+        }))),
     );
     attr.insert("t_content".to_string(), tensor(1, &[2], |t| t.tensor_content = vec![0, 0, 128, 63, 0, 0, 0, 64]));
     attr.insert("t_float".to_string(), tensor(1, &[3], |t| t.float_val = vec![1.5]));
@@ -415,4 +415,18 @@ mod no_panics {
             let _ = import_graphdef(&mangled, GraphDefFormat::Text);
         }
     }
+}
+
+#[test]
+fn every_attr_kind_round_trips_through_opg_text() {
+    // `.opg` integers are i64 and its complex tensors are raw bytes only.
+    let mut graph_def = every_kind_graphdef();
+    let rich = &mut graph_def.node[1].attr;
+    rich.remove("t_scomplex");
+    rich.remove("t_dcomplex");
+    rich.insert("t_uint64".to_string(), tensor(23, &[1], |t| t.uint64_val = vec![1 << 40]));
+    let module = import(&graph_def.encode_to_vec(), GraphDefFormat::Binary);
+    let printed = tpu_rewrite::emit::print_module(&module);
+    let (parsed, _) = ir::parse_module(printed.as_bytes()).expect("the printed module parses");
+    assert!(parsed == module, "{:?}", ir::eq::first_difference(main_graph(&parsed), main_graph(&module)));
 }

@@ -159,8 +159,8 @@ fn attr_value(value: &ir::AttrValue) -> proto::AttrValue {
         A::Bool(b) => Value::B(*b),
         A::Type(t) => Value::Type(t.number()),
         A::Shape(s) => Value::Shape(shape(s)),
-        A::Tensor(t) => Value::Tensor(tensor(t)),
-        A::List(items) => Value::List(list(items)),
+        A::Tensor(t) => Value::Tensor(Box::new(tensor(t))),
+        A::List(items) => Value::List(Box::new(list(items))),
         A::Func(f) => Value::Func(func(f)),
         A::Placeholder(p) => Value::Placeholder(p.clone()),
     };

@@ -70,8 +70,7 @@ pub fn parse_graphdef_text(src: &[u8]) -> Result<TextGraphDef> {
         last_end: 0,
     };
     let mut out = TextGraphDef::default();
-    loop {
-        let Some((name, span)) = p.field_name(None)? else { break };
+    while let Some((name, span)) = p.field_name(None)? {
         match name {
             b"node" => {
                 p.inputs.clear();
@@ -707,14 +706,14 @@ impl TextMessage for VersionDef {
 impl TextMessage for AttrValue {
     fn field(&mut self, p: &mut Parser<'_>, name: &[u8], span: Span) -> Result<()> {
         self.value = Some(match name {
-            b"list" => Value::List(p.message()?),
+            b"list" => Value::List(Box::new(p.message()?)),
             b"s" => Value::S(p.scalar(Parser::bytes)?),
             b"i" => Value::I(p.scalar(Parser::int)?),
             b"f" => Value::F(p.scalar(Parser::f32)?),
             b"b" => Value::B(p.scalar(Parser::bool)?),
             b"type" => Value::Type(p.scalar(Parser::data_type)?),
             b"shape" => Value::Shape(p.message()?),
-            b"tensor" => Value::Tensor(p.message()?),
+            b"tensor" => Value::Tensor(Box::new(p.message()?)),
             b"placeholder" => Value::Placeholder(p.scalar(|p| p.string("placeholder"))?),
             b"func" => Value::Func(p.message()?),
             _ => {

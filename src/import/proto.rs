@@ -103,8 +103,8 @@ pub struct AttrValue {
 /// The `value` oneof of `AttrValue`.
 #[derive(Clone, PartialEq, prost::Oneof)]
 pub enum Value {
-    #[prost(message, tag = "1")]
-    List(ListValue),
+    #[prost(message, boxed, tag = "1")]
+    List(Box<ListValue>),
     #[prost(bytes = "vec", tag = "2")]
     S(Vec<u8>),
     #[prost(int64, tag = "3")]
@@ -118,8 +118,8 @@ pub enum Value {
     Type(i32),
     #[prost(message, tag = "7")]
     Shape(TensorShapeProto),
-    #[prost(message, tag = "8")]
-    Tensor(TensorProto),
+    #[prost(message, boxed, tag = "8")]
+    Tensor(Box<TensorProto>),
     #[prost(string, tag = "9")]
     Placeholder(String),
     #[prost(message, tag = "10")]

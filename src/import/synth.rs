@@ -19,7 +19,7 @@
 
 use std::collections::BTreeMap;
 
-use super::proto::{AttrValue, Dim, GraphDef, ListValue, NodeDef, TensorProto, TensorShapeProto, Value, VersionDef};
+use super::proto::{AttrValue, Dim, GraphDef, NodeDef, TensorProto, TensorShapeProto, Value, VersionDef};
 
 /// Sizes of the synthetic transformer.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -91,7 +91,7 @@ fn shape_proto(dims: &[i64]) -> TensorShapeProto {
 }
 
 fn empty_list() -> AttrValue {
-    value(Value::List(ListValue::default()))
+    value(Value::List(Box::default()))
 }
 
 /// Where an op stands relative to the replicated cluster.
@@ -144,7 +144,7 @@ impl Builder {
     }
 
     fn tensor_const(&mut self, name: &str, tensor: TensorProto, dtype: i32) -> String {
-        let attrs = vec![("value", value(Value::Tensor(tensor))), ("dtype", ty(dtype))];
+        let attrs = vec![("value", value(Value::Tensor(Box::new(tensor)))), ("dtype", ty(dtype))];
         self.add(name, "Const", &["^TPUReplicateMetadata"], attrs, Place::Cluster)
     }
 

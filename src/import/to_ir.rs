@@ -91,7 +91,6 @@ pub fn graphdef_to_module(
         if let Some(t) = experimental_type {
             attrs.insert(FULL_TYPE_ATTR, ir::AttrValue::from_bytes(t.encode_to_vec()));
         }
-        attrs.shrink_to_fit();
         let mut node = Node::op(name.as_str(), intern(&mut interned, op));
         if !device.is_empty() {
             node.device = Some(intern(&mut interned, device));
@@ -220,7 +219,8 @@ impl Ctx<'_> {
                 self.drop_warning("an attribute value with no kind set");
                 return None;
             }
-            Some(Value::List(l)) => {
+            Some(Value::List(list)) => {
+                let l = *list;
                 let mut items = Vec::with_capacity(
                     l.s.len() + l.i.len() + l.f.len() + l.b.len() + l.r#type.len() + l.shape.len() + l.tensor.len(),
                 );
@@ -246,7 +246,7 @@ impl Ctx<'_> {
             Some(Value::B(b)) => A::Bool(b),
             Some(Value::Type(t)) => A::Type(DType::from_number(t)),
             Some(Value::Shape(s)) => A::Shape(self.shape(s)),
-            Some(Value::Tensor(t)) => A::Tensor(Box::new(self.tensor(t))),
+            Some(Value::Tensor(t)) => A::Tensor(Box::new(self.tensor(*t))),
             Some(Value::Placeholder(p)) => A::Placeholder(p),
             Some(Value::Func(f)) => A::Func(Box::new(self.func(f))),
         })

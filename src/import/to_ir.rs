@@ -13,8 +13,9 @@
 //! `resource_handle_val`, `variant_val` and `float8_val` are dropped with a
 //! warning; a tensor's values go to the [`TensorData`] variant of the field
 //! that holds them, with `scomplex_val` as `Float` and `dcomplex_val` as
-//! `Double` under their complex dtype. An input `a:0` imports as output 0
-//! and exports as `a`, TensorFlow's canonical spelling.
+//! `Double` under their complex dtype; a tensor without `tensor_shape`
+//! imports as a scalar and exports with an empty shape. An input `a:0`
+//! imports as output 0 and exports as `a`, TensorFlow's canonical spelling.
 //!
 //! Inputs are resolved after all nodes exist, so GraphDefs in any order
 //! import; a name lookup per input keeps the whole import linear.

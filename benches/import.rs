@@ -1,0 +1,98 @@
+//! Import speed on a ~100k-node transformer-like GraphDef, as `.pb` and `.pbtxt`.
+//!
+//! `cargo bench --bench import`. The graph comes from
+//! `import::synth::transformer_graphdef` with 8 replicas.
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use prost::Message;
+use tpu_rewrite::emit::graphdef::to_pb;
+use tpu_rewrite::import::pbtxt_print::print_graphdef;
+use tpu_rewrite::import::synth::{layers_for_nodes, transformer_graphdef, TransformerConfig};
+use tpu_rewrite::import::{import_graphdef, GraphDefFormat};
+
+const NODES: usize = 100_000;
+
+fn bench_import(c: &mut Criterion) {
+    let config = TransformerConfig::default();
+    let graph_def = transformer_graphdef(layers_for_nodes(NODES, &config), &config);
+    let pb = graph_def.encode_to_vec();
+    let pbtxt = print_graphdef(&graph_def, &Default::default());
+    eprintln!(
+        "graph: {} nodes; .pb {:.1} MB, .pbtxt {:.1} MB",
+        graph_def.node.len(),
+        pb.len() as f64 / 1e6,
+        pbtxt.len() as f64 / 1e6
+    );
+
+    report_phases(&config);
+
+    let mut group = c.benchmark_group("import_100k");
+    group.sample_size(10).measurement_time(Duration::from_secs(8)).warm_up_time(Duration::from_secs(1));
+    group.throughput(Throughput::Elements(graph_def.node.len() as u64));
+    group.bench_function("pb", |b| b.iter(|| import_graphdef(black_box(&pb), GraphDefFormat::Binary)));
+    group.bench_function("pbtxt", |b| b.iter(|| import_graphdef(black_box(pbtxt.as_bytes()), GraphDefFormat::Text)));
+    let (module, _) = import_graphdef(&pb, GraphDefFormat::Binary).expect("the synthetic graph imports");
+    let graph = &module.graphs[0];
+    group.bench_function("export_pb", |b| b.iter(|| to_pb(black_box(graph))));
+    group.finish();
+}
+
+/// Prints one-shot timings of each import phase at growing sizes, to show
+/// the cost is linear in the node count.
+fn report_phases(config: &TransformerConfig) {
+    use tpu_rewrite::import::{decode_pb, pbtxt, to_ir};
+    for nodes in [10_000, 50_000, NODES] {
+        let graph_def = transformer_graphdef(layers_for_nodes(nodes, config), config);
+        let pb = graph_def.encode_to_vec();
+        let text = print_graphdef(&graph_def, &Default::default());
+        let t = Timer::start();
+        let decoded = decode_pb(&pb).expect("decodes");
+        let decode = t.stop();
+        let t = Timer::start();
+        let parsed = pbtxt::parse_graphdef_text(text.as_bytes()).expect("parses");
+        let parse = t.stop();
+        let t = Timer::start();
+        let (module, _) = to_ir::graphdef_to_module(decoded, Default::default(), None);
+        let convert = t.stop();
+        let t = Timer::start();
+        let exported = to_pb(&module.graphs[0]);
+        let export = t.stop();
+        eprintln!(
+            "{} nodes (wall / cpu): pb decode {decode}, pbtxt parse {parse}, GraphDef->IR {convert}, IR->pb {export}",
+            graph_def.node.len()
+        );
+        black_box((parsed, exported));
+    }
+}
+
+/// Wall time and this thread's CPU time (from `/proc/thread-self/schedstat`,
+/// where available), so figures stay meaningful on a loaded machine.
+struct Timer {
+    wall: std::time::Instant,
+    cpu: Option<u64>,
+}
+
+fn thread_cpu_ns() -> Option<u64> {
+    let stat = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    stat.split_whitespace().next()?.parse().ok()
+}
+
+impl Timer {
+    fn start() -> Timer {
+        Timer { wall: std::time::Instant::now(), cpu: thread_cpu_ns() }
+    }
+
+    fn stop(&self) -> String {
+        let wall = self.wall.elapsed().as_secs_f64() * 1e3;
+        match (self.cpu, thread_cpu_ns()) {
+            (Some(a), Some(b)) => format!("{wall:.0}/{:.0} ms", (b - a) as f64 / 1e6),
+            _ => format!("{wall:.0} ms"),
+        }
+    }
+}
+
+criterion_group!(benches, bench_import);
+criterion_main!(benches);

@@ -1,0 +1,208 @@
+//! Errors and warnings of the GraphDef importer and exporter.
+//!
+//! One enum for the layer, codes `tpu_rewrite::import::*`. Spans are byte
+//! ranges into the `.pbtxt` text; errors about a binary `.pb` carry
+//! [`Span::DETACHED`] because the binary decoder keeps no offsets.
+//! Syntax and decoding errors stop the import; the others are collected.
+
+use miette::Diagnostic;
+use thiserror::Error;
+
+use crate::syntax::Span;
+
+/// An error or warning about a GraphDef.
+#[derive(Debug, Clone, Error, Diagnostic, PartialEq)]
+pub enum ImportError {
+    /// The input is larger than the 4 GiB that spans can address.
+    #[error("the input is {size} bytes; at most 4 GiB are supported")]
+    #[diagnostic(code(tpu_rewrite::import::too_large))]
+    TooLarge { size: usize },
+
+    /// The binary protobuf does not decode as a GraphDef.
+    #[error("not a binary GraphDef: {reason}")]
+    #[diagnostic(
+        code(tpu_rewrite::import::decode),
+        help("`.pb` files are binary `GraphDef` protos; text files end in `.pbtxt`")
+    )]
+    Decode { reason: String },
+
+    /// A token the text format does not allow at this place.
+    #[error("expected {expected}, found {found}")]
+    #[diagnostic(code(tpu_rewrite::import::unexpected_token))]
+    UnexpectedToken {
+        expected: String,
+        found: String,
+        #[label("expected {expected}")]
+        span: Span,
+    },
+
+    /// A byte that starts no token of the text format.
+    #[error("invalid character in protobuf text")]
+    #[diagnostic(code(tpu_rewrite::import::invalid_character))]
+    InvalidCharacter {
+        #[label("not valid here")]
+        span: Span,
+    },
+
+    /// A string literal without its closing quote.
+    #[error("unterminated string literal")]
+    #[diagnostic(code(tpu_rewrite::import::unterminated_string), help("strings end on the same line they start"))]
+    UnterminatedString {
+        #[label("this string has no closing quote")]
+        span: Span,
+    },
+
+    /// A malformed escape sequence inside a string literal.
+    #[error("invalid escape sequence in a string")]
+    #[diagnostic(
+        code(tpu_rewrite::import::invalid_escape),
+        help(
+            "escapes are \\n \\r \\t \\\\ \\' \\\" \\a \\b \\f \\v \\? \\ooo (octal), \\xNN, \\uNNNN and \\UNNNNNNNN"
+        )
+    )]
+    InvalidEscape {
+        #[label("here")]
+        span: Span,
+    },
+
+    /// A field name the message type does not have.
+    #[error("`{message}` has no field `{field}`")]
+    #[diagnostic(code(tpu_rewrite::import::unknown_field), help("known fields: {known}"))]
+    UnknownField {
+        message: &'static str,
+        field: String,
+        known: &'static str,
+        #[label("unknown field")]
+        span: Span,
+    },
+
+    /// A number that does not parse or does not fit the field's type.
+    #[error("invalid {kind} value `{text}`")]
+    #[diagnostic(code(tpu_rewrite::import::invalid_number))]
+    InvalidNumber {
+        kind: &'static str,
+        text: String,
+        #[label("not a valid {kind}")]
+        span: Span,
+    },
+
+    /// An enum value name the enum does not have.
+    #[error("unknown {enum_name} value `{value}`")]
+    #[diagnostic(code(tpu_rewrite::import::unknown_enum_value), help("write the value's number instead of its name"))]
+    UnknownEnumValue {
+        enum_name: &'static str,
+        value: String,
+        #[label("not a {enum_name}")]
+        span: Span,
+    },
+
+    /// A `string` field (not `bytes`) whose value is not UTF-8.
+    #[error("field `{field}` must be UTF-8 text")]
+    #[diagnostic(code(tpu_rewrite::import::invalid_utf8))]
+    InvalidUtf8 {
+        field: &'static str,
+        #[label("not UTF-8 after unescaping")]
+        span: Span,
+    },
+
+    /// Messages nested deeper than the parser allows.
+    #[error("messages nested deeper than {limit} levels")]
+    #[diagnostic(code(tpu_rewrite::import::nesting_too_deep))]
+    NestingTooDeep {
+        limit: usize,
+        #[label("too deep here")]
+        span: Span,
+    },
+
+    /// Two nodes share a name; the second one is dropped.
+    #[error("duplicate node name `{name}`")]
+    #[diagnostic(code(tpu_rewrite::import::duplicate_node), help("node names are unique within a GraphDef"))]
+    DuplicateNode {
+        name: String,
+        #[label("defined again here")]
+        span: Span,
+    },
+
+    /// An input names a node the GraphDef does not have; the input is dropped.
+    #[error("node `{node}` has input `{input}`, but no node is named `{name}`")]
+    #[diagnostic(code(tpu_rewrite::import::unknown_input))]
+    UnknownInput {
+        node: String,
+        input: String,
+        name: String,
+        #[label("no such node")]
+        span: Span,
+    },
+
+    /// An input string that is not `name`, `name:k` or `^name`; it is dropped.
+    #[error("node `{node}` has malformed input `{input}`")]
+    #[diagnostic(
+        code(tpu_rewrite::import::malformed_input),
+        help("inputs are `name` (output 0), `name:k` (output k) or `^name` (control)")
+    )]
+    MalformedInput {
+        node: String,
+        input: String,
+        #[label("malformed")]
+        span: Span,
+    },
+
+    /// A data input written after a control input. The IR keeps data inputs
+    /// before control inputs, so the export moves it.
+    #[error("node `{node}` has data input `{input}` after a control input")]
+    #[diagnostic(
+        code(tpu_rewrite::import::data_after_control),
+        severity(Warning),
+        help("TensorFlow lists data inputs first; the export will too")
+    )]
+    DataAfterControl {
+        node: String,
+        input: String,
+        #[label("after a `^` input")]
+        span: Span,
+    },
+
+    /// A part of a value the IR cannot hold; it is dropped.
+    #[error("node `{node}`: {what} is not supported and is dropped")]
+    #[diagnostic(code(tpu_rewrite::import::unsupported_value), severity(Warning))]
+    UnsupportedValue {
+        node: String,
+        what: String,
+        #[label("here")]
+        span: Span,
+    },
+
+    /// A part of the graph that one format keeps opaque and the other cannot
+    /// hold (e.g. a function library read from `.pbtxt`, exported as `.pb`).
+    #[error("the graph's `{field}` was read as {from} and cannot be written as {to}; it is left out")]
+    #[diagnostic(
+        code(tpu_rewrite::import::opaque_not_convertible),
+        severity(Warning),
+        help("function libraries are kept opaque: export in the format the graph was read from")
+    )]
+    OpaqueNotConvertible { field: &'static str, from: &'static str, to: &'static str },
+
+    /// A node a GraphDef cannot hold: the graph still has regions or
+    /// gradients calls, which the rewrite passes turn into plain ops.
+    #[error("node `{node}` is a {kind}, which a GraphDef cannot hold")]
+    #[diagnostic(
+        code(tpu_rewrite::import::not_flat),
+        severity(Warning),
+        help("run the rewrite passes before exporting a GraphDef")
+    )]
+    NotFlat {
+        node: String,
+        kind: &'static str,
+        #[label("here")]
+        span: Span,
+    },
+
+    /// A broken internal invariant: a bug in tpu-rewrite, not in the input.
+    #[error("internal error (a bug in tpu-rewrite): {message}")]
+    #[diagnostic(code(tpu_rewrite::import::internal), help("please report this with the input that caused it"))]
+    Internal {
+        message: String,
+        #[label("while handling this")]
+        span: Span,
+    },
+}

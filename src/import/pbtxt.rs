@@ -1,0 +1,868 @@
+//! A parser for GraphDefs in protobuf text format, as `str(graph_def)` and
+//! `tf.io.write_graph(..., as_text=True)` write them.
+//!
+//! Hand-written recursive descent over bytes, in one pass and without an
+//! intermediate tree: each message type knows its fields ([`TextMessage`]),
+//! so values are decoded straight into the `prost` structs of
+//! [`super::proto`]. The grammar covers what protobuf text printers emit:
+//! `field: value`, `field { ... }` (also `field: { ... }` and `< ... >`),
+//! scalar lists `field: [a, b]`, optional `,`/`;` separators, `#` comments,
+//! adjacent string literals (concatenated), C escapes (`\n`, `\ooo`, `\xNN`,
+//! `\uNNNN`, ...), enum values by name or number, floats such as `1e-05`,
+//! `inf`, `-inf`, `nan` and `1.5f`, and integers in decimal or hex.
+//!
+//! The function library and the graph debug info have large schemas that
+//! tpu-rewrite does not use; they are parsed without a schema and kept as
+//! canonical text ([`OpaqueText`]), which the printer writes back verbatim.
+//!
+//! Nesting is limited to [`MAX_DEPTH`] levels so that no input can exhaust
+//! the stack; every error carries the span of the offending text.
+
+use std::borrow::Cow;
+
+use super::error::ImportError;
+use super::proto::{
+    data_type_number, AttrValue, Dim, ExperimentalDebugInfo, FullTypeAttr, FullTypeDef, GraphDef, ListValue,
+    NameAttrList, NodeDef, TensorProto, TensorShapeProto, Value, VersionDef, FULL_TYPE_NAMES,
+};
+use crate::syntax::Span;
+
+/// The deepest message nesting the parser accepts.
+pub const MAX_DEPTH: usize = 100;
+
+type Result<T> = std::result::Result<T, ImportError>;
+
+/// Parts of a GraphDef kept as canonical protobuf text rather than decoded.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OpaqueText {
+    /// The body of `library { ... }`, one field per line, indented from 0.
+    pub library: Option<String>,
+    /// The body of `debug_info { ... }`, likewise.
+    pub debug_info: Option<String>,
+}
+
+/// Where a node and each of its inputs stand in the text.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NodeSpans {
+    pub node: Span,
+    pub inputs: Vec<Span>,
+}
+
+/// A GraphDef parsed from text, with its opaque parts and source spans.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TextGraphDef {
+    pub graph: GraphDef,
+    pub opaque: OpaqueText,
+    /// One entry per `graph.node`, in order.
+    pub spans: Vec<NodeSpans>,
+}
+
+/// Parses a GraphDef from protobuf text.
+pub fn parse_graphdef_text(src: &[u8]) -> Result<TextGraphDef> {
+    if u32::try_from(src.len()).is_err() {
+        return Err(ImportError::TooLarge { size: src.len() });
+    }
+    let mut p = Parser {
+        lex: Lexer { src, pos: 0, peeked: None },
+        depth: 0,
+        spans: Vec::new(),
+        inputs: Vec::new(),
+        last_end: 0,
+    };
+    let mut out = TextGraphDef::default();
+    while let Some((name, span)) = p.field_name(None)? {
+        match name {
+            b"node" => {
+                p.inputs.clear();
+                let node: NodeDef = p.message()?;
+                let end = p.last_end;
+                p.spans.push(NodeSpans {
+                    node: Span::new(span.start as usize, end),
+                    inputs: std::mem::take(&mut p.inputs),
+                });
+                out.graph.node.push(node);
+            }
+            b"versions" => out.graph.versions = Some(p.message()?),
+            b"version" => out.graph.version = p.scalar(Parser::int)?,
+            b"library" => out.opaque.library = Some(p.opaque_message()?),
+            b"debug_info" => out.opaque.debug_info = Some(p.opaque_message()?),
+            _ => return Err(unknown_field("GraphDef", "node, versions, version, library, debug_info", name, span)),
+        }
+    }
+    out.spans = p.spans;
+    Ok(out)
+}
+
+fn unknown_field(message: &'static str, known: &'static str, name: &[u8], span: Span) -> ImportError {
+    ImportError::UnknownField { message, field: String::from_utf8_lossy(name).into_owned(), known, span }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Tok {
+    Ident,
+    Number,
+    Str,
+    Punct(u8),
+    Eof,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Token {
+    kind: Tok,
+    start: usize,
+    end: usize,
+}
+
+impl Token {
+    fn span(&self) -> Span {
+        Span::new(self.start, self.end)
+    }
+}
+
+struct Lexer<'a> {
+    src: &'a [u8],
+    pos: usize,
+    peeked: Option<Token>,
+}
+
+fn is_ident_start(b: u8) -> bool {
+    b.is_ascii_alphabetic() || b == b'_'
+}
+
+fn is_ident_char(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
+impl<'a> Lexer<'a> {
+    fn skip_trivia(&mut self) {
+        while let Some(&b) = self.src.get(self.pos) {
+            match b {
+                b' ' | b'\n' | b'\t' | b'\r' | b'\x0c' | b'\x0b' => self.pos += 1,
+                b'#' => {
+                    while self.src.get(self.pos).is_some_and(|&c| c != b'\n') {
+                        self.pos += 1;
+                    }
+                }
+                _ => break,
+            }
+        }
+    }
+
+    fn lex(&mut self) -> Result<Token> {
+        self.skip_trivia();
+        let start = self.pos;
+        let Some(&b) = self.src.get(start) else {
+            return Ok(Token { kind: Tok::Eof, start, end: start });
+        };
+        let kind = match b {
+            b'{' | b'}' | b'<' | b'>' | b'[' | b']' | b':' | b',' | b';' => {
+                self.pos += 1;
+                Tok::Punct(b)
+            }
+            b'"' | b'\'' => {
+                self.pos += 1;
+                loop {
+                    match self.src.get(self.pos) {
+                        None | Some(b'\n') => {
+                            return Err(ImportError::UnterminatedString { span: Span::new(start, self.pos) })
+                        }
+                        Some(b'\\') => self.pos += 2,
+                        Some(&c) if c == b => {
+                            self.pos += 1;
+                            break;
+                        }
+                        Some(_) => self.pos += 1,
+                    }
+                }
+                Tok::Str
+            }
+            b'-' | b'+' | b'.' | b'0'..=b'9' => {
+                self.pos += 1;
+                while let Some(&c) = self.src.get(self.pos) {
+                    let exponent_sign = (c == b'-' || c == b'+')
+                        && matches!(self.src[self.pos - 1], b'e' | b'E')
+                        && !self.src[start..self.pos].starts_with(b"0x");
+                    if is_ident_char(c) || c == b'.' || exponent_sign {
+                        self.pos += 1;
+                    } else {
+                        break;
+                    }
+                }
+                Tok::Number
+            }
+            _ if is_ident_start(b) => {
+                while self.src.get(self.pos).is_some_and(|&c| is_ident_char(c)) {
+                    self.pos += 1;
+                }
+                Tok::Ident
+            }
+            _ => {
+                let width = std::str::from_utf8(&self.src[start..(start + 4).min(self.src.len())])
+                    .ok()
+                    .and_then(|s| s.chars().next())
+                    .map_or(1, char::len_utf8);
+                return Err(ImportError::InvalidCharacter { span: Span::new(start, start + width) });
+            }
+        };
+        Ok(Token { kind, start, end: self.pos })
+    }
+
+    fn peek(&mut self) -> Result<Token> {
+        if let Some(t) = self.peeked {
+            return Ok(t);
+        }
+        let t = self.lex()?;
+        self.peeked = Some(t);
+        Ok(t)
+    }
+
+    fn next(&mut self) -> Result<Token> {
+        match self.peeked.take() {
+            Some(t) => Ok(t),
+            None => self.lex(),
+        }
+    }
+
+    fn text(&self, t: Token) -> &'a [u8] {
+        &self.src[t.start..t.end]
+    }
+
+    fn describe(&self, t: Token) -> String {
+        match t.kind {
+            Tok::Eof => "the end of the input".to_string(),
+            Tok::Str => "a string".to_string(),
+            _ => format!("`{}`", String::from_utf8_lossy(self.text(t))),
+        }
+    }
+}
+
+/// A message the text parser can fill field by field.
+trait TextMessage: Default {
+    /// Parses the value of field `name` (its name already consumed) into `self`.
+    fn field(&mut self, p: &mut Parser<'_>, name: &[u8], span: Span) -> Result<()>;
+}
+
+struct Parser<'a> {
+    lex: Lexer<'a>,
+    depth: usize,
+    spans: Vec<NodeSpans>,
+    /// Input spans of the node being parsed.
+    inputs: Vec<Span>,
+    /// The end of the last string literal or closing brace consumed.
+    last_end: usize,
+}
+
+impl<'a> Parser<'a> {
+    fn unexpected(&self, expected: &str, t: Token) -> ImportError {
+        ImportError::UnexpectedToken { expected: expected.to_string(), found: self.lex.describe(t), span: t.span() }
+    }
+
+    fn expect_punct(&mut self, c: u8, expected: &str) -> Result<Token> {
+        let t = self.lex.next()?;
+        if t.kind == Tok::Punct(c) {
+            Ok(t)
+        } else {
+            Err(self.unexpected(expected, t))
+        }
+    }
+
+    fn eat_punct(&mut self, c: u8) -> Result<bool> {
+        if self.lex.peek()?.kind == Tok::Punct(c) {
+            self.lex.next()?;
+            Ok(true)
+        } else {
+            Ok(false)
+        }
+    }
+
+    /// The next field name, or `None` at the closing delimiter `close`
+    /// (consumed) or, at top level (`close == None`), at the end of input.
+    fn field_name(&mut self, close: Option<u8>) -> Result<Option<(&'a [u8], Span)>> {
+        loop {
+            let t = self.lex.next()?;
+            match (t.kind, close) {
+                (Tok::Punct(b',' | b';'), _) => continue,
+                (Tok::Ident, _) => return Ok(Some((self.lex.text(t), t.span()))),
+                (Tok::Eof, None) => return Ok(None),
+                (Tok::Punct(c), Some(close)) if c == close => {
+                    self.last_end = t.end;
+                    return Ok(None);
+                }
+                (_, Some(close)) => {
+                    return Err(self.unexpected(&format!("a field name or `{}`", close as char), t));
+                }
+                (_, None) => return Err(self.unexpected("a field name", t)),
+            }
+        }
+    }
+
+    /// Opens a message value: an optional `:`, then `{` or `<`. Returns the
+    /// closing delimiter.
+    fn open_message(&mut self) -> Result<u8> {
+        self.eat_punct(b':')?;
+        let t = self.lex.next()?;
+        let close = match t.kind {
+            Tok::Punct(b'{') => b'}',
+            Tok::Punct(b'<') => b'>',
+            _ => return Err(self.unexpected("`{`", t)),
+        };
+        if self.depth >= MAX_DEPTH {
+            return Err(ImportError::NestingTooDeep { limit: MAX_DEPTH, span: t.span() });
+        }
+        Ok(close)
+    }
+
+    /// Parses a message value `{ fields }`.
+    fn message<M: TextMessage>(&mut self) -> Result<M> {
+        let close = self.open_message()?;
+        self.depth += 1;
+        let mut m = M::default();
+        while let Some((name, span)) = self.field_name(Some(close))? {
+            m.field(self, name, span)?;
+        }
+        self.depth -= 1;
+        Ok(m)
+    }
+
+    /// Parses `: value` for a singular scalar field.
+    fn scalar<T>(&mut self, mut value: impl FnMut(&mut Self) -> Result<T>) -> Result<T> {
+        self.expect_punct(b':', "`:`")?;
+        value(self)
+    }
+
+    /// Parses `: value` or `: [v, ...]` for a repeated scalar field.
+    fn repeated<T>(&mut self, out: &mut Vec<T>, mut value: impl FnMut(&mut Self) -> Result<T>) -> Result<()> {
+        self.expect_punct(b':', "`:`")?;
+        if !self.eat_punct(b'[')? {
+            out.push(value(self)?);
+            return Ok(());
+        }
+        if self.eat_punct(b']')? {
+            return Ok(());
+        }
+        loop {
+            out.push(value(self)?);
+            let t = self.lex.next()?;
+            match t.kind {
+                Tok::Punct(b',') => {}
+                Tok::Punct(b']') => return Ok(()),
+                _ => return Err(self.unexpected("`,` or `]`", t)),
+            }
+        }
+    }
+
+    fn bytes(&mut self) -> Result<Vec<u8>> {
+        let t = self.lex.next()?;
+        if t.kind != Tok::Str {
+            return Err(self.unexpected("a string", t));
+        }
+        let mut out = unescape(self.lex.text(t), t.start)?.into_owned();
+        self.last_end = t.end;
+        while self.lex.peek()?.kind == Tok::Str {
+            let t = self.lex.next()?;
+            out.extend_from_slice(&unescape(self.lex.text(t), t.start)?);
+            self.last_end = t.end;
+        }
+        Ok(out)
+    }
+
+    fn string(&mut self, field: &'static str) -> Result<String> {
+        let start = self.lex.peek()?.start;
+        let bytes = self.bytes()?;
+        String::from_utf8(bytes).map_err(|_| ImportError::InvalidUtf8 { field, span: Span::new(start, self.last_end) })
+    }
+
+    fn number_token(&mut self, kind: &'static str) -> Result<(Token, &'a str)> {
+        let t = self.lex.next()?;
+        if !matches!(t.kind, Tok::Number | Tok::Ident) {
+            return Err(self.unexpected(&format!("a {kind}"), t));
+        }
+        // Number and identifier tokens are ASCII by construction.
+        let text = std::str::from_utf8(self.lex.text(t)).unwrap_or("");
+        Ok((t, text))
+    }
+
+    fn integer(&mut self, kind: &'static str) -> Result<(i128, Token, &'a str)> {
+        let (t, text) = self.number_token(kind)?;
+        let invalid = || ImportError::InvalidNumber { kind, text: text.to_string(), span: t.span() };
+        let (negative, digits) = match text.as_bytes().first() {
+            Some(b'-') => (true, &text[1..]),
+            Some(b'+') => (false, &text[1..]),
+            _ => (false, text),
+        };
+        let magnitude = if let Some(hex) = digits.strip_prefix("0x").or_else(|| digits.strip_prefix("0X")) {
+            u128::from_str_radix(hex, 16)
+        } else if digits.len() > 1 && digits.starts_with('0') {
+            u128::from_str_radix(&digits[1..], 8)
+        } else {
+            digits.parse::<u128>()
+        }
+        .map_err(|_| invalid())?;
+        let value = i128::try_from(magnitude).map_err(|_| invalid())?;
+        Ok((if negative { -value } else { value }, t, text))
+    }
+
+    fn int<T: TryFrom<i128>>(&mut self) -> Result<T> {
+        let kind = std::any::type_name::<T>();
+        let (v, t, text) = self.integer(kind)?;
+        T::try_from(v).map_err(|_| ImportError::InvalidNumber { kind, text: text.to_string(), span: t.span() })
+    }
+
+    fn float_text(&mut self, kind: &'static str) -> Result<(Token, String)> {
+        let (t, text) = self.number_token(kind)?;
+        let lower = text.to_ascii_lowercase();
+        let (sign, body) = match lower.as_bytes().first() {
+            Some(b'-') => ("-", &lower[1..]),
+            Some(b'+') => ("", &lower[1..]),
+            _ => ("", &lower[..]),
+        };
+        let body = match body {
+            "inf" | "infinity" | "inff" | "infinityf" => "inf",
+            "nan" | "nanf" => "NaN",
+            b if b.ends_with('f') && !b.starts_with("0x") => &b[..b.len() - 1],
+            b => b,
+        };
+        Ok((t, format!("{sign}{body}")))
+    }
+
+    fn f32(&mut self) -> Result<f32> {
+        let (t, text) = self.float_text("float")?;
+        text.parse::<f32>().map_err(|_| ImportError::InvalidNumber {
+            kind: "float",
+            text: self.lossy(t),
+            span: t.span(),
+        })
+    }
+
+    fn f64(&mut self) -> Result<f64> {
+        let (t, text) = self.float_text("double")?;
+        text.parse::<f64>().map_err(|_| ImportError::InvalidNumber {
+            kind: "double",
+            text: self.lossy(t),
+            span: t.span(),
+        })
+    }
+
+    fn lossy(&self, t: Token) -> String {
+        String::from_utf8_lossy(self.lex.text(t)).into_owned()
+    }
+
+    fn bool(&mut self) -> Result<bool> {
+        let t = self.lex.next()?;
+        match self.lex.text(t) {
+            b"true" | b"True" | b"t" | b"1" => Ok(true),
+            b"false" | b"False" | b"f" | b"0" => Ok(false),
+            _ => Err(self.unexpected("`true` or `false`", t)),
+        }
+    }
+
+    fn enum_value(&mut self, enum_name: &'static str, by_name: impl Fn(&str) -> Option<i32>) -> Result<i32> {
+        let t = self.lex.peek()?;
+        if t.kind == Tok::Ident {
+            self.lex.next()?;
+            let name = std::str::from_utf8(self.lex.text(t)).unwrap_or("");
+            return by_name(name).ok_or_else(|| ImportError::UnknownEnumValue {
+                enum_name,
+                value: name.to_string(),
+                span: t.span(),
+            });
+        }
+        self.int::<i32>()
+    }
+
+    fn data_type(&mut self) -> Result<i32> {
+        self.enum_value("DataType", data_type_number)
+    }
+
+    /// Parses a message without a schema into canonical text.
+    fn opaque_message(&mut self) -> Result<String> {
+        let mut out = String::new();
+        self.opaque_body(&mut out, 0)?;
+        Ok(out)
+    }
+
+    fn opaque_body(&mut self, out: &mut String, indent: usize) -> Result<()> {
+        let close = self.open_message()?;
+        self.depth += 1;
+        while let Some((name, _)) = self.field_name(Some(close))? {
+            push_indent(out, indent);
+            out.push_str(&String::from_utf8_lossy(name));
+            let colon = self.eat_punct(b':')?;
+            let t = self.lex.peek()?;
+            match t.kind {
+                Tok::Punct(b'{' | b'<') => {
+                    out.push_str(" {\n");
+                    self.opaque_body(out, indent + 1)?;
+                    push_indent(out, indent);
+                    out.push_str("}\n");
+                }
+                _ if !colon => return Err(self.unexpected("`:` or `{`", t)),
+                Tok::Punct(b'[') => {
+                    self.lex.next()?;
+                    out.push_str(": [");
+                    let mut first = true;
+                    while !self.eat_punct(b']')? {
+                        if !first {
+                            self.expect_punct(b',', "`,` or `]`")?;
+                            out.push_str(", ");
+                        }
+                        first = false;
+                        self.opaque_scalar(out)?;
+                    }
+                    out.push_str("]\n");
+                }
+                _ => {
+                    out.push_str(": ");
+                    self.opaque_scalar(out)?;
+                    out.push('\n');
+                }
+            }
+        }
+        self.depth -= 1;
+        Ok(())
+    }
+
+    fn opaque_scalar(&mut self, out: &mut String) -> Result<()> {
+        let t = self.lex.next()?;
+        match t.kind {
+            Tok::Ident | Tok::Number => out.push_str(&self.lossy(t)),
+            Tok::Str => {
+                // Validate the escapes, then keep the literal as written.
+                unescape(self.lex.text(t), t.start)?;
+                out.push_str(&self.lossy(t));
+                while self.lex.peek()?.kind == Tok::Str {
+                    let t = self.lex.next()?;
+                    unescape(self.lex.text(t), t.start)?;
+                    out.push(' ');
+                    out.push_str(&self.lossy(t));
+                }
+            }
+            _ => return Err(self.unexpected("a value", t)),
+        }
+        Ok(())
+    }
+}
+
+fn push_indent(out: &mut String, indent: usize) {
+    for _ in 0..indent {
+        out.push_str("  ");
+    }
+}
+
+/// Decodes a string literal token (quotes included) that starts at `offset`.
+fn unescape(raw: &[u8], offset: usize) -> Result<Cow<'_, [u8]>> {
+    let inner = &raw[1..raw.len() - 1];
+    if !inner.contains(&b'\\') {
+        return Ok(Cow::Borrowed(inner));
+    }
+    let mut out = Vec::with_capacity(inner.len());
+    let mut i = 0;
+    while i < inner.len() {
+        let b = inner[i];
+        if b != b'\\' {
+            out.push(b);
+            i += 1;
+            continue;
+        }
+        let esc_start = offset + 1 + i;
+        let bad = |len: usize| ImportError::InvalidEscape { span: Span::new(esc_start, esc_start + len) };
+        let Some(&c) = inner.get(i + 1) else { return Err(bad(1)) };
+        i += 2;
+        match c {
+            b'n' => out.push(b'\n'),
+            b'r' => out.push(b'\r'),
+            b't' => out.push(b'\t'),
+            b'a' => out.push(0x07),
+            b'b' => out.push(0x08),
+            b'f' => out.push(0x0c),
+            b'v' => out.push(0x0b),
+            b'\\' | b'\'' | b'"' | b'?' => out.push(c),
+            b'0'..=b'7' => {
+                let mut v: u32 = u32::from(c - b'0');
+                let mut n = 1;
+                while n < 3 && inner.get(i).is_some_and(|d| (b'0'..=b'7').contains(d)) {
+                    v = v * 8 + u32::from(inner[i] - b'0');
+                    i += 1;
+                    n += 1;
+                }
+                out.push(u8::try_from(v).map_err(|_| bad(n + 1))?);
+            }
+            b'x' | b'X' => {
+                let mut v: u32 = 0;
+                let mut n = 0;
+                while n < 2 && inner.get(i).is_some_and(u8::is_ascii_hexdigit) {
+                    v = v * 16 + char::from(inner[i]).to_digit(16).unwrap_or(0);
+                    i += 1;
+                    n += 1;
+                }
+                if n == 0 {
+                    return Err(bad(2));
+                }
+                out.push(v as u8);
+            }
+            b'u' | b'U' => {
+                let len = if c == b'u' { 4 } else { 8 };
+                let hex = inner.get(i..i + len).and_then(|h| std::str::from_utf8(h).ok());
+                let ch = hex.and_then(|h| u32::from_str_radix(h, 16).ok()).and_then(char::from_u32);
+                let Some(ch) = ch else { return Err(bad(2 + len)) };
+                let mut buf = [0u8; 4];
+                out.extend_from_slice(ch.encode_utf8(&mut buf).as_bytes());
+                i += len;
+            }
+            _ => return Err(bad(2)),
+        }
+    }
+    Ok(Cow::Owned(out))
+}
+
+impl TextMessage for NodeDef {
+    fn field(&mut self, p: &mut Parser<'_>, name: &[u8], span: Span) -> Result<()> {
+        match name {
+            b"name" => self.name = p.scalar(|p| p.string("name"))?,
+            b"op" => self.op = p.scalar(|p| p.string("op"))?,
+            b"input" => p.repeated(&mut self.input, |p| {
+                let begin = p.lex.peek()?.start;
+                let s = p.string("input")?;
+                p.inputs.push(Span::new(begin, p.last_end));
+                Ok(s)
+            })?,
+            b"device" => self.device = p.scalar(|p| p.string("device"))?,
+            b"attr" => {
+                let entry: AttrEntry = p.message()?;
+                self.attr.insert(entry.key, entry.value);
+            }
+            b"experimental_debug_info" => self.experimental_debug_info = Some(p.message()?),
+            b"experimental_type" => self.experimental_type = Some(p.message()?),
+            _ => {
+                return Err(unknown_field(
+                    "NodeDef",
+                    "name, op, input, device, attr, experimental_debug_info, experimental_type",
+                    name,
+                    span,
+                ))
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A `map<string, AttrValue>` entry.
+#[derive(Default)]
+struct AttrEntry {
+    key: String,
+    value: AttrValue,
+}
+
+impl TextMessage for AttrEntry {
+    fn field(&mut self, p: &mut Parser<'_>, name: &[u8], span: Span) -> Result<()> {
+        match name {
+            b"key" => self.key = p.scalar(|p| p.string("key"))?,
+            b"value" => self.value = p.message()?,
+            _ => return Err(unknown_field("map entry", "key, value", name, span)),
+        }
+        Ok(())
+    }
+}
+
+impl TextMessage for ExperimentalDebugInfo {
+    fn field(&mut self, p: &mut Parser<'_>, name: &[u8], span: Span) -> Result<()> {
+        match name {
+            b"original_node_names" => p.repeated(&mut self.original_node_names, |p| p.string("original_node_names")),
+            b"original_func_names" => p.repeated(&mut self.original_func_names, |p| p.string("original_func_names")),
+            _ => Err(unknown_field("ExperimentalDebugInfo", "original_node_names, original_func_names", name, span)),
+        }
+    }
+}
+
+impl TextMessage for FullTypeDef {
+    fn field(&mut self, p: &mut Parser<'_>, name: &[u8], span: Span) -> Result<()> {
+        match name {
+            b"type_id" => {
+                self.type_id = p.scalar(|p| {
+                    p.enum_value("FullTypeId", |n| FULL_TYPE_NAMES.iter().find(|e| e.0 == n).map(|e| e.1))
+                })?
+            }
+            b"args" => self.args.push(p.message()?),
+            b"s" => self.attr = Some(FullTypeAttr::S(p.scalar(|p| p.string("s"))?)),
+            b"i" => self.attr = Some(FullTypeAttr::I(p.scalar(Parser::int)?)),
+            _ => return Err(unknown_field("FullTypeDef", "type_id, args, s, i", name, span)),
+        }
+        Ok(())
+    }
+}
+
+impl TextMessage for VersionDef {
+    fn field(&mut self, p: &mut Parser<'_>, name: &[u8], span: Span) -> Result<()> {
+        match name {
+            b"producer" => self.producer = p.scalar(Parser::int)?,
+            b"min_consumer" => self.min_consumer = p.scalar(Parser::int)?,
+            b"bad_consumers" => p.repeated(&mut self.bad_consumers, Parser::int)?,
+            _ => return Err(unknown_field("VersionDef", "producer, min_consumer, bad_consumers", name, span)),
+        }
+        Ok(())
+    }
+}
+
+impl TextMessage for AttrValue {
+    fn field(&mut self, p: &mut Parser<'_>, name: &[u8], span: Span) -> Result<()> {
+        self.value = Some(match name {
+            b"list" => Value::List(Box::new(p.message()?)),
+            b"s" => Value::S(p.scalar(Parser::bytes)?),
+            b"i" => Value::I(p.scalar(Parser::int)?),
+            b"f" => Value::F(p.scalar(Parser::f32)?),
+            b"b" => Value::B(p.scalar(Parser::bool)?),
+            b"type" => Value::Type(p.scalar(Parser::data_type)?),
+            b"shape" => Value::Shape(p.message()?),
+            b"tensor" => Value::Tensor(Box::new(p.message()?)),
+            b"placeholder" => Value::Placeholder(p.scalar(|p| p.string("placeholder"))?),
+            b"func" => Value::Func(p.message()?),
+            _ => {
+                return Err(unknown_field(
+                    "AttrValue",
+                    "list, s, i, f, b, type, shape, tensor, placeholder, func",
+                    name,
+                    span,
+                ))
+            }
+        });
+        Ok(())
+    }
+}
+
+impl TextMessage for ListValue {
+    fn field(&mut self, p: &mut Parser<'_>, name: &[u8], span: Span) -> Result<()> {
+        match name {
+            b"s" => p.repeated(&mut self.s, Parser::bytes)?,
+            b"i" => p.repeated(&mut self.i, Parser::int)?,
+            b"f" => p.repeated(&mut self.f, Parser::f32)?,
+            b"b" => p.repeated(&mut self.b, Parser::bool)?,
+            b"type" => p.repeated(&mut self.r#type, Parser::data_type)?,
+            b"shape" => self.shape.push(p.message()?),
+            b"tensor" => self.tensor.push(p.message()?),
+            b"func" => self.func.push(p.message()?),
+            _ => return Err(unknown_field("ListValue", "s, i, f, b, type, shape, tensor, func", name, span)),
+        }
+        Ok(())
+    }
+}
+
+impl TextMessage for NameAttrList {
+    fn field(&mut self, p: &mut Parser<'_>, name: &[u8], span: Span) -> Result<()> {
+        match name {
+            b"name" => self.name = p.scalar(|p| p.string("name"))?,
+            b"attr" => {
+                let entry: AttrEntry = p.message()?;
+                self.attr.insert(entry.key, entry.value);
+            }
+            _ => return Err(unknown_field("NameAttrList", "name, attr", name, span)),
+        }
+        Ok(())
+    }
+}
+
+impl TextMessage for TensorShapeProto {
+    fn field(&mut self, p: &mut Parser<'_>, name: &[u8], span: Span) -> Result<()> {
+        match name {
+            b"dim" => self.dim.push(p.message()?),
+            b"unknown_rank" => self.unknown_rank = p.scalar(Parser::bool)?,
+            _ => return Err(unknown_field("TensorShapeProto", "dim, unknown_rank", name, span)),
+        }
+        Ok(())
+    }
+}
+
+impl TextMessage for Dim {
+    fn field(&mut self, p: &mut Parser<'_>, name: &[u8], span: Span) -> Result<()> {
+        match name {
+            b"size" => self.size = p.scalar(Parser::int)?,
+            b"name" => self.name = p.scalar(|p| p.string("name"))?,
+            _ => return Err(unknown_field("TensorShapeProto.Dim", "size, name", name, span)),
+        }
+        Ok(())
+    }
+}
+
+impl TextMessage for TensorProto {
+    fn field(&mut self, p: &mut Parser<'_>, name: &[u8], span: Span) -> Result<()> {
+        match name {
+            b"dtype" => self.dtype = p.scalar(Parser::data_type)?,
+            b"tensor_shape" => self.tensor_shape = Some(p.message()?),
+            b"version_number" => self.version_number = p.scalar(Parser::int)?,
+            b"tensor_content" => self.tensor_content = p.scalar(Parser::bytes)?,
+            b"half_val" => p.repeated(&mut self.half_val, Parser::int)?,
+            b"float_val" => p.repeated(&mut self.float_val, Parser::f32)?,
+            b"double_val" => p.repeated(&mut self.double_val, Parser::f64)?,
+            b"int_val" => p.repeated(&mut self.int_val, Parser::int)?,
+            b"string_val" => p.repeated(&mut self.string_val, Parser::bytes)?,
+            b"scomplex_val" => p.repeated(&mut self.scomplex_val, Parser::f32)?,
+            b"int64_val" => p.repeated(&mut self.int64_val, Parser::int)?,
+            b"bool_val" => p.repeated(&mut self.bool_val, Parser::bool)?,
+            b"dcomplex_val" => p.repeated(&mut self.dcomplex_val, Parser::f64)?,
+            b"uint32_val" => p.repeated(&mut self.uint32_val, Parser::int)?,
+            b"uint64_val" => p.repeated(&mut self.uint64_val, Parser::int)?,
+            b"float8_val" => self.float8_val = p.scalar(Parser::bytes)?,
+            _ => {
+                return Err(unknown_field(
+                    "TensorProto",
+                    "dtype, tensor_shape, version_number, tensor_content, half_val, float_val, double_val, int_val, \
+                     string_val, scomplex_val, int64_val, bool_val, dcomplex_val, uint32_val, uint64_val, float8_val",
+                    name,
+                    span,
+                ))
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_decode_to_bytes() {
+        let src = br#"node { name: "a\101\x42\n\'\"\\" op: 'X' 'Y' }"#;
+        let g = parse_graphdef_text(src).expect("parses");
+        assert_eq!(g.graph.node[0].name, "aAB\n'\"\\");
+        assert_eq!(g.graph.node[0].op, "XY");
+    }
+
+    #[test]
+    fn floats_and_enums_parse() {
+        let src = b"node { name: \"c\" attr { key: \"v\" value { list { f: [1e-05, inf, -inf, nan, 2.5f] type: DT_FLOAT type: 9 } } } }";
+        let g = parse_graphdef_text(src).expect("parses");
+        let Some(Value::List(list)) = &g.graph.node[0].attr["v"].value else { panic!("expected a list") };
+        assert_eq!(list.f[0], 1e-5);
+        assert_eq!(list.f[1], f32::INFINITY);
+        assert_eq!(list.f[2], f32::NEG_INFINITY);
+        assert!(list.f[3].is_nan());
+        assert_eq!(list.f[4], 2.5);
+        assert_eq!(list.r#type, vec![1, 9]);
+    }
+
+    #[test]
+    fn errors_carry_spans() {
+        let src = b"node { name: \"a\" bogus: 1 }";
+        let err = parse_graphdef_text(src).expect_err("unknown field");
+        assert!(matches!(err, ImportError::UnknownField { span, .. } if span == Span::new(17, 22)));
+        let err = parse_graphdef_text(b"node { name: \"a }").expect_err("unterminated");
+        assert!(matches!(err, ImportError::UnterminatedString { .. }));
+        let err = parse_graphdef_text(b"node { name: \"\\q\" }").expect_err("bad escape");
+        assert!(matches!(err, ImportError::InvalidEscape { span } if span == Span::new(14, 16)));
+        let deep = format!("node {{ {}", "attr { key: \"k\" value { func { ".repeat(40));
+        let err = parse_graphdef_text(deep.as_bytes()).expect_err("too deep");
+        assert!(matches!(err, ImportError::NestingTooDeep { .. }));
+    }
+
+    #[test]
+    fn opaque_library_is_kept_as_text() {
+        let src = b"library { function { signature { name: \"f\" } ret { key: \"a\" value: \"b\" } } }";
+        let g = parse_graphdef_text(src).expect("parses");
+        assert_eq!(
+            g.opaque.library.as_deref(),
+            Some(
+                "function {\n  signature {\n    name: \"f\"\n  }\n  ret {\n    key: \"a\"\n    value: \"b\"\n  }\n}\n"
+            )
+        );
+    }
+}

@@ -1,0 +1,364 @@
+//! GraphDef → IR: one graph `@main`, one op node per `NodeDef`, in order.
+//!
+//! Every NodeDef field is kept: name, op, device (`""` is no device), the
+//! inputs as data edges (`a`, `a:k`) and control edges (`^a`), every
+//! attribute, and the two experimental fields as encoded bytes under the
+//! reserved attribute keys [`DEBUG_INFO_ATTR`] and [`FULL_TYPE_ATTR`].
+//! The GraphDef's own fields become graph attributes (see [`graph_attr`]).
+//!
+//! Attribute values map one to one onto [`ir::AttrValue`], with these
+//! choices: a list concatenates its `s, i, f, b, type, shape, tensor, func`
+//! items in that order (the export regroups them, so a list round-trips);
+//! shape dimension names, a tensor's `version_number` and its
+//! `resource_handle_val`, `variant_val` and `float8_val` are dropped with a
+//! warning; a tensor's values go to the [`TensorData`] variant of the field
+//! that holds them, with `scomplex_val` as `Float` and `dcomplex_val` as
+//! `Double` under their complex dtype; a tensor without `tensor_shape`
+//! imports as a scalar and exports with an empty shape. An input `a:0`
+//! imports as output 0 and exports as `a`, TensorFlow's canonical spelling.
+//!
+//! Inputs are resolved after all nodes exist, so GraphDefs in any order
+//! import; a name lookup per input keeps the whole import linear.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use prost::Message;
+
+use super::error::ImportError;
+use super::pbtxt::{NodeSpans, OpaqueText};
+use super::proto::{self, GraphDef, NodeDef, TensorProto, TensorShapeProto, Value};
+use crate::ir::types::FuncRef;
+use crate::ir::{self, AttrMap, DType, Graph, Module, Node, NodeId, Shape, TensorData, TensorLit};
+use crate::syntax::Span;
+
+/// Node attribute holding the encoded `NodeDef.experimental_debug_info`.
+pub const DEBUG_INFO_ATTR: &str = ".experimental_debug_info";
+/// Node attribute holding the encoded `NodeDef.experimental_type`.
+pub const FULL_TYPE_ATTR: &str = ".experimental_type";
+
+/// Graph attribute keys for the GraphDef's own fields.
+pub mod graph_attr {
+    /// `versions.producer` (present exactly when `versions` is).
+    pub const PRODUCER: &str = "producer";
+    /// `versions.min_consumer`, when not 0.
+    pub const MIN_CONSUMER: &str = "min_consumer";
+    /// `versions.bad_consumers`, when not empty: a list of ints.
+    pub const BAD_CONSUMERS: &str = "bad_consumers";
+    /// The deprecated `version`, when not 0.
+    pub const VERSION: &str = "version";
+    /// The encoded `FunctionDefLibrary` of a binary GraphDef.
+    pub const LIBRARY: &str = "library";
+    /// The `library` of a text GraphDef, as canonical protobuf text.
+    pub const LIBRARY_PBTXT: &str = "library_pbtxt";
+    /// The encoded `GraphDebugInfo` of a binary GraphDef.
+    pub const DEBUG_INFO: &str = "debug_info";
+    /// The `debug_info` of a text GraphDef, as canonical protobuf text.
+    pub const DEBUG_INFO_PBTXT: &str = "debug_info_pbtxt";
+}
+
+/// The name of the imported IR graph.
+pub const GRAPH_NAME: &str = "main";
+
+/// Converts a decoded GraphDef into a module of one graph. `spans`, when
+/// given, has one entry per node (from the text parser).
+pub fn graphdef_to_module(
+    graph_def: GraphDef,
+    opaque: OpaqueText,
+    spans: Option<Vec<NodeSpans>>,
+) -> (Module, Vec<ImportError>) {
+    let mut errors = Vec::new();
+    let mut graph = Graph::new(GRAPH_NAME);
+    graph.attrs = graph_attrs(&graph_def, opaque);
+    let input_count: usize = graph_def.node.iter().map(|n| n.input.len()).sum();
+    graph.reserve(graph_def.node.len(), input_count);
+
+    let mut spans = spans.map(Vec::into_iter);
+    let mut interned: HashMap<String, Arc<str>> = HashMap::new();
+    let mut pending: Vec<(NodeId, Vec<String>, Vec<Span>)> = Vec::with_capacity(graph_def.node.len());
+    for node_def in graph_def.node {
+        let node_spans = spans.as_mut().and_then(Iterator::next).unwrap_or_default();
+        let NodeDef { name, op, input, device, attr, experimental_debug_info, experimental_type } = node_def;
+        let mut ctx = Ctx { node: &name, span: node_spans.node, errors: &mut errors };
+        let mut attrs = AttrMap::new();
+        for (key, value) in attr {
+            if let Some(v) = ctx.attr_value(value) {
+                attrs.insert(key, v);
+            }
+        }
+        if let Some(info) = experimental_debug_info {
+            attrs.insert(DEBUG_INFO_ATTR, ir::AttrValue::from_bytes(info.encode_to_vec()));
+        }
+        if let Some(t) = experimental_type {
+            attrs.insert(FULL_TYPE_ATTR, ir::AttrValue::from_bytes(t.encode_to_vec()));
+        }
+        let mut node = Node::op(name.as_str(), intern(&mut interned, op));
+        if !device.is_empty() {
+            node.device = Some(intern(&mut interned, device));
+        }
+        node.attrs = attrs;
+        node.span = node_spans.node;
+        match graph.add_node(node) {
+            Ok(id) => pending.push((id, input, node_spans.inputs)),
+            Err(_) => errors.push(ImportError::DuplicateNode { name, span: node_spans.node }),
+        }
+    }
+
+    for (id, inputs, input_spans) in pending {
+        let mut seen_control = false;
+        for (i, input) in inputs.iter().enumerate() {
+            let span = input_spans.get(i).copied().unwrap_or(graph.node(id).span);
+            let node_name = || graph.node(id).name.to_string();
+            let Some((name, output)) = parse_input(input) else {
+                errors.push(ImportError::MalformedInput { node: node_name(), input: input.clone(), span });
+                continue;
+            };
+            let Some(src) = graph.find(name) else {
+                errors.push(ImportError::UnknownInput {
+                    node: node_name(),
+                    input: input.clone(),
+                    name: name.to_string(),
+                    span,
+                });
+                continue;
+            };
+            match output {
+                None => {
+                    seen_control = true;
+                    graph.add_control_input(id, src, span);
+                }
+                Some(k) => {
+                    if seen_control {
+                        errors.push(ImportError::DataAfterControl { node: node_name(), input: input.clone(), span });
+                    }
+                    graph.add_data_input(id, src, k, span);
+                }
+            }
+        }
+    }
+    graph.shrink_to_fit();
+    (Module { graphs: vec![graph] }, errors)
+}
+
+fn intern(map: &mut HashMap<String, Arc<str>>, s: String) -> Arc<str> {
+    if let Some(a) = map.get(&s) {
+        return a.clone();
+    }
+    let a: Arc<str> = s.as_str().into();
+    map.insert(s, a.clone());
+    a
+}
+
+/// Splits `^a`, `a:k` and `a` into a name and `None` (control) or the output.
+fn parse_input(input: &str) -> Option<(&str, Option<u32>)> {
+    if let Some(name) = input.strip_prefix('^') {
+        return (!name.is_empty()).then_some((name, None));
+    }
+    let (name, output) = match input.rsplit_once(':') {
+        Some((name, k)) => {
+            if k.is_empty() || !k.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            (name, k.parse().ok()?)
+        }
+        None => (input, 0),
+    };
+    (!name.is_empty()).then_some((name, Some(output)))
+}
+
+fn graph_attrs(g: &GraphDef, opaque: OpaqueText) -> AttrMap {
+    use ir::AttrValue as A;
+    let mut attrs = AttrMap::new();
+    if let Some(v) = &g.versions {
+        attrs.insert(graph_attr::PRODUCER, A::Int(v.producer.into()));
+        if v.min_consumer != 0 {
+            attrs.insert(graph_attr::MIN_CONSUMER, A::Int(v.min_consumer.into()));
+        }
+        if !v.bad_consumers.is_empty() {
+            let list = v.bad_consumers.iter().map(|&b| A::Int(b.into())).collect();
+            attrs.insert(graph_attr::BAD_CONSUMERS, A::List(list));
+        }
+    }
+    if g.version != 0 {
+        attrs.insert(graph_attr::VERSION, A::Int(g.version.into()));
+    }
+    if let Some(lib) = &g.library {
+        attrs.insert(graph_attr::LIBRARY, A::from_bytes(lib.clone()));
+    }
+    if let Some(lib) = opaque.library {
+        attrs.insert(graph_attr::LIBRARY_PBTXT, A::Str(lib));
+    }
+    if let Some(info) = &g.debug_info {
+        attrs.insert(graph_attr::DEBUG_INFO, A::from_bytes(info.clone()));
+    }
+    if let Some(info) = opaque.debug_info {
+        attrs.insert(graph_attr::DEBUG_INFO_PBTXT, A::Str(info));
+    }
+    attrs
+}
+
+/// The node being converted, for warnings.
+struct Ctx<'a> {
+    node: &'a str,
+    span: Span,
+    errors: &'a mut Vec<ImportError>,
+}
+
+impl Ctx<'_> {
+    fn drop_warning(&mut self, what: impl Into<String>) {
+        self.errors.push(ImportError::UnsupportedValue {
+            node: self.node.to_string(),
+            what: what.into(),
+            span: self.span,
+        });
+    }
+
+    fn attr_value(&mut self, v: proto::AttrValue) -> Option<ir::AttrValue> {
+        use ir::AttrValue as A;
+        Some(match v.value {
+            None => {
+                self.drop_warning("an attribute value with no kind set");
+                return None;
+            }
+            Some(Value::List(list)) => {
+                let l = *list;
+                let mut items = Vec::with_capacity(
+                    l.s.len() + l.i.len() + l.f.len() + l.b.len() + l.r#type.len() + l.shape.len() + l.tensor.len(),
+                );
+                items.extend(l.s.into_iter().map(A::from_bytes));
+                items.extend(l.i.into_iter().map(A::Int));
+                items.extend(l.f.into_iter().map(A::Float));
+                items.extend(l.b.into_iter().map(A::Bool));
+                items.extend(l.r#type.into_iter().map(|t| A::Type(DType::from_number(t))));
+                for s in l.shape {
+                    items.push(A::Shape(self.shape(s)));
+                }
+                for t in l.tensor {
+                    items.push(A::Tensor(Box::new(self.tensor(t))));
+                }
+                for f in l.func {
+                    items.push(A::Func(Box::new(self.func(f))));
+                }
+                A::List(items)
+            }
+            Some(Value::S(s)) => A::from_bytes(s),
+            Some(Value::I(i)) => A::Int(i),
+            Some(Value::F(f)) => A::Float(f),
+            Some(Value::B(b)) => A::Bool(b),
+            Some(Value::Type(t)) => A::Type(DType::from_number(t)),
+            Some(Value::Shape(s)) => A::Shape(self.shape(s)),
+            Some(Value::Tensor(t)) => A::Tensor(Box::new(self.tensor(*t))),
+            Some(Value::Placeholder(p)) => A::Placeholder(p),
+            Some(Value::Func(f)) => A::Func(Box::new(self.func(f))),
+        })
+    }
+
+    fn func(&mut self, f: proto::NameAttrList) -> FuncRef {
+        let mut attrs = AttrMap::new();
+        for (key, value) in f.attr {
+            if let Some(v) = self.attr_value(value) {
+                attrs.insert(key, v);
+            }
+        }
+        FuncRef { name: f.name, attrs }
+    }
+
+    fn shape(&mut self, s: TensorShapeProto) -> Shape {
+        if s.dim.iter().any(|d| !d.name.is_empty()) {
+            self.drop_warning("a shape dimension name");
+        }
+        if s.unknown_rank {
+            if !s.dim.is_empty() {
+                self.drop_warning("the dimensions of a shape of unknown rank");
+            }
+            return Shape::unknown();
+        }
+        Shape::known(s.dim.into_iter().map(|d| d.size).collect())
+    }
+
+    fn tensor(&mut self, t: TensorProto) -> TensorLit {
+        let dtype = DType::from_number(t.dtype);
+        let shape = match t.tensor_shape {
+            Some(s) => match self.shape(s).dims {
+                Some(dims) => dims,
+                None => {
+                    self.drop_warning("the unknown rank of a tensor's shape");
+                    Vec::new()
+                }
+            },
+            None => Vec::new(),
+        };
+        if t.version_number != 0 {
+            self.drop_warning("a tensor's version_number");
+        }
+        for (len, field) in [
+            (t.resource_handle_val.len(), "resource_handle_val"),
+            (t.variant_val.len(), "variant_val"),
+            (t.float8_val.len(), "float8_val"),
+        ] {
+            if len > 0 {
+                self.drop_warning(format!("a tensor's {field}"));
+            }
+        }
+        let mut found: Vec<TensorData> = Vec::new();
+        macro_rules! take {
+            ($field:expr, $variant:ident) => {
+                if !$field.is_empty() {
+                    found.push(TensorData::$variant($field));
+                }
+            };
+        }
+        take!(t.tensor_content, Content);
+        take!(t.float_val, Float);
+        take!(t.scomplex_val, Float);
+        take!(t.double_val, Double);
+        take!(t.dcomplex_val, Double);
+        take!(t.half_val, Half);
+        take!(t.int_val, Int);
+        take!(t.int64_val, Int64);
+        take!(t.uint32_val, Uint32);
+        take!(t.uint64_val, Uint64);
+        take!(t.bool_val, Bool);
+        take!(t.string_val, Str);
+        if found.len() > 1 {
+            self.drop_warning("all but the first value field of a tensor that sets several");
+        }
+        let data = match found.into_iter().next() {
+            Some(data) => data,
+            None => empty_data(dtype),
+        };
+        TensorLit { dtype, shape, data }
+    }
+}
+
+/// The value list a tensor of `dtype` with no values would be written with.
+fn empty_data(dtype: DType) -> TensorData {
+    use crate::ir::types::Storage;
+    match dtype.storage() {
+        Storage::Float => TensorData::Float(Vec::new()),
+        Storage::Double => TensorData::Double(Vec::new()),
+        Storage::Half => TensorData::Half(Vec::new()),
+        Storage::Int => TensorData::Int(Vec::new()),
+        Storage::Int64 => TensorData::Int64(Vec::new()),
+        Storage::Uint32 => TensorData::Uint32(Vec::new()),
+        Storage::Uint64 => TensorData::Uint64(Vec::new()),
+        Storage::Bool => TensorData::Bool(Vec::new()),
+        Storage::Str => TensorData::Str(Vec::new()),
+        Storage::Opaque => TensorData::Content(Vec::new()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inputs_split_into_name_and_output() {
+        assert_eq!(parse_input("a"), Some(("a", Some(0))));
+        assert_eq!(parse_input("a/b:3"), Some(("a/b", Some(3))));
+        assert_eq!(parse_input("^a"), Some(("a", None)));
+        assert_eq!(parse_input("a:x"), None);
+        assert_eq!(parse_input("^"), None);
+        assert_eq!(parse_input(":1"), None);
+    }
+}

@@ -22,12 +22,18 @@ pub struct WindowedSource {
 impl WindowedSource {
     /// Wraps `bytes` (decoded lossily if they are not UTF-8).
     pub fn new(name: impl Into<String>, bytes: &[u8]) -> WindowedSource {
-        let text = match std::str::from_utf8(bytes) {
-            Ok(s) => s.to_string(),
-            Err(_) => {
+        WindowedSource::from_vec(name, bytes.to_vec())
+    }
+
+    /// Wraps `bytes` without copying them when they are clean UTF-8 text.
+    pub fn from_vec(name: impl Into<String>, bytes: Vec<u8>) -> WindowedSource {
+        let text = match String::from_utf8(bytes) {
+            Ok(s) => s,
+            Err(e) => {
+                let bytes = e.into_bytes();
                 // Keep byte offsets stable: replace each invalid byte by '?'.
                 let mut out = String::with_capacity(bytes.len());
-                let mut rest = bytes;
+                let mut rest = bytes.as_slice();
                 while !rest.is_empty() {
                     match std::str::from_utf8(rest) {
                         Ok(s) => {
@@ -46,8 +52,8 @@ impl WindowedSource {
                 out
             }
         };
-        // NUL bytes confuse terminals; show them as a visible character of the same width.
-        let text = text.replace('\0', " ");
+        // NUL bytes confuse terminals; show them as a character of the same width.
+        let text = if text.contains('\0') { text.replace('\0', " ") } else { text };
         WindowedSource { name: name.into(), text }
     }
 

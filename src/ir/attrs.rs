@@ -2,7 +2,11 @@
 //!
 //! Ops carry few attributes, so a sorted `Vec` beats a `BTreeMap` in memory
 //! (a B-tree leaf alone holds room for eleven entries) and in speed.
-//! Iteration is in key order, which keeps printing deterministic.
+//! Iteration is in key order, which keeps printing deterministic. Keys are
+//! `Arc<str>` so that a builder can share one allocation per distinct key
+//! across a million ops (see [`AttrMap::insert_shared`]).
+
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -12,7 +16,7 @@ use super::types::AttrValue;
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct AttrMap {
-    entries: Vec<(String, AttrValue)>,
+    entries: Vec<(Arc<str>, AttrValue)>,
 }
 
 impl AttrMap {
@@ -22,7 +26,7 @@ impl AttrMap {
     }
 
     fn position(&self, key: &str) -> Result<usize, usize> {
-        self.entries.binary_search_by(|(k, _)| k.as_str().cmp(key))
+        self.entries.binary_search_by(|(k, _)| (**k).cmp(key))
     }
 
     /// The value for `key`.
@@ -41,8 +45,19 @@ impl AttrMap {
     }
 
     /// Sets `key`, returning the previous value.
-    pub fn insert(&mut self, key: impl Into<String>, value: AttrValue) -> Option<AttrValue> {
-        let key = key.into();
+    pub fn insert(&mut self, key: impl AsRef<str>, value: AttrValue) -> Option<AttrValue> {
+        let key = key.as_ref();
+        match self.position(key) {
+            Ok(i) => Some(std::mem::replace(&mut self.entries[i].1, value)),
+            Err(i) => {
+                self.entries.insert(i, (Arc::from(key), value));
+                None
+            }
+        }
+    }
+
+    /// Sets `key` reusing a shared key allocation.
+    pub fn insert_shared(&mut self, key: Arc<str>, value: AttrValue) -> Option<AttrValue> {
         match self.position(&key) {
             Ok(i) => Some(std::mem::replace(&mut self.entries[i].1, value)),
             Err(i) => {
@@ -59,7 +74,7 @@ impl AttrMap {
 
     /// Entries in key order.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = (&str, &AttrValue)> {
-        self.entries.iter().map(|(k, v)| (k.as_str(), v))
+        self.entries.iter().map(|(k, v)| (&**k, v))
     }
 
     /// Number of entries.
@@ -106,13 +121,13 @@ impl FromIterator<(String, AttrValue)> for AttrMap {
 impl<'a> IntoIterator for &'a AttrMap {
     type Item = (&'a str, &'a AttrValue);
     type IntoIter = std::iter::Map<
-        std::slice::Iter<'a, (String, AttrValue)>,
-        fn(&'a (String, AttrValue)) -> (&'a str, &'a AttrValue),
+        std::slice::Iter<'a, (Arc<str>, AttrValue)>,
+        fn(&'a (Arc<str>, AttrValue)) -> (&'a str, &'a AttrValue),
     >;
 
     fn into_iter(self) -> Self::IntoIter {
-        fn split(e: &(String, AttrValue)) -> (&str, &AttrValue) {
-            (e.0.as_str(), &e.1)
+        fn split(e: &(Arc<str>, AttrValue)) -> (&str, &AttrValue) {
+            (&e.0, &e.1)
         }
         self.entries.iter().map(split)
     }

@@ -9,6 +9,8 @@
 //! Broken input is normal: [`build`] always returns a module, with every
 //! problem it found.
 
+use std::borrow::Cow;
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -18,21 +20,171 @@ use super::graph::{Graph, Input, Module, Node, NodeId, NodeKind, Region, RegionI
 use super::ops;
 use super::types::{AttrKind, AttrValue, DType, FuncRef, Shape, Storage, TensorData, TensorLit};
 use crate::syntax::ast;
+use crate::syntax::sink::{replay, Sink};
 use crate::syntax::Span;
 
-/// Builds the IR of a parsed module. Consumes the AST to keep memory low.
+/// Builds the IR of a parsed module.
 pub fn build(module: ast::Module<'_>) -> (Module, Vec<IrError>) {
-    let mut errors = Vec::new();
-    let mut graphs: Vec<Graph> = Vec::with_capacity(module.graphs.len());
-    let mut seen: HashMap<String, Span> = HashMap::new();
     let header: Vec<String> = module.header.iter().map(|s| s.to_string()).collect();
-    for g in module.graphs {
-        if seen.insert(g.name.to_string(), g.name_span).is_some() {
-            errors.push(IrError::DuplicateGraph { name: g.name.to_string(), span: g.name_span });
+    let builder = ModuleBuilder::new(0, 0);
+    replay(module, &builder);
+    let (mut module, errors) = builder.finish();
+    module.header = header;
+    (module, errors)
+}
+
+/// Builds IR from parse events (see [`crate::syntax::sink`]).
+pub struct ModuleBuilder {
+    state: RefCell<State>,
+}
+
+struct State {
+    graphs: Vec<Graph>,
+    current: Option<Builder>,
+    errors: Vec<IrError>,
+    seen: HashMap<String, Span>,
+    op_types: HashMap<Box<str>, Arc<str>>,
+    devices: HashMap<Box<str>, Arc<str>>,
+    keys: HashMap<Box<str>, Arc<str>>,
+    capacity_hint: (usize, usize),
+}
+
+impl ModuleBuilder {
+    /// A builder expecting about `nodes` nodes and `edges` edges.
+    pub fn new(nodes: usize, edges: usize) -> ModuleBuilder {
+        let capacity_hint = (nodes, edges);
+        ModuleBuilder {
+            state: RefCell::new(State {
+                graphs: Vec::new(),
+                current: None,
+                errors: Vec::new(),
+                seen: HashMap::new(),
+                op_types: HashMap::new(),
+                devices: HashMap::new(),
+                keys: HashMap::new(),
+                capacity_hint,
+            }),
         }
-        graphs.push(build_graph(g, &mut errors));
     }
-    (Module { header, graphs }, errors)
+
+    /// The module and every problem found.
+    pub fn finish(self) -> (Module, Vec<IrError>) {
+        let state = self.state.into_inner();
+        (Module { header: Vec::new(), graphs: state.graphs }, state.errors)
+    }
+}
+
+macro_rules! split {
+    ($state:expr, $sh:ident, $current:ident) => {
+        let st = &mut *$state.borrow_mut();
+        let State { current: $current, errors, op_types, devices, keys, .. } = st;
+        #[allow(unused_mut)]
+        let mut $sh = Shared { errors, op_types, devices, keys };
+    };
+}
+
+impl<'s> Sink<'s> for ModuleBuilder {
+    fn graph_begin(&self, name: Cow<'s, str>, name_span: Span, attrs: Vec<ast::Attr<'s>>, start: usize) {
+        let st = &mut *self.state.borrow_mut();
+        if st.seen.insert(name.to_string(), name_span).is_some() {
+            st.errors.push(IrError::DuplicateGraph { name: name.to_string(), span: name_span });
+        }
+        let mut graph = Graph::new(name.into_owned());
+        graph.span = Span::new(start, start);
+        graph.reserve(st.capacity_hint.0, st.capacity_hint.1);
+        st.capacity_hint = (0, 0);
+        let mut sh =
+            Shared { errors: &mut st.errors, op_types: &mut st.op_types, devices: &mut st.devices, keys: &mut st.keys };
+        graph.attrs = sh.attrs(None, attrs);
+        st.current = Some(Builder { graph, pending: Vec::new(), pending_returns: Vec::new(), regions: Vec::new() });
+    }
+
+    fn graph_end(&self, end: usize) {
+        let st = &mut *self.state.borrow_mut();
+        if let Some(mut b) = st.current.take() {
+            b.resolve_pending(&mut st.errors);
+            b.graph.span = Span::new(b.graph.span.start as usize, end);
+            st.graphs.push(b.graph);
+        }
+    }
+
+    fn op(&self, op: ast::OpStmt<'s>) {
+        split!(self.state, sh, current);
+        if let Some(b) = current.as_mut() {
+            b.op(&mut sh, op);
+        }
+    }
+
+    fn gradients(&self, gradients: ast::Gradients<'s>) {
+        split!(self.state, sh, current);
+        if let Some(b) = current.as_mut() {
+            b.gradients(&mut sh, gradients);
+        }
+    }
+
+    fn replicate_begin(
+        &self,
+        attrs: Vec<ast::Attr<'s>>,
+        inputs: Vec<ast::ReplicateInput<'s>>,
+        keyword_span: Span,
+        start: usize,
+    ) {
+        split!(self.state, sh, current);
+        if let Some(b) = current.as_mut() {
+            b.replicate(&mut sh, attrs, inputs, keyword_span, start);
+        }
+    }
+
+    fn outside_compilation_begin(&self, attrs: Vec<ast::Attr<'s>>, keyword_span: Span, start: usize) {
+        split!(self.state, sh, current);
+        if let Some(b) = current.as_mut() {
+            let attrs = b.attrs(&mut sh, None, attrs);
+            let parent = b.regions.last().copied();
+            let id = b.graph.add_region(Region {
+                kind: RegionKind::OutsideCompilation,
+                attrs,
+                parent,
+                seq: 0,
+                span: Span::new(start, start),
+                keyword_span,
+                return_span: None,
+            });
+            b.regions.push(id);
+        }
+    }
+
+    fn ret(&self, ret: ast::Return<'s>) {
+        let st = &mut *self.state.borrow_mut();
+        let Some(b) = st.current.as_mut() else { return };
+        let Some(&r) = b.regions.last() else {
+            st.errors.push(IrError::MalformedRegion {
+                reason: "`return` outside a replicate region".into(),
+                span: ret.span,
+            });
+            return;
+        };
+        b.graph.region_mut(r).return_span = Some(ret.span);
+        let operands = ret.values.into_iter().map(pending_operand).collect();
+        b.pending_returns.push((r, operands));
+    }
+
+    fn region_end(&self, end: usize) {
+        let st = &mut *self.state.borrow_mut();
+        if let Some(b) = st.current.as_mut() {
+            if let Some(r) = b.regions.pop() {
+                let region = b.graph.region_mut(r);
+                region.span = Span::new(region.span.start as usize, end);
+            }
+        }
+    }
+}
+
+/// The builder state a graph builder borrows: errors and interning tables.
+struct Shared<'a> {
+    errors: &'a mut Vec<IrError>,
+    op_types: &'a mut HashMap<Box<str>, Arc<str>>,
+    devices: &'a mut HashMap<Box<str>, Arc<str>>,
+    keys: &'a mut HashMap<Box<str>, Arc<str>>,
 }
 
 struct PendingOperand {
@@ -41,84 +193,27 @@ struct PendingOperand {
     span: Span,
 }
 
-struct Builder<'e> {
+struct Builder {
     graph: Graph,
-    errors: &'e mut Vec<IrError>,
     /// Nodes whose operands name nodes not declared yet.
     pending: Vec<(NodeId, Vec<PendingOperand>)>,
     /// Region outputs waiting for resolution.
     pending_returns: Vec<(RegionId, Vec<PendingOperand>)>,
-    op_types: HashMap<Box<str>, Arc<str>>,
-    devices: HashMap<Box<str>, Arc<str>>,
+    /// The open regions, innermost last.
+    regions: Vec<RegionId>,
 }
 
-fn build_graph(g: ast::Graph<'_>, errors: &mut Vec<IrError>) -> Graph {
-    let mut graph = Graph::new(g.name.to_string());
-    graph.span = g.span;
-    let mut b = Builder {
-        graph,
-        errors,
-        pending: Vec::new(),
-        pending_returns: Vec::new(),
-        op_types: HashMap::new(),
-        devices: HashMap::new(),
-    };
-    b.graph.attrs = b.attrs(None, g.attrs);
-    let estimate = g.body.len();
-    b.graph.reserve(estimate, estimate * 2);
-    b.stmts(g.body, None);
-    b.resolve_pending();
-    b.graph.shrink_to_fit();
-    b.graph
+fn intern(map: &mut HashMap<Box<str>, Arc<str>>, s: &str) -> Arc<str> {
+    if let Some(a) = map.get(s) {
+        return a.clone();
+    }
+    let a: Arc<str> = s.into();
+    map.insert(s.into(), a.clone());
+    a
 }
 
-impl Builder<'_> {
-    fn intern(map: &mut HashMap<Box<str>, Arc<str>>, s: &str) -> Arc<str> {
-        if let Some(a) = map.get(s) {
-            return a.clone();
-        }
-        let a: Arc<str> = s.into();
-        map.insert(s.into(), a.clone());
-        a
-    }
-
-    fn stmts(&mut self, stmts: Vec<ast::Stmt<'_>>, region: Option<RegionId>) {
-        for stmt in stmts {
-            match stmt {
-                ast::Stmt::Op(op) => self.op(op, region),
-                ast::Stmt::Replicate(r) => self.replicate(r, region),
-                ast::Stmt::OutsideCompilation(oc) => {
-                    let attrs = self.attrs(None, oc.attrs);
-                    let id = self.graph.add_region(Region {
-                        kind: RegionKind::OutsideCompilation,
-                        attrs,
-                        parent: region,
-                        seq: 0,
-                        span: oc.span,
-                        keyword_span: oc.keyword_span,
-                        return_span: None,
-                    });
-                    self.stmts(oc.body, Some(id));
-                }
-                ast::Stmt::Gradients(g) => self.gradients(g, region),
-                ast::Stmt::Return(ret) => {
-                    // The grammar only allows `return` last in a replicate body.
-                    let Some(r) = region else {
-                        self.errors.push(IrError::MalformedRegion {
-                            reason: "`return` outside a replicate region".into(),
-                            span: ret.span,
-                        });
-                        continue;
-                    };
-                    self.graph.region_mut(r).return_span = Some(ret.span);
-                    let operands = ret.values.into_iter().map(pending_operand).collect();
-                    self.pending_returns.push((r, operands));
-                }
-            }
-        }
-    }
-
-    fn declare(&mut self, node: Node, operands: Vec<PendingOperand>) -> Option<NodeId> {
+impl Builder {
+    fn declare(&mut self, sh: &mut Shared<'_>, node: Node, operands: Operands<'_>) -> Option<NodeId> {
         let span = node.span;
         let name = node.name.clone();
         match self.graph.add_node(node) {
@@ -128,34 +223,40 @@ impl Builder<'_> {
             }
             Err(taken) => {
                 let first = self.graph.node(taken.0).span;
-                self.errors.push(IrError::DuplicateName { name: name.to_string(), span, first });
+                sh.errors.push(IrError::DuplicateName { name: name.to_string(), span, first });
                 None
             }
         }
     }
 
     /// Wires operands now if all are declared, else defers the whole list.
-    fn wire(&mut self, id: NodeId, operands: Vec<PendingOperand>) {
-        if operands.is_empty() {
-            return;
-        }
-        if operands.iter().all(|o| self.graph.find(&o.name).is_some()) {
-            for o in operands {
-                let src = self.graph.find(&o.name).expect("checked above");
-                self.graph.add_input(id, Input { src, output: o.output, span: o.span });
+    fn wire(&mut self, id: NodeId, operands: Operands<'_>) {
+        match operands {
+            Operands::Refs(refs) => {
+                if refs.is_empty() {
+                    return;
+                }
+                let resolved: Option<Vec<NodeId>> = refs.iter().map(|r| self.graph.find(&r.name.text)).collect();
+                match resolved {
+                    Some(srcs) => {
+                        for (src, r) in srcs.into_iter().zip(&refs) {
+                            let output = if r.control { None } else { Some(r.output.unwrap_or(0)) };
+                            self.graph.add_input(id, Input { src, output, span: r.span });
+                        }
+                    }
+                    None => self.pending.push((id, refs.into_iter().map(pending_operand).collect())),
+                }
             }
-        } else {
-            self.pending.push((id, operands));
         }
     }
 
-    fn resolve_pending(&mut self) {
+    fn resolve_pending(&mut self, errors: &mut Vec<IrError>) {
         let pending = std::mem::take(&mut self.pending);
         for (id, operands) in pending {
             for o in operands {
                 match self.graph.find(&o.name) {
                     Some(src) => self.graph.add_input(id, Input { src, output: o.output, span: o.span }),
-                    None => self.unknown(&o),
+                    None => self.unknown(errors, &o),
                 }
             }
         }
@@ -165,7 +266,7 @@ impl Builder<'_> {
             for o in operands {
                 match self.graph.find(&o.name) {
                     Some(node) => values.push(ValueRef { node, output: o.output, span: o.span }),
-                    None => self.unknown(&o),
+                    None => self.unknown(errors, &o),
                 }
             }
             if let RegionKind::Replicate { outputs, .. } = &mut self.graph.region_mut(region).kind {
@@ -174,45 +275,51 @@ impl Builder<'_> {
         }
     }
 
-    fn unknown(&mut self, o: &PendingOperand) {
+    fn unknown(&self, errors: &mut Vec<IrError>, o: &PendingOperand) {
         let help = match closest_name(&self.graph, &o.name) {
             Some(near) => format!("did you mean `%{near}`?"),
             None => "declare the node with `%name = OpType(...)`".to_string(),
         };
-        self.errors.push(IrError::UnknownInput { name: o.name.to_string(), help, span: o.span });
+        errors.push(IrError::UnknownInput { name: o.name.to_string(), help, span: o.span });
     }
 
-    fn op(&mut self, op: ast::OpStmt<'_>, region: Option<RegionId>) {
-        let op_type = Self::intern(&mut self.op_types, op.op_type);
-        let device = op.device.map(|(d, _)| Self::intern(&mut self.devices, &d));
-        let attrs = self.attrs(Some(op.op_type), op.attrs);
+    fn op(&mut self, sh: &mut Shared<'_>, op: ast::OpStmt<'_>) {
+        let op_type = intern(sh.op_types, op.op_type);
+        let device = op.device.map(|(d, _)| intern(sh.devices, &d));
+        let attrs = sh.attrs(Some(op.op_type), op.attrs);
         let node = Node {
             name: op.name.text.as_ref().into(),
             kind: NodeKind::Op,
             op: op_type,
             device,
             attrs,
-            region,
+            region: self.regions.last().copied(),
             seq: 0,
             span: op.span,
         };
-        let operands = op.inputs.into_iter().map(pending_operand).collect();
-        self.declare(node, operands);
+        self.declare(sh, node, Operands::Refs(op.inputs));
     }
 
-    fn replicate(&mut self, r: ast::Replicate<'_>, parent: Option<RegionId>) {
-        let attrs = self.attrs(None, r.attrs);
+    fn replicate(
+        &mut self,
+        sh: &mut Shared<'_>,
+        attrs: Vec<ast::Attr<'_>>,
+        inputs: Vec<ast::ReplicateInput<'_>>,
+        keyword_span: Span,
+        start: usize,
+    ) {
+        let attrs = sh.attrs(None, attrs);
         let id = self.graph.add_region(Region {
             kind: RegionKind::Replicate { inputs: Vec::new(), outputs: Vec::new() },
             attrs,
-            parent,
+            parent: self.regions.last().copied(),
             seq: 0,
-            span: r.span,
-            keyword_span: r.keyword_span,
+            span: Span::new(start, start),
+            keyword_span,
             return_span: None,
         });
-        let mut inputs = Vec::with_capacity(r.inputs.len());
-        for (index, input) in r.inputs.into_iter().enumerate() {
+        let mut nodes = Vec::with_capacity(inputs.len());
+        for (index, input) in inputs.into_iter().enumerate() {
             let node = Node {
                 name: input.name.text.as_ref().into(),
                 kind: NodeKind::RegionInput { region: id, index: index as u32 },
@@ -223,38 +330,47 @@ impl Builder<'_> {
                 seq: 0,
                 span: input.span,
             };
-            let operands = input.operands.into_iter().map(pending_operand).collect();
-            if let Some(node) = self.declare(node, operands) {
-                inputs.push(node);
+            if let Some(node) = self.declare(sh, node, Operands::Refs(input.operands)) {
+                nodes.push(node);
             }
         }
         if let RegionKind::Replicate { inputs: slot, .. } = &mut self.graph.region_mut(id).kind {
-            *slot = inputs;
+            *slot = nodes;
         }
-        self.stmts(r.body, Some(id));
+        self.regions.push(id);
     }
 
-    fn gradients(&mut self, g: ast::Gradients<'_>, region: Option<RegionId>) {
+    fn gradients(&mut self, sh: &mut Shared<'_>, g: ast::Gradients<'_>) {
         let num_ys = g.ys.len() as u32;
         let num_xs = g.xs.len() as u32;
         let has_grad_ys = g.grad_ys.is_some();
-        let mut operands: Vec<PendingOperand> = Vec::new();
-        operands.extend(g.ys.into_iter().map(pending_operand));
-        operands.extend(g.xs.into_iter().map(pending_operand));
-        operands.extend(g.grad_ys.into_iter().flatten().map(pending_operand));
+        let mut operands = g.ys;
+        operands.extend(g.xs);
+        operands.extend(g.grad_ys.into_iter().flatten());
         let node = Node {
             name: g.name.text.as_ref().into(),
             kind: NodeKind::Gradients { num_ys, num_xs, has_grad_ys },
             op: "gradients".into(),
             device: None,
             attrs: AttrMap::new(),
-            region,
+            region: self.regions.last().copied(),
             seq: 0,
             span: g.span,
         };
-        self.declare(node, operands);
+        self.declare(sh, node, Operands::Refs(operands));
     }
 
+    fn attrs(&mut self, sh: &mut Shared<'_>, op: Option<&str>, attrs: Vec<ast::Attr<'_>>) -> AttrMap {
+        sh.attrs(op, attrs)
+    }
+}
+
+/// Operands as written.
+enum Operands<'s> {
+    Refs(Vec<ast::InputRef<'s>>),
+}
+
+impl Shared<'_> {
     fn attrs(&mut self, op: Option<&str>, attrs: Vec<ast::Attr<'_>>) -> AttrMap {
         let mut map = AttrMap::new();
         let mut spans: Vec<(String, Span)> = Vec::new();
@@ -282,7 +398,7 @@ impl Builder<'_> {
                 continue;
             }
             spans.push((attr.key.to_string(), attr.key_span));
-            map.insert(attr.key.into_owned(), value);
+            map.insert_shared(intern(self.keys, &attr.key), value);
         }
         map.shrink_to_fit();
         map

@@ -11,13 +11,16 @@
 //! the rewrite passes turn them into plain ops carrying `_tpu_replicate`
 //! and `_xla_outside_compilation`, after which a graph has no regions.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
 use petgraph::stable_graph::{EdgeIndex, NodeIndex, StableDiGraph};
 use petgraph::visit::EdgeRef;
 use petgraph::Direction;
+use std::hash::BuildHasher;
+
+use hashbrown::HashTable;
+use rustc_hash::FxBuildHasher;
 
 use super::attrs::AttrMap;
 use super::types::AttrValue;
@@ -185,8 +188,46 @@ pub struct Graph {
     pub span: Span,
     pub regions: Vec<Region>,
     graph: StableDiGraph<Node, Edge, u32>,
-    names: HashMap<Arc<str>, NodeId>,
+    names: NameTable,
     next_seq: u64,
+}
+
+/// The name → node index of a graph.
+///
+/// It stores only node ids (4 bytes a slot) and hashes the names held by
+/// the nodes themselves, so a name is stored once per graph.
+#[derive(Clone, Debug, Default)]
+struct NameTable {
+    table: HashTable<NodeId>,
+}
+
+fn hash_name(name: &str) -> u64 {
+    FxBuildHasher.hash_one(name)
+}
+
+impl NameTable {
+    fn get(&self, nodes: &StableDiGraph<Node, Edge, u32>, name: &str) -> Option<NodeId> {
+        self.table.find(hash_name(name), |id| &*nodes[id.0].name == name).copied()
+    }
+
+    fn insert(&mut self, nodes: &StableDiGraph<Node, Edge, u32>, id: NodeId) {
+        let hash = hash_name(&nodes[id.0].name);
+        self.table.insert_unique(hash, id, |other| hash_name(&nodes[other.0].name));
+    }
+
+    fn remove(&mut self, nodes: &StableDiGraph<Node, Edge, u32>, name: &str) {
+        if let Ok(entry) = self.table.find_entry(hash_name(name), |id| &*nodes[id.0].name == name) {
+            entry.remove();
+        }
+    }
+
+    fn reserve(&mut self, nodes: &StableDiGraph<Node, Edge, u32>, additional: usize) {
+        self.table.reserve(additional, |id| hash_name(&nodes[id.0].name));
+    }
+
+    fn shrink_to_fit(&mut self, nodes: &StableDiGraph<Node, Edge, u32>) {
+        self.table.shrink_to_fit(|id| hash_name(&nodes[id.0].name));
+    }
 }
 
 /// A module: the graphs of one file.
@@ -223,25 +264,24 @@ impl Graph {
     pub fn reserve(&mut self, nodes: usize, edges: usize) {
         self.graph.reserve_nodes(nodes);
         self.graph.reserve_edges(edges);
-        self.names.reserve(nodes);
+        self.names.reserve(&self.graph, nodes);
     }
 
     /// Adds a node at the end of the text order.
     pub fn add_node(&mut self, mut node: Node) -> Result<NodeId, NameTaken> {
-        if let Some(&existing) = self.names.get(&node.name) {
+        if let Some(existing) = self.names.get(&self.graph, &node.name) {
             return Err(NameTaken(existing));
         }
         node.seq = self.next_seq;
         self.next_seq += 1;
-        let name = node.name.clone();
         let id = NodeId(self.graph.add_node(node));
-        self.names.insert(name, id);
+        self.names.insert(&self.graph, id);
         Ok(id)
     }
 
     /// Adds a node, making its name unique with `_1`, `_2`, ... if taken.
     pub fn add_node_unique(&mut self, mut node: Node) -> NodeId {
-        if self.names.contains_key(&node.name) {
+        if self.names.get(&self.graph, &node.name).is_some() {
             node.name = self.unique_name(&node.name).into();
         }
         self.add_node(node).expect("name was made unique")
@@ -274,18 +314,18 @@ impl Graph {
 
     /// TensorFlow's unique-name rule: `base` if free, else `base_1`, `base_2`, ...
     pub fn unique_name(&self, base: &str) -> String {
-        if !self.names.contains_key(base) {
+        if self.names.get(&self.graph, base).is_none() {
             return base.to_string();
         }
         (1..)
             .map(|i| format!("{base}_{i}"))
-            .find(|candidate| !self.names.contains_key(candidate.as_str()))
+            .find(|candidate| self.names.get(&self.graph, candidate).is_none())
             .expect("an unbounded search finds a free name")
     }
 
     /// The node named `name`.
     pub fn find(&self, name: &str) -> Option<NodeId> {
-        self.names.get(name).copied()
+        self.names.get(&self.graph, name)
     }
 
     /// The node for `id`.
@@ -305,24 +345,24 @@ impl Graph {
 
     /// Renames a node. Fails if the new name is taken by another node.
     pub fn rename(&mut self, id: NodeId, name: &str) -> Result<(), NameTaken> {
-        if let Some(&other) = self.names.get(name) {
+        if let Some(other) = self.names.get(&self.graph, name) {
             if other == id {
                 return Ok(());
             }
             return Err(NameTaken(other));
         }
-        let new: Arc<str> = name.into();
-        let old = std::mem::replace(&mut self.graph[id.0].name, new.clone());
-        self.names.remove(&old);
-        self.names.insert(new, id);
+        let old = self.graph[id.0].name.clone();
+        self.names.remove(&self.graph, &old);
+        self.graph[id.0].name = name.into();
+        self.names.insert(&self.graph, id);
         Ok(())
     }
 
     /// Removes a node and all its edges.
     pub fn remove_node(&mut self, id: NodeId) -> Option<Node> {
-        let node = self.graph.remove_node(id.0)?;
-        self.names.remove(&node.name);
-        Some(node)
+        let name = self.graph.node_weight(id.0)?.name.clone();
+        self.names.remove(&self.graph, &name);
+        self.graph.remove_node(id.0)
     }
 
     /// Number of nodes.
@@ -480,6 +520,6 @@ impl Graph {
     /// Frees spare capacity after bulk construction.
     pub fn shrink_to_fit(&mut self) {
         self.graph.shrink_to_fit();
-        self.names.shrink_to_fit();
+        self.names.shrink_to_fit(&self.graph);
     }
 }

@@ -24,8 +24,14 @@ use crate::syntax::SyntaxError;
 /// Returns the module with the IR problems (possibly empty), or the syntax
 /// error that stopped parsing.
 pub fn parse_module(source: &[u8]) -> Result<(Module, Vec<IrError>), SyntaxError> {
-    let ast = crate::syntax::parse_bytes(source)?;
-    let (module, mut errors) = from_ast::build(ast);
+    let text = crate::syntax::check_text(source)?;
+    // Reserve once instead of growing: statements are lines, operands `%`s.
+    let lines = memchr::memchr_iter(b'\n', source).count() + 1;
+    let percents = memchr::memchr_iter(b'%', source).count();
+    let builder = from_ast::ModuleBuilder::new(lines, percents.saturating_sub(lines));
+    let header = crate::syntax::parse_into(text, &builder)?;
+    let (mut module, mut errors) = builder.finish();
+    module.header = header.into_iter().map(str::to_string).collect();
     // The builder already reported attribute kinds with precise spans.
     let reported: Vec<(String, String)> = errors
         .iter()

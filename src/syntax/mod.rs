@@ -7,6 +7,7 @@ pub mod ast;
 pub mod error;
 pub mod lexer;
 pub mod literal;
+pub mod sink;
 pub mod span;
 
 #[allow(clippy::all, clippy::pedantic, unused_parens, unused_qualifications)]
@@ -21,35 +22,50 @@ pub use span::Span;
 
 /// Parses `.opg` source bytes. Checks UTF-8 and size first.
 pub fn parse_bytes(bytes: &[u8]) -> Result<ast::Module<'_>, SyntaxError> {
-    if bytes.len() >= u32::MAX as usize {
-        return Err(SyntaxError::TooLarge { span: Span::new(u32::MAX as usize - 1, u32::MAX as usize) });
-    }
-    match std::str::from_utf8(bytes) {
-        Ok(text) => parse(text),
-        Err(e) => {
-            let start = e.valid_up_to();
-            let len = e.error_len().unwrap_or(bytes.len() - start).max(1);
-            Err(SyntaxError::InvalidUtf8 { span: Span::new(start, start + len) })
-        }
-    }
+    parse(check_text(bytes)?)
 }
 
 /// Parses `.opg` source text into an AST.
 pub fn parse(source: &str) -> Result<ast::Module<'_>, SyntaxError> {
+    let tree = sink::TreeSink::default();
+    let header = parse_into(source, &tree)?;
+    Ok(ast::Module { header, graphs: tree.finish() })
+}
+
+/// Parses `.opg` source text, streaming statements into `sink`.
+///
+/// Returns the module's header comment lines. On error the sink may have
+/// seen part of the input; callers discard what it built.
+pub fn parse_into<'s>(source: &'s str, sink: &dyn sink::Sink<'s>) -> Result<Vec<&'s str>, SyntaxError> {
     if source.len() >= u32::MAX as usize {
         return Err(SyntaxError::TooLarge { span: Span::new(u32::MAX as usize - 1, u32::MAX as usize) });
     }
-    if let Some(pos) = source.find('\0') {
+    if let Some(pos) = memchr_nul(source) {
         return Err(SyntaxError::NulByte { span: Span::new(pos, pos + 1) });
     }
     let lexer = lexer::Lexer::new(source);
-    let mut module = grammar::ModuleParser::new().parse(lexer).map_err(|e| convert_error(e, source))?;
-    module.header = header_comments(source);
-    if module.graphs.is_empty() {
+    let graphs = grammar::ModuleParser::new().parse(sink, lexer).map_err(|e| convert_error(e, source))?;
+    if graphs == 0 {
         let span = eof_span(source, source.len());
         return Err(SyntaxError::Empty { span });
     }
-    Ok(module)
+    Ok(header_comments(source))
+}
+
+fn memchr_nul(source: &str) -> Option<usize> {
+    source.as_bytes().iter().position(|&b| b == 0)
+}
+
+/// Checks size and UTF-8 of source bytes.
+pub fn check_text(bytes: &[u8]) -> Result<&str, SyntaxError> {
+    if bytes.len() >= u32::MAX as usize {
+        return Err(SyntaxError::TooLarge { span: Span::new(u32::MAX as usize - 1, u32::MAX as usize) });
+    }
+    std::str::from_utf8(bytes).map_err(|e| {
+        let start = e.valid_up_to();
+        let len = e.error_len().unwrap_or(bytes.len() - start).max(1);
+        SyntaxError::InvalidUtf8 { span: Span::new(start, start + len) }
+    })
 }
 
 /// The `//` comment lines before the first token, without the `//`.

@@ -2,6 +2,8 @@
 //!
 //! One enum for the whole passes layer. Codes are `tpu_rewrite::passes::*`.
 //! Warnings carry `severity(Warning)`; `Internal` means a bug in tpu-rewrite.
+//! Messages reuse TensorFlow's wording where TensorFlow has one, so users
+//! who know `tpu.replicate` recognise them.
 
 use miette::Diagnostic;
 use thiserror::Error;
@@ -11,6 +13,224 @@ use crate::syntax::Span;
 /// An error or warning raised by a rewrite pass.
 #[derive(Debug, Clone, Error, Diagnostic, PartialEq)]
 pub enum PassError {
+    /// A replicate region inside another replicate region.
+    #[error("TPU computations cannot be nested")]
+    #[diagnostic(
+        code(tpu_rewrite::passes::nested_replicate),
+        help("move the inner `replicate` out of the outer one; a TPU computation is replicated exactly once")
+    )]
+    NestedReplicate {
+        #[label("this replicate region")]
+        span: Span,
+        #[label("is inside this replicate region")]
+        outer: Span,
+    },
+
+    /// An op inside a replicate region already belongs to a cluster.
+    #[error("TPU computations cannot be nested: `%{node}` already belongs to cluster `{cluster}`")]
+    #[diagnostic(
+        code(tpu_rewrite::passes::already_in_cluster),
+        help("remove the `_tpu_replicate` attribute; the rewrite assigns it")
+    )]
+    AlreadyInCluster {
+        node: String,
+        cluster: String,
+        #[label("already tagged `_tpu_replicate = \"{cluster}\"`")]
+        span: Span,
+    },
+
+    /// An outside_compilation block inside another one.
+    #[error("Cannot nest outside_compilation clusters")]
+    #[diagnostic(
+        code(tpu_rewrite::passes::nested_outside_compilation),
+        help("merge the inner block into the outer one, or place them one after the other")
+    )]
+    NestedOutsideCompilation {
+        #[label("this outside_compilation block")]
+        span: Span,
+        #[label("is inside this outside_compilation block")]
+        outer: Span,
+    },
+
+    /// An outside_compilation block that is not inside any replicate region.
+    #[error("outside_compilation block outside any replicate region: its ops are left untagged")]
+    #[diagnostic(
+        code(tpu_rewrite::passes::outside_compilation_outside_cluster),
+        severity(Warning),
+        help("outside_compilation only has meaning inside a `replicate` region; outside one, ops already run on the host")
+    )]
+    OutsideCompilationOutsideCluster {
+        #[label("not inside a replicate region")]
+        span: Span,
+    },
+
+    /// A replicate region the passes cannot rewrite.
+    #[error("malformed replicate region: {reason}")]
+    #[diagnostic(code(tpu_rewrite::passes::malformed_region))]
+    MalformedRegion {
+        reason: String,
+        #[label("{reason}")]
+        span: Span,
+    },
+
+    /// A replicated input whose per-replica operand count is not the replica count.
+    #[error("replicated input `%{input}` has {found} per-replica operand(s), but num_replicas is {expected}")]
+    #[diagnostic(
+        code(tpu_rewrite::passes::replicated_input_count),
+        help("give one operand per replica, in replica order")
+    )]
+    ReplicatedInputCount {
+        input: String,
+        expected: i64,
+        found: usize,
+        #[label("{found} operand(s)")]
+        span: Span,
+    },
+
+    /// A replicated output whose result count is not the replica count.
+    #[error("replicated output `%{output}` has {found} result(s), but cluster `{cluster}` has num_replicas {expected}")]
+    #[diagnostic(
+        code(tpu_rewrite::passes::replicated_output_count),
+        help("set `num_replicas` of the TPUReplicatedOutput to the cluster's replica count")
+    )]
+    ReplicatedOutputCount {
+        output: String,
+        cluster: String,
+        expected: i64,
+        found: i64,
+        #[label("{found} result(s)")]
+        span: Span,
+    },
+
+    /// A `return` that mixes tensors and ops in the wrong order.
+    #[error("TPU computations must return zero or more tensors followed by zero or more operations")]
+    #[diagnostic(
+        code(tpu_rewrite::passes::return_order),
+        help("list the tensors first, then the `^%op` control outputs")
+    )]
+    ReturnOrder {
+        #[label("a tensor after an operation")]
+        span: Span,
+    },
+
+    /// A pass ran without a pass it depends on.
+    #[error("pass `{pass}` needs pass `{needs}` to run before it")]
+    #[diagnostic(
+        code(tpu_rewrite::passes::missing_prerequisite),
+        help("run the passes in pipeline order; `--passes` keeps that order but does not add missing passes")
+    )]
+    MissingPrerequisite {
+        pass: &'static str,
+        needs: &'static str,
+        #[label("not yet handled by `{needs}`")]
+        span: Span,
+    },
+
+    /// Ops of a cluster that cannot be compiled for the TPU.
+    #[error("{count} unsupported operations found:\n{listing}")]
+    #[diagnostic(
+        code(tpu_rewrite::passes::unsupported_ops),
+        severity(Warning),
+        help("wrap host-only ops in `outside_compilation {{ ... }}` so they run on the host")
+    )]
+    UnsupportedOps {
+        cluster: String,
+        count: usize,
+        /// `  Type (name)` lines, at most five, then `... and M more`.
+        listing: String,
+        #[label("first unsupported operation in cluster `{cluster}`")]
+        span: Span,
+    },
+
+    /// A feed or fetch that the feed/fetch rule forbids.
+    #[error("cannot {access} `%{node}` (the feed/fetch rule): {reason}")]
+    #[diagnostic(
+        code(tpu_rewrite::passes::feed_fetch),
+        help(
+            "the feed/fetch rule: an op of a TPU cluster may be fed or fetched only when it is in an \
+             outside_compilation cluster of a computation with num_replicas = 1; fetch the replicated \
+             outputs `output_<i>_shard_<r>` instead"
+        )
+    )]
+    FeedFetch {
+        /// `feed` or `fetch`.
+        access: &'static str,
+        node: String,
+        reason: String,
+        #[label("compiled as part of a TPU cluster")]
+        span: Span,
+    },
+
+    /// A cluster without its TPUReplicateMetadata op.
+    #[error("TPU cluster `{cluster}` has no TPUReplicateMetadata op")]
+    #[diagnostic(
+        code(tpu_rewrite::passes::missing_metadata),
+        help("every `_tpu_replicate` cluster needs one `TPUReplicateMetadata` op carrying `num_replicas`")
+    )]
+    MissingMetadata {
+        cluster: String,
+        #[label("first op of cluster `{cluster}`")]
+        span: Span,
+    },
+
+    /// A cluster with two TPUReplicateMetadata ops.
+    #[error("TPU cluster `{cluster}` has more than one TPUReplicateMetadata op")]
+    #[diagnostic(code(tpu_rewrite::passes::duplicate_metadata), help("keep exactly one metadata op per cluster"))]
+    DuplicateMetadata {
+        cluster: String,
+        #[label("another metadata op")]
+        span: Span,
+        #[label("first metadata op")]
+        first: Span,
+    },
+
+    /// A TPUReplicateMetadata op with unusable attributes.
+    #[error("TPUReplicateMetadata of cluster `{cluster}` is invalid: {reason}")]
+    #[diagnostic(code(tpu_rewrite::passes::invalid_metadata))]
+    InvalidMetadata {
+        cluster: String,
+        reason: String,
+        #[label("{reason}")]
+        span: Span,
+    },
+
+    /// An op tagged outside-compilation that belongs to no cluster.
+    #[error("`%{node}` has `_xla_outside_compilation = \"{oc}\"` but no `_tpu_replicate`")]
+    #[diagnostic(
+        code(tpu_rewrite::passes::outside_compilation_without_cluster),
+        help("an outside_compilation cluster lives inside a TPU cluster; add `_tpu_replicate` or drop the tag")
+    )]
+    OutsideCompilationWithoutCluster {
+        node: String,
+        oc: String,
+        #[label("tagged outside_compilation only")]
+        span: Span,
+    },
+
+    /// A TPU system op whose operands or attributes are malformed.
+    #[error("malformed `{op}` op `%{node}`: {reason}")]
+    #[diagnostic(code(tpu_rewrite::passes::malformed_tpu_op))]
+    MalformedTpuOp {
+        op: String,
+        node: String,
+        reason: String,
+        #[label("{reason}")]
+        span: Span,
+    },
+
+    /// An op outside a cluster that depends on it and feeds back into it.
+    #[error("cyclic dependency with compilation cluster `{cluster}`: {path}")]
+    #[diagnostic(
+        code(tpu_rewrite::passes::cluster_cycle),
+        help("a cluster runs as one step: nothing outside it may both consume its results and feed it")
+    )]
+    ClusterCycle {
+        cluster: String,
+        path: String,
+        #[label("leaves the cluster and comes back")]
+        span: Span,
+    },
+
     /// A broken internal invariant: a bug in tpu-rewrite, not in the input.
     #[error("internal error (a bug in tpu-rewrite): {message}")]
     #[diagnostic(code(tpu_rewrite::passes::internal), help("please report this with the input that caused it"))]
@@ -19,4 +239,11 @@ pub enum PassError {
         #[label("while handling this")]
         span: Span,
     },
+}
+
+impl PassError {
+    /// True for warnings, which do not stop the pipeline.
+    pub fn is_warning(&self) -> bool {
+        matches!(self.severity(), Some(miette::Severity::Warning | miette::Severity::Advice))
+    }
 }

@@ -1,6 +1,309 @@
 //! Rewrite passes over the IR and the pass manager that runs them.
+//!
+//! The authoring passes turn `replicate` / `outside_compilation` regions
+//! into flat ops tagged as TensorFlow's `tpu.replicate` tags them; the last
+//! pass, [`form_clusters`](form_clusters::form_clusters), reads the clusters
+//! back from the tags (for rewritten and imported graphs alike) and is what
+//! lowering consumes. [`PIPELINE`] lists the passes in order; every pass
+//! leaves graphs without regions unchanged, so running the pipeline on its
+//! own output changes nothing.
 
+pub mod common;
 pub mod error;
+pub mod fan_in;
+pub mod fan_out;
+pub mod feed_fetch;
+pub mod flatten;
+pub mod form_clusters;
 pub mod gradients;
+pub mod host_compute_core;
+pub mod metadata;
+pub mod outside_compilation;
+pub mod replicate_clustering;
+pub mod unsupported_ops;
+
+use std::time::{Duration, Instant};
 
 pub use error::PassError;
+pub use form_clusters::{form_clusters, ReplicateCluster};
+pub use gradients::GradientsConfig;
+
+use crate::ir::{Graph, IrError, Module};
+
+/// A pass of the pipeline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Pass {
+    ReplicateClustering,
+    OutsideCompilation,
+    Gradients,
+    FanIn,
+    Metadata,
+    FanOut,
+    HostComputeCore,
+    UnsupportedOps,
+    FormClusters,
+}
+
+/// The pipeline, in order.
+pub const PIPELINE: &[Pass] = &[
+    Pass::ReplicateClustering,
+    Pass::OutsideCompilation,
+    Pass::Gradients,
+    Pass::FanIn,
+    Pass::Metadata,
+    Pass::HostComputeCore,
+    Pass::FanOut,
+    Pass::UnsupportedOps,
+    Pass::FormClusters,
+];
+
+const NAMES: &[&str] = &[
+    "replicate-clustering",
+    "outside-compilation",
+    "gradients",
+    "fan-in",
+    "metadata",
+    "host-compute-core",
+    "fan-out",
+    "unsupported-ops",
+    "form-clusters",
+];
+
+/// The names of the passes in pipeline order, as `--passes` takes them.
+pub fn pass_names() -> &'static [&'static str] {
+    NAMES
+}
+
+impl Pass {
+    /// The pass's name on the command line.
+    pub fn name(self) -> &'static str {
+        let i = PIPELINE.iter().position(|p| *p == self).unwrap_or(0);
+        NAMES[i]
+    }
+
+    /// The pass called `name`.
+    pub fn from_name(name: &str) -> Option<Pass> {
+        NAMES.iter().position(|n| *n == name).map(|i| PIPELINE[i])
+    }
+
+    /// Runs the pass on one graph.
+    fn run(self, graph: &mut Graph, config: &PipelineConfig, clusters: &mut Vec<ReplicateCluster>) -> Vec<PassError> {
+        match self {
+            Pass::ReplicateClustering => replicate_clustering::replicate_clustering(graph),
+            Pass::OutsideCompilation => outside_compilation::outside_compilation(graph),
+            Pass::Gradients => gradients::expand_gradients(graph, &config.gradients),
+            Pass::FanIn => fan_in::fan_in(graph),
+            Pass::Metadata => metadata::metadata(graph),
+            Pass::FanOut => fan_out::fan_out(graph),
+            Pass::HostComputeCore => host_compute_core::host_compute_core(graph),
+            Pass::UnsupportedOps => unsupported_ops::unsupported_ops(graph),
+            Pass::FormClusters => {
+                let (formed, errors) = form_clusters(graph);
+                *clusters = formed;
+                errors
+            }
+        }
+    }
+}
+
+/// Which passes run.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum PassSelection {
+    /// The whole pipeline.
+    #[default]
+    All,
+    /// These passes, run in pipeline order whatever order they are given in.
+    Only(Vec<Pass>),
+}
+
+impl PassSelection {
+    /// Parses `a,b,c`; the error names the unknown pass and lists the known ones.
+    pub fn parse(list: &str) -> Result<PassSelection, String> {
+        let mut passes = Vec::new();
+        for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            match Pass::from_name(name) {
+                Some(p) => passes.push(p),
+                None => return Err(format!("unknown pass `{name}`; passes are: {}", NAMES.join(", "))),
+            }
+        }
+        Ok(PassSelection::Only(passes))
+    }
+
+    fn includes(&self, pass: Pass) -> bool {
+        match self {
+            PassSelection::All => true,
+            PassSelection::Only(list) => list.contains(&pass),
+        }
+    }
+}
+
+/// Whether to run the IR verifier after each pass.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum VerifyMode {
+    #[default]
+    Never,
+    AfterEachPass,
+}
+
+/// Whether to print the module after each pass.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum PrintMode {
+    #[default]
+    Never,
+    AfterEachPass,
+}
+
+/// Settings of [`run_pipeline`].
+#[derive(Clone, Debug, Default)]
+pub struct PipelineConfig {
+    pub passes: PassSelection,
+    pub verify: VerifyMode,
+    pub print: PrintMode,
+    pub gradients: GradientsConfig,
+}
+
+/// Where a diagnostic came from.
+#[derive(Clone, Debug, PartialEq)]
+pub enum DiagnosticSource {
+    /// Raised by the pass itself.
+    Pass(PassError),
+    /// Found by the verifier after the pass.
+    Verify(IrError),
+}
+
+/// A diagnostic with the pass and graph it came from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PassDiagnostic {
+    pub pass: Pass,
+    pub graph: String,
+    pub source: DiagnosticSource,
+}
+
+impl PassDiagnostic {
+    /// The diagnostic, for rendering with miette.
+    pub fn diagnostic(&self) -> &(dyn miette::Diagnostic + Send + Sync + 'static) {
+        match &self.source {
+            DiagnosticSource::Pass(e) => e,
+            DiagnosticSource::Verify(e) => e,
+        }
+    }
+
+    /// True unless the diagnostic is a warning.
+    pub fn is_error(&self) -> bool {
+        match &self.source {
+            DiagnosticSource::Pass(e) => !e.is_warning(),
+            DiagnosticSource::Verify(e) => {
+                !matches!(miette::Diagnostic::severity(e), Some(miette::Severity::Warning | miette::Severity::Advice))
+            }
+        }
+    }
+}
+
+/// The time one pass took over all graphs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PassTiming {
+    pub pass: Pass,
+    pub elapsed: Duration,
+}
+
+/// What [`run_pipeline`] did.
+#[derive(Clone, Debug, Default)]
+pub struct PipelineReport {
+    /// Errors and warnings in the order they were found.
+    pub diagnostics: Vec<PassDiagnostic>,
+    /// One entry per pass that ran, in order.
+    pub timings: Vec<PassTiming>,
+    /// The module printed after each pass, when asked for.
+    pub printed: Vec<(Pass, String)>,
+    /// The clusters of each graph (by graph name), from `form-clusters`.
+    pub clusters: Vec<(String, Vec<ReplicateCluster>)>,
+    /// The pass after which the pipeline stopped on errors, if it did.
+    pub stopped_after: Option<Pass>,
+}
+
+impl PipelineReport {
+    /// True when some diagnostic is an error.
+    pub fn has_errors(&self) -> bool {
+        self.diagnostics.iter().any(PassDiagnostic::is_error)
+    }
+
+    /// A per-pass timing table, as `--time-passes` prints it.
+    pub fn timing_table(&self) -> String {
+        let total: Duration = self.timings.iter().map(|t| t.elapsed).sum();
+        let mut out = format!("{:<24} {:>12} {:>7}\n", "pass", "time (ms)", "%");
+        for t in &self.timings {
+            let share = if total.is_zero() { 0.0 } else { 100.0 * t.elapsed.as_secs_f64() / total.as_secs_f64() };
+            out.push_str(&format!("{:<24} {:>12.3} {:>6.1}%\n", t.pass.name(), t.elapsed.as_secs_f64() * 1e3, share));
+        }
+        out.push_str(&format!("{:<24} {:>12.3}\n", "total", total.as_secs_f64() * 1e3));
+        out
+    }
+}
+
+/// Adds the time from its creation to its drop to the report's timings.
+struct TimingGuard<'r> {
+    pass: Pass,
+    start: Instant,
+    timings: &'r mut Vec<PassTiming>,
+}
+
+impl<'r> TimingGuard<'r> {
+    fn start(pass: Pass, timings: &'r mut Vec<PassTiming>) -> TimingGuard<'r> {
+        TimingGuard { pass, start: Instant::now(), timings }
+    }
+}
+
+impl Drop for TimingGuard<'_> {
+    fn drop(&mut self) {
+        self.timings.push(PassTiming { pass: self.pass, elapsed: self.start.elapsed() });
+    }
+}
+
+/// Runs the selected passes over every graph of `module`, pass by pass.
+///
+/// After each pass the verifier runs when `config.verify` asks, and the
+/// module is printed when `config.print` asks. The pipeline stops after a
+/// pass that reported an error; warnings do not stop it.
+pub fn run_pipeline(module: &mut Module, config: &PipelineConfig) -> PipelineReport {
+    let mut report = PipelineReport::default();
+    let mut clusters: Vec<Vec<ReplicateCluster>> = vec![Vec::new(); module.graphs.len()];
+    for &pass in PIPELINE.iter().filter(|p| config.passes.includes(**p)) {
+        let mut found = Vec::new();
+        {
+            let _timer = TimingGuard::start(pass, &mut report.timings);
+            for (graph, formed) in module.graphs.iter_mut().zip(clusters.iter_mut()) {
+                for error in pass.run(graph, config, formed) {
+                    found.push(PassDiagnostic { pass, graph: graph.name.clone(), source: DiagnosticSource::Pass(error) });
+                }
+            }
+        }
+        verify_if(config.verify, pass, module, &mut found);
+        if config.print == PrintMode::AfterEachPass {
+            report.printed.push((pass, crate::emit::print_module(module)));
+        }
+        let failed = found.iter().any(PassDiagnostic::is_error);
+        report.diagnostics.extend(found);
+        if failed {
+            report.stopped_after = Some(pass);
+            break;
+        }
+    }
+    report.clusters = module.graphs.iter().map(|g| g.name.clone()).zip(clusters).collect();
+    report
+}
+
+/// Runs the verifier on every graph when `mode` asks for it.
+fn verify_if(mode: VerifyMode, pass: Pass, module: &Module, found: &mut Vec<PassDiagnostic>) {
+    if mode != VerifyMode::AfterEachPass {
+        return;
+    }
+    for graph in &module.graphs {
+        let mut errors = Vec::new();
+        crate::ir::verify::verify_graph(graph, &mut errors);
+        found.extend(
+            errors
+                .into_iter()
+                .map(|e| PassDiagnostic { pass, graph: graph.name.clone(), source: DiagnosticSource::Verify(e) }),
+        );
+    }
+}

@@ -1,0 +1,94 @@
+//! Errors of the lowering layer: topology, device assignment, partitioning.
+//!
+//! Messages give the numbers in plain words, as users of TPUStrategy know
+//! them. Codes are `tpu_rewrite::lower::*`; `Internal` means a bug.
+
+use miette::Diagnostic;
+use thiserror::Error;
+
+use crate::syntax::Span;
+
+/// An error found while lowering a rewritten graph to device programs.
+#[derive(Debug, Clone, Error, Diagnostic, PartialEq)]
+pub enum LowerError {
+    /// A topology string that is not `HOSTSxCORES`.
+    #[error("invalid topology `{text}`: {reason}")]
+    #[diagnostic(code(tpu_rewrite::lower::topology), help("write the topology as HOSTSxCORES_PER_HOST, e.g. `2x4`"))]
+    Topology { text: String, reason: String },
+
+    /// More cores are needed than the topology has.
+    #[error(
+        "num_replicas ({num_replicas}) x num_cores_per_replica ({cores_per_replica}) needs {needed} cores, but the topology has {available} ({hosts} hosts x {cores_per_host} cores)"
+    )]
+    #[diagnostic(
+        code(tpu_rewrite::lower::too_few_cores),
+        help("use a larger --topology, or fewer --num-replicas / --cores-per-replica")
+    )]
+    TooFewCores {
+        num_replicas: u32,
+        cores_per_replica: u32,
+        needed: u32,
+        available: u32,
+        hosts: u32,
+        cores_per_host: u32,
+    },
+
+    /// An op placed on a logical core the replica does not have.
+    #[error(
+        "`logical_device_id` not in range (was {logical}, but there are only {per_replica} logical devices per replica)"
+    )]
+    #[diagnostic(code(tpu_rewrite::lower::logical_device), help("raise num_cores_per_replica, or place the op on TPU_REPLICATED_CORE:0..{max}"))]
+    LogicalDevice {
+        logical: u32,
+        per_replica: u32,
+        max: u32,
+        #[label("placed on TPU_REPLICATED_CORE:{logical}")]
+        span: Span,
+    },
+
+    /// An explicit device assignment that does not fit.
+    #[error("invalid device assignment: {reason}")]
+    #[diagnostic(
+        code(tpu_rewrite::lower::device_assignment),
+        help("give one `task:core` per logical core, cores separated by `,` and replicas by `;`, e.g. `0:0,0:1;0:2,0:3`")
+    )]
+    DeviceAssignment { reason: String },
+
+    /// A reduction other than SUM or MEAN.
+    #[error("unsupported reduce op `{op}`: only SUM and MEAN are supported")]
+    #[diagnostic(code(tpu_rewrite::lower::reduce_op), help("use reduce_op = \"SUM\" or \"MEAN\""))]
+    ReduceOp {
+        op: String,
+        #[label("reduce_op = {op:?}")]
+        span: Span,
+    },
+
+    /// A value leaves a replicate cluster other than through TPUReplicatedOutput.
+    #[error("`{consumer}` outside cluster `{cluster}` reads `{producer}` inside it")]
+    #[diagnostic(
+        code(tpu_rewrite::lower::cluster_escape),
+        help("per-replica values leave a cluster through TPUReplicatedOutput (a region's `return`)")
+    )]
+    ClusterEscape {
+        cluster: String,
+        consumer: String,
+        producer: String,
+        #[label("reads a per-replica value")]
+        span: Span,
+    },
+
+    /// The graph has no cluster to lower.
+    #[error("nothing to lower: the graph has no replicate cluster")]
+    #[diagnostic(code(tpu_rewrite::lower::no_cluster), help("wrap the step in `replicate (num_replicas = N) (...) {{ ... }}`"))]
+    NoCluster,
+
+    /// num_replicas requested differs from the cluster's metadata.
+    #[error("cluster `{cluster}` was built for {built} replica(s), but {requested} were requested")]
+    #[diagnostic(code(tpu_rewrite::lower::replica_mismatch), help("drop --num-replicas, or rewrite the graph for the requested count"))]
+    ReplicaMismatch { cluster: String, built: u32, requested: u32 },
+
+    /// A broken internal invariant: a bug in tpu-rewrite, not in the input.
+    #[error("internal error (a bug in tpu-rewrite): {message}")]
+    #[diagnostic(code(tpu_rewrite::lower::internal), help("please report this with the input that caused it"))]
+    Internal { message: String },
+}

@@ -150,7 +150,7 @@ fn oc_grad_r2_tag_pattern_matches_tensorflow_under_flat() {
 
     let source = include_str!("cases/gradients/ok/oc_grad_r2_flat.opg");
     let (module, errors) = run(source);
-    assert!(errors.iter().all(|e| matches!(e, PassError::ClusterCycle { .. })), "{errors:?}");
+    assert!(errors.iter().all(|e| matches!(e, PassError::OutsideCompilationCycle { .. })), "{errors:?}");
     let graph = &module.graphs[0];
     let nodes: Vec<(String, Option<String>, Vec<String>)> = graph
         .node_ids()
@@ -242,7 +242,7 @@ fn flat_naming_of_tensorflow_makes_a_cluster_cycle_in_oc_grad_r2() {
     let paths: Vec<String> = errors
         .iter()
         .map(|e| match e {
-            PassError::ClusterCycle { path, .. } => path.clone(),
+            PassError::OutsideCompilationCycle { path, .. } => path.clone(),
             other => panic!("unexpected {other:?}"),
         })
         .collect();

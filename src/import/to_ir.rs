@@ -137,7 +137,7 @@ pub fn graphdef_to_module(
         }
     }
     graph.shrink_to_fit();
-    (Module { graphs: vec![graph] }, errors)
+    (Module { header: Vec::new(), graphs: vec![graph] }, errors)
 }
 
 fn intern(map: &mut HashMap<String, Arc<str>>, s: String) -> Arc<str> {

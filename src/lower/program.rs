@@ -86,7 +86,7 @@ fn part_index(id: NodeId) -> usize {
 /// Partitions `input.graph` into programs.
 pub fn partition(input: &PartitionInput<'_>) -> (Module, Vec<LowerError>) {
     let src = input.graph;
-    let bound = src.petgraph().node_bound();
+    let bound = petgraph::visit::NodeIndexable::node_bound(src.petgraph());
     let mut b = Builder {
         src,
         clusters: input.clusters,

@@ -121,7 +121,7 @@ pub fn check_cluster_cycles_with(graph: &Graph, contraction: Contraction) -> Vec
              (`--gradient-cluster-policy flat` or `nested`)"
                 .to_string()
         };
-        errors.push(PassError::ClusterCycle {
+        errors.push(PassError::OutsideCompilationCycle {
             path: shown,
             help,
             span: representative_span(graph, &group_of, start.index() as u32),

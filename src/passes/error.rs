@@ -223,10 +223,10 @@ pub enum PassError {
     /// An op outside a cluster that depends on it and feeds back into it.
     #[error("cyclic dependency with compilation cluster `{cluster}`: {path}")]
     #[diagnostic(
-        code(tpu_rewrite::passes::cluster_cycle),
+        code(tpu_rewrite::passes::cluster_dependency_cycle),
         help("a cluster runs as one step: nothing outside it may both consume its results and feed it")
     )]
-    ClusterCycle {
+    ClusterDependencyCycle {
         cluster: String,
         path: String,
         #[label("leaves the cluster and comes back")]
@@ -330,8 +330,8 @@ pub enum PassError {
     /// After contracting each outside-compilation cluster to one node, the graph has a cycle:
     /// the cluster would have to run both before and after the device computation between.
     #[error("outside-compilation clusters form a cycle: {path}")]
-    #[diagnostic(code(tpu_rewrite::passes::cluster_cycle), help("{help}"))]
-    ClusterCycle {
+    #[diagnostic(code(tpu_rewrite::passes::outside_compilation_cycle), help("{help}"))]
+    OutsideCompilationCycle {
         /// The cycle, cluster by cluster.
         path: String,
         help: String,

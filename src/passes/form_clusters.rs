@@ -346,7 +346,7 @@ fn check_cycles(graph: &Graph, clusters: &[ReplicateCluster], errors: &mut Vec<P
         let span =
             path.iter().find(|c| c.index() >= k).map(|c| graph.node(outside[c.index() - k]).span).unwrap_or_default();
         let text: Vec<String> = path.iter().map(|c| label(c.index())).collect();
-        errors.push(PassError::ClusterCycle {
+        errors.push(PassError::ClusterDependencyCycle {
             cluster: clusters[start.index()].name.clone(),
             path: text.join(" -> "),
             span,

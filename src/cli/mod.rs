@@ -7,6 +7,7 @@
 pub mod diagnostics;
 pub mod gen;
 pub mod io;
+mod pipeline;
 pub mod source;
 
 use std::path::PathBuf;
@@ -37,6 +38,61 @@ pub enum EmitFormat {
     Json,
     /// Graphviz DOT.
     Dot,
+    /// TensorFlow GraphDef, protobuf text.
+    Pbtxt,
+    /// TensorFlow GraphDef, binary protobuf.
+    Pb,
+}
+
+/// How to read an input file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum InputFormat {
+    /// `.opg` text.
+    Opg,
+    /// TensorFlow GraphDef, protobuf text.
+    Pbtxt,
+    /// TensorFlow GraphDef, binary protobuf.
+    Pb,
+}
+
+/// Gradient colocation cluster naming.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum GradientPolicyArg {
+    /// The seed's rule: `C.uid`, then `C.uid.uid2` for a gradient of a gradient.
+    Nested,
+    /// TensorFlow 2.x: the root cluster plus the latest uid.
+    Flat,
+}
+
+/// Options shared by commands that rewrite.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RewriteArgs {
+    /// Run only these passes (comma-separated, in pipeline order).
+    #[arg(long)]
+    pub passes: Option<String>,
+    /// How gradient ops colocated with outside-compilation ops are clustered.
+    #[arg(long, value_enum, default_value_t = GradientPolicyArg::Nested)]
+    pub gradient_cluster_policy: GradientPolicyArg,
+}
+
+/// Options shared by commands that lower.
+#[derive(Debug, Clone, clap::Args)]
+pub struct LowerArgs {
+    /// The TPU topology, HOSTSxCORES_PER_HOST.
+    #[arg(long, default_value = "1x8")]
+    pub topology: String,
+    /// Number of replicas (default: the graph's own).
+    #[arg(long)]
+    pub num_replicas: Option<u32>,
+    /// Logical cores per replica (default: the graph's own).
+    #[arg(long)]
+    pub cores_per_replica: Option<u32>,
+    /// An explicit device assignment: `task:core` per logical core, `,` between cores, `;` between replicas.
+    #[arg(long)]
+    pub device_assignment: Option<String>,
+    /// Device iterations per run before returning to the host.
+    #[arg(long, default_value_t = 1)]
+    pub steps_per_run: u32,
 }
 
 /// The subcommands.
@@ -59,16 +115,92 @@ pub enum Command {
         #[arg(short, long)]
         output: Option<PathBuf>,
     },
-    /// Print a file as text, JSON or DOT.
+    /// Print a file as text, JSON, DOT or a GraphDef.
     Emit {
         /// The file (`-` for standard input).
         file: String,
+        /// Input format (default: by extension; `.pbtxt`/`.pb` are GraphDefs).
+        #[arg(long, value_enum)]
+        input_format: Option<InputFormat>,
         /// Output format.
         #[arg(long, value_enum, default_value_t = EmitFormat::Text)]
         format: EmitFormat,
         /// Write to this file instead of standard output.
         #[arg(short, long)]
         output: Option<PathBuf>,
+    },
+    /// Run the rewrite passes and print the tagged graph.
+    Rewrite {
+        /// The file (`-` for standard input).
+        file: String,
+        /// Input format (default: by extension).
+        #[arg(long, value_enum)]
+        input_format: Option<InputFormat>,
+        #[command(flatten)]
+        rewrite: RewriteArgs,
+        /// Print the graph after every pass (to stderr).
+        #[arg(long)]
+        print_after_all: bool,
+        /// Print a per-pass timing table (to stderr).
+        #[arg(long)]
+        time_passes: bool,
+        /// Write to this file instead of standard output.
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+    },
+    /// Rewrite and lower to one program per device; print the lowered module.
+    Lower {
+        /// The file (`-` for standard input).
+        file: String,
+        /// Input format (default: by extension).
+        #[arg(long, value_enum)]
+        input_format: Option<InputFormat>,
+        #[command(flatten)]
+        rewrite: RewriteArgs,
+        #[command(flatten)]
+        lower: LowerArgs,
+        /// Output format of the lowered module.
+        #[arg(long, value_enum, default_value_t = EmitFormat::Text)]
+        format: EmitFormat,
+        /// Write to this file instead of standard output.
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+    },
+    /// Rewrite, lower and execute on a mesh of simulated devices.
+    Run {
+        /// The file (`-` for standard input).
+        file: String,
+        /// Input format (default: by extension).
+        #[arg(long, value_enum)]
+        input_format: Option<InputFormat>,
+        #[command(flatten)]
+        rewrite: RewriteArgs,
+        #[command(flatten)]
+        lower: LowerArgs,
+        /// Replicated steps to run.
+        #[arg(long, default_value_t = 1)]
+        steps: u32,
+        /// A JSON file mapping tensor names (`x0:0`) to nested arrays.
+        #[arg(long)]
+        feeds: Option<PathBuf>,
+        /// A feed from a `.npy` file: `NAME=FILE.npy` (repeatable).
+        #[arg(long = "feed")]
+        feed: Vec<String>,
+        /// Tensors to fetch (default: every replicated output).
+        #[arg(long = "fetch")]
+        fetch: Vec<String>,
+        /// Print the fetched tensors as one JSON object.
+        #[arg(long)]
+        json: bool,
+        /// Write each fetched tensor as `.npy` into this directory.
+        #[arg(long)]
+        npy_dir: Option<PathBuf>,
+        /// Print scalar fetches every N steps (default: about ten lines per run).
+        #[arg(long)]
+        log_every: Option<u64>,
+        /// The longest any device may wait for another, in seconds.
+        #[arg(long, default_value_t = 30)]
+        timeout: u64,
     },
     /// Generate a synthetic training-step graph for benchmarks.
     Gen {
@@ -114,16 +246,47 @@ pub fn run(cli: Cli) -> ExitCode {
             };
             finish(write_output(target.as_deref(), text.as_bytes()))
         }
-        Command::Emit { file, format, output } => {
+        Command::Emit { file, input_format, format, output } => {
             let input = InputPath::parse(&file);
-            let Some(loaded) = load(&input) else { return ExitCode::from(1) };
-            let bytes = match format {
-                EmitFormat::Text => crate::emit::print_module(&loaded.module).into_bytes(),
-                EmitFormat::Json => crate::emit::json::to_json_string(&loaded.module).into_bytes(),
-                EmitFormat::Dot => crate::emit::dot::to_dot(&loaded.module).into_bytes(),
-            };
-            finish(write_output(output.as_deref(), &bytes))
+            let Some(loaded) = pipeline::load_any(&input, input_format) else { return ExitCode::from(1) };
+            match pipeline::emit_bytes(&loaded.module, format) {
+                Some(bytes) => finish(write_output(output.as_deref(), &bytes)),
+                None => ExitCode::from(1),
+            }
         }
+        Command::Rewrite { file, input_format, rewrite, print_after_all, time_passes, output } => {
+            pipeline::rewrite_command(&file, input_format, &rewrite, print_after_all, time_passes, output)
+        }
+        Command::Lower { file, input_format, rewrite, lower, format, output } => {
+            pipeline::lower_command(&file, input_format, &rewrite, &lower, format, output)
+        }
+        Command::Run {
+            file,
+            input_format,
+            rewrite,
+            lower,
+            steps,
+            feeds,
+            feed,
+            fetch,
+            json,
+            npy_dir,
+            log_every,
+            timeout,
+        } => pipeline::run_command(pipeline::RunArgs {
+            file,
+            input_format,
+            rewrite,
+            lower,
+            steps,
+            feeds,
+            feed,
+            fetch,
+            json,
+            npy_dir,
+            log_every,
+            timeout,
+        }),
         Command::Gen { ops, replicas, seed, output } => {
             if replicas == 0 {
                 eprintln!("error: --replicas must be at least 1");

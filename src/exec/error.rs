@@ -174,6 +174,11 @@ pub enum ExecError {
     #[diagnostic(code(tpu_rewrite::exec::data))]
     Data { format: String, message: String },
 
+    /// A feed or fetch that the feed/fetch rule forbids.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    FeedFetch(Box<crate::passes::PassError>),
+
     /// A broken internal invariant: a bug in tpu-rewrite, not in the input.
     #[error("internal error (a bug in tpu-rewrite): {message}")]
     #[diagnostic(code(tpu_rewrite::exec::internal), help("please report this with the input that caused it"))]

@@ -15,6 +15,7 @@
 
 mod collective;
 pub mod data;
+pub mod driver;
 mod error;
 pub mod kernels;
 mod mesh;

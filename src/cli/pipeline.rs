@@ -1,0 +1,397 @@
+//! The commands that run the pipeline: `rewrite`, `lower`, `run`, and
+//! input loading for every format.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::diagnostics::AnyDiagnostic;
+use super::io::{write_output, InputPath};
+use super::source::WindowedSource;
+use super::{load, report, EmitFormat, GradientPolicyArg, InputFormat, Loaded, LowerArgs, RewriteArgs};
+use crate::exec::{self, driver, Tensor};
+use crate::import::{self, GraphDefFormat};
+use crate::ir::Module;
+use crate::lower::{self, LowerConfig, LowerFailure, Topology};
+use crate::passes::gradients::{GradientClusterPolicy, GradientsConfig};
+use crate::passes::{self, DiagnosticSource, PassSelection, PipelineConfig, PrintMode, VerifyMode};
+
+/// Loads `.opg` or a GraphDef, by `--input-format` or by extension.
+pub fn load_any(input: &InputPath, format: Option<InputFormat>) -> Option<Loaded> {
+    let format = format.or_else(|| match input {
+        InputPath::File(p) => match import::format_for_path(p) {
+            Some(GraphDefFormat::Text) => Some(InputFormat::Pbtxt),
+            Some(GraphDefFormat::Binary) => Some(InputFormat::Pb),
+            None => None,
+        },
+        InputPath::Stdin => None,
+    });
+    let graphdef = match format {
+        Some(InputFormat::Pbtxt) => GraphDefFormat::Text,
+        Some(InputFormat::Pb) => GraphDefFormat::Binary,
+        Some(InputFormat::Opg) | None => return load(input),
+    };
+    let name = input.display_name();
+    let bytes = match input.read() {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("error: cannot read {name}: {e}");
+            return None;
+        }
+    };
+    let imported = import::import_graphdef(&bytes, graphdef);
+    // Binary input has no text to point into; show spans against nothing.
+    let source_bytes = if graphdef == GraphDefFormat::Text { bytes } else { Vec::new() };
+    let source = Arc::new(WindowedSource::from_vec(name, source_bytes));
+    match imported {
+        Ok((module, errors)) => {
+            let diags: Vec<AnyDiagnostic> = errors.into_iter().map(|e| Box::new(e) as AnyDiagnostic).collect();
+            if report(diags, &source) {
+                return None;
+            }
+            Some(Loaded { module, source })
+        }
+        Err(e) => {
+            report(vec![Box::new(e)], &source);
+            None
+        }
+    }
+}
+
+/// Renders a module in an output format; GraphDef output needs one flat graph.
+pub fn emit_bytes(module: &Module, format: EmitFormat) -> Option<Vec<u8>> {
+    Some(match format {
+        EmitFormat::Text => crate::emit::print_module(module).into_bytes(),
+        EmitFormat::Json => crate::emit::json::to_json_string(module).into_bytes(),
+        EmitFormat::Dot => crate::emit::dot::to_dot(module).into_bytes(),
+        EmitFormat::Pbtxt | EmitFormat::Pb => {
+            let [graph] = module.graphs.as_slice() else {
+                eprintln!("error: GraphDef output holds one graph; this module has {}", module.graphs.len());
+                return None;
+            };
+            if format == EmitFormat::Pbtxt {
+                crate::emit::graphdef::to_pbtxt(graph).into_bytes()
+            } else {
+                crate::emit::graphdef::to_pb(graph)
+            }
+        }
+    })
+}
+
+fn pipeline_config(args: &RewriteArgs, print_after_all: bool) -> Result<PipelineConfig, String> {
+    let passes = match &args.passes {
+        Some(list) => PassSelection::parse(list)?,
+        None => PassSelection::default(),
+    };
+    let policy = match args.gradient_cluster_policy {
+        GradientPolicyArg::Nested => GradientClusterPolicy::Nested,
+        GradientPolicyArg::Flat => GradientClusterPolicy::Flat,
+    };
+    Ok(PipelineConfig {
+        passes,
+        verify: VerifyMode::AfterEachPass,
+        print: if print_after_all { PrintMode::AfterEachPass } else { PrintMode::Never },
+        gradients: GradientsConfig { policy },
+    })
+}
+
+/// Runs the rewrite passes on a loaded module, printing diagnostics.
+/// Returns false when a pass reported an error.
+fn rewrite(loaded: &mut Loaded, args: &RewriteArgs, print_after_all: bool, time_passes: bool) -> bool {
+    let config = match pipeline_config(args, print_after_all) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return false;
+        }
+    };
+    let report_ = passes::run_pipeline(&mut loaded.module, &config);
+    for (pass, text) in &report_.printed {
+        eprintln!("// ----- after {} -----\n{text}", pass.name());
+    }
+    if time_passes {
+        eprint!("{}", report_.timing_table());
+    }
+    let failed = report_.has_errors();
+    let diags: Vec<AnyDiagnostic> = report_
+        .diagnostics
+        .into_iter()
+        .map(|d| match d.source {
+            DiagnosticSource::Pass(e) => Box::new(e) as AnyDiagnostic,
+            DiagnosticSource::Verify(e) => Box::new(e) as AnyDiagnostic,
+        })
+        .collect();
+    report(diags, &loaded.source);
+    !failed
+}
+
+/// `tpu-rewrite rewrite`.
+pub fn rewrite_command(
+    file: &str,
+    format: Option<InputFormat>,
+    args: &RewriteArgs,
+    print_after_all: bool,
+    time_passes: bool,
+    output: Option<PathBuf>,
+) -> ExitCode {
+    let input = InputPath::parse(file);
+    let Some(mut loaded) = load_any(&input, format) else { return ExitCode::from(1) };
+    if !rewrite(&mut loaded, args, print_after_all, time_passes) {
+        return ExitCode::from(1);
+    }
+    finish(write_output(output.as_deref(), crate::emit::print_module(&loaded.module).as_bytes()))
+}
+
+fn finish(result: std::io::Result<()>) -> ExitCode {
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: cannot write output: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn lower_config(args: &LowerArgs) -> Result<LowerConfig, lower::LowerError> {
+    Ok(LowerConfig {
+        topology: Topology::parse(&args.topology)?,
+        num_replicas: args.num_replicas,
+        cores_per_replica: args.cores_per_replica,
+        device_assignment: args.device_assignment.clone(),
+        steps_per_run: args.steps_per_run.max(1),
+    })
+}
+
+/// Rewrites and lowers; prints diagnostics; returns the tagged graph and the lowered module.
+fn rewrite_and_lower(
+    input: &InputPath,
+    format: Option<InputFormat>,
+    rewrite_args: &RewriteArgs,
+    lower_args: &LowerArgs,
+) -> Option<(Loaded, Module)> {
+    let mut loaded = load_any(input, format)?;
+    if !rewrite(&mut loaded, rewrite_args, false, false) {
+        return None;
+    }
+    let config = match lower_config(lower_args) {
+        Ok(c) => c,
+        Err(e) => {
+            report(vec![Box::new(e)], &loaded.source);
+            return None;
+        }
+    };
+    let Some(graph) = loaded.module.graphs.first() else {
+        eprintln!("error: the module has no graph");
+        return None;
+    };
+    match lower::lower(graph, &config) {
+        Ok((lowered, _)) => Some((loaded, lowered.module)),
+        Err(LowerFailure::Lower(errors)) => {
+            report(errors.into_iter().map(|e| Box::new(e) as AnyDiagnostic).collect(), &loaded.source);
+            None
+        }
+        Err(LowerFailure::Clusters(errors)) => {
+            report(errors.into_iter().map(|e| Box::new(e) as AnyDiagnostic).collect(), &loaded.source);
+            None
+        }
+    }
+}
+
+/// `tpu-rewrite lower`.
+pub fn lower_command(
+    file: &str,
+    format: Option<InputFormat>,
+    rewrite_args: &RewriteArgs,
+    lower_args: &LowerArgs,
+    emit: EmitFormat,
+    output: Option<PathBuf>,
+) -> ExitCode {
+    let input = InputPath::parse(file);
+    let Some((_, lowered)) = rewrite_and_lower(&input, format, rewrite_args, lower_args) else {
+        return ExitCode::from(1);
+    };
+    match emit_bytes(&lowered, emit) {
+        Some(bytes) => finish(write_output(output.as_deref(), &bytes)),
+        None => ExitCode::from(1),
+    }
+}
+
+/// The arguments of `run`.
+pub struct RunArgs {
+    pub file: String,
+    pub input_format: Option<InputFormat>,
+    pub rewrite: RewriteArgs,
+    pub lower: LowerArgs,
+    pub steps: u32,
+    pub feeds: Option<PathBuf>,
+    pub feed: Vec<String>,
+    pub fetch: Vec<String>,
+    pub json: bool,
+    pub npy_dir: Option<PathBuf>,
+    pub log_every: Option<u64>,
+    pub timeout: u64,
+}
+
+fn dtype_of_placeholder(module: &Module, tensor: &str) -> crate::ir::DType {
+    let name = tensor.split(':').next().unwrap_or(tensor);
+    module
+        .graph(driver::HOST)
+        .and_then(|g| g.find(name).map(|id| g.node(id)))
+        .and_then(|n| n.attrs.get("dtype").and_then(|v| v.as_type()))
+        .unwrap_or(crate::ir::DType::F32)
+}
+
+fn read_feeds(args: &RunArgs, lowered: &Module) -> Result<Vec<(String, Tensor)>, String> {
+    let mut feeds = Vec::new();
+    if let Some(path) = &args.feeds {
+        let text = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let value: serde_json::Value =
+            serde_json::from_slice(&text).map_err(|e| format!("{}: not JSON: {e}", path.display()))?;
+        let object = value.get("feeds").unwrap_or(&value);
+        let serde_json::Value::Object(map) = object else {
+            return Err(format!("{}: expected an object mapping tensor names to arrays", path.display()));
+        };
+        for (name, v) in map {
+            let tensor =
+                exec::tensor_from_json(v, dtype_of_placeholder(lowered, name)).map_err(|e| format!("{name}: {e}"))?;
+            feeds.push((name.clone(), tensor));
+        }
+    }
+    for item in &args.feed {
+        let (name, file) = item.split_once('=').ok_or_else(|| format!("--feed takes NAME=FILE.npy, got `{item}`"))?;
+        let tensor = exec::read_npy_file(std::path::Path::new(file)).map_err(|e| format!("{file}: {e}"))?;
+        feeds.push((name.to_string(), tensor));
+    }
+    Ok(feeds)
+}
+
+/// Every `output_<i>_shard_<r>` of the host program, ordered by output then replica.
+fn default_fetches(lowered: &Module) -> Vec<String> {
+    let Some(host) = lowered.graph(driver::HOST) else { return Vec::new() };
+    let mut outs: Vec<(u64, u64, String)> = host
+        .node_ids()
+        .filter_map(|id| {
+            let name = &host.node(id).name;
+            let rest = name.strip_prefix("output_")?;
+            let (i, r) = rest.split_once("_shard_")?;
+            Some((i.parse().ok()?, r.parse().ok()?, format!("{name}:0")))
+        })
+        .filter(|(_, _, n)| host.find(n.trim_end_matches(":0")).is_some_and(|id| &*host.node(id).op == "Identity"))
+        .collect();
+    outs.sort();
+    outs.into_iter().map(|o| o.2).collect()
+}
+
+fn summary(t: &Tensor) -> String {
+    let json = exec::tensor_to_json(t);
+    let text = json.to_string();
+    if text.len() <= 200 {
+        text
+    } else {
+        format!(
+            "{}… ({:?} {:?})",
+            &text[..text.char_indices().nth(200).map_or(text.len(), |c| c.0)],
+            t.dtype(),
+            t.shape()
+        )
+    }
+}
+
+/// `tpu-rewrite run`.
+pub fn run_command(args: RunArgs) -> ExitCode {
+    let input = InputPath::parse(&args.file);
+    let Some((loaded, lowered)) = rewrite_and_lower(&input, args.input_format, &args.rewrite, &args.lower) else {
+        return ExitCode::from(1);
+    };
+    let feeds = match read_feeds(&args, &lowered) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let fetches = if args.fetch.is_empty() { default_fetches(&lowered) } else { args.fetch.clone() };
+    let feed_names: Vec<String> = feeds.iter().map(|f| f.0.clone()).collect();
+    if let Some(tagged) = loaded.module.graphs.first() {
+        if let Err(e) = driver::check_feeds_and_fetches(tagged, &feed_names, &fetches) {
+            report(vec![Box::new(e)], &loaded.source);
+            return ExitCode::from(1);
+        }
+    }
+    let steps_per_run = u64::from(args.lower.steps_per_run.max(1));
+    let total = u64::from(args.steps.max(1)) * steps_per_run;
+    let log_every = args.log_every.unwrap_or((total / 10).max(1));
+    let progress = (total > 1 && !args.json && std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .then(|| indicatif::ProgressBar::new(total));
+    let fetch_names = fetches.clone();
+    let mut on_step = |i: u64, values: &[Tensor]| {
+        if let Some(p) = &progress {
+            p.inc(1);
+        }
+        let last = i + 1 == total;
+        if !args.json && total > 1 && ((i + 1) % log_every == 0 || last) {
+            let scalars: Vec<String> = fetch_names
+                .iter()
+                .zip(values)
+                .filter(|(_, t)| t.len() == 1)
+                .take(4)
+                .map(|(n, t)| format!("{n} = {}", summary(t)))
+                .collect();
+            if !scalars.is_empty() {
+                let line = format!("step {:>6}: {}", i + 1, scalars.join(", "));
+                match &progress {
+                    Some(p) => p.println(line),
+                    None => eprintln!("{line}"),
+                }
+            }
+        }
+    };
+    let config = driver::RunConfig { steps: args.steps.max(1), timeout: Duration::from_secs(args.timeout.max(1)) };
+    let outcome = driver::run(&lowered, &feeds, &fetches, &config, &mut on_step);
+    if let Some(p) = &progress {
+        p.finish_and_clear();
+    }
+    let outcome = match outcome {
+        Ok(o) => o,
+        Err(e) => {
+            report(vec![Box::new(e)], &loaded.source);
+            return ExitCode::from(1);
+        }
+    };
+    if let Some(dir) = &args.npy_dir {
+        if let Err(e) = std::fs::create_dir_all(dir) {
+            eprintln!("error: cannot create {}: {e}", dir.display());
+            return ExitCode::from(1);
+        }
+        for (name, t) in &outcome.fetched {
+            let path = dir.join(format!("{}.npy", name.replace(['/', ':'], "_")));
+            let bytes = match exec::write_npy(t) {
+                Ok(b) => b,
+                Err(e) => {
+                    eprintln!("error: {name}: {e}");
+                    return ExitCode::from(1);
+                }
+            };
+            if let Err(e) = super::io::write_atomic(&path, &bytes) {
+                eprintln!("error: cannot write {}: {e}", path.display());
+                return ExitCode::from(1);
+            }
+        }
+    }
+    if args.json {
+        let object: serde_json::Map<String, serde_json::Value> =
+            outcome.fetched.iter().map(|(n, t)| (n.clone(), exec::tensor_to_json(t))).collect();
+        let mut text = serde_json::to_string_pretty(&serde_json::Value::Object(object)).unwrap_or_default();
+        text.push('\n');
+        return finish(write_output(None, text.as_bytes()));
+    }
+    let mut text = String::new();
+    for (name, t) in &outcome.fetched {
+        text.push_str(&format!("{name} = {}\n", summary(t)));
+    }
+    for (name, t) in &outcome.variables {
+        text.push_str(&format!("variable {name} = {}\n", summary(t)));
+    }
+    finish(write_output(None, text.as_bytes()))
+}

@@ -1,0 +1,172 @@
+//! The driver: runs a lowered module for a number of steps.
+//!
+//! Order of a run:
+//! 1. every op type must have a kernel ([`missing_kernels`] lists all that
+//!    lack one, before anything runs);
+//! 2. the init program (variable initialisers outside the clusters) runs
+//!    once on its own, and each initialised variable is written to every
+//!    mirrored copy `<var>/replica_<r>`: an assignment outside a cluster
+//!    writes every copy;
+//! 3. the replicated step runs `steps x steps_per_run` times; feeds go to
+//!    the host program and stay the same for every step, fetches are read
+//!    after the last step;
+//! 4. mirrored variables read from the host side give the primary copy
+//!    (replica 0).
+//!
+//! Feeding or fetching a tensor that the feed/fetch rule forbids (an op
+//! compiled into a cluster) is refused before the run, with the rule named.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use super::{missing_kernels, ExecError, Feeds, Fetch, Mesh, MeshConfig, Tensor};
+use crate::ir::{Graph, Module};
+use crate::passes::feed_fetch::{Access, FeedFetchRule};
+
+/// Settings of a run.
+#[derive(Clone, Debug)]
+pub struct RunConfig {
+    /// Replicated steps to run (each `steps_per_run` device iterations).
+    pub steps: u32,
+    /// The longest any single wait may take.
+    pub timeout: Duration,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        RunConfig { steps: 1, timeout: Duration::from_secs(30) }
+    }
+}
+
+/// What a run produced.
+#[derive(Debug)]
+pub struct RunOutcome {
+    /// Fetched tensors after the last step, in the order asked.
+    pub fetched: Vec<(String, Tensor)>,
+    /// Primary (replica 0) values of the mirrored variables, by name.
+    pub variables: BTreeMap<String, Tensor>,
+    /// Device iterations run.
+    pub iterations: u64,
+}
+
+/// The name of the host program in a lowered module.
+pub const HOST: &str = "host";
+/// The name of the init program in a lowered module.
+pub const INIT: &str = "init";
+
+/// Checks names against the feed/fetch rule of the rewritten graph.
+pub fn check_feeds_and_fetches(tagged: &Graph, feeds: &[String], fetches: &[String]) -> Result<(), ExecError> {
+    let rule = FeedFetchRule::new(tagged);
+    let named = |tensor: &str| tensor.trim_start_matches('^').split(':').next().unwrap_or_default().to_string();
+    for (names, access) in [(feeds, Access::Feed), (fetches, Access::Fetch)] {
+        for t in names {
+            if let Some(id) = tagged.find(&named(t)) {
+                rule.check(tagged, id, access).map_err(|e| ExecError::FeedFetch(Box::new(e)))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Runs `lowered` with `feeds` (tensor name → value, into the host program)
+/// and returns the `fetches` after the last step. `on_step` is called after
+/// each step with the step index and the fetched values.
+pub fn run(
+    lowered: &Module,
+    feeds: &[(String, Tensor)],
+    fetches: &[String],
+    config: &RunConfig,
+    on_step: &mut dyn FnMut(u64, &[Tensor]),
+) -> Result<RunOutcome, ExecError> {
+    let missing = missing_kernels(lowered);
+    if !missing.is_empty() {
+        return Err(ExecError::MissingKernels { ops: missing });
+    }
+    let steps_per_run = lowered.graph(HOST).and_then(|g| g.attrs.get_int("steps_per_run")).unwrap_or(1).max(1) as u64;
+    let mesh_config = MeshConfig { timeout: config.timeout };
+
+    // The step programs, without the init program.
+    let step_module =
+        Module { header: Vec::new(), graphs: lowered.graphs.iter().filter(|g| g.name != INIT).cloned().collect() };
+    let mesh = Mesh::new(&step_module, mesh_config.clone())?;
+    if let Some(init) = lowered.graph(INIT) {
+        initialise(init, lowered, &mesh, &mesh_config)?;
+    }
+
+    let mut step_feeds = Feeds::new();
+    for (name, value) in feeds {
+        step_feeds.insert(HOST, name.as_str(), value.clone());
+    }
+    let fetch_list: Vec<Fetch> = fetches.iter().map(|f| Fetch::new(HOST, f.as_str())).collect();
+    let total = u64::from(config.steps.max(1)) * steps_per_run;
+    let mut last = Vec::new();
+    for i in 0..total {
+        last = mesh.run_step(&step_feeds, &fetch_list)?;
+        on_step(i, &last);
+    }
+    let fetched = fetches.iter().cloned().zip(last).collect();
+    Ok(RunOutcome { fetched, variables: primary_variables(lowered, &mesh), iterations: total })
+}
+
+/// Runs the init program once and copies each variable to its mirrors.
+fn initialise(init: &Graph, lowered: &Module, mesh: &Mesh, config: &MeshConfig) -> Result<(), ExecError> {
+    let module = Module { header: Vec::new(), graphs: vec![init.clone()] };
+    let init_mesh = Mesh::new(&module, config.clone())?;
+    let targets: Vec<Fetch> = init
+        .nodes_in_order()
+        .into_iter()
+        .filter(|&id| {
+            let op = &*init.node(id).op;
+            op.starts_with("Assign") && op.ends_with("VariableOp")
+        })
+        .map(|id| Fetch::new(INIT, format!("^{}", init.node(id).name)))
+        .collect();
+    init_mesh.run_step_with_targets(&Feeds::new(), &[], &targets)?;
+    for id in init.nodes_in_order() {
+        let node = init.node(id);
+        if &*node.op != "VarHandleOp" {
+            continue;
+        }
+        let key = node.attrs.get_str("shared_name").filter(|s| !s.is_empty()).unwrap_or(&node.name).to_string();
+        let Some(value) = init_mesh.variable(INIT, &key) else { continue };
+        // Every mirrored copy `<var>/replica_<r>` in the step programs.
+        for g in &lowered.graphs {
+            for copy in g.node_ids() {
+                let c = g.node(copy);
+                if &*c.op == "VarHandleOp"
+                    && c.name.strip_prefix(&*node.name).is_some_and(|s| s.starts_with("/replica_"))
+                {
+                    let copy_key = c.attrs.get_str("shared_name").unwrap_or(&c.name).to_string();
+                    mesh.set_variable(&g.name, &copy_key, value.clone())?;
+                }
+            }
+            if g.name == HOST && g.find(&node.name).is_some() {
+                mesh.set_variable(HOST, &key, value.clone())?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The replica-0 copy of every mirrored variable, named by its source name.
+fn primary_variables(lowered: &Module, mesh: &Mesh) -> BTreeMap<String, Tensor> {
+    let mut out = BTreeMap::new();
+    for g in &lowered.graphs {
+        if g.attrs.get_int("replica") != Some(0) {
+            continue;
+        }
+        for id in g.node_ids() {
+            let n = g.node(id);
+            if &*n.op != "VarHandleOp" {
+                continue;
+            }
+            if let Some(base) = n.name.strip_suffix("/replica_0") {
+                let key = n.attrs.get_str("shared_name").unwrap_or(&n.name).to_string();
+                if let Some(v) = mesh.variable(&g.name, &key) {
+                    out.insert(base.to_string(), v);
+                }
+            }
+        }
+    }
+    out
+}

@@ -330,7 +330,7 @@ pub fn run_command(args: RunArgs) -> ExitCode {
             p.inc(1);
         }
         let last = i + 1 == total;
-        if !args.json && total > 1 && ((i + 1) % log_every == 0 || last) {
+        if !args.json && total > 1 && ((i + 1).is_multiple_of(log_every) || last) {
             let scalars: Vec<String> = fetch_names
                 .iter()
                 .zip(values)

@@ -45,6 +45,8 @@ pub struct RunOutcome {
     pub fetched: Vec<(String, Tensor)>,
     /// Primary (replica 0) values of the mirrored variables, by name.
     pub variables: BTreeMap<String, Tensor>,
+    /// Every replica's copy of each mirrored variable, in replica order.
+    pub mirrors: BTreeMap<String, Vec<Tensor>>,
     /// Device iterations run.
     pub iterations: u64,
 }
@@ -105,7 +107,9 @@ pub fn run(
         on_step(i, &last);
     }
     let fetched = fetches.iter().cloned().zip(last).collect();
-    Ok(RunOutcome { fetched, variables: primary_variables(lowered, &mesh), iterations: total })
+    let mirrors = mirrored_variables(lowered, &mesh);
+    let variables = mirrors.iter().filter_map(|(k, v)| v.first().map(|t| (k.clone(), t.clone()))).collect();
+    Ok(RunOutcome { fetched, variables, mirrors, iterations: total })
 }
 
 /// Runs the init program once and copies each variable to its mirrors.
@@ -148,11 +152,12 @@ fn initialise(init: &Graph, lowered: &Module, mesh: &Mesh, config: &MeshConfig) 
     Ok(())
 }
 
-/// The replica-0 copy of every mirrored variable, named by its source name.
-fn primary_variables(lowered: &Module, mesh: &Mesh) -> BTreeMap<String, Tensor> {
-    let mut out = BTreeMap::new();
+/// Every copy `<var>/replica_<r>` of each mirrored variable, by source name, in replica order.
+fn mirrored_variables(lowered: &Module, mesh: &Mesh) -> BTreeMap<String, Vec<Tensor>> {
+    let mut found: BTreeMap<String, Vec<(i64, Tensor)>> = BTreeMap::new();
     for g in &lowered.graphs {
-        if g.attrs.get_int("replica") != Some(0) {
+        let Some(replica) = g.attrs.get_int("replica") else { continue };
+        if g.attrs.get_str("role") != Some("replica") {
             continue;
         }
         for id in g.node_ids() {
@@ -160,13 +165,18 @@ fn primary_variables(lowered: &Module, mesh: &Mesh) -> BTreeMap<String, Tensor> 
             if &*n.op != "VarHandleOp" {
                 continue;
             }
-            if let Some(base) = n.name.strip_suffix("/replica_0") {
-                let key = n.attrs.get_str("shared_name").unwrap_or(&n.name).to_string();
-                if let Some(v) = mesh.variable(&g.name, &key) {
-                    out.insert(base.to_string(), v);
-                }
+            let Some(base) = n.name.strip_suffix(&format!("/replica_{replica}")) else { continue };
+            let key = n.attrs.get_str("shared_name").unwrap_or(&n.name).to_string();
+            if let Some(v) = mesh.variable(&g.name, &key) {
+                found.entry(base.to_string()).or_default().push((replica, v));
             }
         }
     }
-    out
+    found
+        .into_iter()
+        .map(|(k, mut v)| {
+            v.sort_by_key(|(r, _)| *r);
+            (k, v.into_iter().map(|(_, t)| t).collect())
+        })
+        .collect()
 }

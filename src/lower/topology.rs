@@ -85,7 +85,7 @@ pub struct DeviceAssignment {
 impl DeviceAssignment {
     /// TensorFlow's default full-mesh assignment.
     pub fn full_mesh(topology: &Topology, num_replicas: u32, cores_per_replica: u32) -> Result<Self, LowerError> {
-        let needed = num_replicas.checked_mul(cores_per_replica).unwrap_or(u32::MAX);
+        let needed = num_replicas.saturating_mul(cores_per_replica);
         if num_replicas == 0 || cores_per_replica == 0 {
             return Err(LowerError::DeviceAssignment { reason: "replica and core counts must be at least 1".into() });
         }

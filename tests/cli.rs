@@ -160,3 +160,60 @@ fn missing_file_is_an_error() {
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("cannot read"));
 }
+
+#[test]
+fn rewrite_output_round_trips_and_is_idempotent() {
+    let o = run(&["rewrite", &example("outside_compilation.opg")]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert!(text.contains("_xla_outside_compilation = \"0\""), "{text}");
+    assert!(text.contains("TPUReplicateMetadata"), "{text}");
+    let again = run_stdin(&["rewrite", "-"], text.as_bytes());
+    assert!(again.status.success(), "{}", stderr(&again));
+    assert_eq!(String::from_utf8(again.stdout).unwrap(), text, "rewriting twice changes nothing");
+}
+
+#[test]
+fn rewrite_time_passes_prints_a_table() {
+    let o = run(&["rewrite", &example("two_clusters.opg"), "--time-passes", "-o", "/dev/null"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("replicate-clustering") && err.contains("time (ms)"), "{err}");
+}
+
+#[test]
+fn lower_prints_one_graph_per_device_and_parses_back() {
+    let o = run(&["lower", &example("two_clusters.opg"), "--topology", "1x4"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (module, errors) = tpu_rewrite::ir::parse_module(&o.stdout).unwrap();
+    assert!(errors.is_empty(), "{errors:?}");
+    let names: Vec<&str> = module.graphs.iter().map(|g| g.name.as_str()).collect();
+    assert!(names.contains(&"host") && names.contains(&"cluster_1/replica_3"), "{names:?}");
+}
+
+#[test]
+fn lower_on_too_small_topology_names_the_numbers() {
+    let o = run(&["lower", &example("mlp_train.opg"), "--topology", "2x2"]);
+    assert_located_failure(&o, "needs 8 cores, but the topology has 4 (2 hosts x 2 cores)");
+}
+
+#[test]
+fn run_trains_the_mlp_and_prints_json() {
+    let o = run(&["run", &example("mlp_train.opg"), "--steps", "3", "--json", "--fetch", "output_0_shard_0:0"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["output_0_shard_0:0"].as_f64().is_some_and(|loss| loss > 0.0), "{v}");
+}
+
+#[test]
+fn run_refuses_a_fetch_the_feed_fetch_rule_forbids() {
+    let o = run(&["run", &example("mlp_train.opg"), "--fetch", "loss:0"]);
+    assert_located_failure(&o, "feed/fetch rule");
+}
+
+#[test]
+fn run_reports_every_missing_kernel_at_once() {
+    let text = "graph @main {\n  %x0 = Placeholder() {dtype = f32}\n  replicate (num_replicas = 1) (%x = [%x0]) {\n    %a = Frobnicate(%x)\n    %b = Zorch(%a)\n    return %b\n  }\n}\n";
+    let o = run_stdin(&["run", "-", "--topology", "1x1"], text.as_bytes());
+    assert_located_failure(&o, "Frobnicate, Zorch");
+}

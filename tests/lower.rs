@@ -51,3 +51,68 @@ fn too_small_topology_is_an_error_with_numbers() {
         "num_replicas (2) x num_cores_per_replica (1) needs 2 cores, but the topology has 1 (1 hosts x 1 cores)"
     );
 }
+
+/// Rewrites an authored `.opg` case and lowers it on `topology`.
+fn rewrite_and_lower(path: &str, topology: &str) -> ir::Module {
+    let text = std::fs::read_to_string(format!("{}/tests/cases/lower/{path}", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    let mut module = parse(&text);
+    let report = tpu_rewrite::passes::run_pipeline(&mut module, &tpu_rewrite::passes::PipelineConfig::default());
+    assert!(!report.has_errors(), "{:?}", report.diagnostics);
+    let printed = print_module(&module);
+    lower_text(&printed, topology, LowerConfig::default())
+}
+
+fn device_of<'m>(m: &'m ir::Module, graph: &str) -> &'m str {
+    m.graph(graph).unwrap_or_else(|| panic!("no graph {graph}")).attrs.get_str("device").unwrap()
+}
+
+#[test]
+fn eight_replicas_on_2x4() {
+    let m = rewrite_and_lower("data_parallel_2x4.opg", "2x4");
+    assert_round_trips(&m);
+    assert_eq!(device_of(&m, "cluster/replica_5"), "/job:worker/replica:0/task:1/device:TPU:1");
+    let r5 = m.graph("cluster/replica_5").unwrap();
+    let collective = r5.node(r5.find("total").unwrap());
+    assert_eq!(&*collective.op, "CollectiveAllReduce");
+    assert_eq!(collective.attrs.get_int("rank"), Some(5));
+    assert_eq!(collective.attrs.get_int("group_size"), Some(8));
+    insta::assert_snapshot!(print_module(&m));
+}
+
+#[test]
+fn four_replicas_with_two_cores() {
+    let m = rewrite_and_lower("model_parallel_4x2.opg", "2x4");
+    assert_round_trips(&m);
+    // Replica 2's logical core 1 is flat core 5: task 1, core 1.
+    assert_eq!(device_of(&m, "cluster/replica_2/core_1"), "/job:worker/replica:0/task:1/device:TPU:1");
+    assert_eq!(device_of(&m, "cluster/replica_1/core_1"), "/job:worker/replica:0/task:0/device:TPU:3");
+    insta::assert_snapshot!(print_module(&m));
+}
+
+#[test]
+fn outside_compilation_runs_on_the_host_of_its_core() {
+    let m = rewrite_and_lower("host_compute_core.opg", "2x2");
+    assert_round_trips(&m);
+    let oc: Vec<&str> =
+        m.graphs.iter().filter(|g| g.attrs.get_str("role") == Some("host")).map(|g| g.name.as_str()).collect();
+    assert_eq!(oc, ["cluster/oc_0/replica_0", "cluster/oc_0/replica_1"]);
+    // Replica 1's core 1 is flat core 3: task 1, so its host is task 1's CPU.
+    assert_eq!(device_of(&m, "cluster/oc_0/replica_1"), "/job:worker/replica:0/task:1/device:CPU:0");
+    let printed = print_module(&m);
+    assert!(printed.contains("host_compute_channel_0_args/"), "{printed}");
+    assert!(printed.contains("host_compute_channel_0_retvals/"), "{printed}");
+    insta::assert_snapshot!(printed);
+}
+
+#[test]
+fn logical_core_out_of_range_uses_the_seed_wording() {
+    let text = "graph @main {\n  %x0 = Placeholder() {dtype = f32}\n  replicate (num_cores_per_replica = 2, num_replicas = 1) (%x = [%x0]) {\n    %y = Relu(%x) on \"TPU_REPLICATED_CORE:3\" {T = f32}\n    return %y\n  }\n}\n";
+    let mut module = parse(text);
+    tpu_rewrite::passes::run_pipeline(&mut module, &tpu_rewrite::passes::PipelineConfig::default());
+    let config = LowerConfig { topology: Topology::parse("1x2").unwrap(), ..LowerConfig::default() };
+    let Err(LowerFailure::Lower(errors)) = lower(&module.graphs[0], &config) else { panic!("expected an error") };
+    assert_eq!(
+        errors[0].to_string(),
+        "`logical_device_id` not in range (was 3, but there are only 2 logical devices per replica)"
+    );
+}

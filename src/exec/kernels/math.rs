@@ -262,6 +262,8 @@ pub(crate) enum BinaryOp {
     Mul,
     Div,
     FloorDiv,
+    /// `FloorMod(x, y) = x - floor(x / y) * y`: the remainder with the sign of `y`.
+    FloorMod,
     Max,
     Min,
     Pow,
@@ -304,6 +306,7 @@ fn real_binary<T: Real>(
         BinaryOp::Mul => broadcast_zip(op, x, y, |a, b| a * b)?,
         BinaryOp::Div => broadcast_zip(op, x, y, |a, b| a / b)?,
         BinaryOp::FloorDiv => broadcast_zip(op, x, y, |a, b| (a / b).floor())?,
+        BinaryOp::FloorMod => broadcast_zip(op, x, y, |a, b| a - (a / b).floor() * b)?,
         // NaN propagates, as in TensorFlow.
         BinaryOp::Max => broadcast_zip(op, x, y, |a, b| if a.is_nan() || a > b { a } else { b })?,
         BinaryOp::Min => broadcast_zip(op, x, y, |a, b| if a.is_nan() || a < b { a } else { b })?,
@@ -323,7 +326,7 @@ fn int_binary<T: Num>(
     x: &ArcArray<T, IxDyn>,
     y: &ArcArray<T, IxDyn>,
 ) -> Result<Tensor, KernelError> {
-    if matches!(b, BinaryOp::Div | BinaryOp::FloorDiv) && y.iter().any(|v| v.is_zero()) {
+    if matches!(b, BinaryOp::Div | BinaryOp::FloorDiv | BinaryOp::FloorMod) && y.iter().any(|v| v.is_zero()) {
         return Err(KernelError::invalid(op, "integer division by zero"));
     }
     if b == BinaryOp::Pow && y.iter().any(|&v| v < T::zero()) {
@@ -335,6 +338,7 @@ fn int_binary<T: Num>(
         BinaryOp::Mul => broadcast_zip(op, x, y, T::mul)?,
         BinaryOp::Div => broadcast_zip(op, x, y, T::div)?,
         BinaryOp::FloorDiv => broadcast_zip(op, x, y, T::floor_div)?,
+        BinaryOp::FloorMod => broadcast_zip(op, x, y, |a, b| a.sub(a.floor_div(b).mul(b)))?,
         BinaryOp::Max => broadcast_zip(op, x, y, |a, b| if a > b { a } else { b })?,
         BinaryOp::Min => broadcast_zip(op, x, y, |a, b| if a < b { a } else { b })?,
         BinaryOp::Pow => broadcast_zip(op, x, y, |a, b| a.pow(b).unwrap_or_else(T::zero))?,
@@ -345,6 +349,48 @@ fn int_binary<T: Num>(
         }
     };
     Ok(Tensor::from_array(out))
+}
+
+/// Elementwise comparisons.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Comparison {
+    Less,
+    LessEqual,
+    Greater,
+    GreaterEqual,
+    Equal,
+    NotEqual,
+}
+
+/// An elementwise comparison of two tensors of one dtype, broadcast; a bool tensor.
+pub(crate) fn compare(op: &str, c: Comparison, x: &Tensor, y: &Tensor) -> Result<Tensor, KernelError> {
+    fn run<T: PartialOrd + Copy>(
+        op: &str,
+        c: Comparison,
+        x: &ArcArray<T, IxDyn>,
+        y: &ArcArray<T, IxDyn>,
+    ) -> Result<Tensor, KernelError> {
+        let out = match c {
+            Comparison::Less => broadcast_zip(op, x, y, |a, b| a < b)?,
+            Comparison::LessEqual => broadcast_zip(op, x, y, |a, b| a <= b)?,
+            Comparison::Greater => broadcast_zip(op, x, y, |a, b| a > b)?,
+            Comparison::GreaterEqual => broadcast_zip(op, x, y, |a, b| a >= b)?,
+            Comparison::Equal => broadcast_zip(op, x, y, |a, b| a == b)?,
+            Comparison::NotEqual => broadcast_zip(op, x, y, |a, b| a != b)?,
+        };
+        Ok(Tensor::from_array(out))
+    }
+    match (x, y) {
+        (Tensor::F32(x), Tensor::F32(y)) => run(op, c, x, y),
+        (Tensor::F64(x), Tensor::F64(y)) => run(op, c, x, y),
+        (Tensor::I32(x), Tensor::I32(y)) => run(op, c, x, y),
+        (Tensor::I64(x), Tensor::I64(y)) => run(op, c, x, y),
+        (Tensor::Bool(x), Tensor::Bool(y)) if matches!(c, Comparison::Equal | Comparison::NotEqual) => run(op, c, x, y),
+        (x, y) if x.dtype() != y.dtype() => {
+            Err(KernelError::invalid(op, format!("inputs have different dtypes {} and {}", x.dtype(), y.dtype())))
+        }
+        (x, _) => Err(KernelError::dtype(op, x.dtype(), "numeric inputs expected")),
+    }
 }
 
 /// Elementwise unary ops.

@@ -61,14 +61,21 @@ pub const PURE_OPS: &[&str] = &[
     "Size",
     "CrossReplicaSum",
     "Div",
+    "DynamicStitch",
     "Einsum",
+    "Equal",
     "Erfc",
     "Exp",
     "Fill",
     "FloorDiv",
+    "FloorMod",
+    "Greater",
+    "GreaterEqual",
     "Identity",
     "IdentityN",
     "InvertPermutation",
+    "Less",
+    "LessEqual",
     "Log",
     "MatMul",
     "Maximum",
@@ -77,9 +84,13 @@ pub const PURE_OPS: &[&str] = &[
     "Mul",
     "Neg",
     "NoOp",
+    "NotEqual",
     "OnesLike",
+    "Pack",
     "PlaceholderWithDefault",
     "Pow",
+    "Range",
+    "Rank",
     "RealDiv",
     "Reciprocal",
     "Relu",
@@ -87,9 +98,11 @@ pub const PURE_OPS: &[&str] = &[
     "Reshape",
     "Rsqrt",
     "RsqrtGrad",
+    "SelectV2",
     "Shape",
     "Sigmoid",
     "SigmoidGrad",
+    "Size",
     "Snapshot",
     "Softmax",
     "Sqrt",
@@ -160,7 +173,7 @@ fn one(t: Tensor) -> Result<Vec<Tensor>, KernelError> {
 }
 
 fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Tensor>, KernelError> {
-    use math::{BinaryOp as B, UnaryOp as U};
+    use math::{BinaryOp as B, Comparison as C, UnaryOp as U};
     match op {
         "Const" => one(constant(attrs)?),
         "Identity" | "StopGradient" | "Snapshot" | "PlaceholderWithDefault" => one(arg(op, inputs, 0)?.clone()),
@@ -183,6 +196,7 @@ fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Tensor>,
         "FloorDiv" => one(math::binary(op, B::FloorDiv, arg(op, inputs, 0)?, arg(op, inputs, 1)?)?),
         "Maximum" => one(math::binary(op, B::Max, arg(op, inputs, 0)?, arg(op, inputs, 1)?)?),
         "Minimum" => one(math::binary(op, B::Min, arg(op, inputs, 0)?, arg(op, inputs, 1)?)?),
+        "FloorMod" => one(math::binary(op, B::FloorMod, arg(op, inputs, 0)?, arg(op, inputs, 1)?)?),
         "Pow" => one(math::binary(op, B::Pow, arg(op, inputs, 0)?, arg(op, inputs, 1)?)?),
         "SquaredDifference" => one(math::binary(op, B::SquaredDifference, arg(op, inputs, 0)?, arg(op, inputs, 1)?)?),
         // Gradient ops: ReluGrad(dy, x); TanhGrad / SigmoidGrad / RsqrtGrad(y, dy).
@@ -190,6 +204,13 @@ fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Tensor>,
         "TanhGrad" => one(math::binary(op, B::TanhGrad, arg(op, inputs, 0)?, arg(op, inputs, 1)?)?),
         "SigmoidGrad" => one(math::binary(op, B::SigmoidGrad, arg(op, inputs, 0)?, arg(op, inputs, 1)?)?),
         "RsqrtGrad" => one(math::binary(op, B::RsqrtGrad, arg(op, inputs, 0)?, arg(op, inputs, 1)?)?),
+
+        "Less" => one(math::compare(op, C::Less, arg(op, inputs, 0)?, arg(op, inputs, 1)?)?),
+        "LessEqual" => one(math::compare(op, C::LessEqual, arg(op, inputs, 0)?, arg(op, inputs, 1)?)?),
+        "Greater" => one(math::compare(op, C::Greater, arg(op, inputs, 0)?, arg(op, inputs, 1)?)?),
+        "GreaterEqual" => one(math::compare(op, C::GreaterEqual, arg(op, inputs, 0)?, arg(op, inputs, 1)?)?),
+        "Equal" => one(math::compare(op, C::Equal, arg(op, inputs, 0)?, arg(op, inputs, 1)?)?),
+        "NotEqual" => one(math::compare(op, C::NotEqual, arg(op, inputs, 0)?, arg(op, inputs, 1)?)?),
 
         "Neg" => one(math::unary(op, U::Neg, arg(op, inputs, 0)?)?),
         "Abs" => one(math::unary(op, U::Abs, arg(op, inputs, 0)?)?),
@@ -251,6 +272,14 @@ fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Tensor>,
             let out = attrs.get("out_type").and_then(|v| v.as_type()).unwrap_or(DType::I32);
             one(shape::shape_of(op, arg(op, inputs, 0)?, out)?)
         }
+        "Size" | "Rank" => {
+            let out = attrs.get("out_type").and_then(|v| v.as_type()).unwrap_or(DType::I32);
+            one(shape::size_or_rank(op, arg(op, inputs, 0)?, op == "Rank", out)?)
+        }
+        "Range" => one(shape::range(op, arg(op, inputs, 0)?, arg(op, inputs, 1)?, arg(op, inputs, 2)?)?),
+        "Pack" => one(shape::pack(op, inputs, attr_int(attrs, "axis", 0))?),
+        "DynamicStitch" => one(shape::dynamic_stitch(op, inputs)?),
+        "SelectV2" => one(shape::select(op, arg(op, inputs, 0)?, arg(op, inputs, 1)?, arg(op, inputs, 2)?)?),
         "BroadcastTo" => one(shape::broadcast_to(op, arg(op, inputs, 0)?, arg(op, inputs, 1)?)?),
         "BroadcastGradientArgs" => shape::broadcast_gradient_args(op, arg(op, inputs, 0)?, arg(op, inputs, 1)?),
         "ZerosLike" => one(shape::filled_like(op, arg(op, inputs, 0)?, 0)?),

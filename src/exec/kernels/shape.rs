@@ -1,12 +1,13 @@
 //! Shape ops: `Reshape`, `Transpose`, `InvertPermutation`, `Tile`, `Fill`,
-//! `Shape`, `BroadcastTo`, `BroadcastGradientArgs`, `ZerosLike`, `OnesLike`.
+//! `Shape`, `Size`, `Rank`, `Range`, `Pack`, `DynamicStitch`, `SelectV2`,
+//! `BroadcastTo`, `BroadcastGradientArgs`, `ZerosLike`, `OnesLike`.
 //! They work on every dtype that has elements (strings and bools too).
 
 use ndarray::{ArcArray, ArrayD, Axis, IxDyn};
 
-use super::math::broadcast_shape;
+use super::math::{broadcast_shape, Num};
 use crate::exec::error::KernelError;
-use crate::exec::tensor::Tensor;
+use crate::exec::tensor::{Element, Tensor};
 use crate::ir::DType;
 
 /// Applies `$body` (an expression giving an `ArcArray` of the same element
@@ -215,6 +216,193 @@ pub(crate) fn filled_like(op: &str, x: &Tensor, value: u8) -> Result<Tensor, Ker
     })
 }
 
+/// `Size(x)` (the number of elements) or `Rank(x)` (the number of axes) as an i32 or i64 scalar.
+pub(crate) fn size_or_rank(op: &str, x: &Tensor, rank: bool, out: DType) -> Result<Tensor, KernelError> {
+    if x.dtype() == DType::Resource {
+        return Err(KernelError::dtype(op, DType::Resource, "resource handles have no shape here"));
+    }
+    let n = if rank { x.shape().len() } else { x.len() };
+    match out {
+        DType::I32 => Ok(Tensor::scalar(i32::try_from(n).map_err(|_| KernelError::invalid(op, "exceeds i32"))?)),
+        DType::I64 => Ok(Tensor::scalar(n as i64)),
+        other => Err(KernelError::dtype(op, other, "out_type must be i32 or i64")),
+    }
+}
+
+/// The single value of a scalar (or one-element) tensor.
+fn scalar_of<T: Element + Copy>(op: &str, t: &Tensor, what: &str) -> Result<T, KernelError> {
+    let a = t.array::<T>().ok_or_else(|| KernelError::invalid(op, format!("{what} has dtype {}", t.dtype())))?;
+    match a.len() {
+        1 => a.iter().next().copied().ok_or_else(|| KernelError::invalid(op, format!("{what} is empty"))),
+        n => Err(KernelError::invalid(op, format!("{what} must be a scalar, got {n} elements"))),
+    }
+}
+
+/// `Range(start, limit, delta)`: `start, start + delta, ...` while before `limit`.
+pub(crate) fn range(op: &str, start: &Tensor, limit: &Tensor, delta: &Tensor) -> Result<Tensor, KernelError> {
+    fn run<T: Num>(op: &str, start: &Tensor, limit: &Tensor, delta: &Tensor) -> Result<Tensor, KernelError> {
+        let (s, l, d) = (
+            scalar_of::<T>(op, start, "start")?,
+            scalar_of::<T>(op, limit, "limit")?,
+            scalar_of::<T>(op, delta, "delta")?,
+        );
+        if d.is_zero() {
+            return Err(KernelError::invalid(op, "delta must not be zero"));
+        }
+        let count = ((l.as_f64() - s.as_f64()) / d.as_f64()).ceil().max(0.0);
+        if count > (1u64 << 31) as f64 {
+            return Err(KernelError::invalid(op, format!("{count} elements are too many")));
+        }
+        let values = (0..count as usize).map(|i| s.add(T::from_usize(i).mul(d))).collect();
+        Ok(Tensor::vector(values))
+    }
+    match start.dtype() {
+        DType::I32 => run::<i32>(op, start, limit, delta),
+        DType::I64 => run::<i64>(op, start, limit, delta),
+        DType::F32 => run::<f32>(op, start, limit, delta),
+        DType::F64 => run::<f64>(op, start, limit, delta),
+        other => Err(KernelError::dtype(op, other, "a numeric start is required")),
+    }
+}
+
+/// `Pack(values, axis)`: stacks same-shaped tensors along a new axis.
+pub(crate) fn pack(op: &str, values: &[Tensor], axis: i64) -> Result<Tensor, KernelError> {
+    let first = values.first().ok_or_else(|| KernelError::invalid(op, "needs at least one input"))?;
+    let rank = first.shape().len() as i64;
+    let axis = if axis < 0 { axis + rank + 1 } else { axis };
+    if !(0..=rank).contains(&axis) {
+        return Err(KernelError::invalid(op, format!("axis is out of range for rank {rank}")));
+    }
+    fn run<T: Element>(op: &str, values: &[Tensor], axis: usize) -> Result<Tensor, KernelError> {
+        let views = values
+            .iter()
+            .map(|t| t.view::<T>().ok_or_else(|| KernelError::invalid(op, "inputs must have one dtype")))
+            .collect::<Result<Vec<_>, _>>()?;
+        let out = ndarray::stack(Axis(axis), &views).map_err(|e| KernelError::invalid(op, e.to_string()))?;
+        Ok(Tensor::from_array(out))
+    }
+    let axis = axis as usize;
+    match first {
+        Tensor::F32(_) => run::<f32>(op, values, axis),
+        Tensor::F64(_) => run::<f64>(op, values, axis),
+        Tensor::I32(_) => run::<i32>(op, values, axis),
+        Tensor::I64(_) => run::<i64>(op, values, axis),
+        Tensor::Bool(_) => run::<bool>(op, values, axis),
+        Tensor::Str(_) => run::<String>(op, values, axis),
+        Tensor::Resource(_) => Err(KernelError::dtype(op, DType::Resource, "resource handles have no elements")),
+    }
+}
+
+/// `DynamicStitch(indices[0..n], data[0..n])`: `out[indices[m][i], ...] = data[m][i, ...]`, later
+/// inputs winning; the output has `max(indices) + 1` rows.
+pub(crate) fn dynamic_stitch(op: &str, inputs: &[Tensor]) -> Result<Tensor, KernelError> {
+    if inputs.is_empty() || inputs.len() % 2 != 0 {
+        return Err(KernelError::invalid(op, format!("needs n indices and n data inputs, got {}", inputs.len())));
+    }
+    let (indices, data) = inputs.split_at(inputs.len() / 2);
+    let mut rows: Vec<Vec<usize>> = Vec::with_capacity(indices.len());
+    for ix in indices {
+        rows.push(
+            ix.to_i64_vec(op, "indices")?.into_iter().map(|i| to_usize(op, i, "index")).collect::<Result<_, _>>()?,
+        );
+    }
+    let first = &data[0];
+    let index_rank = indices[0].shape().len();
+    let row_shape = first.shape().get(index_rank..).unwrap_or_default().to_vec();
+    for (ix, d) in indices.iter().zip(data) {
+        let mut want = ix.shape().to_vec();
+        want.extend_from_slice(&row_shape);
+        if d.shape() != want.as_slice() {
+            return Err(KernelError::invalid(
+                op,
+                format!(
+                    "data shape {:?} does not match indices shape {:?} and rows {row_shape:?}",
+                    d.shape(),
+                    ix.shape()
+                ),
+            ));
+        }
+    }
+    let count = rows.iter().flatten().map(|&i| i + 1).max().unwrap_or(0);
+    let row_len: usize = row_shape.iter().product();
+    fn run<T: Element + Default>(
+        op: &str,
+        rows: &[Vec<usize>],
+        data: &[Tensor],
+        count: usize,
+        row_len: usize,
+        row_shape: &[usize],
+    ) -> Result<Tensor, KernelError> {
+        let mut out = vec![T::default(); count * row_len];
+        let mut filled = vec![false; count];
+        for (r, d) in rows.iter().zip(data) {
+            let values = d.to_vec::<T>().ok_or_else(|| KernelError::invalid(op, "data inputs must have one dtype"))?;
+            for (k, &i) in r.iter().enumerate() {
+                out[i * row_len..(i + 1) * row_len].clone_from_slice(&values[k * row_len..(k + 1) * row_len]);
+                filled[i] = true;
+            }
+        }
+        if let Some(missing) = filled.iter().position(|f| !f) {
+            return Err(KernelError::invalid(op, format!("index {missing} is missing from the indices")));
+        }
+        let mut shape = vec![count];
+        shape.extend_from_slice(row_shape);
+        Tensor::from_vec(&shape, out)
+    }
+    match first {
+        Tensor::F32(_) => run::<f32>(op, &rows, data, count, row_len, &row_shape),
+        Tensor::F64(_) => run::<f64>(op, &rows, data, count, row_len, &row_shape),
+        Tensor::I32(_) => run::<i32>(op, &rows, data, count, row_len, &row_shape),
+        Tensor::I64(_) => run::<i64>(op, &rows, data, count, row_len, &row_shape),
+        Tensor::Bool(_) => run::<bool>(op, &rows, data, count, row_len, &row_shape),
+        Tensor::Str(_) => run::<String>(op, &rows, data, count, row_len, &row_shape),
+        Tensor::Resource(_) => Err(KernelError::dtype(op, DType::Resource, "resource handles have no elements")),
+    }
+}
+
+/// `SelectV2(condition, t, e)`: `t` where `condition` holds, else `e`, all three broadcast.
+pub(crate) fn select(op: &str, condition: &Tensor, t: &Tensor, e: &Tensor) -> Result<Tensor, KernelError> {
+    let c =
+        condition.array::<bool>().ok_or_else(|| KernelError::dtype(op, condition.dtype(), "condition must be bool"))?;
+    let shape = broadcast_shape(op, &broadcast_shape(op, c.shape(), t.shape())?, e.shape())?;
+    let bad = || {
+        KernelError::invalid(
+            op,
+            format!("shapes {:?}, {:?} and {:?} do not broadcast", c.shape(), t.shape(), e.shape()),
+        )
+    };
+    let cv = c.broadcast(IxDyn(&shape)).ok_or_else(bad)?;
+    fn run<T: Element>(
+        op: &str,
+        cv: &ndarray::ArrayViewD<'_, bool>,
+        t: &Tensor,
+        e: &Tensor,
+        shape: &[usize],
+    ) -> Result<Tensor, KernelError> {
+        let (Some(ta), Some(ea)) = (t.array::<T>(), e.array::<T>()) else {
+            return Err(KernelError::invalid(
+                op,
+                format!("branches have different dtypes {} and {}", t.dtype(), e.dtype()),
+            ));
+        };
+        let bad = || KernelError::invalid(op, "branches do not broadcast");
+        let tv = ta.broadcast(IxDyn(shape)).ok_or_else(bad)?;
+        let ev = ea.broadcast(IxDyn(shape)).ok_or_else(bad)?;
+        let out =
+            ndarray::Zip::from(cv).and(&tv).and(&ev).map_collect(|&c, a, b| if c { a.clone() } else { b.clone() });
+        Ok(Tensor::from_array(out))
+    }
+    match t {
+        Tensor::F32(_) => run::<f32>(op, &cv, t, e, &shape),
+        Tensor::F64(_) => run::<f64>(op, &cv, t, e, &shape),
+        Tensor::I32(_) => run::<i32>(op, &cv, t, e, &shape),
+        Tensor::I64(_) => run::<i64>(op, &cv, t, e, &shape),
+        Tensor::Bool(_) => run::<bool>(op, &cv, t, e, &shape),
+        Tensor::Str(_) => run::<String>(op, &cv, t, e, &shape),
+        Tensor::Resource(_) => Err(KernelError::dtype(op, DType::Resource, "resource handles have no elements")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -291,5 +479,62 @@ mod tests {
         assert_eq!(z.to_vec::<f32>().unwrap(), vec![0.0, 0.0]);
         let o = filled_like("OnesLike", &Tensor::vector(vec![5i64]), 1).unwrap();
         assert_eq!(o.to_vec::<i64>().unwrap(), vec![1]);
+    }
+
+    #[test]
+    fn size_rank_range() {
+        let x = iota(&[2, 3]);
+        assert_eq!(size_or_rank("Size", &x, false, DType::I32).unwrap(), Tensor::scalar(6i32));
+        assert_eq!(size_or_rank("Rank", &x, true, DType::I64).unwrap(), Tensor::scalar(2i64));
+        let r = range("Range", &Tensor::scalar(0i32), &Tensor::scalar(5i32), &Tensor::scalar(2i32)).unwrap();
+        assert_eq!(r.to_vec::<i32>().unwrap(), vec![0, 2, 4]);
+        let empty = range("Range", &Tensor::scalar(3i32), &Tensor::scalar(0i32), &Tensor::scalar(1i32)).unwrap();
+        assert_eq!(empty.shape(), &[0]);
+        assert!(range("Range", &Tensor::scalar(0i32), &Tensor::scalar(1i32), &Tensor::scalar(0i32)).is_err());
+    }
+
+    #[test]
+    fn pack_stacks_on_a_new_axis() {
+        let a = Tensor::vector(vec![1i32, 2]);
+        let b = Tensor::vector(vec![3i32, 4]);
+        let rows = pack("Pack", &[a.clone(), b.clone()], 0).unwrap();
+        assert_eq!(rows.shape(), &[2, 2]);
+        assert_eq!(rows.to_vec::<i32>().unwrap(), vec![1, 2, 3, 4]);
+        let cols = pack("Pack", &[a.clone(), b], -1).unwrap();
+        assert_eq!(cols.to_vec::<i32>().unwrap(), vec![1, 3, 2, 4]);
+        assert!(pack("Pack", &[a, Tensor::vector(vec![1i32])], 0).is_err());
+    }
+
+    #[test]
+    fn dynamic_stitch_merges_by_index() {
+        // TensorFlow's reduced_shape for input [2, 3, 5] over axes [1]: [2, 1, 5].
+        let out = dynamic_stitch(
+            "DynamicStitch",
+            &[
+                Tensor::vector(vec![0i32, 1, 2]),
+                Tensor::vector(vec![1i32]),
+                Tensor::vector(vec![2i32, 3, 5]),
+                Tensor::vector(vec![1i32]),
+            ],
+        )
+        .unwrap();
+        assert_eq!(out.to_vec::<i32>().unwrap(), vec![2, 1, 5]);
+        let rows = dynamic_stitch(
+            "DynamicStitch",
+            &[Tensor::vector(vec![1i32]), Tensor::vector(vec![0i32]), iota(&[1, 2]), iota(&[1, 2])],
+        )
+        .unwrap();
+        assert_eq!(rows.shape(), &[2, 2]);
+        let gap = dynamic_stitch("DynamicStitch", &[Tensor::vector(vec![2i32]), Tensor::vector(vec![1.0f32])]);
+        assert!(gap.is_err());
+    }
+
+    #[test]
+    fn select_broadcasts_all_three() {
+        let c = Tensor::vector(vec![true, false]);
+        let t = iota(&[2, 2]);
+        let out = select("SelectV2", &c, &t, &Tensor::scalar(-1.0f32)).unwrap();
+        assert_eq!(out.to_vec::<f32>().unwrap(), vec![0.0, -1.0, 2.0, -1.0]);
+        assert!(select("SelectV2", &c, &t, &Tensor::scalar(1i32)).is_err());
     }
 }

@@ -124,7 +124,15 @@ pub fn gradient(
                 (true, false) => (mm(e, b, g, false, true), mm(e, a, g, false, false)),
                 (true, true) => (mm(e, b, g, true, true), mm(e, g, a, true, true)),
             };
-            vec![Some(ga), Some(gb)]
+            if &*op_type == "BatchMatMulV2" {
+                // V2 broadcasts the batch dims: sum each gradient over the ones its operand lacks.
+                let (ga_shape, gb_shape) = (e.shape("Shape", ga), e.shape("Shape", gb));
+                let ga = reduce_to_shape_of(e, ga, a, ga_shape, &ta);
+                let gb = reduce_to_shape_of(e, gb, b, gb_shape, &ta);
+                vec![Some(ga), Some(gb)]
+            } else {
+                vec![Some(ga), Some(gb)]
+            }
         }
         "Relu" => vec![Some(e.emit("ReluGrad", "ReluGrad", &[g, y], ta))],
         "ReluGrad" => {
@@ -367,6 +375,13 @@ fn reduce_to_shape_of(e: &mut Emitter<'_>, g: Tensor, x: Tensor, out_shape: Tens
 /// back to the shape of `x` (TensorFlow's `reduced_shape` with `DynamicStitch`).
 fn sum_grad(e: &mut Emitter<'_>, x: Tensor, axes: Tensor, g: Tensor, ta: &Attrs) -> Tensor {
     let i32_t = e.t_attr(Some(DType::I32));
+    // The shape arithmetic below is in i32; i64 reduction indices are narrowed first.
+    let axes = if e.dtype_of(axes) == Some(DType::I64) {
+        let attrs = vec![("SrcT", AttrValue::Type(DType::I64)), ("DstT", AttrValue::Type(DType::I32))];
+        e.emit("Cast", "Cast", &[axes], attrs)
+    } else {
+        axes
+    };
     let input_shape = e.shape("Shape", x);
     let rank = e.emit("Size", "Size", &[input_shape], vec![("out_type", AttrValue::Type(DType::I32))]);
     let shifted = e.emit("AddV2", "add", &[axes, rank], i32_t.clone());

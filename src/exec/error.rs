@@ -179,6 +179,21 @@ pub enum ExecError {
     #[diagnostic(transparent)]
     FeedFetch(Box<crate::passes::PassError>),
 
+    /// A global batch that does not split evenly over the replicas.
+    #[error(
+        "The `global_batch_size` {global_batch_size} is not divisible by `num_replicas_in_sync` {num_replicas_in_sync}"
+    )]
+    #[diagnostic(
+        code(tpu_rewrite::exec::indivisible_batch),
+        help("feed a global batch whose first dimension is a multiple of the replica count")
+    )]
+    IndivisibleBatch { global_batch_size: usize, num_replicas_in_sync: usize },
+
+    /// A value fed as a global batch has no batch dimension.
+    #[error("cannot split a global batch: {reason}")]
+    #[diagnostic(code(tpu_rewrite::exec::unbatchable), help("a global batch needs at least one dimension"))]
+    Unbatchable { reason: String },
+
     /// A broken internal invariant: a bug in tpu-rewrite, not in the input.
     #[error("internal error (a bug in tpu-rewrite): {message}")]
     #[diagnostic(code(tpu_rewrite::exec::internal), help("please report this with the input that caused it"))]

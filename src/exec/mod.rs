@@ -17,12 +17,16 @@ mod collective;
 pub mod data;
 pub mod driver;
 mod error;
+pub mod input;
 pub mod kernels;
 mod mesh;
+pub mod outputs;
 mod tensor;
 
 pub use data::{read_npy, read_npy_file, tensor_from_json, tensor_to_json, write_npy, write_npy_file};
 pub use error::{ExecError, KernelError};
+pub use input::split_batch;
 pub use kernels::{has_kernel, missing_kernels, run_kernel};
 pub use mesh::{Feeds, Fetch, Mesh, MeshConfig};
+pub use outputs::{group_outputs, OutputValue, ReduceOp};
 pub use tensor::{Element, ResourceHandle, Tensor};

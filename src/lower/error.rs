@@ -68,6 +68,16 @@ pub enum LowerError {
         span: Span,
     },
 
+    /// A global batch size that does not divide by the replicas in sync.
+    #[error(
+        "The `global_batch_size` {global_batch_size} is not divisible by `num_replicas_in_sync` {num_replicas_in_sync}"
+    )]
+    #[diagnostic(
+        code(tpu_rewrite::lower::indivisible_batch),
+        help("choose a global batch size that is a multiple of the replica count")
+    )]
+    IndivisibleBatch { global_batch_size: u64, num_replicas_in_sync: u32 },
+
     /// A value leaves a replicate cluster other than through TPUReplicatedOutput.
     #[error("`{consumer}` outside cluster `{cluster}` reads `{producer}` inside it")]
     #[diagnostic(

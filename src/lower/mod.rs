@@ -7,10 +7,12 @@
 //! the graph initialises variables, an init program. The result is an
 //! ordinary [`Module`]: it prints as `.opg` and parses back.
 
+pub mod describe;
 pub mod error;
 pub mod program;
 pub mod topology;
 
+pub use describe::{describe, input_workers, InputContext, InputWorker, ReplicaFacts, StrategyFacts};
 pub use error::LowerError;
 pub use topology::{host_for_device, DeviceAssignment, PhysicalCore, Topology};
 

@@ -15,7 +15,8 @@
 //!   `VarHandleOp` `<var>/replica_<r>`, so reads and writes in a replica touch
 //!   the local copy.
 //! - `CrossReplicaSum` becomes `CollectiveAllReduce` over its replica group;
-//!   `AllReduce` (SUM or MEAN) one collective per operand; `Broadcast` a
+//!   `AllReduce` (SUM or MEAN; a fused one with its `group_assignment`)
+//!   one collective over all its operands; `Broadcast` a
 //!   `CollectiveBroadcast` from replica 0; `ReplicaId` a per-replica constant.
 //! - Metadata ops are dropped; the TPU tags are removed from program ops.
 //!
@@ -376,9 +377,19 @@ impl Builder<'_> {
                 let op = if &*src.op == "AllReduce" { "CollectiveAllReduce" } else { "CollectiveBroadcast" };
                 node.op = op.into();
                 let mut attrs = AttrMap::new();
-                attrs.insert("group", AttrValue::str(format!("{}/all", self.clusters[cluster as usize].name)));
-                attrs.insert("group_size", AttrValue::Int(i64::from(num_replicas)));
-                attrs.insert("rank", AttrValue::Int(i64::from(replica)));
+                // A fused all-reduce carries its sums' replica groups as an attribute.
+                let groups = src.attrs.get("group_assignment").and_then(|v| v.as_tensor()).and_then(groups_of);
+                let (group, size, rank) = match groups.as_deref().and_then(|g| group_of(g, &src.name, replica)) {
+                    Some(found) => found,
+                    None => (
+                        format!("{}/all", self.clusters[cluster as usize].name),
+                        i64::from(num_replicas),
+                        i64::from(replica),
+                    ),
+                };
+                attrs.insert("group", AttrValue::str(group));
+                attrs.insert("group_size", AttrValue::Int(size));
+                attrs.insert("rank", AttrValue::Int(rank));
                 attrs.insert("instance", AttrValue::Int(self.instance(cluster, id)));
                 if op == "CollectiveAllReduce" {
                     attrs.insert("reduce_op", AttrValue::str(reduce));
@@ -417,22 +428,12 @@ impl Builder<'_> {
         let name = &self.src.node(id).name;
         let groups: Option<Vec<Vec<i64>>> = self.src.data_inputs(id).get(1).and_then(|i| {
             let c = self.src.node(i.src);
-            let t = c.attrs.get("value")?.as_tensor()?;
-            let values = t.to_f64_vec()?;
-            let width = *t.shape.last()? as usize;
-            if width == 0 || t.shape.len() != 2 {
-                return None;
-            }
-            Some(values.chunks(width).map(|row| row.iter().map(|&v| v as i64).collect()).collect())
+            groups_of(c.attrs.get("value")?.as_tensor()?)
         });
-        if let Some(groups) = groups {
-            for (gi, g) in groups.iter().enumerate() {
-                if let Some(rank) = g.iter().position(|&r| r == i64::from(replica)) {
-                    return (format!("{name}/group_{gi}"), g.len() as i64, rank as i64);
-                }
-            }
-        }
-        (format!("{name}/all"), i64::from(num_replicas), i64::from(replica))
+        groups
+            .as_deref()
+            .and_then(|g| group_of(g, name, replica))
+            .unwrap_or_else(|| (format!("{name}/all"), i64::from(num_replicas), i64::from(replica)))
     }
 
     fn wire(&mut self) {
@@ -701,6 +702,25 @@ impl Builder<'_> {
             g.add_node_unique(recv);
         }
     }
+}
+
+/// The rows of a `[groups, size]` group-assignment tensor.
+fn groups_of(t: &TensorLit) -> Option<Vec<Vec<i64>>> {
+    let values = t.to_f64_vec()?;
+    let width = *t.shape.last()? as usize;
+    if width == 0 || t.shape.len() != 2 {
+        return None;
+    }
+    Some(values.chunks(width).map(|row| row.iter().map(|&v| v as i64).collect()).collect())
+}
+
+/// The (group key, group size, rank) of `replica` in `groups`; the key is
+/// `<name>/group_<index>`.
+fn group_of(groups: &[Vec<i64>], name: &str, replica: u32) -> Option<(String, i64, i64)> {
+    groups.iter().enumerate().find_map(|(gi, g)| {
+        let rank = g.iter().position(|&r| r == i64::from(replica))?;
+        Some((format!("{name}/group_{gi}"), g.len() as i64, rank as i64))
+    })
 }
 
 /// The dtype of a node's output 0, from its `T`, `dtype` or `DstT` attribute.

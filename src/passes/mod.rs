@@ -5,8 +5,10 @@
 //! pass, [`form_clusters`](form_clusters::form_clusters), reads the clusters
 //! back from the tags (for rewritten and imported graphs alike) and is what
 //! lowering consumes. [`PIPELINE`] lists the passes in order; every pass
-//! leaves graphs without regions unchanged, so running the pipeline on its
-//! own output changes nothing.
+//! but the optional all-reduce fusion leaves graphs without regions
+//! unchanged, so running the default pipeline on its own output changes
+//! nothing. Fusion ([`fuse_all_reduce`]) runs only when
+//! [`PipelineConfig::all_reduce_fusion`] asks or the selection names it.
 
 pub mod cluster_cycles;
 pub mod common;
@@ -16,6 +18,7 @@ pub mod fan_out;
 pub mod feed_fetch;
 pub mod flatten;
 pub mod form_clusters;
+pub mod fuse_all_reduce;
 pub mod gradients;
 pub mod host_compute_core;
 pub mod metadata;
@@ -27,6 +30,7 @@ use std::time::{Duration, Instant};
 
 pub use error::PassError;
 pub use form_clusters::{form_clusters, ReplicateCluster};
+pub use fuse_all_reduce::{fuse_all_reduce, FusionConfig};
 pub use gradients::GradientsConfig;
 
 use crate::ir::{Graph, IrError, Module};
@@ -42,6 +46,9 @@ pub enum Pass {
     FanOut,
     HostComputeCore,
     UnsupportedOps,
+    /// Optional: runs only when [`PipelineConfig::all_reduce_fusion`] is on
+    /// or the selection names it.
+    FuseAllReduce,
     FormClusters,
 }
 
@@ -55,6 +62,7 @@ pub const PIPELINE: &[Pass] = &[
     Pass::HostComputeCore,
     Pass::FanOut,
     Pass::UnsupportedOps,
+    Pass::FuseAllReduce,
     Pass::FormClusters,
 ];
 
@@ -67,6 +75,7 @@ const NAMES: &[&str] = &[
     "host-compute-core",
     "fan-out",
     "unsupported-ops",
+    "fuse-all-reduce",
     "form-clusters",
 ];
 
@@ -98,6 +107,13 @@ impl Pass {
             Pass::FanOut => fan_out::fan_out(graph),
             Pass::HostComputeCore => host_compute_core::host_compute_core(graph),
             Pass::UnsupportedOps => unsupported_ops::unsupported_ops(graph),
+            Pass::FuseAllReduce => {
+                let fusion = match config.all_reduce_fusion {
+                    AllReduceFusion::On(c) => c,
+                    AllReduceFusion::Off => FusionConfig::default(),
+                };
+                fuse_all_reduce::fuse_all_reduce(graph, &fusion)
+            }
             Pass::FormClusters => {
                 let (formed, errors) = form_clusters(graph);
                 *clusters = formed;
@@ -136,6 +152,11 @@ impl PassSelection {
             PassSelection::Only(list) => list.contains(&pass),
         }
     }
+
+    /// True when the selection names `pass` explicitly.
+    fn names(&self, pass: Pass) -> bool {
+        matches!(self, PassSelection::Only(list) if list.contains(&pass))
+    }
 }
 
 /// Whether to run the IR verifier after each pass.
@@ -154,6 +175,17 @@ pub enum PrintMode {
     AfterEachPass,
 }
 
+/// Whether the optional all-reduce fusion pass runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum AllReduceFusion {
+    /// Not in the pipeline unless the pass selection names `fuse-all-reduce`
+    /// (which then uses [`FusionConfig::default`]).
+    #[default]
+    Off,
+    /// In the pipeline, with these settings.
+    On(FusionConfig),
+}
+
 /// Settings of [`run_pipeline`].
 #[derive(Clone, Debug, Default)]
 pub struct PipelineConfig {
@@ -161,6 +193,20 @@ pub struct PipelineConfig {
     pub verify: VerifyMode,
     pub print: PrintMode,
     pub gradients: GradientsConfig,
+    pub all_reduce_fusion: AllReduceFusion,
+}
+
+impl PipelineConfig {
+    /// True when `pass` runs under this configuration.
+    pub fn runs(&self, pass: Pass) -> bool {
+        match pass {
+            Pass::FuseAllReduce => {
+                self.passes.names(pass)
+                    || (self.passes.includes(pass) && matches!(self.all_reduce_fusion, AllReduceFusion::On(_)))
+            }
+            _ => self.passes.includes(pass),
+        }
+    }
 }
 
 /// Where a diagnostic came from.
@@ -268,7 +314,7 @@ impl Drop for TimingGuard<'_> {
 pub fn run_pipeline(module: &mut Module, config: &PipelineConfig) -> PipelineReport {
     let mut report = PipelineReport::default();
     let mut clusters: Vec<Vec<ReplicateCluster>> = vec![Vec::new(); module.graphs.len()];
-    for &pass in PIPELINE.iter().filter(|p| config.passes.includes(**p)) {
+    for &pass in PIPELINE.iter().filter(|p| config.runs(**p)) {
         let mut found = Vec::new();
         {
             let _timer = TimingGuard::start(pass, &mut report.timings);

@@ -191,9 +191,9 @@ fn formed_clusters_hold_exactly_the_tagged_nodes() {
             let got_ocs: BTreeMap<(String, String), BTreeSet<String>> = clusters
                 .iter()
                 .flat_map(|c| {
-                    c.outside_compilation
-                        .iter()
-                        .map(|(oc, members)| ((c.name.clone(), oc.clone()), members.iter().map(|&m| name_of(m)).collect()))
+                    c.outside_compilation.iter().map(|(oc, members)| {
+                        ((c.name.clone(), oc.clone()), members.iter().map(|&m| name_of(m)).collect())
+                    })
                 })
                 .collect();
             assert_eq!(got_clusters, want_clusters, "{label}: cluster members");

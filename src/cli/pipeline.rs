@@ -93,6 +93,7 @@ fn pipeline_config(args: &RewriteArgs, print_after_all: bool) -> Result<Pipeline
         verify: VerifyMode::AfterEachPass,
         print: if print_after_all { PrintMode::AfterEachPass } else { PrintMode::Never },
         gradients: GradientsConfig { policy },
+        ..PipelineConfig::default()
     })
 }
 

@@ -11,7 +11,6 @@
 //! integer division by zero is an error. Floating-point results depend
 //! only on the inputs: every reduction runs in a fixed order.
 
-mod index;
 mod linalg;
 mod math;
 mod shape;
@@ -55,10 +54,6 @@ pub const PURE_OPS: &[&str] = &[
     "BroadcastTo",
     "Cast",
     "Const",
-    "DynamicStitch",
-    "FloorMod",
-    "Range",
-    "Size",
     "CrossReplicaSum",
     "Div",
     "DynamicStitch",
@@ -283,13 +278,6 @@ fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Tensor>,
         "BroadcastTo" => one(shape::broadcast_to(op, arg(op, inputs, 0)?, arg(op, inputs, 1)?)?),
         "BroadcastGradientArgs" => shape::broadcast_gradient_args(op, arg(op, inputs, 0)?, arg(op, inputs, 1)?),
         "ZerosLike" => one(shape::filled_like(op, arg(op, inputs, 0)?, 0)?),
-        "Range" => one(index::range(op, arg(op, inputs, 0)?, arg(op, inputs, 1)?, arg(op, inputs, 2)?)?),
-        "Size" => {
-            let out = attrs.get("out_type").and_then(|v| v.as_type()).unwrap_or(DType::I32);
-            one(index::size(arg(op, inputs, 0)?, out))
-        }
-        "FloorMod" => one(index::floor_mod(op, arg(op, inputs, 0)?, arg(op, inputs, 1)?)?),
-        "DynamicStitch" => one(index::dynamic_stitch(op, inputs)?),
         "OnesLike" => one(shape::filled_like(op, arg(op, inputs, 0)?, 1)?),
 
         _ if DEVICE_OPS.contains(&op) => Err(KernelError::NeedsDevice { op: op.to_string() }),

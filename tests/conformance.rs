@@ -75,8 +75,8 @@ fn lower_for(label: &str, graph: &ir::Graph, num_replicas: u32) -> Module {
     }
 }
 
-/// The largest relative difference of `got` from `want`, elementwise, with
-/// an absolute floor of `rtol` for values near zero.
+/// Asserts `got` is within `rtol` of `want` elementwise, relative to the
+/// expected magnitude, with magnitudes below 1 counted as 1.
 fn assert_close(label: &str, got: &Tensor, want: &Tensor, rtol: f64) {
     assert_eq!(got.shape(), want.shape(), "{label}: shape");
     let got: Vec<f64> = got.to_vec::<f32>().expect("f32 output").into_iter().map(f64::from).collect();
@@ -191,9 +191,9 @@ fn formed_clusters_hold_exactly_the_tagged_nodes() {
             let got_ocs: BTreeMap<(String, String), BTreeSet<String>> = clusters
                 .iter()
                 .flat_map(|c| {
-                    c.outside_compilation
-                        .iter()
-                        .map(|(oc, members)| ((c.name.clone(), oc.clone()), members.iter().map(|&m| name_of(m)).collect()))
+                    c.outside_compilation.iter().map(|(oc, members)| {
+                        ((c.name.clone(), oc.clone()), members.iter().map(|&m| name_of(m)).collect())
+                    })
                 })
                 .collect();
             assert_eq!(got_clusters, want_clusters, "{label}: cluster members");

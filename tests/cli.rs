@@ -217,3 +217,48 @@ fn run_reports_every_missing_kernel_at_once() {
     let o = run_stdin(&["run", "-", "--topology", "1x1"], text.as_bytes());
     assert_located_failure(&o, "Frobnicate, Zorch");
 }
+
+#[test]
+fn split_batch_equals_feeding_the_slices_by_hand() {
+    let dir = tempfile::tempdir().unwrap();
+    let global = dir.path().join("global.json");
+    std::fs::write(&global, r#"{"input0:0": [[1.0, -2.0], [3.0, 4.0], [-5.0, 6.0], [7.0, 8.0]]}"#).unwrap();
+    let by_hand = dir.path().join("slices.json");
+    std::fs::write(&by_hand, r#"{"x0:0": [[1.0, -2.0], [3.0, 4.0]], "x1:0": [[-5.0, 6.0], [7.0, 8.0]]}"#).unwrap();
+    let split = run(&[
+        "run",
+        &example("tf_tagged.opg"),
+        "--topology",
+        "1x2",
+        "--split-batch",
+        "--feeds",
+        global.to_str().unwrap(),
+        "--json",
+    ]);
+    let manual =
+        run(&["run", &example("tf_tagged.opg"), "--topology", "1x2", "--feeds", by_hand.to_str().unwrap(), "--json"]);
+    assert!(split.status.success() && manual.status.success(), "{}{}", stderr(&split), stderr(&manual));
+    assert_eq!(split.stdout, manual.stdout);
+    let odd = dir.path().join("odd.json");
+    std::fs::write(&odd, r#"{"input0:0": [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]}"#).unwrap();
+    let o = run(&[
+        "run",
+        &example("tf_tagged.opg"),
+        "--topology",
+        "1x2",
+        "--split-batch",
+        "--feeds",
+        odd.to_str().unwrap(),
+    ]);
+    assert_located_failure(&o, "The `global_batch_size` 3 is not divisible by `num_replicas_in_sync` 2");
+}
+
+#[test]
+fn lower_describe_prints_the_strategy_facts() {
+    let o = run(&["lower", &example("mlp_train.opg"), "--topology", "2x4", "--describe", "--global-batch-size", "64"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8(o.stdout).unwrap();
+    for line in ["num_replicas_in_sync: 8", "num_hosts: 2", "num_replicas_per_host: 4"] {
+        assert!(text.contains(line), "{line} missing in:\n{text}");
+    }
+}

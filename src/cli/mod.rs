@@ -162,6 +162,12 @@ pub enum Command {
         /// Output format of the lowered module.
         #[arg(long, value_enum, default_value_t = EmitFormat::Text)]
         format: EmitFormat,
+        /// Print the strategy facts of the device assignment instead of the programs.
+        #[arg(long)]
+        describe: bool,
+        /// With --describe: the global batch size for the per-replica batch sizes.
+        #[arg(long)]
+        global_batch_size: Option<u64>,
         /// Write to this file instead of standard output.
         #[arg(short, long)]
         output: Option<PathBuf>,
@@ -186,6 +192,10 @@ pub enum Command {
         /// A feed from a `.npy` file: `NAME=FILE.npy` (repeatable).
         #[arg(long = "feed")]
         feed: Vec<String>,
+        /// Feeds named after a replicated input (`input0:0`) are global batches:
+        /// split along dimension 0 into one slice per replica.
+        #[arg(long)]
+        split_batch: bool,
         /// Tensors to fetch (default: every replicated output).
         #[arg(long = "fetch")]
         fetch: Vec<String>,
@@ -257,8 +267,9 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Rewrite { file, input_format, rewrite, print_after_all, time_passes, output } => {
             pipeline::rewrite_command(&file, input_format, &rewrite, print_after_all, time_passes, output)
         }
-        Command::Lower { file, input_format, rewrite, lower, format, output } => {
-            pipeline::lower_command(&file, input_format, &rewrite, &lower, format, output)
+        Command::Lower { file, input_format, rewrite, lower, format, describe, global_batch_size, output } => {
+            let describe = describe.then_some(global_batch_size);
+            pipeline::lower_command(&file, input_format, &rewrite, &lower, format, describe, output)
         }
         Command::Run {
             file,
@@ -268,6 +279,7 @@ pub fn run(cli: Cli) -> ExitCode {
             steps,
             feeds,
             feed,
+            split_batch,
             fetch,
             json,
             npy_dir,
@@ -281,6 +293,7 @@ pub fn run(cli: Cli) -> ExitCode {
             steps,
             feeds,
             feed,
+            split_batch,
             fetch,
             json,
             npy_dir,

@@ -206,12 +206,32 @@ pub fn lower_command(
     rewrite_args: &RewriteArgs,
     lower_args: &LowerArgs,
     emit: EmitFormat,
+    describe: Option<Option<u64>>,
     output: Option<PathBuf>,
 ) -> ExitCode {
     let input = InputPath::parse(file);
-    let Some((_, lowered)) = rewrite_and_lower(&input, format, rewrite_args, lower_args) else {
+    let Some((loaded, lowered)) = rewrite_and_lower(&input, format, rewrite_args, lower_args) else {
         return ExitCode::from(1);
     };
+    if let Some(global_batch_size) = describe {
+        let config = match lower_config(lower_args) {
+            Ok(c) => c,
+            Err(e) => {
+                report(vec![Box::new(e)], &loaded.source);
+                return ExitCode::from(1);
+            }
+        };
+        let (clusters, _) = passes::form_clusters(&loaded.module.graphs[0]);
+        let facts =
+            lower::assignment_for(&clusters, &config).and_then(|a| lower::describe::describe(&a, global_batch_size));
+        return match facts {
+            Ok(facts) => finish(write_output(output.as_deref(), facts.to_string().as_bytes())),
+            Err(e) => {
+                report(vec![Box::new(e)], &loaded.source);
+                ExitCode::from(1)
+            }
+        };
+    }
     match emit_bytes(&lowered, emit) {
         Some(bytes) => finish(write_output(output.as_deref(), &bytes)),
         None => ExitCode::from(1),
@@ -227,6 +247,7 @@ pub struct RunArgs {
     pub steps: u32,
     pub feeds: Option<PathBuf>,
     pub feed: Vec<String>,
+    pub split_batch: bool,
     pub fetch: Vec<String>,
     pub json: bool,
     pub npy_dir: Option<PathBuf>,
@@ -299,6 +320,31 @@ fn summary(t: &Tensor) -> String {
     }
 }
 
+/// Splits feeds named after a `TPUReplicatedInput` into one slice per
+/// operand (replica), in replica order; other feeds pass through.
+fn split_global_feeds(
+    tagged: &Module,
+    feeds: Vec<(String, Tensor)>,
+) -> Result<Vec<(String, Tensor)>, Box<exec::ExecError>> {
+    let Some(graph) = tagged.graphs.first() else { return Ok(feeds) };
+    let mut out = Vec::new();
+    for (name, value) in feeds {
+        let node = graph.find(name.split(':').next().unwrap_or(&name));
+        match node.filter(|&id| &*graph.node(id).op == "TPUReplicatedInput") {
+            Some(id) => {
+                let operands = graph.data_inputs(id);
+                let slices = exec::input::split_batch(&value, operands.len()).map_err(Box::new)?;
+                for (operand, slice) in operands.iter().zip(slices) {
+                    let k = operand.output.unwrap_or(0);
+                    out.push((format!("{}:{k}", graph.node(operand.src).name), slice));
+                }
+            }
+            None => out.push((name, value)),
+        }
+    }
+    Ok(out)
+}
+
 /// `tpu-rewrite run`.
 pub fn run_command(args: RunArgs) -> ExitCode {
     let input = InputPath::parse(&args.file);
@@ -311,6 +357,17 @@ pub fn run_command(args: RunArgs) -> ExitCode {
             eprintln!("error: {e}");
             return ExitCode::from(1);
         }
+    };
+    let feeds = if args.split_batch {
+        match split_global_feeds(&loaded.module, feeds) {
+            Ok(f) => f,
+            Err(e) => {
+                report(vec![e], &loaded.source);
+                return ExitCode::from(1);
+            }
+        }
+    } else {
+        feeds
     };
     let fetches = if args.fetch.is_empty() { default_fetches(&lowered) } else { args.fetch.clone() };
     let feed_names: Vec<String> = feeds.iter().map(|f| f.0.clone()).collect();

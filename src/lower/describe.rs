@@ -82,7 +82,7 @@ pub struct StrategyFacts {
 /// The per-replica batch size, with TensorFlow's error when it does not divide.
 pub fn per_replica_batch_size(global_batch_size: u64, num_replicas_in_sync: u32) -> Result<u64, LowerError> {
     let n = u64::from(num_replicas_in_sync);
-    if n == 0 || global_batch_size % n != 0 {
+    if n == 0 || !global_batch_size.is_multiple_of(n) {
         return Err(LowerError::IndivisibleBatch { global_batch_size, num_replicas_in_sync });
     }
     Ok(global_batch_size / n)

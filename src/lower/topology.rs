@@ -85,7 +85,7 @@ pub struct DeviceAssignment {
 impl DeviceAssignment {
     /// TensorFlow's default full-mesh assignment.
     pub fn full_mesh(topology: &Topology, num_replicas: u32, cores_per_replica: u32) -> Result<Self, LowerError> {
-        let needed = num_replicas.checked_mul(cores_per_replica).unwrap_or(u32::MAX);
+        let needed = num_replicas.saturating_mul(cores_per_replica);
         if num_replicas == 0 || cores_per_replica == 0 {
             return Err(LowerError::DeviceAssignment { reason: "replica and core counts must be at least 1".into() });
         }
@@ -141,7 +141,12 @@ impl DeviceAssignment {
         if let Some((r, row)) = cores.iter().enumerate().find(|(_, row)| row.len() as u32 != per) {
             return Err(bad(format!("replica {r} has {} logical cores, replica 0 has {per}", row.len())));
         }
-        Ok(DeviceAssignment { topology: topology.clone(), num_replicas: cores.len() as u32, cores_per_replica: per, cores })
+        Ok(DeviceAssignment {
+            topology: topology.clone(),
+            num_replicas: cores.len() as u32,
+            cores_per_replica: per,
+            cores,
+        })
     }
 
     /// The physical core of (replica, logical core).

@@ -186,7 +186,7 @@ fn per_host_feeds_cover_each_host_replicas() {
         }
     }
     let expected: Vec<Option<Tensor>> =
-        [0, 1, 2, 3, 10, 11, 12, 13].iter().map(|&x| Some(Tensor::vector(vec![x]))).collect();
+        [0i32, 1, 2, 3, 10, 11, 12, 13].iter().map(|&x| Some(Tensor::vector(vec![x]))).collect();
     assert_eq!(per_replica, expected);
 }
 

@@ -22,7 +22,7 @@ pub fn split_batch(global: &Tensor, num_replicas: usize) -> Result<Vec<Tensor>, 
             },
         });
     };
-    if num_replicas == 0 || global_batch_size % num_replicas != 0 {
+    if num_replicas == 0 || !global_batch_size.is_multiple_of(num_replicas) {
         return Err(ExecError::IndivisibleBatch { global_batch_size, num_replicas_in_sync: num_replicas });
     }
     let per_replica = global_batch_size / num_replicas;

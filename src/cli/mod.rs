@@ -311,6 +311,7 @@ pub fn run(cli: Cli) -> ExitCode {
     }
 }
 
+/// Exit code for an output write: 0, or 1 with a message.
 fn finish(result: std::io::Result<()>) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -9,7 +9,7 @@ use std::time::Duration;
 use super::diagnostics::AnyDiagnostic;
 use super::io::{write_output, InputPath};
 use super::source::WindowedSource;
-use super::{load, report, EmitFormat, GradientPolicyArg, InputFormat, Loaded, LowerArgs, RewriteArgs};
+use super::{finish, load, report, EmitFormat, GradientPolicyArg, InputFormat, Loaded, LowerArgs, RewriteArgs};
 use crate::exec::{self, driver, Tensor};
 use crate::import::{self, GraphDefFormat};
 use crate::ir::Module;
@@ -142,16 +142,6 @@ pub fn rewrite_command(
         return ExitCode::from(1);
     }
     finish(write_output(output.as_deref(), crate::emit::print_module(&loaded.module).as_bytes()))
-}
-
-fn finish(result: std::io::Result<()>) -> ExitCode {
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: cannot write output: {e}");
-            ExitCode::from(1)
-        }
-    }
 }
 
 fn lower_config(args: &LowerArgs) -> Result<LowerConfig, lower::LowerError> {

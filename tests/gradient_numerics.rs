@@ -384,10 +384,8 @@ fn minimum_broadcasts() {
 
 #[test]
 fn select_v2_broadcasts() {
-    let forward = format!(
-        "%cond = Const() {{dtype = bool, value = tensor(bool, [3]) [true, false, true]}}\n\
-         %out = SelectV2(%cond, %a, %b) {{T = f64}}"
-    );
+    let forward = "%cond = Const() {dtype = bool, value = tensor(bool, [3]) [true, false, true]}\n\
+                   %out = SelectV2(%cond, %a, %b) {T = f64}";
     check(case("select_v2", vec![input("a", &[2, 3]), input("b", &[2, 1])], forward, &[2, 3]));
 }
 
@@ -648,7 +646,7 @@ fn stop_gradient_blocks_one_path() {
     let case = case("stop_gradient", vec![input("a", &[3])], forward, &[3]);
     let mesh = mesh_of(&case);
     let a = vec![0.5, -1.0, 2.0];
-    let fetched = mesh.run_step(&feeds(&case, &[a.clone()]), &[Fetch::new("main", "grad_0")]).unwrap();
+    let fetched = mesh.run_step(&feeds(&case, std::slice::from_ref(&a)), &[Fetch::new("main", "grad_0")]).unwrap();
     let w = weight_values(&[3], &mut ChaCha8Rng::seed_from_u64(seed_of("stop_gradient")));
     let expected: Vec<f64> = a.iter().zip(&w).map(|(a, w)| a * w).collect();
     let got = fetched[0].to_vec::<f64>().unwrap();

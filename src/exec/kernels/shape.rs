@@ -296,7 +296,7 @@ pub(crate) fn pack(op: &str, values: &[Tensor], axis: i64) -> Result<Tensor, Ker
 /// `DynamicStitch(indices[0..n], data[0..n])`: `out[indices[m][i], ...] = data[m][i, ...]`, later
 /// inputs winning; the output has `max(indices) + 1` rows.
 pub(crate) fn dynamic_stitch(op: &str, inputs: &[Tensor]) -> Result<Tensor, KernelError> {
-    if inputs.is_empty() || inputs.len() % 2 != 0 {
+    if inputs.is_empty() || !inputs.len().is_multiple_of(2) {
         return Err(KernelError::invalid(op, format!("needs n indices and n data inputs, got {}", inputs.len())));
     }
     let (indices, data) = inputs.split_at(inputs.len() / 2);

@@ -37,10 +37,7 @@ pub enum LowerError {
     #[error(
         "`logical_device_id` not in range (was {logical}, but there are only {per_replica} logical devices per replica)"
     )]
-    #[diagnostic(
-        code(tpu_rewrite::lower::logical_device),
-        help("raise num_cores_per_replica, or place the op on TPU_REPLICATED_CORE:0..{max}")
-    )]
+    #[diagnostic(code(tpu_rewrite::lower::logical_device), help("raise num_cores_per_replica, or place the op on TPU_REPLICATED_CORE:0..{max}"))]
     LogicalDevice {
         logical: u32,
         per_replica: u32,
@@ -53,9 +50,7 @@ pub enum LowerError {
     #[error("invalid device assignment: {reason}")]
     #[diagnostic(
         code(tpu_rewrite::lower::device_assignment),
-        help(
-            "give one `task:core` per logical core, cores separated by `,` and replicas by `;`, e.g. `0:0,0:1;0:2,0:3`"
-        )
+        help("give one `task:core` per logical core, cores separated by `,` and replicas by `;`, e.g. `0:0,0:1;0:2,0:3`")
     )]
     DeviceAssignment { reason: String },
 
@@ -84,18 +79,12 @@ pub enum LowerError {
 
     /// The graph has no cluster to lower.
     #[error("nothing to lower: the graph has no replicate cluster")]
-    #[diagnostic(
-        code(tpu_rewrite::lower::no_cluster),
-        help("wrap the step in `replicate (num_replicas = N) (...) {{ ... }}`")
-    )]
+    #[diagnostic(code(tpu_rewrite::lower::no_cluster), help("wrap the step in `replicate (num_replicas = N) (...) {{ ... }}`"))]
     NoCluster,
 
     /// num_replicas requested differs from the cluster's metadata.
     #[error("cluster `{cluster}` was built for {built} replica(s), but {requested} were requested")]
-    #[diagnostic(
-        code(tpu_rewrite::lower::replica_mismatch),
-        help("drop --num-replicas, or rewrite the graph for the requested count")
-    )]
+    #[diagnostic(code(tpu_rewrite::lower::replica_mismatch), help("drop --num-replicas, or rewrite the graph for the requested count"))]
     ReplicaMismatch { cluster: String, built: u32, requested: u32 },
 
     /// A broken internal invariant: a bug in tpu-rewrite, not in the input.

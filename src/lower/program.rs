@@ -39,20 +39,10 @@ enum Part {
     Init,
     /// Both the host and the init program need it (a handle or constant).
     Shared,
-    Device {
-        cluster: u32,
-        core: u32,
-    },
-    Oc {
-        cluster: u32,
-        oc: u32,
-    },
-    FanIn {
-        cluster: u32,
-    },
-    FanOut {
-        cluster: u32,
-    },
+    Device { cluster: u32, core: u32 },
+    Oc { cluster: u32, oc: u32 },
+    FanIn { cluster: u32 },
+    FanOut { cluster: u32 },
     Drop,
 }
 
@@ -172,20 +162,14 @@ impl Builder<'_> {
         // Everything else is host-side: initialisers go to the init program.
         let order = src.nodes_in_order();
         let in_cluster = |parts: &[Part], id: NodeId| {
-            matches!(
-                parts[part_index(id)],
-                Part::Device { .. } | Part::Oc { .. } | Part::FanIn { .. } | Part::FanOut { .. }
-            ) || src.node(id).attrs.contains_key(TPU_REPLICATE)
+            matches!(parts[part_index(id)], Part::Device { .. } | Part::Oc { .. } | Part::FanIn { .. } | Part::FanOut { .. })
+                || src.node(id).attrs.contains_key(TPU_REPLICATE)
         };
         let mut init: HashSet<NodeId> = HashSet::new();
         let mut stack: Vec<NodeId> = order
             .iter()
             .copied()
-            .filter(|&id| {
-                !in_cluster(&self.parts, id)
-                    && src.node(id).op.starts_with("Assign")
-                    && src.node(id).op.ends_with("VariableOp")
-            })
+            .filter(|&id| !in_cluster(&self.parts, id) && src.node(id).op.starts_with("Assign") && src.node(id).op.ends_with("VariableOp"))
             .collect();
         while let Some(id) = stack.pop() {
             if in_cluster(&self.parts, id) || !init.insert(id) {
@@ -638,11 +622,7 @@ impl Builder<'_> {
             token.attrs.insert("dtype", AttrValue::Type(DType::Bool));
             token.attrs.insert(
                 "value",
-                AttrValue::Tensor(Box::new(TensorLit {
-                    dtype: DType::Bool,
-                    shape: vec![],
-                    data: TensorData::Bool(vec![true]),
-                })),
+                AttrValue::Tensor(Box::new(TensorLit { dtype: DType::Bool, shape: vec![], data: TensorData::Bool(vec![true]) })),
             );
             let t = g.add_node_unique(token);
             g.add_control_input(t, producer, value.span);

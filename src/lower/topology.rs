@@ -141,12 +141,7 @@ impl DeviceAssignment {
         if let Some((r, row)) = cores.iter().enumerate().find(|(_, row)| row.len() as u32 != per) {
             return Err(bad(format!("replica {r} has {} logical cores, replica 0 has {per}", row.len())));
         }
-        Ok(DeviceAssignment {
-            topology: topology.clone(),
-            num_replicas: cores.len() as u32,
-            cores_per_replica: per,
-            cores,
-        })
+        Ok(DeviceAssignment { topology: topology.clone(), num_replicas: cores.len() as u32, cores_per_replica: per, cores })
     }
 
     /// The physical core of (replica, logical core).

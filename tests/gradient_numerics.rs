@@ -385,8 +385,7 @@ fn minimum_broadcasts() {
 #[test]
 fn select_v2_broadcasts() {
     let forward = "%cond = Const() {dtype = bool, value = tensor(bool, [3]) [true, false, true]}\n\
-         %out = SelectV2(%cond, %a, %b) {T = f64}"
-        .to_string();
+                   %out = SelectV2(%cond, %a, %b) {T = f64}";
     check(case("select_v2", vec![input("a", &[2, 3]), input("b", &[2, 1])], forward, &[2, 3]));
 }
 

@@ -690,6 +690,33 @@ mod tests {
     }
 
     #[test]
+    fn floor_mod_takes_the_sign_of_the_divisor() {
+        let x = Tensor::vector(vec![7i32, -7, 7, -7]);
+        let y = Tensor::vector(vec![3i32, 3, -3, -3]);
+        let out = binary("FloorMod", BinaryOp::FloorMod, &x, &y).unwrap();
+        assert_eq!(out.to_vec::<i32>().unwrap(), vec![1, 2, -2, -1]);
+        let f = binary("FloorMod", BinaryOp::FloorMod, &f32s(&[2], &[-1.0, 5.5]), &Tensor::scalar(2.0f32)).unwrap();
+        assert_eq!(vals(&f), vec![1.0, 1.5]);
+        assert!(binary("FloorMod", BinaryOp::FloorMod, &x, &Tensor::scalar(0i32)).is_err());
+    }
+
+    #[test]
+    fn comparisons_broadcast_to_bool() {
+        let x = f32s(&[3], &[1.0, 2.0, 3.0]);
+        let two = Tensor::scalar(2.0f32);
+        let go = |c| compare("cmp", c, &x, &two).unwrap().to_vec::<bool>().unwrap();
+        assert_eq!(go(Comparison::Less), vec![true, false, false]);
+        assert_eq!(go(Comparison::LessEqual), vec![true, true, false]);
+        assert_eq!(go(Comparison::Greater), vec![false, false, true]);
+        assert_eq!(go(Comparison::GreaterEqual), vec![false, true, true]);
+        assert_eq!(go(Comparison::Equal), vec![false, true, false]);
+        assert_eq!(go(Comparison::NotEqual), vec![true, false, true]);
+        assert!(compare("Less", Comparison::Less, &x, &Tensor::scalar(2i32)).is_err());
+        let b = Tensor::vector(vec![true, false]);
+        assert!(compare("Less", Comparison::Less, &b, &b).is_err());
+    }
+
+    #[test]
     fn float_floor_div() {
         let out = binary("FloorDiv", BinaryOp::FloorDiv, &f32s(&[2], &[7.0, -7.0]), &Tensor::scalar(2.0f32)).unwrap();
         assert_eq!(vals(&out), vec![3.0, -4.0]);

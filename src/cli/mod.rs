@@ -173,45 +173,7 @@ pub enum Command {
         output: Option<PathBuf>,
     },
     /// Rewrite, lower and execute on a mesh of simulated devices.
-    Run {
-        /// The file (`-` for standard input).
-        file: String,
-        /// Input format (default: by extension).
-        #[arg(long, value_enum)]
-        input_format: Option<InputFormat>,
-        #[command(flatten)]
-        rewrite: RewriteArgs,
-        #[command(flatten)]
-        lower: LowerArgs,
-        /// Replicated steps to run.
-        #[arg(long, default_value_t = 1)]
-        steps: u32,
-        /// A JSON file mapping tensor names (`x0:0`) to nested arrays.
-        #[arg(long)]
-        feeds: Option<PathBuf>,
-        /// A feed from a `.npy` file: `NAME=FILE.npy` (repeatable).
-        #[arg(long = "feed")]
-        feed: Vec<String>,
-        /// Feeds named after a replicated input (`input0:0`) are global batches:
-        /// split along dimension 0 into one slice per replica.
-        #[arg(long)]
-        split_batch: bool,
-        /// Tensors to fetch (default: every replicated output).
-        #[arg(long = "fetch")]
-        fetch: Vec<String>,
-        /// Print the fetched tensors as one JSON object.
-        #[arg(long)]
-        json: bool,
-        /// Write each fetched tensor as `.npy` into this directory.
-        #[arg(long)]
-        npy_dir: Option<PathBuf>,
-        /// Print scalar fetches every N steps (default: about ten lines per run).
-        #[arg(long)]
-        log_every: Option<u64>,
-        /// The longest any device may wait for another, in seconds.
-        #[arg(long, default_value_t = 30)]
-        timeout: u64,
-    },
+    Run(pipeline::RunArgs),
     /// Generate a synthetic training-step graph for benchmarks.
     Gen {
         /// Approximate number of ops.
@@ -271,35 +233,7 @@ pub fn run(cli: Cli) -> ExitCode {
             let describe = describe.then_some(global_batch_size);
             pipeline::lower_command(&file, input_format, &rewrite, &lower, format, describe, output)
         }
-        Command::Run {
-            file,
-            input_format,
-            rewrite,
-            lower,
-            steps,
-            feeds,
-            feed,
-            split_batch,
-            fetch,
-            json,
-            npy_dir,
-            log_every,
-            timeout,
-        } => pipeline::run_command(pipeline::RunArgs {
-            file,
-            input_format,
-            rewrite,
-            lower,
-            steps,
-            feeds,
-            feed,
-            split_batch,
-            fetch,
-            json,
-            npy_dir,
-            log_every,
-            timeout,
-        }),
+        Command::Run(args) => pipeline::run_command(args),
         Command::Gen { ops, replicas, seed, output } => {
             if replicas == 0 {
                 eprintln!("error: --replicas must be at least 1");
@@ -348,17 +282,16 @@ pub fn report(diagnostics: Vec<AnyDiagnostic>, source: &Arc<WindowedSource>) -> 
     any_error
 }
 
+/// Reads an input, printing the error if it cannot be read.
+fn read_input(input: &InputPath) -> Option<Vec<u8>> {
+    input.read().map_err(|e| eprintln!("error: cannot read {}: {e}", input.display_name())).ok()
+}
+
 /// Reads, parses and verifies an input, printing its diagnostics.
 /// Returns `None` (after printing) when the input has errors.
 pub fn load(input: &InputPath) -> Option<Loaded> {
     let name = input.display_name();
-    let bytes = match input.read() {
-        Ok(b) => b,
-        Err(e) => {
-            eprintln!("error: cannot read {name}: {e}");
-            return None;
-        }
-    };
+    let bytes = read_input(input)?;
     let parsed = parse_and_verify(&bytes);
     // The module does not borrow the text, so the bytes move into the source.
     let source = Arc::new(WindowedSource::from_vec(name, bytes));

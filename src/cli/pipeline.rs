@@ -33,13 +33,7 @@ pub fn load_any(input: &InputPath, format: Option<InputFormat>) -> Option<Loaded
         Some(InputFormat::Opg) | None => return load(input),
     };
     let name = input.display_name();
-    let bytes = match input.read() {
-        Ok(b) => b,
-        Err(e) => {
-            eprintln!("error: cannot read {name}: {e}");
-            return None;
-        }
-    };
+    let bytes = super::read_input(input)?;
     let imported = import::import_graphdef(&bytes, graphdef);
     // Binary input has no text to point into; show spans against nothing.
     let source_bytes = if graphdef == GraphDefFormat::Text { bytes } else { Vec::new() };
@@ -229,19 +223,44 @@ pub fn lower_command(
 }
 
 /// The arguments of `run`.
+#[derive(Debug, Clone, clap::Args)]
 pub struct RunArgs {
+    /// The file (`-` for standard input).
     pub file: String,
+    /// Input format (default: by extension).
+    #[arg(long, value_enum)]
     pub input_format: Option<InputFormat>,
+    #[command(flatten)]
     pub rewrite: RewriteArgs,
+    #[command(flatten)]
     pub lower: LowerArgs,
+    /// Replicated steps to run.
+    #[arg(long, default_value_t = 1)]
     pub steps: u32,
+    /// A JSON file mapping tensor names (`x0:0`) to nested arrays.
+    #[arg(long)]
     pub feeds: Option<PathBuf>,
+    /// A feed from a `.npy` file: `NAME=FILE.npy` (repeatable).
+    #[arg(long = "feed")]
     pub feed: Vec<String>,
+    /// Feeds named after a replicated input (`input0:0`) are global batches:
+    /// split along dimension 0 into one slice per replica.
+    #[arg(long)]
     pub split_batch: bool,
+    /// Tensors to fetch (default: every replicated output).
+    #[arg(long = "fetch")]
     pub fetch: Vec<String>,
+    /// Print the fetched tensors as one JSON object.
+    #[arg(long)]
     pub json: bool,
+    /// Write each fetched tensor as `.npy` into this directory.
+    #[arg(long)]
     pub npy_dir: Option<PathBuf>,
+    /// Print scalar fetches every N steps (default: about ten lines per run).
+    #[arg(long)]
     pub log_every: Option<u64>,
+    /// The longest any device may wait for another, in seconds.
+    #[arg(long, default_value_t = 30)]
     pub timeout: u64,
 }
 

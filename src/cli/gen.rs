@@ -102,3 +102,35 @@ pub fn generate(config: &GenConfig) -> String {
     out.push_str("    return %loss\n  }\n}\n");
     out
 }
+
+/// Generates `model` in `format`: the MLP as `.opg` text, the transformer
+/// as a GraphDef (`pbtxt`, `pb`) or converted to any module format.
+pub fn generate_as(model: super::GenModel, format: super::EmitFormat, config: &GenConfig) -> Result<Vec<u8>, String> {
+    use super::{EmitFormat, GenModel};
+    use crate::import::synth::{layers_for_nodes, transformer_graphdef, TransformerConfig};
+    match model {
+        GenModel::Mlp => match format {
+            EmitFormat::Text => Ok(generate(config).into_bytes()),
+            other => Err(format!(
+                "`gen --model mlp` writes `.opg` text only (asked for {other:?}); use `emit` to convert it"
+            )),
+        },
+        GenModel::Transformer => {
+            let tc = TransformerConfig { replicas: config.replicas.max(1), ..TransformerConfig::default() };
+            let graph_def = transformer_graphdef(layers_for_nodes(config.ops, &tc), &tc);
+            match format {
+                EmitFormat::Pbtxt => {
+                    Ok(crate::import::pbtxt_print::print_graphdef(&graph_def, &Default::default()).into_bytes())
+                }
+                EmitFormat::Pb => Ok(prost::Message::encode_to_vec(&graph_def)),
+                other => {
+                    let bytes = prost::Message::encode_to_vec(&graph_def);
+                    let (module, _) = crate::import::import_graphdef(&bytes, crate::import::GraphDefFormat::Binary)
+                        .map_err(|e| format!("the generated GraphDef did not import: {e}"))?;
+                    super::pipeline::emit_bytes(&module, other)
+                        .ok_or_else(|| "the generated module cannot be written in that format".to_string())
+                }
+            }
+        }
+    }
+}

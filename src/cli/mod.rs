@@ -44,6 +44,15 @@ pub enum EmitFormat {
     Pb,
 }
 
+/// The synthetic models `gen` can write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum GenModel {
+    /// Dense layers with a `gradients` statement, as `.opg`.
+    Mlp,
+    /// Transformer layers already tagged by tpu.replicate, as a GraphDef.
+    Transformer,
+}
+
 /// How to read an input file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum InputFormat {
@@ -73,6 +82,10 @@ pub struct RewriteArgs {
     /// How gradient ops colocated with outside-compilation ops are clustered.
     #[arg(long, value_enum, default_value_t = GradientPolicyArg::Nested)]
     pub gradient_cluster_policy: GradientPolicyArg,
+    /// Run the IR verifier after every pass, not just after the last one
+    /// (slower; names the pass that broke the graph).
+    #[arg(long)]
+    pub verify_each_pass: bool,
 }
 
 /// Options shared by commands that lower.
@@ -93,6 +106,9 @@ pub struct LowerArgs {
     /// Device iterations per run before returning to the host.
     #[arg(long, default_value_t = 1)]
     pub steps_per_run: u32,
+    /// Print how long each phase took (load, each pass, lowering) to stderr.
+    #[arg(long)]
+    pub time_passes: bool,
 }
 
 /// The subcommands.
@@ -179,6 +195,13 @@ pub enum Command {
         /// Approximate number of ops.
         #[arg(long, default_value_t = 1000)]
         ops: usize,
+        /// Which model: an MLP in `.opg`, or a transformer as TensorFlow's
+        /// tpu.replicate would tag it (a GraphDef).
+        #[arg(long, value_enum, default_value_t = GenModel::Mlp)]
+        model: GenModel,
+        /// Output format; a transformer is written as a GraphDef (`pbtxt` or `pb`).
+        #[arg(long, value_enum, default_value_t = EmitFormat::Text)]
+        format: EmitFormat,
         /// Number of replicas of the replicate region.
         #[arg(long, default_value_t = 8)]
         replicas: usize,
@@ -234,13 +257,19 @@ pub fn run(cli: Cli) -> ExitCode {
             pipeline::lower_command(&file, input_format, &rewrite, &lower, format, describe, output)
         }
         Command::Run(args) => pipeline::run_command(args),
-        Command::Gen { ops, replicas, seed, output } => {
+        Command::Gen { ops, model, format, replicas, seed, output } => {
             if replicas == 0 {
                 eprintln!("error: --replicas must be at least 1");
                 return ExitCode::from(2);
             }
-            let text = gen::generate(&gen::GenConfig { ops, replicas, seed, ..gen::GenConfig::default() });
-            finish(write_output(output.as_deref(), text.as_bytes()))
+            let config = gen::GenConfig { ops, replicas, seed, ..gen::GenConfig::default() };
+            match gen::generate_as(model, format, &config) {
+                Ok(bytes) => finish(write_output(output.as_deref(), &bytes)),
+                Err(message) => {
+                    eprintln!("error: {message}");
+                    ExitCode::from(2)
+                }
+            }
         }
     }
 }

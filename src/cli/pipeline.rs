@@ -14,8 +14,49 @@ use crate::exec::{self, driver, Tensor};
 use crate::import::{self, GraphDefFormat};
 use crate::ir::Module;
 use crate::lower::{self, LowerConfig, LowerFailure, Topology};
+use crate::passes::form_clusters::ReplicateCluster;
 use crate::passes::gradients::{GradientClusterPolicy, GradientsConfig};
 use crate::passes::{self, DiagnosticSource, PassSelection, PipelineConfig, PrintMode, VerifyMode};
+
+/// Prints the wall and CPU time since the previous lap, when enabled.
+/// CPU time (all threads) tells more than wall time on a busy machine.
+struct PhaseTimer {
+    enabled: bool,
+    last: std::cell::Cell<(std::time::Instant, Option<u64>)>,
+}
+
+/// CPU time of every thread of this process, from Linux's schedstat.
+fn process_cpu_ns() -> Option<u64> {
+    let mut total = 0u64;
+    for task in std::fs::read_dir("/proc/self/task").ok()? {
+        let stat = std::fs::read_to_string(task.ok()?.path().join("schedstat")).ok()?;
+        total += stat.split_whitespace().next()?.parse::<u64>().ok()?;
+    }
+    Some(total)
+}
+
+impl PhaseTimer {
+    fn start(enabled: bool) -> PhaseTimer {
+        let cpu = if enabled { process_cpu_ns() } else { None };
+        PhaseTimer { enabled, last: std::cell::Cell::new((std::time::Instant::now(), cpu)) }
+    }
+
+    fn lap(&self, phase: &str) {
+        if !self.enabled {
+            return;
+        }
+        let (now, cpu) = (std::time::Instant::now(), process_cpu_ns());
+        let (then, cpu_then) = self.last.get();
+        let wall = (now - then).as_secs_f64() * 1e3;
+        match (cpu, cpu_then) {
+            (Some(b), Some(a)) => {
+                eprintln!("{phase:<24} {wall:>12.3} ms wall {:>10.3} ms cpu", b.saturating_sub(a) as f64 / 1e6)
+            }
+            _ => eprintln!("{phase:<24} {wall:>12.3} ms wall"),
+        }
+        self.last.set((std::time::Instant::now(), process_cpu_ns()));
+    }
+}
 
 /// Loads `.opg` or a GraphDef, by `--input-format` or by extension.
 pub fn load_any(input: &InputPath, format: Option<InputFormat>) -> Option<Loaded> {
@@ -84,7 +125,7 @@ fn pipeline_config(args: &RewriteArgs, print_after_all: bool) -> Result<Pipeline
     };
     Ok(PipelineConfig {
         passes,
-        verify: VerifyMode::AfterEachPass,
+        verify: if args.verify_each_pass { VerifyMode::AfterEachPass } else { VerifyMode::AtEnd },
         print: if print_after_all { PrintMode::AfterEachPass } else { PrintMode::Never },
         gradients: GradientsConfig { policy },
         ..PipelineConfig::default()
@@ -94,14 +135,25 @@ fn pipeline_config(args: &RewriteArgs, print_after_all: bool) -> Result<Pipeline
 /// Runs the rewrite passes on a loaded module, printing diagnostics.
 /// Returns false when a pass reported an error.
 fn rewrite(loaded: &mut Loaded, args: &RewriteArgs, print_after_all: bool, time_passes: bool) -> bool {
+    rewrite_forming_clusters(loaded, args, print_after_all, time_passes).is_some()
+}
+
+/// Like [`rewrite`], returning the clusters the pipeline formed for the
+/// first graph (empty when cluster formation did not run), or `None` on error.
+fn rewrite_forming_clusters(
+    loaded: &mut Loaded,
+    args: &RewriteArgs,
+    print_after_all: bool,
+    time_passes: bool,
+) -> Option<Vec<ReplicateCluster>> {
     let config = match pipeline_config(args, print_after_all) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("error: {e}");
-            return false;
+            return None;
         }
     };
-    let report_ = passes::run_pipeline(&mut loaded.module, &config);
+    let mut report_ = passes::run_pipeline(&mut loaded.module, &config);
     for (pass, text) in &report_.printed {
         eprintln!("// ----- after {} -----\n{text}", pass.name());
     }
@@ -109,6 +161,7 @@ fn rewrite(loaded: &mut Loaded, args: &RewriteArgs, print_after_all: bool, time_
         eprint!("{}", report_.timing_table());
     }
     let failed = report_.has_errors();
+    let clusters = std::mem::take(&mut report_.clusters);
     let diags: Vec<AnyDiagnostic> = report_
         .diagnostics
         .into_iter()
@@ -118,7 +171,10 @@ fn rewrite(loaded: &mut Loaded, args: &RewriteArgs, print_after_all: bool, time_
         })
         .collect();
     report(diags, &loaded.source);
-    !failed
+    if failed {
+        return None;
+    }
+    Some(clusters.into_iter().next().map(|(_, c)| c).unwrap_or_default())
 }
 
 /// `tpu-rewrite rewrite`.
@@ -155,10 +211,11 @@ fn rewrite_and_lower(
     rewrite_args: &RewriteArgs,
     lower_args: &LowerArgs,
 ) -> Option<(Loaded, Module)> {
+    let timer = PhaseTimer::start(lower_args.time_passes);
     let mut loaded = load_any(input, format)?;
-    if !rewrite(&mut loaded, rewrite_args, false, false) {
-        return None;
-    }
+    timer.lap("load");
+    let clusters = rewrite_forming_clusters(&mut loaded, rewrite_args, false, lower_args.time_passes)?;
+    timer.lap("rewrite");
     let config = match lower_config(lower_args) {
         Ok(c) => c,
         Err(e) => {
@@ -170,7 +227,13 @@ fn rewrite_and_lower(
         eprintln!("error: the module has no graph");
         return None;
     };
-    match lower::lower(graph, &config) {
+    let lowered = if clusters.is_empty() {
+        lower::lower(graph, &config)
+    } else {
+        lower::lower_clusters(graph, clusters, &config)
+    };
+    timer.lap("lower");
+    match lowered {
         Ok((lowered, _)) => Some((loaded, lowered.module)),
         Err(LowerFailure::Lower(errors)) => {
             report(errors.into_iter().map(|e| Box::new(e) as AnyDiagnostic).collect(), &loaded.source);

@@ -1,42 +1,83 @@
-//! A small sorted attribute map.
+//! A small sorted attribute map, shared copy-on-write.
 //!
 //! Ops carry few attributes, so a sorted `Vec` beats a `BTreeMap` in memory
 //! (a B-tree leaf alone holds room for eleven entries) and in speed.
 //! Iteration is in key order, which keeps printing deterministic. Keys are
 //! `Arc<str>` so that a builder can share one allocation per distinct key
 //! across a million ops (see [`AttrMap::insert_shared`]).
+//!
+//! The entries sit behind an `Arc`: cloning a map is a reference-count
+//! bump, and the first mutation of a shared map copies it. Lowering relies
+//! on this to stamp out one program per replica by cloning graphs. An
+//! empty map holds no allocation at all.
 
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::types::AttrValue;
 
+type Entry = (Arc<str>, AttrValue);
+
 /// An attribute map sorted by key.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(transparent)]
+#[derive(Clone, Debug, Default)]
 pub struct AttrMap {
-    entries: Vec<(Arc<str>, AttrValue)>,
+    /// `None` when empty; never `Some` of an empty vector after a removal
+    /// leaves it empty (see [`AttrMap::remove`]).
+    entries: Option<Arc<Vec<Entry>>>,
+}
+
+impl PartialEq for AttrMap {
+    fn eq(&self, other: &AttrMap) -> bool {
+        self.slice() == other.slice()
+    }
+}
+
+impl Serialize for AttrMap {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.slice().serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for AttrMap {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<AttrMap, D::Error> {
+        let entries = Vec::<Entry>::deserialize(deserializer)?;
+        let mut map = AttrMap::new();
+        for (k, v) in entries {
+            map.insert_shared(k, v);
+        }
+        Ok(map)
+    }
 }
 
 impl AttrMap {
     /// An empty map.
     pub fn new() -> AttrMap {
-        AttrMap { entries: Vec::new() }
+        AttrMap { entries: None }
+    }
+
+    fn slice(&self) -> &[Entry] {
+        self.entries.as_deref().map_or(&[], Vec::as_slice)
+    }
+
+    /// The entries for writing; copies them first if the map is shared.
+    fn entries_mut(&mut self) -> &mut Vec<Entry> {
+        Arc::make_mut(self.entries.get_or_insert_with(|| Arc::new(Vec::with_capacity(2))))
     }
 
     fn position(&self, key: &str) -> Result<usize, usize> {
-        self.entries.binary_search_by(|(k, _)| (**k).cmp(key))
+        self.slice().binary_search_by(|(k, _)| (**k).cmp(key))
     }
 
     /// The value for `key`.
     pub fn get(&self, key: &str) -> Option<&AttrValue> {
-        self.position(key).ok().map(|i| &self.entries[i].1)
+        self.position(key).ok().map(|i| &self.slice()[i].1)
     }
 
     /// A mutable reference to the value for `key`.
     pub fn get_mut(&mut self, key: &str) -> Option<&mut AttrValue> {
-        self.position(key).ok().map(move |i| &mut self.entries[i].1)
+        let i = self.position(key).ok()?;
+        Some(&mut self.entries_mut()[i].1)
     }
 
     /// True when `key` is present.
@@ -48,9 +89,9 @@ impl AttrMap {
     pub fn insert(&mut self, key: impl AsRef<str>, value: AttrValue) -> Option<AttrValue> {
         let key = key.as_ref();
         match self.position(key) {
-            Ok(i) => Some(std::mem::replace(&mut self.entries[i].1, value)),
+            Ok(i) => Some(std::mem::replace(&mut self.entries_mut()[i].1, value)),
             Err(i) => {
-                self.entries.insert(i, (Arc::from(key), value));
+                self.entries_mut().insert(i, (Arc::from(key), value));
                 None
             }
         }
@@ -59,9 +100,9 @@ impl AttrMap {
     /// Sets `key` reusing a shared key allocation.
     pub fn insert_shared(&mut self, key: Arc<str>, value: AttrValue) -> Option<AttrValue> {
         match self.position(&key) {
-            Ok(i) => Some(std::mem::replace(&mut self.entries[i].1, value)),
+            Ok(i) => Some(std::mem::replace(&mut self.entries_mut()[i].1, value)),
             Err(i) => {
-                self.entries.insert(i, (key, value));
+                self.entries_mut().insert(i, (key, value));
                 None
             }
         }
@@ -69,22 +110,39 @@ impl AttrMap {
 
     /// Removes `key`, returning its value.
     pub fn remove(&mut self, key: &str) -> Option<AttrValue> {
-        self.position(key).ok().map(|i| self.entries.remove(i).1)
+        let i = self.position(key).ok()?;
+        let entries = self.entries_mut();
+        let (_, value) = entries.remove(i);
+        if entries.is_empty() {
+            self.entries = None;
+        }
+        Some(value)
+    }
+
+    /// A copy without the `keys` that are present: cheaper than a clone
+    /// followed by removals when the map is shared, and a plain clone
+    /// (no copy at all) when none of the keys is present.
+    pub fn without(&self, keys: &[&str]) -> AttrMap {
+        if !keys.iter().any(|k| self.contains_key(k)) {
+            return self.clone();
+        }
+        let kept: Vec<Entry> = self.slice().iter().filter(|(k, _)| !keys.contains(&&**k)).cloned().collect();
+        AttrMap { entries: (!kept.is_empty()).then(|| Arc::new(kept)) }
     }
 
     /// Entries in key order.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = (&str, &AttrValue)> {
-        self.entries.iter().map(|(k, v)| (&**k, v))
+        self.slice().iter().map(|(k, v)| (&**k, v))
     }
 
     /// Number of entries.
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.slice().len()
     }
 
     /// True when there are no entries.
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.slice().is_empty()
     }
 
     /// The string value of `key`, if it is a UTF-8 string.
@@ -102,9 +160,11 @@ impl AttrMap {
         self.get(key).and_then(AttrValue::as_bool)
     }
 
-    /// Frees unused capacity.
+    /// Frees unused capacity (only of a map this one does not share).
     pub fn shrink_to_fit(&mut self) {
-        self.entries.shrink_to_fit();
+        if let Some(entries) = self.entries.as_mut().and_then(Arc::get_mut) {
+            entries.shrink_to_fit();
+        }
     }
 }
 
@@ -129,6 +189,6 @@ impl<'a> IntoIterator for &'a AttrMap {
         fn split(e: &(Arc<str>, AttrValue)) -> (&str, &AttrValue) {
             (&e.0, &e.1)
         }
-        self.entries.iter().map(split)
+        self.slice().iter().map(split)
     }
 }

@@ -448,6 +448,44 @@ impl Graph {
         data.into_iter().chain(control).map(|d| d.1).collect()
     }
 
+    /// Like [`Graph::inputs`], but fills `out` (cleared first) so that a
+    /// loop over many nodes reuses one buffer instead of allocating.
+    pub fn inputs_into(&self, id: NodeId, out: &mut Vec<Input>) {
+        fn keyed(e: petgraph::stable_graph::EdgeReference<'_, Edge, u32>) -> ((bool, u32), Input) {
+            let w = e.weight();
+            match w.kind {
+                EdgeKind::Data { output, slot } => {
+                    ((false, slot), Input { src: NodeId(e.source()), output: Some(output), span: w.span })
+                }
+                EdgeKind::Control { slot } => {
+                    ((true, slot), Input { src: NodeId(e.source()), output: None, span: w.span })
+                }
+            }
+        }
+        out.clear();
+        // Edges come newest first, so the common case is strictly descending.
+        let (mut ascending, mut descending) = (true, true);
+        let mut previous: Option<(bool, u32)> = None;
+        for e in self.graph.edges_directed(id.0, Direction::Incoming) {
+            let (key, input) = keyed(e);
+            if let Some(p) = previous {
+                ascending &= key > p;
+                descending &= key < p;
+            }
+            previous = Some(key);
+            out.push(input);
+        }
+        if descending {
+            out.reverse();
+        } else if !ascending {
+            let mut all: Vec<((bool, u32), Input)> =
+                self.graph.edges_directed(id.0, Direction::Incoming).map(keyed).collect();
+            all.sort_unstable_by_key(|k| k.0);
+            out.clear();
+            out.extend(all.into_iter().map(|k| k.1));
+        }
+    }
+
     /// The data inputs of `id`, by slot.
     pub fn data_inputs(&self, id: NodeId) -> Vec<Input> {
         self.inputs(id).into_iter().filter(|i| !i.is_control()).collect()

@@ -78,10 +78,20 @@ pub fn assignment_for(clusters: &[ReplicateCluster], config: &LowerConfig) -> Re
 
 /// Lowers a rewritten graph to per-device programs.
 pub fn lower(graph: &Graph, config: &LowerConfig) -> Result<(Lowered, Vec<LowerError>), LowerFailure> {
-    let (mut clusters, errors) = form_clusters(graph);
+    let (clusters, errors) = form_clusters(graph);
     if errors.iter().any(|e| !e.is_warning()) {
         return Err(LowerFailure::Clusters(errors));
     }
+    lower_clusters(graph, clusters, config)
+}
+
+/// Lowers a rewritten graph whose clusters are already formed (by the
+/// pipeline's `form-clusters` pass, on this very graph).
+pub fn lower_clusters(
+    graph: &Graph,
+    mut clusters: Vec<ReplicateCluster>,
+    config: &LowerConfig,
+) -> Result<(Lowered, Vec<LowerError>), LowerFailure> {
     if clusters.is_empty() {
         return Err(LowerFailure::Lower(vec![LowerError::NoCluster]));
     }

@@ -20,10 +20,23 @@
 //!   `CollectiveBroadcast` from replica 0; `ReplicaId` a per-replica constant.
 //! - Metadata ops are dropped; the TPU tags are removed from program ops.
 //!
-//! Cost: linear in nodes x replicas plus edges x replicas.
+//! How: the programs of replica 0 are built node by node (the *templates*),
+//! together with the host and init programs, which receive their ends of
+//! every replica's channels at the same time. While a template is built, each
+//! node whose content depends on the replica (a collective's rank, a replica
+//! id, a channel key, a mirrored handle's name) is recorded as a [`Patch`].
+//! Every other replica's program is then a clone of its template (attribute
+//! maps are shared, so a clone costs little more than a copy of the node
+//! array) with the patches applied; the clones are made in parallel.
+//!
+//! Cost: linear in nodes + edges for the templates, plus nodes x replicas
+//! for the clones.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
+
+use petgraph::stable_graph::NodeIndex;
+use rayon::prelude::*;
 
 use super::error::LowerError;
 use super::topology::DeviceAssignment;
@@ -66,6 +79,63 @@ enum Program {
     Oc { cluster: u32, oc: u32, replica: u32 },
 }
 
+impl Program {
+    fn replica(self) -> Option<u32> {
+        match self {
+            Program::Device { replica, .. } | Program::Oc { replica, .. } => Some(replica),
+            Program::Host | Program::Init => None,
+        }
+    }
+
+    fn cluster(self) -> Option<u32> {
+        match self {
+            Program::Device { cluster, .. } | Program::Oc { cluster, .. } => Some(cluster),
+            Program::Host | Program::Init => None,
+        }
+    }
+
+    /// The same program for replica `r` (host and init have no replicas).
+    fn for_replica(self, r: u32) -> Program {
+        match self {
+            Program::Device { cluster, core, .. } => Program::Device { cluster, core, replica: r },
+            Program::Oc { cluster, oc, .. } => Program::Oc { cluster, oc, replica: r },
+            other => other,
+        }
+    }
+}
+
+/// The port of a channel key: a data output, or a control token.
+#[derive(Clone, Copy, Debug)]
+enum Port {
+    Data(u32),
+    Control,
+}
+
+/// How to spell a channel key for any replica.
+#[derive(Clone, Debug)]
+enum KeyTemplate {
+    /// `{channel}[/replica_r]:{port}/replica_r->{receiving program}`.
+    Transfer { channel: Arc<str>, channel_per_replica: bool, port: Port, to: Program },
+    /// `{fan_in}/replica_r:{out}/replica_r->{receiving program}`, where
+    /// `out` is the output index of the replica's operand.
+    FanIn { fan_in: NodeId, to: Program },
+    /// `{channel}/replica_r` (a replicated output).
+    Output { channel: Arc<str> },
+}
+
+/// A template node whose content depends on the replica.
+#[derive(Clone, Debug)]
+enum Patch {
+    /// A collective or replica id: lowered again for the replica.
+    Lowered { node: NodeId, src: NodeId },
+    /// A mirrored variable's handle: `<var>/replica_r`.
+    Mirror { node: NodeId, var: NodeId },
+    /// A `_Send` or `_Recv`: its channel key.
+    Channel { node: NodeId, key: KeyTemplate },
+    /// The `_Recv` of a replicated input: named after the replica's operand.
+    FanInRecv { node: NodeId, fan_in: NodeId, key: KeyTemplate },
+}
+
 /// Settings of the partitioner.
 pub struct PartitionInput<'a> {
     pub graph: &'a Graph,
@@ -74,17 +144,25 @@ pub struct PartitionInput<'a> {
     pub steps_per_run: u32,
 }
 
+/// No node placed here (a slot of [`Builder::placed`]).
+const UNPLACED: u32 = u32::MAX;
+
 struct Builder<'a> {
     src: &'a Graph,
     clusters: &'a [ReplicateCluster],
     assignment: &'a DeviceAssignment,
     parts: Vec<Part>,
     oc_names: Vec<Vec<String>>,
+    /// Every program in module order; replicas other than 0 stay empty
+    /// until they are cloned from their template.
     programs: Vec<(Program, Graph)>,
     index: HashMap<Program, usize>,
-    /// Source node -> node id, per program.
-    placed: Vec<HashMap<NodeId, NodeId>>,
-    mirrored: HashSet<NodeId>,
+    /// Source node index -> node index, per program built node by node
+    /// (host, init and the templates); empty for the clones.
+    placed: Vec<Vec<u32>>,
+    /// Per template program: its replica-dependent nodes.
+    patches: Vec<Vec<Patch>>,
+    mirrored: Vec<bool>,
     channels: HashMap<(String, usize), NodeId>,
     errors: Vec<LowerError>,
     collective_instance: HashMap<(u32, NodeId), i64>,
@@ -107,15 +185,19 @@ pub fn partition(input: &PartitionInput<'_>) -> (Module, Vec<LowerError>) {
         programs: Vec::new(),
         index: HashMap::new(),
         placed: Vec::new(),
-        mirrored: HashSet::new(),
+        patches: Vec::new(),
+        mirrored: vec![false; bound],
         channels: HashMap::new(),
         errors: Vec::new(),
         collective_instance: HashMap::new(),
     };
-    b.assign_parts();
+    let order = src.nodes_in_order();
+    b.assign_parts(&order);
     b.create_programs();
-    b.place_nodes();
-    b.wire();
+    b.number_collectives(&order);
+    b.place_nodes(&order);
+    b.wire(&order);
+    b.clone_replicas();
     let Builder { programs, errors, .. } = b;
     let mut graphs: Vec<Graph> = programs.into_iter().map(|(_, g)| g).collect();
     if let Some(host) = graphs.first_mut() {
@@ -136,7 +218,11 @@ impl Builder<'_> {
         self.clusters.iter().position(|c| c.name == name).map(|i| i as u32)
     }
 
-    fn assign_parts(&mut self) {
+    fn num_replicas(&self, cluster: u32) -> u32 {
+        self.clusters[cluster as usize].num_replicas
+    }
+
+    fn assign_parts(&mut self, order: &[NodeId]) {
         let src = self.src;
         // Cluster members, fan-in and fan-out.
         for (ci, cluster) in self.clusters.iter().enumerate() {
@@ -171,7 +257,6 @@ impl Builder<'_> {
             self.oc_names.push(ocs);
         }
         // Everything else is host-side: initialisers go to the init program.
-        let order = src.nodes_in_order();
         let in_cluster = |parts: &[Part], id: NodeId| {
             matches!(
                 parts[part_index(id)],
@@ -194,14 +279,18 @@ impl Builder<'_> {
             }
             stack.extend(src.inputs(id).iter().map(|i| i.src));
         }
-        for &id in &order {
+        for &id in order {
             if in_cluster(&self.parts, id) {
                 if self.parts[part_index(id)] == Part::Drop && !src.node(id).attrs.contains_key(TPU_REPLICATE) {
                     self.parts[part_index(id)] = Part::Host;
                 }
                 continue;
             }
-            let needed_by_host = src.uses(id).iter().any(|(user, _)| !init.contains(user));
+            let needed_by_host = !init.is_empty()
+                && src
+                    .petgraph()
+                    .neighbors_directed(id.0, petgraph::Direction::Outgoing)
+                    .any(|user| !init.contains(&NodeId(user)));
             self.parts[part_index(id)] = match (init.contains(&id), needed_by_host) {
                 (true, true) => Part::Shared,
                 (true, false) => Part::Init,
@@ -209,8 +298,8 @@ impl Builder<'_> {
             };
         }
         // Members that are neither metadata nor placed (e.g. pivots tagged by a pass).
-        for &id in &order {
-            if src.node(id).attrs.contains_key(TPU_REPLICATE) && self.parts[part_index(id)] == Part::Drop {
+        for &id in order {
+            if self.parts[part_index(id)] == Part::Drop && src.node(id).attrs.contains_key(TPU_REPLICATE) {
                 let is_metadata = self.clusters.iter().any(|c| c.metadata == id);
                 if !is_metadata {
                     let cluster = src.node(id).attrs.get_str(TPU_REPLICATE).and_then(|c| self.cluster_of_name(c));
@@ -224,36 +313,81 @@ impl Builder<'_> {
         // Variables read or written inside a cluster are mirrored.
         for cluster in self.clusters {
             for &m in &cluster.members {
-                for input in src.inputs(m) {
-                    if &*src.node(input.src).op == "VarHandleOp"
-                        && !matches!(self.parts[part_index(input.src)], Part::Device { .. } | Part::Oc { .. })
+                for input in src.petgraph().neighbors_directed(m.0, petgraph::Direction::Incoming) {
+                    let input = NodeId(input);
+                    if &*src.node(input).op == "VarHandleOp"
+                        && !matches!(self.parts[part_index(input)], Part::Device { .. } | Part::Oc { .. })
                     {
-                        self.mirrored.insert(input.src);
+                        self.mirrored[part_index(input)] = true;
                     }
                 }
             }
         }
     }
 
-    fn add_program(&mut self, program: Program, name: String, attrs: AttrMap) {
+    /// The name and graph attributes of a program.
+    fn program_header(&self, program: Program) -> (String, AttrMap) {
+        let a = self.assignment;
+        let mut attrs = AttrMap::new();
+        let name = match program {
+            Program::Host => {
+                attrs.insert("device", AttrValue::str(a.topology.host_device(0)));
+                attrs.insert("role", AttrValue::str("main"));
+                "host".to_string()
+            }
+            Program::Init => {
+                attrs.insert("device", AttrValue::str(a.topology.host_device(0)));
+                attrs.insert("role", AttrValue::str("init"));
+                "init".to_string()
+            }
+            Program::Device { cluster, core, replica } => {
+                let cluster = &self.clusters[cluster as usize];
+                attrs.insert("cluster", AttrValue::str(&cluster.name));
+                attrs.insert("device", AttrValue::str(a.tpu_device(replica, core)));
+                attrs.insert("logical_core", AttrValue::Int(i64::from(core)));
+                attrs.insert("replica", AttrValue::Int(i64::from(replica)));
+                attrs.insert("role", AttrValue::str("replica"));
+                if core == 0 {
+                    format!("{}/replica_{replica}", cluster.name)
+                } else {
+                    format!("{}/replica_{replica}/core_{core}", cluster.name)
+                }
+            }
+            Program::Oc { cluster: ci, oc, replica } => {
+                let cluster = &self.clusters[ci as usize];
+                let oc = &self.oc_names[ci as usize][oc as usize];
+                let core = cluster
+                    .host_compute_core
+                    .iter()
+                    .find(|(name, _)| name == oc)
+                    .map_or(0, |(_, core)| *core)
+                    .min(cluster.num_cores_per_replica - 1);
+                attrs.insert("cluster", AttrValue::str(&cluster.name));
+                attrs.insert("device", AttrValue::str(a.host_device(replica, core)));
+                attrs.insert("outside_compilation", AttrValue::str(oc));
+                attrs.insert("replica", AttrValue::Int(i64::from(replica)));
+                attrs.insert("role", AttrValue::str("host"));
+                format!("{}/oc_{oc}/replica_{replica}", cluster.name)
+            }
+        };
+        (name, attrs)
+    }
+
+    fn add_program(&mut self, program: Program) {
+        let (name, attrs) = self.program_header(program);
         let mut g = Graph::new(name);
         g.attrs = attrs;
         self.index.insert(program, self.programs.len());
         self.programs.push((program, g));
-        self.placed.push(HashMap::new());
+        let built_here = program.replica().is_none_or(|r| r == 0);
+        self.placed.push(if built_here { vec![UNPLACED; self.parts.len()] } else { Vec::new() });
+        self.patches.push(Vec::new());
     }
 
     fn create_programs(&mut self) {
-        let a = self.assignment;
-        let mut host_attrs = AttrMap::new();
-        host_attrs.insert("device", AttrValue::str(a.topology.host_device(0)));
-        host_attrs.insert("role", AttrValue::str("main"));
-        self.add_program(Program::Host, "host".into(), host_attrs);
+        self.add_program(Program::Host);
         if self.parts.iter().any(|p| matches!(p, Part::Init)) {
-            let mut attrs = AttrMap::new();
-            attrs.insert("device", AttrValue::str(a.topology.host_device(0)));
-            attrs.insert("role", AttrValue::str("init"));
-            self.add_program(Program::Init, "init".into(), attrs);
+            self.add_program(Program::Init);
         }
         for (ci, cluster) in self.clusters.iter().enumerate() {
             let ci = ci as u32;
@@ -266,116 +400,120 @@ impl Builder<'_> {
                 }
             }
             cores.sort_unstable();
-            for r in 0..cluster.num_replicas {
-                for &k in &cores {
-                    let name = if k == 0 {
-                        format!("{}/replica_{r}", cluster.name)
-                    } else {
-                        format!("{}/replica_{r}/core_{k}", cluster.name)
-                    };
-                    let mut attrs = AttrMap::new();
-                    attrs.insert("cluster", AttrValue::str(&cluster.name));
-                    attrs.insert("device", AttrValue::str(a.tpu_device(r, k)));
-                    attrs.insert("logical_core", AttrValue::Int(i64::from(k)));
-                    attrs.insert("replica", AttrValue::Int(i64::from(r)));
-                    attrs.insert("role", AttrValue::str("replica"));
-                    self.add_program(Program::Device { cluster: ci, core: k, replica: r }, name, attrs);
+            for replica in 0..cluster.num_replicas {
+                for &core in &cores {
+                    self.add_program(Program::Device { cluster: ci, core, replica });
                 }
             }
-            let host_core: HashMap<&str, u32> =
-                cluster.host_compute_core.iter().map(|(oc, core)| (oc.as_str(), *core)).collect();
-            for (oi, oc) in self.oc_names[ci as usize].clone().iter().enumerate() {
-                let core = host_core.get(oc.as_str()).copied().unwrap_or(0).min(cluster.num_cores_per_replica - 1);
-                for r in 0..cluster.num_replicas {
-                    let mut attrs = AttrMap::new();
-                    attrs.insert("cluster", AttrValue::str(&cluster.name));
-                    attrs.insert("device", AttrValue::str(a.host_device(r, core)));
-                    attrs.insert("outside_compilation", AttrValue::str(oc));
-                    attrs.insert("replica", AttrValue::Int(i64::from(r)));
-                    attrs.insert("role", AttrValue::str("host"));
-                    let name = format!("{}/oc_{oc}/replica_{r}", cluster.name);
-                    self.add_program(Program::Oc { cluster: ci, oc: oi as u32, replica: r }, name, attrs);
+            for oc in 0..self.oc_names[ci as usize].len() as u32 {
+                for replica in 0..cluster.num_replicas {
+                    self.add_program(Program::Oc { cluster: ci, oc, replica });
                 }
             }
         }
     }
 
-    fn programs_of(&self, part: Part) -> Vec<Program> {
+    /// The programs a part is built into node by node: host and/or init,
+    /// or replica 0's template of a per-replica part.
+    fn programs_of(&self, part: Part) -> [Option<Program>; 2] {
         match part {
-            Part::Host => vec![Program::Host],
-            Part::Init => vec![Program::Init],
-            Part::Shared => {
-                let mut v = vec![Program::Host];
-                if self.index.contains_key(&Program::Init) {
-                    v.push(Program::Init);
-                }
-                v
-            }
-            Part::Device { cluster, core } => (0..self.clusters[cluster as usize].num_replicas)
-                .map(|replica| Program::Device { cluster, core, replica })
-                .collect(),
-            Part::Oc { cluster, oc } => (0..self.clusters[cluster as usize].num_replicas)
-                .map(|replica| Program::Oc { cluster, oc, replica })
-                .collect(),
-            Part::FanIn { .. } | Part::FanOut { .. } | Part::Drop => Vec::new(),
+            Part::Host => [Some(Program::Host), None],
+            Part::Init => [Some(Program::Init), None],
+            Part::Shared => [Some(Program::Host), self.index.contains_key(&Program::Init).then_some(Program::Init)],
+            Part::Device { cluster, core } => [Some(Program::Device { cluster, core, replica: 0 }), None],
+            Part::Oc { cluster, oc } => [Some(Program::Oc { cluster, oc, replica: 0 }), None],
+            Part::FanIn { .. } | Part::FanOut { .. } | Part::Drop => [None, None],
         }
     }
 
-    fn place_nodes(&mut self) {
+    fn placed(&self, pi: usize, id: NodeId) -> Option<NodeId> {
+        let slot = *self.placed[pi].get(part_index(id))?;
+        (slot != UNPLACED).then(|| NodeId(NodeIndex::new(slot as usize)))
+    }
+
+    /// Numbers the collectives in text order: one instance per op, shared by all replicas.
+    fn number_collectives(&mut self, order: &[NodeId]) {
+        for &id in order {
+            let (Part::Device { cluster, .. } | Part::Oc { cluster, .. }) = self.parts[part_index(id)] else {
+                continue;
+            };
+            let node = self.src.node(id);
+            match &*node.op {
+                "CrossReplicaSum" | "AllReduce" | "Broadcast" => {
+                    let next = self.collective_instance.len() as i64;
+                    self.collective_instance.entry((cluster, id)).or_insert(next);
+                }
+                _ => {}
+            }
+            if &*node.op == "AllReduce" {
+                let reduce = node.attrs.get_str("reduce_op").unwrap_or("SUM");
+                if reduce != "SUM" && reduce != "MEAN" {
+                    self.errors.push(LowerError::ReduceOp { op: reduce.to_string(), span: node.span });
+                }
+            }
+        }
+    }
+
+    fn place_nodes(&mut self, order: &[NodeId]) {
         let src = self.src;
-        for id in src.nodes_in_order() {
+        for &id in order {
             let part = self.parts[part_index(id)];
-            for program in self.programs_of(part) {
+            for program in self.programs_of(part).into_iter().flatten() {
                 let node = self.lowered_node(id, program);
                 let pi = self.index[&program];
                 let new = self.programs[pi].1.add_node_unique(node);
-                self.placed[pi].insert(id, new);
+                self.placed[pi][part_index(id)] = new.0.index() as u32;
+                if program.replica().is_some()
+                    && matches!(&*src.node(id).op, "CrossReplicaSum" | "AllReduce" | "Broadcast" | "ReplicaId")
+                {
+                    self.patches[pi].push(Patch::Lowered { node: new, src: id });
+                }
             }
         }
     }
 
-    fn replica_of(program: Program) -> Option<u32> {
-        match program {
-            Program::Device { replica, .. } | Program::Oc { replica, .. } => Some(replica),
-            _ => None,
-        }
-    }
-
-    fn lowered_node(&mut self, id: NodeId, program: Program) -> Node {
+    /// The node `id` becomes in `program`.
+    fn lowered_node(&self, id: NodeId, program: Program) -> Node {
         let src = self.src.node(id);
         let mut node = Node::op(src.name.clone(), src.op.clone());
-        node.attrs = src.attrs.clone();
-        node.attrs.remove(TPU_REPLICATE);
-        node.attrs.remove(OUTSIDE_COMPILATION);
+        node.attrs = src.attrs.without(&[TPU_REPLICATE, OUTSIDE_COMPILATION]);
         node.span = src.span;
         node.device = match program {
             Program::Host | Program::Init => src.device.clone(),
             _ => None,
         };
-        let Some(replica) = Self::replica_of(program) else { return node };
-        let cluster = match program {
-            Program::Device { cluster, .. } | Program::Oc { cluster, .. } => cluster,
-            _ => 0,
-        };
-        let num_replicas = self.clusters[cluster as usize].num_replicas;
+        let (Some(replica), Some(cluster)) = (program.replica(), program.cluster()) else { return node };
+        if let Some(attrs) = self.replica_attrs(id, cluster, replica) {
+            if &*src.op == "ReplicaId" {
+                node.op = "Const".into();
+            } else if &*src.op == "CrossReplicaSum" || &*src.op == "AllReduce" {
+                node.op = "CollectiveAllReduce".into();
+            } else {
+                node.op = "CollectiveBroadcast".into();
+            }
+            node.attrs = attrs;
+        }
+        node
+    }
+
+    /// The attributes of a per-replica op (collective, replica id) in
+    /// `replica`, or `None` for any other op.
+    fn replica_attrs(&self, id: NodeId, cluster: u32, replica: u32) -> Option<AttrMap> {
+        let src = self.src.node(id);
+        let num_replicas = self.num_replicas(cluster);
+        let instance = || self.collective_instance.get(&(cluster, id)).copied().unwrap_or(0);
         match &*src.op {
             "CrossReplicaSum" => {
-                node.op = "CollectiveAllReduce".into();
-                node.attrs.remove("T");
+                let mut attrs = src.attrs.without(&[TPU_REPLICATE, OUTSIDE_COMPILATION, "T"]);
                 let (group, size, rank) = self.replica_group(id, replica, num_replicas);
-                node.attrs.insert("group", AttrValue::str(group));
-                node.attrs.insert("group_size", AttrValue::Int(size));
-                node.attrs.insert("rank", AttrValue::Int(rank));
-                node.attrs.insert("reduce_op", AttrValue::str("SUM"));
-                node.attrs.insert("instance", AttrValue::Int(self.instance(cluster, id)));
+                attrs.insert("group", AttrValue::str(group));
+                attrs.insert("group_size", AttrValue::Int(size));
+                attrs.insert("rank", AttrValue::Int(rank));
+                attrs.insert("reduce_op", AttrValue::str("SUM"));
+                attrs.insert("instance", AttrValue::Int(instance()));
+                Some(attrs)
             }
             "AllReduce" | "Broadcast" => {
-                let reduce = src.attrs.get_str("reduce_op").unwrap_or("SUM").to_string();
-                if &*src.op == "AllReduce" && reduce != "SUM" && reduce != "MEAN" && replica == 0 {
-                    self.errors.push(LowerError::ReduceOp { op: reduce.clone(), span: src.span });
-                }
-                let op = if &*src.op == "AllReduce" { "CollectiveAllReduce" } else { "CollectiveBroadcast" };
-                node.op = op.into();
                 let mut attrs = AttrMap::new();
                 // A fused all-reduce carries its sums' replica groups as an attribute.
                 let groups = src.attrs.get("group_assignment").and_then(|v| v.as_tensor()).and_then(groups_of);
@@ -390,19 +528,19 @@ impl Builder<'_> {
                 attrs.insert("group", AttrValue::str(group));
                 attrs.insert("group_size", AttrValue::Int(size));
                 attrs.insert("rank", AttrValue::Int(rank));
-                attrs.insert("instance", AttrValue::Int(self.instance(cluster, id)));
-                if op == "CollectiveAllReduce" {
+                attrs.insert("instance", AttrValue::Int(instance()));
+                if &*src.op == "AllReduce" {
+                    let reduce = src.attrs.get_str("reduce_op").unwrap_or("SUM").to_string();
                     attrs.insert("reduce_op", AttrValue::str(reduce));
                 } else {
                     attrs.insert("source", AttrValue::Int(0));
                 }
-                node.attrs = attrs;
+                Some(attrs)
             }
             "ReplicaId" => {
-                node.op = "Const".into();
-                node.attrs = AttrMap::new();
-                node.attrs.insert("dtype", AttrValue::Type(DType::I32));
-                node.attrs.insert(
+                let mut attrs = AttrMap::new();
+                attrs.insert("dtype", AttrValue::Type(DType::I32));
+                attrs.insert(
                     "value",
                     AttrValue::Tensor(Box::new(TensorLit {
                         dtype: DType::I32,
@@ -410,16 +548,10 @@ impl Builder<'_> {
                         data: TensorData::Int(vec![replica as i32]),
                     })),
                 );
+                Some(attrs)
             }
-            _ => {}
+            _ => None,
         }
-        node
-    }
-
-    /// A stable instance number per collective op, shared by all replicas.
-    fn instance(&mut self, cluster: u32, id: NodeId) -> i64 {
-        let next = self.collective_instance.len() as i64;
-        *self.collective_instance.entry((cluster, id)).or_insert(next)
     }
 
     /// The group of `replica` for a CrossReplicaSum: from its
@@ -436,35 +568,42 @@ impl Builder<'_> {
             .unwrap_or_else(|| (format!("{name}/all"), i64::from(num_replicas), i64::from(replica)))
     }
 
-    fn wire(&mut self) {
+    fn wire(&mut self, order: &[NodeId]) {
         let src = self.src;
-        let order = src.nodes_in_order();
         // Fan-out first: the host reads each replica's result.
-        for &id in &order {
+        for &id in order {
             if let Part::FanOut { cluster } = self.parts[part_index(id)] {
                 self.wire_fan_out(id, cluster);
             }
         }
-        for &id in &order {
+        let mut operands: Vec<Input> = Vec::new();
+        let mut lowered: Vec<Input> = Vec::new();
+        for &id in order {
             let part = self.parts[part_index(id)];
-            for program in self.programs_of(part) {
+            let programs = self.programs_of(part);
+            if programs[0].is_none() {
+                continue;
+            }
+            src.inputs_into(id, &mut operands);
+            if operands.is_empty() {
+                continue;
+            }
+            for program in programs.into_iter().flatten() {
                 let pi = self.index[&program];
-                let dst = self.placed[pi][&id];
-                let operands: Vec<Input> = match &*src.node(id).op {
-                    // The group assignment is a compile-time fact, not an operand.
-                    "CrossReplicaSum" if Self::replica_of(program).is_some() => {
-                        src.inputs(id).into_iter().enumerate().filter(|(i, _)| *i != 1).map(|(_, x)| x).collect()
+                let Some(dst) = self.placed(pi, id) else { continue };
+                // The group assignment of a CrossReplicaSum is a compile-time fact, not an operand.
+                let skip_group = &*src.node(id).op == "CrossReplicaSum" && program.replica().is_some();
+                lowered.clear();
+                for (slot, &input) in operands.iter().enumerate() {
+                    if skip_group && slot == 1 {
+                        continue;
                     }
-                    _ => src.inputs(id),
-                };
-                let mut lowered = Vec::with_capacity(operands.len());
-                for input in operands {
                     if let Some(x) = self.resolve(input, id, program) {
                         lowered.push(x);
                     }
                 }
                 let g = &mut self.programs[pi].1;
-                for x in lowered {
+                for &x in &lowered {
                     g.add_input(dst, x);
                 }
             }
@@ -478,33 +617,32 @@ impl Builder<'_> {
         let part = self.parts[part_index(producer)];
         let pi = self.index[&program];
         // Same program: a plain edge.
-        if let Some(&local) = self.placed[pi].get(&producer) {
+        if let Some(local) = self.placed(pi, producer) {
             return Some(Input { src: local, ..input });
         }
-        let replica = Self::replica_of(program);
+        let replica = program.replica();
         match part {
             Part::FanIn { .. } => {
-                let Some(r) = replica else {
+                if replica.is_none() {
                     self.escape(consumer, producer);
                     return None;
-                };
-                let operand = src.data_inputs(producer).get(r as usize).copied()?;
-                let channel = format!("{}/replica_{r}", src.node(producer).name);
-                let recv = self.transfer(operand, program, &channel)?;
+                }
+                let recv = self.transfer_fan_in(producer, program)?;
                 Some(Input { src: recv, output: input.output.map(|_| 0), span: input.span })
             }
-            _ if self.mirrored.contains(&producer) && replica.is_some() => {
-                let r = replica.expect("checked");
-                let name = format!("{}/replica_{r}", src.node(producer).name);
+            _ if self.mirrored[part_index(producer)] && replica.is_some() => {
+                let name = format!("{}/replica_0", src.node(producer).name);
                 let g = &mut self.programs[pi].1;
                 let handle = match g.find(&name) {
                     Some(h) => h,
                     None => {
                         let mut node = Node::op(name.clone(), "VarHandleOp");
                         node.attrs = src.node(producer).attrs.clone();
-                        node.attrs.insert("shared_name", AttrValue::str(name.clone()));
+                        node.attrs.insert("shared_name", AttrValue::str(name));
                         node.span = src.node(producer).span;
-                        g.add_node_unique(node)
+                        let h = g.add_node_unique(node);
+                        self.patches[pi].push(Patch::Mirror { node: h, var: producer });
+                        h
                     }
                 };
                 Some(Input { src: handle, ..input })
@@ -517,13 +655,12 @@ impl Builder<'_> {
                     Some(h) => h,
                     None => {
                         let mut node = Node::op(name, "Const");
-                        node.attrs = src.node(producer).attrs.clone();
-                        node.attrs.remove(TPU_REPLICATE);
+                        node.attrs = src.node(producer).attrs.without(&[TPU_REPLICATE]);
                         node.span = src.node(producer).span;
                         g.add_node_unique(node)
                     }
                 };
-                self.placed[pi].insert(producer, local);
+                self.placed[pi][part_index(producer)] = local.0.index() as u32;
                 Some(Input { src: local, ..input })
             }
             Part::Drop | Part::FanOut { .. } => {
@@ -541,45 +678,58 @@ impl Builder<'_> {
                 self.escape(consumer, producer);
                 None
             }
-            _ => {
-                let producer_programs = self.programs_of(part);
-                let source_program = match (replica, producer_programs.as_slice()) {
-                    (_, [single]) => Some(*single),
-                    (Some(r), many) => many.iter().copied().find(|p| Self::replica_of(*p) == Some(r)),
-                    (None, many) => {
-                        if input.is_control() {
-                            // Wait for every replica.
-                            let programs: Vec<Program> = many.to_vec();
-                            let dst = self.placed[pi][&consumer];
-                            for p in programs {
-                                let channel = format!("ctl/{}", src.node(producer).name);
-                                if let Some(recv) = self.transfer_from(input, p, program, &channel) {
-                                    self.programs[pi].1.add_control_input(dst, recv, input.span);
-                                }
-                            }
+            Part::Device { cluster, .. } | Part::Oc { cluster, .. } => {
+                let [Some(source), _] = self.programs_of(part) else { return None };
+                match program.cluster() {
+                    // Another program of the same replica (another core, or outside compilation).
+                    Some(consumer_cluster) => {
+                        if self.num_replicas(consumer_cluster) != self.num_replicas(cluster) {
+                            self.escape(consumer, producer);
                             return None;
                         }
+                        let channel = self.channel_name(source, program, producer);
+                        let recv = self.transfer_from(input, source, program, &channel)?;
+                        Some(Input { src: recv, output: input.output.map(|_| 0), span: input.span })
+                    }
+                    // The host waits for every replica's op.
+                    None if input.is_control() => {
+                        let channel = format!("ctl/{}", src.node(producer).name);
+                        let dst = self.placed(pi, consumer)?;
+                        for recv in self.transfer_to_host(input, source, program, &channel) {
+                            self.programs[pi].1.add_control_input(dst, recv, input.span);
+                        }
+                        None
+                    }
+                    None => {
                         self.escape(consumer, producer);
                         None
                     }
+                }
+            }
+            Part::Host | Part::Init | Part::Shared => {
+                let source = match (part, replica) {
+                    (Part::Host, _) => Program::Host,
+                    (Part::Init, _) => Program::Init,
+                    // A shared handle or constant outside its programs has no single source.
+                    _ => return None,
                 };
-                let source_program = source_program?;
-                let channel = match (source_program, program) {
-                    (Program::Device { cluster, .. }, Program::Oc { oc, .. }) => format!(
-                        "host_compute_channel_{}_args/{}",
-                        self.oc_names[cluster as usize][oc as usize],
-                        src.node(producer).name
-                    ),
-                    (Program::Oc { cluster, oc, .. }, Program::Device { .. }) => format!(
-                        "host_compute_channel_{}_retvals/{}",
-                        self.oc_names[cluster as usize][oc as usize],
-                        src.node(producer).name
-                    ),
-                    _ => format!("value/{}", src.node(producer).name),
-                };
-                let recv = self.transfer_from(input, source_program, program, &channel)?;
+                let channel = self.channel_name(source, program, producer);
+                let recv = self.transfer_from(input, source, program, &channel)?;
                 Some(Input { src: recv, output: input.output.map(|_| 0), span: input.span })
             }
+        }
+    }
+
+    fn channel_name(&self, from: Program, to: Program, producer: NodeId) -> String {
+        let name = &self.src.node(producer).name;
+        match (from, to) {
+            (Program::Device { cluster, .. }, Program::Oc { oc, .. }) => {
+                format!("host_compute_channel_{}_args/{name}", self.oc_names[cluster as usize][oc as usize])
+            }
+            (Program::Oc { cluster, oc, .. }, Program::Device { .. }) => {
+                format!("host_compute_channel_{}_retvals/{name}", self.oc_names[cluster as usize][oc as usize])
+            }
+            _ => format!("value/{name}"),
         }
     }
 
@@ -593,46 +743,36 @@ impl Builder<'_> {
         });
     }
 
-    /// Sends `value` (a host-side tensor) to `program`; returns the recv node.
-    fn transfer(&mut self, value: Input, program: Program, channel: &str) -> Option<NodeId> {
-        let part = self.parts[part_index(value.src)];
-        let source = match part {
-            Part::Host | Part::Shared => Program::Host,
-            Part::Init => Program::Init,
-            _ => {
-                let replica = Self::replica_of(program);
-                self.programs_of(part).into_iter().find(|p| Self::replica_of(*p) == replica)?
-            }
-        };
-        self.transfer_from(value, source, program, channel)
+    fn program_name(&self, program: Program) -> String {
+        match self.index.get(&program) {
+            Some(&i) => self.programs[i].1.name.clone(),
+            None => self.program_header(program).0,
+        }
     }
 
-    /// Adds (once) a `_Send` in `from` and a `_Recv` in `to` for `value`.
-    fn transfer_from(&mut self, value: Input, from: Program, to: Program, channel: &str) -> Option<NodeId> {
-        let fi = self.index[&from];
-        let ti = self.index[&to];
-        let out = value.output.unwrap_or(0);
-        let suffix = match Self::replica_of(to).or(Self::replica_of(from)) {
-            Some(r) => format!("/replica_{r}"),
-            None => String::new(),
-        };
-        let key = if value.is_control() {
-            format!("{channel}:ctl{suffix}->{}", self.programs[ti].1.name)
-        } else {
-            format!("{channel}:{out}{suffix}->{}", self.programs[ti].1.name)
-        };
-        if let Some(&recv) = self.channels.get(&(key.clone(), ti)) {
-            return Some(recv);
+    /// The channel key of `template` for replica `r`.
+    fn key(&self, template: &KeyTemplate, r: u32) -> String {
+        match template {
+            KeyTemplate::Transfer { channel, channel_per_replica, port, to } => {
+                let to = self.program_name(to.for_replica(r));
+                let channel_suffix = if *channel_per_replica { format!("/replica_{r}") } else { String::new() };
+                match port {
+                    Port::Data(out) => format!("{channel}{channel_suffix}:{out}/replica_{r}->{to}"),
+                    Port::Control => format!("{channel}{channel_suffix}:ctl/replica_{r}->{to}"),
+                }
+            }
+            KeyTemplate::FanIn { fan_in, to } => {
+                let to = self.program_name(to.for_replica(r));
+                let out = self.src.data_inputs(*fan_in).get(r as usize).and_then(|o| o.output).unwrap_or(0);
+                format!("{}/replica_{r}:{out}/replica_{r}->{to}", self.src.node(*fan_in).name)
+            }
+            KeyTemplate::Output { channel } => format!("{channel}/replica_{r}"),
         }
-        let Some(&producer) = self.placed[fi].get(&value.src) else {
-            self.errors.push(LowerError::Internal {
-                message: format!("`{}` is not placed in the sending program", self.src.node(value.src).name),
-            });
-            return None;
-        };
+    }
+
+    /// Adds a `_Send` of `value` (placed in program `from`) with `key`.
+    fn add_send(&mut self, fi: usize, producer: NodeId, value: Input, key: String) -> NodeId {
         let producer_name = self.src.node(value.src).name.clone();
-        let dtype = output_dtype(self.src, value.src);
-        // The sending side.
         let g = &mut self.programs[fi].1;
         let sent = if value.is_control() {
             let mut token = Node::op(format!("{producer_name}/_token"), "Const");
@@ -649,51 +789,179 @@ impl Builder<'_> {
             g.add_control_input(t, producer, value.span);
             Input { src: t, output: Some(0), span: value.span }
         } else {
-            Input { src: producer, output: Some(out), span: value.span }
+            Input { src: producer, output: Some(value.output.unwrap_or(0)), span: value.span }
         };
         let mut send = Node::op(format!("{producer_name}/_send"), "_Send");
-        send.attrs.insert("channel", AttrValue::str(key.clone()));
+        send.attrs.insert("channel", AttrValue::str(key));
         let s = g.add_node_unique(send);
         g.add_input(s, sent);
-        // The receiving side.
-        let g = &mut self.programs[ti].1;
+        s
+    }
+
+    /// Adds a `_Recv` named after `value`'s producer, with `key`.
+    fn add_recv(&mut self, ti: usize, value: Input, key: String) -> NodeId {
+        let producer_name = &self.src.node(value.src).name;
         let mut recv = Node::op(format!("{producer_name}/_recv"), "_Recv");
-        recv.attrs.insert("channel", AttrValue::str(key.clone()));
-        let recv_dtype = if value.is_control() { Some(DType::Bool) } else { dtype };
-        if let Some(d) = recv_dtype {
+        recv.attrs.insert("channel", AttrValue::str(key));
+        let dtype = if value.is_control() { Some(DType::Bool) } else { output_dtype(self.src, value.src) };
+        if let Some(d) = dtype {
             recv.attrs.insert("dtype", AttrValue::Type(d));
         }
-        let r = g.add_node_unique(recv);
-        self.channels.insert((key, ti), r);
-        Some(r)
+        self.programs[ti].1.add_node_unique(recv)
+    }
+
+    /// Sends `value` from `from` to `to`, once; returns the recv in `to`.
+    ///
+    /// At most one side is the host or init program; a per-replica side is
+    /// a template, and the host side gets its ends for every replica now.
+    fn transfer_from(&mut self, value: Input, from: Program, to: Program, channel: &str) -> Option<NodeId> {
+        let fi = self.index[&from];
+        let ti = self.index[&to];
+        let port = match value.output {
+            Some(out) => Port::Data(out),
+            None => Port::Control,
+        };
+        let template = KeyTemplate::Transfer { channel: channel.into(), channel_per_replica: false, port, to };
+        let replicas = match (from.cluster(), to.cluster()) {
+            (_, Some(c)) | (Some(c), None) => Some(self.num_replicas(c)),
+            (None, None) => None,
+        };
+        let key0 = match replicas {
+            Some(_) => self.key(&template, 0),
+            None => match port {
+                Port::Data(out) => format!("{channel}:{out}->{}", self.programs[ti].1.name),
+                Port::Control => format!("{channel}:ctl->{}", self.programs[ti].1.name),
+            },
+        };
+        if let Some(&recv) = self.channels.get(&(key0.clone(), ti)) {
+            return Some(recv);
+        }
+        let Some(producer) = self.placed(fi, value.src) else {
+            self.errors.push(LowerError::Internal {
+                message: format!("`{}` is not placed in the sending program", self.src.node(value.src).name),
+            });
+            return None;
+        };
+        let send = self.add_send(fi, producer, value, key0.clone());
+        if from.replica().is_some() {
+            self.patches[fi].push(Patch::Channel { node: send, key: template.clone() });
+        }
+        let recv = self.add_recv(ti, value, key0.clone());
+        if to.replica().is_some() {
+            self.patches[ti].push(Patch::Channel { node: recv, key: template.clone() });
+        }
+        self.channels.insert((key0, ti), recv);
+        // The host side of every other replica's channel.
+        if from.replica().is_none() && to.replica().is_some() {
+            for r in 1..replicas.unwrap_or(1) {
+                let key = self.key(&template, r);
+                self.add_send(fi, producer, value, key);
+            }
+        }
+        Some(recv)
+    }
+
+    /// Sends a per-replica op's control token from every replica to the
+    /// host-side `to`; returns the host's recvs in replica order.
+    fn transfer_to_host(&mut self, value: Input, from: Program, to: Program, channel: &str) -> Vec<NodeId> {
+        let fi = self.index[&from];
+        let ti = self.index[&to];
+        let template =
+            KeyTemplate::Transfer { channel: channel.into(), channel_per_replica: false, port: Port::Control, to };
+        let replicas = from.cluster().map_or(1, |c| self.num_replicas(c));
+        let key0 = self.key(&template, 0);
+        let mut recvs = Vec::with_capacity(replicas as usize);
+        if let Some(&recv) = self.channels.get(&(key0.clone(), ti)) {
+            recvs.push(recv);
+            for r in 1..replicas {
+                let key = self.key(&template, r);
+                recvs.extend(self.channels.get(&(key, ti)).copied());
+            }
+            return recvs;
+        }
+        let Some(producer) = self.placed(fi, value.src) else { return recvs };
+        let send = self.add_send(fi, producer, value, key0);
+        self.patches[fi].push(Patch::Channel { node: send, key: template.clone() });
+        for r in 0..replicas {
+            let key = self.key(&template, r);
+            let recv = self.add_recv(ti, value, key.clone());
+            self.channels.insert((key, ti), recv);
+            recvs.push(recv);
+        }
+        recvs
+    }
+
+    /// Replica 0's recv of a replicated input, with the host's sends of
+    /// every replica's operand.
+    fn transfer_fan_in(&mut self, fan_in: NodeId, program: Program) -> Option<NodeId> {
+        let src = self.src;
+        let ti = self.index[&program];
+        let template = KeyTemplate::FanIn { fan_in, to: program };
+        let key0 = self.key(&template, 0);
+        if let Some(&recv) = self.channels.get(&(key0.clone(), ti)) {
+            return Some(recv);
+        }
+        let operands = src.data_inputs(fan_in);
+        let replicas = program.cluster().map_or(1, |c| self.num_replicas(c));
+        let mut recv0 = None;
+        for r in 0..replicas {
+            let Some(&operand) = operands.get(r as usize) else { continue };
+            let source = match self.parts[part_index(operand.src)] {
+                Part::Host | Part::Shared => Program::Host,
+                Part::Init => Program::Init,
+                _ => {
+                    // Operands of a replicated input come from the host.
+                    self.escape(fan_in, operand.src);
+                    return None;
+                }
+            };
+            let fi = self.index[&source];
+            let Some(producer) = self.placed(fi, operand.src) else { continue };
+            let key = self.key(&template, r);
+            self.add_send(fi, producer, operand, key.clone());
+            if r == 0 {
+                let recv = self.add_recv(ti, operand, key.clone());
+                self.patches[ti].push(Patch::FanInRecv { node: recv, fan_in, key: template.clone() });
+                self.channels.insert((key, ti), recv);
+                recv0 = Some(recv);
+            }
+        }
+        recv0
     }
 
     fn wire_fan_out(&mut self, id: NodeId, cluster: u32) {
         let src = self.src;
-        let num_replicas = self.clusters[cluster as usize].num_replicas;
+        let num_replicas = self.num_replicas(cluster);
         let Some(operand) = src.data_inputs(id).first().copied() else { return };
         let host = self.index[&Program::Host];
         let dtype = output_dtype(src, operand.src);
+        let output_name: Arc<str> = src.node(id).name.clone();
+        let part = self.parts[part_index(operand.src)];
+        let template = KeyTemplate::Output { channel: output_name.clone() };
+        let per_replica = matches!(part, Part::Device { .. } | Part::Oc { .. });
         for r in 0..num_replicas {
-            let part = self.parts[part_index(operand.src)];
-            let programs = self.programs_of(part);
-            let Some(from) = programs.into_iter().find(|p| Self::replica_of(*p) == Some(r)).or(match part {
+            let from = match part {
+                Part::Device { .. } | Part::Oc { .. } => self.programs_of(part)[0],
                 Part::Host | Part::Shared => Some(Program::Host),
                 _ => None,
-            }) else {
-                continue;
             };
+            let Some(from) = from else { continue };
             let fi = self.index[&from];
-            let name = format!("{}/replica_{r}", src.node(id).name);
-            let channel = format!("{}/replica_{r}", src.node(id).name);
-            let Some(&producer) = self.placed[fi].get(&operand.src) else { continue };
-            let g = &mut self.programs[fi].1;
-            let mut send = Node::op(format!("{}/_send", src.node(id).name), "_Send");
-            send.attrs.insert("channel", AttrValue::str(channel.clone()));
-            let s = g.add_node_unique(send);
-            g.add_input(s, Input { src: producer, output: operand.output, span: operand.span });
+            let channel = self.key(&template, r);
+            let Some(producer) = self.placed(fi, operand.src) else { continue };
+            // A per-replica operand sends from its template once; the clones patch the key.
+            if !per_replica || r == 0 {
+                let g = &mut self.programs[fi].1;
+                let mut send = Node::op(format!("{output_name}/_send"), "_Send");
+                send.attrs.insert("channel", AttrValue::str(channel.clone()));
+                let s = g.add_node_unique(send);
+                g.add_input(s, Input { src: producer, output: operand.output, span: operand.span });
+                if per_replica {
+                    self.patches[fi].push(Patch::Channel { node: s, key: template.clone() });
+                }
+            }
             let g = &mut self.programs[host].1;
-            let mut recv = Node::op(name, "_Recv");
+            let mut recv = Node::op(format!("{output_name}/replica_{r}"), "_Recv");
             recv.attrs.insert("channel", AttrValue::str(channel));
             if let Some(d) = dtype {
                 recv.attrs.insert("dtype", AttrValue::Type(d));
@@ -701,6 +969,80 @@ impl Builder<'_> {
             recv.span = src.node(id).span;
             g.add_node_unique(recv);
         }
+    }
+
+    /// Makes every replica's program other than 0 from its template.
+    fn clone_replicas(&mut self) {
+        let jobs: Vec<(usize, usize, u32)> = self
+            .programs
+            .iter()
+            .enumerate()
+            .filter_map(|(target, (program, _))| {
+                let r = program.replica().filter(|&r| r > 0)?;
+                Some((self.index[&program.for_replica(0)], target, r))
+            })
+            .collect();
+        let this = &*self;
+        let made: Vec<(usize, Graph, Vec<LowerError>)> = jobs
+            .par_iter()
+            .map(|&(template, target, r)| {
+                let (program, ref graph) = this.programs[template];
+                let mut errors = Vec::new();
+                let g = this.instantiate(graph, program.for_replica(r), &this.patches[template], &mut errors);
+                (target, g, errors)
+            })
+            .collect();
+        for (target, g, errors) in made {
+            self.programs[target].1 = g;
+            self.errors.extend(errors);
+        }
+    }
+
+    /// A template program made into `program` (the same program for another replica).
+    fn instantiate(
+        &self,
+        template: &Graph,
+        program: Program,
+        patches: &[Patch],
+        errors: &mut Vec<LowerError>,
+    ) -> Graph {
+        let src = self.src;
+        let r = program.replica().unwrap_or(0);
+        let mut g = template.clone();
+        let (name, attrs) = self.program_header(program);
+        g.name = name;
+        g.attrs = attrs;
+        for patch in patches {
+            match patch {
+                Patch::Lowered { node, src: id } => {
+                    let cluster = program.cluster().unwrap_or(0);
+                    if let Some(attrs) = self.replica_attrs(*id, cluster, r) {
+                        g.node_mut(*node).attrs = attrs;
+                    }
+                }
+                Patch::Mirror { node, var } => {
+                    let name = format!("{}/replica_{r}", src.node(*var).name);
+                    g.node_mut(*node).attrs.insert("shared_name", AttrValue::str(name.clone()));
+                    if g.rename(*node, &name).is_err() {
+                        errors.push(LowerError::Internal { message: format!("the mirrored handle `{name}` is taken") });
+                    }
+                }
+                Patch::Channel { node, key } => {
+                    g.node_mut(*node).attrs.insert("channel", AttrValue::str(self.key(key, r)));
+                }
+                Patch::FanInRecv { node, fan_in, key } => {
+                    g.node_mut(*node).attrs.insert("channel", AttrValue::str(self.key(key, r)));
+                    if let Some(operand) = src.data_inputs(*fan_in).get(r as usize) {
+                        let name = format!("{}/_recv", src.node(operand.src).name);
+                        if g.find(&name).is_none() {
+                            // A name taken by another node keeps the template's name; the channel decides.
+                            let _ = g.rename(*node, &name);
+                        }
+                    }
+                }
+            }
+        }
+        g
     }
 }
 

@@ -164,6 +164,9 @@ impl PassSelection {
 pub enum VerifyMode {
     #[default]
     Never,
+    /// Once, after the last pass that runs (or the pass that failed).
+    AtEnd,
+    /// After every pass: slower, but names the pass that broke the IR.
     AfterEachPass,
 }
 
@@ -314,6 +317,7 @@ impl Drop for TimingGuard<'_> {
 pub fn run_pipeline(module: &mut Module, config: &PipelineConfig) -> PipelineReport {
     let mut report = PipelineReport::default();
     let mut clusters: Vec<Vec<ReplicateCluster>> = vec![Vec::new(); module.graphs.len()];
+    let last = PIPELINE.iter().copied().filter(|p| config.runs(*p)).last();
     for &pass in PIPELINE.iter().filter(|p| config.runs(**p)) {
         let mut found = Vec::new();
         {
@@ -328,7 +332,8 @@ pub fn run_pipeline(module: &mut Module, config: &PipelineConfig) -> PipelineRep
                 }
             }
         }
-        verify_if(config.verify, pass, module, &mut found);
+        let pass_failed = found.iter().any(PassDiagnostic::is_error);
+        verify_if(config.verify, pass, pass_failed || Some(pass) == last, module, &mut found);
         if config.print == PrintMode::AfterEachPass {
             report.printed.push((pass, crate::emit::print_module(module)));
         }
@@ -344,8 +349,13 @@ pub fn run_pipeline(module: &mut Module, config: &PipelineConfig) -> PipelineRep
 }
 
 /// Runs the verifier on every graph when `mode` asks for it.
-fn verify_if(mode: VerifyMode, pass: Pass, module: &Module, found: &mut Vec<PassDiagnostic>) {
-    if mode != VerifyMode::AfterEachPass {
+fn verify_if(mode: VerifyMode, pass: Pass, is_last: bool, module: &Module, found: &mut Vec<PassDiagnostic>) {
+    let wanted = match mode {
+        VerifyMode::Never => false,
+        VerifyMode::AtEnd => is_last,
+        VerifyMode::AfterEachPass => true,
+    };
+    if !wanted {
         return;
     }
     for graph in &module.graphs {

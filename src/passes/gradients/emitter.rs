@@ -1,6 +1,7 @@
 //! Emission of gradient ops for one gradients call: names, colocation, cluster attributes.
 
 use std::collections::HashMap;
+use std::fmt::Write;
 use std::sync::Arc;
 
 use super::colocation::{ColocationContext, OUTSIDE_COMPILATION_ATTR};
@@ -40,6 +41,10 @@ pub struct Emitter<'g> {
     span: Span,
     pub errors: Vec<PassError>,
     dtypes: HashMap<Tensor, Option<DType>>,
+    /// For each name base found taken, the first `_<i>` suffix not known to be taken. Nodes are
+    /// only added while a call is expanded, so a search for a free `base_<i>` can resume there;
+    /// without this, the thousandth `AddN` of a call would probe a thousand taken names.
+    suffixes: HashMap<String, u32>,
 }
 
 impl<'g> Emitter<'g> {
@@ -55,6 +60,7 @@ impl<'g> Emitter<'g> {
             span: call.span,
             errors: Vec::new(),
             dtypes: HashMap::new(),
+            suffixes: HashMap::new(),
         }
     }
 
@@ -93,8 +99,33 @@ impl<'g> Emitter<'g> {
     }
 
     /// A free node name `<op scope>/<base>` (or with `_1`, `_2`, ...).
-    pub fn fresh_name(&self, base: &str) -> String {
-        self.graph.unique_name(&format!("{}/{base}", self.op_scope))
+    pub fn fresh_name(&mut self, base: &str) -> String {
+        let mut name = String::with_capacity(self.op_scope.len() + 1 + base.len());
+        name.push_str(&self.op_scope);
+        name.push('/');
+        name.push_str(base);
+        self.unique_name(name)
+    }
+
+    /// The graph's unique-name rule ([`Graph::unique_name`]): `base` if free, else the first free
+    /// `base_1`, `base_2`, ..., resuming the search where the last one for `base` ended.
+    pub fn unique_name(&mut self, base: String) -> String {
+        if self.graph.find(&base).is_none() {
+            return base;
+        }
+        let mut i = self.suffixes.get(&base).copied().unwrap_or(1);
+        let mut candidate = String::with_capacity(base.len() + 8);
+        loop {
+            candidate.clear();
+            let _ = write!(candidate, "{base}_{i}");
+            if self.graph.find(&candidate).is_none() {
+                break;
+            }
+            i += 1;
+        }
+        // `candidate` is free now but may be taken by the caller, so the next search starts at it.
+        self.suffixes.insert(base, i);
+        candidate
     }
 
     /// Emits op `op_type` named `<op scope>/<base>` (made unique).
@@ -134,7 +165,7 @@ impl<'g> Emitter<'g> {
                 let producer = first.node;
                 self.enter_colocation(producer);
                 let dtype = self.dtype_of(*first);
-                let name = self.graph.unique_name(&format!("{}/AddN", self.scope));
+                let name = self.unique_name(format!("{}/AddN", self.scope));
                 let mut attrs = vec![("N", AttrValue::Int(list.len() as i64))];
                 attrs.extend(self.t_attr(dtype));
                 let sum = self.emit_named(name, "AddN", list, attrs);
@@ -148,7 +179,7 @@ impl<'g> Emitter<'g> {
     pub fn zeros_like_for_unconnected(&mut self, x: Tensor) -> Tensor {
         self.enter_colocation(x.node);
         let dtype = self.dtype_of(x);
-        let name = self.graph.unique_name(&format!("{}/zeros_like", self.scope));
+        let name = self.unique_name(format!("{}/zeros_like", self.scope));
         let attrs = self.t_attr(dtype);
         let zeros = self.emit_named(name, "ZerosLike", &[x], attrs);
         self.exit_colocation(x.node);
@@ -201,7 +232,7 @@ impl<'g> Emitter<'g> {
     }
 
     fn const_named(&mut self, name: String, lit: TensorLit) -> Tensor {
-        let name = self.graph.unique_name(&name);
+        let name = self.unique_name(name);
         let attrs = vec![("dtype", AttrValue::Type(lit.dtype)), ("value", AttrValue::Tensor(Box::new(lit)))];
         self.emit_named(name, "Const", &[], attrs)
     }

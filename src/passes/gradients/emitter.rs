@@ -5,11 +5,12 @@ use std::sync::Arc;
 
 use petgraph::visit::EdgeRef;
 use petgraph::Direction;
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashMap;
 
 use super::colocation::{ColocationContext, OUTSIDE_COMPILATION_ATTR};
 use super::TPU_REPLICATE_ATTR;
 use crate::ir::types::{TensorData, TensorLit};
+use crate::ir::graph::NameTaken;
 use crate::ir::{AttrValue, DType, EdgeKind, Graph, Node, NodeId, NodeKind, RegionId};
 use crate::passes::error::PassError;
 use crate::syntax::Span;
@@ -51,8 +52,9 @@ pub struct Emitter<'g> {
     /// only added while a call is expanded, so a search for a free `base_<i>` can resume there;
     /// without this, the thousandth `AddN` of a call would probe a thousand taken names.
     suffixes: FxHashMap<String, u32>,
-    /// Op types and attribute keys, allocated once per call and shared by the emitted ops.
-    strings: FxHashSet<Arc<str>>,
+    /// Op types and attribute keys, allocated once per call and shared by the emitted ops; keyed
+    /// by the address and length of the static text, which is cheaper to hash than the text.
+    strings: FxHashMap<(usize, usize), Arc<str>>,
     /// The `_class` of ops colocated with the op it names, built once per colocation.
     class: Option<(NodeId, AttrValue)>,
     /// Buffers reused for every emitted op.
@@ -75,7 +77,7 @@ impl<'g> Emitter<'g> {
             errors: Vec::new(),
             dtypes: FxHashMap::default(),
             suffixes: FxHashMap::default(),
-            strings: FxHashSet::default(),
+            strings: FxHashMap::default(),
             class: None,
             name_buf: String::new(),
             scope_buf: String::new(),
@@ -152,7 +154,7 @@ impl<'g> Emitter<'g> {
     /// Emits op `op_type` named `<op scope>/<base>` (made unique).
     pub fn emit(
         &mut self,
-        op_type: &str,
+        op_type: &'static str,
         base: &str,
         inputs: &[Tensor],
         attrs: impl IntoIterator<Item = Attr>,
@@ -175,17 +177,19 @@ impl<'g> Emitter<'g> {
     pub fn emit_named(
         &mut self,
         name: String,
-        op_type: &str,
+        op_type: &'static str,
         inputs: &[Tensor],
         attrs: impl IntoIterator<Item = Attr>,
     ) -> Tensor {
+        let name = if self.graph.find(&name).is_some() { self.unique_name(name) } else { name };
         self.emit_node(Arc::from(name), op_type, inputs, attrs)
     }
 
+    /// Emits op `op_type` named `name`, which must be free.
     fn emit_node(
         &mut self,
         name: Arc<str>,
-        op_type: &str,
+        op_type: &'static str,
         inputs: &[Tensor],
         attrs: impl IntoIterator<Item = Attr>,
     ) -> Tensor {
@@ -213,7 +217,15 @@ impl<'g> Emitter<'g> {
             let c = AttrValue::str(c);
             node.attrs.insert_shared(self.intern(OUTSIDE_COMPILATION_ATTR), c);
         }
-        let id = self.graph.add_node_unique(node);
+        // The callers checked that the name is free.
+        let id = match self.graph.add_node(node) {
+            Ok(id) => id,
+            Err(NameTaken(other)) => {
+                let name = self.graph.node(other).name.to_string();
+                self.errors.push(PassError::Internal { message: format!("`%{name}` was taken"), span: self.span });
+                return Tensor::of(other);
+            }
+        };
         let mut edges = std::mem::take(&mut self.edge_buf);
         edges.clear();
         edges.extend(inputs.iter().map(|t| (t.node, t.output)));
@@ -223,13 +235,8 @@ impl<'g> Emitter<'g> {
     }
 
     /// The shared allocation of `s` for this call.
-    fn intern(&mut self, s: &str) -> Arc<str> {
-        if let Some(shared) = self.strings.get(s) {
-            return shared.clone();
-        }
-        let shared: Arc<str> = Arc::from(s);
-        self.strings.insert(shared.clone());
-        shared
+    fn intern(&mut self, s: &'static str) -> Arc<str> {
+        self.strings.entry((s.as_ptr() as usize, s.len())).or_insert_with(|| Arc::from(s)).clone()
     }
 
     /// Sums `list` with an `AddN` at the call's scope, colocated with the first summand's producer.

@@ -107,13 +107,18 @@ pub fn gradient(
         }
         "MatMul" | "BatchMatMul" | "BatchMatMulV2" => {
             let (a, b) = (x(0)?, x(1)?);
-            let batch = &*op_type != "MatMul";
+            let op_type: &'static str = match &*op_type {
+                "MatMul" => "MatMul",
+                "BatchMatMul" => "BatchMatMul",
+                _ => "BatchMatMulV2",
+            };
+            let batch = op_type != "MatMul";
             let (ka, kb) = if batch { ("adj_x", "adj_y") } else { ("transpose_a", "transpose_b") };
             let attrs = &e.graph.node(op).attrs;
             let (t_a, t_b) = (attrs.get_bool(ka).unwrap_or(false), attrs.get_bool(kb).unwrap_or(false));
             let mm = |e: &mut Emitter<'_>, p: Tensor, q: Tensor, tp: bool, tq: bool| {
                 let attrs = [(ka, AttrValue::Bool(tp)), (kb, AttrValue::Bool(tq))].into_iter().chain(ta.clone());
-                e.emit(&op_type, &op_type, &[p, q], attrs)
+                e.emit(op_type, op_type, &[p, q], attrs)
             };
             let (ga, gb) = match (t_a, t_b) {
                 (false, false) => (mm(e, g, b, false, true), mm(e, a, g, true, false)),
@@ -121,7 +126,7 @@ pub fn gradient(
                 (true, false) => (mm(e, b, g, false, true), mm(e, a, g, false, false)),
                 (true, true) => (mm(e, b, g, true, true), mm(e, g, a, true, true)),
             };
-            if &*op_type == "BatchMatMulV2" {
+            if op_type == "BatchMatMulV2" {
                 // V2 broadcasts the batch dims: sum each gradient over the ones its operand lacks.
                 let (ga_shape, gb_shape) = (e.shape("Shape", ga), e.shape("Shape", gb));
                 let ga = reduce_to_shape_of(e, ga, a, ga_shape, &ta);

@@ -192,19 +192,64 @@ fn read_call(graph: &Graph, id: NodeId) -> Result<Call, PassError> {
     })
 }
 
-/// The gradients received by the outputs of one op, per output.
-#[derive(Default)]
+/// The gradients received by the outputs of the forward ops, in arrival order: one linked list
+/// per op over a flat entry vector, so that receiving a gradient allocates nothing per op.
 struct Received {
-    by_output: Vec<Vec<Tensor>>,
+    /// First and last entry of each op, by node index (`NONE` if it received nothing).
+    head: Vec<u32>,
+    tail: Vec<u32>,
+    entries: Vec<ReceivedEntry>,
 }
 
+struct ReceivedEntry {
+    output: u32,
+    grad: Tensor,
+    next: u32,
+}
+
+const NONE: u32 = u32::MAX;
+
 impl Received {
-    fn push(&mut self, output: u32, grad: Tensor) {
-        let i = output as usize;
-        if self.by_output.len() <= i {
-            self.by_output.resize_with(i + 1, Vec::new);
+    /// Room for ops with node index below `bound`: every op that receives a gradient existed
+    /// before the call.
+    fn new(bound: usize) -> Received {
+        Received { head: vec![NONE; bound], tail: vec![NONE; bound], entries: Vec::with_capacity(bound) }
+    }
+
+    fn push(&mut self, op: NodeId, output: u32, grad: Tensor) {
+        let i = self.entries.len() as u32;
+        self.entries.push(ReceivedEntry { output, grad, next: NONE });
+        let n = op.0.index();
+        match self.tail[n] {
+            NONE => self.head[n] = i,
+            last => self.entries[last as usize].next = i,
         }
-        self.by_output[i].push(grad);
+        self.tail[n] = i;
+    }
+
+    /// Forgets what `op` received.
+    fn clear(&mut self, op: NodeId) {
+        self.head[op.0.index()] = NONE;
+        self.tail[op.0.index()] = NONE;
+    }
+
+    /// Fills `lists[k]` with the gradients output `k` of `op` received, in arrival order, and
+    /// returns the number of outputs up to the last one that received any.
+    fn gather(&self, op: NodeId, lists: &mut Vec<Vec<Tensor>>) -> usize {
+        lists.iter_mut().for_each(Vec::clear);
+        let mut outputs = 0;
+        let mut at = self.head[op.0.index()];
+        while at != NONE {
+            let entry = &self.entries[at as usize];
+            let k = entry.output as usize;
+            if lists.len() <= k {
+                lists.resize_with(k + 1, Vec::new);
+            }
+            lists[k].push(entry.grad);
+            outputs = outputs.max(k + 1);
+            at = entry.next;
+        }
+        outputs
     }
 }
 
@@ -287,16 +332,16 @@ fn expand_call(
         })
         .collect();
 
+    // Most gradient functions emit one to three ops; reserving once saves regrowing the graph.
+    graph.reserve(2 * between_list.len(), 4 * between_list.len());
     let mut e = Emitter::new(graph, ctx, &call_node, scope.clone(), uid.clone());
-    // Indexed by forward node: every op that receives a gradient existed before the call.
-    let mut received: Vec<Received> = Vec::new();
-    received.resize_with(bound, Received::default);
+    let mut received = Received::new(bound);
     for (i, &y) in call.ys.iter().enumerate() {
         let grad = match &call.grad_ys {
             Some(grad_ys) => grad_ys[i],
             None => default_grad_y(&mut e, y, i),
         };
-        received[y.node.0.index()].push(y.output, grad);
+        received.push(y.node, y.output, grad);
     }
 
     let mut queue: VecDeque<NodeId> = VecDeque::new();
@@ -310,19 +355,19 @@ fn expand_call(
     }
     let mut inputs: Vec<Tensor> = Vec::new();
     let mut out_grads: Vec<Option<Tensor>> = Vec::new();
+    let mut lists: Vec<Vec<Tensor>> = Vec::new();
     while let Some(op) = queue.pop_front() {
         e.enter_colocation(op);
         out_grads.clear();
-        let mut by_output = std::mem::take(&mut received[op.0.index()].by_output);
-        for list in &mut by_output {
-            let sum = e.aggregate(list);
-            if let Some(sum) = sum {
-                list.truncate(1);
-                list[0] = sum;
+        let outputs = received.gather(op, &mut lists);
+        out_grads.extend(lists[..outputs].iter().map(|list| e.aggregate(list)));
+        // The sums replace the lists: an x's gradient is read again after the walk.
+        received.clear(op);
+        for (k, sum) in out_grads.iter().enumerate() {
+            if let Some(sum) = *sum {
+                received.push(op, k as u32, sum);
             }
-            out_grads.push(sum);
         }
-        received[op.0.index()].by_output = by_output;
         data_inputs_into(e.graph, op, &mut inputs);
         if out_grads.iter().any(Option::is_some) && !stop.contains(&op) {
             let in_grads = e.in_op_scope(op, |e| functions::gradient(e, op, &inputs, &out_grads));
@@ -330,7 +375,7 @@ fn expand_call(
                 Ok(in_grads) => {
                     for (input, grad) in inputs.iter().zip(in_grads) {
                         if let Some(grad) = grad {
-                            received[input.node.0.index()].push(input.output, grad);
+                            received.push(input.node, input.output, grad);
                         }
                     }
                 }
@@ -362,7 +407,8 @@ fn expand_call(
     // The gradient of each x, then rewire the call's uses.
     let mut results: Vec<Option<Tensor>> = Vec::with_capacity(call.xs.len());
     for &(x, _) in &call.xs {
-        let list = received.get_mut(x.node.0.index()).and_then(|r| r.by_output.get_mut(x.output as usize));
+        let outputs = received.gather(x.node, &mut lists);
+        let list = lists[..outputs].get(x.output as usize);
         let grad = match list {
             Some(list) if list.len() > 1 => {
                 e.enter_colocation(x.node);

@@ -9,8 +9,8 @@ use rustc_hash::FxHashMap;
 
 use super::colocation::{ColocationContext, OUTSIDE_COMPILATION_ATTR};
 use super::TPU_REPLICATE_ATTR;
-use crate::ir::types::{TensorData, TensorLit};
 use crate::ir::graph::NameTaken;
+use crate::ir::types::{TensorData, TensorLit};
 use crate::ir::{AttrValue, DType, EdgeKind, Graph, Node, NodeId, NodeKind, RegionId};
 use crate::passes::error::PassError;
 use crate::syntax::Span;

@@ -332,8 +332,9 @@ fn expand_call(
         })
         .collect();
 
-    // Most gradient functions emit one to three ops; reserving once saves regrowing the graph.
-    graph.reserve(2 * between_list.len(), 4 * between_list.len());
+    // About one gradient op per op on the path (more for broadcasting binary ops, none for
+    // reads): reserving that once saves most regrowing of the graph without over-allocating.
+    graph.reserve(between_list.len(), 2 * between_list.len());
     let mut e = Emitter::new(graph, ctx, &call_node, scope.clone(), uid.clone());
     let mut received = Received::new(bound);
     for (i, &y) in call.ys.iter().enumerate() {

@@ -1,10 +1,16 @@
-//! Expansion time of the gradients pass on a long chain of element-wise ops and on an MLP stack.
+//! Expansion time of the gradients pass on a long chain of element-wise ops, on an MLP stack, and
+//! on the training step `tpu-rewrite gen` writes (`gen`: a gradients call whose path spans every
+//! layer, inside a replicate region, through outside-compilation blocks), run after the passes
+//! that precede gradients in the pipeline. `GRADIENTS_BENCH_OPS` sets the size of the `gen` case
+//! (default 100 000 ops).
 
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use tpu_rewrite::ir::{AttrValue, DType, Graph, Node, NodeId, NodeKind};
+use tpu_rewrite::cli::gen::{generate, GenConfig};
+use tpu_rewrite::ir::{parse_module, AttrValue, DType, Graph, Node, NodeId, NodeKind};
 use tpu_rewrite::passes::gradients::{expand_gradients, GradientsConfig};
+use tpu_rewrite::passes::{run_pipeline, Pass, PassSelection, PipelineConfig};
 use tpu_rewrite::syntax::Span;
 
 fn op(graph: &mut Graph, name: String, op_type: &str, inputs: &[NodeId]) -> NodeId {
@@ -63,6 +69,18 @@ fn mlp(layers: usize) -> Graph {
     g
 }
 
+/// The graph of `tpu-rewrite gen --ops ops --seed 1`, after the passes before gradients.
+fn gen(ops: usize) -> Graph {
+    let text = generate(&GenConfig { ops, seed: 1, ..GenConfig::default() });
+    let (mut module, errors) = parse_module(text.as_bytes()).expect("generated text parses");
+    assert!(errors.is_empty(), "generated graph is valid: {errors:?}");
+    let before = vec![Pass::ReplicateClustering, Pass::OutsideCompilation];
+    let config = PipelineConfig { passes: PassSelection::Only(before), ..PipelineConfig::default() };
+    let report = run_pipeline(&mut module, &config);
+    assert!(!report.has_errors(), "{:?}", report.diagnostics.first());
+    module.graphs.swap_remove(0)
+}
+
 fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("gradients");
     group.sample_size(10);
@@ -84,6 +102,19 @@ fn bench(c: &mut Criterion) {
             )
         });
     }
+    let ops = std::env::var("GRADIENTS_BENCH_OPS").ok().and_then(|v| v.parse().ok()).unwrap_or(100_000);
+    let graph = gen(ops);
+    group.bench_with_input(BenchmarkId::new("gen", ops), &graph, |b, graph| {
+        b.iter_batched(
+            || graph.clone(),
+            // The graph is returned so that dropping it is not timed.
+            |mut g| {
+                let errors = expand_gradients(&mut g, &GradientsConfig::default());
+                (g, errors)
+            },
+            criterion::BatchSize::LargeInput,
+        )
+    });
     group.finish();
 }
 

@@ -21,10 +21,9 @@
 //! Requires `replicate-clustering`; run after `fan-in` so the input
 //! identities get their edge too. Cost: O(nodes + edges).
 
-use std::collections::HashMap;
-
 use petgraph::visit::{EdgeRef, NodeIndexable};
 use petgraph::Direction;
+use rustc_hash::FxHashMap;
 
 use super::common::{authored_clusters, AuthoredCluster, Namer, COMPILATION_STATUS, PIVOT_FOR_CLUSTER, TPU_REPLICATE};
 use super::error::PassError;
@@ -44,7 +43,7 @@ pub fn metadata(graph: &mut Graph) -> Vec<PassError> {
         return Vec::new();
     }
     // Members of each cluster, found before the new ops exist.
-    let index: HashMap<&str, usize> = clusters.iter().enumerate().map(|(i, c)| (c.name.as_str(), i)).collect();
+    let index: FxHashMap<&str, usize> = clusters.iter().enumerate().map(|(i, c)| (c.name.as_str(), i)).collect();
     let mut members: Vec<Vec<NodeId>> = vec![Vec::new(); clusters.len()];
     // Indexed by node index; `usize::MAX` for nodes of no authored cluster.
     let mut member_of: Vec<usize> = vec![usize::MAX; graph.petgraph().node_bound()];

@@ -1,12 +1,17 @@
 //! Emission of gradient ops for one gradients call: names, colocation, cluster attributes.
 
-use std::collections::HashMap;
+use std::fmt::Write;
 use std::sync::Arc;
+
+use petgraph::visit::EdgeRef;
+use petgraph::Direction;
+use rustc_hash::FxHashMap;
 
 use super::colocation::{ColocationContext, OUTSIDE_COMPILATION_ATTR};
 use super::TPU_REPLICATE_ATTR;
+use crate::ir::graph::NameTaken;
 use crate::ir::types::{TensorData, TensorLit};
-use crate::ir::{AttrValue, DType, Graph, Node, NodeId, NodeKind, RegionId};
+use crate::ir::{AttrValue, DType, EdgeKind, Graph, Node, NodeId, NodeKind, RegionId};
 use crate::passes::error::PassError;
 use crate::syntax::Span;
 
@@ -24,8 +29,11 @@ impl Tensor {
     }
 }
 
-/// Attributes of an emitted op, besides the placement ones the emitter adds.
-pub type Attrs = Vec<(&'static str, AttrValue)>;
+/// An attribute of an emitted op, besides the placement ones the emitter adds.
+pub type Attr = (&'static str, AttrValue);
+
+/// The `T` attribute of an emitted op, when its element type is known.
+pub type TAttr = Option<Attr>;
 
 /// Emits the ops of one gradients call.
 pub struct Emitter<'g> {
@@ -39,7 +47,20 @@ pub struct Emitter<'g> {
     tpu_replicate: Option<AttrValue>,
     span: Span,
     pub errors: Vec<PassError>,
-    dtypes: HashMap<Tensor, Option<DType>>,
+    dtypes: FxHashMap<Tensor, Option<DType>>,
+    /// For each name base found taken, the first `_<i>` suffix not known to be taken. Nodes are
+    /// only added while a call is expanded, so a search for a free `base_<i>` can resume there;
+    /// without this, the thousandth `AddN` of a call would probe a thousand taken names.
+    suffixes: FxHashMap<String, u32>,
+    /// Op types and attribute keys, allocated once per call and shared by the emitted ops; keyed
+    /// by the address and length of the static text, which is cheaper to hash than the text.
+    strings: FxHashMap<(usize, usize), Arc<str>>,
+    /// The `_class` of ops colocated with the op it names, built once per colocation.
+    class: Option<(NodeId, AttrValue)>,
+    /// Buffers reused for every emitted op.
+    name_buf: String,
+    scope_buf: String,
+    edge_buf: Vec<(NodeId, u32)>,
 }
 
 impl<'g> Emitter<'g> {
@@ -54,7 +75,13 @@ impl<'g> Emitter<'g> {
             tpu_replicate: call.attrs.get(TPU_REPLICATE_ATTR).cloned(),
             span: call.span,
             errors: Vec::new(),
-            dtypes: HashMap::new(),
+            dtypes: FxHashMap::default(),
+            suffixes: FxHashMap::default(),
+            strings: FxHashMap::default(),
+            class: None,
+            name_buf: String::new(),
+            scope_buf: String::new(),
+            edge_buf: Vec::new(),
         }
     }
 
@@ -74,10 +101,12 @@ impl<'g> Emitter<'g> {
 
     /// Runs `f` with new names under `<scope>/<op>_grad`.
     pub fn in_op_scope<R>(&mut self, op: NodeId, f: impl FnOnce(&mut Self) -> R) -> R {
-        let scope = format!("{}/{}_grad", self.scope, self.graph.node(op).name);
+        let mut scope = std::mem::take(&mut self.scope_buf);
+        scope.clear();
+        let _ = write!(scope, "{}/{}_grad", self.scope, self.graph.node(op).name);
         let outer = std::mem::replace(&mut self.op_scope, scope);
         let result = f(self);
-        self.op_scope = outer;
+        self.scope_buf = std::mem::replace(&mut self.op_scope, outer);
         result
     }
 
@@ -93,36 +122,121 @@ impl<'g> Emitter<'g> {
     }
 
     /// A free node name `<op scope>/<base>` (or with `_1`, `_2`, ...).
-    pub fn fresh_name(&self, base: &str) -> String {
-        self.graph.unique_name(&format!("{}/{base}", self.op_scope))
+    pub fn fresh_name(&mut self, base: &str) -> String {
+        let mut name = String::with_capacity(self.op_scope.len() + 1 + base.len());
+        name.push_str(&self.op_scope);
+        name.push('/');
+        name.push_str(base);
+        self.unique_name(name)
+    }
+
+    /// The graph's unique-name rule ([`Graph::unique_name`]): `base` if free, else the first free
+    /// `base_1`, `base_2`, ..., resuming the search where the last one for `base` ended.
+    pub fn unique_name(&mut self, base: String) -> String {
+        if self.graph.find(&base).is_none() {
+            return base;
+        }
+        let mut i = self.suffixes.get(&base).copied().unwrap_or(1);
+        let mut candidate = String::with_capacity(base.len() + 8);
+        loop {
+            candidate.clear();
+            let _ = write!(candidate, "{base}_{i}");
+            if self.graph.find(&candidate).is_none() {
+                break;
+            }
+            i += 1;
+        }
+        // `candidate` is free now but may be taken by the caller, so the next search starts at it.
+        self.suffixes.insert(base, i);
+        candidate
     }
 
     /// Emits op `op_type` named `<op scope>/<base>` (made unique).
-    pub fn emit(&mut self, op_type: &str, base: &str, inputs: &[Tensor], attrs: Attrs) -> Tensor {
-        let name = self.fresh_name(base);
-        self.emit_named(name, op_type, inputs, attrs)
+    pub fn emit(
+        &mut self,
+        op_type: &'static str,
+        base: &str,
+        inputs: &[Tensor],
+        attrs: impl IntoIterator<Item = Attr>,
+    ) -> Tensor {
+        let mut buf = std::mem::take(&mut self.name_buf);
+        buf.clear();
+        buf.push_str(&self.op_scope);
+        buf.push('/');
+        buf.push_str(base);
+        let name: Arc<str> = if self.graph.find(&buf).is_none() {
+            Arc::from(buf.as_str())
+        } else {
+            Arc::from(self.unique_name(buf.clone()))
+        };
+        self.name_buf = buf;
+        self.emit_node(name, op_type, inputs, attrs)
     }
 
     /// Emits op `op_type` named `name` (made unique if taken).
-    pub fn emit_named(&mut self, name: String, op_type: &str, inputs: &[Tensor], attrs: Attrs) -> Tensor {
-        let mut node = Node::op(Arc::<str>::from(name), Arc::<str>::from(op_type)).with_span(self.span);
+    pub fn emit_named(
+        &mut self,
+        name: String,
+        op_type: &'static str,
+        inputs: &[Tensor],
+        attrs: impl IntoIterator<Item = Attr>,
+    ) -> Tensor {
+        let name = if self.graph.find(&name).is_some() { self.unique_name(name) } else { name };
+        self.emit_node(Arc::from(name), op_type, inputs, attrs)
+    }
+
+    /// Emits op `op_type` named `name`, which must be free.
+    fn emit_node(
+        &mut self,
+        name: Arc<str>,
+        op_type: &'static str,
+        inputs: &[Tensor],
+        attrs: impl IntoIterator<Item = Attr>,
+    ) -> Tensor {
+        let mut node = Node::op(name, self.intern(op_type)).with_span(self.span);
         node.region = self.region;
         for (key, value) in attrs {
-            node.attrs.insert(key, value);
+            node.attrs.insert_shared(self.intern(key), value);
         }
         if let Some(op) = self.ctx.colocated_with() {
-            node.attrs.insert("_class", colocation_class(self.graph, op));
+            let class = match &self.class {
+                Some((cached, class)) if *cached == op => class.clone(),
+                _ => {
+                    let class = colocation_class(self.graph, op);
+                    self.class = Some((op, class.clone()));
+                    class
+                }
+            };
+            node.attrs.insert_shared(self.intern("_class"), class);
         }
         if let Some(r) = &self.tpu_replicate {
-            node.attrs.insert(TPU_REPLICATE_ATTR, r.clone());
+            let r = r.clone();
+            node.attrs.insert_shared(self.intern(TPU_REPLICATE_ATTR), r);
         }
         if let Some(c) = self.ctx.cluster() {
-            node.attrs.insert(OUTSIDE_COMPILATION_ATTR, AttrValue::str(c));
+            let c = AttrValue::str(c);
+            node.attrs.insert_shared(self.intern(OUTSIDE_COMPILATION_ATTR), c);
         }
-        let id = self.graph.add_node_unique(node);
-        let edges: Vec<(NodeId, u32)> = inputs.iter().map(|t| (t.node, t.output)).collect();
+        // The callers checked that the name is free.
+        let id = match self.graph.add_node(node) {
+            Ok(id) => id,
+            Err(NameTaken(other)) => {
+                let name = self.graph.node(other).name.to_string();
+                self.errors.push(PassError::Internal { message: format!("`%{name}` was taken"), span: self.span });
+                return Tensor::of(other);
+            }
+        };
+        let mut edges = std::mem::take(&mut self.edge_buf);
+        edges.clear();
+        edges.extend(inputs.iter().map(|t| (t.node, t.output)));
         self.graph.add_data_inputs(id, &edges, Span::DETACHED);
+        self.edge_buf = edges;
         Tensor::of(id)
+    }
+
+    /// The shared allocation of `s` for this call.
+    fn intern(&mut self, s: &'static str) -> Arc<str> {
+        self.strings.entry((s.as_ptr() as usize, s.len())).or_insert_with(|| Arc::from(s)).clone()
     }
 
     /// Sums `list` with an `AddN` at the call's scope, colocated with the first summand's producer.
@@ -134,9 +248,8 @@ impl<'g> Emitter<'g> {
                 let producer = first.node;
                 self.enter_colocation(producer);
                 let dtype = self.dtype_of(*first);
-                let name = self.graph.unique_name(&format!("{}/AddN", self.scope));
-                let mut attrs = vec![("N", AttrValue::Int(list.len() as i64))];
-                attrs.extend(self.t_attr(dtype));
+                let name = self.unique_name(format!("{}/AddN", self.scope));
+                let attrs = [("N", AttrValue::Int(list.len() as i64))].into_iter().chain(self.t_attr(dtype));
                 let sum = self.emit_named(name, "AddN", list, attrs);
                 self.exit_colocation(producer);
                 Some(sum)
@@ -148,7 +261,7 @@ impl<'g> Emitter<'g> {
     pub fn zeros_like_for_unconnected(&mut self, x: Tensor) -> Tensor {
         self.enter_colocation(x.node);
         let dtype = self.dtype_of(x);
-        let name = self.graph.unique_name(&format!("{}/zeros_like", self.scope));
+        let name = self.unique_name(format!("{}/zeros_like", self.scope));
         let attrs = self.t_attr(dtype);
         let zeros = self.emit_named(name, "ZerosLike", &[x], attrs);
         self.exit_colocation(x.node);
@@ -156,8 +269,8 @@ impl<'g> Emitter<'g> {
     }
 
     /// `{T = dtype}` when the dtype is known.
-    pub fn t_attr(&self, dtype: Option<DType>) -> Attrs {
-        dtype.map(|d| vec![("T", AttrValue::Type(d))]).unwrap_or_default()
+    pub fn t_attr(&self, dtype: Option<DType>) -> TAttr {
+        dtype.map(|d| ("T", AttrValue::Type(d)))
     }
 
     /// The element type of `t`, from the attributes of its producer or, failing that, of the
@@ -173,9 +286,8 @@ impl<'g> Emitter<'g> {
 
     /// `Shape(x)` with `out_type = i32`.
     pub fn shape(&mut self, base: &str, x: Tensor) -> Tensor {
-        let mut attrs = vec![("out_type", AttrValue::Type(DType::I32))];
         let dtype = self.dtype_of(x);
-        attrs.extend(self.t_attr(dtype));
+        let attrs = [("out_type", AttrValue::Type(DType::I32))].into_iter().chain(self.t_attr(dtype));
         self.emit("Shape", base, &[x], attrs)
     }
 
@@ -201,8 +313,8 @@ impl<'g> Emitter<'g> {
     }
 
     fn const_named(&mut self, name: String, lit: TensorLit) -> Tensor {
-        let name = self.graph.unique_name(&name);
-        let attrs = vec![("dtype", AttrValue::Type(lit.dtype)), ("value", AttrValue::Tensor(Box::new(lit)))];
+        let name = self.unique_name(name);
+        let attrs = [("dtype", AttrValue::Type(lit.dtype)), ("value", AttrValue::Tensor(Box::new(lit)))];
         self.emit_named(name, "Const", &[], attrs)
     }
 }
@@ -224,16 +336,13 @@ fn infer_dtype(graph: &Graph, t: Tensor) -> Option<DType> {
             return None;
         }
         let node = graph.node(cur.node);
-        let inputs = graph.data_inputs(cur.node);
         match node.kind {
             NodeKind::RegionInput { .. } => {
-                let first = inputs.first()?;
-                cur = Tensor { node: first.src, output: first.output.unwrap_or(0) };
+                cur = data_input(graph, cur.node, 0)?;
                 continue;
             }
             NodeKind::Gradients { num_ys, .. } => {
-                let x = inputs.get(num_ys as usize + cur.output as usize)?;
-                cur = Tensor { node: x.src, output: x.output.unwrap_or(0) };
+                cur = data_input(graph, cur.node, num_ys + cur.output)?;
                 continue;
             }
             NodeKind::Op => {}
@@ -252,8 +361,15 @@ fn infer_dtype(graph: &Graph, t: Tensor) -> Option<DType> {
         if found.is_some() {
             return found;
         }
-        let first = inputs.first()?;
-        cur = Tensor { node: first.src, output: first.output.unwrap_or(0) };
+        cur = data_input(graph, cur.node, 0)?;
     }
     None
+}
+
+/// The tensor feeding data input `slot` of `node`.
+fn data_input(graph: &Graph, node: NodeId, slot: u32) -> Option<Tensor> {
+    graph.petgraph().edges_directed(node.0, Direction::Incoming).find_map(|e| match e.weight().kind {
+        EdgeKind::Data { output, slot: s } if s == slot => Some(Tensor { node: NodeId(e.source()), output }),
+        _ => None,
+    })
 }

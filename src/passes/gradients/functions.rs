@@ -5,24 +5,22 @@
 //! no static shape is needed. Op names follow TensorFlow's where it has a fixed one (`Mul`,
 //! `Sum/reduction_indices`, `TanhGrad_grad/mul/y`, ...).
 
-use super::emitter::{Attrs, Emitter, Tensor};
+use super::emitter::{Emitter, TAttr, Tensor};
 use crate::ir::{AttrValue, DType, NodeId};
 
 /// Why an op passes no gradient: `None` when its type has no gradient function, `Some(reason)` when
 /// the type has one but not for this use.
 pub type Unsupported = Option<String>;
 
-/// The gradient of each data input of `op`, given the gradients of its outputs (`None` where an
-/// output received none). Must not be called with all `out_grads` `None`.
+/// The gradient of each data input of `op` (`inputs`, by slot), given the gradients of its outputs
+/// (`None` where an output received none). Must not be called with all `out_grads` `None`.
 pub fn gradient(
     e: &mut Emitter<'_>,
     op: NodeId,
+    inputs: &[Tensor],
     out_grads: &[Option<Tensor>],
 ) -> Result<Vec<Option<Tensor>>, Unsupported> {
-    let node = e.graph.node(op);
-    let op_type = node.op.clone();
-    let inputs: Vec<Tensor> =
-        e.graph.data_inputs(op).iter().map(|i| Tensor { node: i.src, output: i.output.unwrap_or(0) }).collect();
+    let op_type = e.graph.node(op).op.clone();
     let n = inputs.len();
     let none = || vec![None; n];
     if is_not_differentiable(&op_type) {
@@ -109,14 +107,18 @@ pub fn gradient(
         }
         "MatMul" | "BatchMatMul" | "BatchMatMulV2" => {
             let (a, b) = (x(0)?, x(1)?);
-            let batch = &*op_type != "MatMul";
+            let op_type: &'static str = match &*op_type {
+                "MatMul" => "MatMul",
+                "BatchMatMul" => "BatchMatMul",
+                _ => "BatchMatMulV2",
+            };
+            let batch = op_type != "MatMul";
             let (ka, kb) = if batch { ("adj_x", "adj_y") } else { ("transpose_a", "transpose_b") };
             let attrs = &e.graph.node(op).attrs;
             let (t_a, t_b) = (attrs.get_bool(ka).unwrap_or(false), attrs.get_bool(kb).unwrap_or(false));
             let mm = |e: &mut Emitter<'_>, p: Tensor, q: Tensor, tp: bool, tq: bool| {
-                let mut attrs = vec![(ka, AttrValue::Bool(tp)), (kb, AttrValue::Bool(tq))];
-                attrs.extend(ta.clone());
-                e.emit(&op_type, &op_type, &[p, q], attrs)
+                let attrs = [(ka, AttrValue::Bool(tp)), (kb, AttrValue::Bool(tq))].into_iter().chain(ta.clone());
+                e.emit(op_type, op_type, &[p, q], attrs)
             };
             let (ga, gb) = match (t_a, t_b) {
                 (false, false) => (mm(e, g, b, false, true), mm(e, a, g, true, false)),
@@ -124,7 +126,7 @@ pub fn gradient(
                 (true, false) => (mm(e, b, g, false, true), mm(e, a, g, false, false)),
                 (true, true) => (mm(e, b, g, true, true), mm(e, g, a, true, true)),
             };
-            if &*op_type == "BatchMatMulV2" {
+            if op_type == "BatchMatMulV2" {
                 // V2 broadcasts the batch dims: sum each gradient over the ones its operand lacks.
                 let (ga_shape, gb_shape) = (e.shape("Shape", ga), e.shape("Shape", gb));
                 let ga = reduce_to_shape_of(e, ga, a, ga_shape, &ta);
@@ -191,15 +193,15 @@ pub fn gradient(
         "Mean" => {
             let (a, axes) = (x(0)?, x(1)?);
             let tiled = sum_grad(e, a, axes, g, &ta);
-            let in_size = e.emit("Size", "Size", &[a], vec![("out_type", AttrValue::Type(DType::I32))]);
-            let out_size = e.emit("Size", "Size", &[y], vec![("out_type", AttrValue::Type(DType::I32))]);
+            let in_size = e.emit("Size", "Size", &[a], [("out_type", AttrValue::Type(DType::I32))]);
+            let out_size = e.emit("Size", "Size", &[y], [("out_type", AttrValue::Type(DType::I32))]);
             let max = e.fresh_name("Maximum");
             let one = e.int_const_named(format!("{max}/y"), &[1], true);
             let i32_t = e.t_attr(Some(DType::I32));
             let safe = e.emit_named(max, "Maximum", &[out_size, one], i32_t.clone());
             let factor = e.emit("FloorDiv", "floordiv", &[in_size, safe], i32_t);
             let dst = t.unwrap_or(DType::F32);
-            let cast_attrs = vec![("SrcT", AttrValue::Type(DType::I32)), ("DstT", AttrValue::Type(dst))];
+            let cast_attrs = [("SrcT", AttrValue::Type(DType::I32)), ("DstT", AttrValue::Type(dst))];
             let factor = e.emit("Cast", "Cast", &[factor], cast_attrs);
             vec![Some(e.emit("RealDiv", "truediv", &[tiled, factor], ta)), None]
         }
@@ -220,16 +222,14 @@ pub fn gradient(
         "BroadcastTo" => {
             let (a, shape) = (x(0)?, x(1)?);
             let sa = e.shape("Shape", a);
-            let args = e.emit("BroadcastGradientArgs", "BroadcastGradientArgs", &[shape, sa], vec![]);
+            let args = e.emit("BroadcastGradientArgs", "BroadcastGradientArgs", &[shape, sa], None);
             let axes = Tensor { node: args.node, output: 1 };
             let s = sum(e, "Sum", g, axes, true, &ta);
             vec![Some(e.emit("Reshape", "Reshape", &[s, sa], ta)), None]
         }
         "BiasAdd" => {
-            let mut attrs = ta.clone();
-            if let Some(f) = e.graph.node(op).attrs.get("data_format").cloned() {
-                attrs.push(("data_format", f));
-            }
+            let format = e.graph.node(op).attrs.get("data_format").cloned().map(|f| ("data_format", f));
+            let attrs = ta.clone().into_iter().chain(format);
             vec![Some(g), Some(e.emit("BiasAddGrad", "BiasAddGrad", &[g], attrs))]
         }
         "BiasAddGrad" => {
@@ -246,7 +246,7 @@ pub fn gradient(
             let dst = e.graph.node(op).attrs.get("DstT").and_then(AttrValue::as_type);
             match (src, dst) {
                 (Some(src), Some(dst)) if is_float(src) && is_float(dst) => {
-                    let attrs = vec![("SrcT", AttrValue::Type(dst)), ("DstT", AttrValue::Type(src))];
+                    let attrs = [("SrcT", AttrValue::Type(dst)), ("DstT", AttrValue::Type(src))];
                     vec![Some(e.emit("Cast", "Cast", &[g], attrs))]
                 }
                 (Some(_), Some(_)) => vec![None],
@@ -258,7 +258,7 @@ pub fn gradient(
             vec![Some(e.emit("CrossReplicaSum", "CrossReplicaSum", &[g, group], ta)), None]
         }
         "Fill" => {
-            let rank = e.emit("Rank", "Rank", &[g], vec![]);
+            let rank = e.emit("Rank", "Rank", &[g], None);
             let all = range(e, rank, 1);
             vec![None, Some(sum(e, "Sum", g, all, false, &ta))]
         }
@@ -327,31 +327,29 @@ impl Broadcast {
     }
 
     /// `Reshape(Sum(g, rx), Shape(x))`.
-    fn reduce_x(&self, e: &mut Emitter<'_>, g: Tensor, ta: &Attrs) -> Tensor {
+    fn reduce_x(&self, e: &mut Emitter<'_>, g: Tensor, ta: &TAttr) -> Tensor {
         let s = sum(e, "Sum", g, self.rx, false, ta);
         e.emit("Reshape", "Reshape", &[s, self.sx], ta.clone())
     }
 
     /// `Reshape(Sum(g, ry), Shape(y))`.
-    fn reduce_y(&self, e: &mut Emitter<'_>, g: Tensor, ta: &Attrs) -> Tensor {
+    fn reduce_y(&self, e: &mut Emitter<'_>, g: Tensor, ta: &TAttr) -> Tensor {
         let s = sum(e, "Sum", g, self.ry, false, ta);
         e.emit("Reshape", "Reshape", &[s, self.sy], ta.clone())
     }
 }
 
 /// `Sum(g, axes)`.
-fn sum(e: &mut Emitter<'_>, base: &str, g: Tensor, axes: Tensor, keep_dims: bool, ta: &Attrs) -> Tensor {
-    let mut attrs = vec![("keep_dims", AttrValue::Bool(keep_dims))];
-    attrs.extend(ta.iter().cloned());
+fn sum(e: &mut Emitter<'_>, base: &str, g: Tensor, axes: Tensor, keep_dims: bool, ta: &TAttr) -> Tensor {
+    let attrs = [("keep_dims", AttrValue::Bool(keep_dims))].into_iter().chain(ta.clone());
     e.emit("Sum", base, &[g, axes], attrs)
 }
 
 /// `Sum(g, axis, keep_dims = true)` with the axis a constant `Sum/reduction_indices`.
-fn sum_keep(e: &mut Emitter<'_>, g: Tensor, axis: i32, ta: &Attrs) -> Tensor {
+fn sum_keep(e: &mut Emitter<'_>, g: Tensor, axis: i32, ta: &TAttr) -> Tensor {
     let name = e.fresh_name("Sum");
     let axes = e.int_const_named(format!("{name}/reduction_indices"), &[axis], true);
-    let mut attrs = vec![("keep_dims", AttrValue::Bool(true))];
-    attrs.extend(ta.iter().cloned());
+    let attrs = [("keep_dims", AttrValue::Bool(true))].into_iter().chain(ta.clone());
     e.emit_named(name, "Sum", &[g, axes], attrs)
 }
 
@@ -360,11 +358,11 @@ fn range(e: &mut Emitter<'_>, limit: Tensor, delta: i32) -> Tensor {
     let name = e.fresh_name("range");
     let start = e.int_const_named(format!("{name}/start"), &[0], true);
     let delta = e.int_const_named(format!("{name}/delta"), &[delta], true);
-    e.emit_named(name, "Range", &[start, limit, delta], vec![("Tidx", AttrValue::Type(DType::I32))])
+    e.emit_named(name, "Range", &[start, limit, delta], [("Tidx", AttrValue::Type(DType::I32))])
 }
 
 /// Reduces `g` (shaped like the op's output, `out_shape`) to the shape of `x` (SelectV2's rule).
-fn reduce_to_shape_of(e: &mut Emitter<'_>, g: Tensor, x: Tensor, out_shape: Tensor, ta: &Attrs) -> Tensor {
+fn reduce_to_shape_of(e: &mut Emitter<'_>, g: Tensor, x: Tensor, out_shape: Tensor, ta: &TAttr) -> Tensor {
     let sx = e.shape("Shape", x);
     let args = e.emit("BroadcastGradientArgs", "BroadcastGradientArgs", &[sx, out_shape], e.t_attr(Some(DType::I32)));
     let s = sum(e, "Sum", g, args, true, ta);
@@ -373,17 +371,17 @@ fn reduce_to_shape_of(e: &mut Emitter<'_>, g: Tensor, x: Tensor, out_shape: Tens
 
 /// The gradient of `Sum(x, axes)`: reshape `g` to the reduced shape with kept dims, then tile it
 /// back to the shape of `x` (TensorFlow's `reduced_shape` with `DynamicStitch`).
-fn sum_grad(e: &mut Emitter<'_>, x: Tensor, axes: Tensor, g: Tensor, ta: &Attrs) -> Tensor {
+fn sum_grad(e: &mut Emitter<'_>, x: Tensor, axes: Tensor, g: Tensor, ta: &TAttr) -> Tensor {
     let i32_t = e.t_attr(Some(DType::I32));
     // The shape arithmetic below is in i32; i64 reduction indices are narrowed first.
     let axes = if e.dtype_of(axes) == Some(DType::I64) {
-        let attrs = vec![("SrcT", AttrValue::Type(DType::I64)), ("DstT", AttrValue::Type(DType::I32))];
+        let attrs = [("SrcT", AttrValue::Type(DType::I64)), ("DstT", AttrValue::Type(DType::I32))];
         e.emit("Cast", "Cast", &[axes], attrs)
     } else {
         axes
     };
     let input_shape = e.shape("Shape", x);
-    let rank = e.emit("Size", "Size", &[input_shape], vec![("out_type", AttrValue::Type(DType::I32))]);
+    let rank = e.emit("Size", "Size", &[input_shape], [("out_type", AttrValue::Type(DType::I32))]);
     let shifted = e.emit("AddV2", "add", &[axes, rank], i32_t.clone());
     let axes = e.emit("FloorMod", "mod", &[shifted, rank], i32_t.clone());
     let axes_shape = e.shape("Shape", axes);
@@ -395,7 +393,7 @@ fn sum_grad(e: &mut Emitter<'_>, x: Tensor, axes: Tensor, g: Tensor, ta: &Attrs)
         "DynamicStitch",
         "DynamicStitch",
         &[positions, axes, input_shape, ones],
-        vec![("N", AttrValue::Int(2)), ("T", AttrValue::Type(DType::I32))],
+        [("N", AttrValue::Int(2)), ("T", AttrValue::Type(DType::I32))],
     );
     let max = e.fresh_name("Maximum");
     let one = e.int_const_named(format!("{max}/y"), &[1], true);
@@ -407,11 +405,10 @@ fn sum_grad(e: &mut Emitter<'_>, x: Tensor, axes: Tensor, g: Tensor, ta: &Attrs)
 
 /// The gradient of `Tile(x, multiples)`: split each dim into (multiple, size) and sum the
 /// multiples away.
-fn tile_grad(e: &mut Emitter<'_>, x: Tensor, multiples: Tensor, g: Tensor, ta: &Attrs) -> Tensor {
+fn tile_grad(e: &mut Emitter<'_>, x: Tensor, multiples: Tensor, g: Tensor, ta: &TAttr) -> Tensor {
     let i32_t = e.t_attr(Some(DType::I32));
     let input_shape = e.shape("Shape", x);
-    let mut pack_attrs = vec![("N", AttrValue::Int(2)), ("axis", AttrValue::Int(0))];
-    pack_attrs.extend(i32_t.iter().cloned());
+    let pack_attrs = [("N", AttrValue::Int(2)), ("axis", AttrValue::Int(0))].into_iter().chain(i32_t.clone());
     let stacked = e.emit("Pack", "stack", &[multiples, input_shape], pack_attrs);
     let transpose = e.fresh_name("transpose");
     let perm = e.int_const_named(format!("{transpose}/perm"), &[1, 0], false);
@@ -419,7 +416,7 @@ fn tile_grad(e: &mut Emitter<'_>, x: Tensor, multiples: Tensor, g: Tensor, ta: &
     let reshape = e.fresh_name("Reshape");
     let flat = e.int_const_named(format!("{reshape}/shape"), &[-1], false);
     let split_shape = e.emit_named(reshape, "Reshape", &[transposed, flat], i32_t);
-    let size = e.emit("Size", "Size", &[split_shape], vec![("out_type", AttrValue::Type(DType::I32))]);
+    let size = e.emit("Size", "Size", &[split_shape], [("out_type", AttrValue::Type(DType::I32))]);
     let axes = range(e, size, 2);
     let reshaped = e.emit("Reshape", "Reshape", &[g, split_shape], ta.clone());
     sum(e, "Sum", reshaped, axes, false, ta)

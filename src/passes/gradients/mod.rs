@@ -33,10 +33,11 @@ pub mod colocation;
 mod emitter;
 mod functions;
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::VecDeque;
 
 use petgraph::visit::{EdgeRef, NodeIndexable};
 use petgraph::Direction;
+use rustc_hash::FxHashSet;
 
 use self::colocation::{ColocationContext, OUTSIDE_COMPILATION_ATTR};
 use self::emitter::Emitter;
@@ -76,8 +77,8 @@ pub fn expand_gradients(graph: &mut Graph, config: &GradientsConfig) -> Vec<Pass
         return errors;
     }
     calls.sort_by_key(|&id| graph.node(id).seq);
-    let mut scopes = ScopeNames::of(graph);
-    let mut done: HashSet<NodeId> = HashSet::new();
+    let mut scopes = ScopeNames::of(graph, SCOPE_BASE);
+    let mut done: FxHashSet<NodeId> = FxHashSet::default();
     for &first in &calls {
         // Depth-first over the calls a call depends on, without recursion.
         let mut stack = vec![first];
@@ -119,20 +120,27 @@ fn pending_calls_upstream(graph: &Graph, call: NodeId) -> Vec<NodeId> {
     found
 }
 
-/// The name scopes in use: every node name and each of its `/`-separated prefixes.
+/// The name scope of the first call; later ones are `gradients_1`, `gradients_2`, ...
+const SCOPE_BASE: &str = "gradients";
+
+/// The name scopes in use that a call's scope could collide with.
+///
+/// A scope is in use if a node is named like it or under it (`scope/...`). Call scopes are `base`
+/// or `base_<i>`, without `/`, so only the first `/`-separated component of a node name can
+/// collide with one, and only if it starts with `base`: those components are all that is kept.
 struct ScopeNames {
-    taken: HashSet<String>,
+    taken: FxHashSet<String>,
 }
 
 impl ScopeNames {
-    fn of(graph: &Graph) -> ScopeNames {
-        let mut taken = HashSet::with_capacity(graph.node_count());
+    fn of(graph: &Graph, base: &str) -> ScopeNames {
+        let mut taken = FxHashSet::default();
         for id in graph.node_ids() {
             let name: &str = &graph.node(id).name;
-            for (i, _) in name.match_indices('/') {
-                taken.insert(name[..i].to_string());
+            let first = name.split('/').next().unwrap_or(name);
+            if first.starts_with(base) && !taken.contains(first) {
+                taken.insert(first.to_string());
             }
-            taken.insert(name.to_string());
         }
         ScopeNames { taken }
     }
@@ -184,19 +192,64 @@ fn read_call(graph: &Graph, id: NodeId) -> Result<Call, PassError> {
     })
 }
 
-/// The gradients received by the outputs of one op, per output.
-#[derive(Default)]
+/// The gradients received by the outputs of the forward ops, in arrival order: one linked list
+/// per op over a flat entry vector, so that receiving a gradient allocates nothing per op.
 struct Received {
-    by_output: Vec<Vec<Tensor>>,
+    /// First and last entry of each op, by node index (`NONE` if it received nothing).
+    head: Vec<u32>,
+    tail: Vec<u32>,
+    entries: Vec<ReceivedEntry>,
 }
 
+struct ReceivedEntry {
+    output: u32,
+    grad: Tensor,
+    next: u32,
+}
+
+const NONE: u32 = u32::MAX;
+
 impl Received {
-    fn push(&mut self, output: u32, grad: Tensor) {
-        let i = output as usize;
-        if self.by_output.len() <= i {
-            self.by_output.resize_with(i + 1, Vec::new);
+    /// Room for ops with node index below `bound`: every op that receives a gradient existed
+    /// before the call.
+    fn new(bound: usize) -> Received {
+        Received { head: vec![NONE; bound], tail: vec![NONE; bound], entries: Vec::with_capacity(bound) }
+    }
+
+    fn push(&mut self, op: NodeId, output: u32, grad: Tensor) {
+        let i = self.entries.len() as u32;
+        self.entries.push(ReceivedEntry { output, grad, next: NONE });
+        let n = op.0.index();
+        match self.tail[n] {
+            NONE => self.head[n] = i,
+            last => self.entries[last as usize].next = i,
         }
-        self.by_output[i].push(grad);
+        self.tail[n] = i;
+    }
+
+    /// Forgets what `op` received.
+    fn clear(&mut self, op: NodeId) {
+        self.head[op.0.index()] = NONE;
+        self.tail[op.0.index()] = NONE;
+    }
+
+    /// Fills `lists[k]` with the gradients output `k` of `op` received, in arrival order, and
+    /// returns the number of outputs up to the last one that received any.
+    fn gather(&self, op: NodeId, lists: &mut Vec<Vec<Tensor>>) -> usize {
+        lists.iter_mut().for_each(Vec::clear);
+        let mut outputs = 0;
+        let mut at = self.head[op.0.index()];
+        while at != NONE {
+            let entry = &self.entries[at as usize];
+            let k = entry.output as usize;
+            if lists.len() <= k {
+                lists.resize_with(k + 1, Vec::new);
+            }
+            lists[k].push(entry.grad);
+            outputs = outputs.max(k + 1);
+            at = entry.next;
+        }
+        outputs
     }
 }
 
@@ -215,7 +268,7 @@ fn expand_call(
         }
     };
     let call_node = graph.node(call_id).clone();
-    let scope = scopes.take("gradients");
+    let scope = scopes.take(SCOPE_BASE);
     let uid = format!("{scope}/uid");
     let mut ctx = ColocationContext::new(config.policy);
     if let Some(cluster) = call_node.attrs.get_str(OUTSIDE_COMPILATION_ATTR) {
@@ -226,7 +279,7 @@ fn expand_call(
     let bound = graph.petgraph().node_bound();
     let mut reached = vec![false; bound];
     let mut stack: Vec<NodeId> = call.xs.iter().map(|(x, _)| x.node).collect();
-    let is_x: HashSet<NodeId> = call.xs.iter().map(|(x, _)| x.node).collect();
+    let is_x: FxHashSet<NodeId> = call.xs.iter().map(|(x, _)| x.node).collect();
     while let Some(n) = stack.pop() {
         // No gradient flows through a non-differentiable op (Shape, StopGradient, ...), so it does
         // not count as reached and the walk does not continue through it.
@@ -266,7 +319,7 @@ fn expand_call(
         }
     }
     // An x op none of whose inputs is on the path stops the walk.
-    let stop: HashSet<NodeId> = call
+    let stop: FxHashSet<NodeId> = call
         .xs
         .iter()
         .map(|(x, _)| x.node)
@@ -279,14 +332,17 @@ fn expand_call(
         })
         .collect();
 
+    // About one gradient op per op on the path (more for broadcasting binary ops, none for
+    // reads): reserving that once saves most regrowing of the graph without over-allocating.
+    graph.reserve(between_list.len(), 2 * between_list.len());
     let mut e = Emitter::new(graph, ctx, &call_node, scope.clone(), uid.clone());
-    let mut received: HashMap<NodeId, Received> = HashMap::new();
+    let mut received = Received::new(bound);
     for (i, &y) in call.ys.iter().enumerate() {
         let grad = match &call.grad_ys {
             Some(grad_ys) => grad_ys[i],
             None => default_grad_y(&mut e, y, i),
         };
-        received.entry(y.node).or_default().push(y.output, grad);
+        received.push(y.node, y.output, grad);
     }
 
     let mut queue: VecDeque<NodeId> = VecDeque::new();
@@ -298,30 +354,29 @@ fn expand_call(
             queue.push_back(y.node);
         }
     }
+    let mut inputs: Vec<Tensor> = Vec::new();
+    let mut out_grads: Vec<Option<Tensor>> = Vec::new();
+    let mut lists: Vec<Vec<Tensor>> = Vec::new();
     while let Some(op) = queue.pop_front() {
         e.enter_colocation(op);
-        let out_grads: Vec<Option<Tensor>> = match received.get_mut(&op) {
-            Some(r) => {
-                let mut aggregated = Vec::with_capacity(r.by_output.len());
-                for list in &mut r.by_output {
-                    let sum = e.aggregate(list);
-                    if let Some(sum) = sum {
-                        *list = vec![sum];
-                    }
-                    aggregated.push(sum);
-                }
-                aggregated
+        out_grads.clear();
+        let outputs = received.gather(op, &mut lists);
+        out_grads.extend(lists[..outputs].iter().map(|list| e.aggregate(list)));
+        // The sums replace the lists: an x's gradient is read again after the walk.
+        received.clear(op);
+        for (k, sum) in out_grads.iter().enumerate() {
+            if let Some(sum) = *sum {
+                received.push(op, k as u32, sum);
             }
-            None => Vec::new(),
-        };
-        let inputs = e.graph.data_inputs(op);
+        }
+        data_inputs_into(e.graph, op, &mut inputs);
         if out_grads.iter().any(Option::is_some) && !stop.contains(&op) {
-            let in_grads = e.in_op_scope(op, |e| functions::gradient(e, op, &out_grads));
+            let in_grads = e.in_op_scope(op, |e| functions::gradient(e, op, &inputs, &out_grads));
             match in_grads {
                 Ok(in_grads) => {
                     for (input, grad) in inputs.iter().zip(in_grads) {
                         if let Some(grad) = grad {
-                            received.entry(input.src).or_default().push(input.output.unwrap_or(0), grad);
+                            received.push(input.node, input.output, grad);
                         }
                     }
                 }
@@ -339,12 +394,12 @@ fn expand_call(
         }
         e.exit_colocation(op);
         for input in &inputs {
-            let i = input.src.0.index();
+            let i = input.node.0.index();
             if i < bound && between[i] {
                 pending[i] = pending[i].saturating_sub(1);
                 if pending[i] == 0 && !queued[i] {
                     queued[i] = true;
-                    queue.push_back(input.src);
+                    queue.push_back(input.node);
                 }
             }
         }
@@ -353,7 +408,8 @@ fn expand_call(
     // The gradient of each x, then rewire the call's uses.
     let mut results: Vec<Option<Tensor>> = Vec::with_capacity(call.xs.len());
     for &(x, _) in &call.xs {
-        let list = received.get_mut(&x.node).and_then(|r| r.by_output.get_mut(x.output as usize));
+        let outputs = received.gather(x.node, &mut lists);
+        let list = lists[..outputs].get(x.output as usize);
         let grad = match list {
             Some(list) if list.len() > 1 => {
                 e.enter_colocation(x.node);
@@ -442,6 +498,21 @@ fn expand_call(
     }
     graph.remove_node(call.id);
     errors.append(&mut errors_of_call);
+}
+
+/// Fills `out` with the data inputs of `op`, by slot.
+fn data_inputs_into(graph: &Graph, op: NodeId, out: &mut Vec<Tensor>) {
+    out.clear();
+    // Data slots are `0..n` without gaps (a graph invariant), so each edge has its place.
+    for e in graph.petgraph().edges_directed(op.0, Direction::Incoming) {
+        if let EdgeKind::Data { output, slot } = e.weight().kind {
+            let slot = slot as usize;
+            if out.len() <= slot {
+                out.resize(slot + 1, Tensor::of(op));
+            }
+            out[slot] = Tensor { node: NodeId(e.source()), output };
+        }
+    }
 }
 
 /// True if a replicate region returns output `output` of `node` (`None`: returns it for control).

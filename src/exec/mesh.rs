@@ -808,7 +808,23 @@ fn device_kernel(
                 _ => step.name.clone(),
             };
             let device = step.device.clone().unwrap_or_else(|| program.device.clone());
-            Ok(vec![Tensor::Resource(ResourceHandle { device, name })])
+            Ok(vec![Tensor::Resource(ResourceHandle::new(device, name))])
+        }
+        "MirroredVarHandleOp" => {
+            let list = |key: &str| -> Vec<Arc<str>> {
+                let items = step.attrs.get(key).and_then(|v| v.as_list()).unwrap_or_default();
+                items.iter().filter_map(|v| v.as_str().map(Arc::from)).collect()
+            };
+            let (devices, names) = (list("devices"), list("shared_names"));
+            if devices.is_empty() || devices.len() != names.len() {
+                return Err(err(KernelError::invalid(
+                    op,
+                    format!("needs as many `devices` as `shared_names`, at least one (got {} and {})", devices.len(), names.len()),
+                )));
+            }
+            let mut copies = devices.into_iter().zip(names);
+            let (device, name) = copies.next().expect("checked non-empty");
+            Ok(vec![Tensor::Resource(ResourceHandle { device, name, mirrors: copies.collect() })])
         }
         "ReadVariableOp" => {
             let h = handle(&inputs)?;
@@ -822,33 +838,49 @@ fn device_kernel(
             let h = handle(&inputs)?;
             Ok(vec![Tensor::scalar(mesh.device_variable(&h.device, &h.name).is_some())])
         }
-        "AssignVariableOp" | "AssignAddVariableOp" | "AssignSubVariableOp" => {
+        "AssignVariableOp" | "AssignAddVariableOp" | "AssignSubVariableOp" | "Update" | "UpdateNonSlot" => {
+            let update = match op {
+                "Update" | "UpdateNonSlot" => match step.attrs.get_str("fn").unwrap_or_default() {
+                    "Assign" => "AssignVariableOp",
+                    "AssignAdd" => "AssignAddVariableOp",
+                    "AssignSub" => "AssignSubVariableOp",
+                    other => {
+                        return Err(err(KernelError::invalid(
+                            op,
+                            format!("fn must be \"Assign\", \"AssignAdd\" or \"AssignSub\", not {other:?}"),
+                        )))
+                    }
+                },
+                _ => op,
+            };
             let h = handle(&inputs)?;
             let value = kernels::arg(op, &inputs, 1).map_err(err)?.clone();
             check_dtype(&value)?;
             let mut stores = mesh.stores();
-            let store = stores.entry(h.device.clone()).or_default();
-            let new = if op == "AssignVariableOp" {
-                value
-            } else {
-                let old = store.get(&*h.name).ok_or_else(|| {
-                    err(KernelError::invalid(op, format!("variable `{}` on {} is not initialised", h.name, h.device)))
-                })?;
-                if old.shape() != value.shape() {
-                    return Err(err(KernelError::invalid(
-                        op,
-                        format!(
-                            "variable `{}` has shape {:?} but the update has {:?}",
-                            h.name,
-                            old.shape(),
-                            value.shape()
-                        ),
-                    )));
-                }
-                let b = if op == "AssignAddVariableOp" { "AddV2" } else { "Sub" };
-                kernels::run_kernel(b, &AttrMap::new(), &[old.clone(), value]).map_err(err)?.remove(0)
-            };
-            store.insert(h.name.to_string(), new);
+            // Every copy: a mirrored handle from outside the cluster writes them all.
+            for (device, name) in h.copies() {
+                let store = stores.entry(device.clone()).or_default();
+                let new = if update == "AssignVariableOp" {
+                    value.clone()
+                } else {
+                    let old = store.get(&**name).ok_or_else(|| {
+                        err(KernelError::invalid(op, format!("variable `{name}` on {device} is not initialised")))
+                    })?;
+                    if old.shape() != value.shape() {
+                        return Err(err(KernelError::invalid(
+                            op,
+                            format!(
+                                "variable `{name}` has shape {:?} but the update has {:?}",
+                                old.shape(),
+                                value.shape()
+                            ),
+                        )));
+                    }
+                    let b = if update == "AssignAddVariableOp" { "AddV2" } else { "Sub" };
+                    kernels::run_kernel(b, &AttrMap::new(), &[old.clone(), value.clone()]).map_err(err)?.remove(0)
+                };
+                store.insert(name.to_string(), new);
+            }
             Ok(Vec::new())
         }
         "_Send" => {

@@ -13,7 +13,14 @@
 //!   named `<output>/replica_<r>`; uses of `<output>:r` read it.
 //! - A variable used in a cluster is mirrored: replica `r` gets its own
 //!   `VarHandleOp` `<var>/replica_<r>`, so reads and writes in a replica touch
-//!   the local copy.
+//!   the local copy. Outside the cluster the host program reaches the
+//!   variable through a `MirroredVarHandleOp` `<var>/mirrored` listing every
+//!   copy (replica 0's first): a read gives the primary (replica 0) value
+//!   and an assignment writes every copy.
+//! - `Update` (a mirrored-variable update, `fn` = `Assign`, `AssignAdd` or
+//!   `AssignSub`) becomes `<fn>VariableOp`: in a replica it updates the
+//!   local copy, on the host every copy. `UpdateNonSlot` becomes
+//!   `<fn>VariableOp` placed on the host device (task 0's CPU), run once.
 //! - `CrossReplicaSum` becomes `CollectiveAllReduce` over its replica group;
 //!   `AllReduce` (SUM or MEAN; a fused one with its `group_assignment`)
 //!   one collective over all its operands; `Broadcast` a
@@ -116,6 +123,7 @@ pub fn partition(input: &PartitionInput<'_>) -> (Module, Vec<LowerError>) {
     b.create_programs();
     b.place_nodes();
     b.wire();
+    b.list_mirrors();
     let Builder { programs, errors, .. } = b;
     let mut graphs: Vec<Graph> = programs.into_iter().map(|(_, g)| g).collect();
     if let Some(host) = graphs.first_mut() {
@@ -352,6 +360,24 @@ impl Builder<'_> {
             Program::Host | Program::Init => src.device.clone(),
             _ => None,
         };
+        if matches!(&*src.op, "Update" | "UpdateNonSlot") {
+            let update = src.attrs.get_str("fn").unwrap_or_default();
+            if !matches!(update, "Assign" | "AssignAdd" | "AssignSub") {
+                if Self::replica_of(program).unwrap_or(0) == 0 {
+                    self.errors.push(LowerError::UpdateFn {
+                        op: src.op.to_string(),
+                        value: update.to_string(),
+                        span: src.span,
+                    });
+                }
+            } else {
+                node.op = format!("{update}VariableOp").into();
+            }
+            node.attrs.remove("fn");
+            if &*src.op == "UpdateNonSlot" {
+                node.device = Some(self.assignment.topology.host_device(0).into());
+            }
+        }
         let Some(replica) = Self::replica_of(program) else { return node };
         let cluster = match program {
             Program::Device { cluster, .. } | Program::Oc { cluster, .. } => cluster,
@@ -477,6 +503,9 @@ impl Builder<'_> {
         let producer = input.src;
         let part = self.parts[part_index(producer)];
         let pi = self.index[&program];
+        if program == Program::Host && self.mirrored.contains(&producer) {
+            return Some(Input { src: self.mirrored_handle(producer), ..input });
+        }
         // Same program: a plain edge.
         if let Some(&local) = self.placed[pi].get(&producer) {
             return Some(Input { src: local, ..input });
@@ -580,6 +609,60 @@ impl Builder<'_> {
                 let recv = self.transfer_from(input, source_program, program, &channel)?;
                 Some(Input { src: recv, output: input.output.map(|_| 0), span: input.span })
             }
+        }
+    }
+
+    /// The host's `MirroredVarHandleOp` `<var>/mirrored` for a mirrored
+    /// variable; [`Builder::list_mirrors`] fills in its copies.
+    fn mirrored_handle(&mut self, var: NodeId) -> NodeId {
+        let src = self.src.node(var);
+        let name = format!("{}/mirrored", src.name);
+        let host = &mut self.programs[self.index[&Program::Host]].1;
+        if let Some(h) = host.find(&name) {
+            return h;
+        }
+        let mut node = Node::op(name, "MirroredVarHandleOp");
+        for key in ["dtype", "shape"] {
+            if let Some(v) = src.attrs.get(key) {
+                node.attrs.insert(key, v.clone());
+            }
+        }
+        node.span = src.span;
+        host.add_node_unique(node)
+    }
+
+    /// Lists, on each host `MirroredVarHandleOp`, every copy of its
+    /// variable (device and shared name), replica programs in order first.
+    fn list_mirrors(&mut self) {
+        let host = self.index[&Program::Host];
+        let handles: Vec<(NodeId, String)> = self.programs[host]
+            .1
+            .nodes_in_order()
+            .into_iter()
+            .filter(|&id| &*self.programs[host].1.node(id).op == "MirroredVarHandleOp")
+            .filter_map(|id| {
+                let name = self.programs[host].1.node(id).name.strip_suffix("/mirrored")?.to_string();
+                Some((id, name))
+            })
+            .collect();
+        for (id, var) in handles {
+            let mut copies: Vec<(String, String)> = Vec::new();
+            for (program, g) in &self.programs {
+                let Some(replica) = Self::replica_of(*program) else { continue };
+                let Some(copy) = g.find(&format!("{var}/replica_{replica}")) else { continue };
+                let device = g.attrs.get_str("device").unwrap_or_default().to_string();
+                let name = g.node(copy).attrs.get_str("shared_name").unwrap_or_default().to_string();
+                if !copies.contains(&(device.clone(), name.clone())) {
+                    copies.push((device, name));
+                }
+            }
+            // Replica 0's copy first: it is the primary.
+            copies.sort_by_key(|(_, name)| name.rsplit('_').next().and_then(|r| r.parse::<u32>().ok()));
+            let node = self.programs[host].1.node_mut(id);
+            let (devices, names): (Vec<_>, Vec<_>) =
+                copies.into_iter().map(|(d, n)| (AttrValue::str(d), AttrValue::str(n))).unzip();
+            node.attrs.insert("devices", AttrValue::List(devices));
+            node.attrs.insert("shared_names", AttrValue::List(names));
         }
     }
 

@@ -16,6 +16,7 @@ const REPLICA_ID: &str = include_str!("strategy/replica_id.opg");
 const SPLIT_BATCH: &str = include_str!("strategy/split_batch.opg");
 const UPDATE: &str = include_str!("strategy/update.opg");
 const PER_HOST: &str = include_str!("strategy/per_host.opg");
+const LAST_STEP: &str = include_str!("strategy/last_step.opg");
 
 /// Rewrites and lowers `text` for `topology`.
 fn lowered(text: &str, topology: &str, fusion: AllReduceFusion) -> Module {
@@ -274,4 +275,37 @@ fn driver_run_initialises_every_copy_and_each_replica_updates_its_own() {
     // Two steps from [1, 2]: replica 0 adds [1, 1] twice, replica 1 adds [5, 7] twice.
     assert_eq!(outcome.mirrors["w"], vec![v(&[3.0, 4.0]), v(&[11.0, 16.0])]);
     assert_eq!(outcome.variables["w"], v(&[3.0, 4.0]));
+}
+
+#[test]
+fn marked_outputs_are_reduced_on_the_devices_and_returned_once() {
+    let (mut module, errors) = ir::parse_module(LAST_STEP.as_bytes()).unwrap();
+    assert!(errors.is_empty(), "{errors:?}");
+    assert!(!run_pipeline(&mut module, &PipelineConfig::default()).has_errors());
+    let tagged = module.graphs[0].clone();
+    assert_eq!(tpu_rewrite::exec::output_reduce_ops(&tagged), vec![None, Some(ReduceOp::Sum), Some(ReduceOp::Mean)]);
+    let config = LowerConfig { topology: Topology::parse("1x2").unwrap(), steps_per_run: 3, ..LowerConfig::default() };
+    let Ok((lowering, _)) = lower(&tagged, &config) else { panic!("lowering failed") };
+    insta::assert_snapshot!("last_step_lowered", print_module(&lowering.module));
+    let feeds = vec![("x0".to_string(), v(&[1.0, 2.0])), ("x1".to_string(), v(&[10.0, 20.0]))];
+    // Fetches by replica, then output, as the mesh gives them.
+    let fetches: Vec<String> = (0..2).flat_map(|r| (0..3).map(move |i| format!("output_{i}_shard_{r}:0"))).collect();
+    let run_config = tpu_rewrite::exec::driver::RunConfig { steps: 1, ..Default::default() };
+    let outcome =
+        tpu_rewrite::exec::driver::run(&lowering.module, &feeds, &fetches, &run_config, &mut |_, _| {}).unwrap();
+    assert_eq!(outcome.iterations, 3);
+    let values: Vec<Tensor> = outcome.fetched.into_iter().map(|(_, t)| t).collect();
+    let per_replica: Vec<Vec<Tensor>> = values.chunks(3).map(<[Tensor]>::to_vec).collect();
+    // Every replica holds the same reduced values.
+    assert_eq!(per_replica[0][1..], per_replica[1][1..]);
+    let grouped = group_outputs(per_replica, &tpu_rewrite::exec::output_reduce_ops(&tagged));
+    // After three steps replica r's count is 3 x_r.
+    assert_eq!(
+        grouped,
+        vec![
+            OutputValue::PerReplica(vec![v(&[3.0, 6.0]), v(&[30.0, 60.0])]),
+            OutputValue::Reduced(v(&[33.0, 66.0])),
+            OutputValue::Reduced(v(&[16.5, 33.0])),
+        ]
+    );
 }

@@ -392,16 +392,20 @@ fn per_host_feeds(
     let host_replicas: Vec<Vec<u32>> = workers.into_iter().map(|w| w.replicas).collect();
     let mut host_feeds = Vec::with_capacity(args.feed_per_host.len());
     for path in &args.feed_per_host {
-        host_feeds.push(read_json_feeds(path, &lowered.module, &loaded.module).map_err(message)?);
+        let feeds = read_json_feeds(path, &lowered.module, &loaded.module).map_err(message)?;
+        if let Some((input, _)) = feeds.iter().find(|(name, _)| replica_operands(&loaded.module, name).is_none()) {
+            return Err(message(format!(
+                "{}: per-host feeds name replicated inputs (`input0:0`); `{input}` is not a `TPUReplicatedInput`",
+                path.display()
+            )));
+        }
+        host_feeds.push(feeds);
     }
     let per_input = exec::split_per_host(&host_feeds, &host_replicas).map_err(|e| Box::new(e) as AnyDiagnostic)?;
     let mut out = Vec::new();
     for (input, slices) in per_input {
-        let operands = replica_operands(&loaded.module, &input).ok_or_else(|| {
-            message(format!(
-                "per-host feeds name replicated inputs (`input0:0`); `{input}` is not a `TPUReplicatedInput`"
-            ))
-        })?;
+        let operands = replica_operands(&loaded.module, &input)
+            .ok_or_else(|| message(format!("`{input}` is not a `TPUReplicatedInput`")))?;
         if operands.len() != slices.len() {
             return Err(message(format!(
                 "`{input}` has {} replicas, but the input hosts feed {} replicas",
@@ -412,6 +416,38 @@ fn per_host_feeds(
         out.extend(operands.into_iter().zip(slices));
     }
     Ok(out)
+}
+
+/// Groups the default fetches (`output_<i>_shard_<r>:0`, ordered by output
+/// then replica) by output; an output marked with a reduce op gives its
+/// first replica's copy.
+fn grouped_outputs(tagged: &Module, fetched: &[(String, Tensor)]) -> Vec<(Option<exec::ReduceOp>, exec::OutputValue)> {
+    let reduce = tagged.graphs.first().map(exec::output_reduce_ops).unwrap_or_default();
+    let mut per_replica: Vec<Vec<Tensor>> = Vec::new();
+    for (name, t) in fetched {
+        let replica =
+            name.trim_end_matches(":0").rsplit_once("_shard_").and_then(|(_, r)| r.parse::<usize>().ok()).unwrap_or(0);
+        if per_replica.len() <= replica {
+            per_replica.resize(replica + 1, Vec::new());
+        }
+        per_replica[replica].push(t.clone());
+    }
+    let grouped = exec::group_outputs(per_replica, &reduce);
+    grouped.into_iter().enumerate().map(|(i, v)| (reduce.get(i).copied().flatten(), v)).collect()
+}
+
+/// One grouped output as JSON: `{"per_replica": [...]}` or
+/// `{"reduce_op": "SUM", "value": ...}`.
+fn output_json((reduce, value): &(Option<exec::ReduceOp>, exec::OutputValue)) -> serde_json::Value {
+    match value {
+        exec::OutputValue::PerReplica(values) => {
+            serde_json::json!({ "per_replica": values.iter().map(exec::tensor_to_json).collect::<Vec<_>>() })
+        }
+        exec::OutputValue::Reduced(t) => serde_json::json!({
+            "reduce_op": reduce.map_or("NONE", exec::ReduceOp::name),
+            "value": exec::tensor_to_json(t),
+        }),
+    }
 }
 
 /// `tpu-rewrite run`.
@@ -516,16 +552,41 @@ pub fn run_command(args: RunArgs) -> ExitCode {
             }
         }
     }
+    // Without --fetch, the fetches are the computation outputs: group them.
+    let grouped = args.fetch.is_empty().then(|| grouped_outputs(&loaded.module, &outcome.fetched));
     if args.json {
-        let object: serde_json::Map<String, serde_json::Value> =
-            outcome.fetched.iter().map(|(n, t)| (n.clone(), exec::tensor_to_json(t))).collect();
-        let mut text = serde_json::to_string_pretty(&serde_json::Value::Object(object)).unwrap_or_default();
+        let value = match &grouped {
+            Some(outputs) => serde_json::json!({ "outputs": outputs.iter().map(output_json).collect::<Vec<_>>() }),
+            None => serde_json::Value::Object(
+                outcome.fetched.iter().map(|(n, t)| (n.clone(), exec::tensor_to_json(t))).collect(),
+            ),
+        };
+        let mut text = serde_json::to_string_pretty(&value).unwrap_or_default();
         text.push('\n');
         return finish(write_output(None, text.as_bytes()));
     }
     let mut text = String::new();
-    for (name, t) in &outcome.fetched {
-        text.push_str(&format!("{name} = {}\n", summary(t)));
+    match &grouped {
+        Some(outputs) => {
+            for (i, output) in outputs.iter().enumerate() {
+                match output {
+                    (Some(op), exec::OutputValue::Reduced(t)) => {
+                        text.push_str(&format!("output {i} ({}) = {}\n", op.name(), summary(t)))
+                    }
+                    (_, exec::OutputValue::Reduced(t)) => text.push_str(&format!("output {i} = {}\n", summary(t))),
+                    (_, exec::OutputValue::PerReplica(values)) => {
+                        for (r, t) in values.iter().enumerate() {
+                            text.push_str(&format!("output {i} replica {r} = {}\n", summary(t)));
+                        }
+                    }
+                }
+            }
+        }
+        None => {
+            for (name, t) in &outcome.fetched {
+                text.push_str(&format!("{name} = {}\n", summary(t)));
+            }
+        }
     }
     for (name, t) in &outcome.variables {
         text.push_str(&format!("variable {name} = {}\n", summary(t)));

@@ -212,7 +212,9 @@ pub enum ExecError {
     HostFeedMissing { host: usize, input: String, other: usize },
 
     /// A host's batch does not split evenly among that host's replicas.
-    #[error("the batch of host {host} for `{input}` has {host_batch_size} rows, not divisible by its {replicas} replica(s)")]
+    #[error(
+        "the batch of host {host} for `{input}` has {host_batch_size} rows, not divisible by its {replicas} replica(s)"
+    )]
     #[diagnostic(
         code(tpu_rewrite::exec::indivisible_host_batch),
         help("each host's batch is split along dimension 0 among the replicas it feeds")

@@ -167,7 +167,8 @@ mod tests {
             split_per_host(&one, &hosts).unwrap_err().to_string(),
             "1 per-host feed(s) were given, but the device assignment has 2 input host(s)"
         );
-        let missing = vec![vec![("input0:0".to_string(), rows(&[1, 2]))], vec![("input1:0".to_string(), rows(&[1, 2]))]];
+        let missing =
+            vec![vec![("input0:0".to_string(), rows(&[1, 2]))], vec![("input1:0".to_string(), rows(&[1, 2]))]];
         assert_eq!(
             split_per_host(&missing, &hosts).unwrap_err().to_string(),
             "the feed of host 1 has no `input0:0`, which host 0 feeds"

@@ -819,7 +819,11 @@ fn device_kernel(
             if devices.is_empty() || devices.len() != names.len() {
                 return Err(err(KernelError::invalid(
                     op,
-                    format!("needs as many `devices` as `shared_names`, at least one (got {} and {})", devices.len(), names.len()),
+                    format!(
+                        "needs as many `devices` as `shared_names`, at least one (got {} and {})",
+                        devices.len(),
+                        names.len()
+                    ),
                 )));
             }
             let mut copies = devices.into_iter().zip(names);

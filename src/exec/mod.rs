@@ -28,5 +28,5 @@ pub use error::{ExecError, KernelError};
 pub use input::{split_batch, split_per_host};
 pub use kernels::{has_kernel, missing_kernels, run_kernel};
 pub use mesh::{Feeds, Fetch, Mesh, MeshConfig};
-pub use outputs::{group_outputs, OutputValue, ReduceOp};
+pub use outputs::{group_outputs, output_reduce_ops, OutputValue, ReduceOp};
 pub use tensor::{Element, ResourceHandle, Tensor};

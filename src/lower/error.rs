@@ -70,7 +70,10 @@ pub enum LowerError {
 
     /// An `Update` or `UpdateNonSlot` whose `fn` is not a variable update.
     #[error("`{op}` updates a variable with fn = \"Assign\", \"AssignAdd\" or \"AssignSub\", not {value:?}")]
-    #[diagnostic(code(tpu_rewrite::lower::update_fn), help("write e.g. `Update(%var, %delta) {{fn = \"AssignAdd\"}}`"))]
+    #[diagnostic(
+        code(tpu_rewrite::lower::update_fn),
+        help("write e.g. `Update(%var, %delta) {{fn = \"AssignAdd\"}}`")
+    )]
     UpdateFn {
         op: String,
         value: String,

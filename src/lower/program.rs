@@ -10,7 +10,9 @@
 //! Rewrites on the way:
 //! - `TPUReplicatedInput` disappears: replica `r` receives operand `r`.
 //! - `TPUReplicatedOutput` becomes one `_Recv` per replica on the host,
-//!   named `<output>/replica_<r>`; uses of `<output>:r` read it.
+//!   named `<output>/replica_<r>`; uses of `<output>:r` read it. One marked
+//!   with `reduce_op` (SUM or MEAN) is all-reduced over the replicas first
+//!   (`<output>/reduce`), so every replica sends the reduced value.
 //! - A variable used in a cluster is mirrored: replica `r` gets its own
 //!   `VarHandleOp` `<var>/replica_<r>`, so reads and writes in a replica touch
 //!   the local copy. Outside the cluster the host program reaches the
@@ -770,11 +772,15 @@ impl Builder<'_> {
             let name = format!("{}/replica_{r}", src.node(id).name);
             let channel = format!("{}/replica_{r}", src.node(id).name);
             let Some(&producer) = self.placed[fi].get(&operand.src) else { continue };
+            let mut value = Input { src: producer, output: operand.output, span: operand.span };
+            if let Some(reduce) = src.node(id).attrs.get_str("reduce_op") {
+                value = self.reduce_output(id, reduce, value, fi, r, num_replicas, cluster);
+            }
             let g = &mut self.programs[fi].1;
             let mut send = Node::op(format!("{}/_send", src.node(id).name), "_Send");
             send.attrs.insert("channel", AttrValue::str(channel.clone()));
             let s = g.add_node_unique(send);
-            g.add_input(s, Input { src: producer, output: operand.output, span: operand.span });
+            g.add_input(s, value);
             let g = &mut self.programs[host].1;
             let mut recv = Node::op(name, "_Recv");
             recv.attrs.insert("channel", AttrValue::str(channel));
@@ -784,6 +790,41 @@ impl Builder<'_> {
             recv.span = src.node(id).span;
             g.add_node_unique(recv);
         }
+    }
+}
+
+impl Builder<'_> {
+    /// All-reduces `value`, replica `r`'s result of the marked output `id`,
+    /// in program `pi`; returns the reduced value.
+    #[allow(clippy::too_many_arguments)]
+    fn reduce_output(
+        &mut self,
+        id: NodeId,
+        reduce: &str,
+        value: Input,
+        pi: usize,
+        r: u32,
+        num_replicas: u32,
+        cluster: u32,
+    ) -> Input {
+        let output = self.src.node(id);
+        if reduce != "SUM" && reduce != "MEAN" {
+            if r == 0 {
+                self.errors.push(LowerError::ReduceOp { op: reduce.to_string(), span: output.span });
+            }
+            return value;
+        }
+        let mut node = Node::op(format!("{}/reduce", output.name), "CollectiveAllReduce");
+        node.attrs.insert("group", AttrValue::str(format!("{}/all", output.name)));
+        node.attrs.insert("group_size", AttrValue::Int(i64::from(num_replicas)));
+        node.attrs.insert("instance", AttrValue::Int(self.instance(cluster, id)));
+        node.attrs.insert("rank", AttrValue::Int(i64::from(r)));
+        node.attrs.insert("reduce_op", AttrValue::str(reduce));
+        node.span = output.span;
+        let g = &mut self.programs[pi].1;
+        let reduced = g.add_node_unique(node);
+        g.add_input(reduced, value);
+        Input { src: reduced, output: Some(0), span: value.span }
     }
 }
 

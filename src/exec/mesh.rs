@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Select, Sender};
 
-use super::collective::{Call, CollectiveError, Collectives, Kind, ReduceOp, Waiter};
+use super::collective::{BufferPool, Call, CollectiveError, Collectives, Kind, ReduceOp, Waiter};
 use super::error::{ExecError, KernelError};
 use super::kernels::{self, panic_message};
 use super::tensor::{ResourceHandle, Tensor};
@@ -152,6 +152,8 @@ pub struct Mesh {
     channels: Vec<String>,
     stores: Mutex<Stores>,
     config: MeshConfig,
+    /// All-reduce output buffers, reused from step to step.
+    buffers: Arc<BufferPool>,
 }
 
 impl std::fmt::Debug for Mesh {
@@ -199,7 +201,7 @@ impl Mesh {
         }
         let programs = module.graphs.iter().map(build_program).collect::<Result<Vec<_>, _>>()?;
         let channels = check_channels(&programs)?;
-        Ok(Mesh { programs, channels, stores: Mutex::new(HashMap::new()), config })
+        Ok(Mesh { programs, channels, stores: Mutex::new(HashMap::new()), config, buffers: Arc::default() })
     }
 
     /// The names of the graphs (programs), in module order.
@@ -300,7 +302,7 @@ impl Mesh {
             cancelled: AtomicBool::new(false),
             error: Mutex::new(None),
             senders,
-            collectives: Collectives::default(),
+            collectives: Collectives::with_pool(self.buffers.clone()),
         };
         let results: Vec<Option<Vec<Option<Vec<Tensor>>>>> = std::thread::scope(|scope| {
             let handles: Vec<_> = self

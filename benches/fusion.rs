@@ -81,7 +81,10 @@ fn report_cpu(name: &str, mesh: &Mesh, fetches: &[Fetch], steps: u32) {
     let wall = wall0.elapsed().as_secs_f64() * 1e3 / f64::from(steps);
     match (cpu0, cpu_seconds()) {
         (Some(a), Some(b)) => {
-            println!("{name}: {:.2} ms CPU, {wall:.2} ms wall per step ({steps} steps)", (b - a) * 1e3 / f64::from(steps))
+            println!(
+                "{name}: {:.2} ms CPU, {wall:.2} ms wall per step ({steps} steps)",
+                (b - a) * 1e3 / f64::from(steps)
+            )
         }
         _ => println!("{name}: {wall:.2} ms wall per step ({steps} steps)"),
     }

@@ -23,7 +23,9 @@
 //! Variables live in per-device stores that persist across steps. A
 //! `VarHandleOp` names a variable in the store of its node's device, or of
 //! its graph's device when the node has none; the key is `shared_name`, or
-//! the node name when that is empty. Feeding a tensor replaces the node
+//! the node name when that is empty. A `MirroredVarHandleOp` names every
+//! copy of a mirrored variable (`devices`, `shared_names`): reads use the
+//! first (the primary), assignments write them all. Feeding a tensor replaces the node
 //! that produces it: a fed node does not run.
 
 use std::collections::{BTreeSet, HashMap};

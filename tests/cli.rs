@@ -262,3 +262,57 @@ fn lower_describe_prints_the_strategy_facts() {
         assert!(text.contains(line), "{line} missing in:\n{text}");
     }
 }
+
+#[test]
+fn feed_per_host_equals_feeding_each_host_replicas_by_hand() {
+    // 2x2 with four replicas: host 0 feeds replicas 0 and 1, host 1 replicas 2 and 3.
+    let graph = format!("{}/tests/strategy/per_host.opg", env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path.to_str().unwrap().to_string()
+    };
+    let h0 = write("h0.json", r#"{"input0:0": [[1.0, 2.0], [3.0, 4.0]]}"#);
+    let h1 = write("h1.json", r#"{"input0:0": [[5.0, 6.0], [-7.0, 8.5]]}"#);
+    let by_hand = write(
+        "hand.json",
+        r#"{"x0:0": [[1.0, 2.0]], "x1:0": [[3.0, 4.0]], "x2:0": [[5.0, 6.0]], "x3:0": [[-7.0, 8.5]]}"#,
+    );
+    let per_host = run(&["run", &graph, "--topology", "2x2", "--feed-per-host", &h0, "--feed-per-host", &h1, "--json"]);
+    let manual = run(&["run", &graph, "--topology", "2x2", "--feeds", &by_hand, "--json"]);
+    assert!(per_host.status.success() && manual.status.success(), "{}{}", stderr(&per_host), stderr(&manual));
+    assert_eq!(per_host.stdout, manual.stdout);
+
+    let o = run(&["run", &graph, "--topology", "2x2", "--feed-per-host", &h0]);
+    assert_located_failure(&o, "1 per-host feed(s) were given, but the device assignment has 2 input host(s)");
+    let odd = write("odd.json", r#"{"input0:0": [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]}"#);
+    let o = run(&["run", &graph, "--topology", "2x2", "--feed-per-host", &h0, "--feed-per-host", &odd]);
+    assert_located_failure(&o, "the batch of host 1 for `input0:0` has 3 rows, not divisible by its 2 replica(s)");
+    let other = write("other.json", r#"{"x0:0": [[1.0, 2.0]]}"#);
+    let o = run(&["run", &graph, "--topology", "2x2", "--feed-per-host", &other, "--feed-per-host", &other]);
+    assert_located_failure(&o, "`x0:0` is not a `TPUReplicatedInput`");
+}
+
+#[test]
+fn run_groups_outputs_by_output_and_returns_marked_outputs_once() {
+    let graph = format!("{}/tests/strategy/last_step.opg", env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().unwrap();
+    let feeds = dir.path().join("feeds.json");
+    std::fs::write(&feeds, r#"{"x0:0": [1.0, 2.0], "x1:0": [10.0, 20.0]}"#).unwrap();
+    let feeds = feeds.to_str().unwrap();
+    let o = run(&["run", &graph, "--topology", "1x2", "--steps-per-run", "3", "--feeds", feeds, "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    // After three device steps replica r's count is 3 x_r.
+    assert_eq!(
+        v,
+        serde_json::json!({"outputs": [
+            {"per_replica": [[3.0, 6.0], [30.0, 60.0]]},
+            {"reduce_op": "SUM", "value": [33.0, 66.0]},
+            {"reduce_op": "MEAN", "value": [16.5, 33.0]},
+        ]})
+    );
+    let text = run(&["run", &graph, "--topology", "1x2", "--steps-per-run", "3", "--feeds", feeds]);
+    assert!(String::from_utf8_lossy(&text.stdout).contains("output 1 (SUM) = [33.0,66.0]"), "{}", stderr(&text));
+}

@@ -14,6 +14,9 @@ const ALL_REDUCE: &str = include_str!("strategy/all_reduce.opg");
 const BROADCAST: &str = include_str!("strategy/broadcast.opg");
 const REPLICA_ID: &str = include_str!("strategy/replica_id.opg");
 const SPLIT_BATCH: &str = include_str!("strategy/split_batch.opg");
+const UPDATE: &str = include_str!("strategy/update.opg");
+const PER_HOST: &str = include_str!("strategy/per_host.opg");
+const LAST_STEP: &str = include_str!("strategy/last_step.opg");
 
 /// Rewrites and lowers `text` for `topology`.
 fn lowered(text: &str, topology: &str, fusion: AllReduceFusion) -> Module {
@@ -171,23 +174,30 @@ fn split_batch_equals_feeding_slices_by_hand() {
 }
 
 #[test]
-fn per_host_feeds_cover_each_host_replicas() {
-    // Eight replicas on 2x4: host 0 feeds replicas 0-3, host 1 feeds 4-7.
-    let topology = Topology::parse("2x4").unwrap();
-    let assignment = tpu_rewrite::lower::DeviceAssignment::full_mesh(&topology, 8, 1).unwrap();
-    let workers = input_workers(&assignment);
-    assert_eq!(workers.len(), 2);
-    // Each host splits its own batch of 4 rows over its own 4 replicas.
-    let mut per_replica: Vec<Option<Tensor>> = vec![None; 8];
-    for (h, worker) in workers.iter().enumerate() {
-        let host_batch = Tensor::vector((0..4).map(|i| (10 * h + i) as i32).collect());
-        for (slice, &r) in split_batch(&host_batch, worker.replicas.len()).unwrap().into_iter().zip(&worker.replicas) {
-            per_replica[r as usize] = Some(slice);
-        }
-    }
-    let expected: Vec<Option<Tensor>> =
-        [0i32, 1, 2, 3, 10, 11, 12, 13].iter().map(|&x| Some(Tensor::vector(vec![x]))).collect();
-    assert_eq!(per_replica, expected);
+fn per_host_feeds_equal_feeding_each_host_replicas_by_hand() {
+    // Four replicas on 2x2: host 0 feeds replicas 0-1, host 1 feeds 2-3.
+    let m = lowered(PER_HOST, "2x2", AllReduceFusion::Off);
+    let topology = Topology::parse("2x2").unwrap();
+    let assignment = tpu_rewrite::lower::DeviceAssignment::full_mesh(&topology, 4, 1).unwrap();
+    let hosts: Vec<Vec<u32>> = input_workers(&assignment).into_iter().map(|w| w.replicas).collect();
+    assert_eq!(hosts, vec![vec![0, 1], vec![2, 3]]);
+    let batch = |rows: [f32; 4]| Tensor::from_vec(&[2, 2], rows.to_vec()).unwrap();
+    let host_feeds = vec![
+        vec![("input0:0".to_string(), batch([1.0, 2.0, 3.0, 4.0]))],
+        vec![("input0:0".to_string(), batch([5.0, 6.0, -7.0, 8.5]))],
+    ];
+    let split = tpu_rewrite::exec::split_per_host(&host_feeds, &hosts).unwrap();
+    let [(name, slices)] = split.as_slice() else { panic!("one input: {split:?}") };
+    assert_eq!(name, "input0:0");
+    let names = ["x0", "x1", "x2", "x3"];
+    let fed: Vec<(&str, Tensor)> = names.iter().copied().zip(slices.iter().cloned()).collect();
+    let row = |a: f32, b: f32| Tensor::from_vec(&[1, 2], vec![a, b]).unwrap();
+    let by_hand: Vec<(&str, Tensor)> =
+        names.iter().copied().zip([row(1.0, 2.0), row(3.0, 4.0), row(5.0, 6.0), row(-7.0, 8.5)]).collect();
+    let out = run(&m, &fed, 2, 4);
+    assert_eq!(out, run(&m, &by_hand, 2, 4));
+    // Doubled rows summed over replicas: 2 * [1 + 3 + 5 - 7, 2 + 4 + 6 + 8.5].
+    assert_eq!(out[3][1], row(4.0, 41.0));
 }
 
 #[test]
@@ -200,4 +210,102 @@ fn last_step_outputs_group_by_output_with_and_without_reduce_ops() {
     let grouped = group_outputs(per_replica, &[None, Some(ReduceOp::Sum)]);
     assert_eq!(grouped[0], OutputValue::PerReplica(squares));
     assert_eq!(grouped[1], OutputValue::Reduced(Tensor::from_vec(&[2, 2], vec![26.0f32, 40.0, 58.0, 80.0]).unwrap()));
+}
+
+/// The module without its init program (the mesh of the step programs).
+fn step_programs(m: &Module) -> Module {
+    Module { header: Vec::new(), graphs: m.graphs.iter().filter(|g| g.name != "init").cloned().collect() }
+}
+
+#[test]
+fn update_changes_each_copy_in_replicas_and_every_copy_outside() {
+    let m = lowered(UPDATE, "1x2", AllReduceFusion::Off);
+    insta::assert_snapshot!("update_lowered", print_module(&m));
+    let mesh = Mesh::new(&step_programs(&m), MeshConfig::default()).expect("the mesh builds");
+    // What the driver's initialisation does: every copy of w, and the host's global step.
+    for r in 0..2 {
+        mesh.set_variable(&format!("cluster/replica_{r}"), &format!("w/replica_{r}"), v(&[1.0, 2.0])).unwrap();
+    }
+    mesh.set_variable("host", "global_step", Tensor::scalar(0i64)).unwrap();
+    let copies = || -> Vec<Tensor> {
+        (0..2).map(|r| mesh.variable(&format!("cluster/replica_{r}"), &format!("w/replica_{r}")).unwrap()).collect()
+    };
+    let feeds = |a: [f32; 2], b: [f32; 2]| Feeds::new().with("host", "x0", v(&a)).with("host", "x1", v(&b));
+    let outputs = [Fetch::new("host", "output_0_shard_0:0"), Fetch::new("host", "output_0_shard_1:0")];
+
+    // In the replicas, each device adds its own x to its own copy.
+    let out = mesh.run_step(&feeds([1.0, 1.0], [5.0, 7.0]), &outputs).unwrap();
+    assert_eq!(out, vec![v(&[2.0, 3.0]), v(&[6.0, 9.0])]);
+    assert_eq!(copies(), vec![v(&[2.0, 3.0]), v(&[6.0, 9.0])]);
+
+    // Outside the cluster a read gives the primary (replica 0) copy. The
+    // replicas add zero meanwhile, which changes nothing.
+    let zeros = feeds([0.0, 0.0], [0.0, 0.0]);
+    let read = mesh.run_step(&zeros, &[Fetch::new("host", "w_host:0")]).unwrap();
+    assert_eq!(read, vec![v(&[2.0, 3.0])]);
+
+    // Outside the cluster, update writes every copy; update_non_slot runs
+    // once, on the host's variable only.
+    let targets = [Fetch::new("host", "^reset"), Fetch::new("host", "^tick")];
+    mesh.run_step_with_targets(&zeros, &[], &targets).unwrap();
+    assert_eq!(copies(), vec![v(&[10.0, 20.0]); 2]);
+    assert_eq!(mesh.variable("host", "global_step"), Some(Tensor::scalar(1i64)));
+    mesh.run_step_with_targets(&zeros, &[], &targets[1..]).unwrap();
+    assert_eq!(mesh.variable("host", "global_step"), Some(Tensor::scalar(2i64)));
+    assert_eq!(mesh.variable("cluster/replica_0", "global_step"), None);
+}
+
+#[test]
+fn update_with_an_unknown_fn_is_a_lowering_error() {
+    let text = UPDATE.replace("{fn = \"AssignAdd\"}\n    %w_read", "{fn = \"Scale\"}\n    %w_read");
+    let (mut module, _) = ir::parse_module(text.as_bytes()).unwrap();
+    run_pipeline(&mut module, &PipelineConfig::default());
+    let config = LowerConfig { topology: Topology::parse("1x2").unwrap(), ..LowerConfig::default() };
+    let Err(LowerFailure::Lower(errors)) = lower(&module.graphs[0], &config) else { panic!("expected an error") };
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(errors[0].to_string().contains("not \"Scale\""), "{}", errors[0]);
+}
+
+#[test]
+fn driver_run_initialises_every_copy_and_each_replica_updates_its_own() {
+    let m = lowered(UPDATE, "1x2", AllReduceFusion::Off);
+    let feeds = vec![("x0".to_string(), v(&[1.0, 1.0])), ("x1".to_string(), v(&[5.0, 7.0]))];
+    let config = tpu_rewrite::exec::driver::RunConfig { steps: 2, ..Default::default() };
+    let outcome = tpu_rewrite::exec::driver::run(&m, &feeds, &[], &config, &mut |_, _| {}).unwrap();
+    // Two steps from [1, 2]: replica 0 adds [1, 1] twice, replica 1 adds [5, 7] twice.
+    assert_eq!(outcome.mirrors["w"], vec![v(&[3.0, 4.0]), v(&[11.0, 16.0])]);
+    assert_eq!(outcome.variables["w"], v(&[3.0, 4.0]));
+}
+
+#[test]
+fn marked_outputs_are_reduced_on_the_devices_and_returned_once() {
+    let (mut module, errors) = ir::parse_module(LAST_STEP.as_bytes()).unwrap();
+    assert!(errors.is_empty(), "{errors:?}");
+    assert!(!run_pipeline(&mut module, &PipelineConfig::default()).has_errors());
+    let tagged = module.graphs[0].clone();
+    assert_eq!(tpu_rewrite::exec::output_reduce_ops(&tagged), vec![None, Some(ReduceOp::Sum), Some(ReduceOp::Mean)]);
+    let config = LowerConfig { topology: Topology::parse("1x2").unwrap(), steps_per_run: 3, ..LowerConfig::default() };
+    let Ok((lowering, _)) = lower(&tagged, &config) else { panic!("lowering failed") };
+    insta::assert_snapshot!("last_step_lowered", print_module(&lowering.module));
+    let feeds = vec![("x0".to_string(), v(&[1.0, 2.0])), ("x1".to_string(), v(&[10.0, 20.0]))];
+    // Fetches by replica, then output, as the mesh gives them.
+    let fetches: Vec<String> = (0..2).flat_map(|r| (0..3).map(move |i| format!("output_{i}_shard_{r}:0"))).collect();
+    let run_config = tpu_rewrite::exec::driver::RunConfig { steps: 1, ..Default::default() };
+    let outcome =
+        tpu_rewrite::exec::driver::run(&lowering.module, &feeds, &fetches, &run_config, &mut |_, _| {}).unwrap();
+    assert_eq!(outcome.iterations, 3);
+    let values: Vec<Tensor> = outcome.fetched.into_iter().map(|(_, t)| t).collect();
+    let per_replica: Vec<Vec<Tensor>> = values.chunks(3).map(<[Tensor]>::to_vec).collect();
+    // Every replica holds the same reduced values.
+    assert_eq!(per_replica[0][1..], per_replica[1][1..]);
+    let grouped = group_outputs(per_replica, &tpu_rewrite::exec::output_reduce_ops(&tagged));
+    // After three steps replica r's count is 3 x_r.
+    assert_eq!(
+        grouped,
+        vec![
+            OutputValue::PerReplica(vec![v(&[3.0, 6.0]), v(&[30.0, 60.0])]),
+            OutputValue::Reduced(v(&[33.0, 66.0])),
+            OutputValue::Reduced(v(&[16.5, 33.0])),
+        ]
+    );
 }

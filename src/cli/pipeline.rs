@@ -204,13 +204,13 @@ fn lower_config(args: &LowerArgs) -> Result<LowerConfig, lower::LowerError> {
     })
 }
 
-/// Rewrites and lowers; prints diagnostics; returns the tagged graph and the lowered module.
+/// Rewrites and lowers; prints diagnostics; returns the tagged graph and the lowering.
 fn rewrite_and_lower(
     input: &InputPath,
     format: Option<InputFormat>,
     rewrite_args: &RewriteArgs,
     lower_args: &LowerArgs,
-) -> Option<(Loaded, Module)> {
+) -> Option<(Loaded, lower::Lowered)> {
     let timer = PhaseTimer::start(lower_args.time_passes);
     let mut loaded = load_any(input, format)?;
     timer.lap("load");
@@ -234,7 +234,7 @@ fn rewrite_and_lower(
     };
     timer.lap("lower");
     match lowered {
-        Ok((lowered, _)) => Some((loaded, lowered.module)),
+        Ok((lowered, _)) => Some((loaded, lowered)),
         Err(LowerFailure::Lower(errors)) => {
             report(errors.into_iter().map(|e| Box::new(e) as AnyDiagnostic).collect(), &loaded.source);
             None
@@ -260,6 +260,7 @@ pub fn lower_command(
     let Some((loaded, lowered)) = rewrite_and_lower(&input, format, rewrite_args, lower_args) else {
         return ExitCode::from(1);
     };
+    let lowered = lowered.module;
     if let Some(global_batch_size) = describe {
         let config = match lower_config(lower_args) {
             Ok(c) => c,
@@ -310,6 +311,11 @@ pub struct RunArgs {
     /// split along dimension 0 into one slice per replica.
     #[arg(long)]
     pub split_batch: bool,
+    /// One JSON feed file per input host, in host order (repeatable): each
+    /// maps replicated inputs (`input0:0`) to that host's batch, split along
+    /// dimension 0 among the host's own replicas.
+    #[arg(long = "feed-per-host", value_name = "F.json")]
+    pub feed_per_host: Vec<PathBuf>,
     /// Tensors to fetch (default: every replicated output).
     #[arg(long = "fetch")]
     pub fetch: Vec<String>,
@@ -327,30 +333,44 @@ pub struct RunArgs {
     pub timeout: u64,
 }
 
-fn dtype_of_placeholder(module: &Module, tensor: &str) -> crate::ir::DType {
+/// The dtype of a fed tensor: the host placeholder's `dtype`, else the
+/// tagged graph node's `T` or `dtype` (a `TPUReplicatedInput`), else f32.
+fn feed_dtype(lowered: &Module, tagged: &Module, tensor: &str) -> crate::ir::DType {
     let name = tensor.split(':').next().unwrap_or(tensor);
-    module
+    let attr = |g: &crate::ir::Graph, keys: &[&str]| {
+        let node = g.node(g.find(name)?);
+        keys.iter().find_map(|k| node.attrs.get(k).and_then(|v| v.as_type()))
+    };
+    lowered
         .graph(driver::HOST)
-        .and_then(|g| g.find(name).map(|id| g.node(id)))
-        .and_then(|n| n.attrs.get("dtype").and_then(|v| v.as_type()))
+        .and_then(|g| attr(g, &["dtype"]))
+        .or_else(|| tagged.graphs.first().and_then(|g| attr(g, &["T", "dtype"])))
         .unwrap_or(crate::ir::DType::F32)
 }
 
-fn read_feeds(args: &RunArgs, lowered: &Module) -> Result<Vec<(String, Tensor)>, String> {
+/// Reads a JSON feed file: an object mapping tensor names to nested arrays
+/// (optionally under a `"feeds"` key).
+fn read_json_feeds(path: &std::path::Path, lowered: &Module, tagged: &Module) -> Result<Vec<(String, Tensor)>, String> {
+    let text = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let value: serde_json::Value =
+        serde_json::from_slice(&text).map_err(|e| format!("{}: not JSON: {e}", path.display()))?;
+    let object = value.get("feeds").unwrap_or(&value);
+    let serde_json::Value::Object(map) = object else {
+        return Err(format!("{}: expected an object mapping tensor names to arrays", path.display()));
+    };
+    map.iter()
+        .map(|(name, v)| {
+            let tensor = exec::tensor_from_json(v, feed_dtype(lowered, tagged, name))
+                .map_err(|e| format!("{}: {name}: {e}", path.display()))?;
+            Ok((name.clone(), tensor))
+        })
+        .collect()
+}
+
+fn read_feeds(args: &RunArgs, lowered: &Module, tagged: &Module) -> Result<Vec<(String, Tensor)>, String> {
     let mut feeds = Vec::new();
     if let Some(path) = &args.feeds {
-        let text = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        let value: serde_json::Value =
-            serde_json::from_slice(&text).map_err(|e| format!("{}: not JSON: {e}", path.display()))?;
-        let object = value.get("feeds").unwrap_or(&value);
-        let serde_json::Value::Object(map) = object else {
-            return Err(format!("{}: expected an object mapping tensor names to arrays", path.display()));
-        };
-        for (name, v) in map {
-            let tensor =
-                exec::tensor_from_json(v, dtype_of_placeholder(lowered, name)).map_err(|e| format!("{name}: {e}"))?;
-            feeds.push((name.clone(), tensor));
-        }
+        feeds = read_json_feeds(path, lowered, tagged)?;
     }
     for item in &args.feed {
         let (name, file) = item.split_once('=').ok_or_else(|| format!("--feed takes NAME=FILE.npy, got `{item}`"))?;
@@ -392,24 +412,30 @@ fn summary(t: &Tensor) -> String {
     }
 }
 
+/// The operands (one per replica, in replica order) of the
+/// `TPUReplicatedInput` that `tensor` names, as tensor names.
+fn replica_operands(tagged: &Module, tensor: &str) -> Option<Vec<String>> {
+    let graph = tagged.graphs.first()?;
+    let id = graph.find(tensor.split(':').next().unwrap_or(tensor))?;
+    if &*graph.node(id).op != "TPUReplicatedInput" {
+        return None;
+    }
+    let operands = graph.data_inputs(id);
+    Some(operands.iter().map(|o| format!("{}:{}", graph.node(o.src).name, o.output.unwrap_or(0))).collect())
+}
+
 /// Splits feeds named after a `TPUReplicatedInput` into one slice per
 /// operand (replica), in replica order; other feeds pass through.
 fn split_global_feeds(
     tagged: &Module,
     feeds: Vec<(String, Tensor)>,
 ) -> Result<Vec<(String, Tensor)>, Box<exec::ExecError>> {
-    let Some(graph) = tagged.graphs.first() else { return Ok(feeds) };
     let mut out = Vec::new();
     for (name, value) in feeds {
-        let node = graph.find(name.split(':').next().unwrap_or(&name));
-        match node.filter(|&id| &*graph.node(id).op == "TPUReplicatedInput") {
-            Some(id) => {
-                let operands = graph.data_inputs(id);
+        match replica_operands(tagged, &name) {
+            Some(operands) => {
                 let slices = exec::input::split_batch(&value, operands.len()).map_err(Box::new)?;
-                for (operand, slice) in operands.iter().zip(slices) {
-                    let k = operand.output.unwrap_or(0);
-                    out.push((format!("{}:{k}", graph.node(operand.src).name), slice));
-                }
+                out.extend(operands.into_iter().zip(slices));
             }
             None => out.push((name, value)),
         }
@@ -417,20 +443,90 @@ fn split_global_feeds(
     Ok(out)
 }
 
+/// Reads one feed file per input host and splits each host's batches among
+/// that host's replicas; returns the per-replica feeds.
+fn per_host_feeds(
+    args: &RunArgs,
+    loaded: &Loaded,
+    lowered: &lower::Lowered,
+) -> Result<Vec<(String, Tensor)>, AnyDiagnostic> {
+    let message = |text: String| -> AnyDiagnostic { Box::new(miette::MietteDiagnostic::new(text)) };
+    let workers = lower::input_workers(&lowered.assignment);
+    let host_replicas: Vec<Vec<u32>> = workers.into_iter().map(|w| w.replicas).collect();
+    let mut host_feeds = Vec::with_capacity(args.feed_per_host.len());
+    for path in &args.feed_per_host {
+        let feeds = read_json_feeds(path, &lowered.module, &loaded.module).map_err(message)?;
+        if let Some((input, _)) = feeds.iter().find(|(name, _)| replica_operands(&loaded.module, name).is_none()) {
+            return Err(message(format!(
+                "{}: per-host feeds name replicated inputs (`input0:0`); `{input}` is not a `TPUReplicatedInput`",
+                path.display()
+            )));
+        }
+        host_feeds.push(feeds);
+    }
+    let per_input = exec::split_per_host(&host_feeds, &host_replicas).map_err(|e| Box::new(e) as AnyDiagnostic)?;
+    let mut out = Vec::new();
+    for (input, slices) in per_input {
+        let operands = replica_operands(&loaded.module, &input)
+            .ok_or_else(|| message(format!("`{input}` is not a `TPUReplicatedInput`")))?;
+        if operands.len() != slices.len() {
+            return Err(message(format!(
+                "`{input}` has {} replicas, but the input hosts feed {} replicas",
+                operands.len(),
+                slices.len()
+            )));
+        }
+        out.extend(operands.into_iter().zip(slices));
+    }
+    Ok(out)
+}
+
+/// Groups the default fetches (`output_<i>_shard_<r>:0`, ordered by output
+/// then replica) by output; an output marked with a reduce op gives its
+/// first replica's copy.
+fn grouped_outputs(tagged: &Module, fetched: &[(String, Tensor)]) -> Vec<(Option<exec::ReduceOp>, exec::OutputValue)> {
+    let reduce = tagged.graphs.first().map(exec::output_reduce_ops).unwrap_or_default();
+    let mut per_replica: Vec<Vec<Tensor>> = Vec::new();
+    for (name, t) in fetched {
+        let replica =
+            name.trim_end_matches(":0").rsplit_once("_shard_").and_then(|(_, r)| r.parse::<usize>().ok()).unwrap_or(0);
+        if per_replica.len() <= replica {
+            per_replica.resize(replica + 1, Vec::new());
+        }
+        per_replica[replica].push(t.clone());
+    }
+    let grouped = exec::group_outputs(per_replica, &reduce);
+    grouped.into_iter().enumerate().map(|(i, v)| (reduce.get(i).copied().flatten(), v)).collect()
+}
+
+/// One grouped output as JSON: `{"per_replica": [...]}` or
+/// `{"reduce_op": "SUM", "value": ...}`.
+fn output_json((reduce, value): &(Option<exec::ReduceOp>, exec::OutputValue)) -> serde_json::Value {
+    match value {
+        exec::OutputValue::PerReplica(values) => {
+            serde_json::json!({ "per_replica": values.iter().map(exec::tensor_to_json).collect::<Vec<_>>() })
+        }
+        exec::OutputValue::Reduced(t) => serde_json::json!({
+            "reduce_op": reduce.map_or("NONE", exec::ReduceOp::name),
+            "value": exec::tensor_to_json(t),
+        }),
+    }
+}
+
 /// `tpu-rewrite run`.
 pub fn run_command(args: RunArgs) -> ExitCode {
     let input = InputPath::parse(&args.file);
-    let Some((loaded, lowered)) = rewrite_and_lower(&input, args.input_format, &args.rewrite, &args.lower) else {
+    let Some((loaded, lowering)) = rewrite_and_lower(&input, args.input_format, &args.rewrite, &args.lower) else {
         return ExitCode::from(1);
     };
-    let feeds = match read_feeds(&args, &lowered) {
+    let feeds = match read_feeds(&args, &lowering.module, &loaded.module) {
         Ok(f) => f,
         Err(e) => {
             eprintln!("error: {e}");
             return ExitCode::from(1);
         }
     };
-    let feeds = if args.split_batch {
+    let mut feeds = if args.split_batch {
         match split_global_feeds(&loaded.module, feeds) {
             Ok(f) => f,
             Err(e) => {
@@ -441,6 +537,16 @@ pub fn run_command(args: RunArgs) -> ExitCode {
     } else {
         feeds
     };
+    if !args.feed_per_host.is_empty() {
+        match per_host_feeds(&args, &loaded, &lowering) {
+            Ok(f) => feeds.extend(f),
+            Err(e) => {
+                report(vec![e], &loaded.source);
+                return ExitCode::from(1);
+            }
+        }
+    }
+    let lowered = lowering.module;
     let fetches = if args.fetch.is_empty() { default_fetches(&lowered) } else { args.fetch.clone() };
     let feed_names: Vec<String> = feeds.iter().map(|f| f.0.clone()).collect();
     if let Some(tagged) = loaded.module.graphs.first() {
@@ -509,16 +615,41 @@ pub fn run_command(args: RunArgs) -> ExitCode {
             }
         }
     }
+    // Without --fetch, the fetches are the computation outputs: group them.
+    let grouped = args.fetch.is_empty().then(|| grouped_outputs(&loaded.module, &outcome.fetched));
     if args.json {
-        let object: serde_json::Map<String, serde_json::Value> =
-            outcome.fetched.iter().map(|(n, t)| (n.clone(), exec::tensor_to_json(t))).collect();
-        let mut text = serde_json::to_string_pretty(&serde_json::Value::Object(object)).unwrap_or_default();
+        let value = match &grouped {
+            Some(outputs) => serde_json::json!({ "outputs": outputs.iter().map(output_json).collect::<Vec<_>>() }),
+            None => serde_json::Value::Object(
+                outcome.fetched.iter().map(|(n, t)| (n.clone(), exec::tensor_to_json(t))).collect(),
+            ),
+        };
+        let mut text = serde_json::to_string_pretty(&value).unwrap_or_default();
         text.push('\n');
         return finish(write_output(None, text.as_bytes()));
     }
     let mut text = String::new();
-    for (name, t) in &outcome.fetched {
-        text.push_str(&format!("{name} = {}\n", summary(t)));
+    match &grouped {
+        Some(outputs) => {
+            for (i, output) in outputs.iter().enumerate() {
+                match output {
+                    (Some(op), exec::OutputValue::Reduced(t)) => {
+                        text.push_str(&format!("output {i} ({}) = {}\n", op.name(), summary(t)))
+                    }
+                    (_, exec::OutputValue::Reduced(t)) => text.push_str(&format!("output {i} = {}\n", summary(t))),
+                    (_, exec::OutputValue::PerReplica(values)) => {
+                        for (r, t) in values.iter().enumerate() {
+                            text.push_str(&format!("output {i} replica {r} = {}\n", summary(t)));
+                        }
+                    }
+                }
+            }
+        }
+        None => {
+            for (name, t) in &outcome.fetched {
+                text.push_str(&format!("{name} = {}\n", summary(t)));
+            }
+        }
     }
     for (name, t) in &outcome.variables {
         text.push_str(&format!("variable {name} = {}\n", summary(t)));

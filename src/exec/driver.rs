@@ -11,7 +11,8 @@
 //!    the host program and stay the same for every step, fetches are read
 //!    after the last step;
 //! 4. mirrored variables read from the host side give the primary copy
-//!    (replica 0).
+//!    (replica 0), through the host's `MirroredVarHandleOp`, and host-side
+//!    assignments write every copy.
 //!
 //! Feeding or fetching a tensor that the feed/fetch rule forbids (an op
 //! compiled into a cluster) is refused before the run, with the rule named.

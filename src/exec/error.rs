@@ -194,6 +194,33 @@ pub enum ExecError {
     #[diagnostic(code(tpu_rewrite::exec::unbatchable), help("a global batch needs at least one dimension"))]
     Unbatchable { reason: String },
 
+    /// `--feed-per-host` was given a different number of feeds than the
+    /// topology has input hosts.
+    #[error("{given} per-host feed(s) were given, but the device assignment has {hosts} input host(s)")]
+    #[diagnostic(
+        code(tpu_rewrite::exec::host_feed_count),
+        help("give one feed per host, in host order (the order `lower --describe` lists the input workers)")
+    )]
+    HostFeedCount { given: usize, hosts: usize },
+
+    /// A per-host feed lacks a computation input that another host feeds.
+    #[error("the feed of host {host} has no `{input}`, which host {other} feeds")]
+    #[diagnostic(
+        code(tpu_rewrite::exec::host_feed_missing),
+        help("every host feeds every computation input for its own replicas")
+    )]
+    HostFeedMissing { host: usize, input: String, other: usize },
+
+    /// A host's batch does not split evenly among that host's replicas.
+    #[error(
+        "the batch of host {host} for `{input}` has {host_batch_size} rows, not divisible by its {replicas} replica(s)"
+    )]
+    #[diagnostic(
+        code(tpu_rewrite::exec::indivisible_host_batch),
+        help("each host's batch is split along dimension 0 among the replicas it feeds")
+    )]
+    IndivisibleHostBatch { host: usize, input: String, host_batch_size: usize, replicas: usize },
+
     /// A broken internal invariant: a bug in tpu-rewrite, not in the input.
     #[error("internal error (a bug in tpu-rewrite): {message}")]
     #[diagnostic(code(tpu_rewrite::exec::internal), help("please report this with the input that caused it"))]

@@ -11,8 +11,10 @@
 //!
 //! Within a program, nodes run one at a time as their inputs (data and
 //! control) become ready: computing nodes first, in text order; then any
-//! `_Recv` whose value has arrived; then collectives, lowest `instance`
-//! first; a worker blocks only when nothing else can run. So a program never
+//! `_Recv` whose value has arrived; then the program's next collective, in
+//! `instance` order (a fixed order shared by every member, so that no two
+//! members block in different collectives); a worker blocks only when
+//! nothing else can run. So a program never
 //! waits on a receive while it still has a send to make that the peer needs.
 //!
 //! `_Send` never blocks (channels are unbounded); `_Recv`, collectives and
@@ -23,7 +25,9 @@
 //! Variables live in per-device stores that persist across steps. A
 //! `VarHandleOp` names a variable in the store of its node's device, or of
 //! its graph's device when the node has none; the key is `shared_name`, or
-//! the node name when that is empty. Feeding a tensor replaces the node
+//! the node name when that is empty. A `MirroredVarHandleOp` names every
+//! copy of a mirrored variable (`devices`, `shared_names`): reads use the
+//! first (the primary), assignments write them all. Feeding a tensor replaces the node
 //! that produces it: a fed node does not run.
 
 use std::collections::{BTreeSet, HashMap};
@@ -33,7 +37,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Select, Sender};
 
-use super::collective::{Call, CollectiveError, Collectives, Kind, ReduceOp, Waiter};
+use super::collective::{BufferPool, Call, CollectiveError, Collectives, Kind, ReduceOp, Waiter};
 use super::error::{ExecError, KernelError};
 use super::kernels::{self, panic_message};
 use super::tensor::{ResourceHandle, Tensor};
@@ -152,6 +156,8 @@ pub struct Mesh {
     channels: Vec<String>,
     stores: Mutex<Stores>,
     config: MeshConfig,
+    /// All-reduce output buffers, reused from step to step.
+    buffers: Arc<BufferPool>,
 }
 
 impl std::fmt::Debug for Mesh {
@@ -199,7 +205,7 @@ impl Mesh {
         }
         let programs = module.graphs.iter().map(build_program).collect::<Result<Vec<_>, _>>()?;
         let channels = check_channels(&programs)?;
-        Ok(Mesh { programs, channels, stores: Mutex::new(HashMap::new()), config })
+        Ok(Mesh { programs, channels, stores: Mutex::new(HashMap::new()), config, buffers: Arc::default() })
     }
 
     /// The names of the graphs (programs), in module order.
@@ -300,7 +306,7 @@ impl Mesh {
             cancelled: AtomicBool::new(false),
             error: Mutex::new(None),
             senders,
-            collectives: Collectives::default(),
+            collectives: Collectives::with_pool(self.buffers.clone()),
         };
         let results: Vec<Option<Vec<Option<Vec<Tensor>>>>> = std::thread::scope(|scope| {
             let handles: Vec<_> = self
@@ -576,6 +582,16 @@ fn run_program(
     let mut remaining: Vec<usize> = (0..n)
         .map(|i| if is_fed[i] { 0 } else { program.steps[i].preds.iter().filter(|&&p| active[p]).count() })
         .collect();
+    // Collectives run in one fixed order, the same on every member: by
+    // instance (lowering numbers them in a topological order of the source
+    // graph). Running whichever is ready first could deadlock: two members
+    // could each block in a different collective, waiting for the other.
+    let mut collective_order: Vec<(i64, u64, usize)> = (0..n)
+        .filter(|&i| active[i] && !is_fed[i] && program.steps[i].class == Class::Collective)
+        .map(|i| (program.steps[i].attrs.get_int("instance").unwrap_or(0), program.steps[i].seq, i))
+        .collect();
+    collective_order.sort_unstable();
+    let mut next_collective = 0;
     let mut compute: BTreeSet<(u64, usize)> = BTreeSet::new();
     let mut collectives: BTreeSet<(i64, u64, usize)> = BTreeSet::new();
     let mut recvs: Vec<PendingRecv<'_>> = Vec::new();
@@ -600,7 +616,9 @@ fn run_program(
             Some((i, outputs?))
         } else if let Some(got) = poll_recvs(&mut recvs) {
             Some(got)
-        } else if let Some((_, _, i)) = collectives.pop_first() {
+        } else if collectives.first().is_some_and(|c| Some(c) == collective_order.get(next_collective)) {
+            let (_, _, i) = collectives.pop_first().expect("checked non-empty");
+            next_collective += 1;
             Some((i, run_node(program, i, &values, shared)?))
         } else if !recvs.is_empty() {
             wait_recvs(program, &mut recvs, shared)?
@@ -808,7 +826,27 @@ fn device_kernel(
                 _ => step.name.clone(),
             };
             let device = step.device.clone().unwrap_or_else(|| program.device.clone());
-            Ok(vec![Tensor::Resource(ResourceHandle { device, name })])
+            Ok(vec![Tensor::Resource(ResourceHandle::new(device, name))])
+        }
+        "MirroredVarHandleOp" => {
+            let list = |key: &str| -> Vec<Arc<str>> {
+                let items = step.attrs.get(key).and_then(|v| v.as_list()).unwrap_or_default();
+                items.iter().filter_map(|v| v.as_str().map(Arc::from)).collect()
+            };
+            let (devices, names) = (list("devices"), list("shared_names"));
+            if devices.is_empty() || devices.len() != names.len() {
+                return Err(err(KernelError::invalid(
+                    op,
+                    format!(
+                        "needs as many `devices` as `shared_names`, at least one (got {} and {})",
+                        devices.len(),
+                        names.len()
+                    ),
+                )));
+            }
+            let mut copies = devices.into_iter().zip(names);
+            let (device, name) = copies.next().expect("checked non-empty");
+            Ok(vec![Tensor::Resource(ResourceHandle { device, name, mirrors: copies.collect() })])
         }
         "ReadVariableOp" => {
             let h = handle(&inputs)?;
@@ -822,33 +860,49 @@ fn device_kernel(
             let h = handle(&inputs)?;
             Ok(vec![Tensor::scalar(mesh.device_variable(&h.device, &h.name).is_some())])
         }
-        "AssignVariableOp" | "AssignAddVariableOp" | "AssignSubVariableOp" => {
+        "AssignVariableOp" | "AssignAddVariableOp" | "AssignSubVariableOp" | "Update" | "UpdateNonSlot" => {
+            let update = match op {
+                "Update" | "UpdateNonSlot" => match step.attrs.get_str("fn").unwrap_or_default() {
+                    "Assign" => "AssignVariableOp",
+                    "AssignAdd" => "AssignAddVariableOp",
+                    "AssignSub" => "AssignSubVariableOp",
+                    other => {
+                        return Err(err(KernelError::invalid(
+                            op,
+                            format!("fn must be \"Assign\", \"AssignAdd\" or \"AssignSub\", not {other:?}"),
+                        )))
+                    }
+                },
+                _ => op,
+            };
             let h = handle(&inputs)?;
             let value = kernels::arg(op, &inputs, 1).map_err(err)?.clone();
             check_dtype(&value)?;
             let mut stores = mesh.stores();
-            let store = stores.entry(h.device.clone()).or_default();
-            let new = if op == "AssignVariableOp" {
-                value
-            } else {
-                let old = store.get(&*h.name).ok_or_else(|| {
-                    err(KernelError::invalid(op, format!("variable `{}` on {} is not initialised", h.name, h.device)))
-                })?;
-                if old.shape() != value.shape() {
-                    return Err(err(KernelError::invalid(
-                        op,
-                        format!(
-                            "variable `{}` has shape {:?} but the update has {:?}",
-                            h.name,
-                            old.shape(),
-                            value.shape()
-                        ),
-                    )));
-                }
-                let b = if op == "AssignAddVariableOp" { "AddV2" } else { "Sub" };
-                kernels::run_kernel(b, &AttrMap::new(), &[old.clone(), value]).map_err(err)?.remove(0)
-            };
-            store.insert(h.name.to_string(), new);
+            // Every copy: a mirrored handle from outside the cluster writes them all.
+            for (device, name) in h.copies() {
+                let store = stores.entry(device.clone()).or_default();
+                let new = if update == "AssignVariableOp" {
+                    value.clone()
+                } else {
+                    let old = store.get(&**name).ok_or_else(|| {
+                        err(KernelError::invalid(op, format!("variable `{name}` on {device} is not initialised")))
+                    })?;
+                    if old.shape() != value.shape() {
+                        return Err(err(KernelError::invalid(
+                            op,
+                            format!(
+                                "variable `{name}` has shape {:?} but the update has {:?}",
+                                old.shape(),
+                                value.shape()
+                            ),
+                        )));
+                    }
+                    let b = if update == "AssignAddVariableOp" { "AddV2" } else { "Sub" };
+                    kernels::run_kernel(b, &AttrMap::new(), &[old.clone(), value.clone()]).map_err(err)?.remove(0)
+                };
+                store.insert(name.to_string(), new);
+            }
             Ok(Vec::new())
         }
         "_Send" => {

@@ -6,8 +6,15 @@
 //! reduce op (SUM or MEAN) was already reduced on the devices, so every
 //! replica holds the same value and the result is the first replica's copy;
 //! an unmarked output keeps its per-replica list.
+//!
+//! A user marks output i of a replicate region with the region attribute
+//! `output_reduce_ops = ["NONE", "SUM", ...]`; the rewrite puts the mark on
+//! the output's `TPUReplicatedOutput` (`reduce_op = "SUM"`), where a
+//! TensorFlow graph can carry it too, and the lowering all-reduces the
+//! output over the replicas before it leaves them.
 
 use super::tensor::Tensor;
+use crate::ir::Graph;
 
 /// A reduction a user asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -69,6 +76,31 @@ pub fn group_outputs(per_replica: Vec<Vec<Tensor>>, reduce: &[Option<ReduceOp>])
             _ => OutputValue::PerReplica(values),
         })
         .collect()
+}
+
+/// The reduce op of each output of a rewritten graph, indexed by output:
+/// output i's shards are `output_{i}_shard_<r>`, reading a
+/// `TPUReplicatedOutput` that may carry `reduce_op`. Outputs are counted up
+/// to the highest index found; an unmarked or unknown one is `None`.
+pub fn output_reduce_ops(tagged: &Graph) -> Vec<Option<ReduceOp>> {
+    let mut ops: Vec<Option<ReduceOp>> = Vec::new();
+    for id in tagged.node_ids() {
+        let node = tagged.node(id);
+        let Some(index) = node.name.strip_prefix("output_").and_then(|rest| rest.strip_suffix("_shard_0")) else {
+            continue;
+        };
+        let Ok(index) = index.parse::<usize>() else { continue };
+        let fan = tagged.data_inputs(id).first().map(|i| tagged.node(i.src));
+        let reduce = fan
+            .filter(|f| &*f.op == "TPUReplicatedOutput")
+            .and_then(|f| f.attrs.get_str("reduce_op"))
+            .and_then(ReduceOp::parse);
+        if ops.len() <= index {
+            ops.resize(index + 1, None);
+        }
+        ops[index] = reduce;
+    }
+    ops
 }
 
 #[cfg(test)]

@@ -18,6 +18,22 @@ use crate::ir::{DType, TensorData, TensorLit};
 pub struct ResourceHandle {
     pub device: Arc<str>,
     pub name: Arc<str>,
+    /// Further copies `(device, name)` that an assignment also writes: a
+    /// mirrored variable seen from outside its cluster. Reads use the
+    /// primary copy (`device`, `name`).
+    pub mirrors: Vec<(Arc<str>, Arc<str>)>,
+}
+
+impl ResourceHandle {
+    /// A handle to one variable with no further copies.
+    pub fn new(device: Arc<str>, name: Arc<str>) -> ResourceHandle {
+        ResourceHandle { device, name, mirrors: Vec::new() }
+    }
+
+    /// Every copy an assignment writes: the primary first.
+    pub fn copies(&self) -> impl Iterator<Item = (&Arc<str>, &Arc<str>)> {
+        std::iter::once((&self.device, &self.name)).chain(self.mirrors.iter().map(|(d, n)| (d, n)))
+    }
 }
 
 /// A dense tensor.

@@ -68,6 +68,19 @@ pub enum LowerError {
         span: Span,
     },
 
+    /// An `Update` or `UpdateNonSlot` whose `fn` is not a variable update.
+    #[error("`{op}` updates a variable with fn = \"Assign\", \"AssignAdd\" or \"AssignSub\", not {value:?}")]
+    #[diagnostic(
+        code(tpu_rewrite::lower::update_fn),
+        help("write e.g. `Update(%var, %delta) {{fn = \"AssignAdd\"}}`")
+    )]
+    UpdateFn {
+        op: String,
+        value: String,
+        #[label("this update")]
+        span: Span,
+    },
+
     /// A global batch size that does not divide by the replicas in sync.
     #[error(
         "The `global_batch_size` {global_batch_size} is not divisible by `num_replicas_in_sync` {num_replicas_in_sync}"

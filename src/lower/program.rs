@@ -10,10 +10,19 @@
 //! Rewrites on the way:
 //! - `TPUReplicatedInput` disappears: replica `r` receives operand `r`.
 //! - `TPUReplicatedOutput` becomes one `_Recv` per replica on the host,
-//!   named `<output>/replica_<r>`; uses of `<output>:r` read it.
+//!   named `<output>/replica_<r>`; uses of `<output>:r` read it. One marked
+//!   with `reduce_op` (SUM or MEAN) is all-reduced over the replicas first
+//!   (`<output>/reduce`), so every replica sends the reduced value.
 //! - A variable used in a cluster is mirrored: replica `r` gets its own
 //!   `VarHandleOp` `<var>/replica_<r>`, so reads and writes in a replica touch
-//!   the local copy.
+//!   the local copy. Outside the cluster the host program reaches the
+//!   variable through a `MirroredVarHandleOp` `<var>/mirrored` listing every
+//!   copy (replica 0's first): a read gives the primary (replica 0) value
+//!   and an assignment writes every copy.
+//! - `Update` (a mirrored-variable update, `fn` = `Assign`, `AssignAdd` or
+//!   `AssignSub`) becomes `<fn>VariableOp`: in a replica it updates the
+//!   local copy, on the host every copy. `UpdateNonSlot` becomes
+//!   `<fn>VariableOp` placed on the host device (task 0's CPU), run once.
 //! - `CrossReplicaSum` becomes `CollectiveAllReduce` over its replica group;
 //!   `AllReduce` (SUM or MEAN; a fused one with its `group_assignment`)
 //!   one collective over all its operands; `Broadcast` a
@@ -132,6 +141,8 @@ enum Patch {
     Mirror { node: NodeId, var: NodeId },
     /// A `_Send` or `_Recv`: its channel key.
     Channel { node: NodeId, key: KeyTemplate },
+    /// The all-reduce of a marked output: its rank is the replica.
+    Rank { node: NodeId },
     /// The `_Recv` of a replicated input: named after the replica's operand.
     FanInRecv { node: NodeId, fan_in: NodeId, key: KeyTemplate },
 }
@@ -194,10 +205,11 @@ pub fn partition(input: &PartitionInput<'_>) -> (Module, Vec<LowerError>) {
     let order = src.nodes_in_order();
     b.assign_parts(&order);
     b.create_programs();
-    b.number_collectives(&order);
+    b.number_collectives(&topological_text_order(src, &order));
     b.place_nodes(&order);
     b.wire(&order);
     b.clone_replicas();
+    b.list_mirrors();
     let Builder { programs, errors, .. } = b;
     let mut graphs: Vec<Graph> = programs.into_iter().map(|(_, g)| g).collect();
     if let Some(host) = graphs.first_mut() {
@@ -431,13 +443,24 @@ impl Builder<'_> {
         (slot != UNPLACED).then(|| NodeId(NodeIndex::new(slot as usize)))
     }
 
-    /// Numbers the collectives in text order: one instance per op, shared by all replicas.
+    /// Numbers the collectives in text order (one instance per op, shared
+    /// by all replicas), and reports reduce and update ops it cannot lower.
     fn number_collectives(&mut self, order: &[NodeId]) {
         for &id in order {
+            let node = self.src.node(id);
+            if matches!(&*node.op, "Update" | "UpdateNonSlot") {
+                let update = node.attrs.get_str("fn").unwrap_or_default();
+                if !matches!(update, "Assign" | "AssignAdd" | "AssignSub") {
+                    self.errors.push(LowerError::UpdateFn {
+                        op: node.op.to_string(),
+                        value: update.to_string(),
+                        span: node.span,
+                    });
+                }
+            }
             let (Part::Device { cluster, .. } | Part::Oc { cluster, .. }) = self.parts[part_index(id)] else {
                 continue;
             };
-            let node = self.src.node(id);
             match &*node.op {
                 "CrossReplicaSum" | "AllReduce" | "Broadcast" => {
                     let next = self.collective_instance.len() as i64;
@@ -482,6 +505,16 @@ impl Builder<'_> {
             Program::Host | Program::Init => src.device.clone(),
             _ => None,
         };
+        if matches!(&*src.op, "Update" | "UpdateNonSlot") {
+            let update = src.attrs.get_str("fn").unwrap_or_default();
+            if matches!(update, "Assign" | "AssignAdd" | "AssignSub") {
+                node.op = format!("{update}VariableOp").into();
+            }
+            node.attrs.remove("fn");
+            if &*src.op == "UpdateNonSlot" {
+                node.device = Some(self.assignment.topology.host_device(0).into());
+            }
+        }
         let (Some(replica), Some(cluster)) = (program.replica(), program.cluster()) else { return node };
         if let Some(attrs) = self.replica_attrs(id, cluster, replica) {
             if &*src.op == "ReplicaId" {
@@ -616,6 +649,9 @@ impl Builder<'_> {
         let producer = input.src;
         let part = self.parts[part_index(producer)];
         let pi = self.index[&program];
+        if program == Program::Host && self.mirrored[part_index(producer)] {
+            return Some(Input { src: self.mirrored_handle(producer), ..input });
+        }
         // Same program: a plain edge.
         if let Some(local) = self.placed(pi, producer) {
             return Some(Input { src: local, ..input });
@@ -730,6 +766,58 @@ impl Builder<'_> {
                 format!("host_compute_channel_{}_retvals/{name}", self.oc_names[cluster as usize][oc as usize])
             }
             _ => format!("value/{name}"),
+        }
+    }
+
+    /// The host's `MirroredVarHandleOp` `<var>/mirrored` for a mirrored
+    /// variable; [`Builder::list_mirrors`] fills in its copies.
+    fn mirrored_handle(&mut self, var: NodeId) -> NodeId {
+        let src = self.src.node(var);
+        let name = format!("{}/mirrored", src.name);
+        let host = &mut self.programs[self.index[&Program::Host]].1;
+        if let Some(h) = host.find(&name) {
+            return h;
+        }
+        let mut node = Node::op(name, "MirroredVarHandleOp");
+        for key in ["dtype", "shape"] {
+            if let Some(v) = src.attrs.get(key) {
+                node.attrs.insert(key, v.clone());
+            }
+        }
+        node.span = src.span;
+        host.add_node_unique(node)
+    }
+
+    /// Lists, on each host `MirroredVarHandleOp`, every copy of its
+    /// variable (device and shared name), replica 0's first.
+    fn list_mirrors(&mut self) {
+        let host = self.index[&Program::Host];
+        let handles: Vec<(NodeId, String)> = {
+            let g = &self.programs[host].1;
+            g.nodes_in_order()
+                .into_iter()
+                .filter(|&id| &*g.node(id).op == "MirroredVarHandleOp")
+                .filter_map(|id| Some((id, g.node(id).name.strip_suffix("/mirrored")?.to_string())))
+                .collect()
+        };
+        for (id, var) in handles {
+            let mut copies: Vec<(u32, String, String)> = Vec::new();
+            for (program, g) in &self.programs {
+                let Some(replica) = program.replica() else { continue };
+                let Some(copy) = g.find(&format!("{var}/replica_{replica}")) else { continue };
+                let device = g.attrs.get_str("device").unwrap_or_default().to_string();
+                let name = g.node(copy).attrs.get_str("shared_name").unwrap_or_default().to_string();
+                if !copies.iter().any(|(_, d, n)| *d == device && *n == name) {
+                    copies.push((replica, device, name));
+                }
+            }
+            // Replica 0's copy first: it is the primary.
+            copies.sort_by_key(|(replica, _, _)| *replica);
+            let (devices, names): (Vec<_>, Vec<_>) =
+                copies.into_iter().map(|(_, d, n)| (AttrValue::str(d), AttrValue::str(n))).unzip();
+            let node = self.programs[host].1.node_mut(id);
+            node.attrs.insert("devices", AttrValue::List(devices));
+            node.attrs.insert("shared_names", AttrValue::List(names));
         }
     }
 
@@ -951,11 +1039,18 @@ impl Builder<'_> {
             let Some(producer) = self.placed(fi, operand.src) else { continue };
             // A per-replica operand sends from its template once; the clones patch the key.
             if !per_replica || r == 0 {
+                let mut value = Input { src: producer, output: operand.output, span: operand.span };
+                if let Some(reduce) = src.node(id).attrs.get_str("reduce_op") {
+                    value = self.reduce_output(id, reduce, value, fi, r, cluster);
+                    if per_replica && value.src != producer {
+                        self.patches[fi].push(Patch::Rank { node: value.src });
+                    }
+                }
                 let g = &mut self.programs[fi].1;
                 let mut send = Node::op(format!("{output_name}/_send"), "_Send");
                 send.attrs.insert("channel", AttrValue::str(channel.clone()));
                 let s = g.add_node_unique(send);
-                g.add_input(s, Input { src: producer, output: operand.output, span: operand.span });
+                g.add_input(s, value);
                 if per_replica {
                     self.patches[fi].push(Patch::Channel { node: s, key: template.clone() });
                 }
@@ -1030,6 +1125,9 @@ impl Builder<'_> {
                 Patch::Channel { node, key } => {
                     g.node_mut(*node).attrs.insert("channel", AttrValue::str(self.key(key, r)));
                 }
+                Patch::Rank { node } => {
+                    g.node_mut(*node).attrs.insert("rank", AttrValue::Int(i64::from(r)));
+                }
                 Patch::FanInRecv { node, fan_in, key } => {
                     g.node_mut(*node).attrs.insert("channel", AttrValue::str(self.key(key, r)));
                     if let Some(operand) = src.data_inputs(*fan_in).get(r as usize) {
@@ -1044,6 +1142,75 @@ impl Builder<'_> {
         }
         g
     }
+}
+
+impl Builder<'_> {
+    /// All-reduces `value`, replica `r`'s result of the marked output `id`,
+    /// in program `pi`; returns the reduced value.
+    fn reduce_output(&mut self, id: NodeId, reduce: &str, value: Input, pi: usize, r: u32, cluster: u32) -> Input {
+        let output = self.src.node(id);
+        if reduce != "SUM" && reduce != "MEAN" {
+            if r == 0 {
+                self.errors.push(LowerError::ReduceOp { op: reduce.to_string(), span: output.span });
+            }
+            return value;
+        }
+        let next = self.collective_instance.len() as i64;
+        let instance = *self.collective_instance.entry((cluster, id)).or_insert(next);
+        let mut node = Node::op(format!("{}/reduce", output.name), "CollectiveAllReduce");
+        node.attrs.insert("group", AttrValue::str(format!("{}/all", output.name)));
+        node.attrs.insert("group_size", AttrValue::Int(i64::from(self.num_replicas(cluster))));
+        node.attrs.insert("instance", AttrValue::Int(instance));
+        node.attrs.insert("rank", AttrValue::Int(i64::from(r)));
+        node.attrs.insert("reduce_op", AttrValue::str(reduce));
+        node.span = output.span;
+        let g = &mut self.programs[pi].1;
+        let reduced = g.add_node_unique(node);
+        g.add_input(reduced, value);
+        Input { src: reduced, output: Some(0), span: value.span }
+    }
+}
+
+/// The nodes in text order when that is a topological order (the usual
+/// case, checked in one pass over the edges); otherwise in a topological
+/// order that takes the earliest node in the text among the ready ones.
+/// Collective instances are numbered in this order, and every member runs
+/// its collectives by instance, so the numbering must respect dependencies.
+fn topological_text_order(graph: &Graph, order: &[NodeId]) -> Vec<NodeId> {
+    use petgraph::visit::{EdgeRef, IntoEdgeReferences};
+    use std::cmp::Reverse;
+    let pg = graph.petgraph();
+    let seq = |id: NodeIndex| pg[id].seq;
+    if pg.edge_references().all(|e| seq(e.source()) < seq(e.target())) {
+        return order.to_vec();
+    }
+    let bound = petgraph::visit::NodeIndexable::node_bound(pg);
+    let mut remaining = vec![0usize; bound];
+    for e in pg.edge_references() {
+        remaining[e.target().index()] += 1;
+    }
+    let mut ready: std::collections::BinaryHeap<Reverse<(u64, u32)>> = order
+        .iter()
+        .filter(|id| remaining[id.0.index()] == 0)
+        .map(|id| Reverse((seq(id.0), id.0.index() as u32)))
+        .collect();
+    let mut sorted = Vec::with_capacity(order.len());
+    while let Some(Reverse((_, i))) = ready.pop() {
+        let id = NodeIndex::new(i as usize);
+        sorted.push(NodeId(id));
+        for next in pg.neighbors_directed(id, petgraph::Direction::Outgoing) {
+            remaining[next.index()] -= 1;
+            if remaining[next.index()] == 0 {
+                ready.push(Reverse((seq(next), next.index() as u32)));
+            }
+        }
+    }
+    // A cycle (the verifier reports it) leaves nodes out: keep text order for them.
+    if sorted.len() < order.len() {
+        let placed: HashSet<NodeId> = sorted.iter().copied().collect();
+        sorted.extend(order.iter().filter(|id| !placed.contains(id)));
+    }
+    sorted
 }
 
 /// The rows of a `[groups, size]` group-assignment tensor.

@@ -10,6 +10,9 @@
 //!   named `output{i}` with `num_replicas` results, and result r by an
 //!   `Identity` named `output_{i}_shard_{r}` that also waits for every
 //!   control output.
+//! - A region attribute `output_reduce_ops = ["NONE", "SUM", ...]` marks
+//!   output i with a reduce op: its `TPUReplicatedOutput` carries
+//!   `reduce_op = "SUM"` (or `"MEAN"`); `"NONE"` or `""` leaves it unmarked.
 //! - A computation returning no tensors yields, per replica r, a `NoOp`
 //!   named `shard_{r}` waiting for every control output.
 //!
@@ -38,6 +41,12 @@ pub fn fan_out(graph: &mut Graph) -> Vec<PassError> {
         let region = graph.region(cluster.region);
         let RegionKind::Replicate { outputs, .. } = &region.kind else { continue };
         let outputs: Vec<ValueRef> = outputs.clone();
+        let reduce_ops: Vec<String> = region
+            .attrs
+            .get("output_reduce_ops")
+            .and_then(AttrValue::as_list)
+            .map(|l| l.iter().map(|v| v.as_str().unwrap_or_default().to_string()).collect())
+            .unwrap_or_default();
         let Some(&pivot) = pivots.get(&cluster.name) else {
             errors.push(PassError::MissingPrerequisite {
                 pass: "fan-out",
@@ -76,6 +85,9 @@ pub fn fan_out(graph: &mut Graph) -> Vec<PassError> {
             let mut fan = Node::op(namer.fresh(graph, &format!("output{i}")), "TPUReplicatedOutput")
                 .with_span(value.span)
                 .with_attr("num_replicas", AttrValue::Int(n));
+            if let Some(op) = reduce_ops.get(i).filter(|op| !op.is_empty() && *op != "NONE") {
+                fan = fan.with_attr("reduce_op", AttrValue::str(op.as_str()));
+            }
             if let Some(t) = dtype {
                 identity = identity.with_attr("T", AttrValue::Type(t));
                 fan = fan.with_attr("T", AttrValue::Type(t));

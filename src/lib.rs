@@ -12,4 +12,5 @@ pub mod import;
 pub mod ir;
 pub mod lower;
 pub mod passes;
+pub mod progress;
 pub mod syntax;

@@ -116,3 +116,52 @@ fn logical_core_out_of_range_uses_the_seed_wording() {
         "`logical_device_id` not in range (was 3, but there are only 2 logical devices per replica)"
     );
 }
+
+/// Counts what a lowering or an import reports.
+#[derive(Default)]
+struct Counting {
+    phases: std::sync::Mutex<Vec<(&'static str, u64)>>,
+    done: std::sync::atomic::AtomicU64,
+}
+
+impl tpu_rewrite::progress::Progress for Counting {
+    fn phase(&self, name: &'static str, total: u64) {
+        self.phases.lock().unwrap().push((name, total));
+        self.done.store(0, std::sync::atomic::Ordering::Relaxed);
+    }
+    fn advance(&self, units: u64) {
+        self.done.fetch_add(units, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+#[test]
+fn lowering_and_import_report_progress_up_to_their_totals() {
+    use std::sync::atomic::Ordering;
+    use tpu_rewrite::import::synth::{transformer_graphdef, TransformerConfig};
+    use tpu_rewrite::import::{import_graphdef_observed, GraphDefFormat};
+    use tpu_rewrite::passes::form_clusters::form_clusters;
+
+    let tc = TransformerConfig::default();
+    let bytes = prost::Message::encode_to_vec(&transformer_graphdef(40, &tc));
+    let counting = Counting::default();
+    let (module, errors) = import_graphdef_observed(&bytes, GraphDefFormat::Binary, &counting).unwrap();
+    assert!(errors.is_empty(), "{errors:?}");
+    let phases = counting.phases.lock().unwrap().clone();
+    let (name, total) = *phases.last().unwrap();
+    assert_eq!(name, "importing nodes");
+    let done = counting.done.load(Ordering::Relaxed);
+    assert!(done > 0 && done <= total, "{done} of {total}");
+
+    let graph = &module.graphs[0];
+    let (clusters, _) = form_clusters(graph);
+    let counting = Counting::default();
+    let config = LowerConfig { topology: Topology::parse("1x8").unwrap(), ..LowerConfig::default() };
+    tpu_rewrite::lower::lower_clusters_observed(graph, clusters, &config, &counting).unwrap();
+    let phases = counting.phases.lock().unwrap().clone();
+    assert_eq!(phases.len(), 1);
+    let (name, total) = phases[0];
+    assert_eq!(name, "lowering");
+    let done = counting.done.load(Ordering::Relaxed);
+    // Placing and wiring report every node; the clones report their share.
+    assert!(done * 10 >= total * 9 && done <= total, "{done} of {total}");
+}

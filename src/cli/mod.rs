@@ -8,6 +8,7 @@ pub mod diagnostics;
 pub mod gen;
 pub mod io;
 mod pipeline;
+pub mod progress;
 pub mod source;
 
 use std::path::PathBuf;
@@ -243,7 +244,9 @@ pub fn run(cli: Cli) -> ExitCode {
         }
         Command::Emit { file, input_format, format, output } => {
             let input = InputPath::parse(&file);
-            let Some(loaded) = pipeline::load_any(&input, input_format) else { return ExitCode::from(1) };
+            let bar = progress::DelayedBar::new();
+            let Some(loaded) = pipeline::load_any(&input, input_format, &bar) else { return ExitCode::from(1) };
+            drop(bar);
             match pipeline::emit_bytes(&loaded.module, format) {
                 Some(bytes) => finish(write_output(output.as_deref(), &bytes)),
                 None => ExitCode::from(1),

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use super::diagnostics::AnyDiagnostic;
 use super::io::{write_output, InputPath};
+use super::progress::DelayedBar;
 use super::source::WindowedSource;
 use super::{finish, load, report, EmitFormat, GradientPolicyArg, InputFormat, Loaded, LowerArgs, RewriteArgs};
 use crate::exec::{self, driver, Tensor};
@@ -17,6 +18,7 @@ use crate::lower::{self, LowerConfig, LowerFailure, Topology};
 use crate::passes::form_clusters::ReplicateCluster;
 use crate::passes::gradients::{GradientClusterPolicy, GradientsConfig};
 use crate::passes::{self, DiagnosticSource, PassSelection, PipelineConfig, PrintMode, VerifyMode};
+use crate::progress::Progress;
 
 /// Prints the wall and CPU time since the previous lap, when enabled.
 /// CPU time (all threads) tells more than wall time on a busy machine.
@@ -59,7 +61,7 @@ impl PhaseTimer {
 }
 
 /// Loads `.opg` or a GraphDef, by `--input-format` or by extension.
-pub fn load_any(input: &InputPath, format: Option<InputFormat>) -> Option<Loaded> {
+pub fn load_any(input: &InputPath, format: Option<InputFormat>, progress: &dyn Progress) -> Option<Loaded> {
     let format = format.or_else(|| match input {
         InputPath::File(p) => match import::format_for_path(p) {
             Some(GraphDefFormat::Text) => Some(InputFormat::Pbtxt),
@@ -75,7 +77,7 @@ pub fn load_any(input: &InputPath, format: Option<InputFormat>) -> Option<Loaded
     };
     let name = input.display_name();
     let bytes = super::read_input(input)?;
-    let imported = import::import_graphdef(&bytes, graphdef);
+    let imported = import::import_graphdef_observed(&bytes, graphdef, progress);
     // Binary input has no text to point into; show spans against nothing.
     let source_bytes = if graphdef == GraphDefFormat::Text { bytes } else { Vec::new() };
     let source = Arc::new(WindowedSource::from_vec(name, source_bytes));
@@ -187,7 +189,7 @@ pub fn rewrite_command(
     output: Option<PathBuf>,
 ) -> ExitCode {
     let input = InputPath::parse(file);
-    let Some(mut loaded) = load_any(&input, format) else { return ExitCode::from(1) };
+    let Some(mut loaded) = load_any(&input, format, &DelayedBar::new()) else { return ExitCode::from(1) };
     if !rewrite(&mut loaded, args, print_after_all, time_passes) {
         return ExitCode::from(1);
     }
@@ -212,7 +214,8 @@ fn rewrite_and_lower(
     lower_args: &LowerArgs,
 ) -> Option<(Loaded, lower::Lowered)> {
     let timer = PhaseTimer::start(lower_args.time_passes);
-    let mut loaded = load_any(input, format)?;
+    let bar = DelayedBar::new();
+    let mut loaded = load_any(input, format, &bar)?;
     timer.lap("load");
     let clusters = rewrite_forming_clusters(&mut loaded, rewrite_args, false, lower_args.time_passes)?;
     timer.lap("rewrite");
@@ -230,8 +233,9 @@ fn rewrite_and_lower(
     let lowered = if clusters.is_empty() {
         lower::lower(graph, &config)
     } else {
-        lower::lower_clusters(graph, clusters, &config)
+        lower::lower_clusters_observed(graph, clusters, &config, &bar)
     };
+    drop(bar);
     timer.lap("lower");
     match lowered {
         Ok((lowered, _)) => Some((loaded, lowered)),

@@ -13,6 +13,7 @@ pub mod proto;
 pub mod synth;
 pub mod to_ir;
 
+use crate::progress::{NoProgress, Progress};
 use std::path::Path;
 
 use prost::Message;
@@ -47,11 +48,26 @@ pub fn format_for_path(path: impl AsRef<Path>) -> Option<GraphDefFormat> {
 /// inputs, duplicate names, dropped values; possibly empty), or the error
 /// that stopped decoding.
 pub fn import_graphdef(bytes: &[u8], format: GraphDefFormat) -> Result<(Module, Vec<ImportError>), ImportError> {
+    import_graphdef_observed(bytes, format, &NoProgress)
+}
+
+/// [`import_graphdef`], reporting progress (decoding, then converting nodes).
+pub fn import_graphdef_observed(
+    bytes: &[u8],
+    format: GraphDefFormat,
+    progress: &dyn Progress,
+) -> Result<(Module, Vec<ImportError>), ImportError> {
+    progress.phase("decoding", 1);
     Ok(match format {
-        GraphDefFormat::Binary => to_ir::graphdef_to_module(decode_pb(bytes)?, pbtxt::OpaqueText::default(), None),
+        GraphDefFormat::Binary => {
+            let graph = decode_pb(bytes)?;
+            progress.advance(1);
+            to_ir::graphdef_to_module_observed(graph, pbtxt::OpaqueText::default(), None, progress)
+        }
         GraphDefFormat::Text => {
             let parsed = pbtxt::parse_graphdef_text(bytes)?;
-            to_ir::graphdef_to_module(parsed.graph, parsed.opaque, Some(parsed.spans))
+            progress.advance(1);
+            to_ir::graphdef_to_module_observed(parsed.graph, parsed.opaque, Some(parsed.spans), progress)
         }
     })
 }

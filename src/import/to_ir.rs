@@ -67,6 +67,18 @@ pub fn graphdef_to_module(
     opaque: OpaqueText,
     spans: Option<Vec<NodeSpans>>,
 ) -> (Module, Vec<ImportError>) {
+    graphdef_to_module_observed(graph_def, opaque, spans, &crate::progress::NoProgress)
+}
+
+/// [`graphdef_to_module`], reporting each node added and each node wired.
+pub fn graphdef_to_module_observed(
+    graph_def: GraphDef,
+    opaque: OpaqueText,
+    spans: Option<Vec<NodeSpans>>,
+    progress: &dyn crate::progress::Progress,
+) -> (Module, Vec<ImportError>) {
+    use crate::progress::REPORT_EVERY;
+    progress.phase("importing nodes", 2 * graph_def.node.len() as u64);
     let mut errors = Vec::new();
     let mut graph = Graph::new(GRAPH_NAME);
     graph.attrs = graph_attrs(&graph_def, opaque);
@@ -76,14 +88,17 @@ pub fn graphdef_to_module(
     let mut spans = spans.map(Vec::into_iter);
     let mut interned: HashMap<String, Arc<str>> = HashMap::new();
     let mut pending: Vec<(NodeId, Vec<String>, Vec<Span>)> = Vec::with_capacity(graph_def.node.len());
-    for node_def in graph_def.node {
+    for (n, node_def) in graph_def.node.into_iter().enumerate() {
+        if n as u64 % REPORT_EVERY == REPORT_EVERY - 1 {
+            progress.advance(REPORT_EVERY);
+        }
         let node_spans = spans.as_mut().and_then(Iterator::next).unwrap_or_default();
         let NodeDef { name, op, input, device, attr, experimental_debug_info, experimental_type } = node_def;
         let mut ctx = Ctx { node: &name, span: node_spans.node, errors: &mut errors };
         let mut attrs = AttrMap::new();
         for (key, value) in attr {
             if let Some(v) = ctx.attr_value(value) {
-                attrs.insert(key, v);
+                attrs.insert_shared(intern(&mut interned, key), v);
             }
         }
         if let Some(info) = experimental_debug_info {
@@ -104,7 +119,10 @@ pub fn graphdef_to_module(
         }
     }
 
-    for (id, inputs, input_spans) in pending {
+    for (n, (id, inputs, input_spans)) in pending.into_iter().enumerate() {
+        if n as u64 % REPORT_EVERY == REPORT_EVERY - 1 {
+            progress.advance(REPORT_EVERY);
+        }
         let mut seen_control = false;
         for (i, input) in inputs.iter().enumerate() {
             let span = input_spans.get(i).copied().unwrap_or(graph.node(id).span);

@@ -89,8 +89,18 @@ pub fn lower(graph: &Graph, config: &LowerConfig) -> Result<(Lowered, Vec<LowerE
 /// pipeline's `form-clusters` pass, on this very graph).
 pub fn lower_clusters(
     graph: &Graph,
+    clusters: Vec<ReplicateCluster>,
+    config: &LowerConfig,
+) -> Result<(Lowered, Vec<LowerError>), LowerFailure> {
+    lower_clusters_observed(graph, clusters, config, &crate::progress::NoProgress)
+}
+
+/// [`lower_clusters`], reporting progress.
+pub fn lower_clusters_observed(
+    graph: &Graph,
     mut clusters: Vec<ReplicateCluster>,
     config: &LowerConfig,
+    progress: &dyn crate::progress::Progress,
 ) -> Result<(Lowered, Vec<LowerError>), LowerFailure> {
     if clusters.is_empty() {
         return Err(LowerFailure::Lower(vec![LowerError::NoCluster]));
@@ -104,6 +114,7 @@ pub fn lower_clusters(
         clusters: &clusters,
         assignment: &assignment,
         steps_per_run: config.steps_per_run.max(1),
+        progress,
     };
     let (module, errors) = program::partition(&input);
     if !errors.is_empty() {

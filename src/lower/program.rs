@@ -153,6 +153,8 @@ pub struct PartitionInput<'a> {
     pub clusters: &'a [ReplicateCluster],
     pub assignment: &'a DeviceAssignment,
     pub steps_per_run: u32,
+    /// Where to report progress (placing, wiring and cloning nodes).
+    pub progress: &'a dyn crate::progress::Progress,
 }
 
 /// No node placed here (a slot of [`Builder::placed`]).
@@ -203,12 +205,16 @@ pub fn partition(input: &PartitionInput<'_>) -> (Module, Vec<LowerError>) {
         collective_instance: HashMap::new(),
     };
     let order = src.nodes_in_order();
+    let progress = input.progress;
+    progress.phase("lowering", 3 * order.len() as u64);
     b.assign_parts(&order);
     b.create_programs();
     b.number_collectives(&topological_text_order(src, &order));
     b.place_nodes(&order);
+    progress.advance(order.len() as u64);
     b.wire(&order);
-    b.clone_replicas();
+    progress.advance(order.len() as u64);
+    b.clone_replicas(progress, order.len() as u64);
     b.list_mirrors();
     let Builder { programs, errors, .. } = b;
     let mut graphs: Vec<Graph> = programs.into_iter().map(|(_, g)| g).collect();
@@ -1067,7 +1073,7 @@ impl Builder<'_> {
     }
 
     /// Makes every replica's program other than 0 from its template.
-    fn clone_replicas(&mut self) {
+    fn clone_replicas(&mut self, progress: &dyn crate::progress::Progress, units: u64) {
         let jobs: Vec<(usize, usize, u32)> = self
             .programs
             .iter()
@@ -1078,12 +1084,14 @@ impl Builder<'_> {
             })
             .collect();
         let this = &*self;
+        let per_job = units / (jobs.len() as u64).max(1);
         let made: Vec<(usize, Graph, Vec<LowerError>)> = jobs
             .par_iter()
             .map(|&(template, target, r)| {
                 let (program, ref graph) = this.programs[template];
                 let mut errors = Vec::new();
                 let g = this.instantiate(graph, program.for_replica(r), &this.patches[template], &mut errors);
+                progress.advance(per_job);
                 (target, g, errors)
             })
             .collect();

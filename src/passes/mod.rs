@@ -317,7 +317,7 @@ impl Drop for TimingGuard<'_> {
 pub fn run_pipeline(module: &mut Module, config: &PipelineConfig) -> PipelineReport {
     let mut report = PipelineReport::default();
     let mut clusters: Vec<Vec<ReplicateCluster>> = vec![Vec::new(); module.graphs.len()];
-    let last = PIPELINE.iter().copied().filter(|p| config.runs(*p)).last();
+    let last = PIPELINE.iter().copied().rfind(|p| config.runs(*p));
     for &pass in PIPELINE.iter().filter(|p| config.runs(**p)) {
         let mut found = Vec::new();
         {

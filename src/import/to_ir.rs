@@ -20,7 +20,7 @@
 //! Inputs are resolved after all nodes exist, so GraphDefs in any order
 //! import; a name lookup per input keeps the whole import linear.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
 use prost::Message;
@@ -86,7 +86,7 @@ pub fn graphdef_to_module_observed(
     graph.reserve(graph_def.node.len(), input_count);
 
     let mut spans = spans.map(Vec::into_iter);
-    let mut interned: HashMap<String, Arc<str>> = HashMap::new();
+    let mut interned: HashMap<String, Arc<str>> = HashMap::default();
     let mut pending: Vec<(NodeId, Vec<String>, Vec<Span>)> = Vec::with_capacity(graph_def.node.len());
     for (n, node_def) in graph_def.node.into_iter().enumerate() {
         if n as u64 % REPORT_EVERY == REPORT_EVERY - 1 {

@@ -41,7 +41,7 @@
 //! Cost: linear in nodes + edges for the templates, plus nodes x replicas
 //! for the clones.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::sync::Arc;
 
 use petgraph::stable_graph::NodeIndex;
@@ -196,13 +196,13 @@ pub fn partition(input: &PartitionInput<'_>) -> (Module, Vec<LowerError>) {
         parts: vec![Part::Drop; bound],
         oc_names: Vec::new(),
         programs: Vec::new(),
-        index: HashMap::new(),
+        index: HashMap::default(),
         placed: Vec::new(),
         patches: Vec::new(),
         mirrored: vec![false; bound],
-        channels: HashMap::new(),
+        channels: HashMap::default(),
         errors: Vec::new(),
-        collective_instance: HashMap::new(),
+        collective_instance: HashMap::default(),
     };
     let order = src.nodes_in_order();
     let progress = input.progress;
@@ -281,7 +281,7 @@ impl Builder<'_> {
                 Part::Device { .. } | Part::Oc { .. } | Part::FanIn { .. } | Part::FanOut { .. }
             ) || src.node(id).attrs.contains_key(TPU_REPLICATE)
         };
-        let mut init: HashSet<NodeId> = HashSet::new();
+        let mut init: HashSet<NodeId> = HashSet::default();
         let mut stack: Vec<NodeId> = order
             .iter()
             .copied()

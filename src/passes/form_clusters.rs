@@ -18,7 +18,9 @@
 //! is contracted to one node). Clusters with broken metadata are left out
 //! of the result. Cost: O(nodes + edges) plus sorting each cluster's lists.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
+
+use rustc_hash::FxHashMap as HashMap;
 
 use petgraph::visit::{EdgeRef, NodeIndexable};
 use petgraph::Direction;
@@ -68,7 +70,7 @@ struct Group {
 /// Forms the clusters of `graph` and validates them.
 pub fn form_clusters(graph: &Graph) -> (Vec<ReplicateCluster>, Vec<PassError>) {
     let mut errors = Vec::new();
-    let mut groups: HashMap<&str, Group> = HashMap::new();
+    let mut groups: HashMap<&str, Group> = HashMap::default();
     let mut replicated_inputs = Vec::new();
     let mut replicated_outputs = Vec::new();
     for id in graph.nodes_in_order() {
@@ -319,7 +321,7 @@ fn check_cycles(graph: &Graph, clusters: &[ReplicateCluster], errors: &mut Vec<P
         }
         // Breadth-first search from the cluster back to itself.
         let in_scc: std::collections::HashSet<_> = scc.iter().copied().collect();
-        let mut parent = HashMap::new();
+        let mut parent = HashMap::default();
         let mut queue = VecDeque::from([start]);
         let mut last = None;
         'search: while let Some(n) = queue.pop_front() {

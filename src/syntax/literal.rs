@@ -107,14 +107,28 @@ pub fn bytes_to_str(bytes: Cow<'_, [u8]>) -> Cow<'_, str> {
     }
 }
 
+/// Bytes allowed in a plain name after its first byte (a lookup table:
+/// the printer asks this of every name it writes).
+const PLAIN_BYTE: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        table[b] = c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-' | b'/' | b'>');
+        b += 1;
+    }
+    table
+};
+
 /// True when `name` can be written without quotes after `%` or `@`.
 pub fn is_plain_name(name: &str) -> bool {
-    let mut chars = name.chars();
-    match chars.next() {
-        Some(c) if c.is_ascii_alphanumeric() || c == '_' || c == '.' => {}
-        _ => return false,
+    match name.as_bytes() {
+        [first, rest @ ..] => {
+            (first.is_ascii_alphanumeric() || matches!(first, b'_' | b'.'))
+                && rest.iter().all(|&b| PLAIN_BYTE[usize::from(b)])
+        }
+        [] => false,
     }
-    chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-' | '/' | '>'))
 }
 
 /// Writes `bytes` as a string literal body (without quotes), escaping as needed.

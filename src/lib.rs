@@ -5,6 +5,11 @@
 //! `lower` (per-device programs) → `exec` (the device mesh). `emit` prints
 //! any stage; `import` reads TensorFlow GraphDefs; `cli` drives it all.
 
+/// The global allocator (feature `mimalloc`, on by default).
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 pub mod cli;
 pub mod emit;
 pub mod exec;

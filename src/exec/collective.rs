@@ -38,9 +38,14 @@ use ndarray::{ArcArray, ArrayD, IxDyn};
 use super::kernels::Num;
 use super::tensor::Tensor;
 
-/// Below this many input elements (summed over members and tensors) one
-/// member reduces everything.
+/// When every tensor of a call has fewer input elements than this (summed
+/// over members), and the whole call fewer than [`SMALL_CALL_ELEMENTS`],
+/// one member reduces everything: each tensor's reduction stays in cache,
+/// and a fused call of many small tensors costs one rendezvous.
 const SMALL_ELEMENTS: usize = 1 << 20;
+
+/// The most input elements (over members and tensors) one member reduces alone.
+const SMALL_CALL_ELEMENTS: usize = 32 << 20;
 
 /// Elements reduced per block: the scratch accumulator (128 KiB of f32)
 /// stays in the core's cache, and each member's run of a block is long
@@ -287,7 +292,10 @@ impl Collectives {
                     Kind::Broadcast { .. } => {}
                     Kind::AllReduce(op) => match validate(&all) {
                         Err(message) => st.result = Some(Err(message)),
-                        Ok(elements) if elements * call.group_size < SMALL_ELEMENTS => {
+                        Ok((total, largest))
+                            if largest * call.group_size < SMALL_ELEMENTS
+                                && total * call.group_size < SMALL_CALL_ELEMENTS =>
+                        {
                             drop(st);
                             let out = self.allocate(call, &all);
                             for (i, buf) in out.iter().enumerate() {
@@ -415,9 +423,10 @@ fn wait<'a>(
     }
 }
 
-/// Checks every member gave the same number of tensors with the same
-/// dtypes and shapes; returns the element count of one member's inputs.
-fn validate(all: &[Vec<Tensor>]) -> Result<usize, String> {
+/// Checks that every member gave tensors of the same kinds and shapes;
+/// returns the element count of one member's tensors, in total and of the
+/// largest.
+fn validate(all: &[Vec<Tensor>]) -> Result<(usize, usize), String> {
     let first = all.first().ok_or("no members")?;
     for (rank, inputs) in all.iter().enumerate() {
         if inputs.len() != first.len() {
@@ -438,7 +447,7 @@ fn validate(all: &[Vec<Tensor>]) -> Result<usize, String> {
             }
         }
     }
-    Ok(first.iter().map(Tensor::len).sum())
+    Ok((first.iter().map(Tensor::len).sum(), first.iter().map(Tensor::len).max().unwrap_or(0)))
 }
 
 /// The inputs of tensor `index` of every member, as slices of type `T`.

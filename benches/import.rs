@@ -13,6 +13,9 @@ use tpu_rewrite::import::pbtxt_print::print_graphdef;
 use tpu_rewrite::import::synth::{layers_for_nodes, transformer_graphdef, TransformerConfig};
 use tpu_rewrite::import::{import_graphdef, GraphDefFormat};
 
+mod common;
+use common::Timer;
+
 const NODES: usize = 100_000;
 
 fn bench_import(c: &mut Criterion) {
@@ -65,32 +68,6 @@ fn report_phases(config: &TransformerConfig) {
             graph_def.node.len()
         );
         black_box((parsed, exported));
-    }
-}
-
-/// Wall time and this thread's CPU time (from `/proc/thread-self/schedstat`,
-/// where available), so figures stay meaningful on a loaded machine.
-struct Timer {
-    wall: std::time::Instant,
-    cpu: Option<u64>,
-}
-
-fn thread_cpu_ns() -> Option<u64> {
-    let stat = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    stat.split_whitespace().next()?.parse().ok()
-}
-
-impl Timer {
-    fn start() -> Timer {
-        Timer { wall: std::time::Instant::now(), cpu: thread_cpu_ns() }
-    }
-
-    fn stop(&self) -> String {
-        let wall = self.wall.elapsed().as_secs_f64() * 1e3;
-        match (self.cpu, thread_cpu_ns()) {
-            (Some(a), Some(b)) => format!("{wall:.0}/{:.0} ms", (b - a) as f64 / 1e6),
-            _ => format!("{wall:.0} ms"),
-        }
     }
 }
 

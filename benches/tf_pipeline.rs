@@ -17,6 +17,9 @@ use tpu_rewrite::ir::Module;
 use tpu_rewrite::lower::{lower_clusters, LowerConfig, Topology};
 use tpu_rewrite::passes::form_clusters::form_clusters;
 
+mod common;
+use common::Timer;
+
 const NODES: usize = 100_000;
 const REPLICAS: usize = 8;
 
@@ -90,38 +93,6 @@ fn report_phases(pb: &[u8], pbtxt: &[u8], config: &LowerConfig) {
             lowered.module.graphs.len()
         );
         std::mem::forget((module, lowered));
-    }
-}
-
-/// Wall time and this thread's CPU time (from `/proc/thread-self/schedstat`,
-/// where available).
-struct Timer {
-    wall: std::time::Instant,
-    cpu: Option<u64>,
-}
-
-/// CPU time of every thread of the process (lowering clones replicas on
-/// rayon's threads), from Linux's schedstat.
-fn thread_cpu_ns() -> Option<u64> {
-    let mut total = 0u64;
-    for task in std::fs::read_dir("/proc/self/task").ok()? {
-        let stat = std::fs::read_to_string(task.ok()?.path().join("schedstat")).ok()?;
-        total += stat.split_whitespace().next()?.parse::<u64>().ok()?;
-    }
-    Some(total)
-}
-
-impl Timer {
-    fn start() -> Timer {
-        Timer { wall: std::time::Instant::now(), cpu: thread_cpu_ns() }
-    }
-
-    fn stop(&self) -> String {
-        let wall = self.wall.elapsed().as_secs_f64() * 1e3;
-        match (self.cpu, thread_cpu_ns()) {
-            (Some(a), Some(b)) => format!("{wall:.0}/{:.0} ms", (b - a) as f64 / 1e6),
-            _ => format!("{wall:.0} ms"),
-        }
     }
 }
 

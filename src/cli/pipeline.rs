@@ -24,22 +24,12 @@ use crate::progress::Progress;
 /// CPU time (all threads) tells more than wall time on a busy machine.
 struct PhaseTimer {
     enabled: bool,
-    last: std::cell::Cell<(std::time::Instant, Option<u64>)>,
-}
-
-/// CPU time of every thread of this process, from Linux's schedstat.
-fn process_cpu_ns() -> Option<u64> {
-    let mut total = 0u64;
-    for task in std::fs::read_dir("/proc/self/task").ok()? {
-        let stat = std::fs::read_to_string(task.ok()?.path().join("schedstat")).ok()?;
-        total += stat.split_whitespace().next()?.parse::<u64>().ok()?;
-    }
-    Some(total)
+    last: std::cell::Cell<(std::time::Instant, Option<Duration>)>,
 }
 
 impl PhaseTimer {
     fn start(enabled: bool) -> PhaseTimer {
-        let cpu = if enabled { process_cpu_ns() } else { None };
+        let cpu = if enabled { crate::progress::process_cpu_time() } else { None };
         PhaseTimer { enabled, last: std::cell::Cell::new((std::time::Instant::now(), cpu)) }
     }
 
@@ -47,16 +37,16 @@ impl PhaseTimer {
         if !self.enabled {
             return;
         }
-        let (now, cpu) = (std::time::Instant::now(), process_cpu_ns());
+        let (now, cpu) = (std::time::Instant::now(), crate::progress::process_cpu_time());
         let (then, cpu_then) = self.last.get();
         let wall = (now - then).as_secs_f64() * 1e3;
         match (cpu, cpu_then) {
             (Some(b), Some(a)) => {
-                eprintln!("{phase:<24} {wall:>12.3} ms wall {:>10.3} ms cpu", b.saturating_sub(a) as f64 / 1e6)
+                eprintln!("{phase:<24} {wall:>12.3} ms wall {:>10.3} ms cpu", b.saturating_sub(a).as_secs_f64() * 1e3)
             }
             _ => eprintln!("{phase:<24} {wall:>12.3} ms wall"),
         }
-        self.last.set((std::time::Instant::now(), process_cpu_ns()));
+        self.last.set((std::time::Instant::now(), crate::progress::process_cpu_time()));
     }
 }
 

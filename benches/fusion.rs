@@ -18,6 +18,7 @@ use tpu_rewrite::exec::{Feeds, Fetch, Mesh, MeshConfig, Tensor};
 use tpu_rewrite::ir::parse_module;
 use tpu_rewrite::lower::{lower, LowerConfig, Topology};
 use tpu_rewrite::passes::{run_pipeline, AllReduceFusion, FusionConfig, PipelineConfig};
+use tpu_rewrite::progress::process_cpu_time;
 
 const REPLICAS: usize = 8;
 const SUMS: usize = 32;
@@ -51,6 +52,12 @@ fn setup(fusion: AllReduceFusion) -> (Mesh, Vec<Fetch>) {
     assert!(!report.has_errors(), "{:?}", report.diagnostics);
     let config = LowerConfig { topology: Topology::parse("2x4").expect("topology"), ..LowerConfig::default() };
     let (lowered, _) = lower(&module.graphs[0], &config).unwrap_or_else(|e| panic!("lowering failed: {e:?}"));
+    // Guard the comparison itself: fused, each replica meets once; unfused, 32 times.
+    let replica = lowered.module.graphs.iter().find(|g| g.name == "cluster/replica_0").expect("replica 0's program");
+    let collectives =
+        replica.nodes_in_order().into_iter().filter(|&id| &*replica.node(id).op == "CollectiveAllReduce").count();
+    let expected = if matches!(fusion, AllReduceFusion::Off) { SUMS } else { 1 };
+    assert_eq!(collectives, expected, "collectives per replica with {fusion:?}");
     let mesh = Mesh::new(&lowered.module, MeshConfig::default()).expect("mesh");
     for r in 0..REPLICAS {
         for k in 0..SUMS {
@@ -62,28 +69,19 @@ fn setup(fusion: AllReduceFusion) -> (Mesh, Vec<Fetch>) {
     (mesh, vec![Fetch::new("host", "output_0_shard_0:0")])
 }
 
-/// User + system CPU time of this process so far, from `/proc/self/stat`
-/// (Linux; clock ticks of 1/100 s).
-fn cpu_seconds() -> Option<f64> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-    let ticks = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
-    Some(ticks / 100.0)
-}
-
 /// Prints the CPU time and wall time per step over `steps` steps: on a
 /// shared machine the CPU time is the steadier figure.
 fn report_cpu(name: &str, mesh: &Mesh, fetches: &[Fetch], steps: u32) {
-    let (cpu0, wall0) = (cpu_seconds(), std::time::Instant::now());
+    let (cpu0, wall0) = (process_cpu_time(), std::time::Instant::now());
     for _ in 0..steps {
         black_box(mesh.run_step(&Feeds::new(), fetches).expect("step"));
     }
     let wall = wall0.elapsed().as_secs_f64() * 1e3 / f64::from(steps);
-    match (cpu0, cpu_seconds()) {
+    match (cpu0, process_cpu_time()) {
         (Some(a), Some(b)) => {
             println!(
                 "{name}: {:.2} ms CPU, {wall:.2} ms wall per step ({steps} steps)",
-                (b - a) * 1e3 / f64::from(steps)
+                (b - a).as_secs_f64() * 1e3 / f64::from(steps)
             )
         }
         _ => println!("{name}: {wall:.2} ms wall per step ({steps} steps)"),

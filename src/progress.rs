@@ -29,14 +29,21 @@ impl Progress for NoProgress {
 /// How many units of work pass between two reports.
 pub const REPORT_EVERY: u64 = 4096;
 
-/// CPU time used so far by every thread of this process (lowering clones
-/// replicas on rayon's threads), from Linux's per-thread schedstat; `None`
-/// where that is not available.
+/// CPU time used so far by every thread of this process, including
+/// threads that have already exited (the mesh runs each step on fresh
+/// threads; lowering clones replicas on rayon's), from the process CPU-time
+/// clock; `None` where there is none.
 pub fn process_cpu_time() -> Option<std::time::Duration> {
-    let mut total = 0u64;
-    for task in std::fs::read_dir("/proc/self/task").ok()? {
-        let stat = std::fs::read_to_string(task.ok()?.path().join("schedstat")).ok()?;
-        total += stat.split_whitespace().next()?.parse::<u64>().ok()?;
+    #[cfg(unix)]
+    {
+        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        // SAFETY: `ts` is a valid, writable timespec for the call.
+        let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+        if rc != 0 {
+            return None;
+        }
+        Some(std::time::Duration::new(u64::try_from(ts.tv_sec).ok()?, u32::try_from(ts.tv_nsec).ok()?))
     }
-    Some(std::time::Duration::from_nanos(total))
+    #[cfg(not(unix))]
+    None
 }

@@ -5,11 +5,16 @@
 //! member can read every other member's data in place).
 //!
 //! All-reduce is a reduce-scatter followed by an all-gather:
-//! - reduce-scatter: the flattened tensor is cut into `group_size` chunks
-//!   and member `r` reduces chunk `r` of every member's input, reading them
-//!   in place, in rank order, a cache-sized block at a time;
-//! - all-gather: the chunks are written in place into one output buffer
-//!   (each member owns a disjoint range), which every member then shares
+//! - reduce-scatter: every tensor is cut into work units of [`UNIT`]
+//!   elements, and the members claim units one at a time until none is
+//!   left, reducing each unit of every member's input in place, in rank
+//!   order, a cache-sized block at a time. Claiming (rather than giving
+//!   member `r` the `r`-th chunk) lets whichever members are running do
+//!   the work: with more device threads than cores, a descheduled member
+//!   no longer holds up its chunk, and a fused call of many tensors is
+//!   reduced by every core at once;
+//! - all-gather: the units are written in place into one output buffer per
+//!   tensor (units are disjoint ranges), which every member then shares
 //!   (copy-on-write), so gathering copies nothing.
 //!
 //! Output buffers are reused across steps: the mesh keeps a [`BufferPool`]
@@ -38,14 +43,16 @@ use ndarray::{ArcArray, ArrayD, IxDyn};
 use super::kernels::Num;
 use super::tensor::Tensor;
 
-/// When every tensor of a call has fewer input elements than this (summed
-/// over members), and the whole call fewer than [`SMALL_CALL_ELEMENTS`],
-/// one member reduces everything: each tensor's reduction stays in cache,
-/// and a fused call of many small tensors costs one rendezvous.
+/// When a call has fewer input elements than this (summed over members
+/// and tensors), or only one work unit, the member arriving last reduces
+/// everything itself: the reduction stays in cache and costs no second
+/// wakeup of the others.
 const SMALL_ELEMENTS: usize = 1 << 20;
 
-/// The most input elements (over members and tensors) one member reduces alone.
-const SMALL_CALL_ELEMENTS: usize = 32 << 20;
+/// Elements of one member's tensor in one work unit (256 KiB of f32): large
+/// enough that claiming a unit costs little next to reducing it, small
+/// enough that a fused call splits evenly over the running members.
+const UNIT: usize = 1 << 16;
 
 /// Elements reduced per block: the scratch accumulator (128 KiB of f32)
 /// stays in the core's cache, and each member's run of a block is long
@@ -160,7 +167,13 @@ struct State {
     all: Option<Arc<Vec<Vec<Tensor>>>>,
     /// The output buffers (one per tensor) members fill, for the scatter path.
     out: Option<Arc<Vec<OutBuf>>>,
-    chunks_done: usize,
+    /// The work units of the scatter path: (tensor index, element range).
+    units: Vec<(usize, Range<usize>)>,
+    /// The first unit nobody has claimed yet.
+    next_unit: usize,
+    /// Units reduced. A member holds clones of `all` and `out` only while
+    /// it reduces a claimed unit, so when every unit is done nobody does.
+    units_done: usize,
     result: Option<Result<Arc<Vec<Tensor>>, String>>,
 }
 
@@ -217,6 +230,17 @@ enum OutBuf {
     I64(Buffer<i64>),
 }
 
+impl OutBuf {
+    fn len(&self) -> usize {
+        match self {
+            OutBuf::F32(b) => b.len,
+            OutBuf::F64(b) => b.len,
+            OutBuf::I32(b) => b.len,
+            OutBuf::I64(b) => b.len,
+        }
+    }
+}
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
@@ -247,6 +271,39 @@ impl Collectives {
     fn keep(&self, call: &Call<'_>, result: &Result<Vec<Tensor>, String>) {
         if let (Some(pool), Ok(outputs)) = (&self.pool, result) {
             pool.keep(call.group, call.instance, outputs);
+        }
+    }
+
+    /// Claims and reduces work units of `rv` until none is left; the member
+    /// that finishes the last unit turns the buffers into the result.
+    fn reduce_units(&self, rv: &Rendezvous, call: &Call<'_>, op: ReduceOp) {
+        loop {
+            let (all, out, (index, range)) = {
+                let mut st = lock(&rv.state);
+                let (Some(all), Some(out)) = (st.all.clone(), st.out.clone()) else { return };
+                let Some(unit) = st.units.get(st.next_unit).cloned() else { return };
+                st.next_unit += 1;
+                (all, out, unit)
+            };
+            // SAFETY: units are disjoint ranges and each is claimed once, so
+            // no two threads write the same elements; the buffers are taken
+            // apart only when every unit is done, after this thread has
+            // dropped its clones below.
+            unsafe { reduce_into(&all, index, &out[index], range, op) };
+            drop((all, out));
+            let mut st = lock(&rv.state);
+            st.units_done += 1;
+            if st.units_done == st.units.len() {
+                let out = st.out.take().and_then(|o| Arc::try_unwrap(o).ok());
+                let result = match (st.all.take(), out) {
+                    (Some(all), Some(out)) => finish(&all, out),
+                    _ => Err("internal: all-reduce buffers still shared".to_string()),
+                };
+                self.keep(call, &result);
+                st.result = Some(result.map(Arc::new));
+                rv.changed.notify_all();
+                return;
+            }
         }
     }
 
@@ -292,15 +349,15 @@ impl Collectives {
                     Kind::Broadcast { .. } => {}
                     Kind::AllReduce(op) => match validate(&all) {
                         Err(message) => st.result = Some(Err(message)),
-                        Ok((total, largest))
-                            if largest * call.group_size < SMALL_ELEMENTS
-                                && total * call.group_size < SMALL_CALL_ELEMENTS =>
+                        Ok(total)
+                            if total * call.group_size < SMALL_ELEMENTS
+                                || all[0].iter().map(|t| t.len().div_ceil(UNIT)).sum::<usize>() <= 1 =>
                         {
                             drop(st);
                             let out = self.allocate(call, &all);
                             for (i, buf) in out.iter().enumerate() {
                                 // SAFETY: the only writer, of the whole buffer.
-                                unsafe { reduce_into(&all, i, buf, 0, 1, op) };
+                                unsafe { reduce_into(&all, i, buf, 0..buf.len(), op) };
                             }
                             let result = finish(&all, out);
                             self.keep(call, &result);
@@ -308,6 +365,7 @@ impl Collectives {
                             st.result = Some(result.map(Arc::new));
                         }
                         Ok(_) => {
+                            st.units = work_units(&all[0]);
                             st.out = Some(Arc::new(self.allocate(call, &all)));
                             st.all = Some(Arc::new(all));
                         }
@@ -317,33 +375,13 @@ impl Collectives {
             }
             if matches!(call.kind, Kind::AllReduce(_)) && st.result.is_none() {
                 let st = wait(&rv, st, deadline, waiter, |s| s.all.is_some() || s.result.is_some())?;
-                st.all.clone().zip(st.out.clone())
+                st.all.is_some()
             } else {
-                None
+                false
             }
         };
-        if let (Some((all, out)), Kind::AllReduce(op)) = (scatter, call.kind) {
-            // Reduce-scatter: reduce this member's chunk of every tensor, in place.
-            for (i, buf) in out.iter().enumerate() {
-                // SAFETY: each rank writes only its own chunk range, and the
-                // buffers are taken apart only after every rank has counted
-                // itself done below.
-                unsafe { reduce_into(&all, i, buf, call.rank, call.group_size, op) };
-            }
-            drop(out);
-            let mut st = lock(&rv.state);
-            st.chunks_done += 1;
-            if st.chunks_done == call.group_size {
-                // Every chunk is written: hand out the buffers as the result.
-                let out = st.out.take().and_then(|o| Arc::try_unwrap(o).ok());
-                let result = match (st.all.take(), out) {
-                    (Some(all), Some(out)) => finish(&all, out),
-                    _ => Err("internal: all-reduce buffers still shared".to_string()),
-                };
-                self.keep(call, &result);
-                st.result = Some(result.map(Arc::new));
-                rv.changed.notify_all();
-            }
+        if let (true, Kind::AllReduce(op)) = (scatter, call.kind) {
+            self.reduce_units(&rv, call, op);
         }
         let st = lock(&rv.state);
         let st = wait(&rv, st, deadline, waiter, |s| s.result.is_some())?;
@@ -424,9 +462,8 @@ fn wait<'a>(
 }
 
 /// Checks that every member gave tensors of the same kinds and shapes;
-/// returns the element count of one member's tensors, in total and of the
-/// largest.
-fn validate(all: &[Vec<Tensor>]) -> Result<(usize, usize), String> {
+/// returns the element count of one member's tensors.
+fn validate(all: &[Vec<Tensor>]) -> Result<usize, String> {
     let first = all.first().ok_or("no members")?;
     for (rank, inputs) in all.iter().enumerate() {
         if inputs.len() != first.len() {
@@ -447,7 +484,7 @@ fn validate(all: &[Vec<Tensor>]) -> Result<(usize, usize), String> {
             }
         }
     }
-    Ok((first.iter().map(Tensor::len).sum(), first.iter().map(Tensor::len).max().unwrap_or(0)))
+    Ok(first.iter().map(Tensor::len).sum())
 }
 
 /// The inputs of tensor `index` of every member, as slices of type `T`.
@@ -555,8 +592,14 @@ fn store_fence() {
     };
 }
 
-fn chunk_range(len: usize, part: usize, parts: usize) -> Range<usize> {
-    (len * part / parts)..(len * (part + 1) / parts)
+/// The work units of a call whose members each give tensors like `tensors`:
+/// every tensor cut into runs of at most [`UNIT`] elements.
+fn work_units(tensors: &[Tensor]) -> Vec<(usize, Range<usize>)> {
+    tensors
+        .iter()
+        .enumerate()
+        .flat_map(|(i, t)| (0..t.len()).step_by(UNIT).map(move |start| (i, start..(start + UNIT).min(t.len()))))
+        .collect()
 }
 
 /// A new output buffer for a tensor like `t`.
@@ -569,15 +612,14 @@ fn fresh_buffer(t: &Tensor) -> OutBuf {
     }
 }
 
-/// Reduces chunk `part` of `parts` of tensor `index` into `buf`.
+/// Reduces elements `range` of tensor `index` into `buf`.
 ///
 /// # Safety
-/// No other thread may write the same chunk of `buf` at the same time.
-unsafe fn reduce_into(all: &[Vec<Tensor>], index: usize, buf: &OutBuf, part: usize, parts: usize, op: ReduceOp) {
+/// No other thread may write the same elements of `buf` at the same time.
+unsafe fn reduce_into(all: &[Vec<Tensor>], index: usize, buf: &OutBuf, range: Range<usize>, op: ReduceOp) {
     macro_rules! go {
         ($ty:ty, $b:expr) => {
             if let Some(inputs) = slices::<$ty>(all, index) {
-                let range = chunk_range($b.len, part, parts);
                 // SAFETY: the caller guarantees this chunk is written by this thread only.
                 let out = unsafe { $b.range_mut(range.clone()) };
                 let streaming = $b.len * std::mem::size_of::<$ty>() >= STREAM_BYTES;

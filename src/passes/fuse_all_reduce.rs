@@ -231,7 +231,6 @@ const SHAPE_PRESERVING: &[&str] = &[
     "Square",
     "Tanh",
     "TPUReplicatedInput",
-    "ReadVariableOp",
     "CrossReplicaSum",
 ];
 
@@ -239,9 +238,12 @@ const SHAPE_PRESERVING: &[&str] = &[
 const ELEMENTWISE: &[&str] = &["Add", "AddV2", "Div", "Maximum", "Minimum", "Mul", "RealDiv", "Sub"];
 
 /// The element count of a value with a fully static shape, looking
-/// through a bounded chain of shape-preserving ops.
+/// through a bounded chain of shape-preserving ops. A variable read has the
+/// shape of its variable: the `shape` of the `VarHandleOp` it reads
+/// (through any `TPUReplicatedInput` or `Identity` of the handle).
 fn static_elements(graph: &Graph, value: Input) -> Option<u64> {
     let mut current = value;
+    let mut reads_variable = false;
     for _ in 0..64 {
         let node = graph.node(current.src);
         let out = current.output.unwrap_or(0) as usize;
@@ -256,7 +258,13 @@ fn static_elements(graph: &Graph, value: Input) -> Option<u64> {
                 let t = node.attrs.get("value")?.as_tensor()?;
                 return t.shape.iter().try_fold(1u64, |acc, &d| acc.checked_mul(u64::try_from(d).ok()?));
             }
-            "VarHandleOp" => return None,
+            "VarHandleOp" if reads_variable => {
+                return node.attrs.get("shape").and_then(AttrValue::as_shape).and_then(shape_elements)
+            }
+            "ReadVariableOp" if !reads_variable => {
+                reads_variable = true;
+                current = *graph.data_inputs(current.src).first()?;
+            }
             op if SHAPE_PRESERVING.contains(&op) => current = *graph.data_inputs(current.src).first()?,
             op if ELEMENTWISE.contains(&op) => {
                 let sizes: Vec<Option<u64>> =
@@ -387,5 +395,35 @@ graph @g {
         let mut g = parse(TAGGED);
         fuse_all_reduce(&mut g, &FusionConfig { threshold_bytes: Some(32) });
         assert!(g.find("b/fused").is_some());
+    }
+
+    #[test]
+    fn variable_reads_take_the_size_of_their_variable() {
+        let text = r#"
+graph @g {
+  %v = VarHandleOp() {dtype = f32, shape = shape[2, 8], shared_name = "v"}
+  %w = VarHandleOp() {dtype = f32, shape = shape[8], shared_name = "w"}
+  %u = VarHandleOp() {dtype = f32, shared_name = "u"}
+  %rv = ReadVariableOp(%v) {dtype = f32, _tpu_replicate = "c"}
+  %rw = ReadVariableOp(%w) {dtype = f32, _tpu_replicate = "c"}
+  %ru = ReadVariableOp(%u) {dtype = f32, _tpu_replicate = "c"}
+  %a = CrossReplicaSum(%rv) {T = f32, _tpu_replicate = "c"}
+  %b = CrossReplicaSum(%rw) {T = f32, _tpu_replicate = "c"}
+  %c = CrossReplicaSum(%ru) {T = f32, _tpu_replicate = "c"}
+}
+"#;
+        let g = parse(text);
+        assert_eq!(operand_bytes(&g, g.find("a").unwrap()), Some(64));
+        assert_eq!(operand_bytes(&g, g.find("b").unwrap()), Some(32));
+        // A variable without a static shape has no size, so it is not fused under a threshold.
+        assert_eq!(operand_bytes(&g, g.find("c").unwrap()), None);
+        let mut g = parse(text);
+        fuse_all_reduce(&mut g, &FusionConfig { threshold_bytes: Some(96) });
+        let fused = g.find("a/fused").expect("a and b fused");
+        assert_eq!(g.data_inputs(fused).len(), 2);
+        assert!(g.find("c").is_some());
+        let mut g = parse(text);
+        fuse_all_reduce(&mut g, &FusionConfig { threshold_bytes: Some(95) });
+        assert!(g.find("a/fused").is_none(), "64 + 32 bytes exceed a 95-byte threshold");
     }
 }

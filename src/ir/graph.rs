@@ -409,6 +409,39 @@ impl Graph {
         self.graph.add_edge(src.0, dst.0, Edge { kind: EdgeKind::Control { slot }, span })
     }
 
+    /// Adds control edges `src -> dst` at the next free control slots,
+    /// counting the used slots once.
+    pub fn add_control_inputs(&mut self, dst: NodeId, srcs: &[NodeId], span: Span) {
+        let first = self.count_inputs(dst, true) as u32;
+        for (i, &src) in srcs.iter().enumerate() {
+            let kind = EdgeKind::Control { slot: first + i as u32 };
+            self.graph.add_edge(src.0, dst.0, Edge { kind, span });
+        }
+    }
+
+    /// Adds inputs of either kind, in order, each at the next free slot of
+    /// its kind, counting the used slots once.
+    pub fn add_inputs(&mut self, dst: NodeId, inputs: &[Input]) {
+        let (mut data, mut control) = if self.graph.edges_directed(dst.0, Direction::Incoming).next().is_none() {
+            (0, 0)
+        } else {
+            (self.count_inputs(dst, false) as u32, self.count_inputs(dst, true) as u32)
+        };
+        for input in inputs {
+            let kind = match input.output {
+                Some(output) => {
+                    data += 1;
+                    EdgeKind::Data { output, slot: data - 1 }
+                }
+                None => {
+                    control += 1;
+                    EdgeKind::Control { slot: control - 1 }
+                }
+            };
+            self.graph.add_edge(input.src.0, dst.0, Edge { kind, span: input.span });
+        }
+    }
+
     /// Adds an input of either kind.
     pub fn add_input(&mut self, dst: NodeId, input: Input) {
         match input.output {

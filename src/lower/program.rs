@@ -114,7 +114,7 @@ impl Program {
 }
 
 /// The port of a channel key: a data output, or a control token.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Port {
     Data(u32),
     Control,
@@ -141,7 +141,8 @@ enum Patch {
     Mirror { node: NodeId, var: NodeId },
     /// A `_Send` or `_Recv`: its channel key.
     Channel { node: NodeId, key: KeyTemplate },
-    /// The all-reduce of a marked output: its rank is the replica.
+    /// A collective over all replicas (or the all-reduce of a marked
+    /// output): its rank is the replica.
     Rank { node: NodeId },
     /// The `_Recv` of a replicated input: named after the replica's operand.
     FanInRecv { node: NodeId, fan_in: NodeId, key: KeyTemplate },
@@ -176,7 +177,16 @@ struct Builder<'a> {
     /// Per template program: its replica-dependent nodes.
     patches: Vec<Vec<Patch>>,
     mirrored: Vec<bool>,
-    channels: HashMap<(String, usize), NodeId>,
+    /// The receiving end of each transfer made so far, by (sending
+    /// program, receiving program, producer, port), so that every value
+    /// crosses between two programs once. Keyed by structure, not by the
+    /// channel's spelling, so a lookup formats nothing.
+    channels: HashMap<(usize, usize, NodeId, Port), NodeId>,
+    /// The host's recvs, in replica order, of a per-replica op's control
+    /// token, by (template program, host-side program, producer).
+    control_to_host: HashMap<(usize, usize, NodeId), Vec<NodeId>>,
+    /// Replica 0's recv of each replicated input, by (fan-in, program).
+    fan_in_recvs: HashMap<(NodeId, usize), NodeId>,
     errors: Vec<LowerError>,
     collective_instance: HashMap<(u32, NodeId), i64>,
 }
@@ -201,6 +211,8 @@ pub fn partition(input: &PartitionInput<'_>) -> (Module, Vec<LowerError>) {
         patches: Vec::new(),
         mirrored: vec![false; bound],
         channels: HashMap::default(),
+        control_to_host: HashMap::default(),
+        fan_in_recvs: HashMap::default(),
         errors: Vec::new(),
         collective_instance: HashMap::default(),
     };
@@ -485,6 +497,22 @@ impl Builder<'_> {
 
     fn place_nodes(&mut self, order: &[NodeId]) {
         let src = self.src;
+        // Reserve each built program's nodes and edges up front: growing
+        // vectors of a million nodes by doubling copies them and faults
+        // their pages in again. Sends and recvs come on top; they grow.
+        let mut sizes = vec![(0usize, 0usize); self.programs.len()];
+        for &id in order {
+            for program in self.programs_of(self.parts[part_index(id)]).into_iter().flatten() {
+                let size = &mut sizes[self.index[&program]];
+                size.0 += 1;
+                size.1 += src.petgraph().edges_directed(id.0, petgraph::Direction::Incoming).count();
+            }
+        }
+        for (pi, (nodes, edges)) in sizes.into_iter().enumerate() {
+            if nodes > 0 {
+                self.programs[pi].1.reserve(nodes + nodes / 8, edges + edges / 8);
+            }
+        }
         for &id in order {
             let part = self.parts[part_index(id)];
             for program in self.programs_of(part).into_iter().flatten() {
@@ -492,10 +520,17 @@ impl Builder<'_> {
                 let pi = self.index[&program];
                 let new = self.programs[pi].1.add_node_unique(node);
                 self.placed[pi][part_index(id)] = new.0.index() as u32;
-                if program.replica().is_some()
-                    && matches!(&*src.node(id).op, "CrossReplicaSum" | "AllReduce" | "Broadcast" | "ReplicaId")
-                {
-                    self.patches[pi].push(Patch::Lowered { node: new, src: id });
+                if program.replica().is_some() {
+                    match &*src.node(id).op {
+                        // Over all replicas, only the rank differs between replicas.
+                        "CrossReplicaSum" | "AllReduce" | "Broadcast" if !self.has_replica_groups(id) => {
+                            self.patches[pi].push(Patch::Rank { node: new })
+                        }
+                        "CrossReplicaSum" | "AllReduce" | "Broadcast" | "ReplicaId" => {
+                            self.patches[pi].push(Patch::Lowered { node: new, src: id })
+                        }
+                        _ => {}
+                    }
                 }
             }
         }
@@ -593,6 +628,18 @@ impl Builder<'_> {
         }
     }
 
+    /// Whether a collective names replica groups (a `group_assignment`
+    /// constant operand or attribute) rather than spanning all replicas.
+    fn has_replica_groups(&self, id: NodeId) -> bool {
+        let src = self.src.node(id);
+        match &*src.op {
+            "CrossReplicaSum" => self.src.data_inputs(id).get(1).is_some_and(|i| {
+                self.src.node(i.src).attrs.get("value").and_then(|v| v.as_tensor()).and_then(groups_of).is_some()
+            }),
+            _ => src.attrs.get("group_assignment").and_then(|v| v.as_tensor()).and_then(groups_of).is_some(),
+        }
+    }
+
     /// The group of `replica` for a CrossReplicaSum: from its
     /// `group_assignment` constant when there is one, else all replicas.
     fn replica_group(&self, id: NodeId, replica: u32, num_replicas: u32) -> (String, i64, i64) {
@@ -641,10 +688,7 @@ impl Builder<'_> {
                         lowered.push(x);
                     }
                 }
-                let g = &mut self.programs[pi].1;
-                for &x in &lowered {
-                    g.add_input(dst, x);
-                }
+                self.programs[pi].1.add_inputs(dst, &lowered);
             }
         }
     }
@@ -729,17 +773,15 @@ impl Builder<'_> {
                             self.escape(consumer, producer);
                             return None;
                         }
-                        let channel = self.channel_name(source, program, producer);
-                        let recv = self.transfer_from(input, source, program, &channel)?;
+                        let recv = self.transfer_from(input, source, program)?;
                         Some(Input { src: recv, output: input.output.map(|_| 0), span: input.span })
                     }
                     // The host waits for every replica's op.
                     None if input.is_control() => {
-                        let channel = format!("ctl/{}", src.node(producer).name);
                         let dst = self.placed(pi, consumer)?;
-                        for recv in self.transfer_to_host(input, source, program, &channel) {
-                            self.programs[pi].1.add_control_input(dst, recv, input.span);
-                        }
+                        let recvs = self.transfer_to_host(input, source, program);
+                        let g = &mut self.programs[pi].1;
+                        g.add_control_inputs(dst, &recvs, input.span);
                         None
                     }
                     None => {
@@ -755,8 +797,7 @@ impl Builder<'_> {
                     // A shared handle or constant outside its programs has no single source.
                     _ => return None,
                 };
-                let channel = self.channel_name(source, program, producer);
-                let recv = self.transfer_from(input, source, program, &channel)?;
+                let recv = self.transfer_from(input, source, program)?;
                 Some(Input { src: recv, output: input.output.map(|_| 0), span: input.span })
             }
         }
@@ -908,14 +949,18 @@ impl Builder<'_> {
     ///
     /// At most one side is the host or init program; a per-replica side is
     /// a template, and the host side gets its ends for every replica now.
-    fn transfer_from(&mut self, value: Input, from: Program, to: Program, channel: &str) -> Option<NodeId> {
+    fn transfer_from(&mut self, value: Input, from: Program, to: Program) -> Option<NodeId> {
         let fi = self.index[&from];
         let ti = self.index[&to];
         let port = match value.output {
             Some(out) => Port::Data(out),
             None => Port::Control,
         };
-        let template = KeyTemplate::Transfer { channel: channel.into(), channel_per_replica: false, port, to };
+        if let Some(&recv) = self.channels.get(&(fi, ti, value.src, port)) {
+            return Some(recv);
+        }
+        let channel = self.channel_name(from, to, value.src);
+        let template = KeyTemplate::Transfer { channel: channel.as_str().into(), channel_per_replica: false, port, to };
         let replicas = match (from.cluster(), to.cluster()) {
             (_, Some(c)) | (Some(c), None) => Some(self.num_replicas(c)),
             (None, None) => None,
@@ -927,9 +972,6 @@ impl Builder<'_> {
                 Port::Control => format!("{channel}:ctl->{}", self.programs[ti].1.name),
             },
         };
-        if let Some(&recv) = self.channels.get(&(key0.clone(), ti)) {
-            return Some(recv);
-        }
         let Some(producer) = self.placed(fi, value.src) else {
             self.errors.push(LowerError::Internal {
                 message: format!("`{}` is not placed in the sending program", self.src.node(value.src).name),
@@ -944,7 +986,7 @@ impl Builder<'_> {
         if to.replica().is_some() {
             self.patches[ti].push(Patch::Channel { node: recv, key: template.clone() });
         }
-        self.channels.insert((key0, ti), recv);
+        self.channels.insert((fi, ti, value.src, port), recv);
         // The host side of every other replica's channel.
         if from.replica().is_none() && to.replica().is_some() {
             for r in 1..replicas.unwrap_or(1) {
@@ -957,31 +999,25 @@ impl Builder<'_> {
 
     /// Sends a per-replica op's control token from every replica to the
     /// host-side `to`; returns the host's recvs in replica order.
-    fn transfer_to_host(&mut self, value: Input, from: Program, to: Program, channel: &str) -> Vec<NodeId> {
+    fn transfer_to_host(&mut self, value: Input, from: Program, to: Program) -> Vec<NodeId> {
         let fi = self.index[&from];
         let ti = self.index[&to];
+        if let Some(recvs) = self.control_to_host.get(&(fi, ti, value.src)) {
+            return recvs.clone();
+        }
+        let channel = format!("ctl/{}", self.src.node(value.src).name);
         let template =
             KeyTemplate::Transfer { channel: channel.into(), channel_per_replica: false, port: Port::Control, to };
         let replicas = from.cluster().map_or(1, |c| self.num_replicas(c));
-        let key0 = self.key(&template, 0);
         let mut recvs = Vec::with_capacity(replicas as usize);
-        if let Some(&recv) = self.channels.get(&(key0.clone(), ti)) {
-            recvs.push(recv);
-            for r in 1..replicas {
-                let key = self.key(&template, r);
-                recvs.extend(self.channels.get(&(key, ti)).copied());
-            }
-            return recvs;
-        }
         let Some(producer) = self.placed(fi, value.src) else { return recvs };
-        let send = self.add_send(fi, producer, value, key0);
+        let send = self.add_send(fi, producer, value, self.key(&template, 0));
         self.patches[fi].push(Patch::Channel { node: send, key: template.clone() });
         for r in 0..replicas {
             let key = self.key(&template, r);
-            let recv = self.add_recv(ti, value, key.clone());
-            self.channels.insert((key, ti), recv);
-            recvs.push(recv);
+            recvs.push(self.add_recv(ti, value, key));
         }
+        self.control_to_host.insert((fi, ti, value.src), recvs.clone());
         recvs
     }
 
@@ -990,11 +1026,10 @@ impl Builder<'_> {
     fn transfer_fan_in(&mut self, fan_in: NodeId, program: Program) -> Option<NodeId> {
         let src = self.src;
         let ti = self.index[&program];
-        let template = KeyTemplate::FanIn { fan_in, to: program };
-        let key0 = self.key(&template, 0);
-        if let Some(&recv) = self.channels.get(&(key0.clone(), ti)) {
+        if let Some(&recv) = self.fan_in_recvs.get(&(fan_in, ti)) {
             return Some(recv);
         }
+        let template = KeyTemplate::FanIn { fan_in, to: program };
         let operands = src.data_inputs(fan_in);
         let replicas = program.cluster().map_or(1, |c| self.num_replicas(c));
         let mut recv0 = None;
@@ -1014,9 +1049,9 @@ impl Builder<'_> {
             let key = self.key(&template, r);
             self.add_send(fi, producer, operand, key.clone());
             if r == 0 {
-                let recv = self.add_recv(ti, operand, key.clone());
+                let recv = self.add_recv(ti, operand, key);
                 self.patches[ti].push(Patch::FanInRecv { node: recv, fan_in, key: template.clone() });
-                self.channels.insert((key, ti), recv);
+                self.fan_in_recvs.insert((fan_in, ti), recv);
                 recv0 = Some(recv);
             }
         }

@@ -282,7 +282,7 @@ fn attr_values_map_onto_ir_kinds() {
     let g = main_graph(&module);
     let rich = g.node(g.find("rich").expect("node"));
     use ir::AttrValue as A;
-    assert_eq!(rich.attrs.get("s"), Some(&A::Str("text".to_string())));
+    assert_eq!(rich.attrs.get("s"), Some(&A::Str("text".into())));
     assert!(matches!(rich.attrs.get("bytes"), Some(A::Bytes(_))));
     assert_eq!(rich.attrs.get("type"), Some(&A::Type(ir::DType::I64)));
     assert_eq!(rich.attrs.get("shape"), Some(&A::Shape(ir::Shape::known(vec![-1, 3]))));

@@ -204,13 +204,13 @@ fn graph_attrs(g: &GraphDef, opaque: OpaqueText) -> AttrMap {
         attrs.insert(graph_attr::LIBRARY, A::from_bytes(lib.clone()));
     }
     if let Some(lib) = opaque.library {
-        attrs.insert(graph_attr::LIBRARY_PBTXT, A::Str(lib));
+        attrs.insert(graph_attr::LIBRARY_PBTXT, A::Str(lib.into()));
     }
     if let Some(info) = &g.debug_info {
         attrs.insert(graph_attr::DEBUG_INFO, A::from_bytes(info.clone()));
     }
     if let Some(info) = opaque.debug_info {
-        attrs.insert(graph_attr::DEBUG_INFO_PBTXT, A::Str(info));
+        attrs.insert(graph_attr::DEBUG_INFO_PBTXT, A::Str(info.into()));
     }
     attrs
 }
@@ -252,7 +252,7 @@ impl Ctx<'_> {
                     items.push(A::Shape(self.shape(s)));
                 }
                 for t in l.tensor {
-                    items.push(A::Tensor(Box::new(self.tensor(t))));
+                    items.push(A::Tensor(Arc::new(self.tensor(t))));
                 }
                 for f in l.func {
                     items.push(A::Func(Box::new(self.func(f))));
@@ -265,7 +265,7 @@ impl Ctx<'_> {
             Some(Value::B(b)) => A::Bool(b),
             Some(Value::Type(t)) => A::Type(DType::from_number(t)),
             Some(Value::Shape(s)) => A::Shape(self.shape(s)),
-            Some(Value::Tensor(t)) => A::Tensor(Box::new(self.tensor(*t))),
+            Some(Value::Tensor(t)) => A::Tensor(Arc::new(self.tensor(*t))),
             Some(Value::Placeholder(p)) => A::Placeholder(p),
             Some(Value::Func(f)) => A::Func(Box::new(self.func(f))),
         })

@@ -467,7 +467,7 @@ impl Shared<'_> {
                     return None;
                 }
                 let data = self.tensor_data(dtype, body)?;
-                AttrValue::Tensor(Box::new(TensorLit { dtype, shape, data }))
+                AttrValue::Tensor(Arc::new(TensorLit { dtype, shape, data }))
             }
             ast::Value::List(items, _) => {
                 let item_kind = None;

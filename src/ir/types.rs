@@ -6,6 +6,7 @@
 //! written as repeated values or as raw `tensor_content`.
 
 use std::fmt;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -285,8 +286,9 @@ pub struct FuncRef {
 /// A typed attribute value, as in TensorFlow's `AttrValue`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum AttrValue {
-    /// A byte string that is valid UTF-8.
-    Str(String),
+    /// A byte string that is valid UTF-8 (shared: a cloned attribute map
+    /// copies no string).
+    Str(Arc<str>),
     /// A byte string that is not valid UTF-8.
     Bytes(Vec<u8>),
     Int(i64),
@@ -294,7 +296,8 @@ pub enum AttrValue {
     Bool(bool),
     Type(DType),
     Shape(Shape),
-    Tensor(Box<TensorLit>),
+    /// A tensor literal (shared: cloning a `Const` copies no data).
+    Tensor(Arc<TensorLit>),
     List(Vec<AttrValue>),
     Func(Box<FuncRef>),
     Placeholder(String),
@@ -337,13 +340,13 @@ impl AttrValue {
     /// A string value from bytes, choosing `Str` when they are UTF-8.
     pub fn from_bytes(bytes: Vec<u8>) -> AttrValue {
         match String::from_utf8(bytes) {
-            Ok(s) => AttrValue::Str(s),
+            Ok(s) => AttrValue::Str(s.into()),
             Err(e) => AttrValue::Bytes(e.into_bytes()),
         }
     }
 
     /// A string value.
-    pub fn str(s: impl Into<String>) -> AttrValue {
+    pub fn str(s: impl Into<Arc<str>>) -> AttrValue {
         AttrValue::Str(s.into())
     }
 

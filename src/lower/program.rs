@@ -31,7 +31,10 @@
 //!
 //! How: the programs of replica 0 are built node by node (the *templates*),
 //! together with the host and init programs, which receive their ends of
-//! every replica's channels at the same time. While a template is built, each
+//! every replica's channels at the same time. Placing nodes, and wiring the
+//! edges that stay inside one program, run in parallel over these built
+//! programs; edges between programs (sends and recvs) are wired after
+//! that, serially, in the text order, so names and keys are deterministic. While a template is built, each
 //! node whose content depends on the replica (a collective's rank, a replica
 //! id, a channel key, a mirrored handle's name) is recorded as a [`Patch`].
 //! Every other replica's program is then a clone of its template (attribute
@@ -156,6 +159,17 @@ pub struct PartitionInput<'a> {
     pub steps_per_run: u32,
     /// Where to report progress (placing, wiring and cloning nodes).
     pub progress: &'a dyn crate::progress::Progress,
+}
+
+/// A built program moved out of the builder to be worked on by itself.
+struct Placement {
+    pi: usize,
+    graph: Graph,
+    /// Source node index -> node index in `graph` (see [`Builder::placed`]).
+    placed: Vec<u32>,
+    patches: Vec<Patch>,
+    /// Nodes with an operand from another program, left for the serial pass.
+    deferred: Vec<NodeId>,
 }
 
 /// No node placed here (a slot of [`Builder::placed`]).
@@ -372,7 +386,7 @@ impl Builder<'_> {
             }
             Program::Device { cluster, core, replica } => {
                 let cluster = &self.clusters[cluster as usize];
-                attrs.insert("cluster", AttrValue::str(&cluster.name));
+                attrs.insert("cluster", AttrValue::str(cluster.name.as_str()));
                 attrs.insert("device", AttrValue::str(a.tpu_device(replica, core)));
                 attrs.insert("logical_core", AttrValue::Int(i64::from(core)));
                 attrs.insert("replica", AttrValue::Int(i64::from(replica)));
@@ -392,9 +406,9 @@ impl Builder<'_> {
                     .find(|(name, _)| name == oc)
                     .map_or(0, |(_, core)| *core)
                     .min(cluster.num_cores_per_replica - 1);
-                attrs.insert("cluster", AttrValue::str(&cluster.name));
+                attrs.insert("cluster", AttrValue::str(cluster.name.as_str()));
                 attrs.insert("device", AttrValue::str(a.host_device(replica, core)));
-                attrs.insert("outside_compilation", AttrValue::str(oc));
+                attrs.insert("outside_compilation", AttrValue::str(oc.as_str()));
                 attrs.insert("replica", AttrValue::Int(i64::from(replica)));
                 attrs.insert("role", AttrValue::str("host"));
                 format!("{}/oc_{oc}/replica_{replica}", cluster.name)
@@ -513,27 +527,59 @@ impl Builder<'_> {
                 self.programs[pi].1.reserve(nodes + nodes / 8, edges + edges / 8);
             }
         }
-        for &id in order {
-            let part = self.parts[part_index(id)];
-            for program in self.programs_of(part).into_iter().flatten() {
-                let node = self.lowered_node(id, program);
-                let pi = self.index[&program];
-                let new = self.programs[pi].1.add_node_unique(node);
-                self.placed[pi][part_index(id)] = new.0.index() as u32;
+        // Each built program takes its nodes on its own thread: placing
+        // touches only that program's graph, slots and patches.
+        let built: Vec<usize> = self.built_programs().collect();
+        let mut work: Vec<Placement> = built.into_iter().map(|pi| self.take_program(pi)).collect();
+        let this = &*self;
+        work.par_iter_mut().for_each(|w| {
+            let program = this.programs[w.pi].0;
+            for &id in order {
+                if !this.programs_of(this.parts[part_index(id)]).contains(&Some(program)) {
+                    continue;
+                }
+                let new = w.graph.add_node_unique(this.lowered_node(id, program));
+                w.placed[part_index(id)] = new.0.index() as u32;
                 if program.replica().is_some() {
                     match &*src.node(id).op {
                         // Over all replicas, only the rank differs between replicas.
-                        "CrossReplicaSum" | "AllReduce" | "Broadcast" if !self.has_replica_groups(id) => {
-                            self.patches[pi].push(Patch::Rank { node: new })
+                        "CrossReplicaSum" | "AllReduce" | "Broadcast" if !this.has_replica_groups(id) => {
+                            w.patches.push(Patch::Rank { node: new })
                         }
                         "CrossReplicaSum" | "AllReduce" | "Broadcast" | "ReplicaId" => {
-                            self.patches[pi].push(Patch::Lowered { node: new, src: id })
+                            w.patches.push(Patch::Lowered { node: new, src: id })
                         }
                         _ => {}
                     }
                 }
             }
+        });
+        for w in work {
+            self.restore_program(w);
         }
+    }
+
+    /// The programs built node by node: host, init and the templates.
+    fn built_programs(&self) -> impl Iterator<Item = usize> + '_ {
+        self.programs.iter().enumerate().filter(|(_, (p, _))| p.replica().is_none_or(|r| r == 0)).map(|(pi, _)| pi)
+    }
+
+    /// Moves a built program's graph, slots and patches out, so that
+    /// programs can be worked on in parallel.
+    fn take_program(&mut self, pi: usize) -> Placement {
+        Placement {
+            pi,
+            graph: std::mem::take(&mut self.programs[pi].1),
+            placed: std::mem::take(&mut self.placed[pi]),
+            patches: std::mem::take(&mut self.patches[pi]),
+            deferred: Vec::new(),
+        }
+    }
+
+    fn restore_program(&mut self, w: Placement) {
+        self.programs[w.pi].1 = w.graph;
+        self.placed[w.pi] = w.placed;
+        self.patches[w.pi] = w.patches;
     }
 
     /// The node `id` becomes in `program`.
@@ -616,7 +662,7 @@ impl Builder<'_> {
                 attrs.insert("dtype", AttrValue::Type(DType::I32));
                 attrs.insert(
                     "value",
-                    AttrValue::Tensor(Box::new(TensorLit {
+                    AttrValue::Tensor(Arc::new(TensorLit {
                         dtype: DType::I32,
                         shape: vec![],
                         data: TensorData::Int(vec![replica as i32]),
@@ -662,33 +708,82 @@ impl Builder<'_> {
                 self.wire_fan_out(id, cluster);
             }
         }
+        // Edges within one program, in parallel over the built programs;
+        // a node with any operand from elsewhere is deferred whole.
+        let built: Vec<usize> = self.built_programs().collect();
+        let mut work: Vec<Placement> = built.into_iter().map(|pi| self.take_program(pi)).collect();
+        let this = &*self;
+        work.par_iter_mut().for_each(|w| this.wire_local(w, order));
+        let mut deferred: Vec<(usize, NodeId)> = Vec::new();
+        for w in work {
+            deferred.extend(w.deferred.iter().map(|&id| (w.pi, id)));
+            self.restore_program(w);
+        }
+        // The rest in the text order (then by program, as programs_of lists
+        // them), so that sends and recvs are made in a fixed order.
+        let mut rank = vec![u32::MAX; self.parts.len()];
+        for (i, &id) in order.iter().enumerate() {
+            rank[part_index(id)] = i as u32;
+        }
+        deferred.sort_by_key(|&(pi, id)| (rank[part_index(id)], pi));
+        let mut operands: Vec<Input> = Vec::new();
+        let mut lowered: Vec<Input> = Vec::new();
+        for (pi, id) in deferred {
+            src.inputs_into(id, &mut operands);
+            let program = self.programs[pi].0;
+            let Some(dst) = self.placed(pi, id) else { continue };
+            // The group assignment of a CrossReplicaSum is a compile-time fact, not an operand.
+            let skip_group = &*src.node(id).op == "CrossReplicaSum" && program.replica().is_some();
+            lowered.clear();
+            for (slot, &input) in operands.iter().enumerate() {
+                if skip_group && slot == 1 {
+                    continue;
+                }
+                if let Some(x) = self.resolve(input, id, program) {
+                    lowered.push(x);
+                }
+            }
+            self.programs[pi].1.add_inputs(dst, &lowered);
+        }
+    }
+
+    /// Wires the nodes of one program whose operands all lie in it; records
+    /// the others in `w.deferred`, in the text order.
+    fn wire_local(&self, w: &mut Placement, order: &[NodeId]) {
+        let src = self.src;
+        let program = self.programs[w.pi].0;
         let mut operands: Vec<Input> = Vec::new();
         let mut lowered: Vec<Input> = Vec::new();
         for &id in order {
-            let part = self.parts[part_index(id)];
-            let programs = self.programs_of(part);
-            if programs[0].is_none() {
+            if !self.programs_of(self.parts[part_index(id)]).contains(&Some(program)) {
+                continue;
+            }
+            let slot = w.placed[part_index(id)];
+            if slot == UNPLACED {
                 continue;
             }
             src.inputs_into(id, &mut operands);
             if operands.is_empty() {
                 continue;
             }
-            for program in programs.into_iter().flatten() {
-                let pi = self.index[&program];
-                let Some(dst) = self.placed(pi, id) else { continue };
-                // The group assignment of a CrossReplicaSum is a compile-time fact, not an operand.
-                let skip_group = &*src.node(id).op == "CrossReplicaSum" && program.replica().is_some();
-                lowered.clear();
-                for (slot, &input) in operands.iter().enumerate() {
-                    if skip_group && slot == 1 {
-                        continue;
-                    }
-                    if let Some(x) = self.resolve(input, id, program) {
-                        lowered.push(x);
-                    }
+            let skip_group = &*src.node(id).op == "CrossReplicaSum" && program.replica().is_some();
+            lowered.clear();
+            let mut local = true;
+            for (k, &input) in operands.iter().enumerate() {
+                if skip_group && k == 1 {
+                    continue;
                 }
-                self.programs[pi].1.add_inputs(dst, &lowered);
+                let producer = w.placed.get(part_index(input.src)).copied().unwrap_or(UNPLACED);
+                if producer == UNPLACED || (program == Program::Host && self.mirrored[part_index(input.src)]) {
+                    local = false;
+                    break;
+                }
+                lowered.push(Input { src: NodeId(NodeIndex::new(producer as usize)), ..input });
+            }
+            if local {
+                w.graph.add_inputs(NodeId(NodeIndex::new(slot as usize)), &lowered);
+            } else {
+                w.deferred.push(id);
             }
         }
     }
@@ -914,7 +1009,7 @@ impl Builder<'_> {
             token.attrs.insert("dtype", AttrValue::Type(DType::Bool));
             token.attrs.insert(
                 "value",
-                AttrValue::Tensor(Box::new(TensorLit {
+                AttrValue::Tensor(Arc::new(TensorLit {
                     dtype: DType::Bool,
                     shape: vec![],
                     data: TensorData::Bool(vec![true]),

@@ -364,7 +364,7 @@ mod tests {
         attrs.insert("dtype", AttrValue::Type(DType::I32));
         attrs.insert(
             "value",
-            AttrValue::Tensor(Box::new(TensorLit {
+            AttrValue::Tensor(std::sync::Arc::new(TensorLit {
                 dtype: DType::I32,
                 shape: vec![3],
                 data: TensorData::Int(vec![1, 2, 3]),

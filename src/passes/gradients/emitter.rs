@@ -314,7 +314,7 @@ impl<'g> Emitter<'g> {
 
     fn const_named(&mut self, name: String, lit: TensorLit) -> Tensor {
         let name = self.unique_name(name);
-        let attrs = [("dtype", AttrValue::Type(lit.dtype)), ("value", AttrValue::Tensor(Box::new(lit)))];
+        let attrs = [("dtype", AttrValue::Type(lit.dtype)), ("value", AttrValue::Tensor(Arc::new(lit)))];
         self.emit_named(name, "Const", &[], attrs)
     }
 }

@@ -201,6 +201,8 @@ struct Builder<'a> {
     control_to_host: HashMap<(usize, usize, NodeId), Vec<NodeId>>,
     /// Replica 0's recv of each replicated input, by (fan-in, program).
     fan_in_recvs: HashMap<(NodeId, usize), NodeId>,
+    /// The host's recv of each replica's result, by (output, replica).
+    output_recvs: HashMap<(NodeId, u32), NodeId>,
     errors: Vec<LowerError>,
     collective_instance: HashMap<(u32, NodeId), i64>,
 }
@@ -227,6 +229,7 @@ pub fn partition(input: &PartitionInput<'_>) -> (Module, Vec<LowerError>) {
         channels: HashMap::default(),
         control_to_host: HashMap::default(),
         fan_in_recvs: HashMap::default(),
+        output_recvs: HashMap::default(),
         errors: Vec::new(),
         collective_instance: HashMap::default(),
     };
@@ -852,9 +855,11 @@ impl Builder<'_> {
                 if let Part::FanOut { .. } = part {
                     // Handled in wire_fan_out: the host's recv replaced the output.
                     let r = input.output.unwrap_or(0);
-                    let name = format!("{}/replica_{r}", src.node(producer).name);
-                    let g = &self.programs[pi].1;
-                    return g.find(&name).map(|recv| Input { src: recv, output: Some(0), span: input.span });
+                    let recv = match self.output_recvs.get(&(producer, r)) {
+                        Some(&recv) if program == Program::Host => Some(recv),
+                        _ => self.programs[pi].1.find(&format!("{}/replica_{r}", src.node(producer).name)),
+                    };
+                    return recv.map(|recv| Input { src: recv, output: Some(0), span: input.span });
                 }
                 self.escape(consumer, producer);
                 None
@@ -1198,7 +1203,8 @@ impl Builder<'_> {
                 recv.attrs.insert("dtype", AttrValue::Type(d));
             }
             recv.span = src.node(id).span;
-            g.add_node_unique(recv);
+            let recv = g.add_node_unique(recv);
+            self.output_recvs.insert((id, r), recv);
         }
     }
 

@@ -56,6 +56,24 @@ impl AttrMap {
         AttrMap { entries: None }
     }
 
+    /// A map of `entries` in any order; of entries with equal keys the last one wins, as if each
+    /// entry were inserted in turn. One allocation for the map instead of a growing vector.
+    pub fn from_entries(mut entries: Vec<(Arc<str>, AttrValue)>) -> AttrMap {
+        if entries.is_empty() {
+            return AttrMap::new();
+        }
+        // A stable sort keeps equal keys in insertion order; the dedup then keeps the last value.
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
+        entries.dedup_by(|later, earlier| {
+            let same = later.0 == earlier.0;
+            if same {
+                std::mem::swap(&mut later.1, &mut earlier.1);
+            }
+            same
+        });
+        AttrMap { entries: Some(Arc::new(entries)) }
+    }
+
     fn slice(&self) -> &[Entry] {
         self.entries.as_deref().map_or(&[], Vec::as_slice)
     }

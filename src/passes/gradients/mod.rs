@@ -332,9 +332,11 @@ fn expand_call(
         })
         .collect();
 
-    // About one gradient op per op on the path (more for broadcasting binary ops, none for
-    // reads): reserving that once saves most regrowing of the graph without over-allocating.
-    graph.reserve(between_list.len(), 2 * between_list.len());
+    // About one or two gradient ops per op on the path (more for broadcasting binary ops, none for
+    // reads), each with about two inputs. Reserving once for the upper end saves regrowing the
+    // node and edge vectors and rehashing the name table, each a copy of the whole graph's worth;
+    // the spare capacity of the vectors is address space that is never touched.
+    graph.reserve(2 * between_list.len(), 4 * between_list.len());
     let mut e = Emitter::new(graph, ctx, &call_node, scope.clone(), uid.clone());
     let mut received = Received::new(bound);
     for (i, &y) in call.ys.iter().enumerate() {

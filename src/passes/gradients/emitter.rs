@@ -1,6 +1,5 @@
 //! Emission of gradient ops for one gradients call: names, colocation, cluster attributes.
 
-use std::fmt::Write;
 use std::sync::Arc;
 
 use petgraph::visit::EdgeRef;
@@ -166,7 +165,9 @@ impl<'g> Emitter<'g> {
         let mut candidate = String::with_capacity(base.len() + 8);
         loop {
             candidate.clear();
-            let _ = write!(candidate, "{base}_{i}");
+            candidate.push_str(&base);
+            candidate.push('_');
+            push_decimal(&mut candidate, i);
             if self.graph.find(&candidate).is_none() {
                 break;
             }
@@ -226,11 +227,15 @@ impl<'g> Emitter<'g> {
         let mut node = Node::op(name, self.intern(op_type)).with_span(self.span);
         node.region = self.region;
         let attrs = attrs.into_iter();
-        let mut entries: Vec<(Arc<str>, AttrValue)> = Vec::with_capacity(attrs.size_hint().0 + 3);
+        let colocated = self.ctx.colocated_with();
+        let placement = usize::from(colocated.is_some())
+            + usize::from(self.tpu_replicate.is_some())
+            + usize::from(self.ctx.cluster().is_some());
+        let mut entries: Vec<(Arc<str>, AttrValue)> = Vec::with_capacity(attrs.size_hint().0 + placement);
         for (key, value) in attrs {
             entries.push((self.intern(key), value));
         }
-        if let Some(op) = self.ctx.colocated_with() {
+        if let Some(op) = colocated {
             let class = match &self.class {
                 Some((cached, class)) if *cached == op => class.clone(),
                 _ => {
@@ -365,6 +370,21 @@ impl<'g> Emitter<'g> {
     }
 }
 
+/// Appends the decimal digits of `n` to `out` (cheaper than the formatting machinery).
+fn push_decimal(out: &mut String, mut n: u32) {
+    let mut digits = [0u8; 10];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend(digits[at..].iter().map(|&d| char::from(d)));
+}
+
 /// The colocation class of gradient ops colocated with `op`: `op`'s own `_class` if it has one
 /// (it is itself colocated), else `["loc:@op"]`.
 fn colocation_class(graph: &Graph, op: NodeId) -> AttrValue {
@@ -430,4 +450,18 @@ fn data_input(graph: &Graph, node: NodeId, slot: u32) -> Option<Tensor> {
         EdgeKind::Data { output, slot: s } if s == slot => Some(Tensor { node: NodeId(e.source()), output }),
         _ => None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::push_decimal;
+
+    #[test]
+    fn decimal_digits_match_the_formatter() {
+        for n in [0, 1, 9, 10, 11, 99, 100, 41_663, u32::MAX] {
+            let mut out = String::from("AddN_");
+            push_decimal(&mut out, n);
+            assert_eq!(out, format!("AddN_{n}"));
+        }
+    }
 }

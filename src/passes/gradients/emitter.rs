@@ -389,7 +389,7 @@ fn push_decimal(out: &mut String, mut n: u32) {
 /// (it is itself colocated), else `["loc:@op"]`.
 fn colocation_class(graph: &Graph, op: NodeId) -> AttrValue {
     let node = graph.node(op);
-    match node.attrs.get("_class") {
+    match super::op_attr(&node.attrs, "_class") {
         Some(class @ AttrValue::List(items)) if !items.is_empty() => class.clone(),
         _ => AttrValue::List(vec![AttrValue::str(format!("loc:@{}", node.name))]),
     }
@@ -416,7 +416,7 @@ fn dtype_step(graph: &Graph, t: Tensor) -> DtypeStep {
         NodeKind::Op => {}
     }
     let attrs = &node.attrs;
-    let ty = |key: &str| attrs.get(key).and_then(AttrValue::as_type);
+    let ty = |key: &str| super::op_attr(attrs, key).and_then(AttrValue::as_type);
     let found = match &*node.op {
         "Shape" | "Size" | "Rank" => Some(ty("out_type").unwrap_or(DType::I32)),
         "VarHandleOp" => Some(DType::Resource),

@@ -42,7 +42,7 @@ use rustc_hash::FxHashSet;
 use self::colocation::{ColocationContext, OUTSIDE_COMPILATION_ATTR};
 use self::emitter::Emitter;
 use super::error::PassError;
-use crate::ir::{EdgeKind, Graph, NodeId, NodeKind, RegionKind, ValueRef};
+use crate::ir::{AttrMap, AttrValue, EdgeKind, Graph, NodeId, NodeKind, RegionKind, ValueRef};
 
 pub use self::emitter::Tensor;
 
@@ -118,6 +118,13 @@ fn pending_calls_upstream(graph: &Graph, call: NodeId) -> Vec<NodeId> {
     }
     found.sort_by_key(|&id| graph.node(id).seq);
     found
+}
+
+/// The value of attribute `key` of an op, by a linear scan: an op has a handful of attributes, and
+/// comparing keys for equality rejects most by their length, where the binary search of
+/// [`AttrMap::get`] orders strings byte by byte. Used on every op the walk visits.
+fn op_attr<'a>(attrs: &'a AttrMap, key: &str) -> Option<&'a AttrValue> {
+    attrs.iter().find(|(k, _)| *k == key).map(|(_, v)| v)
 }
 
 /// The name scope of the first call; later ones are `gradients_1`, `gradients_2`, ...

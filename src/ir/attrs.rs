@@ -56,6 +56,24 @@ impl AttrMap {
         AttrMap { entries: None }
     }
 
+    /// A map of `entries` in any order; of entries with equal keys the last one wins, as if each
+    /// entry were inserted in turn. One allocation for the map instead of a growing vector.
+    pub fn from_entries(mut entries: Vec<(Arc<str>, AttrValue)>) -> AttrMap {
+        if entries.is_empty() {
+            return AttrMap::new();
+        }
+        // A stable sort keeps equal keys in insertion order; the dedup then keeps the last value.
+        entries.sort_by(|a, b| compare_keys(&a.0, &b.0));
+        entries.dedup_by(|later, earlier| {
+            let same = later.0 == earlier.0;
+            if same {
+                std::mem::swap(&mut later.1, &mut earlier.1);
+            }
+            same
+        });
+        AttrMap { entries: Some(Arc::new(entries)) }
+    }
+
     fn slice(&self) -> &[Entry] {
         self.entries.as_deref().map_or(&[], Vec::as_slice)
     }
@@ -168,6 +186,15 @@ impl AttrMap {
     }
 }
 
+/// `a.cmp(b)`, deciding on the first bytes without a call to `memcmp` when they differ (they
+/// usually do: `T` against `_class`).
+fn compare_keys(a: &str, b: &str) -> std::cmp::Ordering {
+    match (a.as_bytes().first(), b.as_bytes().first()) {
+        (Some(x), Some(y)) if x != y => x.cmp(y),
+        _ => a.cmp(b),
+    }
+}
+
 impl FromIterator<(String, AttrValue)> for AttrMap {
     fn from_iter<I: IntoIterator<Item = (String, AttrValue)>>(iter: I) -> Self {
         let mut map = AttrMap::new();
@@ -190,5 +217,32 @@ impl<'a> IntoIterator for &'a AttrMap {
             (&e.0, &e.1)
         }
         self.slice().iter().map(split)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn from_entries_matches_inserting_each_entry() {
+        let entries: Vec<(Arc<str>, AttrValue)> = vec![
+            ("value".into(), AttrValue::Int(1)),
+            ("_class".into(), AttrValue::str("loc:@a")),
+            ("T".into(), AttrValue::Int(2)),
+            ("_tpu_replicate".into(), AttrValue::str("cluster")),
+            ("T".into(), AttrValue::Int(3)),
+            ("N".into(), AttrValue::Int(4)),
+        ];
+        let mut inserted = AttrMap::new();
+        for (k, v) in entries.clone() {
+            inserted.insert_shared(k, v);
+        }
+        let built = AttrMap::from_entries(entries);
+        assert_eq!(built, inserted);
+        let keys: Vec<&str> = built.iter().map(|(k, _)| k).collect();
+        assert_eq!(keys, ["N", "T", "_class", "_tpu_replicate", "value"]);
+        assert_eq!(built.get_int("T"), Some(3));
+        assert!(AttrMap::from_entries(Vec::new()).is_empty());
     }
 }

@@ -211,7 +211,16 @@ impl NameTable {
     }
 
     fn insert(&mut self, nodes: &StableDiGraph<Node, Edge, u32>, id: NodeId) {
-        let hash = hash_name(&nodes[id.0].name);
+        self.insert_hashed(nodes, hash_name(&nodes[id.0].name), id);
+    }
+
+    /// [`NameTable::get`] with the hash of `name` already computed.
+    fn get_hashed(&self, nodes: &StableDiGraph<Node, Edge, u32>, hash: u64, name: &str) -> Option<NodeId> {
+        self.table.find(hash, |id| &*nodes[id.0].name == name).copied()
+    }
+
+    /// [`NameTable::insert`] with the hash of the node's name already computed.
+    fn insert_hashed(&mut self, nodes: &StableDiGraph<Node, Edge, u32>, hash: u64, id: NodeId) {
         self.table.insert_unique(hash, id, |other| hash_name(&nodes[other.0].name));
     }
 
@@ -268,14 +277,21 @@ impl Graph {
     }
 
     /// Adds a node at the end of the text order.
-    pub fn add_node(&mut self, mut node: Node) -> Result<NodeId, NameTaken> {
-        if let Some(existing) = self.names.get(&self.graph, &node.name) {
-            return Err(NameTaken(existing));
+    pub fn add_node(&mut self, node: Node) -> Result<NodeId, NameTaken> {
+        self.try_add_node(node).map_err(|(_, existing)| NameTaken(existing))
+    }
+
+    /// Adds a node at the end of the text order if its name is free, hashing the name once; else
+    /// gives the node back with the node that holds the name.
+    pub fn try_add_node(&mut self, mut node: Node) -> Result<NodeId, (Node, NodeId)> {
+        let hash = hash_name(&node.name);
+        if let Some(existing) = self.names.get_hashed(&self.graph, hash, &node.name) {
+            return Err((node, existing));
         }
         node.seq = self.next_seq;
         self.next_seq += 1;
         let id = NodeId(self.graph.add_node(node));
-        self.names.insert(&self.graph, id);
+        self.names.insert_hashed(&self.graph, hash, id);
         Ok(id)
     }
 

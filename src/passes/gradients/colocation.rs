@@ -20,7 +20,7 @@
 //!
 //! Both stay real code paths of this API, which other passes may call, and are tested through it.
 
-use crate::ir::{Graph, NodeId};
+use crate::ir::{AttrValue, Graph, NodeId};
 use crate::passes::error::PassError;
 
 use super::GradientClusterPolicy;
@@ -110,7 +110,7 @@ impl ColocationContext {
             return Ok(());
         }
         let node = graph.node(op);
-        let Some(outside) = node.attrs.get_str(OUTSIDE_COMPILATION_ATTR) else {
+        let Some(outside) = super::op_attr(&node.attrs, OUTSIDE_COMPILATION_ATTR).and_then(AttrValue::as_str) else {
             return Ok(());
         };
         if let Some(outer) = self.in_gradient_colocation {

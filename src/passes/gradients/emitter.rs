@@ -1,6 +1,5 @@
 //! Emission of gradient ops for one gradients call: names, colocation, cluster attributes.
 
-use std::fmt::Write;
 use std::sync::Arc;
 
 use petgraph::visit::EdgeRef;
@@ -9,9 +8,8 @@ use rustc_hash::FxHashMap;
 
 use super::colocation::{ColocationContext, OUTSIDE_COMPILATION_ATTR};
 use super::TPU_REPLICATE_ATTR;
-use crate::ir::graph::NameTaken;
 use crate::ir::types::{TensorData, TensorLit};
-use crate::ir::{AttrValue, DType, EdgeKind, Graph, Node, NodeId, NodeKind, RegionId};
+use crate::ir::{AttrMap, AttrValue, DType, EdgeKind, Graph, Node, NodeId, NodeKind, RegionId};
 use crate::passes::error::PassError;
 use crate::syntax::Span;
 
@@ -47,14 +45,24 @@ pub struct Emitter<'g> {
     tpu_replicate: Option<AttrValue>,
     span: Span,
     pub errors: Vec<PassError>,
+    /// Element types that took more than one producer to infer (one is cheaper to read again).
     dtypes: FxHashMap<Tensor, Option<DType>>,
     /// For each name base found taken, the first `_<i>` suffix not known to be taken. Nodes are
     /// only added while a call is expanded, so a search for a free `base_<i>` can resume there;
-    /// without this, the thousandth `AddN` of a call would probe a thousand taken names.
+    /// without this, the thousandth `AddN` of a call would probe a thousand taken names. Bases
+    /// under an op scope go to `op_suffixes`, which is emptied with each op scope: forgetting an
+    /// entry only makes a search start again at `_1`, and keeps the map small.
     suffixes: FxHashMap<String, u32>,
+    op_suffixes: FxHashMap<String, u32>,
+    /// True inside [`Emitter::in_op_scope`].
+    in_op: bool,
     /// Op types and attribute keys, allocated once per call and shared by the emitted ops; keyed
     /// by the address and length of the static text, which is cheaper to hash than the text.
     strings: FxHashMap<(usize, usize), Arc<str>>,
+    /// The keys of the placement attributes, shared by the emitted ops.
+    class_key: Arc<str>,
+    tpu_replicate_key: Arc<str>,
+    outside_compilation_key: Arc<str>,
     /// The `_class` of ops colocated with the op it names, built once per colocation.
     class: Option<(NodeId, AttrValue)>,
     /// Buffers reused for every emitted op.
@@ -77,6 +85,11 @@ impl<'g> Emitter<'g> {
             errors: Vec::new(),
             dtypes: FxHashMap::default(),
             suffixes: FxHashMap::default(),
+            op_suffixes: FxHashMap::default(),
+            in_op: false,
+            class_key: Arc::from("_class"),
+            tpu_replicate_key: Arc::from(TPU_REPLICATE_ATTR),
+            outside_compilation_key: Arc::from(OUTSIDE_COMPILATION_ATTR),
             strings: FxHashMap::default(),
             class: None,
             name_buf: String::new(),
@@ -103,9 +116,15 @@ impl<'g> Emitter<'g> {
     pub fn in_op_scope<R>(&mut self, op: NodeId, f: impl FnOnce(&mut Self) -> R) -> R {
         let mut scope = std::mem::take(&mut self.scope_buf);
         scope.clear();
-        let _ = write!(scope, "{}/{}_grad", self.scope, self.graph.node(op).name);
+        scope.push_str(&self.scope);
+        scope.push('/');
+        scope.push_str(&self.graph.node(op).name);
+        scope.push_str("_grad");
         let outer = std::mem::replace(&mut self.op_scope, scope);
+        let outer_in_op = std::mem::replace(&mut self.in_op, true);
+        self.op_suffixes.clear();
         let result = f(self);
+        self.in_op = outer_in_op;
         self.scope_buf = std::mem::replace(&mut self.op_scope, outer);
         result
     }
@@ -136,18 +155,26 @@ impl<'g> Emitter<'g> {
         if self.graph.find(&base).is_none() {
             return base;
         }
-        let mut i = self.suffixes.get(&base).copied().unwrap_or(1);
+        self.unique_name_of_taken(base)
+    }
+
+    /// [`Emitter::unique_name`] of a `base` known to be taken.
+    fn unique_name_of_taken(&mut self, base: String) -> String {
+        let suffixes = if self.in_op { &mut self.op_suffixes } else { &mut self.suffixes };
+        let mut i = suffixes.get(&base).copied().unwrap_or(1);
         let mut candidate = String::with_capacity(base.len() + 8);
         loop {
             candidate.clear();
-            let _ = write!(candidate, "{base}_{i}");
+            candidate.push_str(&base);
+            candidate.push('_');
+            push_decimal(&mut candidate, i);
             if self.graph.find(&candidate).is_none() {
                 break;
             }
             i += 1;
         }
         // `candidate` is free now but may be taken by the caller, so the next search starts at it.
-        self.suffixes.insert(base, i);
+        suffixes.insert(base, i);
         candidate
     }
 
@@ -164,13 +191,16 @@ impl<'g> Emitter<'g> {
         buf.push_str(&self.op_scope);
         buf.push('/');
         buf.push_str(base);
-        let name: Arc<str> = if self.graph.find(&buf).is_none() {
-            Arc::from(buf.as_str())
-        } else {
-            Arc::from(self.unique_name(buf.clone()))
+        let node = self.make_node(Arc::from(buf.as_str()), op_type, attrs);
+        let id = match self.graph.try_add_node(node) {
+            Ok(id) => Ok(id),
+            Err((mut node, _)) => {
+                node.name = Arc::from(self.unique_name_of_taken(buf.clone()));
+                self.add_free(node)
+            }
         };
         self.name_buf = buf;
-        self.emit_node(name, op_type, inputs, attrs)
+        self.connect(id, inputs)
     }
 
     /// Emits op `op_type` named `name` (made unique if taken).
@@ -181,24 +211,31 @@ impl<'g> Emitter<'g> {
         inputs: &[Tensor],
         attrs: impl IntoIterator<Item = Attr>,
     ) -> Tensor {
-        let name = if self.graph.find(&name).is_some() { self.unique_name(name) } else { name };
-        self.emit_node(Arc::from(name), op_type, inputs, attrs)
+        let node = self.make_node(Arc::from(name), op_type, attrs);
+        let id = match self.graph.try_add_node(node) {
+            Ok(id) => Ok(id),
+            Err((mut node, _)) => {
+                node.name = Arc::from(self.unique_name_of_taken(node.name.to_string()));
+                self.add_free(node)
+            }
+        };
+        self.connect(id, inputs)
     }
 
-    /// Emits op `op_type` named `name`, which must be free.
-    fn emit_node(
-        &mut self,
-        name: Arc<str>,
-        op_type: &'static str,
-        inputs: &[Tensor],
-        attrs: impl IntoIterator<Item = Attr>,
-    ) -> Tensor {
+    /// Op `op_type` named `name` with `attrs` and the placement of the current colocation.
+    fn make_node(&mut self, name: Arc<str>, op_type: &'static str, attrs: impl IntoIterator<Item = Attr>) -> Node {
         let mut node = Node::op(name, self.intern(op_type)).with_span(self.span);
         node.region = self.region;
+        let attrs = attrs.into_iter();
+        let colocated = self.ctx.colocated_with();
+        let placement = usize::from(colocated.is_some())
+            + usize::from(self.tpu_replicate.is_some())
+            + usize::from(self.ctx.cluster().is_some());
+        let mut entries: Vec<(Arc<str>, AttrValue)> = Vec::with_capacity(attrs.size_hint().0 + placement);
         for (key, value) in attrs {
-            node.attrs.insert_shared(self.intern(key), value);
+            entries.push((self.intern(key), value));
         }
-        if let Some(op) = self.ctx.colocated_with() {
+        if let Some(op) = colocated {
             let class = match &self.class {
                 Some((cached, class)) if *cached == op => class.clone(),
                 _ => {
@@ -207,24 +244,34 @@ impl<'g> Emitter<'g> {
                     class
                 }
             };
-            node.attrs.insert_shared(self.intern("_class"), class);
+            entries.push((self.class_key.clone(), class));
         }
         if let Some(r) = &self.tpu_replicate {
-            let r = r.clone();
-            node.attrs.insert_shared(self.intern(TPU_REPLICATE_ATTR), r);
+            entries.push((self.tpu_replicate_key.clone(), r.clone()));
         }
         if let Some(c) = self.ctx.cluster() {
-            let c = AttrValue::str(c);
-            node.attrs.insert_shared(self.intern(OUTSIDE_COMPILATION_ATTR), c);
+            entries.push((self.outside_compilation_key.clone(), AttrValue::str(c)));
         }
-        // The callers checked that the name is free.
-        let id = match self.graph.add_node(node) {
+        node.attrs = AttrMap::from_entries(entries);
+        node
+    }
+
+    /// Adds `node`, whose name was made unique; if it was taken all the same, records an internal
+    /// error and returns the node holding the name.
+    fn add_free(&mut self, node: Node) -> Result<NodeId, NodeId> {
+        self.graph.try_add_node(node).map_err(|(_, other)| {
+            let name = self.graph.node(other).name.to_string();
+            self.errors.push(PassError::Internal { message: format!("`%{name}` was taken"), span: self.span });
+            other
+        })
+    }
+
+    /// Connects `inputs` to the data inputs of the added node `added`; output 0 of it. A node not
+    /// added (`Err`) gets no inputs.
+    fn connect(&mut self, added: Result<NodeId, NodeId>, inputs: &[Tensor]) -> Tensor {
+        let id = match added {
             Ok(id) => id,
-            Err(NameTaken(other)) => {
-                let name = self.graph.node(other).name.to_string();
-                self.errors.push(PassError::Internal { message: format!("`%{name}` was taken"), span: self.span });
-                return Tensor::of(other);
-            }
+            Err(other) => return Tensor::of(other),
         };
         let mut edges = std::mem::take(&mut self.edge_buf);
         edges.clear();
@@ -276,10 +323,14 @@ impl<'g> Emitter<'g> {
     /// The element type of `t`, from the attributes of its producer or, failing that, of the
     /// producers of its first input, as far back as 64 ops.
     pub fn dtype_of(&mut self, t: Tensor) -> Option<DType> {
+        let next = match dtype_step(self.graph, t) {
+            DtypeStep::Found(found) => return found,
+            DtypeStep::Next(next) => next,
+        };
         if let Some(d) = self.dtypes.get(&t) {
             return *d;
         }
-        let found = infer_dtype(self.graph, t);
+        let found = infer_dtype(self.graph, next, MAX_DTYPE_STEPS - 1);
         self.dtypes.insert(t, found);
         found
     }
@@ -319,49 +370,76 @@ impl<'g> Emitter<'g> {
     }
 }
 
+/// Appends the decimal digits of `n` to `out` (cheaper than the formatting machinery).
+fn push_decimal(out: &mut String, mut n: u32) {
+    let mut digits = [0u8; 10];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend(digits[at..].iter().map(|&d| char::from(d)));
+}
+
 /// The colocation class of gradient ops colocated with `op`: `op`'s own `_class` if it has one
 /// (it is itself colocated), else `["loc:@op"]`.
 fn colocation_class(graph: &Graph, op: NodeId) -> AttrValue {
     let node = graph.node(op);
-    match node.attrs.get("_class") {
+    match super::op_attr(&node.attrs, "_class") {
         Some(class @ AttrValue::List(items)) if !items.is_empty() => class.clone(),
         _ => AttrValue::List(vec![AttrValue::str(format!("loc:@{}", node.name))]),
     }
 }
 
-fn infer_dtype(graph: &Graph, t: Tensor) -> Option<DType> {
+/// How many producers [`Emitter::dtype_of`] looks at.
+const MAX_DTYPE_STEPS: usize = 64;
+
+/// One step of the element type inference: the type of `t` or the tensor to look at next.
+enum DtypeStep {
+    Found(Option<DType>),
+    Next(Tensor),
+}
+
+fn dtype_step(graph: &Graph, t: Tensor) -> DtypeStep {
+    if !graph.contains(t.node) {
+        return DtypeStep::Found(None);
+    }
+    let node = graph.node(t.node);
+    let next = |slot: u32| data_input(graph, t.node, slot).map_or(DtypeStep::Found(None), DtypeStep::Next);
+    match node.kind {
+        NodeKind::RegionInput { .. } => return next(0),
+        NodeKind::Gradients { num_ys, .. } => return next(num_ys + t.output),
+        NodeKind::Op => {}
+    }
+    let attrs = &node.attrs;
+    let ty = |key: &str| super::op_attr(attrs, key).and_then(AttrValue::as_type);
+    let found = match &*node.op {
+        "Shape" | "Size" | "Rank" => Some(ty("out_type").unwrap_or(DType::I32)),
+        "VarHandleOp" => Some(DType::Resource),
+        "Cast" => ty("DstT"),
+        "Range" => ty("Tidx").or(Some(DType::I32)),
+        "BroadcastGradientArgs" | "InvertPermutation" => ty("T").or(Some(DType::I32)),
+        "Greater" | "GreaterEqual" | "Less" | "LessEqual" | "Equal" | "NotEqual" => Some(DType::Bool),
+        _ => ty("T").or_else(|| ty("dtype")),
+    };
+    match found {
+        Some(_) => DtypeStep::Found(found),
+        None => next(0),
+    }
+}
+
+/// The element type of `t`, looking at `steps` producers at most.
+fn infer_dtype(graph: &Graph, t: Tensor, steps: usize) -> Option<DType> {
     let mut cur = t;
-    for _ in 0..64 {
-        if !graph.contains(cur.node) {
-            return None;
+    for _ in 0..steps {
+        match dtype_step(graph, cur) {
+            DtypeStep::Found(found) => return found,
+            DtypeStep::Next(next) => cur = next,
         }
-        let node = graph.node(cur.node);
-        match node.kind {
-            NodeKind::RegionInput { .. } => {
-                cur = data_input(graph, cur.node, 0)?;
-                continue;
-            }
-            NodeKind::Gradients { num_ys, .. } => {
-                cur = data_input(graph, cur.node, num_ys + cur.output)?;
-                continue;
-            }
-            NodeKind::Op => {}
-        }
-        let attrs = &node.attrs;
-        let ty = |key: &str| attrs.get(key).and_then(AttrValue::as_type);
-        let found = match &*node.op {
-            "Shape" | "Size" | "Rank" => Some(ty("out_type").unwrap_or(DType::I32)),
-            "VarHandleOp" => Some(DType::Resource),
-            "Cast" => ty("DstT"),
-            "Range" => ty("Tidx").or(Some(DType::I32)),
-            "BroadcastGradientArgs" | "InvertPermutation" => ty("T").or(Some(DType::I32)),
-            "Greater" | "GreaterEqual" | "Less" | "LessEqual" | "Equal" | "NotEqual" => Some(DType::Bool),
-            _ => ty("T").or_else(|| ty("dtype")),
-        };
-        if found.is_some() {
-            return found;
-        }
-        cur = data_input(graph, cur.node, 0)?;
     }
     None
 }
@@ -372,4 +450,18 @@ fn data_input(graph: &Graph, node: NodeId, slot: u32) -> Option<Tensor> {
         EdgeKind::Data { output, slot: s } if s == slot => Some(Tensor { node: NodeId(e.source()), output }),
         _ => None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::push_decimal;
+
+    #[test]
+    fn decimal_digits_match_the_formatter() {
+        for n in [0, 1, 9, 10, 11, 99, 100, 41_663, u32::MAX] {
+            let mut out = String::from("AddN_");
+            push_decimal(&mut out, n);
+            assert_eq!(out, format!("AddN_{n}"));
+        }
+    }
 }

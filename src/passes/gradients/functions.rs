@@ -115,7 +115,8 @@ pub fn gradient(
             let batch = op_type != "MatMul";
             let (ka, kb) = if batch { ("adj_x", "adj_y") } else { ("transpose_a", "transpose_b") };
             let attrs = &e.graph.node(op).attrs;
-            let (t_a, t_b) = (attrs.get_bool(ka).unwrap_or(false), attrs.get_bool(kb).unwrap_or(false));
+            let flag = |key: &str| super::op_attr(attrs, key).and_then(AttrValue::as_bool).unwrap_or(false);
+            let (t_a, t_b) = (flag(ka), flag(kb));
             let mm = |e: &mut Emitter<'_>, p: Tensor, q: Tensor, tp: bool, tq: bool| {
                 let attrs = [(ka, AttrValue::Bool(tp)), (kb, AttrValue::Bool(tq))].into_iter().chain(ta.clone());
                 e.emit(op_type, op_type, &[p, q], attrs)
@@ -228,7 +229,7 @@ pub fn gradient(
             vec![Some(e.emit("Reshape", "Reshape", &[s, sa], ta)), None]
         }
         "BiasAdd" => {
-            let format = e.graph.node(op).attrs.get("data_format").cloned().map(|f| ("data_format", f));
+            let format = super::op_attr(&e.graph.node(op).attrs, "data_format").cloned().map(|f| ("data_format", f));
             let attrs = ta.clone().into_iter().chain(format);
             vec![Some(g), Some(e.emit("BiasAddGrad", "BiasAddGrad", &[g], attrs))]
         }

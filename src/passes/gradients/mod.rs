@@ -42,7 +42,7 @@ use rustc_hash::FxHashSet;
 use self::colocation::{ColocationContext, OUTSIDE_COMPILATION_ATTR};
 use self::emitter::Emitter;
 use super::error::PassError;
-use crate::ir::{EdgeKind, Graph, NodeId, NodeKind, RegionKind, ValueRef};
+use crate::ir::{AttrMap, AttrValue, EdgeKind, Graph, NodeId, NodeKind, RegionKind, ValueRef};
 
 pub use self::emitter::Tensor;
 
@@ -118,6 +118,13 @@ fn pending_calls_upstream(graph: &Graph, call: NodeId) -> Vec<NodeId> {
     }
     found.sort_by_key(|&id| graph.node(id).seq);
     found
+}
+
+/// The value of attribute `key` of an op, by a linear scan: an op has a handful of attributes, and
+/// comparing keys for equality rejects most by their length, where the binary search of
+/// [`AttrMap::get`] orders strings byte by byte. Used on every op the walk visits.
+fn op_attr<'a>(attrs: &'a AttrMap, key: &str) -> Option<&'a AttrValue> {
+    attrs.iter().find(|(k, _)| *k == key).map(|(_, v)| v)
 }
 
 /// The name scope of the first call; later ones are `gradients_1`, `gradients_2`, ...
@@ -332,9 +339,11 @@ fn expand_call(
         })
         .collect();
 
-    // About one gradient op per op on the path (more for broadcasting binary ops, none for
-    // reads): reserving that once saves most regrowing of the graph without over-allocating.
-    graph.reserve(between_list.len(), 2 * between_list.len());
+    // About one or two gradient ops per op on the path (more for broadcasting binary ops, none for
+    // reads), each with about two inputs. Reserving once for the upper end saves regrowing the
+    // node and edge vectors and rehashing the name table, each a copy of the whole graph's worth;
+    // the spare capacity of the vectors is address space that is never touched.
+    graph.reserve(2 * between_list.len(), 4 * between_list.len());
     let mut e = Emitter::new(graph, ctx, &call_node, scope.clone(), uid.clone());
     let mut received = Received::new(bound);
     for (i, &y) in call.ys.iter().enumerate() {

@@ -349,25 +349,24 @@ impl Collectives {
                     Kind::Broadcast { .. } => {}
                     Kind::AllReduce(op) => match validate(&all) {
                         Err(message) => st.result = Some(Err(message)),
-                        Ok(total)
-                            if total * call.group_size < SMALL_ELEMENTS
-                                || all[0].iter().map(|t| t.len().div_ceil(UNIT)).sum::<usize>() <= 1 =>
-                        {
-                            drop(st);
-                            let out = self.allocate(call, &all);
-                            for (i, buf) in out.iter().enumerate() {
-                                // SAFETY: the only writer, of the whole buffer.
-                                unsafe { reduce_into(&all, i, buf, 0..buf.len(), op) };
+                        Ok(total) => {
+                            let units = work_units(&all[0]);
+                            if total * call.group_size < SMALL_ELEMENTS || units.len() <= 1 {
+                                drop(st);
+                                let out = self.allocate(call, &all);
+                                for (i, buf) in out.iter().enumerate() {
+                                    // SAFETY: the only writer, of the whole buffer.
+                                    unsafe { reduce_into(&all, i, buf, 0..buf.len(), op) };
+                                }
+                                let result = finish(&all, out);
+                                self.keep(call, &result);
+                                st = lock(&rv.state);
+                                st.result = Some(result.map(Arc::new));
+                            } else {
+                                st.units = units;
+                                st.out = Some(Arc::new(self.allocate(call, &all)));
+                                st.all = Some(Arc::new(all));
                             }
-                            let result = finish(&all, out);
-                            self.keep(call, &result);
-                            st = lock(&rv.state);
-                            st.result = Some(result.map(Arc::new));
-                        }
-                        Ok(_) => {
-                            st.units = work_units(&all[0]);
-                            st.out = Some(Arc::new(self.allocate(call, &all)));
-                            st.all = Some(Arc::new(all));
                         }
                     },
                 }

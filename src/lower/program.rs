@@ -34,8 +34,8 @@
 //! every replica's channels at the same time. Placing nodes, and wiring the
 //! edges that stay inside one program, run in parallel over these built
 //! programs; edges between programs (sends and recvs) are wired after
-//! that, serially, in the text order, so names and keys are deterministic. While a template is built, each
-//! node whose content depends on the replica (a collective's rank, a replica
+//! that, serially, in the text order, so names and keys are deterministic.
+//! While a template is built, each node whose content depends on the replica (a collective's rank, a replica
 //! id, a channel key, a mirrored handle's name) is recorded as a [`Patch`].
 //! Every other replica's program is then a clone of its template (attribute
 //! maps are shared, so a clone costs little more than a copy of the node
@@ -532,10 +532,7 @@ impl Builder<'_> {
         }
         // Each built program takes its nodes on its own thread: placing
         // touches only that program's graph, slots and patches.
-        let built: Vec<usize> = self.built_programs().collect();
-        let mut work: Vec<Placement> = built.into_iter().map(|pi| self.take_program(pi)).collect();
-        let this = &*self;
-        work.par_iter_mut().for_each(|w| {
+        self.for_each_built_program(|this, w| {
             let program = this.programs[w.pi].0;
             for &id in order {
                 if !this.programs_of(this.parts[part_index(id)]).contains(&Some(program)) {
@@ -557,32 +554,48 @@ impl Builder<'_> {
                 }
             }
         });
-        for w in work {
-            self.restore_program(w);
-        }
     }
 
-    /// The programs built node by node: host, init and the templates.
-    fn built_programs(&self) -> impl Iterator<Item = usize> + '_ {
-        self.programs.iter().enumerate().filter(|(_, (p, _))| p.replica().is_none_or(|r| r == 0)).map(|(pi, _)| pi)
+    /// Runs `work` on every program built node by node (host, init and
+    /// the templates), in parallel: each program's graph, slots and
+    /// patches are moved out of the builder for the call and put back
+    /// after. Returns the nodes each program deferred, by program index.
+    fn for_each_built_program(&mut self, work: impl Fn(&Self, &mut Placement) + Sync) -> Vec<(usize, Vec<NodeId>)> {
+        let built: Vec<usize> = self
+            .programs
+            .iter()
+            .enumerate()
+            .filter(|(_, (p, _))| p.replica().is_none_or(|r| r == 0))
+            .map(|(pi, _)| pi)
+            .collect();
+        let mut programs: Vec<Placement> = built
+            .into_iter()
+            .map(|pi| Placement {
+                pi,
+                graph: std::mem::take(&mut self.programs[pi].1),
+                placed: std::mem::take(&mut self.placed[pi]),
+                patches: std::mem::take(&mut self.patches[pi]),
+                deferred: Vec::new(),
+            })
+            .collect();
+        let this = &*self;
+        programs.par_iter_mut().for_each(|w| work(this, w));
+        programs
+            .into_iter()
+            .map(|w| {
+                self.programs[w.pi].1 = w.graph;
+                self.placed[w.pi] = w.placed;
+                self.patches[w.pi] = w.patches;
+                (w.pi, w.deferred)
+            })
+            .collect()
     }
 
-    /// Moves a built program's graph, slots and patches out, so that
-    /// programs can be worked on in parallel.
-    fn take_program(&mut self, pi: usize) -> Placement {
-        Placement {
-            pi,
-            graph: std::mem::take(&mut self.programs[pi].1),
-            placed: std::mem::take(&mut self.placed[pi]),
-            patches: std::mem::take(&mut self.patches[pi]),
-            deferred: Vec::new(),
-        }
-    }
-
-    fn restore_program(&mut self, w: Placement) {
-        self.programs[w.pi].1 = w.graph;
-        self.placed[w.pi] = w.placed;
-        self.patches[w.pi] = w.patches;
+    /// Whether operand `slot` of `id` is dropped in `program`: the group
+    /// assignment of a CrossReplicaSum is a compile-time fact in a replica,
+    /// not an operand.
+    fn skips_operand(&self, id: NodeId, program: Program, slot: usize) -> bool {
+        slot == 1 && program.replica().is_some() && &*self.src.node(id).op == "CrossReplicaSum"
     }
 
     /// The node `id` becomes in `program`.
@@ -713,15 +726,11 @@ impl Builder<'_> {
         }
         // Edges within one program, in parallel over the built programs;
         // a node with any operand from elsewhere is deferred whole.
-        let built: Vec<usize> = self.built_programs().collect();
-        let mut work: Vec<Placement> = built.into_iter().map(|pi| self.take_program(pi)).collect();
-        let this = &*self;
-        work.par_iter_mut().for_each(|w| this.wire_local(w, order));
-        let mut deferred: Vec<(usize, NodeId)> = Vec::new();
-        for w in work {
-            deferred.extend(w.deferred.iter().map(|&id| (w.pi, id)));
-            self.restore_program(w);
-        }
+        let mut deferred: Vec<(usize, NodeId)> = self
+            .for_each_built_program(|this, w| this.wire_local(w, order))
+            .into_iter()
+            .flat_map(|(pi, ids)| ids.into_iter().map(move |id| (pi, id)))
+            .collect();
         // The rest in the text order (then by program, as programs_of lists
         // them), so that sends and recvs are made in a fixed order.
         let mut rank = vec![u32::MAX; self.parts.len()];
@@ -735,11 +744,9 @@ impl Builder<'_> {
             src.inputs_into(id, &mut operands);
             let program = self.programs[pi].0;
             let Some(dst) = self.placed(pi, id) else { continue };
-            // The group assignment of a CrossReplicaSum is a compile-time fact, not an operand.
-            let skip_group = &*src.node(id).op == "CrossReplicaSum" && program.replica().is_some();
             lowered.clear();
             for (slot, &input) in operands.iter().enumerate() {
-                if skip_group && slot == 1 {
+                if self.skips_operand(id, program, slot) {
                     continue;
                 }
                 if let Some(x) = self.resolve(input, id, program) {
@@ -769,11 +776,10 @@ impl Builder<'_> {
             if operands.is_empty() {
                 continue;
             }
-            let skip_group = &*src.node(id).op == "CrossReplicaSum" && program.replica().is_some();
             lowered.clear();
             let mut local = true;
-            for (k, &input) in operands.iter().enumerate() {
-                if skip_group && k == 1 {
+            for (slot, &input) in operands.iter().enumerate() {
+                if self.skips_operand(id, program, slot) {
                     continue;
                 }
                 let producer = w.placed.get(part_index(input.src)).copied().unwrap_or(UNPLACED);

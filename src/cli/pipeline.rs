@@ -228,7 +228,14 @@ fn rewrite_and_lower(
     drop(bar);
     timer.lap("lower");
     match lowered {
-        Ok((lowered, _)) => Some((loaded, lowered)),
+        Ok((lowered, _)) => {
+            if lower_args.time_passes {
+                for phase in &lowered.phases {
+                    eprintln!("  {:<22} {:>12.3} ms wall", phase.name, phase.wall.as_secs_f64() * 1e3);
+                }
+            }
+            Some((loaded, lowered))
+        }
         Err(LowerFailure::Lower(errors)) => {
             report(errors.into_iter().map(|e| Box::new(e) as AnyDiagnostic).collect(), &loaded.source);
             None

@@ -10,6 +10,11 @@
 //! bump, and the first mutation of a shared map copies it. Lowering relies
 //! on this to stamp out one program per replica by cloning graphs. An
 //! empty map holds no allocation at all.
+//!
+//! [`AttrMap::without`] shares too: the copy hides the dropped entries
+//! behind a bit mask instead of copying the others, so stripping the TPU
+//! tags from a million ops allocates nothing. The first mutation of such a
+//! map copies its visible entries.
 
 use std::sync::Arc;
 
@@ -25,17 +30,23 @@ pub struct AttrMap {
     /// `None` when empty; never `Some` of an empty vector after a removal
     /// leaves it empty (see [`AttrMap::remove`]).
     entries: Option<Arc<Vec<Entry>>>,
+    /// Entries of `entries` this map leaves out: bit `i` hides entry `i`
+    /// (see [`AttrMap::without`]). Zero for a map that was never narrowed.
+    hidden: u32,
 }
+
+/// The widest map [`AttrMap::without`] narrows by hiding; a wider one is copied.
+const MASK_BITS: usize = u32::BITS as usize;
 
 impl PartialEq for AttrMap {
     fn eq(&self, other: &AttrMap) -> bool {
-        self.slice() == other.slice()
+        self.len() == other.len() && self.entries().zip(other.entries()).all(|(a, b)| a == b)
     }
 }
 
 impl Serialize for AttrMap {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.slice().serialize(serializer)
+        serializer.collect_seq(self.entries())
     }
 }
 
@@ -53,7 +64,7 @@ impl<'de> Deserialize<'de> for AttrMap {
 impl AttrMap {
     /// An empty map.
     pub fn new() -> AttrMap {
-        AttrMap { entries: None }
+        AttrMap { entries: None, hidden: 0 }
     }
 
     /// A map of `entries` in any order; of entries with equal keys the last one wins, as if each
@@ -71,20 +82,44 @@ impl AttrMap {
             }
             same
         });
-        AttrMap { entries: Some(Arc::new(entries)) }
+        AttrMap { entries: Some(Arc::new(entries)), hidden: 0 }
     }
 
+    /// All stored entries, the hidden ones included.
     fn slice(&self) -> &[Entry] {
         self.entries.as_deref().map_or(&[], Vec::as_slice)
     }
 
+    /// The visible entries, in key order.
+    fn entries(&self) -> Iter<'_> {
+        Iter { entries: self.slice().iter().enumerate(), hidden: self.hidden, len: self.len() }
+    }
+
+    fn is_hidden(&self, i: usize) -> bool {
+        i < MASK_BITS && self.hidden & (1 << i) != 0
+    }
+
+    /// Drops the hidden entries for good, copying the visible ones.
+    fn unhide(&mut self) {
+        if self.hidden != 0 {
+            let kept: Vec<Entry> = self.entries().cloned().collect();
+            *self = AttrMap { entries: (!kept.is_empty()).then(|| Arc::new(kept)), hidden: 0 };
+        }
+    }
+
     /// The entries for writing; copies them first if the map is shared.
     fn entries_mut(&mut self) -> &mut Vec<Entry> {
+        self.unhide();
         Arc::make_mut(self.entries.get_or_insert_with(|| Arc::new(Vec::with_capacity(2))))
     }
 
+    /// Where `key` is among the stored entries (a hidden one counts as
+    /// absent). Only an unhidden map may be written at an `Err` position.
     fn position(&self, key: &str) -> Result<usize, usize> {
-        self.slice().binary_search_by(|(k, _)| (**k).cmp(key))
+        match self.slice().binary_search_by(|(k, _)| (**k).cmp(key)) {
+            Ok(i) if self.is_hidden(i) => Err(i),
+            found => found,
+        }
     }
 
     /// The value for `key`.
@@ -94,6 +129,7 @@ impl AttrMap {
 
     /// A mutable reference to the value for `key`.
     pub fn get_mut(&mut self, key: &str) -> Option<&mut AttrValue> {
+        self.unhide();
         let i = self.position(key).ok()?;
         Some(&mut self.entries_mut()[i].1)
     }
@@ -106,6 +142,7 @@ impl AttrMap {
     /// Sets `key`, returning the previous value.
     pub fn insert(&mut self, key: impl AsRef<str>, value: AttrValue) -> Option<AttrValue> {
         let key = key.as_ref();
+        self.unhide();
         match self.position(key) {
             Ok(i) => Some(std::mem::replace(&mut self.entries_mut()[i].1, value)),
             Err(i) => {
@@ -117,6 +154,7 @@ impl AttrMap {
 
     /// Sets `key` reusing a shared key allocation.
     pub fn insert_shared(&mut self, key: Arc<str>, value: AttrValue) -> Option<AttrValue> {
+        self.unhide();
         match self.position(&key) {
             Ok(i) => Some(std::mem::replace(&mut self.entries_mut()[i].1, value)),
             Err(i) => {
@@ -128,6 +166,7 @@ impl AttrMap {
 
     /// Removes `key`, returning its value.
     pub fn remove(&mut self, key: &str) -> Option<AttrValue> {
+        self.unhide();
         let i = self.position(key).ok()?;
         let entries = self.entries_mut();
         let (_, value) = entries.remove(i);
@@ -137,30 +176,39 @@ impl AttrMap {
         Some(value)
     }
 
-    /// A copy without the `keys` that are present: cheaper than a clone
-    /// followed by removals when the map is shared, and a plain clone
-    /// (no copy at all) when none of the keys is present.
+    /// A copy without the `keys` that are present. It shares the entries
+    /// and hides the dropped ones, so it costs a reference-count bump;
+    /// only a map wider than 32 entries is copied.
     pub fn without(&self, keys: &[&str]) -> AttrMap {
-        if !keys.iter().any(|k| self.contains_key(k)) {
-            return self.clone();
+        let mut hidden = self.hidden;
+        for key in keys {
+            if let Ok(i) = self.position(key) {
+                if i >= MASK_BITS {
+                    let kept: Vec<Entry> = self.entries().filter(|(k, _)| !keys.contains(&&**k)).cloned().collect();
+                    return AttrMap { entries: (!kept.is_empty()).then(|| Arc::new(kept)), hidden: 0 };
+                }
+                hidden |= 1 << i;
+            }
         }
-        let kept: Vec<Entry> = self.slice().iter().filter(|(k, _)| !keys.contains(&&**k)).cloned().collect();
-        AttrMap { entries: (!kept.is_empty()).then(|| Arc::new(kept)) }
+        if hidden.count_ones() as usize == self.slice().len() {
+            return AttrMap::new();
+        }
+        AttrMap { entries: self.entries.clone(), hidden }
     }
 
     /// Entries in key order.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = (&str, &AttrValue)> {
-        self.slice().iter().map(|(k, v)| (&**k, v))
+        self.into_iter()
     }
 
     /// Number of entries.
     pub fn len(&self) -> usize {
-        self.slice().len()
+        self.slice().len() - self.hidden.count_ones() as usize
     }
 
     /// True when there are no entries.
     pub fn is_empty(&self) -> bool {
-        self.slice().is_empty()
+        self.len() == 0
     }
 
     /// The string value of `key`, if it is a UTF-8 string.
@@ -180,6 +228,9 @@ impl AttrMap {
 
     /// Frees unused capacity (only of a map this one does not share).
     pub fn shrink_to_fit(&mut self) {
+        if self.hidden != 0 {
+            return;
+        }
         if let Some(entries) = self.entries.as_mut().and_then(Arc::get_mut) {
             entries.shrink_to_fit();
         }
@@ -205,18 +256,56 @@ impl FromIterator<(String, AttrValue)> for AttrMap {
     }
 }
 
+/// The visible entries of a map, in key order.
+#[derive(Clone, Debug)]
+struct Iter<'a> {
+    entries: std::iter::Enumerate<std::slice::Iter<'a, Entry>>,
+    hidden: u32,
+    /// Visible entries not yet returned.
+    len: usize,
+}
+
+impl<'a> Iterator for Iter<'a> {
+    type Item = &'a Entry;
+
+    fn next(&mut self) -> Option<&'a Entry> {
+        let hidden = self.hidden;
+        let (_, entry) = self.entries.find(|&(i, _)| i >= MASK_BITS || hidden & (1 << i) == 0)?;
+        self.len -= 1;
+        Some(entry)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.len, Some(self.len))
+    }
+}
+
+impl ExactSizeIterator for Iter<'_> {}
+
+/// The visible entries of a map as `(key, value)`, in key order.
+#[derive(Clone, Debug)]
+pub struct AttrIter<'a>(Iter<'a>);
+
+impl<'a> Iterator for AttrIter<'a> {
+    type Item = (&'a str, &'a AttrValue);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.0.next().map(|(k, v)| (&**k, v))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.0.size_hint()
+    }
+}
+
+impl ExactSizeIterator for AttrIter<'_> {}
+
 impl<'a> IntoIterator for &'a AttrMap {
     type Item = (&'a str, &'a AttrValue);
-    type IntoIter = std::iter::Map<
-        std::slice::Iter<'a, (Arc<str>, AttrValue)>,
-        fn(&'a (Arc<str>, AttrValue)) -> (&'a str, &'a AttrValue),
-    >;
+    type IntoIter = AttrIter<'a>;
 
-    fn into_iter(self) -> Self::IntoIter {
-        fn split(e: &(Arc<str>, AttrValue)) -> (&str, &AttrValue) {
-            (&e.0, &e.1)
-        }
-        self.slice().iter().map(split)
+    fn into_iter(self) -> AttrIter<'a> {
+        AttrIter(self.entries())
     }
 }
 
@@ -244,5 +333,69 @@ mod tests {
         assert_eq!(keys, ["N", "T", "_class", "_tpu_replicate", "value"]);
         assert_eq!(built.get_int("T"), Some(3));
         assert!(AttrMap::from_entries(Vec::new()).is_empty());
+    }
+
+    fn tagged() -> AttrMap {
+        AttrMap::from_entries(vec![
+            ("T".into(), AttrValue::Int(1)),
+            ("_tpu_replicate".into(), AttrValue::str("cluster")),
+            ("_xla_outside_compilation".into(), AttrValue::str("oc")),
+            ("value".into(), AttrValue::Int(2)),
+        ])
+    }
+
+    #[test]
+    fn without_hides_the_keys_and_shares_the_rest() {
+        let map = tagged();
+        let narrowed = map.without(&["_tpu_replicate", "_xla_outside_compilation", "absent"]);
+        let keys: Vec<&str> = narrowed.iter().map(|(k, _)| k).collect();
+        assert_eq!(keys, ["T", "value"]);
+        assert_eq!(narrowed.len(), 2);
+        assert_eq!(narrowed.iter().len(), 2);
+        assert_eq!(narrowed.get("_tpu_replicate"), None);
+        assert!(!narrowed.contains_key("_xla_outside_compilation"));
+        assert_eq!(narrowed.get_int("value"), Some(2));
+        assert!(Arc::ptr_eq(narrowed.entries.as_ref().unwrap(), map.entries.as_ref().unwrap()));
+        // Equal to the same map built without the keys, and it serializes alike.
+        let plain = AttrMap::from_entries(vec![("value".into(), AttrValue::Int(2)), ("T".into(), AttrValue::Int(1))]);
+        assert_eq!(narrowed, plain);
+        assert_ne!(narrowed, map);
+        assert_eq!(serde_json::to_string(&narrowed).unwrap(), serde_json::to_string(&plain).unwrap());
+        // The original is untouched.
+        assert_eq!(map.get_str("_tpu_replicate"), Some("cluster"));
+        assert_eq!(map.len(), 4);
+    }
+
+    #[test]
+    fn writing_a_narrowed_map_keeps_the_keys_hidden() {
+        let map = tagged();
+        let mut narrowed = map.without(&["_tpu_replicate"]);
+        assert_eq!(narrowed.insert("_tpu_replicate", AttrValue::Int(7)), None);
+        assert_eq!(narrowed.get_int("_tpu_replicate"), Some(7));
+        let mut removed = map.without(&["T"]);
+        assert_eq!(removed.remove("T"), None);
+        assert_eq!(removed.remove("value"), Some(AttrValue::Int(2)));
+        let keys: Vec<&str> = removed.iter().map(|(k, _)| k).collect();
+        assert_eq!(keys, ["_tpu_replicate", "_xla_outside_compilation"]);
+        let mut changed = map.without(&["value"]);
+        assert_eq!(changed.get_mut("value"), None);
+        *changed.get_mut("T").unwrap() = AttrValue::Int(9);
+        assert_eq!(changed.get_int("T"), Some(9));
+        assert_eq!(changed.len(), 3);
+        assert_eq!(map.get_int("T"), Some(1));
+        assert!(map.without(&["T", "_tpu_replicate", "_xla_outside_compilation", "value"]).is_empty());
+        assert_eq!(map.without(&["T"]).without(&["value"]).len(), 2);
+    }
+
+    #[test]
+    fn a_wide_map_is_copied_by_without() {
+        let entries: Vec<(Arc<str>, AttrValue)> =
+            (0..40).map(|i| (Arc::from(format!("k{i:02}")), AttrValue::Int(i))).collect();
+        let map = AttrMap::from_entries(entries);
+        let narrowed = map.without(&["k39", "k00"]);
+        assert_eq!(narrowed.len(), 38);
+        assert_eq!(narrowed.get("k39"), None);
+        assert_eq!(narrowed.get("k00"), None);
+        assert_eq!(narrowed.get_int("k38"), Some(38));
     }
 }

@@ -187,9 +187,83 @@ pub struct Graph {
     pub attrs: AttrMap,
     pub span: Span,
     pub regions: Vec<Region>,
-    graph: StableDiGraph<Node, Edge, u32>,
+    /// The nodes and edges, shared with the graph's clones until one of
+    /// them changes its structure (copy on write).
+    graph: Arc<StableDiGraph<Node, Edge, u32>>,
+    /// Nodes this graph changed while `graph` was shared.
+    overrides: Overrides,
     names: NameTable,
     next_seq: u64,
+}
+
+/// The nodes a graph changed while its storage was shared with a clone.
+///
+/// A clone of a graph shares its node and edge storage, so cloning a
+/// million-node graph costs a copy of its name table only. Changing a node
+/// of a shared graph (a rename, an attribute) puts a copy of that node
+/// here; changing the structure (adding or removing nodes or edges) copies
+/// the storage and folds these nodes back into it. Reads look here first.
+#[derive(Clone, Debug, Default)]
+struct Overrides {
+    /// `slot[i]` is the position in `nodes` of node `i`'s copy, or
+    /// `u32::MAX`; empty while there are no copies.
+    slot: Vec<u32>,
+    nodes: Vec<(NodeIndex<u32>, Node)>,
+}
+
+impl Overrides {
+    fn get(&self, id: NodeIndex<u32>) -> Option<&Node> {
+        let &s = self.slot.get(id.index())?;
+        self.nodes.get(s as usize).map(|(_, node)| node)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// The copy of node `id`, made from `base` if there is none yet.
+    fn get_or_copy(&mut self, base: &StableDiGraph<Node, Edge, u32>, id: NodeIndex<u32>) -> &mut Node {
+        if self.slot.is_empty() {
+            self.slot = vec![u32::MAX; petgraph::visit::NodeIndexable::node_bound(base)];
+        }
+        let s = match self.slot[id.index()] {
+            u32::MAX => {
+                self.slot[id.index()] = self.nodes.len() as u32;
+                self.nodes.push((id, base[id].clone()));
+                self.nodes.len() - 1
+            }
+            s => s as usize,
+        };
+        &mut self.nodes[s].1
+    }
+
+    /// Moves every copy into `storage`, which then holds the graph's nodes.
+    fn fold_into(&mut self, storage: &mut StableDiGraph<Node, Edge, u32>) {
+        for (id, node) in self.nodes.drain(..) {
+            storage[id] = node;
+        }
+        self.slot = Vec::new();
+    }
+}
+
+/// A graph's nodes as it sees them: its storage under its overrides.
+#[derive(Clone, Copy)]
+struct Nodes<'a> {
+    base: &'a StableDiGraph<Node, Edge, u32>,
+    overrides: &'a Overrides,
+}
+
+impl<'a> Nodes<'a> {
+    fn get(self, id: NodeIndex<u32>) -> &'a Node {
+        match self.overrides.get(id) {
+            Some(node) => node,
+            None => &self.base[id],
+        }
+    }
+
+    fn name(self, id: NodeId) -> &'a str {
+        &self.get(id.0).name
+    }
 }
 
 /// The name → node index of a graph.
@@ -206,36 +280,36 @@ fn hash_name(name: &str) -> u64 {
 }
 
 impl NameTable {
-    fn get(&self, nodes: &StableDiGraph<Node, Edge, u32>, name: &str) -> Option<NodeId> {
-        self.table.find(hash_name(name), |id| &*nodes[id.0].name == name).copied()
+    fn get(&self, nodes: Nodes<'_>, name: &str) -> Option<NodeId> {
+        self.get_hashed(nodes, hash_name(name), name)
     }
 
-    fn insert(&mut self, nodes: &StableDiGraph<Node, Edge, u32>, id: NodeId) {
-        self.insert_hashed(nodes, hash_name(&nodes[id.0].name), id);
+    fn insert(&mut self, nodes: Nodes<'_>, id: NodeId) {
+        self.insert_hashed(nodes, hash_name(nodes.name(id)), id);
     }
 
     /// [`NameTable::get`] with the hash of `name` already computed.
-    fn get_hashed(&self, nodes: &StableDiGraph<Node, Edge, u32>, hash: u64, name: &str) -> Option<NodeId> {
-        self.table.find(hash, |id| &*nodes[id.0].name == name).copied()
+    fn get_hashed(&self, nodes: Nodes<'_>, hash: u64, name: &str) -> Option<NodeId> {
+        self.table.find(hash, |&id| nodes.name(id) == name).copied()
     }
 
     /// [`NameTable::insert`] with the hash of the node's name already computed.
-    fn insert_hashed(&mut self, nodes: &StableDiGraph<Node, Edge, u32>, hash: u64, id: NodeId) {
-        self.table.insert_unique(hash, id, |other| hash_name(&nodes[other.0].name));
+    fn insert_hashed(&mut self, nodes: Nodes<'_>, hash: u64, id: NodeId) {
+        self.table.insert_unique(hash, id, |&other| hash_name(nodes.name(other)));
     }
 
-    fn remove(&mut self, nodes: &StableDiGraph<Node, Edge, u32>, name: &str) {
-        if let Ok(entry) = self.table.find_entry(hash_name(name), |id| &*nodes[id.0].name == name) {
+    fn remove(&mut self, nodes: Nodes<'_>, name: &str) {
+        if let Ok(entry) = self.table.find_entry(hash_name(name), |&id| nodes.name(id) == name) {
             entry.remove();
         }
     }
 
-    fn reserve(&mut self, nodes: &StableDiGraph<Node, Edge, u32>, additional: usize) {
-        self.table.reserve(additional, |id| hash_name(&nodes[id.0].name));
+    fn reserve(&mut self, nodes: Nodes<'_>, additional: usize) {
+        self.table.reserve(additional, |&id| hash_name(nodes.name(id)));
     }
 
-    fn shrink_to_fit(&mut self, nodes: &StableDiGraph<Node, Edge, u32>) {
-        self.table.shrink_to_fit(|id| hash_name(&nodes[id.0].name));
+    fn shrink_to_fit(&mut self, nodes: Nodes<'_>) {
+        self.table.shrink_to_fit(|&id| hash_name(nodes.name(id)));
     }
 }
 
@@ -271,9 +345,26 @@ impl Graph {
 
     /// Reserves room for `nodes` nodes and `edges` edges.
     pub fn reserve(&mut self, nodes: usize, edges: usize) {
-        self.graph.reserve_nodes(nodes);
-        self.graph.reserve_edges(edges);
-        self.names.reserve(&self.graph, nodes);
+        let storage = self.storage_mut();
+        storage.reserve_nodes(nodes);
+        storage.reserve_edges(edges);
+        let view = Nodes { base: &self.graph, overrides: &self.overrides };
+        self.names.reserve(view, nodes);
+    }
+
+    /// The graph's nodes under its overrides.
+    fn nodes(&self) -> Nodes<'_> {
+        Nodes { base: &self.graph, overrides: &self.overrides }
+    }
+
+    /// The storage, for a change of structure: copied first if a clone
+    /// shares it, with the overrides folded in.
+    fn storage_mut(&mut self) -> &mut StableDiGraph<Node, Edge, u32> {
+        let storage = Arc::make_mut(&mut self.graph);
+        if !self.overrides.is_empty() {
+            self.overrides.fold_into(storage);
+        }
+        storage
     }
 
     /// Adds a node at the end of the text order.
@@ -285,22 +376,26 @@ impl Graph {
     /// gives the node back with the node that holds the name.
     pub fn try_add_node(&mut self, mut node: Node) -> Result<NodeId, (Node, NodeId)> {
         let hash = hash_name(&node.name);
-        if let Some(existing) = self.names.get_hashed(&self.graph, hash, &node.name) {
+        if let Some(existing) = self.names.get_hashed(self.nodes(), hash, &node.name) {
             return Err((node, existing));
         }
         node.seq = self.next_seq;
         self.next_seq += 1;
-        let id = NodeId(self.graph.add_node(node));
-        self.names.insert_hashed(&self.graph, hash, id);
+        let id = NodeId(self.storage_mut().add_node(node));
+        let view = Nodes { base: &self.graph, overrides: &self.overrides };
+        self.names.insert_hashed(view, hash, id);
         Ok(id)
     }
 
     /// Adds a node, making its name unique with `_1`, `_2`, ... if taken.
-    pub fn add_node_unique(&mut self, mut node: Node) -> NodeId {
-        if self.names.get(&self.graph, &node.name).is_some() {
-            node.name = self.unique_name(&node.name).into();
+    pub fn add_node_unique(&mut self, node: Node) -> NodeId {
+        match self.try_add_node(node) {
+            Ok(id) => id,
+            Err((mut node, _)) => {
+                node.name = self.unique_name(&node.name).into();
+                self.add_node(node).expect("name was made unique")
+            }
         }
-        self.add_node(node).expect("name was made unique")
     }
 
     /// Returns a fresh region seq number (regions share the node order).
@@ -330,28 +425,34 @@ impl Graph {
 
     /// TensorFlow's unique-name rule: `base` if free, else `base_1`, `base_2`, ...
     pub fn unique_name(&self, base: &str) -> String {
-        if self.names.get(&self.graph, base).is_none() {
+        if self.names.get(self.nodes(), base).is_none() {
             return base.to_string();
         }
         (1..)
             .map(|i| format!("{base}_{i}"))
-            .find(|candidate| self.names.get(&self.graph, candidate).is_none())
+            .find(|candidate| self.names.get(self.nodes(), candidate).is_none())
             .expect("an unbounded search finds a free name")
     }
 
     /// The node named `name`.
     pub fn find(&self, name: &str) -> Option<NodeId> {
-        self.names.get(&self.graph, name)
+        self.names.get(self.nodes(), name)
     }
 
     /// The node for `id`.
     pub fn node(&self, id: NodeId) -> &Node {
-        &self.graph[id.0]
+        self.nodes().get(id.0)
     }
 
     /// The node for `id`, mutably. Use [`Graph::rename`] to change its name.
+    ///
+    /// While a clone shares the storage, the node is copied first (only
+    /// that node), so the clone does not see the change.
     pub fn node_mut(&mut self, id: NodeId) -> &mut Node {
-        &mut self.graph[id.0]
+        if Arc::get_mut(&mut self.graph).is_none() {
+            return self.overrides.get_or_copy(&self.graph, id.0);
+        }
+        &mut self.storage_mut()[id.0]
     }
 
     /// True when `id` is a live node.
@@ -361,24 +462,30 @@ impl Graph {
 
     /// Renames a node. Fails if the new name is taken by another node.
     pub fn rename(&mut self, id: NodeId, name: &str) -> Result<(), NameTaken> {
-        if let Some(other) = self.names.get(&self.graph, name) {
+        if let Some(other) = self.names.get(self.nodes(), name) {
             if other == id {
                 return Ok(());
             }
             return Err(NameTaken(other));
         }
-        let old = self.graph[id.0].name.clone();
-        self.names.remove(&self.graph, &old);
-        self.graph[id.0].name = name.into();
-        self.names.insert(&self.graph, id);
+        let old = self.node(id).name.clone();
+        let view = Nodes { base: &self.graph, overrides: &self.overrides };
+        self.names.remove(view, &old);
+        self.node_mut(id).name = name.into();
+        let view = Nodes { base: &self.graph, overrides: &self.overrides };
+        self.names.insert(view, id);
         Ok(())
     }
 
     /// Removes a node and all its edges.
     pub fn remove_node(&mut self, id: NodeId) -> Option<Node> {
-        let name = self.graph.node_weight(id.0)?.name.clone();
-        self.names.remove(&self.graph, &name);
-        self.graph.remove_node(id.0)
+        if !self.graph.contains_node(id.0) {
+            return None;
+        }
+        let name = self.node(id).name.clone();
+        let view = Nodes { base: &self.graph, overrides: &self.overrides };
+        self.names.remove(view, &name);
+        self.storage_mut().remove_node(id.0)
     }
 
     /// Number of nodes.
@@ -399,39 +506,42 @@ impl Graph {
     /// All node ids sorted by their position in the text.
     pub fn nodes_in_order(&self) -> Vec<NodeId> {
         let mut ids: Vec<NodeId> = self.node_ids().collect();
-        ids.sort_unstable_by_key(|&id| self.graph[id.0].seq);
+        let nodes = self.nodes();
+        ids.sort_unstable_by_key(|&id| nodes.get(id.0).seq);
         ids
     }
 
     /// Adds a data edge `src:output -> dst` at the next free data slot.
     pub fn add_data_input(&mut self, dst: NodeId, src: NodeId, output: u32, span: Span) -> EdgeIndex<u32> {
         let slot = self.count_inputs(dst, false) as u32;
-        self.graph.add_edge(src.0, dst.0, Edge { kind: EdgeKind::Data { output, slot }, span })
+        self.storage_mut().add_edge(src.0, dst.0, Edge { kind: EdgeKind::Data { output, slot }, span })
     }
 
     /// Adds data edges `src:output -> dst` at the next free data slots, counting the used slots
     /// once (so a node with many inputs, like a wide AddN, is built in linear time).
     pub fn add_data_inputs(&mut self, dst: NodeId, srcs: &[(NodeId, u32)], span: Span) {
         let first = self.count_inputs(dst, false) as u32;
+        let storage = self.storage_mut();
         for (i, &(src, output)) in srcs.iter().enumerate() {
             let kind = EdgeKind::Data { output, slot: first + i as u32 };
-            self.graph.add_edge(src.0, dst.0, Edge { kind, span });
+            storage.add_edge(src.0, dst.0, Edge { kind, span });
         }
     }
 
     /// Adds a control edge `src -> dst` at the next free control slot.
     pub fn add_control_input(&mut self, dst: NodeId, src: NodeId, span: Span) -> EdgeIndex<u32> {
         let slot = self.count_inputs(dst, true) as u32;
-        self.graph.add_edge(src.0, dst.0, Edge { kind: EdgeKind::Control { slot }, span })
+        self.storage_mut().add_edge(src.0, dst.0, Edge { kind: EdgeKind::Control { slot }, span })
     }
 
     /// Adds control edges `src -> dst` at the next free control slots,
     /// counting the used slots once.
     pub fn add_control_inputs(&mut self, dst: NodeId, srcs: &[NodeId], span: Span) {
         let first = self.count_inputs(dst, true) as u32;
+        let storage = self.storage_mut();
         for (i, &src) in srcs.iter().enumerate() {
             let kind = EdgeKind::Control { slot: first + i as u32 };
-            self.graph.add_edge(src.0, dst.0, Edge { kind, span });
+            storage.add_edge(src.0, dst.0, Edge { kind, span });
         }
     }
 
@@ -443,6 +553,7 @@ impl Graph {
         } else {
             (self.count_inputs(dst, false) as u32, self.count_inputs(dst, true) as u32)
         };
+        let storage = self.storage_mut();
         for input in inputs {
             let kind = match input.output {
                 Some(output) => {
@@ -454,7 +565,7 @@ impl Graph {
                     EdgeKind::Control { slot: control - 1 }
                 }
             };
-            self.graph.add_edge(input.src.0, dst.0, Edge { kind, span: input.span });
+            storage.add_edge(input.src.0, dst.0, Edge { kind, span: input.span });
         }
     }
 
@@ -543,8 +654,9 @@ impl Graph {
     /// Replaces all operands of `id`.
     pub fn set_inputs(&mut self, id: NodeId, inputs: &[Input]) {
         let edges: Vec<_> = self.graph.edges_directed(id.0, Direction::Incoming).map(|e| e.id()).collect();
+        let storage = self.storage_mut();
         for e in edges {
-            self.graph.remove_edge(e);
+            storage.remove_edge(e);
         }
         for input in inputs {
             self.add_input(id, *input);
@@ -569,13 +681,14 @@ impl Graph {
             .filter(|e| matches!(e.weight().kind, EdgeKind::Data { output: o, .. } if o == output))
             .map(|e| (e.id(), e.target(), *e.weight()))
             .collect();
+        let storage = self.storage_mut();
         for (edge, target, weight) in edges {
-            self.graph.remove_edge(edge);
+            storage.remove_edge(edge);
             let kind = match weight.kind {
                 EdgeKind::Data { slot, .. } => EdgeKind::Data { output: to_output, slot },
                 k => k,
             };
-            self.graph.add_edge(to.0, target, Edge { kind, span: weight.span });
+            storage.add_edge(to.0, target, Edge { kind, span: weight.span });
         }
     }
 
@@ -583,13 +696,17 @@ impl Graph {
     pub fn replace_all_uses(&mut self, from: NodeId, to: NodeId) {
         let edges: Vec<_> =
             self.graph.edges_directed(from.0, Direction::Outgoing).map(|e| (e.id(), e.target(), *e.weight())).collect();
+        let storage = self.storage_mut();
         for (edge, target, weight) in edges {
-            self.graph.remove_edge(edge);
-            self.graph.add_edge(to.0, target, weight);
+            storage.remove_edge(edge);
+            storage.add_edge(to.0, target, weight);
         }
     }
 
-    /// The underlying petgraph graph, for algorithms.
+    /// The underlying petgraph graph, for algorithms over its structure.
+    ///
+    /// Read nodes through [`Graph::node`]: a node changed while a clone
+    /// shared the storage is current there, not in this graph's weights.
     pub fn petgraph(&self) -> &StableDiGraph<Node, Edge, u32> {
         &self.graph
     }
@@ -616,7 +733,80 @@ impl Graph {
 
     /// Frees spare capacity after bulk construction.
     pub fn shrink_to_fit(&mut self) {
-        self.graph.shrink_to_fit();
-        self.names.shrink_to_fit(&self.graph);
+        self.storage_mut().shrink_to_fit();
+        let view = Nodes { base: &self.graph, overrides: &self.overrides };
+        self.names.shrink_to_fit(view);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `a -> b`, with `b` carrying an attribute.
+    fn two_nodes() -> (Graph, NodeId, NodeId) {
+        let mut g = Graph::new("g");
+        let a = g.add_node(Node::op("a", "Const")).unwrap();
+        let b = g.add_node(Node::op("b", "Identity").with_attr("k", AttrValue::Int(1))).unwrap();
+        g.add_data_input(b, a, 0, Span::DETACHED);
+        (g, a, b)
+    }
+
+    #[test]
+    fn a_change_to_a_clone_leaves_the_original_alone() {
+        let (original, _, b) = two_nodes();
+        let mut clone = original.clone();
+        clone.node_mut(b).attrs.insert("k", AttrValue::Int(2));
+        assert_eq!(clone.node(b).attrs.get_int("k"), Some(2));
+        assert_eq!(original.node(b).attrs.get_int("k"), Some(1));
+        // The clone still shares the storage: only the changed node was copied.
+        assert!(Arc::ptr_eq(&original.graph, &clone.graph));
+        assert_eq!(clone.inputs(b).len(), 1);
+    }
+
+    #[test]
+    fn a_rename_in_a_clone_moves_the_name_only_there() {
+        let (original, a, _) = two_nodes();
+        let mut clone = original.clone();
+        clone.rename(a, "renamed").unwrap();
+        assert_eq!(clone.find("renamed"), Some(a));
+        assert_eq!(clone.find("a"), None);
+        assert_eq!(original.find("a"), Some(a));
+        assert_eq!(original.find("renamed"), None);
+        assert_eq!(&*original.node(a).name, "a");
+        assert_eq!(clone.unique_name("renamed"), "renamed_1");
+    }
+
+    #[test]
+    fn a_change_of_structure_keeps_the_changed_nodes() {
+        let (original, a, b) = two_nodes();
+        let mut clone = original.clone();
+        clone.rename(b, "b2").unwrap();
+        clone.node_mut(b).attrs.insert("k", AttrValue::Int(3));
+        let c = clone.add_node(Node::op("c", "Identity")).unwrap();
+        clone.add_data_input(c, b, 0, Span::DETACHED);
+        assert!(!Arc::ptr_eq(&original.graph, &clone.graph));
+        assert_eq!(&*clone.node(b).name, "b2");
+        assert_eq!(clone.node(b).attrs.get_int("k"), Some(3));
+        assert_eq!(clone.find("b2"), Some(b));
+        assert_eq!(clone.inputs(c)[0].src, b);
+        assert_eq!(original.node_count(), 2);
+        assert_eq!(original.find("b"), Some(b));
+        assert_eq!(original.node(b).attrs.get_int("k"), Some(1));
+        assert_eq!(clone.remove_node(a).map(|n| n.name), Some("a".into()));
+        assert_eq!(clone.find("a"), None);
+        assert_eq!(original.find("a"), Some(a));
+    }
+
+    #[test]
+    fn a_graph_nobody_shares_changes_in_place() {
+        let (mut g, _, b) = two_nodes();
+        let before = Arc::as_ptr(&g.graph);
+        g.node_mut(b).attrs.insert("k", AttrValue::Int(5));
+        g.rename(b, "b5").unwrap();
+        assert_eq!(Arc::as_ptr(&g.graph), before);
+        assert!(g.overrides.is_empty());
+        assert_eq!(g.find("b5"), Some(b));
+        assert_eq!(g.node(b).attrs.get_int("k"), Some(5));
     }
 }

@@ -39,6 +39,8 @@ pub struct Lowered {
     pub module: Module,
     pub clusters: Vec<ReplicateCluster>,
     pub assignment: DeviceAssignment,
+    /// How long each phase of the partitioner took.
+    pub phases: Vec<program::LowerPhase>,
 }
 
 /// Errors that stop lowering, and the wrapped cluster-formation problems.
@@ -116,9 +118,9 @@ pub fn lower_clusters_observed(
         steps_per_run: config.steps_per_run.max(1),
         progress,
     };
-    let (module, errors) = program::partition(&input);
+    let program::Partitioned { module, errors, phases } = program::partition(&input);
     if !errors.is_empty() {
         return Err(LowerFailure::Lower(errors));
     }
-    Ok((Lowered { module, clusters, assignment }, Vec::new()))
+    Ok((Lowered { module, clusters, assignment, phases }, Vec::new()))
 }

@@ -205,6 +205,9 @@ struct Builder<'a> {
     output_recvs: HashMap<(NodeId, u32), NodeId>,
     errors: Vec<LowerError>,
     collective_instance: HashMap<(u32, NodeId), i64>,
+    /// The replica groups of each collective that names them (a
+    /// `group_assignment` operand or attribute), read once.
+    replica_groups: HashMap<NodeId, Vec<Vec<i64>>>,
 }
 
 fn part_index(id: NodeId) -> usize {
@@ -212,7 +215,7 @@ fn part_index(id: NodeId) -> usize {
 }
 
 /// Partitions `input.graph` into programs.
-pub fn partition(input: &PartitionInput<'_>) -> (Module, Vec<LowerError>) {
+pub fn partition(input: &PartitionInput<'_>) -> Partitioned {
     let src = input.graph;
     let bound = petgraph::visit::NodeIndexable::node_bound(src.petgraph());
     let mut b = Builder {
@@ -232,25 +235,66 @@ pub fn partition(input: &PartitionInput<'_>) -> (Module, Vec<LowerError>) {
         output_recvs: HashMap::default(),
         errors: Vec::new(),
         collective_instance: HashMap::default(),
+        replica_groups: HashMap::default(),
     };
+    let mut clock = PhaseClock::start();
     let order = src.nodes_in_order();
     let progress = input.progress;
     progress.phase("lowering", 3 * order.len() as u64);
     b.assign_parts(&order);
+    clock.lap("parts");
     b.create_programs();
     b.number_collectives(&topological_text_order(src, &order));
+    clock.lap("collectives");
     b.place_nodes(&order);
+    clock.lap("place");
     progress.advance(order.len() as u64);
     b.wire(&order);
+    clock.lap("wire");
     progress.advance(order.len() as u64);
     b.clone_replicas(progress, order.len() as u64);
+    clock.lap("replicas");
     b.list_mirrors();
+    clock.lap("mirrors");
     let Builder { programs, errors, .. } = b;
     let mut graphs: Vec<Graph> = programs.into_iter().map(|(_, g)| g).collect();
     if let Some(host) = graphs.first_mut() {
         host.attrs.insert("steps_per_run", AttrValue::Int(i64::from(input.steps_per_run.max(1))));
     }
-    (Module { header: Vec::new(), graphs }, errors)
+    Partitioned { module: Module { header: Vec::new(), graphs }, errors, phases: clock.phases }
+}
+
+/// The result of [`partition`].
+pub struct Partitioned {
+    pub module: Module,
+    pub errors: Vec<LowerError>,
+    /// The wall time of each phase, in order.
+    pub phases: Vec<LowerPhase>,
+}
+
+/// One phase of the partitioner and its wall time (`--time-passes` prints them).
+#[derive(Clone, Debug)]
+pub struct LowerPhase {
+    pub name: &'static str,
+    pub wall: std::time::Duration,
+}
+
+/// Records the wall time of consecutive phases.
+struct PhaseClock {
+    last: std::time::Instant,
+    phases: Vec<LowerPhase>,
+}
+
+impl PhaseClock {
+    fn start() -> PhaseClock {
+        PhaseClock { last: std::time::Instant::now(), phases: Vec::new() }
+    }
+
+    fn lap(&mut self, name: &'static str) {
+        let now = std::time::Instant::now();
+        self.phases.push(LowerPhase { name, wall: now - self.last });
+        self.last = now;
+    }
 }
 
 /// Parses `TPU_REPLICATED_CORE:k` out of a device string.
@@ -500,6 +544,9 @@ impl Builder<'_> {
                 "CrossReplicaSum" | "AllReduce" | "Broadcast" => {
                     let next = self.collective_instance.len() as i64;
                     self.collective_instance.entry((cluster, id)).or_insert(next);
+                    if let Some(groups) = self.read_replica_groups(id) {
+                        self.replica_groups.insert(id, groups);
+                    }
                 }
                 _ => {}
             }
@@ -514,31 +561,48 @@ impl Builder<'_> {
 
     fn place_nodes(&mut self, order: &[NodeId]) {
         let src = self.src;
-        // Reserve each built program's nodes and edges up front: growing
+        // Which nodes each built program takes, in the text order, and
+        // room for them (and their edges) reserved up front: growing
         // vectors of a million nodes by doubling copies them and faults
         // their pages in again. Sends and recvs come on top; they grow.
-        let mut sizes = vec![(0usize, 0usize); self.programs.len()];
+        let mut members: Vec<Vec<NodeId>> = vec![Vec::new(); self.programs.len()];
+        let mut edges = vec![0usize; self.programs.len()];
         for &id in order {
             for program in self.programs_of(self.parts[part_index(id)]).into_iter().flatten() {
-                let size = &mut sizes[self.index[&program]];
-                size.0 += 1;
-                size.1 += src.petgraph().edges_directed(id.0, petgraph::Direction::Incoming).count();
+                let pi = self.index[&program];
+                members[pi].push(id);
+                edges[pi] += src.petgraph().edges_directed(id.0, petgraph::Direction::Incoming).count();
             }
         }
-        for (pi, (nodes, edges)) in sizes.into_iter().enumerate() {
+        for (pi, ids) in members.iter().enumerate() {
+            let nodes = ids.len();
             if nodes > 0 {
-                self.programs[pi].1.reserve(nodes + nodes / 8, edges + edges / 8);
+                self.programs[pi].1.reserve(nodes + nodes / 8, edges[pi] + edges[pi] / 8);
             }
         }
-        // Each built program takes its nodes on its own thread: placing
-        // touches only that program's graph, slots and patches.
+        // Lowering a node (copying its attributes without the TPU tags,
+        // lowering a collective) is most of the work, and independent per
+        // node: all threads share it, one program after another, so a big
+        // template does not leave the other threads idle.
+        let lowered: Vec<Vec<Node>> = members
+            .iter()
+            .enumerate()
+            .map(|(pi, ids)| {
+                let program = self.programs[pi].0;
+                ids.par_iter().map(|&id| self.lowered_node(id, program)).collect()
+            })
+            .collect();
+        let lowered: Vec<std::sync::Mutex<Vec<Node>>> = lowered.into_iter().map(std::sync::Mutex::new).collect();
+        // Then each built program adds its nodes on its own thread: that
+        // touches only its graph, slots and patches.
         self.for_each_built_program(|this, w| {
             let program = this.programs[w.pi].0;
-            for &id in order {
-                if !this.programs_of(this.parts[part_index(id)]).contains(&Some(program)) {
-                    continue;
-                }
-                let new = w.graph.add_node_unique(this.lowered_node(id, program));
+            let nodes = match lowered[w.pi].lock() {
+                Ok(mut nodes) => std::mem::take(&mut *nodes),
+                Err(poisoned) => std::mem::take(&mut *poisoned.into_inner()),
+            };
+            for (&id, node) in members[w.pi].iter().zip(nodes) {
+                let new = w.graph.add_node_unique(node);
                 w.placed[part_index(id)] = new.0.index() as u32;
                 if program.replica().is_some() {
                     match &*src.node(id).op {
@@ -636,12 +700,11 @@ impl Builder<'_> {
     /// `replica`, or `None` for any other op.
     fn replica_attrs(&self, id: NodeId, cluster: u32, replica: u32) -> Option<AttrMap> {
         let src = self.src.node(id);
-        let num_replicas = self.num_replicas(cluster);
         let instance = || self.collective_instance.get(&(cluster, id)).copied().unwrap_or(0);
         match &*src.op {
             "CrossReplicaSum" => {
                 let mut attrs = src.attrs.without(&[TPU_REPLICATE, OUTSIDE_COMPILATION, "T"]);
-                let (group, size, rank) = self.replica_group(id, replica, num_replicas);
+                let (group, size, rank) = self.replica_group(id, cluster, replica);
                 attrs.insert("group", AttrValue::str(group));
                 attrs.insert("group_size", AttrValue::Int(size));
                 attrs.insert("rank", AttrValue::Int(rank));
@@ -651,16 +714,7 @@ impl Builder<'_> {
             }
             "AllReduce" | "Broadcast" => {
                 let mut attrs = AttrMap::new();
-                // A fused all-reduce carries its sums' replica groups as an attribute.
-                let groups = src.attrs.get("group_assignment").and_then(|v| v.as_tensor()).and_then(groups_of);
-                let (group, size, rank) = match groups.as_deref().and_then(|g| group_of(g, &src.name, replica)) {
-                    Some(found) => found,
-                    None => (
-                        format!("{}/all", self.clusters[cluster as usize].name),
-                        i64::from(num_replicas),
-                        i64::from(replica),
-                    ),
-                };
+                let (group, size, rank) = self.replica_group(id, cluster, replica);
                 attrs.insert("group", AttrValue::str(group));
                 attrs.insert("group_size", AttrValue::Int(size));
                 attrs.insert("rank", AttrValue::Int(rank));
@@ -690,30 +744,39 @@ impl Builder<'_> {
         }
     }
 
-    /// Whether a collective names replica groups (a `group_assignment`
-    /// constant operand or attribute) rather than spanning all replicas.
-    fn has_replica_groups(&self, id: NodeId) -> bool {
+    /// The replica groups a collective names: a CrossReplicaSum's
+    /// `group_assignment` constant operand, or the `group_assignment`
+    /// attribute a fused all-reduce carries for its sums.
+    fn read_replica_groups(&self, id: NodeId) -> Option<Vec<Vec<i64>>> {
         let src = self.src.node(id);
-        match &*src.op {
-            "CrossReplicaSum" => self.src.data_inputs(id).get(1).is_some_and(|i| {
-                self.src.node(i.src).attrs.get("value").and_then(|v| v.as_tensor()).and_then(groups_of).is_some()
-            }),
-            _ => src.attrs.get("group_assignment").and_then(|v| v.as_tensor()).and_then(groups_of).is_some(),
-        }
+        let tensor = match &*src.op {
+            "CrossReplicaSum" => {
+                let operand = self.src.data_inputs(id).get(1)?.src;
+                self.src.node(operand).attrs.get("value")?.as_tensor()?
+            }
+            _ => src.attrs.get("group_assignment")?.as_tensor()?,
+        };
+        groups_of(tensor)
     }
 
-    /// The group of `replica` for a CrossReplicaSum: from its
-    /// `group_assignment` constant when there is one, else all replicas.
-    fn replica_group(&self, id: NodeId, replica: u32, num_replicas: u32) -> (String, i64, i64) {
-        let name = &self.src.node(id).name;
-        let groups: Option<Vec<Vec<i64>>> = self.src.data_inputs(id).get(1).and_then(|i| {
-            let c = self.src.node(i.src);
-            groups_of(c.attrs.get("value")?.as_tensor()?)
-        });
-        groups
-            .as_deref()
-            .and_then(|g| group_of(g, name, replica))
-            .unwrap_or_else(|| (format!("{name}/all"), i64::from(num_replicas), i64::from(replica)))
+    /// Whether a collective names replica groups rather than spanning all replicas.
+    fn has_replica_groups(&self, id: NodeId) -> bool {
+        self.replica_groups.contains_key(&id)
+    }
+
+    /// The (group key, group size, rank) of `replica` in collective `id`:
+    /// from its replica groups when it names them, else all replicas
+    /// (`<sum>/all` for a CrossReplicaSum, `<cluster>/all` otherwise).
+    fn replica_group(&self, id: NodeId, cluster: u32, replica: u32) -> (String, i64, i64) {
+        let src = self.src.node(id);
+        let found = self.replica_groups.get(&id).and_then(|g| group_of(g, &src.name, replica));
+        found.unwrap_or_else(|| {
+            let all = match &*src.op {
+                "CrossReplicaSum" => format!("{}/all", src.name),
+                _ => format!("{}/all", self.clusters[cluster as usize].name),
+            };
+            (all, i64::from(self.num_replicas(cluster)), i64::from(replica))
+        })
     }
 
     fn wire(&mut self, order: &[NodeId]) {
@@ -984,10 +1047,10 @@ impl Builder<'_> {
         });
     }
 
-    fn program_name(&self, program: Program) -> String {
+    fn program_name(&self, program: Program) -> std::borrow::Cow<'_, str> {
         match self.index.get(&program) {
-            Some(&i) => self.programs[i].1.name.clone(),
-            None => self.program_header(program).0,
+            Some(&i) => std::borrow::Cow::Borrowed(&self.programs[i].1.name),
+            None => std::borrow::Cow::Owned(self.program_header(program).0),
         }
     }
 
@@ -1261,8 +1324,17 @@ impl Builder<'_> {
             match patch {
                 Patch::Lowered { node, src: id } => {
                     let cluster = program.cluster().unwrap_or(0);
-                    if let Some(attrs) = self.replica_attrs(*id, cluster, r) {
-                        g.node_mut(*node).attrs = attrs;
+                    if &*src.node(*id).op == "ReplicaId" {
+                        if let Some(attrs) = self.replica_attrs(*id, cluster, r) {
+                            g.node_mut(*node).attrs = attrs;
+                        }
+                    } else {
+                        // A collective: only its group and rank depend on the replica.
+                        let (group, size, rank) = self.replica_group(*id, cluster, r);
+                        let attrs = &mut g.node_mut(*node).attrs;
+                        attrs.insert("group", AttrValue::str(group));
+                        attrs.insert("group_size", AttrValue::Int(size));
+                        attrs.insert("rank", AttrValue::Int(rank));
                     }
                 }
                 Patch::Mirror { node, var } => {

@@ -116,7 +116,7 @@ impl AttrMap {
     /// Where `key` is among the stored entries (a hidden one counts as
     /// absent). Only an unhidden map may be written at an `Err` position.
     fn position(&self, key: &str) -> Result<usize, usize> {
-        match self.slice().binary_search_by(|(k, _)| (**k).cmp(key)) {
+        match self.slice().binary_search_by(|(k, _)| compare_keys(k, key)) {
             Ok(i) if self.is_hidden(i) => Err(i),
             found => found,
         }

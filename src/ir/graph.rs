@@ -268,15 +268,32 @@ impl<'a> Nodes<'a> {
 
 /// The name → node index of a graph.
 ///
-/// It stores only node ids (4 bytes a slot) and hashes the names held by
-/// the nodes themselves, so a name is stored once per graph.
+/// It stores node ids with 32 bits of their name's hash (8 bytes a slot),
+/// not the names, which the nodes hold: a name is stored once per graph.
+/// Growing the table rehashes from the stored bits without touching a
+/// node, and a lookup compares names only when those bits match.
 #[derive(Clone, Debug, Default)]
 struct NameTable {
-    table: HashTable<NodeId>,
+    table: HashTable<NameSlot>,
 }
 
-fn hash_name(name: &str) -> u64 {
-    FxBuildHasher.hash_one(name)
+#[derive(Clone, Copy, Debug)]
+struct NameSlot {
+    id: NodeId,
+    hash: u32,
+}
+
+/// 32 bits of a name's hash: what [`NameTable`] stores.
+fn hash_name(name: &str) -> u32 {
+    let h = FxBuildHasher.hash_one(name);
+    (h ^ (h >> 32)) as u32
+}
+
+/// The table's 64-bit hash of a stored 32-bit one: the multiplication
+/// spreads it over the high bits (the control byte) and the low bits (the
+/// bucket).
+fn spread(hash: u32) -> u64 {
+    u64::from(hash).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ u64::from(hash)
 }
 
 impl NameTable {
@@ -285,31 +302,32 @@ impl NameTable {
     }
 
     fn insert(&mut self, nodes: Nodes<'_>, id: NodeId) {
-        self.insert_hashed(nodes, hash_name(nodes.name(id)), id);
+        self.insert_hashed(hash_name(nodes.name(id)), id);
     }
 
     /// [`NameTable::get`] with the hash of `name` already computed.
-    fn get_hashed(&self, nodes: Nodes<'_>, hash: u64, name: &str) -> Option<NodeId> {
-        self.table.find(hash, |&id| nodes.name(id) == name).copied()
+    fn get_hashed(&self, nodes: Nodes<'_>, hash: u32, name: &str) -> Option<NodeId> {
+        self.table.find(spread(hash), |s| s.hash == hash && nodes.name(s.id) == name).map(|s| s.id)
     }
 
     /// [`NameTable::insert`] with the hash of the node's name already computed.
-    fn insert_hashed(&mut self, nodes: Nodes<'_>, hash: u64, id: NodeId) {
-        self.table.insert_unique(hash, id, |&other| hash_name(nodes.name(other)));
+    fn insert_hashed(&mut self, hash: u32, id: NodeId) {
+        self.table.insert_unique(spread(hash), NameSlot { id, hash }, |s| spread(s.hash));
     }
 
     fn remove(&mut self, nodes: Nodes<'_>, name: &str) {
-        if let Ok(entry) = self.table.find_entry(hash_name(name), |&id| nodes.name(id) == name) {
+        let hash = hash_name(name);
+        if let Ok(entry) = self.table.find_entry(spread(hash), |s| s.hash == hash && nodes.name(s.id) == name) {
             entry.remove();
         }
     }
 
-    fn reserve(&mut self, nodes: Nodes<'_>, additional: usize) {
-        self.table.reserve(additional, |&id| hash_name(nodes.name(id)));
+    fn reserve(&mut self, additional: usize) {
+        self.table.reserve(additional, |s| spread(s.hash));
     }
 
-    fn shrink_to_fit(&mut self, nodes: Nodes<'_>) {
-        self.table.shrink_to_fit(|&id| hash_name(nodes.name(id)));
+    fn shrink_to_fit(&mut self) {
+        self.table.shrink_to_fit(|s| spread(s.hash));
     }
 }
 
@@ -348,8 +366,7 @@ impl Graph {
         let storage = self.storage_mut();
         storage.reserve_nodes(nodes);
         storage.reserve_edges(edges);
-        let view = Nodes { base: &self.graph, overrides: &self.overrides };
-        self.names.reserve(view, nodes);
+        self.names.reserve(nodes);
     }
 
     /// The graph's nodes under its overrides.
@@ -382,9 +399,47 @@ impl Graph {
         node.seq = self.next_seq;
         self.next_seq += 1;
         let id = NodeId(self.storage_mut().add_node(node));
-        let view = Nodes { base: &self.graph, overrides: &self.overrides };
-        self.names.insert_hashed(view, hash, id);
+        self.names.insert_hashed(hash, id);
         Ok(id)
+    }
+
+    /// Adds `nodes` at the end of the text order: the same as
+    /// [`Graph::add_node_unique`] on each in turn, but faster for many.
+    ///
+    /// When no name is taken or repeated, the names enter the name table
+    /// in the order of its buckets, so a million insertions sweep the table
+    /// once instead of missing the cache on each; otherwise the nodes are
+    /// added one by one.
+    pub fn add_nodes_unique(&mut self, nodes: Vec<Node>) -> Vec<NodeId> {
+        let hashes: Vec<u32> = nodes.iter().map(|n| hash_name(&n.name)).collect();
+        self.names.reserve(nodes.len());
+        let mask = (self.names.table.capacity() * 8 / 7).next_power_of_two() as u64 - 1;
+        let mut by_bucket: Vec<u32> = (0..nodes.len() as u32).collect();
+        by_bucket.sort_unstable_by_key(|&i| (spread(hashes[i as usize]) & mask, hashes[i as usize]));
+        let view = self.nodes();
+        let taken = by_bucket.windows(2).any(|w| {
+            let (a, b) = (w[0] as usize, w[1] as usize);
+            hashes[a] == hashes[b] && nodes[a].name == nodes[b].name
+        }) || (!self.names.table.is_empty()
+            && by_bucket
+                .iter()
+                .any(|&i| self.names.get_hashed(view, hashes[i as usize], &nodes[i as usize].name).is_some()));
+        if taken {
+            return nodes.into_iter().map(|node| self.add_node_unique(node)).collect();
+        }
+        let first = self.next_seq;
+        self.next_seq += nodes.len() as u64;
+        let storage = self.storage_mut();
+        storage.reserve_nodes(nodes.len());
+        let mut ids = Vec::with_capacity(nodes.len());
+        for (seq, mut node) in (first..).zip(nodes) {
+            node.seq = seq;
+            ids.push(NodeId(storage.add_node(node)));
+        }
+        for i in by_bucket {
+            self.names.insert_hashed(hashes[i as usize], ids[i as usize]);
+        }
+        ids
     }
 
     /// Adds a node, making its name unique with `_1`, `_2`, ... if taken.
@@ -442,6 +497,14 @@ impl Graph {
     /// The node for `id`.
     pub fn node(&self, id: NodeId) -> &Node {
         self.nodes().get(id.0)
+    }
+
+    /// Makes room for `additional` nodes changed by [`Graph::node_mut`]
+    /// while a clone shares the storage (a no-op otherwise).
+    pub fn reserve_node_changes(&mut self, additional: usize) {
+        if Arc::get_mut(&mut self.graph).is_none() {
+            self.overrides.nodes.reserve(additional);
+        }
     }
 
     /// The node for `id`, mutably. Use [`Graph::rename`] to change its name.
@@ -734,8 +797,7 @@ impl Graph {
     /// Frees spare capacity after bulk construction.
     pub fn shrink_to_fit(&mut self) {
         self.storage_mut().shrink_to_fit();
-        let view = Nodes { base: &self.graph, overrides: &self.overrides };
-        self.names.shrink_to_fit(view);
+        self.names.shrink_to_fit();
     }
 }
 
@@ -796,6 +858,40 @@ mod tests {
         assert_eq!(clone.remove_node(a).map(|n| n.name), Some("a".into()));
         assert_eq!(clone.find("a"), None);
         assert_eq!(original.find("a"), Some(a));
+    }
+
+    /// The names and seq order of `g`'s nodes.
+    fn names_in_order(g: &Graph) -> Vec<String> {
+        g.nodes_in_order().into_iter().map(|id| g.node(id).name.to_string()).collect()
+    }
+
+    #[test]
+    fn adding_many_nodes_at_once_equals_adding_them_one_by_one() {
+        let batches: [&[&str]; 3] = [
+            // Fresh names: the bulk path.
+            &["x", "y", "z", "w"],
+            // A name taken in the graph, and one repeated in the batch.
+            &["a", "q", "q", "a_1"],
+            &[],
+        ];
+        for batch in batches {
+            let (mut bulk, _, _) = two_nodes();
+            let (mut one_by_one, _, _) = two_nodes();
+            let nodes: Vec<Node> = batch.iter().map(|n| Node::op(*n, "NoOp")).collect();
+            let ids = bulk.add_nodes_unique(nodes.clone());
+            let expected: Vec<NodeId> = nodes.into_iter().map(|n| one_by_one.add_node_unique(n)).collect();
+            assert_eq!(ids, expected);
+            assert_eq!(names_in_order(&bulk), names_in_order(&one_by_one));
+            for name in names_in_order(&bulk) {
+                assert_eq!(bulk.find(&name), one_by_one.find(&name), "{name}");
+            }
+        }
+        let (mut g, _, _) = two_nodes();
+        let many: Vec<Node> = (0..10_000).map(|i| Node::op(format!("n{i}"), "NoOp")).collect();
+        let ids = g.add_nodes_unique(many);
+        assert_eq!(g.find("n9999"), Some(ids[9999]));
+        assert_eq!(g.find("n0"), Some(ids[0]));
+        assert_eq!(names_in_order(&g)[2], "n0");
     }
 
     #[test]

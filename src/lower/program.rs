@@ -138,8 +138,9 @@ enum KeyTemplate {
 /// A template node whose content depends on the replica.
 #[derive(Clone, Debug)]
 enum Patch {
-    /// A collective or replica id: lowered again for the replica.
-    Lowered { node: NodeId, src: NodeId },
+    /// A collective or replica id: lowered again for the replica (a
+    /// collective with its replica groups, when it names them).
+    Lowered { node: NodeId, src: NodeId, groups: Option<Arc<Vec<Vec<i64>>>> },
     /// A mirrored variable's handle: `<var>/replica_r`.
     Mirror { node: NodeId, var: NodeId },
     /// A `_Send` or `_Recv`: its channel key.
@@ -201,13 +202,37 @@ struct Builder<'a> {
     control_to_host: HashMap<(usize, usize, NodeId), Vec<NodeId>>,
     /// Replica 0's recv of each replicated input, by (fan-in, program).
     fan_in_recvs: HashMap<(NodeId, usize), NodeId>,
-    /// The host's recv of each replica's result, by (output, replica).
-    output_recvs: HashMap<(NodeId, u32), NodeId>,
+    /// The host's recv of each replica's result, by output, in replica order.
+    output_recvs: HashMap<NodeId, Vec<NodeId>>,
     errors: Vec<LowerError>,
     collective_instance: HashMap<(u32, NodeId), i64>,
     /// The replica groups of each collective that names them (a
     /// `group_assignment` operand or attribute), read once.
-    replica_groups: HashMap<NodeId, Vec<Vec<i64>>>,
+    /// Equal assignments share one table.
+    replica_groups: HashMap<NodeId, Arc<Vec<Vec<i64>>>>,
+    /// Strings the host's output recvs share (their op and attribute keys),
+    /// so that a quarter of a million recvs allocate none of them.
+    host_recv: SharedStrings,
+}
+
+/// Host recvs of replicated outputs made but not yet added, with their outputs.
+#[derive(Default)]
+struct PendingRecvs {
+    outputs: Vec<NodeId>,
+    nodes: Vec<Node>,
+}
+
+/// Strings shared by many nodes of one program.
+struct SharedStrings {
+    op: Arc<str>,
+    channel: Arc<str>,
+    dtype: Arc<str>,
+}
+
+impl SharedStrings {
+    fn recv() -> SharedStrings {
+        SharedStrings { op: "_Recv".into(), channel: "channel".into(), dtype: "dtype".into() }
+    }
 }
 
 fn part_index(id: NodeId) -> usize {
@@ -236,6 +261,7 @@ pub fn partition(input: &PartitionInput<'_>) -> Partitioned {
         errors: Vec::new(),
         collective_instance: HashMap::default(),
         replica_groups: HashMap::default(),
+        host_recv: SharedStrings::recv(),
     };
     let mut clock = PhaseClock::start();
     let order = src.nodes_in_order();
@@ -525,6 +551,7 @@ impl Builder<'_> {
     /// Numbers the collectives in text order (one instance per op, shared
     /// by all replicas), and reports reduce and update ops it cannot lower.
     fn number_collectives(&mut self, order: &[NodeId]) {
+        let mut distinct_groups: Vec<Arc<Vec<Vec<i64>>>> = Vec::new();
         for &id in order {
             let node = self.src.node(id);
             if matches!(&*node.op, "Update" | "UpdateNonSlot") {
@@ -545,7 +572,15 @@ impl Builder<'_> {
                     let next = self.collective_instance.len() as i64;
                     self.collective_instance.entry((cluster, id)).or_insert(next);
                     if let Some(groups) = self.read_replica_groups(id) {
-                        self.replica_groups.insert(id, groups);
+                        let shared = match distinct_groups.iter().find(|g| ***g == groups) {
+                            Some(g) => Arc::clone(g),
+                            None => {
+                                let g = Arc::new(groups);
+                                distinct_groups.push(Arc::clone(&g));
+                                g
+                            }
+                        };
+                        self.replica_groups.insert(id, shared);
                     }
                 }
                 _ => {}
@@ -601,8 +636,8 @@ impl Builder<'_> {
                 Ok(mut nodes) => std::mem::take(&mut *nodes),
                 Err(poisoned) => std::mem::take(&mut *poisoned.into_inner()),
             };
-            for (&id, node) in members[w.pi].iter().zip(nodes) {
-                let new = w.graph.add_node_unique(node);
+            let added = w.graph.add_nodes_unique(nodes);
+            for (&id, &new) in members[w.pi].iter().zip(&added) {
                 w.placed[part_index(id)] = new.0.index() as u32;
                 if program.replica().is_some() {
                     match &*src.node(id).op {
@@ -610,9 +645,11 @@ impl Builder<'_> {
                         "CrossReplicaSum" | "AllReduce" | "Broadcast" if !this.has_replica_groups(id) => {
                             w.patches.push(Patch::Rank { node: new })
                         }
-                        "CrossReplicaSum" | "AllReduce" | "Broadcast" | "ReplicaId" => {
-                            w.patches.push(Patch::Lowered { node: new, src: id })
-                        }
+                        "CrossReplicaSum" | "AllReduce" | "Broadcast" | "ReplicaId" => w.patches.push(Patch::Lowered {
+                            node: new,
+                            src: id,
+                            groups: this.replica_groups.get(&id).cloned(),
+                        }),
                         _ => {}
                     }
                 }
@@ -768,8 +805,19 @@ impl Builder<'_> {
     /// from its replica groups when it names them, else all replicas
     /// (`<sum>/all` for a CrossReplicaSum, `<cluster>/all` otherwise).
     fn replica_group(&self, id: NodeId, cluster: u32, replica: u32) -> (String, i64, i64) {
+        self.replica_group_in(id, self.replica_groups.get(&id).map(|g| g.as_slice()), cluster, replica)
+    }
+
+    /// [`Builder::replica_group`] with the collective's groups at hand.
+    fn replica_group_in(
+        &self,
+        id: NodeId,
+        groups: Option<&[Vec<i64>]>,
+        cluster: u32,
+        replica: u32,
+    ) -> (String, i64, i64) {
         let src = self.src.node(id);
-        let found = self.replica_groups.get(&id).and_then(|g| group_of(g, &src.name, replica));
+        let found = groups.and_then(|g| group_of(g, &src.name, replica));
         found.unwrap_or_else(|| {
             let all = match &*src.op {
                 "CrossReplicaSum" => format!("{}/all", src.name),
@@ -781,12 +829,26 @@ impl Builder<'_> {
 
     fn wire(&mut self, order: &[NodeId]) {
         let src = self.src;
-        // Fan-out first: the host reads each replica's result.
-        for &id in order {
-            if let Part::FanOut { cluster } = self.parts[part_index(id)] {
-                self.wire_fan_out(id, cluster);
-            }
+        // Fan-out first: the host reads each replica's result, one recv
+        // per output and replica; room for them is made once.
+        let fan_outs: Vec<(NodeId, u32)> = order
+            .iter()
+            .filter_map(|&id| match self.parts[part_index(id)] {
+                Part::FanOut { cluster } => Some((id, cluster)),
+                _ => None,
+            })
+            .collect();
+        let recvs: Vec<Vec<Node>> =
+            fan_outs.par_iter().map(|&(id, cluster)| self.output_recv_nodes(id, cluster)).collect();
+        if let Some(&host) = self.index.get(&Program::Host) {
+            let count = recvs.iter().map(Vec::len).sum();
+            self.programs[host].1.reserve(count, count);
         }
+        let mut pending = PendingRecvs::default();
+        for (&(id, cluster), recvs) in fan_outs.iter().zip(recvs) {
+            self.wire_fan_out(id, cluster, recvs, &mut pending);
+        }
+        self.add_pending_recvs(&mut pending);
         // Edges within one program, in parallel over the built programs;
         // a node with any operand from elsewhere is deferred whole.
         let mut deferred: Vec<(usize, NodeId)> = self
@@ -924,7 +986,7 @@ impl Builder<'_> {
                 if let Part::FanOut { .. } = part {
                     // Handled in wire_fan_out: the host's recv replaced the output.
                     let r = input.output.unwrap_or(0);
-                    let recv = match self.output_recvs.get(&(producer, r)) {
+                    let recv = match self.output_recvs.get(&producer).and_then(|recvs| recvs.get(r as usize)) {
                         Some(&recv) if program == Program::Host => Some(recv),
                         _ => self.programs[pi].1.find(&format!("{}/replica_{r}", src.node(producer).name)),
                     };
@@ -1070,7 +1132,14 @@ impl Builder<'_> {
                 let out = self.src.data_inputs(*fan_in).get(r as usize).and_then(|o| o.output).unwrap_or(0);
                 format!("{}/replica_{r}:{out}/replica_{r}->{to}", self.src.node(*fan_in).name)
             }
-            KeyTemplate::Output { channel } => format!("{channel}/replica_{r}"),
+            KeyTemplate::Output { channel } => {
+                // Spelled out: `format!` grows its buffer several times, and
+                // there is one of these per output and replica.
+                use std::fmt::Write;
+                let mut key = String::with_capacity(channel.len() + "/replica_".len() + 10);
+                let _ = write!(key, "{channel}/replica_{r}");
+                key
+            }
         }
     }
 
@@ -1227,26 +1296,68 @@ impl Builder<'_> {
         recv0
     }
 
-    fn wire_fan_out(&mut self, id: NodeId, cluster: u32) {
+    /// The host's recv of each replica's result of the output `id`, in
+    /// replica order, not yet added: made apart (in parallel) because
+    /// there is one per output and replica.
+    fn output_recv_nodes(&self, id: NodeId, cluster: u32) -> Vec<Node> {
         let src = self.src;
-        let num_replicas = self.num_replicas(cluster);
+        let Some(operand) = src.data_inputs(id).first().copied() else { return Vec::new() };
+        let dtype = output_dtype(src, operand.src);
+        let template = KeyTemplate::Output { channel: src.node(id).name.clone() };
+        let shared = &self.host_recv;
+        (0..self.num_replicas(cluster))
+            .map(|r| {
+                // `<output>/replica_r`: the channel key, and the recv's name.
+                let channel: Arc<str> = self.key(&template, r).into();
+                let mut attrs = Vec::with_capacity(2);
+                attrs.push((shared.channel.clone(), AttrValue::Str(channel.clone())));
+                if let Some(d) = dtype {
+                    attrs.push((shared.dtype.clone(), AttrValue::Type(d)));
+                }
+                let mut recv = Node::op(channel, shared.op.clone());
+                recv.attrs = AttrMap::from_entries(attrs);
+                recv.span = src.node(id).span;
+                recv
+            })
+            .collect()
+    }
+
+    /// Sends each replica's result of the output `id` to the host, which
+    /// receives it with `recvs` (from [`Builder::output_recv_nodes`]).
+    /// Adds the host recvs [`Builder::wire_fan_out`] left pending, all at
+    /// once, in their order.
+    fn add_pending_recvs(&mut self, pending: &mut PendingRecvs) {
+        if pending.nodes.is_empty() {
+            return;
+        }
+        let host = self.index[&Program::Host];
+        let added = self.programs[host].1.add_nodes_unique(std::mem::take(&mut pending.nodes));
+        for (output, recv) in pending.outputs.drain(..).zip(added) {
+            self.output_recvs.entry(output).or_default().push(recv);
+        }
+    }
+
+    fn wire_fan_out(&mut self, id: NodeId, cluster: u32, recvs: Vec<Node>, pending: &mut PendingRecvs) {
+        let src = self.src;
         let Some(operand) = src.data_inputs(id).first().copied() else { return };
         let host = self.index[&Program::Host];
-        let dtype = output_dtype(src, operand.src);
         let output_name: Arc<str> = src.node(id).name.clone();
         let part = self.parts[part_index(operand.src)];
         let template = KeyTemplate::Output { channel: output_name.clone() };
         let per_replica = matches!(part, Part::Device { .. } | Part::Oc { .. });
-        for r in 0..num_replicas {
-            let from = match part {
-                Part::Device { .. } | Part::Oc { .. } => self.programs_of(part)[0],
-                Part::Host | Part::Shared => Some(Program::Host),
-                _ => None,
-            };
-            let Some(from) = from else { continue };
-            let fi = self.index[&from];
-            let channel = self.key(&template, r);
-            let Some(producer) = self.placed(fi, operand.src) else { continue };
+        let from = match part {
+            Part::Device { .. } | Part::Oc { .. } => self.programs_of(part)[0],
+            Part::Host | Part::Shared => Some(Program::Host),
+            _ => None,
+        };
+        let Some(from) = from else { return };
+        let fi = self.index[&from];
+        let Some(producer) = self.placed(fi, operand.src) else { return };
+        if fi == host {
+            // Sends (and reductions) go to the host too: keep the order.
+            self.add_pending_recvs(pending);
+        }
+        for (r, recv) in (0u32..).zip(recvs) {
             // A per-replica operand sends from its template once; the clones patch the key.
             if !per_replica || r == 0 {
                 let mut value = Input { src: producer, output: operand.output, span: operand.span };
@@ -1258,22 +1369,21 @@ impl Builder<'_> {
                 }
                 let g = &mut self.programs[fi].1;
                 let mut send = Node::op(format!("{output_name}/_send"), "_Send");
-                send.attrs.insert("channel", AttrValue::str(channel.clone()));
+                // The recv is named after its channel.
+                send.attrs.insert("channel", AttrValue::Str(recv.name.clone()));
                 let s = g.add_node_unique(send);
                 g.add_input(s, value);
                 if per_replica {
                     self.patches[fi].push(Patch::Channel { node: s, key: template.clone() });
                 }
             }
-            let g = &mut self.programs[host].1;
-            let mut recv = Node::op(format!("{output_name}/replica_{r}"), "_Recv");
-            recv.attrs.insert("channel", AttrValue::str(channel));
-            if let Some(d) = dtype {
-                recv.attrs.insert("dtype", AttrValue::Type(d));
+            if fi == host {
+                let recv = self.programs[host].1.add_node_unique(recv);
+                self.output_recvs.entry(id).or_default().push(recv);
+            } else {
+                pending.outputs.push(id);
+                pending.nodes.push(recv);
             }
-            recv.span = src.node(id).span;
-            let recv = g.add_node_unique(recv);
-            self.output_recvs.insert((id, r), recv);
         }
     }
 
@@ -1317,12 +1427,13 @@ impl Builder<'_> {
         let src = self.src;
         let r = program.replica().unwrap_or(0);
         let mut g = template.clone();
+        g.reserve_node_changes(patches.len());
         let (name, attrs) = self.program_header(program);
         g.name = name;
         g.attrs = attrs;
         for patch in patches {
             match patch {
-                Patch::Lowered { node, src: id } => {
+                Patch::Lowered { node, src: id, groups } => {
                     let cluster = program.cluster().unwrap_or(0);
                     if &*src.node(*id).op == "ReplicaId" {
                         if let Some(attrs) = self.replica_attrs(*id, cluster, r) {
@@ -1330,7 +1441,8 @@ impl Builder<'_> {
                         }
                     } else {
                         // A collective: only its group and rank depend on the replica.
-                        let (group, size, rank) = self.replica_group(*id, cluster, r);
+                        let (group, size, rank) =
+                            self.replica_group_in(*id, groups.as_deref().map(Vec::as_slice), cluster, r);
                         let attrs = &mut g.node_mut(*node).attrs;
                         attrs.insert("group", AttrValue::str(group));
                         attrs.insert("group_size", AttrValue::Int(size));

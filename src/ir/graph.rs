@@ -568,10 +568,13 @@ impl Graph {
 
     /// All node ids sorted by their position in the text.
     pub fn nodes_in_order(&self) -> Vec<NodeId> {
-        let mut ids: Vec<NodeId> = self.node_ids().collect();
         let nodes = self.nodes();
-        ids.sort_unstable_by_key(|&id| nodes.get(id.0).seq);
-        ids
+        let mut keyed: Vec<(u64, NodeId)> = self.node_ids().map(|id| (nodes.get(id.0).seq, id)).collect();
+        // Index order usually is the text order already: nodes are added in it.
+        if !keyed.is_sorted_by_key(|k| k.0) {
+            keyed.sort_unstable_by_key(|k| k.0);
+        }
+        keyed.into_iter().map(|k| k.1).collect()
     }
 
     /// Adds a data edge `src:output -> dst` at the next free data slot.

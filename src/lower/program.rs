@@ -345,25 +345,33 @@ impl Builder<'_> {
         for (ci, cluster) in self.clusters.iter().enumerate() {
             let ci = ci as u32;
             let ocs: Vec<String> = cluster.outside_compilation.keys().cloned().collect();
-            for &m in &cluster.members {
-                let node = src.node(m);
-                let part = if m == cluster.metadata {
-                    Part::Drop
-                } else if let Some(oc) = node.attrs.get_str(OUTSIDE_COMPILATION) {
-                    Part::Oc { cluster: ci, oc: ocs.iter().position(|o| o == oc).unwrap_or(0) as u32 }
-                } else {
-                    let core = node.device.as_deref().and_then(replicated_core).unwrap_or(0);
-                    if core >= cluster.num_cores_per_replica {
-                        self.errors.push(LowerError::LogicalDevice {
-                            logical: core,
-                            per_replica: cluster.num_cores_per_replica,
-                            max: cluster.num_cores_per_replica.saturating_sub(1),
-                            span: node.span,
-                        });
+            // Each member's part depends on that member alone: read them in parallel.
+            let member_parts: Vec<(Part, Option<LowerError>)> = cluster
+                .members
+                .par_iter()
+                .map(|&m| {
+                    let node = src.node(m);
+                    if m == cluster.metadata {
+                        return (Part::Drop, None);
                     }
-                    Part::Device { cluster: ci, core: core.min(cluster.num_cores_per_replica.saturating_sub(1)) }
-                };
+                    if let Some(oc) = node.attrs.get_str(OUTSIDE_COMPILATION) {
+                        let oc = ocs.iter().position(|o| o == oc).unwrap_or(0) as u32;
+                        return (Part::Oc { cluster: ci, oc }, None);
+                    }
+                    let core = node.device.as_deref().and_then(replicated_core).unwrap_or(0);
+                    let error = (core >= cluster.num_cores_per_replica).then(|| LowerError::LogicalDevice {
+                        logical: core,
+                        per_replica: cluster.num_cores_per_replica,
+                        max: cluster.num_cores_per_replica.saturating_sub(1),
+                        span: node.span,
+                    });
+                    let core = core.min(cluster.num_cores_per_replica.saturating_sub(1));
+                    (Part::Device { cluster: ci, core }, error)
+                })
+                .collect();
+            for (&m, (part, error)) in cluster.members.iter().zip(member_parts) {
                 self.parts[part_index(m)] = part;
+                self.errors.extend(error);
             }
             for &i in &cluster.inputs {
                 self.parts[part_index(i)] = Part::FanIn { cluster: ci };
@@ -429,15 +437,18 @@ impl Builder<'_> {
         }
         // Variables read or written inside a cluster are mirrored.
         for cluster in self.clusters {
-            for &m in &cluster.members {
-                for input in src.petgraph().neighbors_directed(m.0, petgraph::Direction::Incoming) {
-                    let input = NodeId(input);
-                    if &*src.node(input).op == "VarHandleOp"
-                        && !matches!(self.parts[part_index(input)], Part::Device { .. } | Part::Oc { .. })
-                    {
-                        self.mirrored[part_index(input)] = true;
-                    }
-                }
+            let parts = &self.parts;
+            let variables: Vec<NodeId> = cluster
+                .members
+                .par_iter()
+                .flat_map_iter(|&m| src.petgraph().neighbors_directed(m.0, petgraph::Direction::Incoming).map(NodeId))
+                .filter(|&input| {
+                    &*src.node(input).op == "VarHandleOp"
+                        && !matches!(parts[part_index(input)], Part::Device { .. } | Part::Oc { .. })
+                })
+                .collect();
+            for input in variables {
+                self.mirrored[part_index(input)] = true;
             }
         }
     }
@@ -874,9 +885,7 @@ impl Builder<'_> {
                 if self.skips_operand(id, program, slot) {
                     continue;
                 }
-                if let Some(x) = self.resolve(input, id, program) {
-                    lowered.push(x);
-                }
+                self.resolve(input, id, (pi, program), &mut lowered);
             }
             self.programs[pi].1.add_inputs(dst, &lowered);
         }
@@ -908,7 +917,18 @@ impl Builder<'_> {
                     continue;
                 }
                 let producer = w.placed.get(part_index(input.src)).copied().unwrap_or(UNPLACED);
-                if producer == UNPLACED || (program == Program::Host && self.mirrored[part_index(input.src)]) {
+                if program == Program::Host && self.mirrored[part_index(input.src)] {
+                    local = false;
+                    break;
+                }
+                if producer == UNPLACED {
+                    // A control dependency on metadata or fan-out means nothing
+                    // here (as in `resolve`); any other operand is wired later.
+                    if input.is_control()
+                        && matches!(self.parts[part_index(input.src)], Part::Drop | Part::FanOut { .. })
+                    {
+                        continue;
+                    }
                     local = false;
                     break;
                 }
@@ -923,11 +943,24 @@ impl Builder<'_> {
     }
 
     /// The lowered operand for `input` of `consumer` in `program`.
-    fn resolve(&mut self, input: Input, consumer: NodeId, program: Program) -> Option<Input> {
+    fn resolve(&mut self, input: Input, consumer: NodeId, (pi, program): (usize, Program), lowered: &mut Vec<Input>) {
+        if let Some(x) = self.resolve_one(input, consumer, (pi, program), lowered) {
+            lowered.push(x);
+        }
+    }
+
+    /// [`Builder::resolve`] for one operand; a control operand on every
+    /// replica's op goes straight into `lowered`, one recv per replica.
+    fn resolve_one(
+        &mut self,
+        input: Input,
+        consumer: NodeId,
+        (pi, program): (usize, Program),
+        lowered: &mut Vec<Input>,
+    ) -> Option<Input> {
         let src = self.src;
         let producer = input.src;
         let part = self.parts[part_index(producer)];
-        let pi = self.index[&program];
         if program == Program::Host && self.mirrored[part_index(producer)] {
             return Some(Input { src: self.mirrored_handle(producer), ..input });
         }
@@ -1009,10 +1042,13 @@ impl Builder<'_> {
                     }
                     // The host waits for every replica's op.
                     None if input.is_control() => {
-                        let dst = self.placed(pi, consumer)?;
-                        let recvs = self.transfer_to_host(input, source, program);
-                        let g = &mut self.programs[pi].1;
-                        g.add_control_inputs(dst, &recvs, input.span);
+                        self.placed(pi, consumer)?;
+                        let key = (self.index[&source], pi, producer);
+                        if !self.control_to_host.contains_key(&key) {
+                            self.transfer_to_host(input, source, program);
+                        }
+                        let recvs = self.control_to_host.get(&key).map_or(&[][..], Vec::as_slice);
+                        lowered.extend(recvs.iter().map(|&recv| Input { src: recv, output: None, span: input.span }));
                         None
                     }
                     None => {
@@ -1236,27 +1272,23 @@ impl Builder<'_> {
     }
 
     /// Sends a per-replica op's control token from every replica to the
-    /// host-side `to`; returns the host's recvs in replica order.
-    fn transfer_to_host(&mut self, value: Input, from: Program, to: Program) -> Vec<NodeId> {
+    /// host-side `to`, once; [`Builder::control_to_host`] then holds the
+    /// host's recvs in replica order.
+    fn transfer_to_host(&mut self, value: Input, from: Program, to: Program) {
         let fi = self.index[&from];
         let ti = self.index[&to];
-        if let Some(recvs) = self.control_to_host.get(&(fi, ti, value.src)) {
-            return recvs.clone();
+        if self.control_to_host.contains_key(&(fi, ti, value.src)) {
+            return;
         }
         let channel = format!("ctl/{}", self.src.node(value.src).name);
         let template =
             KeyTemplate::Transfer { channel: channel.into(), channel_per_replica: false, port: Port::Control, to };
         let replicas = from.cluster().map_or(1, |c| self.num_replicas(c));
-        let mut recvs = Vec::with_capacity(replicas as usize);
-        let Some(producer) = self.placed(fi, value.src) else { return recvs };
+        let Some(producer) = self.placed(fi, value.src) else { return };
         let send = self.add_send(fi, producer, value, self.key(&template, 0));
         self.patches[fi].push(Patch::Channel { node: send, key: template.clone() });
-        for r in 0..replicas {
-            let key = self.key(&template, r);
-            recvs.push(self.add_recv(ti, value, key));
-        }
-        self.control_to_host.insert((fi, ti, value.src), recvs.clone());
-        recvs
+        let recvs = (0..replicas).map(|r| self.add_recv(ti, value, self.key(&template, r))).collect();
+        self.control_to_host.insert((fi, ti, value.src), recvs);
     }
 
     /// Replica 0's recv of a replicated input, with the host's sends of

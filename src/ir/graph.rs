@@ -7,6 +7,11 @@
 //! - `seq` orders nodes as they appear in the text; passes that add nodes
 //!   give them fresh, larger numbers unless they ask for a position.
 //!
+//! The node and edge storage sits behind an `Arc`: a clone of a graph
+//! shares it until either side changes its structure, and a node changed
+//! in the meantime is copied alone (see `Overrides`). Lowering stamps out
+//! one program per replica this way.
+//!
 //! Regions (`replicate`, `outside_compilation`) are authoring constructs:
 //! the rewrite passes turn them into plain ops carrying `_tpu_replicate`
 //! and `_xla_outside_compilation`, after which a graph has no regions.

@@ -37,12 +37,13 @@
 //! that, serially, in the text order, so names and keys are deterministic.
 //! While a template is built, each node whose content depends on the replica (a collective's rank, a replica
 //! id, a channel key, a mirrored handle's name) is recorded as a [`Patch`].
-//! Every other replica's program is then a clone of its template (attribute
-//! maps are shared, so a clone costs little more than a copy of the node
-//! array) with the patches applied; the clones are made in parallel.
+//! Every other replica's program is then a clone of its template with the
+//! patches applied; the clones are made in parallel. A clone shares the
+//! template's node and edge storage (see [`Graph`]'s copy on write), so it
+//! costs a copy of the name table plus one node per patch.
 //!
-//! Cost: linear in nodes + edges for the templates, plus nodes x replicas
-//! for the clones.
+//! Cost: linear in nodes + edges for the templates, plus patched nodes x
+//! replicas (and a name table per replica) for the clones.
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::sync::Arc;

@@ -563,7 +563,7 @@ impl Builder<'_> {
     /// Numbers the collectives in text order (one instance per op, shared
     /// by all replicas), and reports reduce and update ops it cannot lower.
     fn number_collectives(&mut self, order: &[NodeId]) {
-        let mut distinct_groups: Vec<Arc<Vec<Vec<i64>>>> = Vec::new();
+        let mut distinct_groups: HashMap<Vec<Vec<i64>>, Arc<Vec<Vec<i64>>>> = HashMap::default();
         for &id in order {
             let node = self.src.node(id);
             if matches!(&*node.op, "Update" | "UpdateNonSlot") {
@@ -584,15 +584,8 @@ impl Builder<'_> {
                     let next = self.collective_instance.len() as i64;
                     self.collective_instance.entry((cluster, id)).or_insert(next);
                     if let Some(groups) = self.read_replica_groups(id) {
-                        let shared = match distinct_groups.iter().find(|g| ***g == groups) {
-                            Some(g) => Arc::clone(g),
-                            None => {
-                                let g = Arc::new(groups);
-                                distinct_groups.push(Arc::clone(&g));
-                                g
-                            }
-                        };
-                        self.replica_groups.insert(id, shared);
+                        let shared = distinct_groups.entry(groups).or_insert_with_key(|g| Arc::new(g.clone()));
+                        self.replica_groups.insert(id, Arc::clone(shared));
                     }
                 }
                 _ => {}
@@ -639,6 +632,8 @@ impl Builder<'_> {
                 ids.par_iter().map(|&id| self.lowered_node(id, program)).collect()
             })
             .collect();
+        // The per-program work below is one closure shared by the threads;
+        // each program takes its own nodes out of its slot, once.
         let lowered: Vec<std::sync::Mutex<Vec<Node>>> = lowered.into_iter().map(std::sync::Mutex::new).collect();
         // Then each built program adds its nodes on its own thread: that
         // touches only its graph, slots and patches.

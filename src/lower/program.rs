@@ -838,22 +838,22 @@ impl Builder<'_> {
         let src = self.src;
         // Fan-out first: the host reads each replica's result, one recv
         // per output and replica; room for them is made once.
-        let fan_outs: Vec<(NodeId, u32)> = order
+        let fan_outs: Vec<(NodeId, u32, Input)> = order
             .iter()
             .filter_map(|&id| match self.parts[part_index(id)] {
-                Part::FanOut { cluster } => Some((id, cluster)),
+                Part::FanOut { cluster } => Some((id, cluster, *src.data_inputs(id).first()?)),
                 _ => None,
             })
             .collect();
         let recvs: Vec<Vec<Node>> =
-            fan_outs.par_iter().map(|&(id, cluster)| self.output_recv_nodes(id, cluster)).collect();
+            fan_outs.par_iter().map(|&(id, cluster, operand)| self.output_recv_nodes(id, cluster, operand)).collect();
         if let Some(&host) = self.index.get(&Program::Host) {
             let count = recvs.iter().map(Vec::len).sum();
             self.programs[host].1.reserve(count, count);
         }
         let mut pending = PendingRecvs::default();
-        for (&(id, cluster), recvs) in fan_outs.iter().zip(recvs) {
-            self.wire_fan_out(id, cluster, recvs, &mut pending);
+        for (&(id, cluster, operand), recvs) in fan_outs.iter().zip(recvs) {
+            self.wire_fan_out(id, cluster, operand, recvs, &mut pending);
         }
         self.add_pending_recvs(&mut pending);
         // Edges within one program, in parallel over the built programs;
@@ -881,7 +881,9 @@ impl Builder<'_> {
                 if self.skips_operand(id, program, slot) {
                     continue;
                 }
-                self.resolve(input, id, (pi, program), &mut lowered);
+                if let Some(x) = self.resolve(input, id, (pi, program), &mut lowered) {
+                    lowered.push(x);
+                }
             }
             self.programs[pi].1.add_inputs(dst, &lowered);
         }
@@ -939,15 +941,10 @@ impl Builder<'_> {
     }
 
     /// The lowered operand for `input` of `consumer` in `program`.
-    fn resolve(&mut self, input: Input, consumer: NodeId, (pi, program): (usize, Program), lowered: &mut Vec<Input>) {
-        if let Some(x) = self.resolve_one(input, consumer, (pi, program), lowered) {
-            lowered.push(x);
-        }
-    }
-
-    /// [`Builder::resolve`] for one operand; a control operand on every
-    /// replica's op goes straight into `lowered`, one recv per replica.
-    fn resolve_one(
+    ///
+    /// A control operand on a replicated op, seen from the host, stands for
+    /// one recv per replica: those go straight into `lowered`.
+    fn resolve(
         &mut self,
         input: Input,
         consumer: NodeId,
@@ -1327,9 +1324,8 @@ impl Builder<'_> {
     /// The host's recv of each replica's result of the output `id`, in
     /// replica order, not yet added: made apart (in parallel) because
     /// there is one per output and replica.
-    fn output_recv_nodes(&self, id: NodeId, cluster: u32) -> Vec<Node> {
+    fn output_recv_nodes(&self, id: NodeId, cluster: u32, operand: Input) -> Vec<Node> {
         let src = self.src;
-        let Some(operand) = src.data_inputs(id).first().copied() else { return Vec::new() };
         let dtype = output_dtype(src, operand.src);
         let template = KeyTemplate::Output { channel: src.node(id).name.clone() };
         let shared = &self.host_recv;
@@ -1365,9 +1361,8 @@ impl Builder<'_> {
         }
     }
 
-    fn wire_fan_out(&mut self, id: NodeId, cluster: u32, recvs: Vec<Node>, pending: &mut PendingRecvs) {
+    fn wire_fan_out(&mut self, id: NodeId, cluster: u32, operand: Input, recvs: Vec<Node>, pending: &mut PendingRecvs) {
         let src = self.src;
-        let Some(operand) = src.data_inputs(id).first().copied() else { return };
         let host = self.index[&Program::Host];
         let output_name: Arc<str> = src.node(id).name.clone();
         let part = self.parts[part_index(operand.src)];

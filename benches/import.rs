@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use prost::Message;
-use tpu_rewrite::emit::graphdef::to_pb;
-use tpu_rewrite::import::pbtxt_print::print_graphdef;
-use tpu_rewrite::import::synth::{layers_for_nodes, transformer_graphdef, TransformerConfig};
-use tpu_rewrite::import::{import_graphdef, GraphDefFormat};
+use tpu_rewrite::tf::export::to_pb;
+use tpu_rewrite::tf::pbtxt_print::print_graphdef;
+use tpu_rewrite::tf::synth::{layers_for_nodes, transformer_graphdef, TransformerConfig};
+use tpu_rewrite::tf::{import_graphdef, GraphDefFormat};
 
 mod common;
 use common::Timer;
@@ -46,7 +46,7 @@ fn bench_import(c: &mut Criterion) {
 /// Prints one-shot timings of each import phase at growing sizes, to show
 /// the cost is linear in the node count.
 fn report_phases(config: &TransformerConfig) {
-    use tpu_rewrite::import::{decode_pb, pbtxt, to_ir};
+    use tpu_rewrite::tf::{decode_pb, pbtxt, to_ir};
     for nodes in [10_000, 50_000, NODES] {
         let graph_def = transformer_graphdef(layers_for_nodes(nodes, config), config);
         let pb = graph_def.encode_to_vec();

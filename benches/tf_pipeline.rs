@@ -10,12 +10,12 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use prost::Message;
-use tpu_rewrite::import::pbtxt_print::print_graphdef;
-use tpu_rewrite::import::synth::{layers_for_nodes, transformer_graphdef, TransformerConfig};
-use tpu_rewrite::import::{import_graphdef, GraphDefFormat};
 use tpu_rewrite::ir::Module;
 use tpu_rewrite::lower::{lower_clusters, LowerConfig, Topology};
 use tpu_rewrite::passes::form_clusters::form_clusters;
+use tpu_rewrite::tf::pbtxt_print::print_graphdef;
+use tpu_rewrite::tf::synth::{layers_for_nodes, transformer_graphdef, TransformerConfig};
+use tpu_rewrite::tf::{import_graphdef, GraphDefFormat};
 
 mod common;
 use common::Timer;

@@ -10,10 +10,10 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 use tpu_rewrite::exec::{missing_kernels, tensor_from_json, ExecError, Feeds, Fetch, Mesh, MeshConfig, Tensor};
-use tpu_rewrite::import::{import_graphdef, GraphDefFormat};
 use tpu_rewrite::ir::{self, DType, Module};
 use tpu_rewrite::lower::{lower, LowerConfig, Topology};
 use tpu_rewrite::passes::form_clusters::form_clusters;
+use tpu_rewrite::tf::{import_graphdef, GraphDefFormat};
 
 fn fixture_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tf-graphs")
@@ -212,8 +212,8 @@ fn feed_values(shape: &[usize], seed: usize) -> Tensor {
 #[test]
 fn synthetic_transformer_lowers_the_same_from_both_encodings_and_replicas_agree() {
     use prost::Message;
-    use tpu_rewrite::import::pbtxt_print::print_graphdef;
-    use tpu_rewrite::import::synth::{transformer_graphdef, TransformerConfig};
+    use tpu_rewrite::tf::pbtxt_print::print_graphdef;
+    use tpu_rewrite::tf::synth::{transformer_graphdef, TransformerConfig};
 
     let config = TransformerConfig { replicas: 4, ..TransformerConfig::default() };
     let graph_def = transformer_graphdef(2, &config);

@@ -6,17 +6,17 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use prost::Message;
-use tpu_rewrite::emit::graphdef::{export_warnings, to_graphdef, to_pb, to_pbtxt};
-use tpu_rewrite::import::pbtxt::{parse_graphdef_text, TextGraphDef};
-use tpu_rewrite::import::pbtxt_print::print_graphdef;
-use tpu_rewrite::import::proto::{
+use tpu_rewrite::ir::{self, Module};
+use tpu_rewrite::syntax::Span;
+use tpu_rewrite::tf::export::{export_warnings, to_graphdef, to_pb, to_pbtxt};
+use tpu_rewrite::tf::pbtxt::{parse_graphdef_text, TextGraphDef};
+use tpu_rewrite::tf::pbtxt_print::print_graphdef;
+use tpu_rewrite::tf::proto::{
     AttrValue, Dim, ExperimentalDebugInfo, FullTypeAttr, FullTypeDef, GraphDef, ListValue, NameAttrList, NodeDef,
     TensorProto, TensorShapeProto, Value, VersionDef,
 };
-use tpu_rewrite::import::synth::{transformer_graphdef, TransformerConfig};
-use tpu_rewrite::import::{decode_pb, format_for_path, graph_attr, import_graphdef, GraphDefFormat, ImportError};
-use tpu_rewrite::ir::{self, Module};
-use tpu_rewrite::syntax::Span;
+use tpu_rewrite::tf::synth::{transformer_graphdef, TransformerConfig};
+use tpu_rewrite::tf::{decode_pb, format_for_path, graph_attr, import_graphdef, GraphDefFormat, ImportError};
 
 fn fixture_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tf-graphs")
@@ -258,7 +258,7 @@ fn every_attr_kind_round_trips_as_pb() {
 #[test]
 fn every_attr_kind_round_trips_as_pbtxt() {
     let original = every_kind_graphdef();
-    let opaque = tpu_rewrite::import::pbtxt::OpaqueText {
+    let opaque = tpu_rewrite::tf::pbtxt::OpaqueText {
         library: Some("function {\n  signature {\n    name: \"f\"\n  }\n}\n".to_string()),
         debug_info: None,
     };
@@ -393,7 +393,7 @@ fn synthetic_transformer_round_trips() {
 
 mod no_panics {
     use proptest::prelude::*;
-    use tpu_rewrite::import::{import_graphdef, GraphDefFormat};
+    use tpu_rewrite::tf::{import_graphdef, GraphDefFormat};
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(256))]

@@ -137,9 +137,9 @@ impl tpu_rewrite::progress::Progress for Counting {
 #[test]
 fn lowering_and_import_report_progress_up_to_their_totals() {
     use std::sync::atomic::Ordering;
-    use tpu_rewrite::import::synth::{transformer_graphdef, TransformerConfig};
-    use tpu_rewrite::import::{import_graphdef_observed, GraphDefFormat};
     use tpu_rewrite::passes::form_clusters::form_clusters;
+    use tpu_rewrite::tf::synth::{transformer_graphdef, TransformerConfig};
+    use tpu_rewrite::tf::{import_graphdef_observed, GraphDefFormat};
 
     let tc = TransformerConfig::default();
     let bytes = prost::Message::encode_to_vec(&transformer_graphdef(40, &tc));

@@ -107,7 +107,7 @@ pub fn generate(config: &GenConfig) -> String {
 /// as a GraphDef (`pbtxt`, `pb`) or converted to any module format.
 pub fn generate_as(model: super::GenModel, format: super::EmitFormat, config: &GenConfig) -> Result<Vec<u8>, String> {
     use super::{EmitFormat, GenModel};
-    use crate::import::synth::{layers_for_nodes, transformer_graphdef, TransformerConfig};
+    use crate::tf::synth::{layers_for_nodes, transformer_graphdef, TransformerConfig};
     match model {
         GenModel::Mlp => match format {
             EmitFormat::Text => Ok(generate(config).into_bytes()),
@@ -120,12 +120,12 @@ pub fn generate_as(model: super::GenModel, format: super::EmitFormat, config: &G
             let graph_def = transformer_graphdef(layers_for_nodes(config.ops, &tc), &tc);
             match format {
                 EmitFormat::Pbtxt => {
-                    Ok(crate::import::pbtxt_print::print_graphdef(&graph_def, &Default::default()).into_bytes())
+                    Ok(crate::tf::pbtxt_print::print_graphdef(&graph_def, &Default::default()).into_bytes())
                 }
                 EmitFormat::Pb => Ok(prost::Message::encode_to_vec(&graph_def)),
                 other => {
                     let bytes = prost::Message::encode_to_vec(&graph_def);
-                    let (module, _) = crate::import::import_graphdef(&bytes, crate::import::GraphDefFormat::Binary)
+                    let (module, _) = crate::tf::import_graphdef(&bytes, crate::tf::GraphDefFormat::Binary)
                         .map_err(|e| format!("the generated GraphDef did not import: {e}"))?;
                     super::pipeline::emit_bytes(&module, other)
                         .ok_or_else(|| "the generated module cannot be written in that format".to_string())

@@ -12,13 +12,13 @@ use super::progress::DelayedBar;
 use super::source::WindowedSource;
 use super::{finish, load, report, EmitFormat, GradientPolicyArg, InputFormat, Loaded, LowerArgs, RewriteArgs};
 use crate::exec::{self, driver, Tensor};
-use crate::import::{self, GraphDefFormat};
 use crate::ir::Module;
 use crate::lower::{self, LowerConfig, LowerFailure, Topology};
 use crate::passes::form_clusters::ReplicateCluster;
 use crate::passes::gradients::{GradientClusterPolicy, GradientsConfig};
 use crate::passes::{self, DiagnosticSource, PassSelection, PipelineConfig, PrintMode, VerifyMode};
 use crate::progress::Progress;
+use crate::tf::{self, GraphDefFormat};
 
 /// Prints the wall and CPU time since the previous lap, when enabled.
 /// CPU time (all threads) tells more than wall time on a busy machine.
@@ -53,7 +53,7 @@ impl PhaseTimer {
 /// Loads `.opg` or a GraphDef, by `--input-format` or by extension.
 pub fn load_any(input: &InputPath, format: Option<InputFormat>, progress: &dyn Progress) -> Option<Loaded> {
     let format = format.or_else(|| match input {
-        InputPath::File(p) => match import::format_for_path(p) {
+        InputPath::File(p) => match tf::format_for_path(p) {
             Some(GraphDefFormat::Text) => Some(InputFormat::Pbtxt),
             Some(GraphDefFormat::Binary) => Some(InputFormat::Pb),
             None => None,
@@ -67,7 +67,7 @@ pub fn load_any(input: &InputPath, format: Option<InputFormat>, progress: &dyn P
     };
     let name = input.display_name();
     let bytes = super::read_input(input)?;
-    let imported = import::import_graphdef_observed(&bytes, graphdef, progress);
+    let imported = tf::import_graphdef_observed(&bytes, graphdef, progress);
     // Binary input has no text to point into; show spans against nothing.
     let source_bytes = if graphdef == GraphDefFormat::Text { bytes } else { Vec::new() };
     let source = Arc::new(WindowedSource::from_vec(name, source_bytes));
@@ -98,9 +98,9 @@ pub fn emit_bytes(module: &Module, format: EmitFormat) -> Option<Vec<u8>> {
                 return None;
             };
             if format == EmitFormat::Pbtxt {
-                crate::emit::graphdef::to_pbtxt(graph).into_bytes()
+                crate::tf::export::to_pbtxt(graph).into_bytes()
             } else {
-                crate::emit::graphdef::to_pb(graph)
+                crate::tf::export::to_pb(graph)
             }
         }
     })

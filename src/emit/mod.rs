@@ -1,7 +1,6 @@
 //! Emitters: the canonical text printer, JSON and Graphviz DOT.
 
 pub mod dot;
-pub mod graphdef;
 pub mod json;
 pub mod text;
 

@@ -1,12 +1,13 @@
-//! TensorFlow GraphDef (`.pbtxt` text and `.pb` binary) → IR.
+//! TensorFlow interop: GraphDef (`.pbtxt` text and `.pb` binary) ↔ IR.
 //!
 //! [`import_graphdef`] decodes the bytes (binary with `prost` over our own
 //! message declarations in [`proto`], text with the parser in [`pbtxt`]) and
 //! converts the GraphDef into a module with one graph `@main` ([`to_ir`]).
-//! The export back lives in [`crate::emit::graphdef`]; [`synth`] builds
+//! [`export`] writes a graph back as a GraphDef; [`synth`] builds
 //! large transformer-like GraphDefs for benchmarks and tests.
 
 pub mod error;
+pub mod export;
 pub mod pbtxt;
 pub mod pbtxt_print;
 pub mod proto;

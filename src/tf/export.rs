@@ -18,16 +18,16 @@ use std::collections::BTreeMap;
 
 use prost::Message;
 
-use crate::import::error::ImportError;
-use crate::import::pbtxt::OpaqueText;
-use crate::import::proto::{
+use crate::ir::types::FuncRef;
+use crate::ir::{self, AttrMap, DType, Graph, NodeKind, Shape, TensorData, TensorLit};
+use crate::tf::error::ImportError;
+use crate::tf::pbtxt::OpaqueText;
+use crate::tf::proto::{
     self, Dim, ExperimentalDebugInfo, FullTypeDef, GraphDef, ListValue, NameAttrList, NodeDef, TensorProto,
     TensorShapeProto, Value, VersionDef,
 };
-use crate::import::to_ir::{graph_attr, DEBUG_INFO_ATTR, FULL_TYPE_ATTR};
-use crate::import::GraphDefFormat;
-use crate::ir::types::FuncRef;
-use crate::ir::{self, AttrMap, DType, Graph, NodeKind, Shape, TensorData, TensorLit};
+use crate::tf::to_ir::{graph_attr, DEBUG_INFO_ATTR, FULL_TYPE_ATTR};
+use crate::tf::GraphDefFormat;
 
 /// The GraphDef of a graph; opaque text parts (from `.pbtxt`) are not in it.
 pub fn to_graphdef(graph: &Graph) -> GraphDef {
@@ -102,7 +102,7 @@ pub fn to_pbtxt(graph: &Graph) -> String {
     let text = |key: &str| graph.attrs.get_str(key).map(str::to_string);
     let opaque =
         OpaqueText { library: text(graph_attr::LIBRARY_PBTXT), debug_info: text(graph_attr::DEBUG_INFO_PBTXT) };
-    crate::import::pbtxt_print::print_graphdef(&graph_def, &opaque)
+    crate::tf::pbtxt_print::print_graphdef(&graph_def, &opaque)
 }
 
 /// The graph as a binary GraphDef.

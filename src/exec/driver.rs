@@ -5,8 +5,8 @@
 //!    lack one, before anything runs);
 //! 2. the init program (variable initialisers outside the clusters) runs
 //!    once on its own, and each initialised variable is written to every
-//!    mirrored copy `<var>/replica_<r>`: an assignment outside a cluster
-//!    writes every copy;
+//!    replica's mirrored copy: an assignment outside a cluster writes every
+//!    copy;
 //! 3. the replicated step runs `steps x steps_per_run` times; feeds go to
 //!    the host program and stay the same for every step, fetches are read
 //!    after the last step;
@@ -108,7 +108,7 @@ pub fn run(
         on_step(i, &last);
     }
     let fetched = fetches.iter().cloned().zip(last).collect();
-    let mirrors = mirrored_variables(lowered, &mesh);
+    let mirrors = mirrored_variables(&mesh);
     let variables = mirrors.iter().filter_map(|(k, v)| v.first().map(|t| (k.clone(), t.clone()))).collect();
     Ok(RunOutcome { fetched, variables, mirrors, iterations: total })
 }
@@ -127,6 +127,7 @@ fn initialise(init: &Graph, lowered: &Module, mesh: &Mesh, config: &MeshConfig) 
         .map(|id| Fetch::new(INIT, format!("^{}", init.node(id).name)))
         .collect();
     init_mesh.run_step_with_targets(&Feeds::new(), &[], &targets)?;
+    let copies = mesh.mirrored_copies();
     for id in init.nodes_in_order() {
         let node = init.node(id);
         if &*node.op != "VarHandleOp" {
@@ -134,42 +135,26 @@ fn initialise(init: &Graph, lowered: &Module, mesh: &Mesh, config: &MeshConfig) 
         }
         let key = node.attrs.get_str("shared_name").filter(|s| !s.is_empty()).unwrap_or(&node.name).to_string();
         let Some(value) = init_mesh.variable(INIT, &key) else { continue };
-        // Every mirrored copy `<var>/replica_<r>` in the step programs.
-        for g in &lowered.graphs {
-            for copy in g.node_ids() {
-                let c = g.node(copy);
-                if &*c.op == "VarHandleOp"
-                    && c.name.strip_prefix(&*node.name).is_some_and(|s| s.starts_with("/replica_"))
-                {
-                    let copy_key = c.attrs.get_str("shared_name").unwrap_or(&c.name).to_string();
-                    mesh.set_variable(&g.name, &copy_key, value.clone())?;
-                }
-            }
-            if g.name == HOST && g.find(&node.name).is_some() {
-                mesh.set_variable(HOST, &key, value.clone())?;
-            }
+        // Every replica's copy of the variable.
+        for copy in copies.iter().filter(|c| c.var == node.name) {
+            mesh.set_device_variable(&copy.device, &copy.name, value.clone());
+        }
+        if lowered.graph(HOST).is_some_and(|g| g.find(&node.name).is_some()) {
+            mesh.set_variable(HOST, &key, value.clone())?;
         }
     }
     Ok(())
 }
 
-/// Every copy `<var>/replica_<r>` of each mirrored variable, by source name, in replica order.
-fn mirrored_variables(lowered: &Module, mesh: &Mesh) -> BTreeMap<String, Vec<Tensor>> {
-    let mut found: BTreeMap<String, Vec<(i64, Tensor)>> = BTreeMap::new();
-    for g in &lowered.graphs {
-        let Some(replica) = g.attrs.get_int("replica") else { continue };
-        if g.attrs.get_str("role") != Some("replica") {
-            continue;
-        }
-        for id in g.node_ids() {
-            let n = g.node(id);
-            if &*n.op != "VarHandleOp" {
-                continue;
-            }
-            let Some(base) = n.name.strip_suffix(&format!("/replica_{replica}")) else { continue };
-            let key = n.attrs.get_str("shared_name").unwrap_or(&n.name).to_string();
-            if let Some(v) = mesh.variable(&g.name, &key) {
-                found.entry(base.to_string()).or_default().push((replica, v));
+/// Every replica's copy of each mirrored variable, by variable name, in replica order.
+fn mirrored_variables(mesh: &Mesh) -> BTreeMap<String, Vec<Tensor>> {
+    let mut found: BTreeMap<String, Vec<(u32, Tensor)>> = BTreeMap::new();
+    for copy in mesh.mirrored_copies() {
+        if let Some(v) = mesh.device_variable(&copy.device, &copy.name) {
+            let copies = found.entry(copy.var.to_string()).or_default();
+            // A replica whose cores each hold a copy counts once: its first core's.
+            if !copies.iter().any(|(r, _)| *r == copy.replica) {
+                copies.push((copy.replica, v));
             }
         }
     }

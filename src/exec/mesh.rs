@@ -1,8 +1,13 @@
-//! The device mesh: runs a lowered module, one worker thread per graph.
+//! The device mesh: runs a lowered module, one worker thread per device.
 //!
-//! Each graph of the module is a program for one device (graph attrs
-//! `device`, `role`, `replica`, `logical_core`). A step runs every program
-//! on its own thread:
+//! Each graph of the module is a program. A program for one device has
+//! graph attrs `device`, `role` and, in a cluster, `replica` and
+//! `logical_core`. An SPMD program (`num_replicas` and no `replica`, see
+//! [`crate::lower::spmd`]) runs once per replica: each *instance* has its
+//! own replica id, device (from the module's device assignment) and
+//! values, and all share the one program. Instances are named as the
+//! expanded view names them (`cluster/replica_3`). A step runs every
+//! instance on its own thread:
 //! - programs with role `replica` or `host` run every node;
 //! - other programs (role `main`, or no role: the driver) run only what
 //!   the step's fetches and targets need, plus every `_Send` (a peer may
@@ -22,13 +27,24 @@
 //! on any device (a kernel error, a panic, a timeout) cancels the step on
 //! every device and is returned; the others stop at their next node or wait.
 //!
+//! A channel key is the `channel` string and a replica: the node's own
+//! `replica`, else the running instance's (none on the host). A `_Send`
+//! with `all_replicas = N` sends to each replica `0..N`; a `_Recv` with it
+//! takes a control token from each.
+//!
 //! Variables live in per-device stores that persist across steps. A
 //! `VarHandleOp` names a variable in the store of its node's device, or of
-//! its graph's device when the node has none; the key is `shared_name`, or
-//! the node name when that is empty. A `MirroredVarHandleOp` names every
-//! copy of a mirrored variable (`devices`, `shared_names`): reads use the
-//! first (the primary), assignments write them all. Feeding a tensor replaces the node
-//! that produces it: a fed node does not run.
+//! its instance's device when the node has none; the key is `shared_name`, or
+//! the node name when that is empty. In an SPMD program a handle with
+//! `mirrored = true` names the running replica's copy
+//! ([`crate::lower::spmd::mirrored_name`]). A `MirroredVarHandleOp` names
+//! every copy of a mirrored variable (`programs`, or `devices` and
+//! `shared_names`): reads use the first (the primary), assignments write
+//! them all. Feeding a tensor replaces the node that produces it: a fed
+//! node does not run.
+//!
+//! Memory: one program per graph, whatever the replica count; per instance
+//! and step, a slot per node for its outputs while the step runs.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -42,7 +58,12 @@ use super::error::{ExecError, KernelError};
 use super::kernels::{self, panic_message};
 use super::tensor::{ResourceHandle, Tensor};
 use crate::ir::{AttrMap, Module, NodeKind};
+use crate::lower::spmd;
 use crate::syntax::Span;
+
+/// The longest wait a mesh honours (longer ones are cut to it): about a
+/// century, far below where deadlines overflow.
+const MAX_TIMEOUT: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 
 /// How often a blocked worker looks at the cancellation flag.
 const POLL: Duration = Duration::from_millis(20);
@@ -113,11 +134,26 @@ enum Class {
     Collective,
 }
 
+/// A channel: its `channel` string and, for per-replica channels, the replica.
+type ChannelKey = (Arc<str>, Option<u32>);
+
+/// The replicas a `_Send` or `_Recv` talks to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Peer {
+    /// The running instance's replica (none on the host).
+    Implied,
+    Replica(u32),
+    /// Every replica `0..N`.
+    All(u32),
+}
+
 /// One node of a program, with inputs resolved to node indices.
 struct Step {
     name: Arc<str>,
     op: Arc<str>,
     attrs: AttrMap,
+    /// The channel of a `_Send` or `_Recv`, and who is at the other end.
+    channel: Option<(Arc<str>, Peer)>,
     span: Span,
     device: Option<Arc<str>>,
     /// Data inputs: (producer index, output).
@@ -140,11 +176,47 @@ enum Mode {
 /// One graph, ready to run.
 struct Program {
     name: String,
-    device: Arc<str>,
-    replica: Option<i64>,
+    /// Replicas of an SPMD program; 1 otherwise.
+    num_replicas: u32,
+    /// Whether `mirrored` handles name the running replica's copy.
+    spmd: bool,
     mode: Mode,
     steps: Vec<Step>,
     by_name: HashMap<Arc<str>, usize>,
+    instances: Vec<Instance>,
+}
+
+/// One run of a program on one device.
+struct Instance {
+    name: String,
+    device: Arc<str>,
+    replica: Option<u32>,
+}
+
+/// A worker: (program, instance) indices.
+type Worker = (usize, usize);
+
+impl Step {
+    /// The channels this `_Send` writes or this `_Recv` reads, run by `instance`.
+    fn channel_keys(&self, instance: &Instance) -> Vec<ChannelKey> {
+        let Some((channel, peer)) = &self.channel else { return Vec::new() };
+        match *peer {
+            Peer::Implied => vec![(channel.clone(), instance.replica)],
+            Peer::Replica(r) => vec![(channel.clone(), Some(r))],
+            Peer::All(n) => (0..n).map(|r| (channel.clone(), Some(r))).collect(),
+        }
+    }
+}
+
+/// A copy of a mirrored variable.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MirrorCopy {
+    /// The variable's node name (the same in every program).
+    pub var: Arc<str>,
+    pub replica: u32,
+    pub device: Arc<str>,
+    /// Its key in the device's store.
+    pub name: String,
 }
 
 /// The variable stores: device -> name -> value.
@@ -153,7 +225,11 @@ type Stores = HashMap<Arc<str>, HashMap<String, Tensor>>;
 /// A simulated device mesh running a lowered module.
 pub struct Mesh {
     programs: Vec<Program>,
-    channels: Vec<String>,
+    /// Every instance of every program, in module then replica order.
+    workers: Vec<Worker>,
+    /// Instance name -> index into `workers`.
+    by_instance: HashMap<String, usize>,
+    channels: Vec<ChannelKey>,
     stores: Mutex<Stores>,
     config: MeshConfig,
     /// All-reduce output buffers, reused from step to step.
@@ -164,6 +240,7 @@ impl std::fmt::Debug for Mesh {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Mesh")
             .field("programs", &self.programs.iter().map(|p| p.name.as_str()).collect::<Vec<_>>())
+            .field("instances", &self.workers.len())
             .field("config", &self.config)
             .finish()
     }
@@ -174,7 +251,7 @@ struct StepShared<'m> {
     mesh: &'m Mesh,
     cancelled: AtomicBool,
     error: Mutex<Option<ExecError>>,
-    senders: HashMap<&'m str, Sender<Tensor>>,
+    senders: HashMap<&'m ChannelKey, Sender<Tensor>>,
     collectives: Collectives,
 }
 
@@ -198,31 +275,80 @@ enum Stop {
 impl Mesh {
     /// Builds a mesh for `module`: checks it is lowered, acyclic, has a
     /// kernel for every op and matched channels.
-    pub fn new(module: &Module, config: MeshConfig) -> Result<Mesh, ExecError> {
+    pub fn new(module: &Module, mut config: MeshConfig) -> Result<Mesh, ExecError> {
         let missing = kernels::missing_kernels(module);
         if !missing.is_empty() {
             return Err(ExecError::MissingKernels { ops: missing });
         }
-        let programs = module.graphs.iter().map(build_program).collect::<Result<Vec<_>, _>>()?;
-        let channels = check_channels(&programs)?;
-        Ok(Mesh { programs, channels, stores: Mutex::new(HashMap::new()), config, buffers: Arc::default() })
+        config.timeout = config.timeout.min(MAX_TIMEOUT);
+        let assignment = match module.graphs.iter().find_map(spmd::assignment_of) {
+            Some(a) => Some(a.map_err(|e| ExecError::Internal { message: format!("the module's {e}") })?),
+            None => None,
+        };
+        let programs =
+            module.graphs.iter().map(|g| build_program(g, assignment.as_ref())).collect::<Result<Vec<_>, _>>()?;
+        let workers: Vec<Worker> =
+            programs.iter().enumerate().flat_map(|(pi, p)| (0..p.instances.len()).map(move |ii| (pi, ii))).collect();
+        let mut by_instance = HashMap::with_capacity(workers.len());
+        for (wi, &(pi, ii)) in workers.iter().enumerate() {
+            by_instance.insert(programs[pi].instances[ii].name.clone(), wi);
+        }
+        let channels = check_channels(&programs, &workers)?;
+        Ok(Mesh {
+            programs,
+            workers,
+            by_instance,
+            channels,
+            stores: Mutex::new(HashMap::new()),
+            config,
+            buffers: Arc::default(),
+        })
     }
 
-    /// The names of the graphs (programs), in module order.
+    /// The names of the program instances (one per device), in module
+    /// then replica order.
     pub fn graphs(&self) -> impl Iterator<Item = &str> {
-        self.programs.iter().map(|p| p.name.as_str())
+        self.workers.iter().map(|&(pi, ii)| self.programs[pi].instances[ii].name.as_str())
     }
 
-    /// The device of graph `graph`.
+    /// The device of instance `graph`.
     pub fn device(&self, graph: &str) -> Option<&str> {
-        self.program(graph).ok().map(|p| &*p.device)
+        self.instance(graph).ok().map(|(_, i)| &*i.device)
     }
 
-    fn program(&self, graph: &str) -> Result<&Program, ExecError> {
-        self.programs
-            .iter()
-            .find(|p| p.name == graph)
-            .ok_or_else(|| ExecError::UnknownGraph { graph: graph.to_string() })
+    fn worker_index(&self, graph: &str) -> Result<usize, ExecError> {
+        self.by_instance.get(graph).copied().ok_or_else(|| ExecError::UnknownGraph { graph: graph.to_string() })
+    }
+
+    fn worker(&self, graph: &str) -> Result<Worker, ExecError> {
+        Ok(self.workers[self.worker_index(graph)?])
+    }
+
+    fn instance(&self, graph: &str) -> Result<(&Program, &Instance), ExecError> {
+        let (pi, ii) = self.worker(graph)?;
+        Ok((&self.programs[pi], &self.programs[pi].instances[ii]))
+    }
+
+    /// Every copy of every mirrored variable that a replica's program
+    /// reaches through a `mirrored` handle, in module then replica order.
+    pub fn mirrored_copies(&self) -> Vec<MirrorCopy> {
+        let mut copies = Vec::new();
+        for &(pi, ii) in &self.workers {
+            let (program, instance) = (&self.programs[pi], &self.programs[pi].instances[ii]);
+            let Some(replica) = instance.replica else { continue };
+            for step in &program.steps {
+                if &*step.op == "VarHandleOp" && step.attrs.get_bool(spmd::MIRRORED) == Some(true) {
+                    let handle = variable_handle(program, instance, step);
+                    copies.push(MirrorCopy {
+                        var: step.name.clone(),
+                        replica,
+                        device: handle.device,
+                        name: handle.name.to_string(),
+                    });
+                }
+            }
+        }
+        copies
     }
 
     fn stores(&self) -> std::sync::MutexGuard<'_, Stores> {
@@ -231,14 +357,14 @@ impl Mesh {
 
     /// Sets variable `name` in the store of `graph`'s device.
     pub fn set_variable(&self, graph: &str, name: &str, value: Tensor) -> Result<(), ExecError> {
-        let device = self.program(graph)?.device.clone();
+        let device = self.instance(graph)?.1.device.clone();
         self.set_device_variable(&device, name, value);
         Ok(())
     }
 
     /// The value of variable `name` in the store of `graph`'s device.
     pub fn variable(&self, graph: &str, name: &str) -> Option<Tensor> {
-        let device = self.program(graph).ok()?.device.clone();
+        let device = self.instance(graph).ok()?.1.device.clone();
         self.device_variable(&device, name)
     }
 
@@ -254,9 +380,9 @@ impl Mesh {
 
     /// The names of the variables in the store of `graph`'s device, sorted.
     pub fn variable_names(&self, graph: &str) -> Vec<String> {
-        let Ok(p) = self.program(graph) else { return Vec::new() };
+        let Ok((_, instance)) = self.instance(graph) else { return Vec::new() };
         let mut names: Vec<String> =
-            self.stores().get(&p.device).map(|s| s.keys().cloned().collect()).unwrap_or_default();
+            self.stores().get(&instance.device).map(|s| s.keys().cloned().collect()).unwrap_or_default();
         names.sort();
         names
     }
@@ -275,31 +401,31 @@ impl Mesh {
         targets: &[Fetch],
     ) -> Result<Vec<Tensor>, ExecError> {
         // Resolve names before anything runs.
-        let mut fed: Vec<HashMap<usize, Vec<(u32, Tensor)>>> = vec![HashMap::new(); self.programs.len()];
+        let workers = self.workers.len();
+        let mut fed: Vec<HashMap<usize, Vec<(u32, Tensor)>>> = vec![HashMap::new(); workers];
         for (key, value) in feeds.iter() {
-            let (pi, node, output) = self.resolve(key, false)?;
-            fed[pi].entry(node).or_default().push((output.unwrap_or(0), value.clone()));
+            let (wi, node, output) = self.resolve(key, false)?;
+            fed[wi].entry(node).or_default().push((output.unwrap_or(0), value.clone()));
         }
         let mut wanted: Vec<(usize, usize, Option<u32>)> = Vec::new();
         for f in fetches {
-            let (pi, node, output) = self.resolve(f, true)?;
-            wanted.push((pi, node, output));
+            wanted.push(self.resolve(f, true)?);
         }
-        let mut roots: Vec<Vec<usize>> = vec![Vec::new(); self.programs.len()];
-        for &(pi, node, _) in &wanted {
-            roots[pi].push(node);
+        let mut roots: Vec<Vec<usize>> = vec![Vec::new(); workers];
+        for &(wi, node, _) in &wanted {
+            roots[wi].push(node);
         }
         for t in targets {
-            let (pi, node, _) = self.resolve(t, true)?;
-            roots[pi].push(node);
+            let (wi, node, _) = self.resolve(t, true)?;
+            roots[wi].push(node);
         }
 
-        let mut receivers: HashMap<&str, Receiver<Tensor>> = HashMap::new();
-        let mut senders = HashMap::new();
+        let mut receivers: HashMap<&ChannelKey, Receiver<Tensor>> = HashMap::with_capacity(self.channels.len());
+        let mut senders = HashMap::with_capacity(self.channels.len());
         for key in &self.channels {
             let (s, r) = crossbeam_channel::unbounded();
-            senders.insert(key.as_str(), s);
-            receivers.insert(key.as_str(), r);
+            senders.insert(key, s);
+            receivers.insert(key, r);
         }
         let shared = StepShared {
             mesh: self,
@@ -310,16 +436,18 @@ impl Mesh {
         };
         let results: Vec<Option<Vec<Option<Vec<Tensor>>>>> = std::thread::scope(|scope| {
             let handles: Vec<_> = self
-                .programs
+                .workers
                 .iter()
                 .enumerate()
-                .map(|(pi, program)| {
-                    let active = active_set(program, &roots[pi], &fed[pi]);
-                    let fed = std::mem::take(&mut fed[pi]);
+                .map(|(wi, &(pi, ii))| {
+                    let program = &self.programs[pi];
+                    let instance = &program.instances[ii];
+                    let active = active_set(program, &roots[wi], &fed[wi]);
+                    let fed = std::mem::take(&mut fed[wi]);
                     let receivers = &receivers;
                     let shared = &shared;
                     let worker = move || match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        run_program(program, active, fed, receivers, shared)
+                        run_program(program, instance, active, fed, receivers, shared)
                     })) {
                         Ok(Ok(values)) => Some(values),
                         Ok(Err(Stop::Failed(e))) => {
@@ -329,8 +457,8 @@ impl Mesh {
                         Ok(Err(Stop::Cancelled)) => None,
                         Err(payload) => {
                             shared.fail(ExecError::Panic {
-                                graph: program.name.clone(),
-                                device: program.device.to_string(),
+                                graph: instance.name.clone(),
+                                device: instance.device.to_string(),
                                 node: String::new(),
                                 op: String::new(),
                                 message: panic_message(payload.as_ref()),
@@ -339,19 +467,15 @@ impl Mesh {
                             None
                         }
                     };
-                    std::thread::Builder::new().name(program.name.clone()).spawn_scoped(scope, worker)
+                    std::thread::Builder::new().name(thread_name(&instance.name)).spawn_scoped(scope, worker)
                 })
                 .collect();
-            handles
-                .into_iter()
-                .map(|h| match h {
-                    Ok(h) => h.join().unwrap_or(None),
-                    Err(e) => {
-                        shared.fail(ExecError::Internal { message: format!("cannot start a worker thread: {e}") });
-                        None
-                    }
-                })
-                .collect()
+            // A worker that could not start fails the step at once, so the
+            // started ones stop instead of waiting for it until the timeout.
+            if let Some(Err(e)) = handles.iter().find(|h| h.is_err()) {
+                shared.fail(ExecError::Internal { message: format!("cannot start a worker thread: {e}") });
+            }
+            handles.into_iter().map(|h| h.ok().and_then(|h| h.join().unwrap_or(None))).collect()
         });
         if let Some(e) = shared.error.lock().unwrap_or_else(|p| p.into_inner()).take() {
             return Err(e);
@@ -359,9 +483,9 @@ impl Mesh {
         wanted
             .iter()
             .zip(fetches)
-            .map(|(&(pi, node, output), f)| {
+            .map(|(&(wi, node, output), f)| {
                 let output = output.unwrap_or(0);
-                results[pi]
+                results[wi]
                     .as_ref()
                     .and_then(|values| values[node].as_ref())
                     .and_then(|outs| outs.get(output as usize).cloned())
@@ -374,13 +498,11 @@ impl Mesh {
             .collect()
     }
 
-    /// Resolves `x`, `x:k` or (if `allow_target`) `^x` to (program, node, output).
+    /// Resolves `x`, `x:k` or (if `allow_target`) `^x` of an instance to
+    /// (worker, node, output).
     fn resolve(&self, key: &Fetch, allow_target: bool) -> Result<(usize, usize, Option<u32>), ExecError> {
-        let pi = self
-            .programs
-            .iter()
-            .position(|p| p.name == key.graph)
-            .ok_or_else(|| ExecError::UnknownGraph { graph: key.graph.clone() })?;
+        let wi = self.worker_index(&key.graph)?;
+        let worker = self.workers[wi];
         let unknown = |reason: &str| ExecError::UnknownTensor {
             graph: key.graph.clone(),
             tensor: key.tensor.clone(),
@@ -397,12 +519,21 @@ impl Mesh {
                 None => (key.tensor.as_str(), Some(0)),
             }
         };
-        let node = *self.programs[pi].by_name.get(name).ok_or_else(|| unknown("no node has this name"))?;
-        Ok((pi, node, output))
+        let node = *self.programs[worker.0].by_name.get(name).ok_or_else(|| unknown("no node has this name"))?;
+        Ok((wi, node, output))
     }
 }
 
-fn build_program(graph: &crate::ir::Graph) -> Result<Program, ExecError> {
+/// A worker thread's name: the instance's, without the NUL bytes a thread
+/// name cannot hold.
+fn thread_name(instance: &str) -> String {
+    instance.replace('\0', "\u{fffd}")
+}
+
+fn build_program(
+    graph: &crate::ir::Graph,
+    assignment: Option<&crate::lower::DeviceAssignment>,
+) -> Result<Program, ExecError> {
     if let Some(region) = graph.regions.first() {
         return Err(ExecError::NotLowered {
             graph: graph.name.clone(),
@@ -442,10 +573,15 @@ fn build_program(graph: &crate::ir::Graph) -> Result<Program, ExecError> {
             "CollectiveAllReduce" | "CollectiveBroadcast" => Class::Collective,
             _ => Class::Compute,
         };
+        let channel = match &*node.op {
+            "_Send" | "_Recv" => Some(channel_of(graph, node)?),
+            _ => None,
+        };
         steps.push(Step {
             name: node.name.clone(),
             op: node.op.clone(),
             attrs: node.attrs.clone(),
+            channel,
             span: node.span,
             device: node.device.clone(),
             inputs,
@@ -482,61 +618,117 @@ fn build_program(graph: &crate::ir::Graph) -> Result<Program, ExecError> {
         });
     }
     let by_name = steps.iter().enumerate().map(|(i, s)| (s.name.clone(), i)).collect();
-    let device: Arc<str> = graph.attrs.get_str("device").map_or_else(|| Arc::from(graph.name.as_str()), Arc::from);
     let mode = match graph.attrs.get_str("role") {
         Some("replica") | Some("host") => Mode::Whole,
         _ => Mode::Needed,
     };
-    Ok(Program { name: graph.name.clone(), device, replica: graph.attrs.get_int("replica"), mode, steps, by_name })
+    let not_lowered = |reason: String| ExecError::NotLowered { graph: graph.name.clone(), reason, span: graph.span };
+    let spmd = spmd::is_spmd(graph);
+    let instances = if spmd {
+        let replicas = graph.attrs.get_int(spmd::NUM_REPLICAS).and_then(|n| u32::try_from(n).ok()).unwrap_or(0);
+        let a = assignment
+            .ok_or_else(|| not_lowered("it runs once per replica, but the module has no `device_assignment`".into()))?;
+        if replicas == 0 || replicas > a.num_replicas {
+            return Err(not_lowered(format!(
+                "it runs on {replicas} replica(s), but the device assignment has {}",
+                a.num_replicas
+            )));
+        }
+        (0..replicas)
+            .map(|r| {
+                let device = spmd::instance_device(graph, a, r)
+                    .ok_or_else(|| not_lowered(format!("replica {r} has no device in the device assignment")))?;
+                Ok(Instance { name: spmd::instance_name(graph, r), device: device.into(), replica: Some(r) })
+            })
+            .collect::<Result<Vec<_>, ExecError>>()?
+    } else {
+        let device: Arc<str> = graph.attrs.get_str("device").map_or_else(|| Arc::from(graph.name.as_str()), Arc::from);
+        let replica = graph.attrs.get_int(spmd::REPLICA).and_then(|r| u32::try_from(r).ok());
+        vec![Instance { name: graph.name.clone(), device, replica }]
+    };
+    let num_replicas = match graph.attrs.get_int(spmd::NUM_REPLICAS) {
+        Some(n) => u32::try_from(n).unwrap_or(1),
+        None => 1,
+    };
+    Ok(Program { name: graph.name.clone(), num_replicas, spmd, mode, steps, by_name, instances })
+}
+
+/// The channel of a `_Send` or `_Recv` node, and its peer.
+fn channel_of(graph: &crate::ir::Graph, node: &crate::ir::Node) -> Result<(Arc<str>, Peer), ExecError> {
+    let missing = |problem: String| ExecError::Channel {
+        graph: graph.name.clone(),
+        channel: String::new(),
+        problem,
+        span: node.span,
+    };
+    let channel = node
+        .attrs
+        .get_str("channel")
+        .ok_or_else(|| missing(format!("is missing: `%{}` has no string attribute `channel`", node.name)))?;
+    let count = |key: &str| -> Result<Option<u32>, ExecError> {
+        match node.attrs.get_int(key) {
+            None => Ok(None),
+            Some(v) => u32::try_from(v)
+                .map(Some)
+                .map_err(|_| missing(format!("of `%{}` has `{key} = {v}`, which is not a replica", node.name))),
+        }
+    };
+    let peer = match (count(spmd::REPLICA)?, count(spmd::ALL_REPLICAS)?) {
+        (Some(r), _) => Peer::Replica(r),
+        (None, Some(n)) => Peer::All(n),
+        (None, None) => Peer::Implied,
+    };
+    Ok((Arc::from(channel), peer))
 }
 
 /// Checks every `_Recv` has exactly one `_Send`; returns the channel keys.
-fn check_channels(programs: &[Program]) -> Result<Vec<String>, ExecError> {
-    let mut sends: HashMap<String, (usize, &Step)> = HashMap::new();
-    let channel = |p: &Program, s: &Step| -> Result<String, ExecError> {
-        s.attrs.get_str("channel").map(str::to_string).ok_or_else(|| ExecError::Channel {
-            graph: p.name.clone(),
-            channel: String::new(),
-            problem: format!("is missing: `%{}` has no string attribute `channel`", s.name),
-            span: s.span,
-        })
+fn check_channels(programs: &[Program], workers: &[Worker]) -> Result<Vec<ChannelKey>, ExecError> {
+    let spell = |(channel, replica): &ChannelKey| match replica {
+        Some(r) => format!("{channel} (replica {r})"),
+        None => channel.to_string(),
     };
-    for (pi, p) in programs.iter().enumerate() {
+    let mut sends: HashMap<ChannelKey, ()> = HashMap::new();
+    for &(pi, ii) in workers {
+        let (p, instance) = (&programs[pi], &programs[pi].instances[ii]);
         for s in p.steps.iter().filter(|s| &*s.op == "_Send") {
-            let key = channel(p, s)?;
-            if sends.insert(key.clone(), (pi, s)).is_some() {
-                return Err(ExecError::Channel {
-                    graph: p.name.clone(),
-                    channel: key,
-                    problem: "is written by two `_Send` ops".into(),
-                    span: s.span,
-                });
+            for key in s.channel_keys(instance) {
+                if sends.contains_key(&key) {
+                    return Err(ExecError::Channel {
+                        graph: instance.name.clone(),
+                        channel: spell(&key),
+                        problem: "is written by two `_Send` ops".into(),
+                        span: s.span,
+                    });
+                }
+                sends.insert(key, ());
             }
         }
     }
-    let mut recvs: HashMap<String, ()> = HashMap::new();
-    for p in programs {
+    let mut recvs: HashMap<ChannelKey, ()> = HashMap::new();
+    for &(pi, ii) in workers {
+        let (p, instance) = (&programs[pi], &programs[pi].instances[ii]);
         for s in p.steps.iter().filter(|s| &*s.op == "_Recv") {
-            let key = channel(p, s)?;
-            if !sends.contains_key(&key) {
-                return Err(ExecError::Channel {
-                    graph: p.name.clone(),
-                    channel: key,
-                    problem: "has no `_Send` anywhere in the module".into(),
-                    span: s.span,
-                });
-            }
-            if recvs.insert(key.clone(), ()).is_some() {
-                return Err(ExecError::Channel {
-                    graph: p.name.clone(),
-                    channel: key,
-                    problem: "is read by two `_Recv` ops".into(),
-                    span: s.span,
-                });
+            for key in s.channel_keys(instance) {
+                if !sends.contains_key(&key) {
+                    return Err(ExecError::Channel {
+                        graph: instance.name.clone(),
+                        channel: spell(&key),
+                        problem: "has no `_Send` anywhere in the module".into(),
+                        span: s.span,
+                    });
+                }
+                if recvs.insert(key.clone(), ()).is_some() {
+                    return Err(ExecError::Channel {
+                        graph: instance.name.clone(),
+                        channel: spell(&key),
+                        problem: "is read by two `_Recv` ops".into(),
+                        span: s.span,
+                    });
+                }
             }
         }
     }
-    let mut keys: Vec<String> = sends.into_keys().collect();
+    let mut keys: Vec<ChannelKey> = sends.into_keys().collect();
     keys.sort();
     Ok(keys)
 }
@@ -561,20 +753,30 @@ fn active_set(program: &Program, roots: &[usize], fed: &HashMap<usize, Vec<(u32,
     active
 }
 
-/// A `_Recv` waiting for its value.
+/// A `_Recv` waiting for its value (or, with `all_replicas`, for one
+/// token from each replica).
 struct PendingRecv<'a> {
     step: usize,
-    channel: &'a Receiver<Tensor>,
+    channels: Vec<&'a Receiver<Tensor>>,
     since: Instant,
+}
+
+/// What a worker runs: a program, as one instance.
+#[derive(Clone, Copy)]
+struct Run<'a> {
+    program: &'a Program,
+    instance: &'a Instance,
 }
 
 fn run_program(
     program: &Program,
+    instance: &Instance,
     active: Vec<bool>,
     mut fed: HashMap<usize, Vec<(u32, Tensor)>>,
-    receivers: &HashMap<&str, Receiver<Tensor>>,
+    receivers: &HashMap<&ChannelKey, Receiver<Tensor>>,
     shared: &StepShared<'_>,
 ) -> Result<Vec<Option<Vec<Tensor>>>, Stop> {
+    let run = Run { program, instance };
     let n = program.steps.len();
     let mut values: Vec<Option<Vec<Tensor>>> = vec![None; n];
     // Count only active predecessors; fed nodes have none (they do not run).
@@ -599,7 +801,7 @@ fn run_program(
         if is_fed[i] {
             compute.insert((program.steps[i].seq, i));
         } else {
-            make_ready(program, i, receivers, &mut compute, &mut collectives, &mut recvs)?;
+            make_ready(run, i, receivers, &mut compute, &mut collectives, &mut recvs)?;
         }
     }
     let mut done = 0;
@@ -611,7 +813,7 @@ fn run_program(
         let next = if let Some((_, i)) = compute.pop_first() {
             let outputs = match fed.remove(&i) {
                 Some(feeds) => Ok(feed_outputs(feeds)),
-                None => run_node(program, i, &values, shared),
+                None => run_node(run, i, &values, shared),
             };
             Some((i, outputs?))
         } else if let Some(got) = poll_recvs(&mut recvs) {
@@ -619,12 +821,12 @@ fn run_program(
         } else if collectives.first().is_some_and(|c| Some(c) == collective_order.get(next_collective)) {
             let (_, _, i) = collectives.pop_first().expect("checked non-empty");
             next_collective += 1;
-            Some((i, run_node(program, i, &values, shared)?))
+            Some((i, run_node(run, i, &values, shared)?))
         } else if !recvs.is_empty() {
-            wait_recvs(program, &mut recvs, shared)?
+            wait_recvs(run, &mut recvs, shared)?
         } else {
             return Err(Stop::Failed(ExecError::Internal {
-                message: format!("program `@{}` has no runnable node but {} of {total} ran", program.name, done),
+                message: format!("program `@{}` has no runnable node but {} of {total} ran", instance.name, done),
             }));
         };
         let Some((i, outputs)) = next else { continue };
@@ -636,7 +838,7 @@ fn run_program(
             }
             remaining[s] -= 1;
             if remaining[s] == 0 {
-                make_ready(program, s, receivers, &mut compute, &mut collectives, &mut recvs)?;
+                make_ready(run, s, receivers, &mut compute, &mut collectives, &mut recvs)?;
             }
         }
     }
@@ -645,14 +847,14 @@ fn run_program(
 
 /// Queues node `i`, whose inputs are ready, by its class.
 fn make_ready<'r>(
-    program: &Program,
+    run: Run<'_>,
     i: usize,
-    receivers: &'r HashMap<&str, Receiver<Tensor>>,
+    receivers: &'r HashMap<&ChannelKey, Receiver<Tensor>>,
     compute: &mut BTreeSet<(u64, usize)>,
     collectives: &mut BTreeSet<(i64, u64, usize)>,
     recvs: &mut Vec<PendingRecv<'r>>,
 ) -> Result<(), Stop> {
-    let s = &program.steps[i];
+    let s = &run.program.steps[i];
     match s.class {
         Class::Compute => {
             compute.insert((s.seq, i));
@@ -661,11 +863,16 @@ fn make_ready<'r>(
             collectives.insert((s.attrs.get_int("instance").unwrap_or(0), s.seq, i));
         }
         Class::Recv => {
-            let key = s.attrs.get_str("channel").unwrap_or_default();
-            let channel = receivers.get(key).ok_or_else(|| {
-                Stop::Failed(ExecError::Internal { message: format!("no receiver for channel `{key}`") })
-            })?;
-            recvs.push(PendingRecv { step: i, channel, since: Instant::now() });
+            let channels = s
+                .channel_keys(run.instance)
+                .iter()
+                .map(|key| {
+                    receivers.get(key).ok_or_else(|| {
+                        Stop::Failed(ExecError::Internal { message: format!("no receiver for channel `{}`", key.0) })
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            recvs.push(PendingRecv { step: i, channels, since: Instant::now() });
         }
     }
     Ok(())
@@ -681,47 +888,88 @@ fn feed_outputs(mut feeds: Vec<(u32, Tensor)>) -> Vec<Tensor> {
     out
 }
 
-/// Takes any `_Recv` whose value has arrived.
+/// Takes what has arrived for the pending recvs; returns a recv that has
+/// all it waits for.
 fn poll_recvs(recvs: &mut Vec<PendingRecv<'_>>) -> Option<(usize, Vec<Tensor>)> {
-    let pos = recvs.iter().position(|r| !r.channel.is_empty())?;
-    let r = recvs.remove(pos);
-    r.channel.try_recv().ok().map(|t| (r.step, vec![t]))
+    for pos in 0..recvs.len() {
+        if let Some(got) = take_arrived(recvs, pos, None) {
+            return Some(got);
+        }
+    }
+    None
 }
 
-/// Blocks until one pending `_Recv` gets its value, the step is cancelled,
+/// Takes what has arrived on pending recv `pos` (and `first`, a value
+/// already taken from its channel `first.0`); removes and returns the recv
+/// when nothing more is due.
+fn take_arrived(
+    recvs: &mut Vec<PendingRecv<'_>>,
+    pos: usize,
+    first: Option<(usize, Tensor)>,
+) -> Option<(usize, Vec<Tensor>)> {
+    let r = &mut recvs[pos];
+    let mut last = None;
+    if let Some((ci, t)) = first {
+        r.channels.swap_remove(ci);
+        last = Some(t);
+    }
+    let mut k = 0;
+    while k < r.channels.len() {
+        match r.channels[k].try_recv() {
+            Ok(t) => {
+                r.channels.swap_remove(k);
+                last = Some(t);
+            }
+            Err(_) => k += 1,
+        }
+    }
+    if !r.channels.is_empty() {
+        return None;
+    }
+    let r = recvs.remove(pos);
+    // A gather of tokens from every replica gives one token.
+    last.map(|t| (r.step, vec![t]))
+}
+
+/// Blocks until one pending `_Recv` gets a value, the step is cancelled,
 /// or the oldest one times out.
 fn wait_recvs(
-    program: &Program,
+    run: Run<'_>,
     recvs: &mut Vec<PendingRecv<'_>>,
     shared: &StepShared<'_>,
 ) -> Result<Option<(usize, Vec<Tensor>)>, Stop> {
     let timeout = shared.mesh.config.timeout;
     let oldest = recvs.iter().map(|r| r.since).min().unwrap_or_else(Instant::now);
     let now = Instant::now();
-    if now >= oldest + timeout {
+    let deadline = oldest.checked_add(timeout).unwrap_or(now + MAX_TIMEOUT);
+    if now >= deadline {
         let r = recvs.iter().find(|r| r.since == oldest).unwrap_or(&recvs[0]);
-        let s = &program.steps[r.step];
+        let s = &run.program.steps[r.step];
+        let channel = s.channel.as_ref().map_or("", |c| &*c.0);
         return Err(Stop::Failed(ExecError::Timeout {
-            graph: program.name.clone(),
-            device: program.device.to_string(),
+            graph: run.instance.name.clone(),
+            device: run.instance.device.to_string(),
             node: s.name.to_string(),
             op: s.op.to_string(),
-            what: format!("channel `{}`", s.attrs.get_str("channel").unwrap_or_default()),
+            what: format!("channel `{channel}`"),
             waited: timeout,
             span: s.span,
         }));
     }
     let mut select = Select::new();
-    for r in recvs.iter() {
-        select.recv(r.channel);
+    let mut owners = Vec::new();
+    for (pos, r) in recvs.iter().enumerate() {
+        for (ci, channel) in r.channels.iter().enumerate() {
+            select.recv(channel);
+            owners.push((pos, ci));
+        }
     }
-    let limit = POLL.min(oldest + timeout - now);
+    let limit = POLL.min(deadline - now);
     match select.select_timeout(limit) {
         Ok(op) => {
-            let index = op.index();
-            let r = recvs.remove(index);
-            match op.recv(r.channel) {
-                Ok(t) => Ok(Some((r.step, vec![t]))),
+            let (pos, ci) = owners[op.index()];
+            match op.recv(recvs[pos].channels[ci]) {
+                Ok(t) => Ok(take_arrived(recvs, pos, Some((ci, t)))),
                 Err(_) => Err(Stop::Cancelled),
             }
         }
@@ -729,10 +977,10 @@ fn wait_recvs(
     }
 }
 
-fn node_error(program: &Program, step: &Step, source: KernelError) -> Stop {
+fn node_error(run: Run<'_>, step: &Step, source: KernelError) -> Stop {
     Stop::Failed(ExecError::Kernel {
-        graph: program.name.clone(),
-        device: program.device.to_string(),
+        graph: run.instance.name.clone(),
+        device: run.instance.device.to_string(),
         node: step.name.to_string(),
         op: step.op.to_string(),
         source,
@@ -742,11 +990,12 @@ fn node_error(program: &Program, step: &Step, source: KernelError) -> Stop {
 
 /// Runs node `i` with its inputs from `values`; panics become errors.
 fn run_node(
-    program: &Program,
+    run: Run<'_>,
     i: usize,
     values: &[Option<Vec<Tensor>>],
     shared: &StepShared<'_>,
 ) -> Result<Vec<Tensor>, Stop> {
+    let program = run.program;
     let step = &program.steps[i];
     let inputs: Vec<Tensor> = step
         .inputs
@@ -755,7 +1004,7 @@ fn run_node(
             values[src].as_ref().and_then(|outs| outs.get(output as usize)).cloned().ok_or_else(|| {
                 let producer = &program.steps[src];
                 node_error(
-                    program,
+                    run,
                     step,
                     KernelError::invalid(
                         &step.op,
@@ -765,13 +1014,12 @@ fn run_node(
             })
         })
         .collect::<Result<_, _>>()?;
-    let result =
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| device_kernel(program, step, inputs, shared)));
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| device_kernel(run, step, inputs, shared)));
     match result {
         Ok(r) => r,
         Err(payload) => Err(Stop::Failed(ExecError::Panic {
-            graph: program.name.clone(),
-            device: program.device.to_string(),
+            graph: run.instance.name.clone(),
+            device: run.instance.device.to_string(),
             node: step.name.to_string(),
             op: step.op.to_string(),
             message: panic_message(payload.as_ref()),
@@ -781,14 +1029,10 @@ fn run_node(
 }
 
 /// The kernels that need the device: variables, channels, collectives.
-fn device_kernel(
-    program: &Program,
-    step: &Step,
-    inputs: Vec<Tensor>,
-    shared: &StepShared<'_>,
-) -> Result<Vec<Tensor>, Stop> {
+fn device_kernel(run: Run<'_>, step: &Step, inputs: Vec<Tensor>, shared: &StepShared<'_>) -> Result<Vec<Tensor>, Stop> {
     let op = &*step.op;
-    let err = |e: KernelError| node_error(program, step, e);
+    let err = |e: KernelError| node_error(run, step, e);
+    let instance = run.instance;
     let handle = |inputs: &[Tensor]| -> Result<ResourceHandle, Stop> {
         kernels::arg(op, inputs, 0)
             .map_err(err)?
@@ -807,26 +1051,25 @@ fn device_kernel(
     let mesh = shared.mesh;
     match op {
         "Placeholder" => Err(err(KernelError::invalid(op, format!("`%{}` must be fed", step.name)))),
-        "ReplicaId" => match program.replica {
+        "ReplicaId" => match instance.replica {
             Some(r) => Ok(vec![Tensor::scalar(
                 i32::try_from(r).map_err(|_| err(KernelError::invalid(op, "replica id too large")))?,
             )]),
-            None => Err(err(KernelError::invalid(op, format!("graph `@{}` has no `replica` attribute", program.name)))),
+            None => Err(err(KernelError::invalid(op, format!("graph `@{}` runs on no replica", instance.name)))),
         },
         "TPUReplicatedInput" => {
-            let index = if inputs.len() > 1 { program.replica.unwrap_or(0) } else { 0 };
+            let index = if inputs.len() > 1 { instance.replica.unwrap_or(0) } else { 0 };
             let picked = usize::try_from(index).ok().and_then(|i| inputs.get(i)).cloned();
             picked.map(|t| vec![t]).ok_or_else(|| {
                 err(KernelError::invalid(op, format!("replica {index} has no operand among {} inputs", inputs.len())))
             })
         }
-        "VarHandleOp" => {
-            let name = match step.attrs.get_str("shared_name") {
-                Some(s) if !s.is_empty() => Arc::from(s),
-                _ => step.name.clone(),
-            };
-            let device = step.device.clone().unwrap_or_else(|| program.device.clone());
-            Ok(vec![Tensor::Resource(ResourceHandle::new(device, name))])
+        "VarHandleOp" => Ok(vec![Tensor::Resource(variable_handle(run.program, instance, step))]),
+        "MirroredVarHandleOp" if step.attrs.contains_key("programs") => {
+            let copies = mirror_copies(shared.mesh, step).map_err(|m| err(KernelError::invalid(op, m)))?;
+            let mut copies = copies.into_iter();
+            let (device, name) = copies.next().ok_or_else(|| err(KernelError::invalid(op, "lists no copies")))?;
+            Ok(vec![Tensor::Resource(ResourceHandle { device, name, mirrors: copies.collect() })])
         }
         "MirroredVarHandleOp" => {
             let list = |key: &str| -> Vec<Arc<str>> {
@@ -906,35 +1149,43 @@ fn device_kernel(
             Ok(Vec::new())
         }
         "_Send" => {
-            let key = step.attrs.get_str("channel").unwrap_or_default();
             let value = kernels::arg(op, &inputs, 0).map_err(err)?.clone();
-            let sender = shared.senders.get(key).ok_or_else(|| {
-                Stop::Failed(ExecError::Internal { message: format!("no sender for channel `{key}`") })
-            })?;
-            // The receiver lives until the step ends, so this cannot fail.
-            sender.send(value).map_err(|_| Stop::Cancelled)?;
+            for key in step.channel_keys(instance) {
+                let sender = shared.senders.get(&key).ok_or_else(|| {
+                    Stop::Failed(ExecError::Internal { message: format!("no sender for channel `{}`", key.0) })
+                })?;
+                // The receiver lives until the step ends, so this cannot fail.
+                sender.send(value.clone()).map_err(|_| Stop::Cancelled)?;
+            }
             Ok(Vec::new())
         }
-        "CollectiveAllReduce" | "CollectiveBroadcast" => collective(program, step, inputs, shared),
+        "CollectiveAllReduce" | "CollectiveBroadcast" => collective(run, step, inputs, shared),
         _ => kernels::run_kernel(op, &step.attrs, &inputs).map_err(err),
     }
 }
 
-fn collective(
-    program: &Program,
-    step: &Step,
-    inputs: Vec<Tensor>,
-    shared: &StepShared<'_>,
-) -> Result<Vec<Tensor>, Stop> {
+fn collective(run: Run<'_>, step: &Step, inputs: Vec<Tensor>, shared: &StepShared<'_>) -> Result<Vec<Tensor>, Stop> {
     let op = &*step.op;
-    let err = |m: String| node_error(program, step, KernelError::invalid(op, m));
+    let err = |m: String| node_error(run, step, KernelError::invalid(op, m));
     let int = |key: &str, default: Option<i64>| -> Result<i64, Stop> {
         step.attrs.get_int(key).or(default).ok_or_else(|| err(format!("missing int attribute `{key}`")))
     };
-    let group = step.attrs.get_str("group").ok_or_else(|| err("missing string attribute `group`".into()))?;
+    // A bound collective names its group and rank; an SPMD one takes them
+    // from the running replica.
+    let member = match (step.attrs.get_int("rank"), run.instance.replica) {
+        (None, Some(replica)) if run.program.spmd => {
+            spmd::collective_member(&step.attrs, replica, run.program.num_replicas).map_err(err)?
+        }
+        _ => spmd::Member {
+            group: step.attrs.get_str("group").ok_or_else(|| err("missing string attribute `group`".into()))?.into(),
+            group_size: int("group_size", None)?,
+            rank: int("rank", None)?,
+        },
+    };
+    let group = member.group.as_str();
     let instance = int("instance", Some(0))?;
-    let group_size = usize::try_from(int("group_size", None)?).map_err(|_| err("group_size must be >= 1".into()))?;
-    let rank = usize::try_from(int("rank", None)?).map_err(|_| err("rank must be >= 0".into()))?;
+    let group_size = usize::try_from(member.group_size).map_err(|_| err("group_size must be >= 1".into()))?;
+    let rank = usize::try_from(member.rank).map_err(|_| err("rank must be >= 0".into()))?;
     let kind = if op == "CollectiveAllReduce" {
         match step.attrs.get_str("reduce_op").unwrap_or("SUM") {
             "SUM" | "Add" => Kind::AllReduce(ReduceOp::Sum),
@@ -951,7 +1202,7 @@ fn collective(
     shared.collectives.run(&call, inputs, &waiter).map_err(|e| match e {
         CollectiveError::Cancelled => Stop::Cancelled,
         CollectiveError::Mismatch(message) => Stop::Failed(ExecError::Collective {
-            graph: program.name.clone(),
+            graph: run.instance.name.clone(),
             node: step.name.to_string(),
             group: group.to_string(),
             instance,
@@ -959,8 +1210,8 @@ fn collective(
             span: step.span,
         }),
         CollectiveError::Timeout => Stop::Failed(ExecError::Timeout {
-            graph: program.name.clone(),
-            device: program.device.to_string(),
+            graph: run.instance.name.clone(),
+            device: run.instance.device.to_string(),
             node: step.name.to_string(),
             op: op.to_string(),
             what: format!("the other members of collective group `{group}` instance {instance} ({group_size} members)"),
@@ -968,4 +1219,55 @@ fn collective(
             span: step.span,
         }),
     })
+}
+
+/// The variable a `VarHandleOp` names when `instance` runs it: in the
+/// store of the node's device (else the instance's), under `shared_name`
+/// (else the node's name); in an SPMD program a `mirrored` handle names
+/// the running replica's copy.
+fn variable_handle(program: &Program, instance: &Instance, step: &Step) -> ResourceHandle {
+    let shared = match step.attrs.get_str("shared_name") {
+        Some(s) if !s.is_empty() => s,
+        _ => &step.name,
+    };
+    let name: Arc<str> = match instance.replica {
+        Some(r) if program.spmd && step.attrs.get_bool(spmd::MIRRORED) == Some(true) => {
+            spmd::mirrored_name(shared, r).into()
+        }
+        _ => Arc::from(shared),
+    };
+    let device = step.device.clone().unwrap_or_else(|| instance.device.clone());
+    ResourceHandle::new(device, name)
+}
+
+/// The copies a `MirroredVarHandleOp` with `programs` names: each replica's
+/// copy in each listed program, replica 0's first, each (device, name) once.
+fn mirror_copies(mesh: &Mesh, step: &Step) -> Result<Vec<(Arc<str>, Arc<str>)>, String> {
+    let names: Vec<&str> = step
+        .attrs
+        .get("programs")
+        .and_then(|v| v.as_list())
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|v| v.as_str())
+        .collect();
+    let shared = step.attrs.get_str("shared_name").unwrap_or(&step.name);
+    let mut listed = Vec::with_capacity(names.len());
+    for name in names {
+        let program = mesh.programs.iter().find(|p| p.name == name).ok_or_else(|| format!("no program `@{name}`"))?;
+        listed.push(program);
+    }
+    let replicas = listed.iter().map(|p| p.instances.len()).max().unwrap_or(0);
+    let mut copies: Vec<(Arc<str>, Arc<str>)> = Vec::new();
+    for r in 0..replicas {
+        for p in &listed {
+            let Some(instance) = p.instances.get(r) else { continue };
+            let name: Arc<str> = spmd::mirrored_name(shared, r as u32).into();
+            let copy = (instance.device.clone(), name);
+            if !copies.contains(&copy) {
+                copies.push(copy);
+            }
+        }
+    }
+    Ok(copies)
 }

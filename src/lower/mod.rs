@@ -10,6 +10,7 @@
 pub mod describe;
 pub mod error;
 pub mod program;
+pub mod spmd;
 pub mod topology;
 
 pub use describe::{describe, input_workers, InputContext, InputWorker, ReplicaFacts, StrategyFacts};

@@ -1,49 +1,49 @@
-//! Partitioning a rewritten graph into per-device programs.
+//! Partitioning a rewritten graph into SPMD programs.
 //!
 //! Every node goes to exactly one *part*: the host driver program, the
-//! variable-initialisation program, a replica's program on one logical core,
-//! or a replica's program for one outside-compilation cluster. Parts inside
-//! a cluster are instantiated once per replica. Then every edge is wired:
-//! within a program it stays an edge; across programs it becomes a matched
-//! `_Send`/`_Recv` pair with a channel key that names both ends.
+//! variable-initialisation program, a cluster's program for one logical
+//! core, or a cluster's program for one outside-compilation cluster. A
+//! cluster's programs are built once, whatever the replica count, and run
+//! once per replica (see [`super::spmd`] for what differs between replicas
+//! and how). Then every edge is wired: within a program it stays an edge;
+//! across programs it becomes a matched `_Send`/`_Recv` pair with a channel
+//! key that names both ends.
 //!
 //! Rewrites on the way:
-//! - `TPUReplicatedInput` disappears: replica `r` receives operand `r`.
+//! - `TPUReplicatedInput` disappears: the cluster receives it as a
+//!   parameter, `<input>/_recv`; the host sends replica `r` its operand `r`
+//!   (`replica = r`).
 //! - `TPUReplicatedOutput` becomes one `_Recv` per replica on the host,
 //!   named `<output>/replica_<r>`; uses of `<output>:r` read it. One marked
 //!   with `reduce_op` (SUM or MEAN) is all-reduced over the replicas first
 //!   (`<output>/reduce`), so every replica sends the reduced value.
-//! - A variable used in a cluster is mirrored: replica `r` gets its own
-//!   `VarHandleOp` `<var>/replica_<r>`, so reads and writes in a replica touch
-//!   the local copy. Outside the cluster the host program reaches the
-//!   variable through a `MirroredVarHandleOp` `<var>/mirrored` listing every
-//!   copy (replica 0's first): a read gives the primary (replica 0) value
+//! - A variable used in a cluster is mirrored: the cluster's programs get a
+//!   `VarHandleOp` with `mirrored = true`, which names the running
+//!   replica's own copy. Outside the cluster the host program reaches the
+//!   variable through a `MirroredVarHandleOp` `<var>/mirrored` naming the
+//!   programs that hold copies: a read gives the primary (replica 0) value
 //!   and an assignment writes every copy.
 //! - `Update` (a mirrored-variable update, `fn` = `Assign`, `AssignAdd` or
 //!   `AssignSub`) becomes `<fn>VariableOp`: in a replica it updates the
 //!   local copy, on the host every copy. `UpdateNonSlot` becomes
 //!   `<fn>VariableOp` placed on the host device (task 0's CPU), run once.
-//! - `CrossReplicaSum` becomes `CollectiveAllReduce` over its replica group;
-//!   `AllReduce` (SUM or MEAN; a fused one with its `group_assignment`)
-//!   one collective over all its operands; `Broadcast` a
-//!   `CollectiveBroadcast` from replica 0; `ReplicaId` a per-replica constant.
+//! - `CrossReplicaSum` becomes `CollectiveAllReduce` over its replica
+//!   groups; `AllReduce` (SUM or MEAN; a fused one with its
+//!   `group_assignment`) one collective over all its operands; `Broadcast` a
+//!   `CollectiveBroadcast` from replica 0; `ReplicaId` stays, and gives the
+//!   running replica's id.
+//! - The host waits for a cluster op (a control edge from the host) with
+//!   one `_Recv` of a token from every replica (`all_replicas = N`).
 //! - Metadata ops are dropped; the TPU tags are removed from program ops.
 //!
-//! How: the programs of replica 0 are built node by node (the *templates*),
-//! together with the host and init programs, which receive their ends of
-//! every replica's channels at the same time. Placing nodes, and wiring the
-//! edges that stay inside one program, run in parallel over these built
-//! programs; edges between programs (sends and recvs) are wired after
-//! that, serially, in the text order, so names and keys are deterministic.
-//! While a template is built, each node whose content depends on the replica (a collective's rank, a replica
-//! id, a channel key, a mirrored handle's name) is recorded as a [`Patch`].
-//! Every other replica's program is then a clone of its template with the
-//! patches applied; the clones are made in parallel. A clone shares the
-//! template's node and edge storage (see [`Graph`]'s copy on write), so it
-//! costs a copy of the name table plus one node per patch.
+//! How: placing nodes, and wiring the edges that stay inside one program,
+//! run in parallel over the programs; edges between programs (sends and
+//! recvs) are wired after that, serially, in the text order, so names and
+//! keys are deterministic.
 //!
-//! Cost: linear in nodes + edges for the templates, plus patched nodes x
-//! replicas (and a name table per replica) for the clones.
+//! Cost: linear in nodes + edges of the source graph, plus the host's ends
+//! of per-replica transfers (one per replicated input operand and output
+//! shard, which the source graph already has per replica).
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::sync::Arc;
@@ -52,6 +52,7 @@ use petgraph::stable_graph::NodeIndex;
 use rayon::prelude::*;
 
 use super::error::LowerError;
+use super::spmd::{self, ALL_REPLICAS, MIRRORED, NUM_REPLICAS, REPLICA};
 use super::topology::DeviceAssignment;
 use crate::ir::{AttrMap, AttrValue, DType, Graph, Input, Module, Node, NodeId, TensorData, TensorLit};
 use crate::passes::form_clusters::ReplicateCluster;
@@ -83,23 +84,16 @@ enum Part {
     Drop,
 }
 
-/// A program instance: a part, and the replica for per-replica parts.
+/// A program: the host, init, or one of a cluster's SPMD programs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Program {
     Host,
     Init,
-    Device { cluster: u32, core: u32, replica: u32 },
-    Oc { cluster: u32, oc: u32, replica: u32 },
+    Device { cluster: u32, core: u32 },
+    Oc { cluster: u32, oc: u32 },
 }
 
 impl Program {
-    fn replica(self) -> Option<u32> {
-        match self {
-            Program::Device { replica, .. } | Program::Oc { replica, .. } => Some(replica),
-            Program::Host | Program::Init => None,
-        }
-    }
-
     fn cluster(self) -> Option<u32> {
         match self {
             Program::Device { cluster, .. } | Program::Oc { cluster, .. } => Some(cluster),
@@ -107,13 +101,9 @@ impl Program {
         }
     }
 
-    /// The same program for replica `r` (host and init have no replicas).
-    fn for_replica(self, r: u32) -> Program {
-        match self {
-            Program::Device { cluster, core, .. } => Program::Device { cluster, core, replica: r },
-            Program::Oc { cluster, oc, .. } => Program::Oc { cluster, oc, replica: r },
-            other => other,
-        }
+    /// Whether the program runs once per replica.
+    fn is_replicated(self) -> bool {
+        self.cluster().is_some()
     }
 }
 
@@ -124,33 +114,15 @@ enum Port {
     Control,
 }
 
-/// How to spell a channel key for any replica.
-#[derive(Clone, Debug)]
-enum KeyTemplate {
-    /// `{channel}[/replica_r]:{port}/replica_r->{receiving program}`.
-    Transfer { channel: Arc<str>, channel_per_replica: bool, port: Port, to: Program },
-    /// `{fan_in}/replica_r:{out}/replica_r->{receiving program}`, where
-    /// `out` is the output index of the replica's operand.
-    FanIn { fan_in: NodeId, to: Program },
-    /// `{channel}/replica_r` (a replicated output).
-    Output { channel: Arc<str> },
-}
-
-/// A template node whose content depends on the replica.
-#[derive(Clone, Debug)]
-enum Patch {
-    /// A collective or replica id: lowered again for the replica (a
-    /// collective with its replica groups, when it names them).
-    Lowered { node: NodeId, src: NodeId, groups: Option<Arc<Vec<Vec<i64>>>> },
-    /// A mirrored variable's handle: `<var>/replica_r`.
-    Mirror { node: NodeId, var: NodeId },
-    /// A `_Send` or `_Recv`: its channel key.
-    Channel { node: NodeId, key: KeyTemplate },
-    /// A collective over all replicas (or the all-reduce of a marked
-    /// output): its rank is the replica.
-    Rank { node: NodeId },
-    /// The `_Recv` of a replicated input: named after the replica's operand.
-    FanInRecv { node: NodeId, fan_in: NodeId, key: KeyTemplate },
+/// Which replicas a host-side channel end talks to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Peer {
+    /// The running replica (an SPMD program's own end), or none (host to init).
+    Implied,
+    /// One replica.
+    Replica(u32),
+    /// Every replica `0..N`.
+    All(u32),
 }
 
 /// Settings of the partitioner.
@@ -169,7 +141,6 @@ struct Placement {
     graph: Graph,
     /// Source node index -> node index in `graph` (see [`Builder::placed`]).
     placed: Vec<u32>,
-    patches: Vec<Patch>,
     /// Nodes with an operand from another program, left for the serial pass.
     deferred: Vec<NodeId>,
 }
@@ -183,34 +154,31 @@ struct Builder<'a> {
     assignment: &'a DeviceAssignment,
     parts: Vec<Part>,
     oc_names: Vec<Vec<String>>,
-    /// Every program in module order; replicas other than 0 stay empty
-    /// until they are cloned from their template.
+    /// Every program in module order.
     programs: Vec<(Program, Graph)>,
     index: HashMap<Program, usize>,
-    /// Source node index -> node index, per program built node by node
-    /// (host, init and the templates); empty for the clones.
+    /// Source node index -> node index, per program.
     placed: Vec<Vec<u32>>,
-    /// Per template program: its replica-dependent nodes.
-    patches: Vec<Vec<Patch>>,
     mirrored: Vec<bool>,
     /// The receiving end of each transfer made so far, by (sending
     /// program, receiving program, producer, port), so that every value
     /// crosses between two programs once. Keyed by structure, not by the
     /// channel's spelling, so a lookup formats nothing.
     channels: HashMap<(usize, usize, NodeId, Port), NodeId>,
-    /// The host's recvs, in replica order, of a per-replica op's control
-    /// token, by (template program, host-side program, producer).
-    control_to_host: HashMap<(usize, usize, NodeId), Vec<NodeId>>,
-    /// Replica 0's recv of each replicated input, by (fan-in, program).
+    /// The host's recv of a per-replica op's control token from every
+    /// replica, by (SPMD program, host-side program, producer).
+    control_to_host: HashMap<(usize, usize, NodeId), NodeId>,
+    /// The cluster program's recv of each replicated input, by (fan-in, program).
     fan_in_recvs: HashMap<(NodeId, usize), NodeId>,
     /// The host's recv of each replica's result, by output, in replica order.
     output_recvs: HashMap<NodeId, Vec<NodeId>>,
     errors: Vec<LowerError>,
     collective_instance: HashMap<(u32, NodeId), i64>,
     /// The replica groups of each collective that names them (a
-    /// `group_assignment` operand or attribute), read once.
-    /// Equal assignments share one table.
-    replica_groups: HashMap<NodeId, Arc<Vec<Vec<i64>>>>,
+    /// `group_assignment` operand or attribute), read once, as the
+    /// collective's `group_assignment` attribute. Equal assignments share
+    /// one tensor.
+    replica_groups: HashMap<NodeId, AttrValue>,
     /// Strings the host's output recvs share (their op and attribute keys),
     /// so that a quarter of a million recvs allocate none of them.
     host_recv: SharedStrings,
@@ -228,11 +196,12 @@ struct SharedStrings {
     op: Arc<str>,
     channel: Arc<str>,
     dtype: Arc<str>,
+    replica: Arc<str>,
 }
 
 impl SharedStrings {
     fn recv() -> SharedStrings {
-        SharedStrings { op: "_Recv".into(), channel: "channel".into(), dtype: "dtype".into() }
+        SharedStrings { op: "_Recv".into(), channel: "channel".into(), dtype: "dtype".into(), replica: REPLICA.into() }
     }
 }
 
@@ -253,7 +222,6 @@ pub fn partition(input: &PartitionInput<'_>) -> Partitioned {
         programs: Vec::new(),
         index: HashMap::default(),
         placed: Vec::new(),
-        patches: Vec::new(),
         mirrored: vec![false; bound],
         channels: HashMap::default(),
         control_to_host: HashMap::default(),
@@ -267,7 +235,7 @@ pub fn partition(input: &PartitionInput<'_>) -> Partitioned {
     let mut clock = PhaseClock::start();
     let order = src.nodes_in_order();
     let progress = input.progress;
-    progress.phase("lowering", 3 * order.len() as u64);
+    progress.phase("lowering", 2 * order.len() as u64);
     b.assign_parts(&order);
     clock.lap("parts");
     b.create_programs();
@@ -279,14 +247,15 @@ pub fn partition(input: &PartitionInput<'_>) -> Partitioned {
     b.wire(&order);
     clock.lap("wire");
     progress.advance(order.len() as u64);
-    b.clone_replicas(progress, order.len() as u64);
-    clock.lap("replicas");
     b.list_mirrors();
     clock.lap("mirrors");
     let Builder { programs, errors, .. } = b;
     let mut graphs: Vec<Graph> = programs.into_iter().map(|(_, g)| g).collect();
     if let Some(host) = graphs.first_mut() {
         host.attrs.insert("steps_per_run", AttrValue::Int(i64::from(input.steps_per_run.max(1))));
+        for (key, value) in spmd::assignment_attrs(input.assignment) {
+            host.attrs.insert(key, value);
+        }
     }
     Partitioned { module: Module { header: Vec::new(), graphs }, errors, phases: clock.phases }
 }
@@ -469,20 +438,19 @@ impl Builder<'_> {
                 attrs.insert("role", AttrValue::str("init"));
                 "init".to_string()
             }
-            Program::Device { cluster, core, replica } => {
+            Program::Device { cluster, core } => {
                 let cluster = &self.clusters[cluster as usize];
                 attrs.insert("cluster", AttrValue::str(cluster.name.as_str()));
-                attrs.insert("device", AttrValue::str(a.tpu_device(replica, core)));
                 attrs.insert("logical_core", AttrValue::Int(i64::from(core)));
-                attrs.insert("replica", AttrValue::Int(i64::from(replica)));
+                attrs.insert(NUM_REPLICAS, AttrValue::Int(i64::from(cluster.num_replicas)));
                 attrs.insert("role", AttrValue::str("replica"));
                 if core == 0 {
-                    format!("{}/replica_{replica}", cluster.name)
+                    cluster.name.clone()
                 } else {
-                    format!("{}/replica_{replica}/core_{core}", cluster.name)
+                    format!("{}/core_{core}", cluster.name)
                 }
             }
-            Program::Oc { cluster: ci, oc, replica } => {
+            Program::Oc { cluster: ci, oc } => {
                 let cluster = &self.clusters[ci as usize];
                 let oc = &self.oc_names[ci as usize][oc as usize];
                 let core = cluster
@@ -492,11 +460,11 @@ impl Builder<'_> {
                     .map_or(0, |(_, core)| *core)
                     .min(cluster.num_cores_per_replica - 1);
                 attrs.insert("cluster", AttrValue::str(cluster.name.as_str()));
-                attrs.insert("device", AttrValue::str(a.host_device(replica, core)));
+                attrs.insert("logical_core", AttrValue::Int(i64::from(core)));
+                attrs.insert(NUM_REPLICAS, AttrValue::Int(i64::from(cluster.num_replicas)));
                 attrs.insert("outside_compilation", AttrValue::str(oc.as_str()));
-                attrs.insert("replica", AttrValue::Int(i64::from(replica)));
                 attrs.insert("role", AttrValue::str("host"));
-                format!("{}/oc_{oc}/replica_{replica}", cluster.name)
+                format!("{}/oc_{oc}", cluster.name)
             }
         };
         (name, attrs)
@@ -508,9 +476,7 @@ impl Builder<'_> {
         g.attrs = attrs;
         self.index.insert(program, self.programs.len());
         self.programs.push((program, g));
-        let built_here = program.replica().is_none_or(|r| r == 0);
-        self.placed.push(if built_here { vec![UNPLACED; self.parts.len()] } else { Vec::new() });
-        self.patches.push(Vec::new());
+        self.placed.push(vec![UNPLACED; self.parts.len()]);
     }
 
     fn create_programs(&mut self) {
@@ -518,8 +484,7 @@ impl Builder<'_> {
         if self.parts.iter().any(|p| matches!(p, Part::Init)) {
             self.add_program(Program::Init);
         }
-        for (ci, cluster) in self.clusters.iter().enumerate() {
-            let ci = ci as u32;
+        for ci in 0..self.clusters.len() as u32 {
             let mut cores: Vec<u32> = vec![0];
             for p in &self.parts {
                 if let Part::Device { cluster, core } = p {
@@ -529,28 +494,23 @@ impl Builder<'_> {
                 }
             }
             cores.sort_unstable();
-            for replica in 0..cluster.num_replicas {
-                for &core in &cores {
-                    self.add_program(Program::Device { cluster: ci, core, replica });
-                }
+            for &core in &cores {
+                self.add_program(Program::Device { cluster: ci, core });
             }
             for oc in 0..self.oc_names[ci as usize].len() as u32 {
-                for replica in 0..cluster.num_replicas {
-                    self.add_program(Program::Oc { cluster: ci, oc, replica });
-                }
+                self.add_program(Program::Oc { cluster: ci, oc });
             }
         }
     }
 
-    /// The programs a part is built into node by node: host and/or init,
-    /// or replica 0's template of a per-replica part.
+    /// The programs a part is built into: host and/or init, or its cluster program.
     fn programs_of(&self, part: Part) -> [Option<Program>; 2] {
         match part {
             Part::Host => [Some(Program::Host), None],
             Part::Init => [Some(Program::Init), None],
             Part::Shared => [Some(Program::Host), self.index.contains_key(&Program::Init).then_some(Program::Init)],
-            Part::Device { cluster, core } => [Some(Program::Device { cluster, core, replica: 0 }), None],
-            Part::Oc { cluster, oc } => [Some(Program::Oc { cluster, oc, replica: 0 }), None],
+            Part::Device { cluster, core } => [Some(Program::Device { cluster, core }), None],
+            Part::Oc { cluster, oc } => [Some(Program::Oc { cluster, oc }), None],
             Part::FanIn { .. } | Part::FanOut { .. } | Part::Drop => [None, None],
         }
     }
@@ -563,7 +523,7 @@ impl Builder<'_> {
     /// Numbers the collectives in text order (one instance per op, shared
     /// by all replicas), and reports reduce and update ops it cannot lower.
     fn number_collectives(&mut self, order: &[NodeId]) {
-        let mut distinct_groups: HashMap<Vec<Vec<i64>>, Arc<Vec<Vec<i64>>>> = HashMap::default();
+        let mut distinct_groups: HashMap<Vec<Vec<i64>>, Arc<TensorLit>> = HashMap::default();
         for &id in order {
             let node = self.src.node(id);
             if matches!(&*node.op, "Update" | "UpdateNonSlot") {
@@ -584,8 +544,8 @@ impl Builder<'_> {
                     let next = self.collective_instance.len() as i64;
                     self.collective_instance.entry((cluster, id)).or_insert(next);
                     if let Some(groups) = self.read_replica_groups(id) {
-                        let shared = distinct_groups.entry(groups).or_insert_with_key(|g| Arc::new(g.clone()));
-                        self.replica_groups.insert(id, Arc::clone(shared));
+                        let shared = distinct_groups.entry(groups).or_insert_with_key(|g| group_tensor(g));
+                        self.replica_groups.insert(id, AttrValue::Tensor(Arc::clone(shared)));
                     }
                 }
                 _ => {}
@@ -635,10 +595,9 @@ impl Builder<'_> {
         // The per-program work below is one closure shared by the threads;
         // each program takes its own nodes out of its slot, once.
         let lowered: Vec<std::sync::Mutex<Vec<Node>>> = lowered.into_iter().map(std::sync::Mutex::new).collect();
-        // Then each built program adds its nodes on its own thread: that
-        // touches only its graph, slots and patches.
-        self.for_each_built_program(|this, w| {
-            let program = this.programs[w.pi].0;
+        // Then each program adds its nodes on its own thread: that touches
+        // only its graph and slots.
+        self.for_each_built_program(|_, w| {
             let nodes = match lowered[w.pi].lock() {
                 Ok(mut nodes) => std::mem::take(&mut *nodes),
                 Err(poisoned) => std::mem::take(&mut *poisoned.into_inner()),
@@ -646,43 +605,19 @@ impl Builder<'_> {
             let added = w.graph.add_nodes_unique(nodes);
             for (&id, &new) in members[w.pi].iter().zip(&added) {
                 w.placed[part_index(id)] = new.0.index() as u32;
-                if program.replica().is_some() {
-                    match &*src.node(id).op {
-                        // Over all replicas, only the rank differs between replicas.
-                        "CrossReplicaSum" | "AllReduce" | "Broadcast" if !this.has_replica_groups(id) => {
-                            w.patches.push(Patch::Rank { node: new })
-                        }
-                        "CrossReplicaSum" | "AllReduce" | "Broadcast" | "ReplicaId" => w.patches.push(Patch::Lowered {
-                            node: new,
-                            src: id,
-                            groups: this.replica_groups.get(&id).cloned(),
-                        }),
-                        _ => {}
-                    }
-                }
             }
         });
     }
 
-    /// Runs `work` on every program built node by node (host, init and
-    /// the templates), in parallel: each program's graph, slots and
-    /// patches are moved out of the builder for the call and put back
-    /// after. Returns the nodes each program deferred, by program index.
+    /// Runs `work` on every program, in parallel: each program's graph and
+    /// slots are moved out of the builder for the call and put back after.
+    /// Returns the nodes each program deferred, by program index.
     fn for_each_built_program(&mut self, work: impl Fn(&Self, &mut Placement) + Sync) -> Vec<(usize, Vec<NodeId>)> {
-        let built: Vec<usize> = self
-            .programs
-            .iter()
-            .enumerate()
-            .filter(|(_, (p, _))| p.replica().is_none_or(|r| r == 0))
-            .map(|(pi, _)| pi)
-            .collect();
-        let mut programs: Vec<Placement> = built
-            .into_iter()
+        let mut programs: Vec<Placement> = (0..self.programs.len())
             .map(|pi| Placement {
                 pi,
                 graph: std::mem::take(&mut self.programs[pi].1),
                 placed: std::mem::take(&mut self.placed[pi]),
-                patches: std::mem::take(&mut self.patches[pi]),
                 deferred: Vec::new(),
             })
             .collect();
@@ -693,7 +628,6 @@ impl Builder<'_> {
             .map(|w| {
                 self.programs[w.pi].1 = w.graph;
                 self.placed[w.pi] = w.placed;
-                self.patches[w.pi] = w.patches;
                 (w.pi, w.deferred)
             })
             .collect()
@@ -703,7 +637,7 @@ impl Builder<'_> {
     /// assignment of a CrossReplicaSum is a compile-time fact in a replica,
     /// not an operand.
     fn skips_operand(&self, id: NodeId, program: Program, slot: usize) -> bool {
-        slot == 1 && program.replica().is_some() && &*self.src.node(id).op == "CrossReplicaSum"
+        slot == 1 && program.is_replicated() && &*self.src.node(id).op == "CrossReplicaSum"
     }
 
     /// The node `id` becomes in `program`.
@@ -726,66 +660,46 @@ impl Builder<'_> {
                 node.device = Some(self.assignment.topology.host_device(0).into());
             }
         }
-        let (Some(replica), Some(cluster)) = (program.replica(), program.cluster()) else { return node };
-        if let Some(attrs) = self.replica_attrs(id, cluster, replica) {
-            if &*src.op == "ReplicaId" {
-                node.op = "Const".into();
-            } else if &*src.op == "CrossReplicaSum" || &*src.op == "AllReduce" {
-                node.op = "CollectiveAllReduce".into();
-            } else {
-                node.op = "CollectiveBroadcast".into();
-            }
+        let Some(cluster) = program.cluster() else { return node };
+        if let Some(attrs) = self.collective_attrs(id, cluster) {
+            node.op = match &*src.op {
+                "CrossReplicaSum" | "AllReduce" => "CollectiveAllReduce".into(),
+                _ => "CollectiveBroadcast".into(),
+            };
             node.attrs = attrs;
         }
         node
     }
 
-    /// The attributes of a per-replica op (collective, replica id) in
-    /// `replica`, or `None` for any other op.
-    fn replica_attrs(&self, id: NodeId, cluster: u32, replica: u32) -> Option<AttrMap> {
+    /// The attributes of a collective in its cluster's SPMD program, or
+    /// `None` for any other op: the group base (its own name when it names
+    /// replica groups or is a CrossReplicaSum, else the cluster's), its
+    /// `group_assignment` when it has one, its instance and reduction.
+    fn collective_attrs(&self, id: NodeId, cluster: u32) -> Option<AttrMap> {
         let src = self.src.node(id);
-        let instance = || self.collective_instance.get(&(cluster, id)).copied().unwrap_or(0);
+        let mut attrs = match &*src.op {
+            "CrossReplicaSum" => src.attrs.without(&[TPU_REPLICATE, OUTSIDE_COMPILATION, "T"]),
+            "AllReduce" | "Broadcast" => AttrMap::new(),
+            _ => return None,
+        };
+        let groups = self.replica_groups.get(&id);
+        let base: &str = if groups.is_some() || &*src.op == "CrossReplicaSum" {
+            &src.name
+        } else {
+            &self.clusters[cluster as usize].name
+        };
+        attrs.insert("group", AttrValue::str(base));
+        match groups {
+            Some(g) => attrs.insert("group_assignment", g.clone()),
+            None => attrs.remove("group_assignment"),
+        };
+        attrs.insert("instance", AttrValue::Int(self.collective_instance.get(&(cluster, id)).copied().unwrap_or(0)));
         match &*src.op {
-            "CrossReplicaSum" => {
-                let mut attrs = src.attrs.without(&[TPU_REPLICATE, OUTSIDE_COMPILATION, "T"]);
-                let (group, size, rank) = self.replica_group(id, cluster, replica);
-                attrs.insert("group", AttrValue::str(group));
-                attrs.insert("group_size", AttrValue::Int(size));
-                attrs.insert("rank", AttrValue::Int(rank));
-                attrs.insert("reduce_op", AttrValue::str("SUM"));
-                attrs.insert("instance", AttrValue::Int(instance()));
-                Some(attrs)
-            }
-            "AllReduce" | "Broadcast" => {
-                let mut attrs = AttrMap::new();
-                let (group, size, rank) = self.replica_group(id, cluster, replica);
-                attrs.insert("group", AttrValue::str(group));
-                attrs.insert("group_size", AttrValue::Int(size));
-                attrs.insert("rank", AttrValue::Int(rank));
-                attrs.insert("instance", AttrValue::Int(instance()));
-                if &*src.op == "AllReduce" {
-                    let reduce = src.attrs.get_str("reduce_op").unwrap_or("SUM").to_string();
-                    attrs.insert("reduce_op", AttrValue::str(reduce));
-                } else {
-                    attrs.insert("source", AttrValue::Int(0));
-                }
-                Some(attrs)
-            }
-            "ReplicaId" => {
-                let mut attrs = AttrMap::new();
-                attrs.insert("dtype", AttrValue::Type(DType::I32));
-                attrs.insert(
-                    "value",
-                    AttrValue::Tensor(Arc::new(TensorLit {
-                        dtype: DType::I32,
-                        shape: vec![],
-                        data: TensorData::Int(vec![replica as i32]),
-                    })),
-                );
-                Some(attrs)
-            }
-            _ => None,
-        }
+            "CrossReplicaSum" => attrs.insert("reduce_op", AttrValue::str("SUM")),
+            "AllReduce" => attrs.insert("reduce_op", AttrValue::str(src.attrs.get_str("reduce_op").unwrap_or("SUM"))),
+            _ => attrs.insert("source", AttrValue::Int(0)),
+        };
+        Some(attrs)
     }
 
     /// The replica groups a collective names: a CrossReplicaSum's
@@ -800,38 +714,7 @@ impl Builder<'_> {
             }
             _ => src.attrs.get("group_assignment")?.as_tensor()?,
         };
-        groups_of(tensor)
-    }
-
-    /// Whether a collective names replica groups rather than spanning all replicas.
-    fn has_replica_groups(&self, id: NodeId) -> bool {
-        self.replica_groups.contains_key(&id)
-    }
-
-    /// The (group key, group size, rank) of `replica` in collective `id`:
-    /// from its replica groups when it names them, else all replicas
-    /// (`<sum>/all` for a CrossReplicaSum, `<cluster>/all` otherwise).
-    fn replica_group(&self, id: NodeId, cluster: u32, replica: u32) -> (String, i64, i64) {
-        self.replica_group_in(id, self.replica_groups.get(&id).map(|g| g.as_slice()), cluster, replica)
-    }
-
-    /// [`Builder::replica_group`] with the collective's groups at hand.
-    fn replica_group_in(
-        &self,
-        id: NodeId,
-        groups: Option<&[Vec<i64>]>,
-        cluster: u32,
-        replica: u32,
-    ) -> (String, i64, i64) {
-        let src = self.src.node(id);
-        let found = groups.and_then(|g| group_of(g, &src.name, replica));
-        found.unwrap_or_else(|| {
-            let all = match &*src.op {
-                "CrossReplicaSum" => format!("{}/all", src.name),
-                _ => format!("{}/all", self.clusters[cluster as usize].name),
-            };
-            (all, i64::from(self.num_replicas(cluster)), i64::from(replica))
-        })
+        spmd::groups_of(tensor)
     }
 
     fn wire(&mut self, order: &[NodeId]) {
@@ -961,34 +844,36 @@ impl Builder<'_> {
         if let Some(local) = self.placed(pi, producer) {
             return Some(Input { src: local, ..input });
         }
-        let replica = program.replica();
+        let replicated = program.is_replicated();
         match part {
             Part::FanIn { .. } => {
-                if replica.is_none() {
+                if !replicated {
                     self.escape(consumer, producer);
                     return None;
                 }
                 let recv = self.transfer_fan_in(producer, program)?;
                 Some(Input { src: recv, output: input.output.map(|_| 0), span: input.span })
             }
-            _ if self.mirrored[part_index(producer)] && replica.is_some() => {
-                let name = format!("{}/replica_0", src.node(producer).name);
+            _ if self.mirrored[part_index(producer)] && replicated => {
+                let var = src.node(producer);
                 let g = &mut self.programs[pi].1;
-                let handle = match g.find(&name) {
+                let handle = match g.find(&var.name) {
                     Some(h) => h,
                     None => {
-                        let mut node = Node::op(name.clone(), "VarHandleOp");
-                        node.attrs = src.node(producer).attrs.clone();
-                        node.attrs.insert("shared_name", AttrValue::str(name));
-                        node.span = src.node(producer).span;
-                        let h = g.add_node_unique(node);
-                        self.patches[pi].push(Patch::Mirror { node: h, var: producer });
-                        h
+                        let mut node = Node::op(var.name.clone(), "VarHandleOp");
+                        node.attrs = var.attrs.clone();
+                        if var.attrs.get_str("shared_name").is_none_or(str::is_empty) {
+                            node.attrs.insert("shared_name", AttrValue::Str(var.name.clone()));
+                        }
+                        node.attrs.insert(MIRRORED, AttrValue::Bool(true));
+                        node.span = var.span;
+                        g.add_node_unique(node)
                     }
                 };
+                self.placed[pi][part_index(producer)] = handle.0.index() as u32;
                 Some(Input { src: handle, ..input })
             }
-            _ if &*src.node(producer).op == "Const" && replica.is_some() && src.inputs(producer).is_empty() => {
+            _ if &*src.node(producer).op == "Const" && replicated && src.inputs(producer).is_empty() => {
                 // Constants are cheaper to copy than to send.
                 let g = &mut self.programs[pi].1;
                 let name = src.node(producer).name.clone();
@@ -1036,12 +921,8 @@ impl Builder<'_> {
                     // The host waits for every replica's op.
                     None if input.is_control() => {
                         self.placed(pi, consumer)?;
-                        let key = (self.index[&source], pi, producer);
-                        if !self.control_to_host.contains_key(&key) {
-                            self.transfer_to_host(input, source, program);
-                        }
-                        let recvs = self.control_to_host.get(&key).map_or(&[][..], Vec::as_slice);
-                        lowered.extend(recvs.iter().map(|&recv| Input { src: recv, output: None, span: input.span }));
+                        let recv = self.transfer_to_host(input, source, program)?;
+                        lowered.push(Input { src: recv, output: None, span: input.span });
                         None
                     }
                     None => {
@@ -1051,9 +932,9 @@ impl Builder<'_> {
                 }
             }
             Part::Host | Part::Init | Part::Shared => {
-                let source = match (part, replica) {
-                    (Part::Host, _) => Program::Host,
-                    (Part::Init, _) => Program::Init,
+                let source = match part {
+                    Part::Host => Program::Host,
+                    Part::Init => Program::Init,
                     // A shared handle or constant outside its programs has no single source.
                     _ => return None,
                 };
@@ -1077,7 +958,8 @@ impl Builder<'_> {
     }
 
     /// The host's `MirroredVarHandleOp` `<var>/mirrored` for a mirrored
-    /// variable; [`Builder::list_mirrors`] fills in its copies.
+    /// variable; [`Builder::list_mirrors`] fills in the programs that hold
+    /// its copies.
     fn mirrored_handle(&mut self, var: NodeId) -> NodeId {
         let src = self.src.node(var);
         let name = format!("{}/mirrored", src.name);
@@ -1091,12 +973,15 @@ impl Builder<'_> {
                 node.attrs.insert(key, v.clone());
             }
         }
+        let shared = src.attrs.get_str("shared_name").filter(|s| !s.is_empty()).unwrap_or(&src.name);
+        node.attrs.insert("shared_name", AttrValue::str(shared));
         node.span = src.span;
         host.add_node_unique(node)
     }
 
-    /// Lists, on each host `MirroredVarHandleOp`, every copy of its
-    /// variable (device and shared name), replica 0's first.
+    /// Lists, on each host `MirroredVarHandleOp`, the SPMD programs that
+    /// hold a copy of its variable (`programs`): each replica of each of
+    /// them has one, named by [`spmd::mirrored_name`].
     fn list_mirrors(&mut self) {
         let host = self.index[&Program::Host];
         let handles: Vec<(NodeId, String)> = {
@@ -1108,23 +993,15 @@ impl Builder<'_> {
                 .collect()
         };
         for (id, var) in handles {
-            let mut copies: Vec<(u32, String, String)> = Vec::new();
-            for (program, g) in &self.programs {
-                let Some(replica) = program.replica() else { continue };
-                let Some(copy) = g.find(&format!("{var}/replica_{replica}")) else { continue };
-                let device = g.attrs.get_str("device").unwrap_or_default().to_string();
-                let name = g.node(copy).attrs.get_str("shared_name").unwrap_or_default().to_string();
-                if !copies.iter().any(|(_, d, n)| *d == device && *n == name) {
-                    copies.push((replica, device, name));
-                }
-            }
-            // Replica 0's copy first: it is the primary.
-            copies.sort_by_key(|(replica, _, _)| *replica);
-            let (devices, names): (Vec<_>, Vec<_>) =
-                copies.into_iter().map(|(_, d, n)| (AttrValue::str(d), AttrValue::str(n))).unzip();
-            let node = self.programs[host].1.node_mut(id);
-            node.attrs.insert("devices", AttrValue::List(devices));
-            node.attrs.insert("shared_names", AttrValue::List(names));
+            let programs: Vec<AttrValue> = self
+                .programs
+                .iter()
+                .filter(|(p, g)| {
+                    p.is_replicated() && g.find(&var).is_some_and(|h| g.node(h).attrs.get_bool(MIRRORED) == Some(true))
+                })
+                .map(|(_, g)| AttrValue::str(g.name.as_str()))
+                .collect();
+            self.programs[host].1.node_mut(id).attrs.insert("programs", AttrValue::List(programs));
         }
     }
 
@@ -1138,42 +1015,9 @@ impl Builder<'_> {
         });
     }
 
-    fn program_name(&self, program: Program) -> std::borrow::Cow<'_, str> {
-        match self.index.get(&program) {
-            Some(&i) => std::borrow::Cow::Borrowed(&self.programs[i].1.name),
-            None => std::borrow::Cow::Owned(self.program_header(program).0),
-        }
-    }
-
-    /// The channel key of `template` for replica `r`.
-    fn key(&self, template: &KeyTemplate, r: u32) -> String {
-        match template {
-            KeyTemplate::Transfer { channel, channel_per_replica, port, to } => {
-                let to = self.program_name(to.for_replica(r));
-                let channel_suffix = if *channel_per_replica { format!("/replica_{r}") } else { String::new() };
-                match port {
-                    Port::Data(out) => format!("{channel}{channel_suffix}:{out}/replica_{r}->{to}"),
-                    Port::Control => format!("{channel}{channel_suffix}:ctl/replica_{r}->{to}"),
-                }
-            }
-            KeyTemplate::FanIn { fan_in, to } => {
-                let to = self.program_name(to.for_replica(r));
-                let out = self.src.data_inputs(*fan_in).get(r as usize).and_then(|o| o.output).unwrap_or(0);
-                format!("{}/replica_{r}:{out}/replica_{r}->{to}", self.src.node(*fan_in).name)
-            }
-            KeyTemplate::Output { channel } => {
-                // Spelled out: `format!` grows its buffer several times, and
-                // there is one of these per output and replica.
-                use std::fmt::Write;
-                let mut key = String::with_capacity(channel.len() + "/replica_".len() + 10);
-                let _ = write!(key, "{channel}/replica_{r}");
-                key
-            }
-        }
-    }
-
-    /// Adds a `_Send` of `value` (placed in program `from`) with `key`.
-    fn add_send(&mut self, fi: usize, producer: NodeId, value: Input, key: String) -> NodeId {
+    /// Adds a `_Send` of `value` (placed in program `fi` as `producer`)
+    /// with `key`, to `peer`.
+    fn add_send(&mut self, fi: usize, producer: NodeId, value: Input, key: &str, peer: Peer) -> NodeId {
         let producer_name = self.src.node(value.src).name.clone();
         let g = &mut self.programs[fi].1;
         let sent = if value.is_control() {
@@ -1195,27 +1039,33 @@ impl Builder<'_> {
         };
         let mut send = Node::op(format!("{producer_name}/_send"), "_Send");
         send.attrs.insert("channel", AttrValue::str(key));
+        add_peer(&mut send, peer);
         let s = g.add_node_unique(send);
         g.add_input(s, sent);
         s
     }
 
-    /// Adds a `_Recv` named after `value`'s producer, with `key`.
-    fn add_recv(&mut self, ti: usize, value: Input, key: String) -> NodeId {
-        let producer_name = &self.src.node(value.src).name;
-        let mut recv = Node::op(format!("{producer_name}/_recv"), "_Recv");
+    /// Adds a `_Recv` named `name` for `value` (its dtype) with `key`, from `peer`.
+    fn add_recv(&mut self, ti: usize, name: String, value: Input, key: &str, peer: Peer) -> NodeId {
+        let mut recv = Node::op(name, "_Recv");
         recv.attrs.insert("channel", AttrValue::str(key));
         let dtype = if value.is_control() { Some(DType::Bool) } else { output_dtype(self.src, value.src) };
         if let Some(d) = dtype {
             recv.attrs.insert("dtype", AttrValue::Type(d));
         }
+        add_peer(&mut recv, peer);
         self.programs[ti].1.add_node_unique(recv)
+    }
+
+    /// The name of a recv of `value`'s producer.
+    fn recv_name(&self, value: Input) -> String {
+        format!("{}/_recv", self.src.node(value.src).name)
     }
 
     /// Sends `value` from `from` to `to`, once; returns the recv in `to`.
     ///
-    /// At most one side is the host or init program; a per-replica side is
-    /// a template, and the host side gets its ends for every replica now.
+    /// At most one side is the host or init program. A host-side send to
+    /// an SPMD program goes to every replica.
     fn transfer_from(&mut self, value: Input, from: Program, to: Program) -> Option<NodeId> {
         let fi = self.index[&from];
         let ti = self.index[&to];
@@ -1227,17 +1077,10 @@ impl Builder<'_> {
             return Some(recv);
         }
         let channel = self.channel_name(from, to, value.src);
-        let template = KeyTemplate::Transfer { channel: channel.as_str().into(), channel_per_replica: false, port, to };
-        let replicas = match (from.cluster(), to.cluster()) {
-            (_, Some(c)) | (Some(c), None) => Some(self.num_replicas(c)),
-            (None, None) => None,
-        };
-        let key0 = match replicas {
-            Some(_) => self.key(&template, 0),
-            None => match port {
-                Port::Data(out) => format!("{channel}:{out}->{}", self.programs[ti].1.name),
-                Port::Control => format!("{channel}:ctl->{}", self.programs[ti].1.name),
-            },
+        let to_name = &self.programs[ti].1.name;
+        let key = match port {
+            Port::Data(out) => format!("{channel}:{out}->{to_name}"),
+            Port::Control => format!("{channel}:ctl->{to_name}"),
         };
         let Some(producer) = self.placed(fi, value.src) else {
             self.errors.push(LowerError::Internal {
@@ -1245,57 +1088,46 @@ impl Builder<'_> {
             });
             return None;
         };
-        let send = self.add_send(fi, producer, value, key0.clone());
-        if from.replica().is_some() {
-            self.patches[fi].push(Patch::Channel { node: send, key: template.clone() });
-        }
-        let recv = self.add_recv(ti, value, key0.clone());
-        if to.replica().is_some() {
-            self.patches[ti].push(Patch::Channel { node: recv, key: template.clone() });
-        }
+        let peer = match (from.is_replicated(), to.cluster()) {
+            (false, Some(c)) => Peer::All(self.num_replicas(c)),
+            _ => Peer::Implied,
+        };
+        self.add_send(fi, producer, value, &key, peer);
+        let recv = self.add_recv(ti, self.recv_name(value), value, &key, Peer::Implied);
         self.channels.insert((fi, ti, value.src, port), recv);
-        // The host side of every other replica's channel.
-        if from.replica().is_none() && to.replica().is_some() {
-            for r in 1..replicas.unwrap_or(1) {
-                let key = self.key(&template, r);
-                self.add_send(fi, producer, value, key);
-            }
-        }
         Some(recv)
     }
 
     /// Sends a per-replica op's control token from every replica to the
-    /// host-side `to`, once; [`Builder::control_to_host`] then holds the
-    /// host's recvs in replica order.
-    fn transfer_to_host(&mut self, value: Input, from: Program, to: Program) {
+    /// host-side `to`, once; returns the host's recv, which takes one
+    /// token from each replica.
+    fn transfer_to_host(&mut self, value: Input, from: Program, to: Program) -> Option<NodeId> {
         let fi = self.index[&from];
         let ti = self.index[&to];
-        if self.control_to_host.contains_key(&(fi, ti, value.src)) {
-            return;
+        if let Some(&recv) = self.control_to_host.get(&(fi, ti, value.src)) {
+            return Some(recv);
         }
-        let channel = format!("ctl/{}", self.src.node(value.src).name);
-        let template =
-            KeyTemplate::Transfer { channel: channel.into(), channel_per_replica: false, port: Port::Control, to };
+        let key = format!("ctl/{}->{}", self.src.node(value.src).name, self.programs[ti].1.name);
         let replicas = from.cluster().map_or(1, |c| self.num_replicas(c));
-        let Some(producer) = self.placed(fi, value.src) else { return };
-        let send = self.add_send(fi, producer, value, self.key(&template, 0));
-        self.patches[fi].push(Patch::Channel { node: send, key: template.clone() });
-        let recvs = (0..replicas).map(|r| self.add_recv(ti, value, self.key(&template, r))).collect();
-        self.control_to_host.insert((fi, ti, value.src), recvs);
+        let producer = self.placed(fi, value.src)?;
+        self.add_send(fi, producer, value, &key, Peer::Implied);
+        let recv = self.add_recv(ti, self.recv_name(value), value, &key, Peer::All(replicas));
+        self.control_to_host.insert((fi, ti, value.src), recv);
+        Some(recv)
     }
 
-    /// Replica 0's recv of a replicated input, with the host's sends of
-    /// every replica's operand.
+    /// The cluster program's parameter for a replicated input (a recv,
+    /// `<input>/_recv`), with the host's send of each replica's operand.
     fn transfer_fan_in(&mut self, fan_in: NodeId, program: Program) -> Option<NodeId> {
         let src = self.src;
         let ti = self.index[&program];
         if let Some(&recv) = self.fan_in_recvs.get(&(fan_in, ti)) {
             return Some(recv);
         }
-        let template = KeyTemplate::FanIn { fan_in, to: program };
+        let key = format!("{}->{}", src.node(fan_in).name, self.programs[ti].1.name);
         let operands = src.data_inputs(fan_in);
         let replicas = program.cluster().map_or(1, |c| self.num_replicas(c));
-        let mut recv0 = None;
+        let mut first = None;
         for r in 0..replicas {
             let Some(&operand) = operands.get(r as usize) else { continue };
             let source = match self.parts[part_index(operand.src)] {
@@ -1309,16 +1141,13 @@ impl Builder<'_> {
             };
             let fi = self.index[&source];
             let Some(producer) = self.placed(fi, operand.src) else { continue };
-            let key = self.key(&template, r);
-            self.add_send(fi, producer, operand, key.clone());
-            if r == 0 {
-                let recv = self.add_recv(ti, operand, key);
-                self.patches[ti].push(Patch::FanInRecv { node: recv, fan_in, key: template.clone() });
-                self.fan_in_recvs.insert((fan_in, ti), recv);
-                recv0 = Some(recv);
-            }
+            self.add_send(fi, producer, operand, &key, Peer::Replica(r));
+            first.get_or_insert(operand);
         }
-        recv0
+        let name = format!("{}/_recv", src.node(fan_in).name);
+        let recv = self.add_recv(ti, name, first?, &key, Peer::Implied);
+        self.fan_in_recvs.insert((fan_in, ti), recv);
+        Some(recv)
     }
 
     /// The host's recv of each replica's result of the output `id`, in
@@ -1327,18 +1156,22 @@ impl Builder<'_> {
     fn output_recv_nodes(&self, id: NodeId, cluster: u32, operand: Input) -> Vec<Node> {
         let src = self.src;
         let dtype = output_dtype(src, operand.src);
-        let template = KeyTemplate::Output { channel: src.node(id).name.clone() };
+        let output: &Arc<str> = &src.node(id).name;
         let shared = &self.host_recv;
         (0..self.num_replicas(cluster))
             .map(|r| {
-                // `<output>/replica_r`: the channel key, and the recv's name.
-                let channel: Arc<str> = self.key(&template, r).into();
-                let mut attrs = Vec::with_capacity(2);
-                attrs.push((shared.channel.clone(), AttrValue::Str(channel.clone())));
+                let mut attrs = Vec::with_capacity(3);
+                attrs.push((shared.channel.clone(), AttrValue::Str(output.clone())));
                 if let Some(d) = dtype {
                     attrs.push((shared.dtype.clone(), AttrValue::Type(d)));
                 }
-                let mut recv = Node::op(channel, shared.op.clone());
+                attrs.push((shared.replica.clone(), AttrValue::Int(i64::from(r))));
+                // Spelled out: `format!` grows its buffer several times, and
+                // there is one of these per output and replica.
+                use std::fmt::Write;
+                let mut name = String::with_capacity(output.len() + "/replica_".len() + 10);
+                let _ = write!(name, "{output}/replica_{r}");
+                let mut recv = Node::op(name, shared.op.clone());
                 recv.attrs = AttrMap::from_entries(attrs);
                 recv.span = src.node(id).span;
                 recv
@@ -1346,8 +1179,6 @@ impl Builder<'_> {
             .collect()
     }
 
-    /// Sends each replica's result of the output `id` to the host, which
-    /// receives it with `recvs` (from [`Builder::output_recv_nodes`]).
     /// Adds the host recvs [`Builder::wire_fan_out`] left pending, all at
     /// once, in their order.
     fn add_pending_recvs(&mut self, pending: &mut PendingRecvs) {
@@ -1361,12 +1192,13 @@ impl Builder<'_> {
         }
     }
 
+    /// Sends each replica's result of the output `id` to the host, which
+    /// receives it with `recvs` (from [`Builder::output_recv_nodes`]).
     fn wire_fan_out(&mut self, id: NodeId, cluster: u32, operand: Input, recvs: Vec<Node>, pending: &mut PendingRecvs) {
         let src = self.src;
         let host = self.index[&Program::Host];
         let output_name: Arc<str> = src.node(id).name.clone();
         let part = self.parts[part_index(operand.src)];
-        let template = KeyTemplate::Output { channel: output_name.clone() };
         let per_replica = matches!(part, Part::Device { .. } | Part::Oc { .. });
         let from = match part {
             Part::Device { .. } | Part::Oc { .. } => self.programs_of(part)[0],
@@ -1377,29 +1209,31 @@ impl Builder<'_> {
         let fi = self.index[&from];
         let Some(producer) = self.placed(fi, operand.src) else { return };
         if fi == host {
-            // Sends (and reductions) go to the host too: keep the order.
+            // Sends go to the host too: keep the order.
             self.add_pending_recvs(pending);
         }
-        for (r, recv) in (0u32..).zip(recvs) {
-            // A per-replica operand sends from its template once; the clones patch the key.
-            if !per_replica || r == 0 {
-                let mut value = Input { src: producer, output: operand.output, span: operand.span };
-                if let Some(reduce) = src.node(id).attrs.get_str("reduce_op") {
-                    value = self.reduce_output(id, reduce, value, fi, r, cluster);
-                    if per_replica && value.src != producer {
-                        self.patches[fi].push(Patch::Rank { node: value.src });
-                    }
-                }
-                let g = &mut self.programs[fi].1;
-                let mut send = Node::op(format!("{output_name}/_send"), "_Send");
-                // The recv is named after its channel.
-                send.attrs.insert("channel", AttrValue::Str(recv.name.clone()));
-                let s = g.add_node_unique(send);
-                g.add_input(s, value);
-                if per_replica {
-                    self.patches[fi].push(Patch::Channel { node: s, key: template.clone() });
-                }
+        let value = Input { src: producer, output: operand.output, span: operand.span };
+        let send_one = |this: &mut Self, value: Input, peer: Peer| {
+            let g = &mut this.programs[fi].1;
+            let mut send = Node::op(format!("{output_name}/_send"), "_Send");
+            send.attrs.insert("channel", AttrValue::Str(output_name.clone()));
+            add_peer(&mut send, peer);
+            let s = g.add_node_unique(send);
+            g.add_input(s, value);
+        };
+        if per_replica {
+            // One send in the SPMD program; each replica's goes to its own recv.
+            let value = match src.node(id).attrs.get_str("reduce_op") {
+                Some(reduce) => self.reduce_output(id, reduce, value, fi, cluster),
+                None => value,
+            };
+            send_one(self, value, Peer::Implied);
+        } else {
+            for r in 0..recvs.len() as u32 {
+                send_one(self, value, Peer::Replica(r));
             }
+        }
+        for recv in recvs {
             if fi == host {
                 let recv = self.programs[host].1.add_node_unique(recv);
                 self.output_recvs.entry(id).or_default().push(recv);
@@ -1410,121 +1244,38 @@ impl Builder<'_> {
         }
     }
 
-    /// Makes every replica's program other than 0 from its template.
-    fn clone_replicas(&mut self, progress: &dyn crate::progress::Progress, units: u64) {
-        let jobs: Vec<(usize, usize, u32)> = self
-            .programs
-            .iter()
-            .enumerate()
-            .filter_map(|(target, (program, _))| {
-                let r = program.replica().filter(|&r| r > 0)?;
-                Some((self.index[&program.for_replica(0)], target, r))
-            })
-            .collect();
-        let this = &*self;
-        let per_job = units / (jobs.len() as u64).max(1);
-        let made: Vec<(usize, Graph, Vec<LowerError>)> = jobs
-            .par_iter()
-            .map(|&(template, target, r)| {
-                let (program, ref graph) = this.programs[template];
-                let mut errors = Vec::new();
-                let g = this.instantiate(graph, program.for_replica(r), &this.patches[template], &mut errors);
-                progress.advance(per_job);
-                (target, g, errors)
-            })
-            .collect();
-        for (target, g, errors) in made {
-            self.programs[target].1 = g;
-            self.errors.extend(errors);
-        }
-    }
-
-    /// A template program made into `program` (the same program for another replica).
-    fn instantiate(
-        &self,
-        template: &Graph,
-        program: Program,
-        patches: &[Patch],
-        errors: &mut Vec<LowerError>,
-    ) -> Graph {
-        let src = self.src;
-        let r = program.replica().unwrap_or(0);
-        let mut g = template.clone();
-        g.reserve_node_changes(patches.len());
-        let (name, attrs) = self.program_header(program);
-        g.name = name;
-        g.attrs = attrs;
-        for patch in patches {
-            match patch {
-                Patch::Lowered { node, src: id, groups } => {
-                    let cluster = program.cluster().unwrap_or(0);
-                    if &*src.node(*id).op == "ReplicaId" {
-                        if let Some(attrs) = self.replica_attrs(*id, cluster, r) {
-                            g.node_mut(*node).attrs = attrs;
-                        }
-                    } else {
-                        // A collective: only its group and rank depend on the replica.
-                        let (group, size, rank) =
-                            self.replica_group_in(*id, groups.as_deref().map(Vec::as_slice), cluster, r);
-                        let attrs = &mut g.node_mut(*node).attrs;
-                        attrs.insert("group", AttrValue::str(group));
-                        attrs.insert("group_size", AttrValue::Int(size));
-                        attrs.insert("rank", AttrValue::Int(rank));
-                    }
-                }
-                Patch::Mirror { node, var } => {
-                    let name = format!("{}/replica_{r}", src.node(*var).name);
-                    g.node_mut(*node).attrs.insert("shared_name", AttrValue::str(name.clone()));
-                    if g.rename(*node, &name).is_err() {
-                        errors.push(LowerError::Internal { message: format!("the mirrored handle `{name}` is taken") });
-                    }
-                }
-                Patch::Channel { node, key } => {
-                    g.node_mut(*node).attrs.insert("channel", AttrValue::str(self.key(key, r)));
-                }
-                Patch::Rank { node } => {
-                    g.node_mut(*node).attrs.insert("rank", AttrValue::Int(i64::from(r)));
-                }
-                Patch::FanInRecv { node, fan_in, key } => {
-                    g.node_mut(*node).attrs.insert("channel", AttrValue::str(self.key(key, r)));
-                    if let Some(operand) = src.data_inputs(*fan_in).get(r as usize) {
-                        let name = format!("{}/_recv", src.node(operand.src).name);
-                        if g.find(&name).is_none() {
-                            // A name taken by another node keeps the template's name; the channel decides.
-                            let _ = g.rename(*node, &name);
-                        }
-                    }
-                }
-            }
-        }
-        g
-    }
-}
-
-impl Builder<'_> {
-    /// All-reduces `value`, replica `r`'s result of the marked output `id`,
+    /// All-reduces `value`, each replica's result of the marked output `id`,
     /// in program `pi`; returns the reduced value.
-    fn reduce_output(&mut self, id: NodeId, reduce: &str, value: Input, pi: usize, r: u32, cluster: u32) -> Input {
+    fn reduce_output(&mut self, id: NodeId, reduce: &str, value: Input, pi: usize, cluster: u32) -> Input {
         let output = self.src.node(id);
         if reduce != "SUM" && reduce != "MEAN" {
-            if r == 0 {
-                self.errors.push(LowerError::ReduceOp { op: reduce.to_string(), span: output.span });
-            }
+            self.errors.push(LowerError::ReduceOp { op: reduce.to_string(), span: output.span });
             return value;
         }
         let next = self.collective_instance.len() as i64;
         let instance = *self.collective_instance.entry((cluster, id)).or_insert(next);
         let mut node = Node::op(format!("{}/reduce", output.name), "CollectiveAllReduce");
-        node.attrs.insert("group", AttrValue::str(format!("{}/all", output.name)));
-        node.attrs.insert("group_size", AttrValue::Int(i64::from(self.num_replicas(cluster))));
+        node.attrs.insert("group", AttrValue::Str(output.name.clone()));
         node.attrs.insert("instance", AttrValue::Int(instance));
-        node.attrs.insert("rank", AttrValue::Int(i64::from(r)));
         node.attrs.insert("reduce_op", AttrValue::str(reduce));
         node.span = output.span;
         let g = &mut self.programs[pi].1;
         let reduced = g.add_node_unique(node);
         g.add_input(reduced, value);
         Input { src: reduced, output: Some(0), span: value.span }
+    }
+}
+
+/// Marks a channel end with the replicas it talks to.
+fn add_peer(node: &mut Node, peer: Peer) {
+    match peer {
+        Peer::Implied => {}
+        Peer::Replica(r) => {
+            node.attrs.insert(REPLICA, AttrValue::Int(i64::from(r)));
+        }
+        Peer::All(n) => {
+            node.attrs.insert(ALL_REPLICAS, AttrValue::Int(i64::from(n)));
+        }
     }
 }
 
@@ -1570,22 +1321,14 @@ fn topological_text_order(graph: &Graph, order: &[NodeId]) -> Vec<NodeId> {
     sorted
 }
 
-/// The rows of a `[groups, size]` group-assignment tensor.
-fn groups_of(t: &TensorLit) -> Option<Vec<Vec<i64>>> {
-    let values = t.to_f64_vec()?;
-    let width = *t.shape.last()? as usize;
-    if width == 0 || t.shape.len() != 2 {
-        return None;
-    }
-    Some(values.chunks(width).map(|row| row.iter().map(|&v| v as i64).collect()).collect())
-}
-
-/// The (group key, group size, rank) of `replica` in `groups`; the key is
-/// `<name>/group_<index>`.
-fn group_of(groups: &[Vec<i64>], name: &str, replica: u32) -> Option<(String, i64, i64)> {
-    groups.iter().enumerate().find_map(|(gi, g)| {
-        let rank = g.iter().position(|&r| r == i64::from(replica))?;
-        Some((format!("{name}/group_{gi}"), g.len() as i64, rank as i64))
+/// Replica groups as a `group_assignment` tensor.
+fn group_tensor(groups: &[Vec<i64>]) -> Arc<TensorLit> {
+    let width = groups.first().map_or(0, Vec::len);
+    let values = groups.iter().flatten().map(|&v| v as i32).collect();
+    Arc::new(TensorLit {
+        dtype: DType::I32,
+        shape: vec![groups.len() as i64, width as i64],
+        data: TensorData::Int(values),
     })
 }
 

@@ -188,6 +188,12 @@ fn lower_prints_one_graph_per_device_and_parses_back() {
     let (module, errors) = tpu_rewrite::ir::parse_module(&o.stdout).unwrap();
     assert!(errors.is_empty(), "{errors:?}");
     let names: Vec<&str> = module.graphs.iter().map(|g| g.name.as_str()).collect();
+    assert_eq!(names, ["host", "cluster", "cluster_1"]);
+    let o = run(&["lower", &example("two_clusters.opg"), "--topology", "1x4", "--expand"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (module, errors) = tpu_rewrite::ir::parse_module(&o.stdout).unwrap();
+    assert!(errors.is_empty(), "{errors:?}");
+    let names: Vec<&str> = module.graphs.iter().map(|g| g.name.as_str()).collect();
     assert!(names.contains(&"host") && names.contains(&"cluster_1/replica_3"), "{names:?}");
 }
 

@@ -227,8 +227,11 @@ fn synthetic_transformer_lowers_the_same_from_both_encodings_and_replicas_agree(
     let from_pb = lower_bytes(&pb, GraphDefFormat::Binary);
     let from_text = lower_bytes(pbtxt.as_bytes(), GraphDefFormat::Text);
     assert!(from_pb == from_text, "the two encodings lower to different modules");
-    let replica_programs = from_pb.graphs.iter().filter(|g| g.attrs.get_str("role") == Some("replica")).count();
-    assert_eq!(replica_programs, config.replicas);
+    // One SPMD program for the cluster, run by every replica.
+    let replica_programs: Vec<_> =
+        from_pb.graphs.iter().filter(|g| g.attrs.get_str("role") == Some("replica")).collect();
+    assert_eq!(replica_programs.len(), 1);
+    assert_eq!(replica_programs[0].attrs.get_int("num_replicas"), Some(config.replicas as i64));
 
     let host = from_pb.graph("host").expect("a host program");
     let outputs = (0..).take_while(|k| host.find(&format!("output_{k}_shard_0")).is_some()).count();

@@ -21,6 +21,13 @@ fn lower_text(text: &str, topology: &str, config: LowerConfig) -> ir::Module {
     }
 }
 
+/// The per-device view of an SPMD module, checked to round-trip too.
+fn expanded(module: &ir::Module) -> ir::Module {
+    let e = tpu_rewrite::lower::spmd::expand(module).expect("expands");
+    assert_round_trips(&e);
+    e
+}
+
 fn assert_round_trips(module: &ir::Module) {
     let printed = print_module(module);
     let again = parse(&printed);
@@ -34,8 +41,11 @@ fn tagged_graph_lowers_to_one_program_per_replica() {
     let m = lower_text(TAGGED, "1x2", LowerConfig::default());
     assert_round_trips(&m);
     let names: Vec<&str> = m.graphs.iter().map(|g| g.name.as_str()).collect();
+    assert_eq!(names, ["host", "cluster"]);
+    let e = expanded(&m);
+    let names: Vec<&str> = e.graphs.iter().map(|g| g.name.as_str()).collect();
     assert_eq!(names, ["host", "cluster/replica_0", "cluster/replica_1"]);
-    let r1 = m.graph("cluster/replica_1").unwrap();
+    let r1 = e.graph("cluster/replica_1").unwrap();
     assert_eq!(r1.attrs.get_str("device"), Some("/job:worker/replica:0/task:0/device:TPU:1"));
     assert_eq!(r1.attrs.get_int("replica"), Some(1));
     insta::assert_snapshot!(print_module(&m));
@@ -70,8 +80,9 @@ fn device_of<'m>(m: &'m ir::Module, graph: &str) -> &'m str {
 fn eight_replicas_on_2x4() {
     let m = rewrite_and_lower("data_parallel_2x4.opg", "2x4");
     assert_round_trips(&m);
-    assert_eq!(device_of(&m, "cluster/replica_5"), "/job:worker/replica:0/task:1/device:TPU:1");
-    let r5 = m.graph("cluster/replica_5").unwrap();
+    let e = expanded(&m);
+    assert_eq!(device_of(&e, "cluster/replica_5"), "/job:worker/replica:0/task:1/device:TPU:1");
+    let r5 = e.graph("cluster/replica_5").unwrap();
     let collective = r5.node(r5.find("total").unwrap());
     assert_eq!(&*collective.op, "CollectiveAllReduce");
     assert_eq!(collective.attrs.get_int("rank"), Some(5));
@@ -83,9 +94,12 @@ fn eight_replicas_on_2x4() {
 fn four_replicas_with_two_cores() {
     let m = rewrite_and_lower("model_parallel_4x2.opg", "2x4");
     assert_round_trips(&m);
+    let names: Vec<&str> = m.graphs.iter().map(|g| g.name.as_str()).collect();
+    assert_eq!(names, ["host", "cluster", "cluster/core_1"]);
     // Replica 2's logical core 1 is flat core 5: task 1, core 1.
-    assert_eq!(device_of(&m, "cluster/replica_2/core_1"), "/job:worker/replica:0/task:1/device:TPU:1");
-    assert_eq!(device_of(&m, "cluster/replica_1/core_1"), "/job:worker/replica:0/task:0/device:TPU:3");
+    let e = expanded(&m);
+    assert_eq!(device_of(&e, "cluster/replica_2/core_1"), "/job:worker/replica:0/task:1/device:TPU:1");
+    assert_eq!(device_of(&e, "cluster/replica_1/core_1"), "/job:worker/replica:0/task:0/device:TPU:3");
     insta::assert_snapshot!(print_module(&m));
 }
 
@@ -93,11 +107,14 @@ fn four_replicas_with_two_cores() {
 fn outside_compilation_runs_on_the_host_of_its_core() {
     let m = rewrite_and_lower("host_compute_core.opg", "2x2");
     assert_round_trips(&m);
-    let oc: Vec<&str> =
-        m.graphs.iter().filter(|g| g.attrs.get_str("role") == Some("host")).map(|g| g.name.as_str()).collect();
-    assert_eq!(oc, ["cluster/oc_0/replica_0", "cluster/oc_0/replica_1"]);
+    let host_programs = |m: &ir::Module| -> Vec<String> {
+        m.graphs.iter().filter(|g| g.attrs.get_str("role") == Some("host")).map(|g| g.name.clone()).collect()
+    };
+    assert_eq!(host_programs(&m), ["cluster/oc_0"]);
+    let e = expanded(&m);
+    assert_eq!(host_programs(&e), ["cluster/oc_0/replica_0", "cluster/oc_0/replica_1"]);
     // Replica 1's core 1 is flat core 3: task 1, so its host is task 1's CPU.
-    assert_eq!(device_of(&m, "cluster/oc_0/replica_1"), "/job:worker/replica:0/task:1/device:CPU:0");
+    assert_eq!(device_of(&e, "cluster/oc_0/replica_1"), "/job:worker/replica:0/task:1/device:CPU:0");
     let printed = print_module(&m);
     assert!(printed.contains("host_compute_channel_0_args/"), "{printed}");
     assert!(printed.contains("host_compute_channel_0_retvals/"), "{printed}");

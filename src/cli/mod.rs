@@ -182,6 +182,10 @@ pub enum Command {
         /// Print the strategy facts of the device assignment instead of the programs.
         #[arg(long)]
         describe: bool,
+        /// Print one program per replica and logical core, with the replica
+        /// bound, instead of the SPMD programs (a view for reading).
+        #[arg(long)]
+        expand: bool,
         /// With --describe: the global batch size for the per-replica batch sizes.
         #[arg(long)]
         global_batch_size: Option<u64>,
@@ -255,9 +259,10 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Rewrite { file, input_format, rewrite, print_after_all, time_passes, output } => {
             pipeline::rewrite_command(&file, input_format, &rewrite, print_after_all, time_passes, output)
         }
-        Command::Lower { file, input_format, rewrite, lower, format, describe, global_batch_size, output } => {
+        Command::Lower { file, input_format, rewrite, lower, format, describe, expand, global_batch_size, output } => {
             let describe = describe.then_some(global_batch_size);
-            pipeline::lower_command(&file, input_format, &rewrite, &lower, format, describe, output)
+            let view = if expand { pipeline::LoweredView::Expanded } else { pipeline::LoweredView::Spmd };
+            pipeline::lower_command(&file, input_format, &rewrite, &lower, (format, view), describe, output)
         }
         Command::Run(args) => pipeline::run_command(args),
         Command::Gen { ops, model, format, replicas, seed, output } => {

@@ -248,12 +248,21 @@ fn rewrite_and_lower(
 }
 
 /// `tpu-rewrite lower`.
+/// Which form of a lowered module `lower` prints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LoweredView {
+    /// One program per cluster and logical core (what runs).
+    Spmd,
+    /// One program per replica and logical core, the replica bound.
+    Expanded,
+}
+
 pub fn lower_command(
     file: &str,
     format: Option<InputFormat>,
     rewrite_args: &RewriteArgs,
     lower_args: &LowerArgs,
-    emit: EmitFormat,
+    (emit, view): (EmitFormat, LoweredView),
     describe: Option<Option<u64>>,
     output: Option<PathBuf>,
 ) -> ExitCode {
@@ -281,6 +290,16 @@ pub fn lower_command(
             }
         };
     }
+    let lowered = match view {
+        LoweredView::Spmd => lowered,
+        LoweredView::Expanded => match lower::spmd::expand(&lowered) {
+            Ok(expanded) => expanded,
+            Err(e) => {
+                report(vec![Box::new(e)], &loaded.source);
+                return ExitCode::from(1);
+            }
+        },
+    };
     let code = match emit_bytes(&lowered, emit) {
         Some(bytes) => finish(write_output(output.as_deref(), &bytes)),
         None => ExitCode::from(1),

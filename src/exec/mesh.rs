@@ -197,11 +197,13 @@ struct Instance {
 type Worker = (usize, usize);
 
 impl Step {
-    /// The channels this `_Send` writes or this `_Recv` reads, run by `instance`.
-    fn channel_keys(&self, instance: &Instance) -> Vec<ChannelKey> {
+    /// The channels this `_Send` writes or this `_Recv` reads, run by
+    /// `instance` of `program`: only an SPMD program's ends are implicitly
+    /// the running replica's.
+    fn channel_keys(&self, program: &Program, instance: &Instance) -> Vec<ChannelKey> {
         let Some((channel, peer)) = &self.channel else { return Vec::new() };
         match *peer {
-            Peer::Implied => vec![(channel.clone(), instance.replica)],
+            Peer::Implied => vec![(channel.clone(), instance.replica.filter(|_| program.spmd))],
             Peer::Replica(r) => vec![(channel.clone(), Some(r))],
             Peer::All(n) => (0..n).map(|r| (channel.clone(), Some(r))).collect(),
         }
@@ -691,7 +693,7 @@ fn check_channels(programs: &[Program], workers: &[Worker]) -> Result<Vec<Channe
     for &(pi, ii) in workers {
         let (p, instance) = (&programs[pi], &programs[pi].instances[ii]);
         for s in p.steps.iter().filter(|s| &*s.op == "_Send") {
-            for key in s.channel_keys(instance) {
+            for key in s.channel_keys(p, instance) {
                 if sends.contains_key(&key) {
                     return Err(ExecError::Channel {
                         graph: instance.name.clone(),
@@ -708,7 +710,7 @@ fn check_channels(programs: &[Program], workers: &[Worker]) -> Result<Vec<Channe
     for &(pi, ii) in workers {
         let (p, instance) = (&programs[pi], &programs[pi].instances[ii]);
         for s in p.steps.iter().filter(|s| &*s.op == "_Recv") {
-            for key in s.channel_keys(instance) {
+            for key in s.channel_keys(p, instance) {
                 if !sends.contains_key(&key) {
                     return Err(ExecError::Channel {
                         graph: instance.name.clone(),
@@ -864,7 +866,7 @@ fn make_ready<'r>(
         }
         Class::Recv => {
             let channels = s
-                .channel_keys(run.instance)
+                .channel_keys(run.program, run.instance)
                 .iter()
                 .map(|key| {
                     receivers.get(key).ok_or_else(|| {
@@ -1150,7 +1152,7 @@ fn device_kernel(run: Run<'_>, step: &Step, inputs: Vec<Tensor>, shared: &StepSh
         }
         "_Send" => {
             let value = kernels::arg(op, &inputs, 0).map_err(err)?.clone();
-            for key in step.channel_keys(instance) {
+            for key in step.channel_keys(run.program, instance) {
                 let sender = shared.senders.get(&key).ok_or_else(|| {
                     Stop::Failed(ExecError::Internal { message: format!("no sender for channel `{}`", key.0) })
                 })?;

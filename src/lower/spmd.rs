@@ -188,8 +188,8 @@ pub fn instance_device(graph: &Graph, a: &DeviceAssignment, replica: u32) -> Opt
 /// The per-device view of an SPMD module: each SPMD program becomes one
 /// program per replica, named and placed as its instance, with the replica
 /// bound (`ReplicaId` a constant, collectives with their group and rank,
-/// mirrored handles with their copy's name, which the mesh then takes as
-/// it is). A host `MirroredVarHandleOp` lists every copy (`devices`,
+/// channel ends with their `replica`, mirrored handles with their copy's
+/// name, which the mesh then takes as it is). A host `MirroredVarHandleOp` lists every copy (`devices`,
 /// `shared_names`). Other programs are unchanged.
 pub fn expand(module: &Module) -> Result<Module, LowerError> {
     let assignment = match module.graphs.iter().find_map(assignment_of) {
@@ -284,6 +284,11 @@ fn bind_replica(g: &Graph, a: &DeviceAssignment, replica: u32, replicas: u32) ->
                 attrs.insert("group", AttrValue::str(m.group));
                 attrs.insert("group_size", AttrValue::Int(m.group_size));
                 attrs.insert("rank", AttrValue::Int(m.rank));
+            }
+            // The program no longer runs per replica: its own channel ends
+            // name the replica they belong to.
+            "_Send" | "_Recv" if !node.attrs.contains_key(REPLICA) && !node.attrs.contains_key(ALL_REPLICAS) => {
+                out.node_mut(id).attrs.insert(REPLICA, AttrValue::Int(i64::from(replica)));
             }
             "VarHandleOp" if node.attrs.get(MIRRORED).and_then(AttrValue::as_bool) == Some(true) => {
                 let shared = node.attrs.get_str("shared_name").unwrap_or(&node.name).to_string();

@@ -89,7 +89,13 @@ pub fn load_any(input: &InputPath, format: Option<InputFormat>, progress: &dyn P
 /// Renders a module in an output format; GraphDef output needs one flat graph.
 pub fn emit_bytes(module: &Module, format: EmitFormat) -> Option<Vec<u8>> {
     Some(match format {
-        EmitFormat::Text => crate::emit::print_module(module).into_bytes(),
+        EmitFormat::Text => match crate::emit::text::print_module_checked(module) {
+            Ok(text) => text.into_bytes(),
+            Err(e) => {
+                eprintln!("{:?}", miette::Report::new(e));
+                return None;
+            }
+        },
         EmitFormat::Json => crate::emit::json::to_json_string(module).into_bytes(),
         EmitFormat::Dot => crate::emit::dot::to_dot(module).into_bytes(),
         EmitFormat::Pbtxt | EmitFormat::Pb => {

@@ -7,7 +7,8 @@
 //! it, by `_xla_outside_compilation`. Control edges are dashed. Between
 //! graphs, `_Send`/`_Recv` pairs with the same channel are joined by bold
 //! edges and the members of each collective (same group and instance) by a
-//! dotted ring.
+//! dotted ring. A lowered module's device assignment is drawn as a legend:
+//! each replica's logical cores and the devices they run on.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -34,6 +35,11 @@ pub fn to_dot(module: &Module) -> String {
                     let _ = write!(label, "\\n{key}: {}", esc(v));
                 }
             }
+            if let Some(n) =
+                g.attrs.get_int(crate::lower::spmd::NUM_REPLICAS).filter(|_| g.attrs.get_int("replica").is_none())
+            {
+                let _ = write!(label, "\\nruns on each of {n} replicas");
+            }
             let _ = writeln!(
                 out,
                 "  subgraph cluster_graph{gi} {{\n    label=\"{}\";",
@@ -46,8 +52,31 @@ pub fn to_dot(module: &Module) -> String {
         }
     }
     cross_graph_edges(&mut out, module);
+    if let Some(Ok(a)) = module.graphs.iter().find_map(crate::lower::spmd::assignment_of) {
+        assignment_legend(&mut out, &a);
+    }
     out.push_str("}\n");
     out
+}
+
+/// The most replicas the legend lists one by one.
+const LEGEND_ROWS: usize = 16;
+
+/// The device assignment as a legend node: one line per replica.
+fn assignment_legend(out: &mut String, a: &crate::lower::DeviceAssignment) {
+    let mut label = format!(
+        "device assignment: {} replica(s) x {} core(s) on {}x{}\\l",
+        a.num_replicas, a.cores_per_replica, a.topology.hosts, a.topology.cores_per_host
+    );
+    for (r, row) in a.cores.iter().enumerate().take(LEGEND_ROWS) {
+        let cores: Vec<String> =
+            row.iter().enumerate().map(|(k, c)| format!("core {k} -> task {} TPU {}", c.task, c.core)).collect();
+        let _ = write!(label, "replica {r}: {}\\l", cores.join(", "));
+    }
+    if a.cores.len() > LEGEND_ROWS {
+        let _ = write!(label, "... and {} more replica(s)\\l", a.cores.len() - LEGEND_ROWS);
+    }
+    let _ = writeln!(out, "  legend [shape=note, fontsize=9, label=\"{label}\"];");
 }
 
 fn graph_body(out: &mut String, gi: usize, g: &Graph) {
@@ -114,8 +143,10 @@ fn graph_body(out: &mut String, gi: usize, g: &Graph) {
 }
 
 fn cross_graph_edges(out: &mut String, module: &Module) {
-    let mut sends: BTreeMap<String, String> = BTreeMap::new();
-    let mut recvs: BTreeMap<String, String> = BTreeMap::new();
+    // An SPMD program's channel end stands for every replica's: a channel
+    // may have several ends on each side.
+    let mut sends: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut recvs: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut collectives: BTreeMap<(String, i64), Vec<(i64, String)>> = BTreeMap::new();
     for (gi, g) in module.graphs.iter().enumerate() {
         for id in g.node_ids() {
@@ -123,12 +154,12 @@ fn cross_graph_edges(out: &mut String, module: &Module) {
             match &*n.op {
                 "_Send" => {
                     if let Some(c) = n.attrs.get_str("channel") {
-                        sends.insert(c.to_string(), node_key(gi, id));
+                        sends.entry(c.to_string()).or_default().push(node_key(gi, id));
                     }
                 }
                 "_Recv" => {
                     if let Some(c) = n.attrs.get_str("channel") {
-                        recvs.insert(c.to_string(), node_key(gi, id));
+                        recvs.entry(c.to_string()).or_default().push(node_key(gi, id));
                     }
                 }
                 op if op.starts_with("Collective") => {
@@ -141,9 +172,11 @@ fn cross_graph_edges(out: &mut String, module: &Module) {
             }
         }
     }
-    for (channel, send) in &sends {
-        if let Some(recv) = recvs.get(channel) {
-            let _ = writeln!(out, "  {send} -> {recv} [style=bold, color=blue, label=\"{}\"];", esc(channel));
+    for (channel, from) in &sends {
+        for recv in recvs.get(channel).into_iter().flatten() {
+            for send in from {
+                let _ = writeln!(out, "  {send} -> {recv} [style=bold, color=blue, label=\"{}\"];", esc(channel));
+            }
         }
     }
     for (_, mut members) in collectives {

@@ -12,6 +12,29 @@ use crate::ir::types::{AttrValue, TensorData, TensorLit};
 use crate::ir::AttrMap;
 use crate::syntax::literal::{escape_into, is_plain_name};
 
+/// Printed text the parser would refuse: larger than it reads.
+#[derive(Debug, Clone, thiserror::Error, miette::Diagnostic, PartialEq, Eq)]
+#[error("the printed module is {size} bytes; `.opg` text is read back only up to {max} bytes")]
+#[diagnostic(
+    code(tpu_rewrite::emit::too_large),
+    help("write a GraphDef (`--format pb`) or split the module; fewer replicas do not shrink an SPMD module")
+)]
+pub struct TooLarge {
+    /// The size of the printed text.
+    pub size: usize,
+    /// The parser's limit ([`crate::syntax::MAX_SOURCE_BYTES`]).
+    pub max: usize,
+}
+
+/// [`print_module`], refusing text that would not parse back.
+pub fn print_module_checked(module: &Module) -> Result<String, TooLarge> {
+    let text = print_module(module);
+    match text.len() {
+        size if size > crate::syntax::MAX_SOURCE_BYTES => Err(TooLarge { size, max: crate::syntax::MAX_SOURCE_BYTES }),
+        _ => Ok(text),
+    }
+}
+
 /// Prints a module as canonical `.opg` text.
 pub fn print_module(module: &Module) -> String {
     let mut out = String::with_capacity(module.node_count() * 64);

@@ -140,9 +140,54 @@ struct Placement {
     pi: usize,
     graph: Graph,
     /// Source node index -> node index in `graph` (see [`Builder::placed`]).
-    placed: Vec<u32>,
+    placed: Slots,
     /// Nodes with an operand from another program, left for the serial pass.
     deferred: Vec<NodeId>,
+}
+
+/// Where the source nodes a program holds were placed in it: a slot per
+/// source node for a program that holds many, a map for one that holds
+/// few. Many small programs (one per outside-compilation cluster) must not
+/// cost a slot per source node each: that is quadratic.
+#[derive(Debug, Default)]
+enum Slots {
+    #[default]
+    None,
+    Sparse(HashMap<u32, u32>),
+    Dense(Vec<u32>),
+}
+
+impl Slots {
+    /// Slots for `members` of a source graph of `bound` nodes.
+    fn for_members(members: usize, bound: usize) -> Slots {
+        if members.saturating_mul(16) >= bound {
+            Slots::Dense(vec![UNPLACED; bound])
+        } else {
+            Slots::Sparse(HashMap::with_capacity_and_hasher(members, Default::default()))
+        }
+    }
+
+    fn get(&self, source: usize) -> u32 {
+        match self {
+            Slots::None => UNPLACED,
+            Slots::Sparse(map) => map.get(&(source as u32)).copied().unwrap_or(UNPLACED),
+            Slots::Dense(slots) => slots.get(source).copied().unwrap_or(UNPLACED),
+        }
+    }
+
+    fn set(&mut self, source: usize, node: u32) {
+        match self {
+            Slots::None => {
+                let mut map = HashMap::default();
+                map.insert(source as u32, node);
+                *self = Slots::Sparse(map);
+            }
+            Slots::Sparse(map) => {
+                map.insert(source as u32, node);
+            }
+            Slots::Dense(slots) => slots[source] = node,
+        }
+    }
 }
 
 /// No node placed here (a slot of [`Builder::placed`]).
@@ -158,7 +203,9 @@ struct Builder<'a> {
     programs: Vec<(Program, Graph)>,
     index: HashMap<Program, usize>,
     /// Source node index -> node index, per program.
-    placed: Vec<Vec<u32>>,
+    placed: Vec<Slots>,
+    /// Per program: the source nodes it takes, in the text order.
+    members: Vec<Vec<NodeId>>,
     mirrored: Vec<bool>,
     /// The receiving end of each transfer made so far, by (sending
     /// program, receiving program, producer, port), so that every value
@@ -222,6 +269,7 @@ pub fn partition(input: &PartitionInput<'_>) -> Partitioned {
         programs: Vec::new(),
         index: HashMap::default(),
         placed: Vec::new(),
+        members: Vec::new(),
         mirrored: vec![false; bound],
         channels: HashMap::default(),
         control_to_host: HashMap::default(),
@@ -476,7 +524,7 @@ impl Builder<'_> {
         g.attrs = attrs;
         self.index.insert(program, self.programs.len());
         self.programs.push((program, g));
-        self.placed.push(vec![UNPLACED; self.parts.len()]);
+        self.placed.push(Slots::None);
     }
 
     fn create_programs(&mut self) {
@@ -516,7 +564,7 @@ impl Builder<'_> {
     }
 
     fn placed(&self, pi: usize, id: NodeId) -> Option<NodeId> {
-        let slot = *self.placed[pi].get(part_index(id))?;
+        let slot = self.placed[pi].get(part_index(id));
         (slot != UNPLACED).then(|| NodeId(NodeIndex::new(slot as usize)))
     }
 
@@ -579,6 +627,7 @@ impl Builder<'_> {
             if nodes > 0 {
                 self.programs[pi].1.reserve(nodes + nodes / 8, edges[pi] + edges[pi] / 8);
             }
+            self.placed[pi] = Slots::for_members(nodes, self.parts.len());
         }
         // Lowering a node (copying its attributes without the TPU tags,
         // lowering a collective) is most of the work, and independent per
@@ -604,9 +653,10 @@ impl Builder<'_> {
             };
             let added = w.graph.add_nodes_unique(nodes);
             for (&id, &new) in members[w.pi].iter().zip(&added) {
-                w.placed[part_index(id)] = new.0.index() as u32;
+                w.placed.set(part_index(id), new.0.index() as u32);
             }
         });
+        self.members = members;
     }
 
     /// Runs `work` on every program, in parallel: each program's graph and
@@ -742,7 +792,7 @@ impl Builder<'_> {
         // Edges within one program, in parallel over the built programs;
         // a node with any operand from elsewhere is deferred whole.
         let mut deferred: Vec<(usize, NodeId)> = self
-            .for_each_built_program(|this, w| this.wire_local(w, order))
+            .for_each_built_program(|this, w| this.wire_local(w))
             .into_iter()
             .flat_map(|(pi, ids)| ids.into_iter().map(move |id| (pi, id)))
             .collect();
@@ -774,16 +824,13 @@ impl Builder<'_> {
 
     /// Wires the nodes of one program whose operands all lie in it; records
     /// the others in `w.deferred`, in the text order.
-    fn wire_local(&self, w: &mut Placement, order: &[NodeId]) {
+    fn wire_local(&self, w: &mut Placement) {
         let src = self.src;
         let program = self.programs[w.pi].0;
         let mut operands: Vec<Input> = Vec::new();
         let mut lowered: Vec<Input> = Vec::new();
-        for &id in order {
-            if !self.programs_of(self.parts[part_index(id)]).contains(&Some(program)) {
-                continue;
-            }
-            let slot = w.placed[part_index(id)];
+        for &id in &self.members[w.pi] {
+            let slot = w.placed.get(part_index(id));
             if slot == UNPLACED {
                 continue;
             }
@@ -797,7 +844,7 @@ impl Builder<'_> {
                 if self.skips_operand(id, program, slot) {
                     continue;
                 }
-                let producer = w.placed.get(part_index(input.src)).copied().unwrap_or(UNPLACED);
+                let producer = w.placed.get(part_index(input.src));
                 if program == Program::Host && self.mirrored[part_index(input.src)] {
                     local = false;
                     break;
@@ -870,7 +917,7 @@ impl Builder<'_> {
                         g.add_node_unique(node)
                     }
                 };
-                self.placed[pi][part_index(producer)] = handle.0.index() as u32;
+                self.placed[pi].set(part_index(producer), handle.0.index() as u32);
                 Some(Input { src: handle, ..input })
             }
             _ if &*src.node(producer).op == "Const" && replicated && src.inputs(producer).is_empty() => {
@@ -886,7 +933,7 @@ impl Builder<'_> {
                         g.add_node_unique(node)
                     }
                 };
-                self.placed[pi][part_index(producer)] = local.0.index() as u32;
+                self.placed[pi].set(part_index(producer), local.0.index() as u32);
                 Some(Input { src: local, ..input })
             }
             Part::Drop | Part::FanOut { .. } => {

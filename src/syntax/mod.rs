@@ -37,7 +37,7 @@ pub fn parse(source: &str) -> Result<ast::Module<'_>, SyntaxError> {
 /// Returns the module's header comment lines. On error the sink may have
 /// seen part of the input; callers discard what it built.
 pub fn parse_into<'s>(source: &'s str, sink: &dyn sink::Sink<'s>) -> Result<Vec<&'s str>, SyntaxError> {
-    if source.len() >= u32::MAX as usize {
+    if source.len() > MAX_SOURCE_BYTES {
         return Err(SyntaxError::TooLarge { span: Span::new(u32::MAX as usize - 1, u32::MAX as usize) });
     }
     if let Some(pos) = memchr_nul(source) {
@@ -56,9 +56,12 @@ fn memchr_nul(source: &str) -> Option<usize> {
     source.as_bytes().iter().position(|&b| b == 0)
 }
 
+/// The largest source the parser reads: spans hold 32-bit offsets.
+pub const MAX_SOURCE_BYTES: usize = u32::MAX as usize - 1;
+
 /// Checks size and UTF-8 of source bytes.
 pub fn check_text(bytes: &[u8]) -> Result<&str, SyntaxError> {
-    if bytes.len() >= u32::MAX as usize {
+    if bytes.len() > MAX_SOURCE_BYTES {
         return Err(SyntaxError::TooLarge { span: Span::new(u32::MAX as usize - 1, u32::MAX as usize) });
     }
     std::str::from_utf8(bytes).map_err(|e| {

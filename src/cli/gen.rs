@@ -1,6 +1,7 @@
 //! `gen`: synthetic but realistic graphs for benchmarks and scale tests.
 //!
-//! The graph is a data-parallel training step: per-replica placeholders, a
+//! The graph is a data-parallel training step: per-replica placeholders,
+//! variables with their initialisers (a constant fill per layer), a
 //! `replicate` region holding a stack of dense layers (ReadVariableOp,
 //! MatMul, BiasAdd, Relu, with a residual Add every few layers), an
 //! `outside_compilation` block every 64 layers (a host-side summary), a
@@ -34,9 +35,13 @@ pub fn generate(config: &GenConfig) -> String {
     let replicas = config.replicas.max(1);
     let width = config.width.max(1);
     let mut rng = ChaCha8Rng::seed_from_u64(config.seed);
-    // Fixed ops: placeholders, loss (6), gradients block (~8).
-    let fixed = 2 * replicas + 12;
-    let per_layer = 6; // VarHandleOp, ReadVariableOp, MatMul, BiasAdd-const, BiasAdd, Relu
+    // Fixed ops: loss (6), gradients block (~8). The per-replica
+    // placeholders come on top, so that the same --ops gives the same layers
+    // at any replica count.
+    let fixed = 12;
+    // VarHandleOp, its initial value and assignment, ReadVariableOp, MatMul,
+    // BiasAdd-const, BiasAdd, Relu.
+    let per_layer = 8;
     let layers = (config.ops.saturating_sub(fixed) / per_layer).max(1);
     let mut out = String::with_capacity(config.ops * 80);
     let _ = writeln!(
@@ -51,6 +56,14 @@ pub fn generate(config: &GenConfig) -> String {
     }
     for l in 0..layers {
         let _ = writeln!(out, "  %layer{l}/w = VarHandleOp() {{dtype = f32, shape = shape[{width}, {width}], shared_name = \"layer{l}/w\"}}");
+        // Below 1/width: each layer shrinks its input, and the residual
+        // adds keep activations from vanishing or exploding.
+        let init: f32 = rng.random_range(0.25..0.5) / width as f32;
+        let _ = writeln!(
+            out,
+            "  %layer{l}/init_value = Const() {{dtype = f32, value = tensor(f32, [{width}, {width}]) [{init}]}}"
+        );
+        let _ = writeln!(out, "  %layer{l}/init = AssignVariableOp(%layer{l}/w, %layer{l}/init_value) {{dtype = f32}}");
     }
     let xs: Vec<String> = (0..replicas).map(|r| format!("%x{r}")).collect();
     let ys: Vec<String> = (0..replicas).map(|r| format!("%y{r}")).collect();

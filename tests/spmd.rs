@@ -5,6 +5,9 @@
 //! sums over the replicas, replica ids, and the same run through the
 //! expanded (per-device) view.
 
+// Errors are built on failure paths only; their size does not matter here.
+#![allow(clippy::result_large_err)]
+
 use std::time::{Duration, Instant};
 
 use tpu_rewrite::exec::driver::{run, RunConfig};
@@ -200,4 +203,57 @@ fn outside_compilation_runs_per_replica_on_the_host_of_its_core() {
             assert!((g - w).abs() < 1e-6, "replica {r}: {got:?} != {want:?}");
         }
     }
+}
+
+#[test]
+fn a_target_fetch_runs_the_op_for_its_effect() {
+    let text = include_str!("strategy/update.opg");
+    let m = lowered(text, "1x2");
+    let feeds: Vec<(String, Tensor)> = (0..2).map(|r| (format!("x{r}"), Tensor::vector(vec![0.0f32, 0.0]))).collect();
+    let fetches = ["^reset".to_string(), "w_host:0".to_string()];
+    let config = RunConfig { steps: 1, timeout: Duration::from_secs(20) };
+    let outcome = run(&m, &feeds, &fetches, &config, &mut |_, _| {}).expect("runs");
+    // The target gives no value; the reset wrote every copy of w.
+    assert_eq!(outcome.fetched.len(), 1);
+    assert_eq!(outcome.fetched[0].0, "w_host:0");
+    assert_eq!(outcome.mirrors["w"], vec![Tensor::vector(vec![10.0f32, 20.0]); 2]);
+}
+
+#[test]
+fn with_one_replica_an_outside_compilation_op_can_be_fetched_and_fed() {
+    let text = "graph @main {\n  %x0 = Placeholder() {dtype = f32, shape = shape[2]}\n  replicate (num_replicas = 1) (%x = [%x0]) {\n    %t = Tanh(%x) {T = f32}\n    outside_compilation {\n      %hs = Square(%t) {T = f32}\n    }\n    %y = AddV2(%hs, %t) {T = f32}\n    return %y\n  }\n}\n";
+    let m = lowered(text, "1x1");
+    let (tagged, _) = ir::parse_module(text.as_bytes()).expect("parses");
+    let mut tagged = tagged;
+    run_pipeline(&mut tagged, &PipelineConfig::default());
+    let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    // The seed's rule allows it with one replica...
+    tpu_rewrite::exec::driver::check_feeds_and_fetches(&tagged.graphs[0], &[], &names(&["hs:0"])).expect("allowed");
+    let feeds = vec![("x0".to_string(), Tensor::vector(vec![0.5f32, -2.0]))];
+    let config = RunConfig { steps: 1, timeout: Duration::from_secs(20) };
+    // ...and the run finds it in its host program.
+    let outcome = run(&m, &feeds, &names(&["hs:0", "output_0_shard_0:0"]), &config, &mut |_, _| {}).expect("runs");
+    let hs = outcome.fetched[0].1.to_vec::<f32>().expect("f32");
+    let want: Vec<f32> = [0.5f32, -2.0].iter().map(|v| v.tanh() * v.tanh()).collect();
+    assert!(hs.iter().zip(&want).all(|(a, b)| (a - b).abs() < 1e-6), "{hs:?} != {want:?}");
+    // Feeding it replaces what the host computes.
+    let fed = vec![feeds[0].clone(), ("hs".to_string(), Tensor::vector(vec![100.0f32, 200.0]))];
+    let outcome = run(&m, &fed, &names(&["output_0_shard_0:0"]), &config, &mut |_, _| {}).expect("runs");
+    let y = outcome.fetched[0].1.to_vec::<f32>().expect("f32");
+    assert!((y[0] - (100.0 + 0.5f32.tanh())).abs() < 1e-5, "{y:?}");
+}
+
+#[test]
+fn a_nul_in_a_cluster_name_and_an_endless_timeout_still_run() {
+    // A cluster name is user data: it names worker threads, which cannot
+    // hold NUL bytes. A timeout beyond any deadline means no timeout.
+    let text = include_str!("../examples/tf_tagged.opg").replace("\"cluster\"", "\"c\\0\"");
+    let m = lowered(&text, "1x2");
+    let feeds: Vec<(String, Tensor)> =
+        (0..2).map(|r| (format!("x{r}"), Tensor::vector(vec![r as f32 - 0.5, 1.0]))).collect();
+    let fetches = ["output_0_shard_0:0".to_string(), "output_0_shard_1:0".to_string()];
+    let config = RunConfig { steps: 1, timeout: Duration::from_secs(u64::MAX) };
+    let outcome = run(&m, &feeds, &fetches, &config, &mut |_, _| {}).expect("runs");
+    assert_eq!(outcome.fetched[0].1, Tensor::vector(vec![0.0f32, 1.0]));
+    assert_eq!(outcome.fetched[1].1, Tensor::vector(vec![0.5f32, 1.0]));
 }

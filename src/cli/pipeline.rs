@@ -590,7 +590,8 @@ pub fn run_command(args: RunArgs) -> ExitCode {
     let log_every = args.log_every.unwrap_or((total / 10).max(1));
     let progress = (total > 1 && !args.json && std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .then(|| indicatif::ProgressBar::new(total));
-    let fetch_names = fetches.clone();
+    // The values of a step are the tensor fetches; targets (`^x`) give none.
+    let fetch_names: Vec<String> = fetches.iter().filter(|f| !f.starts_with('^')).cloned().collect();
     let mut on_step = |i: u64, values: &[Tensor]| {
         if let Some(p) = &progress {
             p.inc(1);

@@ -42,7 +42,8 @@ impl Default for RunConfig {
 /// What a run produced.
 #[derive(Debug)]
 pub struct RunOutcome {
-    /// Fetched tensors after the last step, in the order asked.
+    /// Fetched tensors after the last step, in the order asked (targets,
+    /// `^x`, give none).
     pub fetched: Vec<(String, Tensor)>,
     /// Primary (replica 0) values of the mirrored variables, by name.
     pub variables: BTreeMap<String, Tensor>,
@@ -72,7 +73,8 @@ pub fn check_feeds_and_fetches(tagged: &Graph, feeds: &[String], fetches: &[Stri
 }
 
 /// Runs `lowered` with `feeds` (tensor name → value, into the host program)
-/// and returns the `fetches` after the last step. `on_step` is called after
+/// and returns the `fetches` after the last step. A fetch `^x` is a target:
+/// op `x` runs each step and gives no value. `on_step` is called after
 /// each step with the step index and the fetched values.
 pub fn run(
     lowered: &Module,
@@ -98,19 +100,38 @@ pub fn run(
 
     let mut step_feeds = Feeds::new();
     for (name, value) in feeds {
-        step_feeds.insert(HOST, name.as_str(), value.clone());
+        step_feeds.insert(program_of(&mesh, name), name.as_str(), value.clone());
     }
-    let fetch_list: Vec<Fetch> = fetches.iter().map(|f| Fetch::new(HOST, f.as_str())).collect();
+    // `^x` runs op `x` for its effect, as a TensorFlow session target does.
+    let (targets, tensors): (Vec<&String>, Vec<&String>) = fetches.iter().partition(|f| f.starts_with('^'));
+    let fetch_list: Vec<Fetch> = tensors.iter().map(|f| Fetch::new(program_of(&mesh, f), f.as_str())).collect();
+    let target_list: Vec<Fetch> = targets.iter().map(|t| Fetch::new(program_of(&mesh, t), t.as_str())).collect();
     let total = u64::from(config.steps.max(1)) * steps_per_run;
     let mut last = Vec::new();
     for i in 0..total {
-        last = mesh.run_step(&step_feeds, &fetch_list)?;
+        last = mesh.run_step_with_targets(&step_feeds, &fetch_list, &target_list)?;
         on_step(i, &last);
     }
-    let fetched = fetches.iter().cloned().zip(last).collect();
+    let fetched = tensors.into_iter().cloned().zip(last).collect();
     let mirrors = mirrored_variables(&mesh);
     let variables = mirrors.iter().filter_map(|(k, v)| v.first().map(|t| (k.clone(), t.clone()))).collect();
     Ok(RunOutcome { fetched, variables, mirrors, iterations: total })
+}
+
+/// The program instance a fed or fetched name (`x`, `x:k`, `^x`) belongs
+/// to: the host's, or else the one instance that has such a node (an
+/// outside-compilation op with one replica, which the feed/fetch rule
+/// allows). Unknown names stay with the host, which reports them.
+fn program_of(mesh: &Mesh, tensor: &str) -> String {
+    let node = tensor.trim_start_matches('^');
+    let node = node.rsplit_once(':').filter(|(_, k)| k.parse::<u32>().is_ok()).map_or(node, |(n, _)| n);
+    if mesh.has_node(HOST, node) {
+        return HOST.to_string();
+    }
+    match mesh.instances_with_node(node).as_slice() {
+        [only] => only.clone(),
+        _ => HOST.to_string(),
+    }
 }
 
 /// Runs the init program once and copies each variable to its mirrors.

@@ -331,6 +331,20 @@ impl Mesh {
         Ok((&self.programs[pi], &self.programs[pi].instances[ii]))
     }
 
+    /// Whether instance `graph` has a node named `node`.
+    pub fn has_node(&self, graph: &str, node: &str) -> bool {
+        self.instance(graph).is_ok_and(|(p, _)| p.by_name.contains_key(node))
+    }
+
+    /// The instances whose program has a node named `node`, in module order.
+    pub fn instances_with_node(&self, node: &str) -> Vec<String> {
+        self.workers
+            .iter()
+            .filter(|&&(pi, _)| self.programs[pi].by_name.contains_key(node))
+            .map(|&(pi, ii)| self.programs[pi].instances[ii].name.clone())
+            .collect()
+    }
+
     /// Every copy of every mirrored variable that a replica's program
     /// reaches through a `mirrored` handle, in module then replica order.
     pub fn mirrored_copies(&self) -> Vec<MirrorCopy> {
@@ -1244,7 +1258,10 @@ fn variable_handle(program: &Program, instance: &Instance, step: &Step) -> Resou
 
 /// The copies a `MirroredVarHandleOp` with `programs` names: each replica's
 /// copy in each listed program, replica 0's first, each (device, name) once.
-fn mirror_copies(mesh: &Mesh, step: &Step) -> Result<Vec<(Arc<str>, Arc<str>)>, String> {
+/// A variable copy: (device, name in its store).
+type Copy = (Arc<str>, Arc<str>);
+
+fn mirror_copies(mesh: &Mesh, step: &Step) -> Result<Vec<Copy>, String> {
     let names: Vec<&str> = step
         .attrs
         .get("programs")
@@ -1260,7 +1277,7 @@ fn mirror_copies(mesh: &Mesh, step: &Step) -> Result<Vec<(Arc<str>, Arc<str>)>, 
         listed.push(program);
     }
     let replicas = listed.iter().map(|p| p.instances.len()).max().unwrap_or(0);
-    let mut copies: Vec<(Arc<str>, Arc<str>)> = Vec::new();
+    let mut copies: Vec<Copy> = Vec::new();
     for r in 0..replicas {
         for p in &listed {
             let Some(instance) = p.instances.get(r) else { continue };

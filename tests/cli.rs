@@ -322,3 +322,16 @@ fn run_groups_outputs_by_output_and_returns_marked_outputs_once() {
     let text = run(&["run", &graph, "--topology", "1x2", "--steps-per-run", "3", "--feeds", feeds]);
     assert!(String::from_utf8_lossy(&text.stdout).contains("output 1 (SUM) = [33.0,66.0]"), "{}", stderr(&text));
 }
+
+#[test]
+fn an_input_over_4_gib_is_refused_before_it_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("huge.opg");
+    // A sparse file: 5 GiB long, nothing written.
+    std::fs::File::create(&path).unwrap().set_len(5 << 30).unwrap();
+    let start = std::time::Instant::now();
+    let o = run(&["check", path.to_str().unwrap()]);
+    assert!(start.elapsed() < std::time::Duration::from_secs(5), "took {:?}", start.elapsed());
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("5368709120 bytes"), "{}", stderr(&o));
+}

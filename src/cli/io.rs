@@ -32,15 +32,29 @@ impl InputPath {
         }
     }
 
-    /// Reads the whole input.
+    /// Reads the whole input; one larger than the parsers read (spans hold
+    /// 32-bit offsets) is refused before it is read.
     pub fn read(&self) -> std::io::Result<Vec<u8>> {
+        let limit = crate::syntax::MAX_SOURCE_BYTES as u64;
+        let too_large = |size: u64| {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("the input is {size} bytes; inputs of at most {limit} bytes (4 GiB) are read"),
+            )
+        };
         match self {
             InputPath::Stdin => {
                 let mut buf = Vec::new();
-                std::io::stdin().lock().read_to_end(&mut buf)?;
-                Ok(buf)
+                std::io::stdin().lock().take(limit + 1).read_to_end(&mut buf)?;
+                match buf.len() as u64 {
+                    size if size > limit => Err(too_large(size)),
+                    _ => Ok(buf),
+                }
             }
-            InputPath::File(p) => std::fs::read(p),
+            InputPath::File(p) => match std::fs::metadata(p) {
+                Ok(meta) if meta.is_file() && meta.len() > limit => Err(too_large(meta.len())),
+                _ => std::fs::read(p),
+            },
         }
     }
 }

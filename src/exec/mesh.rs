@@ -460,10 +460,11 @@ impl Mesh {
                     let instance = &program.instances[ii];
                     let active = active_set(program, &roots[wi], &fed[wi]);
                     let fed = std::mem::take(&mut fed[wi]);
+                    let roots = &roots[wi];
                     let receivers = &receivers;
                     let shared = &shared;
                     let worker = move || match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        run_program(program, instance, active, fed, receivers, shared)
+                        run_program(program, instance, (active, roots), fed, receivers, shared)
                     })) {
                         Ok(Ok(values)) => Some(values),
                         Ok(Err(Stop::Failed(e))) => {
@@ -784,10 +785,13 @@ struct Run<'a> {
     instance: &'a Instance,
 }
 
+/// Runs one instance of a program for a step: the `active` nodes, keeping
+/// the values of the `roots` (fetches); every other value is dropped once
+/// its last consumer has run, so a worker holds only live tensors.
 fn run_program(
     program: &Program,
     instance: &Instance,
-    active: Vec<bool>,
+    (active, roots): (Vec<bool>, &[usize]),
     mut fed: HashMap<usize, Vec<(u32, Tensor)>>,
     receivers: &HashMap<&ChannelKey, Receiver<Tensor>>,
     shared: &StepShared<'_>,
@@ -820,6 +824,16 @@ fn run_program(
             make_ready(run, i, receivers, &mut compute, &mut collectives, &mut recvs)?;
         }
     }
+    // Data consumers still to run, per node; a root keeps its value.
+    let mut uses: Vec<u32> = vec![0; n];
+    for i in (0..n).filter(|&i| active[i] && !is_fed[i]) {
+        for &(src, _) in &program.steps[i].inputs {
+            uses[src] += 1;
+        }
+    }
+    for &r in roots {
+        uses[r] = u32::MAX;
+    }
     let mut done = 0;
     let total = active.iter().filter(|&&a| a).count();
     while done < total {
@@ -848,6 +862,14 @@ fn run_program(
         let Some((i, outputs)) = next else { continue };
         values[i] = Some(outputs);
         done += 1;
+        if !is_fed[i] {
+            for &(src, _) in &program.steps[i].inputs {
+                uses[src] = uses[src].saturating_sub(1);
+                if uses[src] == 0 {
+                    values[src] = None;
+                }
+            }
+        }
         for &s in &program.steps[i].succs {
             if !active[s] || is_fed[s] {
                 continue;

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::diagnostics::AnyDiagnostic;
+use super::error::CliError;
 use super::io::{write_output, InputPath};
 use super::progress::DelayedBar;
 use super::source::WindowedSource;
@@ -42,9 +43,9 @@ impl PhaseTimer {
         let wall = (now - then).as_secs_f64() * 1e3;
         match (cpu, cpu_then) {
             (Some(b), Some(a)) => {
-                eprintln!("{phase:<24} {wall:>12.3} ms wall {:>10.3} ms cpu", b.saturating_sub(a).as_secs_f64() * 1e3)
+                errln!("{phase:<24} {wall:>12.3} ms wall {:>10.3} ms cpu", b.saturating_sub(a).as_secs_f64() * 1e3)
             }
-            _ => eprintln!("{phase:<24} {wall:>12.3} ms wall"),
+            _ => errln!("{phase:<24} {wall:>12.3} ms wall"),
         }
         self.last.set((std::time::Instant::now(), crate::progress::process_cpu_time()));
     }
@@ -94,7 +95,7 @@ pub fn emit_bytes(module: &Module, format: EmitFormat) -> Option<Vec<u8>> {
         EmitFormat::Dot => crate::emit::dot::to_dot(module).into_bytes(),
         EmitFormat::Pbtxt | EmitFormat::Pb => {
             let [graph] = module.graphs.as_slice() else {
-                eprintln!("error: GraphDef output holds one graph; this module has {}", module.graphs.len());
+                super::fail(CliError::GraphDefGraphs { graphs: module.graphs.len() });
                 return None;
             };
             if format == EmitFormat::Pbtxt {
@@ -141,16 +142,16 @@ fn rewrite_forming_clusters(
     let config = match pipeline_config(args, print_after_all) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("error: {e}");
+            super::fail_with(CliError::usage(e), 2);
             return None;
         }
     };
     let mut report_ = passes::run_pipeline(&mut loaded.module, &config);
     for (pass, text) in &report_.printed {
-        eprintln!("// ----- after {} -----\n{text}", pass.name());
+        errln!("// ----- after {} -----\n{text}", pass.name());
     }
     if time_passes {
-        eprint!("{}", report_.timing_table());
+        errprint!("{}", report_.timing_table());
     }
     let failed = report_.has_errors();
     let clusters = std::mem::take(&mut report_.clusters);
@@ -217,7 +218,7 @@ fn rewrite_and_lower(
         }
     };
     let Some(graph) = loaded.module.graphs.first() else {
-        eprintln!("error: the module has no graph");
+        super::fail(CliError::NoGraph);
         return None;
     };
     let lowered = if clusters.is_empty() {
@@ -231,7 +232,7 @@ fn rewrite_and_lower(
         Ok((lowered, _)) => {
             if lower_args.time_passes {
                 for phase in &lowered.phases {
-                    eprintln!("  {:<22} {:>12.3} ms wall", phase.name, phase.wall.as_secs_f64() * 1e3);
+                    errln!("  {:<22} {:>12.3} ms wall", phase.name, phase.wall.as_secs_f64() * 1e3);
                 }
             }
             Some((loaded, lowered))
@@ -355,31 +356,38 @@ fn feed_dtype(lowered: &Module, tagged: &Module, tensor: &str) -> crate::ir::DTy
 
 /// Reads a JSON feed file: an object mapping tensor names to nested arrays
 /// (optionally under a `"feeds"` key).
-fn read_json_feeds(path: &std::path::Path, lowered: &Module, tagged: &Module) -> Result<Vec<(String, Tensor)>, String> {
-    let text = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+fn read_json_feeds(
+    path: &std::path::Path,
+    lowered: &Module,
+    tagged: &Module,
+) -> Result<Vec<(String, Tensor)>, CliError> {
+    let text =
+        std::fs::read(path).map_err(|e| CliError::Read { path: path.display().to_string(), reason: e.to_string() })?;
     let value: serde_json::Value =
-        serde_json::from_slice(&text).map_err(|e| format!("{}: not JSON: {e}", path.display()))?;
+        serde_json::from_slice(&text).map_err(|e| CliError::feed(format!("{}: not JSON: {e}", path.display())))?;
     let object = value.get("feeds").unwrap_or(&value);
     let serde_json::Value::Object(map) = object else {
-        return Err(format!("{}: expected an object mapping tensor names to arrays", path.display()));
+        return Err(CliError::feed(format!("{}: expected an object mapping tensor names to arrays", path.display())));
     };
     map.iter()
         .map(|(name, v)| {
             let tensor = exec::tensor_from_json(v, feed_dtype(lowered, tagged, name))
-                .map_err(|e| format!("{}: {name}: {e}", path.display()))?;
+                .map_err(|e| CliError::feed(format!("{}: {name}: {e}", path.display())))?;
             Ok((name.clone(), tensor))
         })
         .collect()
 }
 
-fn read_feeds(args: &RunArgs, lowered: &Module, tagged: &Module) -> Result<Vec<(String, Tensor)>, String> {
+fn read_feeds(args: &RunArgs, lowered: &Module, tagged: &Module) -> Result<Vec<(String, Tensor)>, CliError> {
     let mut feeds = Vec::new();
     if let Some(path) = &args.feeds {
         feeds = read_json_feeds(path, lowered, tagged)?;
     }
     for item in &args.feed {
-        let (name, file) = item.split_once('=').ok_or_else(|| format!("--feed takes NAME=FILE.npy, got `{item}`"))?;
-        let tensor = exec::read_npy_file(std::path::Path::new(file)).map_err(|e| format!("{file}: {e}"))?;
+        let (name, file) =
+            item.split_once('=').ok_or_else(|| CliError::usage(format!("--feed takes NAME=FILE.npy, got `{item}`")))?;
+        let tensor =
+            exec::read_npy_file(std::path::Path::new(file)).map_err(|e| CliError::feed(format!("{file}: {e}")))?;
         feeds.push((name.to_string(), tensor));
     }
     Ok(feeds)
@@ -455,12 +463,12 @@ fn per_host_feeds(
     loaded: &Loaded,
     lowered: &lower::Lowered,
 ) -> Result<Vec<(String, Tensor)>, AnyDiagnostic> {
-    let message = |text: String| -> AnyDiagnostic { Box::new(miette::MietteDiagnostic::new(text)) };
+    let message = |text: String| -> AnyDiagnostic { Box::new(CliError::feed(text)) };
     let workers = lower::input_workers(&lowered.assignment);
     let host_replicas: Vec<Vec<u32>> = workers.into_iter().map(|w| w.replicas).collect();
     let mut host_feeds = Vec::with_capacity(args.feed_per_host.len());
     for path in &args.feed_per_host {
-        let feeds = read_json_feeds(path, &lowered.module, &loaded.module).map_err(message)?;
+        let feeds = read_json_feeds(path, &lowered.module, &loaded.module).map_err(|e| Box::new(e) as AnyDiagnostic)?;
         if let Some((input, _)) = feeds.iter().find(|(name, _)| replica_operands(&loaded.module, name).is_none()) {
             return Err(message(format!(
                 "{}: per-host feeds name replicated inputs (`input0:0`); `{input}` is not a `TPUReplicatedInput`",
@@ -526,10 +534,7 @@ pub fn run_command(args: RunArgs) -> ExitCode {
     };
     let feeds = match read_feeds(&args, &lowering.module, &loaded.module) {
         Ok(f) => f,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(1);
-        }
+        Err(e) => return super::fail(e),
     };
     let mut feeds = if args.split_batch {
         match split_global_feeds(&loaded.module, feeds) {
@@ -583,7 +588,7 @@ pub fn run_command(args: RunArgs) -> ExitCode {
                 let line = format!("step {:>6}: {}", i + 1, scalars.join(", "));
                 match &progress {
                     Some(p) => p.println(line),
-                    None => eprintln!("{line}"),
+                    None => errln!("{line}"),
                 }
             }
         }
@@ -602,21 +607,19 @@ pub fn run_command(args: RunArgs) -> ExitCode {
     };
     if let Some(dir) = &args.npy_dir {
         if let Err(e) = std::fs::create_dir_all(dir) {
-            eprintln!("error: cannot create {}: {e}", dir.display());
-            return ExitCode::from(1);
+            return super::fail(CliError::Write { path: dir.display().to_string(), reason: e.to_string() });
         }
         for (name, t) in &outcome.fetched {
             let path = dir.join(format!("{}.npy", name.replace(['/', ':'], "_")));
             let bytes = match exec::write_npy(t) {
                 Ok(b) => b,
                 Err(e) => {
-                    eprintln!("error: {name}: {e}");
+                    report(vec![Box::new(e)], &loaded.source);
                     return ExitCode::from(1);
                 }
             };
-            if let Err(e) = super::io::write_atomic(&path, &bytes) {
-                eprintln!("error: cannot write {}: {e}", path.display());
-                return ExitCode::from(1);
+            if let Err(e) = super::io::write_file(&path, &bytes) {
+                return super::fail(e);
             }
         }
     }

@@ -334,6 +334,10 @@ pub struct RunArgs {
     /// Print scalar fetches every N steps (default: about ten lines per run).
     #[arg(long)]
     pub log_every: Option<u64>,
+    /// The largest tensor any op may make, in bytes (default: half the
+    /// available memory). A bigger one fails at its op, before allocating.
+    #[arg(long, value_name = "BYTES")]
+    pub max_tensor_bytes: Option<u64>,
     /// The longest any device may wait for another, in seconds.
     #[arg(long, default_value_t = 30)]
     pub timeout: u64,
@@ -499,14 +503,18 @@ fn per_host_feeds(
 /// first replica's copy.
 fn grouped_outputs(tagged: &Module, fetched: &[(String, Tensor)]) -> Vec<(Option<exec::ReduceOp>, exec::OutputValue)> {
     let reduce = tagged.graphs.first().map(exec::output_reduce_ops).unwrap_or_default();
-    let mut per_replica: Vec<Vec<Tensor>> = Vec::new();
+    let replica_of = |name: &str| {
+        name.trim_end_matches(":0").rsplit_once("_shard_").and_then(|(_, r)| r.parse::<u64>().ok()).unwrap_or(0)
+    };
+    // Replica numbers come from names: rank them instead of indexing by them,
+    // so `output_0_shard_99999999999` costs one slot, not 10^11.
+    let mut replicas: Vec<u64> = fetched.iter().map(|(name, _)| replica_of(name)).collect();
+    replicas.sort_unstable();
+    replicas.dedup();
+    let mut per_replica: Vec<Vec<Tensor>> = vec![Vec::new(); replicas.len()];
     for (name, t) in fetched {
-        let replica =
-            name.trim_end_matches(":0").rsplit_once("_shard_").and_then(|(_, r)| r.parse::<usize>().ok()).unwrap_or(0);
-        if per_replica.len() <= replica {
-            per_replica.resize(replica + 1, Vec::new());
-        }
-        per_replica[replica].push(t.clone());
+        let rank = replicas.binary_search(&replica_of(name)).unwrap_or(0);
+        per_replica[rank].push(t.clone());
     }
     let grouped = exec::group_outputs(per_replica, &reduce);
     grouped.into_iter().enumerate().map(|(i, v)| (reduce.get(i).copied().flatten(), v)).collect()
@@ -528,6 +536,9 @@ fn output_json((reduce, value): &(Option<exec::ReduceOp>, exec::OutputValue)) ->
 
 /// `tpu-rewrite run`.
 pub fn run_command(args: RunArgs) -> ExitCode {
+    if let Some(bytes) = args.max_tensor_bytes {
+        exec::limits::set_max_tensor_bytes(bytes);
+    }
     let input = InputPath::parse(&args.file);
     let Some((loaded, lowering)) = rewrite_and_lower(&input, args.input_format, &args.rewrite, &args.lower) else {
         return ExitCode::from(1);

@@ -40,6 +40,15 @@ pub enum KernelError {
     #[diagnostic(code(tpu_rewrite::exec::needs_device))]
     NeedsDevice { op: String },
 
+    /// A tensor the op would make is larger than the tensor-size limit, or
+    /// its size overflows.
+    #[error("{op}: a {dtype} tensor of shape {shape} needs {bytes} bytes, over the limit of {limit}")]
+    #[diagnostic(
+        code(tpu_rewrite::exec::too_large),
+        help("the limit is half the available memory by default; `run --max-tensor-bytes N` changes it")
+    )]
+    TooLarge { op: String, shape: String, dtype: DType, bytes: String, limit: u64 },
+
     /// The kernel panicked: a bug in tpu-rewrite.
     #[error("{op}: kernel panicked (a bug in tpu-rewrite): {message}")]
     #[diagnostic(code(tpu_rewrite::exec::kernel_panic))]

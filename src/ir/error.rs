@@ -100,7 +100,7 @@ pub enum IrError {
     },
 
     /// A replicate region is missing `num_replicas` or has a bad value.
-    #[error("replicate region needs `num_replicas` >= 1{found}")]
+    #[error("replicate region needs 1 <= `num_replicas` <= {max}{found}", max = crate::ir::MAX_REPLICAS)]
     #[diagnostic(code(tpu_rewrite::ir::num_replicas), help("write `replicate (num_replicas = 8) (...) {{ ... }}`"))]
     NumReplicas {
         found: String,

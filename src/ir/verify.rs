@@ -135,7 +135,7 @@ fn check_regions(graph: &Graph, errors: &mut Vec<IrError>) {
         let RegionKind::Replicate { inputs, outputs } = &region.kind else { continue };
         let num_replicas = match region.attrs.get("num_replicas") {
             Some(v) => match v.as_int() {
-                Some(n) if n >= 1 => n,
+                Some(n) if (1..=super::MAX_REPLICAS).contains(&n) => n,
                 _ => {
                     errors.push(IrError::NumReplicas { found: format!(", found {v:?}"), span: region.keyword_span });
                     continue;

@@ -175,8 +175,14 @@ fn form_one(graph: &Graph, name: &str, group: &Group, errors: &mut Vec<PassError
             None => Err(invalid(format!("`{key}` is missing or not an int"))),
         }
     };
+    let bounded = |key: &str| match positive(key, None) {
+        Ok(n) if i64::from(n) > crate::ir::MAX_REPLICAS => {
+            Err(invalid(format!("`{key}` = {n} is more than {}", crate::ir::MAX_REPLICAS)))
+        }
+        other => other,
+    };
     let (num_replicas, num_cores_per_replica) =
-        match (positive("num_replicas", None), positive("num_cores_per_replica", Some(1))) {
+        match (bounded("num_replicas"), positive("num_cores_per_replica", Some(1))) {
             (Ok(r), Ok(c)) => (r, c),
             (r, c) => {
                 errors.extend(r.err());

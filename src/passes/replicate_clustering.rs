@@ -62,10 +62,10 @@ pub fn replicate_clustering(graph: &mut Graph) -> Vec<PassError> {
             continue;
         }
         match region.num_replicas() {
-            Some(n) if n >= 1 => {}
+            Some(n) if (1..=crate::ir::MAX_REPLICAS).contains(&n) => {}
             _ => {
                 errors.push(PassError::MalformedRegion {
-                    reason: "`num_replicas` must be an integer >= 1".into(),
+                    reason: format!("`num_replicas` must be an integer from 1 to {}", crate::ir::MAX_REPLICAS),
                     span: region.keyword_span,
                 });
                 continue;

@@ -248,7 +248,10 @@ pub(crate) fn broadcast_zip<A: Copy, B: Copy, C>(
     if x.shape() == y.shape() {
         return Ok(Zip::from(x).and(y).map_collect(|&a, &b| f(a, b)));
     }
-    let shape = IxDyn(&broadcast_shape(op, x.shape(), y.shape())?);
+    let joined = broadcast_shape(op, x.shape(), y.shape())?;
+    // The result's element type is unknown here; 8 bytes bounds every numeric one.
+    crate::exec::limits::checked_elements(op, DType::F64, &joined)?;
+    let shape = IxDyn(&joined);
     let bad = || KernelError::invalid(op, format!("shapes {:?} and {:?} do not broadcast", x.shape(), y.shape()));
     let xv = x.broadcast(shape.clone()).ok_or_else(bad)?;
     let yv = y.broadcast(shape).ok_or_else(bad)?;

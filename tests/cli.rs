@@ -215,16 +215,20 @@ fn run_refuses_a_fetch_the_feed_fetch_rule_forbids() {
 fn run_reports_every_missing_kernel_at_once() {
     let text = "graph @main {\n  %x0 = Placeholder() {dtype = f32}\n  replicate (num_replicas = 1) (%x = [%x0]) {\n    %a = Frobnicate(%x)\n    %b = Zorch(%a)\n    return %b\n  }\n}\n";
     let o = run_stdin(&["run", "-", "--topology", "1x1"], text.as_bytes());
-    assert_located_failure(&o, "Frobnicate, Zorch");
+    // One located diagnostic per op type, at its node.
+    assert_located_failure(&o, "no kernel for op `Frobnicate` (`%a`)");
+    assert_located_failure(&o, "no kernel for op `Zorch` (`%b`)");
+    assert!(stderr(&o).contains("<stdin>:4:"), "{}", stderr(&o));
 }
 
 #[test]
 fn split_batch_equals_feeding_the_slices_by_hand() {
     let dir = tempfile::tempdir().unwrap();
     let global = dir.path().join("global.json");
-    std::fs::write(&global, r#"{"input0:0": [[1.0, -2.0], [3.0, 4.0], [-5.0, 6.0], [7.0, 8.0]]}"#).unwrap();
+    // The placeholders take shape [2]: a global batch of 4 rows splits into two of them.
+    std::fs::write(&global, r#"{"input0:0": [1.0, -2.0, -5.0, 6.0]}"#).unwrap();
     let by_hand = dir.path().join("slices.json");
-    std::fs::write(&by_hand, r#"{"x0:0": [[1.0, -2.0], [3.0, 4.0]], "x1:0": [[-5.0, 6.0], [7.0, 8.0]]}"#).unwrap();
+    std::fs::write(&by_hand, r#"{"x0:0": [1.0, -2.0], "x1:0": [-5.0, 6.0]}"#).unwrap();
     let split = run(&[
         "run",
         &example("tf_tagged.opg"),
@@ -240,7 +244,7 @@ fn split_batch_equals_feeding_the_slices_by_hand() {
     assert!(split.status.success() && manual.status.success(), "{}{}", stderr(&split), stderr(&manual));
     assert_eq!(split.stdout, manual.stdout);
     let odd = dir.path().join("odd.json");
-    std::fs::write(&odd, r#"{"input0:0": [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]}"#).unwrap();
+    std::fs::write(&odd, r#"{"input0:0": [1.0, 2.0, 3.0]}"#).unwrap();
     let o = run(&[
         "run",
         &example("tf_tagged.opg"),
@@ -315,4 +319,38 @@ fn run_groups_outputs_by_output_and_returns_marked_outputs_once() {
     );
     let text = run(&["run", &graph, "--topology", "1x2", "--steps-per-run", "3", "--feeds", feeds]);
     assert!(String::from_utf8_lossy(&text.stdout).contains("output 1 (SUM) = [33.0,66.0]"), "{}", stderr(&text));
+}
+
+#[test]
+fn feeds_are_checked_against_their_placeholders_all_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let feeds = dir.path().join("f.json");
+    // a0: a scalar for shape [4]; a1: one element; b0: right; b1..b3 missing.
+    std::fs::write(&feeds, r#"{"a0:0": 1.0, "a1:0": [1.0], "b0:0": [1.0, 2.0, 3.0, 4.0]}"#).unwrap();
+    let o = run(&["run", &example("two_clusters.opg"), "--feeds", feeds.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(err.matches("tpu_rewrite::exec::feed_mismatch").count(), 2, "{err}");
+    assert_eq!(err.matches("tpu_rewrite::exec::missing_feed").count(), 3, "{err}");
+    for node in ["%a0", "%a1", "%b1", "%b2", "%b3"] {
+        assert!(err.contains(&format!("`{node}`")), "{node} not named:\n{err}");
+    }
+    // The spans point at the placeholders' lines.
+    assert!(err.contains("two_clusters.opg:5:"), "{err}");
+    // A wrong dtype (.npy of f64 for an f32 placeholder) is refused before the run.
+    let npy = dir.path().join("a.npy");
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    let mut header = "{'descr': '<f8', 'fortran_order': False, 'shape': (4,), }".to_string();
+    while (10 + header.len() + 1) % 64 != 0 {
+        header.push(' ');
+    }
+    header.push('\n');
+    bytes.extend((header.len() as u16).to_le_bytes());
+    bytes.extend(header.as_bytes());
+    bytes.extend([0u8; 32]);
+    std::fs::write(&npy, bytes).unwrap();
+    let o = run(&["run", &example("two_clusters.opg"), "--feed", &format!("a0:0={}", npy.display())]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("takes dtype f32"), "{}", stderr(&o));
 }

@@ -604,6 +604,14 @@ pub fn run_command(args: RunArgs) -> ExitCode {
             }
         }
     };
+    // Every op without a kernel, then every feed against its placeholder
+    // and every unfed placeholder, at once and located, before anything runs.
+    for errors in [exec::preflight::check_kernels(&lowered), exec::preflight::check_feeds(&lowered, &feeds)] {
+        if !errors.is_empty() {
+            report(errors.into_iter().map(|e| Box::new(e) as AnyDiagnostic).collect(), &loaded.source);
+            return ExitCode::from(1);
+        }
+    }
     let config = driver::RunConfig { steps: args.steps.max(1), timeout: Duration::from_secs(args.timeout.max(1)) };
     let outcome = driver::run(&lowered, &feeds, &fetches, &config, &mut on_step);
     if let Some(p) = &progress {

@@ -89,6 +89,20 @@ pub enum ExecError {
     #[diagnostic(code(tpu_rewrite::exec::missing_kernels))]
     MissingKernels { ops: Vec<String> },
 
+    /// An op type without a kernel, at its first node (see [`crate::exec::preflight`]).
+    #[error("no kernel for op `{op}` (`%{node}`{})", if *nodes > 1 { format!(" and {} more node(s)", nodes - 1) } else { String::new() })]
+    #[diagnostic(
+        code(tpu_rewrite::exec::no_kernel),
+        help("the executor cannot run this op type; `lower` still prints its programs")
+    )]
+    NoKernel {
+        op: String,
+        node: String,
+        nodes: usize,
+        #[label("no kernel for `{op}`")]
+        span: Span,
+    },
+
     /// A graph's data and control edges form a cycle.
     #[error("graph `@{graph}` has a cycle through `%{node}`")]
     #[diagnostic(code(tpu_rewrite::exec::cycle))]
@@ -187,6 +201,30 @@ pub enum ExecError {
     #[error(transparent)]
     #[diagnostic(transparent)]
     FeedFetch(Box<crate::passes::PassError>),
+
+    /// A `Placeholder` the run needs was not fed.
+    #[error("`%{node}` must be fed: it is a Placeholder of the host program")]
+    #[diagnostic(
+        code(tpu_rewrite::exec::missing_feed),
+        help("feed it with `--feed {node}:0=FILE.npy` or `--feeds FILE.json`")
+    )]
+    MissingFeed {
+        node: String,
+        #[label("this Placeholder is not fed")]
+        span: Span,
+    },
+
+    /// A feed whose dtype or shape differs from its placeholder's.
+    #[error("feed `{tensor}` is {found}, but `%{node}` takes {expected}")]
+    #[diagnostic(code(tpu_rewrite::exec::feed_mismatch), help("feed a tensor of the placeholder's dtype and shape"))]
+    FeedMismatch {
+        tensor: String,
+        node: String,
+        expected: String,
+        found: String,
+        #[label("takes {expected}")]
+        span: Span,
+    },
 
     /// A global batch that does not split evenly over the replicas.
     #[error(

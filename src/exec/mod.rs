@@ -23,6 +23,7 @@ pub mod kernels;
 pub mod limits;
 mod mesh;
 pub mod outputs;
+pub mod preflight;
 mod tensor;
 
 pub use data::{read_npy, read_npy_file, tensor_from_json, tensor_to_json, write_npy, write_npy_file};

@@ -10,7 +10,7 @@
 //! before they are expanded.
 
 use super::error::PassError;
-use crate::ir::{Graph, NodeId, TensorData, TensorLit};
+use crate::ir::{DType, Graph, NodeId, TensorData, TensorLit};
 
 /// Checks the replica groups of every collective among `members`.
 pub fn check(graph: &Graph, cluster: &str, num_replicas: u32, members: &[NodeId], errors: &mut Vec<PassError>) {
@@ -45,9 +45,17 @@ fn partition(tensor: &TensorLit, num_replicas: u32) -> Result<(), String> {
     if total != Some(n) {
         return Err(format!("{groups} group(s) of {size} replica(s) cannot partition {num_replicas} replicas"));
     }
-    let values: Vec<i64> = match &tensor.data {
-        TensorData::Int(v) => v.iter().map(|&x| i64::from(x)).collect(),
-        TensorData::Int64(v) => v.clone(),
+    let values: Vec<i64> = match (&tensor.data, tensor.dtype) {
+        (TensorData::Int(v), _) => v.iter().map(|&x| i64::from(x)).collect(),
+        (TensorData::Int64(v), _) => v.clone(),
+        // `tensor_content`: little-endian values, at most one per replica read.
+        (TensorData::Content(bytes), DType::I32) => {
+            bytes.chunks_exact(4).map(|c| i64::from(i32::from_le_bytes([c[0], c[1], c[2], c[3]]))).collect()
+        }
+        (TensorData::Content(bytes), DType::I64) => bytes
+            .chunks_exact(8)
+            .map(|c| i64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
+            .collect(),
         _ => return Err(format!("group_assignment must hold integers, found dtype {}", tensor.dtype)),
     };
     // A literal may hold fewer values than its shape: the last one repeats.
@@ -69,7 +77,6 @@ fn partition(tensor: &TensorLit, num_replicas: u32) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ir::DType;
 
     fn groups(shape: Vec<i64>, values: Vec<i32>) -> TensorLit {
         TensorLit { dtype: DType::I32, shape, data: TensorData::Int(values) }
@@ -82,5 +89,8 @@ mod tests {
         assert!(partition(&groups(vec![1, 1], vec![0]), 2).unwrap_err().contains("cannot partition"));
         assert!(partition(&groups(vec![1, 2], vec![1, 1]), 2).unwrap_err().contains("more than one group"));
         assert!(partition(&groups(vec![1_000_000_000_000, 1], vec![0]), 2).is_err());
+        let content =
+            TensorLit { dtype: DType::I32, shape: vec![1, 2], data: TensorData::Content(vec![1, 0, 0, 0, 0, 0, 0, 0]) };
+        assert!(partition(&content, 2).is_ok());
     }
 }

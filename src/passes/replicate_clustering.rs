@@ -42,7 +42,9 @@ pub fn replicate_clustering(graph: &mut Graph) -> Vec<PassError> {
             }
         }
     }
-    let mut namer = Namer::with_reserved(in_use);
+    // Cluster names avoid node names and each other ignoring case, as TF's
+    // `Graph.unique_name` does.
+    let mut namer = Namer::case_insensitive(graph, in_use);
 
     // `cluster_of_region[r]`: the cluster name of the nearest enclosing
     // replicate region of `r`, if that region is named.

@@ -354,3 +354,16 @@ fn feeds_are_checked_against_their_placeholders_all_at_once() {
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("takes dtype f32"), "{}", stderr(&o));
 }
+
+#[test]
+fn a_logical_core_out_of_range_is_reported_once_at_the_users_op() {
+    let text = "// a comment on line 1\ngraph @main {\n  %x0 = Placeholder() {dtype = f32, shape = shape[2]}\n  \
+                replicate (num_replicas = 1) (%x = [%x0]) {\n    %y = Relu(%x) on \"TPU_REPLICATED_CORE:5\" {T = f32}\n    \
+                return %y\n  }\n}\n";
+    let o = run_stdin(&["lower", "-"], text.as_bytes());
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert_eq!(err.matches("tpu_rewrite::lower::logical_device").count(), 1, "{err}");
+    assert!(err.contains("<stdin>:5:5"), "{err}");
+    assert!(!err.contains("<stdin>:1:1"), "{err}");
+}

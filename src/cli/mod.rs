@@ -305,9 +305,20 @@ pub struct Loaded {
 /// The most diagnostics printed for one input; the rest are counted.
 const MAX_SHOWN: usize = 50;
 
-/// Prints diagnostics; returns true if any is an error.
+/// What makes two diagnostics the same: code, message and labelled spans.
+fn identity_of(d: &AnyDiagnostic) -> (String, String, Vec<(usize, usize)>) {
+    let code = d.code().map(|c| c.to_string()).unwrap_or_default();
+    let spans = d.labels().map(|l| l.map(|l| (l.offset(), l.len())).collect()).unwrap_or_default();
+    (code, d.to_string(), spans)
+}
+
+/// Prints diagnostics, each distinct one once (a rewrite-made op that
+/// stands for a user's op may repeat its error); returns true if any is an
+/// error.
 pub fn report(diagnostics: Vec<AnyDiagnostic>, source: &Arc<WindowedSource>) -> bool {
     let mut any_error = false;
+    let mut seen = std::collections::HashSet::new();
+    let diagnostics: Vec<AnyDiagnostic> = diagnostics.into_iter().filter(|d| seen.insert(identity_of(d))).collect();
     let total = diagnostics.len();
     for (i, d) in diagnostics.into_iter().enumerate() {
         let is_error = d.severity().unwrap_or(miette::Severity::Error) == miette::Severity::Error;

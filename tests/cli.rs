@@ -367,3 +367,29 @@ fn a_logical_core_out_of_range_is_reported_once_at_the_users_op() {
     assert!(err.contains("<stdin>:5:5"), "{err}");
     assert!(!err.contains("<stdin>:1:1"), "{err}");
 }
+
+#[test]
+fn a_huge_steps_per_run_shows_progress_and_ctrl_c_ends_it() {
+    use std::io::{BufRead, BufReader};
+    use std::os::unix::process::ExitStatusExt;
+    let text = "graph @main {\n  %c = Const() {dtype = f32, value = tensor(f32, [2]) [1.0, 2.0]}\n  \
+                replicate (num_replicas = 2) (%a = [%c, %c]) {\n    %y = Relu(%a) {T = f32}\n    return %y\n  }\n}\n";
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("loop.opg");
+    std::fs::write(&path, text).unwrap();
+    let mut child = bin()
+        .args(["run", path.to_str().unwrap(), "--steps-per-run", "1000000000"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let line = lines.next().expect("a progress line").unwrap();
+    assert!(line.starts_with("iteration ") && line.contains("/1000000000") && line.contains("left"), "{line}");
+    // SAFETY: signals the child this test started.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let start = std::time::Instant::now();
+    let status = child.wait().unwrap();
+    assert!(start.elapsed() < std::time::Duration::from_secs(5));
+    assert_eq!(status.signal(), Some(libc::SIGINT), "{status:?}");
+}

@@ -534,6 +534,43 @@ fn output_json((reduce, value): &(Option<exec::ReduceOp>, exec::OutputValue)) ->
     }
 }
 
+/// Progress lines for a long run when stderr is no terminal: the first
+/// after [`Heartbeat::FIRST`], then one every [`Heartbeat::EVERY`].
+struct Heartbeat {
+    total: u64,
+    enabled: bool,
+    start: std::time::Instant,
+    next: Duration,
+}
+
+impl Heartbeat {
+    const FIRST: Duration = Duration::from_secs(2);
+    const EVERY: Duration = Duration::from_secs(30);
+
+    fn new(total: u64, enabled: bool) -> Heartbeat {
+        Heartbeat { total, enabled, start: std::time::Instant::now(), next: Self::FIRST }
+    }
+
+    /// Called after `done` iterations.
+    fn tick(&mut self, done: u64) {
+        if !self.enabled || done >= self.total {
+            return;
+        }
+        let elapsed = self.start.elapsed();
+        if elapsed < self.next {
+            return;
+        }
+        self.next = elapsed + Self::EVERY;
+        let rate = done as f64 / elapsed.as_secs_f64().max(1e-9);
+        let left = Duration::from_secs_f64(((self.total - done) as f64 / rate.max(1e-9)).min(1e12));
+        errln!(
+            "iteration {done}/{} ({rate:.0}/s, about {} left; Ctrl-C stops)",
+            self.total,
+            indicatif::HumanDuration(left)
+        );
+    }
+}
+
 /// `tpu-rewrite run`.
 pub fn run_command(args: RunArgs) -> ExitCode {
     if let Some(bytes) = args.max_tensor_bytes {
@@ -579,13 +616,24 @@ pub fn run_command(args: RunArgs) -> ExitCode {
     let steps_per_run = u64::from(args.lower.steps_per_run.max(1));
     let total = u64::from(args.steps.max(1)) * steps_per_run;
     let log_every = args.log_every.unwrap_or((total / 10).max(1));
-    let progress = (total > 1 && !args.json && std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .then(|| indicatif::ProgressBar::new(total));
+    let on_terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let progress = (total > 1 && !args.json && on_terminal).then(|| {
+        let bar = indicatif::ProgressBar::new(total);
+        if let Ok(style) = indicatif::ProgressStyle::with_template(
+            "{bar:40} {human_pos}/{human_len} iterations, {per_sec}, {eta} left",
+        ) {
+            bar.set_style(style);
+        }
+        bar
+    });
+    // Off a terminal, a long run still says how far it is (Ctrl-C ends it).
+    let mut heartbeat = Heartbeat::new(total, progress.is_none() && total > 1);
     let fetch_names = fetches.clone();
     let mut on_step = |i: u64, values: &[Tensor]| {
         if let Some(p) = &progress {
             p.inc(1);
         }
+        heartbeat.tick(i + 1);
         let last = i + 1 == total;
         if !args.json && total > 1 && ((i + 1).is_multiple_of(log_every) || last) {
             let scalars: Vec<String> = fetch_names

@@ -342,7 +342,7 @@ fn feeds_are_checked_against_their_placeholders_all_at_once() {
     let npy = dir.path().join("a.npy");
     let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
     let mut header = "{'descr': '<f8', 'fortran_order': False, 'shape': (4,), }".to_string();
-    while (10 + header.len() + 1) % 64 != 0 {
+    while !(10 + header.len() + 1).is_multiple_of(64) {
         header.push(' ');
     }
     header.push('\n');

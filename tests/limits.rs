@@ -132,7 +132,7 @@ fn a_number_in_a_node_name_sizes_nothing() {
 /// A `.npy` v1 file with `header` (padded as NumPy pads it) and `data`.
 fn npy(header: &str, data: &[u8]) -> Vec<u8> {
     let mut h = header.to_string();
-    while (10 + h.len() + 1) % 64 != 0 {
+    while !(10 + h.len() + 1).is_multiple_of(64) {
         h.push(' ');
     }
     h.push('\n');

@@ -53,6 +53,12 @@ fn a_huge_const_fill_or_tile_fails_at_its_op() {
              %m = Const() {dtype = i32, value = tensor(i32, [1]) [2147483647]}\n    \
              %out = Tile(%v, %m) {T = f32}",
         ),
+        (
+            "stitch",
+            "    %i = Const() {dtype = i64, value = tensor(i64, [1]) [1099511627776]}\n    \
+             %v = Const() {dtype = f32, value = tensor(f32, [1]) [1.0]}\n    \
+             %out = DynamicStitch(%i, %v) {N = 1, T = f32}",
+        ),
     ];
     for (name, body) in cases {
         let start = Instant::now();

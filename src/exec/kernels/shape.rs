@@ -329,7 +329,10 @@ pub(crate) fn dynamic_stitch(op: &str, inputs: &[Tensor]) -> Result<Tensor, Kern
             ));
         }
     }
-    let count = rows.iter().flatten().map(|&i| i + 1).max().unwrap_or(0);
+    let count = rows.iter().flatten().map(|&i| i.saturating_add(1)).max().unwrap_or(0);
+    // The output's first dim comes from the index values: size it first.
+    let out_shape: Vec<usize> = std::iter::once(count).chain(row_shape.iter().copied()).collect();
+    crate::exec::limits::checked_elements(op, first.dtype(), &out_shape)?;
     let row_len: usize = row_shape.iter().product();
     fn run<T: Element + Default>(
         op: &str,
@@ -371,6 +374,7 @@ pub(crate) fn select(op: &str, condition: &Tensor, t: &Tensor, e: &Tensor) -> Re
     let c =
         condition.array::<bool>().ok_or_else(|| KernelError::dtype(op, condition.dtype(), "condition must be bool"))?;
     let shape = broadcast_shape(op, &broadcast_shape(op, c.shape(), t.shape())?, e.shape())?;
+    crate::exec::limits::checked_elements(op, t.dtype(), &shape)?;
     let bad = || {
         KernelError::invalid(
             op,

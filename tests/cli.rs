@@ -393,3 +393,28 @@ fn a_huge_steps_per_run_shows_progress_and_ctrl_c_ends_it() {
     assert!(start.elapsed() < std::time::Duration::from_secs(5));
     assert_eq!(status.signal(), Some(libc::SIGINT), "{status:?}");
 }
+
+#[test]
+fn command_line_errors_have_codes_and_locations() {
+    let dir = tempfile::tempdir().unwrap();
+    // A JSON feed that does not decode: coded, and labelled at the node it feeds.
+    let feeds = dir.path().join("bad.json");
+    std::fs::write(&feeds, r#"{"a0:0": [1, "x", 3, 4]}"#).unwrap();
+    let o = run(&["run", &example("two_clusters.opg"), "--feeds", feeds.to_str().unwrap()]);
+    assert_located_failure(&o, "tpu_rewrite::cli::feed_value");
+    assert!(stderr(&o).contains("two_clusters.opg:5:3"), "{}", stderr(&o));
+    let o = run(&["run", &example("two_clusters.opg"), "--feeds", "/nonexistent.json"]);
+    assert_located_failure(&o, "tpu_rewrite::cli::read");
+    // A two-graph module as a GraphDef: coded, at the second graph.
+    let o = run_stdin(&["emit", "-", "--format", "pb"], b"graph @a {\n}\ngraph @b {\n}\n");
+    assert_located_failure(&o, "tpu_rewrite::cli::graphdef_graphs");
+    assert!(stderr(&o).contains("<stdin>:3:1"), "{}", stderr(&o));
+    // A bad option value and an unreadable input.
+    let o = run(&["rewrite", &example("two_clusters.opg"), "--passes", "no-such-pass"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("tpu_rewrite::cli::usage"), "{}", stderr(&o));
+    let o = run(&["check", "/nonexistent.opg"]);
+    assert_located_failure(&o, "tpu_rewrite::cli::read");
+    // No error line without a code anywhere above.
+    assert!(!stderr(&o).lines().any(|l| l.starts_with("error:")), "{}", stderr(&o));
+}

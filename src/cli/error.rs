@@ -1,9 +1,10 @@
 //! Errors of the command line itself: files it cannot read or write,
 //! options that do not fit the input, feeds it cannot decode.
 //!
-//! One enum, codes `tpu_rewrite::cli::*`. They carry no span: each names
-//! the path or option the user gave. Errors inside an input (syntax,
-//! verification, passes, lowering, execution) keep their own layer's enum.
+//! One enum, codes `tpu_rewrite::cli::*`. Most carry no span and name the
+//! path or option the user gave; those about the input point into it.
+//! Errors inside an input (syntax, verification, passes, lowering,
+//! execution) keep their own layer's enum.
 
 use miette::Diagnostic;
 use thiserror::Error;
@@ -36,13 +37,28 @@ pub enum CliError {
     #[diagnostic(code(tpu_rewrite::cli::feed))]
     Feed { message: String },
 
+    /// A feed's value cannot be decoded as its tensor (labelled at the node it feeds).
+    #[error("{file}: feed `{tensor}`: {message}")]
+    #[diagnostic(code(tpu_rewrite::cli::feed_value), help("a feed is a number, or nested arrays of one shape"))]
+    FeedValue {
+        file: String,
+        tensor: String,
+        message: String,
+        #[label("fed here from {file}")]
+        span: Option<crate::syntax::Span>,
+    },
+
     /// A GraphDef (`--format pb` / `pbtxt`) holds one graph; the module has another number.
     #[error("GraphDef output holds one graph; this module has {graphs}")]
     #[diagnostic(
         code(tpu_rewrite::cli::graphdef_graphs),
         help("emit a module of several graphs (a lowered module) as text or JSON")
     )]
-    GraphDefGraphs { graphs: usize },
+    GraphDefGraphs {
+        graphs: usize,
+        #[label("a second graph")]
+        span: Option<crate::syntax::Span>,
+    },
 
     /// The module has no graph to lower.
     #[error("the module has no graph; nothing to lower")]

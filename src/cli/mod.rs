@@ -251,8 +251,11 @@ pub fn run(cli: Cli) -> ExitCode {
             let Some(loaded) = pipeline::load_any(&input, input_format, &bar) else { return ExitCode::from(1) };
             drop(bar);
             match pipeline::emit_bytes(&loaded.module, format) {
-                Some(bytes) => finish(write_output(output.as_deref(), &bytes)),
-                None => ExitCode::from(1),
+                Ok(bytes) => finish(write_output(output.as_deref(), &bytes)),
+                Err(e) => {
+                    report(vec![Box::new(e)], &loaded.source);
+                    ExitCode::from(1)
+                }
             }
         }
         Command::Rewrite { file, input_format, rewrite, print_after_all, time_passes, output } => {

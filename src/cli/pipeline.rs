@@ -88,15 +88,16 @@ pub fn load_any(input: &InputPath, format: Option<InputFormat>, progress: &dyn P
 }
 
 /// Renders a module in an output format; GraphDef output needs one flat graph.
-pub fn emit_bytes(module: &Module, format: EmitFormat) -> Option<Vec<u8>> {
-    Some(match format {
+pub fn emit_bytes(module: &Module, format: EmitFormat) -> Result<Vec<u8>, CliError> {
+    Ok(match format {
         EmitFormat::Text => crate::emit::print_module(module).into_bytes(),
         EmitFormat::Json => crate::emit::json::to_json_string(module).into_bytes(),
         EmitFormat::Dot => crate::emit::dot::to_dot(module).into_bytes(),
         EmitFormat::Pbtxt | EmitFormat::Pb => {
             let [graph] = module.graphs.as_slice() else {
-                super::fail(CliError::GraphDefGraphs { graphs: module.graphs.len() });
-                return None;
+                // Labelled at the second graph, the first that does not fit.
+                let span = module.graphs.get(1).map(|g| g.span).filter(|s| *s != crate::syntax::Span::DETACHED);
+                return Err(CliError::GraphDefGraphs { graphs: module.graphs.len(), span });
             };
             if format == EmitFormat::Pbtxt {
                 crate::tf::export::to_pbtxt(graph).into_bytes()
@@ -142,7 +143,7 @@ fn rewrite_forming_clusters(
     let config = match pipeline_config(args, print_after_all) {
         Ok(c) => c,
         Err(e) => {
-            super::fail_with(CliError::usage(e), 2);
+            super::fail(CliError::usage(e));
             return None;
         }
     };
@@ -283,8 +284,11 @@ pub fn lower_command(
         };
     }
     let code = match emit_bytes(&lowered, emit) {
-        Some(bytes) => finish(write_output(output.as_deref(), &bytes)),
-        None => ExitCode::from(1),
+        Ok(bytes) => finish(write_output(output.as_deref(), &bytes)),
+        Err(e) => {
+            report(vec![Box::new(e)], &loaded.source);
+            ExitCode::from(1)
+        }
     };
     // The process exits next: freeing millions of nodes one by one would
     // only add time (a tenth of a large `lower`), so leave it to the OS.
@@ -375,8 +379,16 @@ fn read_json_feeds(
     };
     map.iter()
         .map(|(name, v)| {
-            let tensor = exec::tensor_from_json(v, feed_dtype(lowered, tagged, name))
-                .map_err(|e| CliError::feed(format!("{}: {name}: {e}", path.display())))?;
+            let tensor = exec::tensor_from_json(v, feed_dtype(lowered, tagged, name)).map_err(|e| {
+                let node = name.split(':').next().unwrap_or(name);
+                let span = tagged.graphs.first().and_then(|g| g.find(node).map(|id| g.node(id).span));
+                CliError::FeedValue {
+                    file: path.display().to_string(),
+                    tensor: name.clone(),
+                    message: e.to_string(),
+                    span,
+                }
+            })?;
             Ok((name.clone(), tensor))
         })
         .collect()
@@ -582,7 +594,10 @@ pub fn run_command(args: RunArgs) -> ExitCode {
     };
     let feeds = match read_feeds(&args, &lowering.module, &loaded.module) {
         Ok(f) => f,
-        Err(e) => return super::fail(e),
+        Err(e) => {
+            report(vec![Box::new(e)], &loaded.source);
+            return ExitCode::from(1);
+        }
     };
     let mut feeds = if args.split_batch {
         match split_global_feeds(&loaded.module, feeds) {

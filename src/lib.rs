@@ -13,6 +13,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 pub mod cli;
 pub mod emit;
 pub mod exec;
+pub mod harness;
 pub mod ir;
 pub mod lower;
 pub mod passes;

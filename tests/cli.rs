@@ -221,16 +221,20 @@ fn run_refuses_a_fetch_the_feed_fetch_rule_forbids() {
 fn run_reports_every_missing_kernel_at_once() {
     let text = "graph @main {\n  %x0 = Placeholder() {dtype = f32}\n  replicate (num_replicas = 1) (%x = [%x0]) {\n    %a = Frobnicate(%x)\n    %b = Zorch(%a)\n    return %b\n  }\n}\n";
     let o = run_stdin(&["run", "-", "--topology", "1x1"], text.as_bytes());
-    assert_located_failure(&o, "Frobnicate, Zorch");
+    // One located diagnostic per op type, at its node.
+    assert_located_failure(&o, "no kernel for op `Frobnicate` (`%a`)");
+    assert_located_failure(&o, "no kernel for op `Zorch` (`%b`)");
+    assert!(stderr(&o).contains("<stdin>:4:"), "{}", stderr(&o));
 }
 
 #[test]
 fn split_batch_equals_feeding_the_slices_by_hand() {
     let dir = tempfile::tempdir().unwrap();
     let global = dir.path().join("global.json");
-    std::fs::write(&global, r#"{"input0:0": [[1.0, -2.0], [3.0, 4.0], [-5.0, 6.0], [7.0, 8.0]]}"#).unwrap();
+    // The placeholders take shape [2]: a global batch of 4 rows splits into two of them.
+    std::fs::write(&global, r#"{"input0:0": [1.0, -2.0, -5.0, 6.0]}"#).unwrap();
     let by_hand = dir.path().join("slices.json");
-    std::fs::write(&by_hand, r#"{"x0:0": [[1.0, -2.0], [3.0, 4.0]], "x1:0": [[-5.0, 6.0], [7.0, 8.0]]}"#).unwrap();
+    std::fs::write(&by_hand, r#"{"x0:0": [1.0, -2.0], "x1:0": [-5.0, 6.0]}"#).unwrap();
     let split = run(&[
         "run",
         &example("tf_tagged.opg"),
@@ -246,7 +250,7 @@ fn split_batch_equals_feeding_the_slices_by_hand() {
     assert!(split.status.success() && manual.status.success(), "{}{}", stderr(&split), stderr(&manual));
     assert_eq!(split.stdout, manual.stdout);
     let odd = dir.path().join("odd.json");
-    std::fs::write(&odd, r#"{"input0:0": [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]}"#).unwrap();
+    std::fs::write(&odd, r#"{"input0:0": [1.0, 2.0, 3.0]}"#).unwrap();
     let o = run(&[
         "run",
         &example("tf_tagged.opg"),
@@ -334,4 +338,102 @@ fn an_input_over_4_gib_is_refused_before_it_is_read() {
     assert!(start.elapsed() < std::time::Duration::from_secs(5), "took {:?}", start.elapsed());
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("5368709120 bytes"), "{}", stderr(&o));
+}
+
+#[test]
+fn feeds_are_checked_against_their_placeholders_all_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let feeds = dir.path().join("f.json");
+    // a0: a scalar for shape [4]; a1: one element; b0: right; b1..b3 missing.
+    std::fs::write(&feeds, r#"{"a0:0": 1.0, "a1:0": [1.0], "b0:0": [1.0, 2.0, 3.0, 4.0]}"#).unwrap();
+    let o = run(&["run", &example("two_clusters.opg"), "--feeds", feeds.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(err.matches("tpu_rewrite::exec::feed_mismatch").count(), 2, "{err}");
+    assert_eq!(err.matches("tpu_rewrite::exec::missing_feed").count(), 3, "{err}");
+    for node in ["%a0", "%a1", "%b1", "%b2", "%b3"] {
+        assert!(err.contains(&format!("`{node}`")), "{node} not named:\n{err}");
+    }
+    // The spans point at the placeholders' lines.
+    assert!(err.contains("two_clusters.opg:5:"), "{err}");
+    // A wrong dtype (.npy of f64 for an f32 placeholder) is refused before the run.
+    let npy = dir.path().join("a.npy");
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    let mut header = "{'descr': '<f8', 'fortran_order': False, 'shape': (4,), }".to_string();
+    while !(10 + header.len() + 1).is_multiple_of(64) {
+        header.push(' ');
+    }
+    header.push('\n');
+    bytes.extend((header.len() as u16).to_le_bytes());
+    bytes.extend(header.as_bytes());
+    bytes.extend([0u8; 32]);
+    std::fs::write(&npy, bytes).unwrap();
+    let o = run(&["run", &example("two_clusters.opg"), "--feed", &format!("a0:0={}", npy.display())]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("takes dtype f32"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_logical_core_out_of_range_is_reported_once_at_the_users_op() {
+    let text = "// a comment on line 1\ngraph @main {\n  %x0 = Placeholder() {dtype = f32, shape = shape[2]}\n  \
+                replicate (num_replicas = 1) (%x = [%x0]) {\n    %y = Relu(%x) on \"TPU_REPLICATED_CORE:5\" {T = f32}\n    \
+                return %y\n  }\n}\n";
+    let o = run_stdin(&["lower", "-"], text.as_bytes());
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert_eq!(err.matches("tpu_rewrite::lower::logical_device").count(), 1, "{err}");
+    assert!(err.contains("<stdin>:5:5"), "{err}");
+    assert!(!err.contains("<stdin>:1:1"), "{err}");
+}
+
+#[test]
+fn a_huge_steps_per_run_shows_progress_and_ctrl_c_ends_it() {
+    use std::io::{BufRead, BufReader};
+    use std::os::unix::process::ExitStatusExt;
+    let text = "graph @main {\n  %c = Const() {dtype = f32, value = tensor(f32, [2]) [1.0, 2.0]}\n  \
+                replicate (num_replicas = 2) (%a = [%c, %c]) {\n    %y = Relu(%a) {T = f32}\n    return %y\n  }\n}\n";
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("loop.opg");
+    std::fs::write(&path, text).unwrap();
+    let mut child = bin()
+        .args(["run", path.to_str().unwrap(), "--steps-per-run", "1000000000"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let line = lines.next().expect("a progress line").unwrap();
+    assert!(line.starts_with("iteration ") && line.contains("/1000000000") && line.contains("left"), "{line}");
+    // SAFETY: signals the child this test started.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let start = std::time::Instant::now();
+    let status = child.wait().unwrap();
+    assert!(start.elapsed() < std::time::Duration::from_secs(5));
+    assert_eq!(status.signal(), Some(libc::SIGINT), "{status:?}");
+}
+
+#[test]
+fn command_line_errors_have_codes_and_locations() {
+    let dir = tempfile::tempdir().unwrap();
+    // A JSON feed that does not decode: coded, and labelled at the node it feeds.
+    let feeds = dir.path().join("bad.json");
+    std::fs::write(&feeds, r#"{"a0:0": [1, "x", 3, 4]}"#).unwrap();
+    let o = run(&["run", &example("two_clusters.opg"), "--feeds", feeds.to_str().unwrap()]);
+    assert_located_failure(&o, "tpu_rewrite::cli::feed_value");
+    assert!(stderr(&o).contains("two_clusters.opg:5:3"), "{}", stderr(&o));
+    let o = run(&["run", &example("two_clusters.opg"), "--feeds", "/nonexistent.json"]);
+    assert_located_failure(&o, "tpu_rewrite::cli::read");
+    // A two-graph module as a GraphDef: coded, at the second graph.
+    let o = run_stdin(&["emit", "-", "--format", "pb"], b"graph @a {\n}\ngraph @b {\n}\n");
+    assert_located_failure(&o, "tpu_rewrite::cli::graphdef_graphs");
+    assert!(stderr(&o).contains("<stdin>:3:1"), "{}", stderr(&o));
+    // A bad option value and an unreadable input.
+    let o = run(&["rewrite", &example("two_clusters.opg"), "--passes", "no-such-pass"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("tpu_rewrite::cli::usage"), "{}", stderr(&o));
+    let o = run(&["check", "/nonexistent.opg"]);
+    assert_located_failure(&o, "tpu_rewrite::cli::read");
+    // No error line without a code anywhere above.
+    assert!(!stderr(&o).lines().any(|l| l.starts_with("error:")), "{}", stderr(&o));
 }

@@ -28,9 +28,88 @@ pub struct Rendered {
 /// A diagnostic of any layer, boxed.
 pub type AnyDiagnostic = Box<dyn Diagnostic + Send + Sync + 'static>;
 
+/// The most characters a label keeps; a longer one (a 20 MiB token quoted
+/// in it) is cut with `…`, since the renderer wraps labels character by
+/// character and would need gigabytes.
+pub const MAX_LABEL_CHARS: usize = 120;
+
+/// The most characters a message or help keeps.
+pub const MAX_MESSAGE_CHARS: usize = 1_000;
+
+/// `text` cut to `max` characters with `…` when longer.
+pub fn shorten(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    match text.char_indices().nth(max) {
+        None => std::borrow::Cow::Borrowed(text),
+        Some((end, _)) => std::borrow::Cow::Owned(format!("{}…", &text[..end])),
+    }
+}
+
+/// A diagnostic whose message, help and labels are shortened (see
+/// [`shorten`]); everything else is the wrapped one's.
+struct Shortened {
+    inner: AnyDiagnostic,
+    message: String,
+}
+
+impl std::fmt::Debug for Shortened {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::fmt::Display for Shortened {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Shortened {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.inner.source()
+    }
+}
+
+impl Diagnostic for Shortened {
+    fn code<'a>(&'a self) -> Option<Box<dyn std::fmt::Display + 'a>> {
+        self.inner.code()
+    }
+    fn severity(&self) -> Option<Severity> {
+        self.inner.severity()
+    }
+    fn help<'a>(&'a self) -> Option<Box<dyn std::fmt::Display + 'a>> {
+        let help = self.inner.help()?.to_string();
+        Some(Box::new(shorten(&help, MAX_MESSAGE_CHARS).into_owned()))
+    }
+    fn url<'a>(&'a self) -> Option<Box<dyn std::fmt::Display + 'a>> {
+        self.inner.url()
+    }
+    fn source_code(&self) -> Option<&dyn miette::SourceCode> {
+        self.inner.source_code()
+    }
+    fn labels(&self) -> Option<Box<dyn Iterator<Item = miette::LabeledSpan> + '_>> {
+        let labels = self.inner.labels()?;
+        Some(Box::new(labels.map(|l| {
+            let text = l.label().map(|t| shorten(t, MAX_LABEL_CHARS).into_owned());
+            if l.primary() {
+                miette::LabeledSpan::new_primary_with_span(text, *l.inner())
+            } else {
+                miette::LabeledSpan::new_with_span(text, *l.inner())
+            }
+        })))
+    }
+    fn related<'a>(&'a self) -> Option<Box<dyn Iterator<Item = &'a dyn Diagnostic> + 'a>> {
+        self.inner.related()
+    }
+    fn diagnostic_source(&self) -> Option<&dyn Diagnostic> {
+        self.inner.diagnostic_source()
+    }
+}
+
 /// Renders one diagnostic against its source.
 pub fn render(diagnostic: AnyDiagnostic, source: &Arc<WindowedSource>, style: Style) -> Rendered {
     let is_error = diagnostic.severity().unwrap_or(Severity::Error) == Severity::Error;
+    let message = shorten(&diagnostic.to_string(), MAX_MESSAGE_CHARS).into_owned();
+    let diagnostic: AnyDiagnostic = Box::new(Shortened { inner: diagnostic, message });
     let report = Report::new_boxed(diagnostic).with_source_code(SharedSource(source.clone()));
     let handler = match style {
         Style::Terminal => {

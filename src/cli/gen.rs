@@ -140,8 +140,7 @@ pub fn generate_as(model: super::GenModel, format: super::EmitFormat, config: &G
                     let bytes = prost::Message::encode_to_vec(&graph_def);
                     let (module, _) = crate::tf::import_graphdef(&bytes, crate::tf::GraphDefFormat::Binary)
                         .map_err(|e| format!("the generated GraphDef did not import: {e}"))?;
-                    super::pipeline::emit_bytes(&module, other)
-                        .ok_or_else(|| "the generated module cannot be written in that format".to_string())
+                    super::pipeline::emit_bytes(&module, other).map_err(|e| e.to_string())
                 }
             }
         }

@@ -1,11 +1,22 @@
-//! Reading inputs and writing outputs safely.
+//! Reading inputs and writing outputs without harming the file system.
 //!
-//! Outputs go to a temporary file in the target's directory, which is then
-//! renamed over the target: a failed or interrupted run never truncates an
-//! existing file, and `fmt --write` never loses the input.
+//! An output path (`-o`, `--write`) that names a regular file, or nothing
+//! yet, is written to a temporary file beside it, `.NAME.tpu-rewrite-tmp`,
+//! which is then renamed over it: a failed or interrupted run never
+//! truncates an existing file, and `fmt --write` never loses its input. A
+//! symlink is followed, so its target is replaced and the link stays. The
+//! temporary is created with the process umask's mode, and a file that is
+//! replaced keeps its own permissions. A temporary left by a killed run is
+//! replaced on the next write to the same target.
+//!
+//! Anything else (a FIFO, a character device such as `/dev/null`,
+//! `/dev/stdout`) is opened and written directly: replacing it would
+//! destroy it. Errors name the path as the user wrote it.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+
+use super::error::CliError;
 
 /// Where an input comes from.
 #[derive(Clone, Debug)]
@@ -59,35 +70,132 @@ impl InputPath {
     }
 }
 
-/// Writes `bytes` to `path` atomically: temporary file, then rename.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let mut tmp = tempfile::NamedTempFile::new_in(&dir)?;
-    tmp.write_all(bytes)?;
-    tmp.as_file().sync_all()?;
-    if let Ok(meta) = std::fs::metadata(path) {
-        // Keep the permissions of a file we replace.
-        let _ = std::fs::set_permissions(tmp.path(), meta.permissions());
-    }
-    tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
+/// The suffix of the temporary beside an output.
+pub const TEMP_SUFFIX: &str = ".tpu-rewrite-tmp";
+
+/// The most symlinks followed from an output path (Linux's own limit).
+const MAX_SYMLINKS: usize = 40;
+
+/// How an output path is written.
+#[derive(Debug, PartialEq, Eq)]
+enum Target {
+    /// A regular file or a missing path (after symlinks): temporary + rename.
+    Replace(PathBuf),
+    /// A FIFO, a device, a socket: written in place.
+    Direct,
 }
 
-/// Writes to `path` atomically, or to standard output when `path` is `None`.
-pub fn write_output(path: Option<&Path>, bytes: &[u8]) -> std::io::Result<()> {
+/// Follows the symlinks of `path` to the file they end at (which need not exist).
+fn resolve_symlinks(path: &Path) -> std::io::Result<PathBuf> {
+    let mut current = path.to_path_buf();
+    for _ in 0..MAX_SYMLINKS {
+        match std::fs::symlink_metadata(&current) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                let link = std::fs::read_link(&current)?;
+                current = match current.parent() {
+                    Some(dir) if link.is_relative() => dir.join(link),
+                    _ => link,
+                };
+            }
+            _ => return Ok(current),
+        }
+    }
+    Err(std::io::Error::other("too many levels of symbolic links"))
+}
+
+/// Decides how to write `path`.
+fn classify(path: &Path) -> std::io::Result<Target> {
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.is_file() => Ok(Target::Replace(resolve_symlinks(path)?)),
+        Ok(meta) if meta.is_dir() => Err(std::io::Error::other("is a directory")),
+        Ok(_) => Ok(Target::Direct),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Target::Replace(resolve_symlinks(path)?)),
+        Err(e) => Err(e),
+    }
+}
+
+/// The temporary beside `target`: `.NAME.tpu-rewrite-tmp` in its directory.
+pub fn temp_path(target: &Path) -> PathBuf {
+    let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let file = format!(".{name}{TEMP_SUFFIX}");
+    match target.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.join(file),
+        _ => PathBuf::from(file),
+    }
+}
+
+/// Writes `bytes` to `target` through its temporary and a rename.
+fn replace(target: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    if target.file_name().is_none() {
+        return Err(std::io::Error::other("not a file name"));
+    }
+    let tmp = temp_path(target);
+    // A temporary left by a killed run goes first.
+    match std::fs::remove_file(&tmp) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    let written = (|| {
+        // `create_new` opens with mode 0666 under the umask, and never
+        // follows a symlink planted at the temporary's name.
+        let mut file = std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        if let Ok(meta) = std::fs::metadata(target) {
+            // A replaced file keeps its permissions.
+            file.set_permissions(meta.permissions())?;
+        }
+        std::fs::rename(&tmp, target)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
+}
+
+/// Writes `bytes` to the file at `path`: see the module documentation.
+pub fn write_file(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
+    let fail = |e: std::io::Error| CliError::Write { path: path.display().to_string(), reason: e.to_string() };
+    match classify(path).map_err(fail)? {
+        Target::Replace(target) => replace(&target, bytes).map_err(fail),
+        Target::Direct => {
+            let mut file = std::fs::OpenOptions::new().write(true).open(path).map_err(fail)?;
+            match file.write_all(bytes).and_then(|()| file.flush()) {
+                // A reader that went away (a FIFO, `/dev/stdout` into `| head`) is not our error.
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+                other => other.map_err(fail),
+            }
+        }
+    }
+}
+
+/// Writes to `path`, or to standard output when `path` is `None` or `-`.
+pub fn write_output(path: Option<&Path>, bytes: &[u8]) -> Result<(), CliError> {
     match path {
-        Some(p) if p != Path::new("-") => write_atomic(p, bytes),
+        Some(p) if p != Path::new("-") => write_file(p, bytes),
         _ => {
+            if !super::console::stdout_is_open() {
+                return Err(CliError::StdoutClosed);
+            }
             let stdout = std::io::stdout();
             let mut lock = stdout.lock();
             match lock.write_all(bytes).and_then(|_| lock.flush()) {
                 // A closed pipe (e.g. `| head`) is not an error of ours.
                 Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-                other => other,
+                Err(e) => Err(CliError::Write { path: "standard output".to_string(), reason: e.to_string() }),
+                Ok(()) => Ok(()),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_temporary_sits_beside_the_target() {
+        assert_eq!(temp_path(Path::new("a/b.opg")), PathBuf::from("a/.b.opg.tpu-rewrite-tmp"));
+        assert_eq!(temp_path(Path::new("b.opg")), PathBuf::from(".b.opg.tpu-rewrite-tmp"));
     }
 }

@@ -4,7 +4,10 @@
 //! stderr), 2 for usage errors. Outputs named with `-o` or `--write` are
 //! written atomically.
 
+#[macro_use]
+pub mod console;
 pub mod diagnostics;
+pub mod error;
 pub mod gen;
 pub mod io;
 mod pipeline;
@@ -19,6 +22,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 use crate::ir::{IrError, Module};
 use diagnostics::{render, AnyDiagnostic, Style};
+use error::CliError;
 use io::{write_output, InputPath};
 use source::WindowedSource;
 
@@ -237,8 +241,7 @@ pub fn run(cli: Cli) -> ExitCode {
                 match &input {
                     InputPath::File(p) => Some(p.clone()),
                     InputPath::Stdin => {
-                        eprintln!("error: --write needs a file, not standard input");
-                        return ExitCode::from(2);
+                        return fail_with(CliError::usage("--write needs a file, not standard input"), 2);
                     }
                 }
             } else {
@@ -252,8 +255,11 @@ pub fn run(cli: Cli) -> ExitCode {
             let Some(loaded) = pipeline::load_any(&input, input_format, &bar) else { return ExitCode::from(1) };
             drop(bar);
             match pipeline::emit_bytes(&loaded.module, format) {
-                Some(bytes) => finish(write_output(output.as_deref(), &bytes)),
-                None => ExitCode::from(1),
+                Ok(bytes) => finish(write_output(output.as_deref(), &bytes)),
+                Err(e) => {
+                    report(vec![Box::new(e)], &loaded.source);
+                    ExitCode::from(1)
+                }
             }
         }
         Command::Rewrite { file, input_format, rewrite, print_after_all, time_passes, output } => {
@@ -267,30 +273,35 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Run(args) => pipeline::run_command(args),
         Command::Gen { ops, model, format, replicas, seed, output } => {
             if replicas == 0 {
-                eprintln!("error: --replicas must be at least 1");
-                return ExitCode::from(2);
+                return fail_with(CliError::usage("--replicas must be at least 1"), 2);
             }
             let config = gen::GenConfig { ops, replicas, seed, ..gen::GenConfig::default() };
             match gen::generate_as(model, format, &config) {
                 Ok(bytes) => finish(write_output(output.as_deref(), &bytes)),
-                Err(message) => {
-                    eprintln!("error: {message}");
-                    ExitCode::from(2)
-                }
+                Err(message) => fail_with(CliError::usage(message), 2),
             }
         }
     }
 }
 
-/// Exit code for an output write: 0, or 1 with a message.
-fn finish(result: std::io::Result<()>) -> ExitCode {
+/// Exit code for an output write: 0, or 1 with its diagnostic.
+fn finish(result: Result<(), CliError>) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: cannot write output: {e}");
-            ExitCode::from(1)
-        }
+        Err(e) => fail(e),
     }
+}
+
+/// Prints a command-line error (no source to point into); exit code 1.
+pub fn fail(error: CliError) -> ExitCode {
+    fail_with(error, 1)
+}
+
+/// Prints a command-line error with the given exit code.
+pub(crate) fn fail_with(error: CliError, code: u8) -> ExitCode {
+    let source = Arc::new(WindowedSource::new("", b""));
+    errprint!("{}", render(Box::new(error), &source, Style::Terminal).text);
+    ExitCode::from(code)
 }
 
 /// A parsed and verified input with its source for later diagnostics.
@@ -302,26 +313,42 @@ pub struct Loaded {
 /// The most diagnostics printed for one input; the rest are counted.
 const MAX_SHOWN: usize = 50;
 
-/// Prints diagnostics; returns true if any is an error.
+/// What makes two diagnostics the same: code, message and labelled spans.
+fn identity_of(d: &AnyDiagnostic) -> (String, String, Vec<(usize, usize)>) {
+    let code = d.code().map(|c| c.to_string()).unwrap_or_default();
+    let spans = d.labels().map(|l| l.map(|l| (l.offset(), l.len())).collect()).unwrap_or_default();
+    (code, d.to_string(), spans)
+}
+
+/// Prints diagnostics, each distinct one once (a rewrite-made op that
+/// stands for a user's op may repeat its error); returns true if any is an
+/// error.
 pub fn report(diagnostics: Vec<AnyDiagnostic>, source: &Arc<WindowedSource>) -> bool {
     let mut any_error = false;
+    let mut seen = std::collections::HashSet::new();
+    let diagnostics: Vec<AnyDiagnostic> = diagnostics.into_iter().filter(|d| seen.insert(identity_of(d))).collect();
     let total = diagnostics.len();
     for (i, d) in diagnostics.into_iter().enumerate() {
         let is_error = d.severity().unwrap_or(miette::Severity::Error) == miette::Severity::Error;
         any_error |= is_error;
         if i < MAX_SHOWN {
-            eprint!("{}", render(d, source, Style::Terminal).text);
+            errprint!("{}", render(d, source, Style::Terminal).text);
         }
     }
     if total > MAX_SHOWN {
-        eprintln!("… and {} more diagnostics", total - MAX_SHOWN);
+        errln!("… and {} more diagnostics", total - MAX_SHOWN);
     }
     any_error
 }
 
 /// Reads an input, printing the error if it cannot be read.
 fn read_input(input: &InputPath) -> Option<Vec<u8>> {
-    input.read().map_err(|e| eprintln!("error: cannot read {}: {e}", input.display_name())).ok()
+    input
+        .read()
+        .map_err(|e| {
+            fail(CliError::Read { path: input.display_name(), reason: e.to_string() });
+        })
+        .ok()
 }
 
 /// Reads, parses and verifies an input, printing its diagnostics.
@@ -358,7 +385,7 @@ fn check(files: &[String]) -> ExitCode {
         match load(&input) {
             Some(loaded) => {
                 let nodes = loaded.module.node_count();
-                eprintln!("{}: ok ({} graph(s), {nodes} node(s))", input.display_name(), loaded.module.graphs.len());
+                errln!("{}: ok ({} graph(s), {nodes} node(s))", input.display_name(), loaded.module.graphs.len());
                 // The process is about to exit: skip freeing a possibly huge module.
                 std::mem::forget(loaded);
             }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::diagnostics::AnyDiagnostic;
+use super::error::CliError;
 use super::io::{write_output, InputPath};
 use super::progress::DelayedBar;
 use super::source::WindowedSource;
@@ -42,9 +43,9 @@ impl PhaseTimer {
         let wall = (now - then).as_secs_f64() * 1e3;
         match (cpu, cpu_then) {
             (Some(b), Some(a)) => {
-                eprintln!("{phase:<24} {wall:>12.3} ms wall {:>10.3} ms cpu", b.saturating_sub(a).as_secs_f64() * 1e3)
+                errln!("{phase:<24} {wall:>12.3} ms wall {:>10.3} ms cpu", b.saturating_sub(a).as_secs_f64() * 1e3)
             }
-            _ => eprintln!("{phase:<24} {wall:>12.3} ms wall"),
+            _ => errln!("{phase:<24} {wall:>12.3} ms wall"),
         }
         self.last.set((std::time::Instant::now(), crate::progress::process_cpu_time()));
     }
@@ -87,21 +88,16 @@ pub fn load_any(input: &InputPath, format: Option<InputFormat>, progress: &dyn P
 }
 
 /// Renders a module in an output format; GraphDef output needs one flat graph.
-pub fn emit_bytes(module: &Module, format: EmitFormat) -> Option<Vec<u8>> {
-    Some(match format {
-        EmitFormat::Text => match crate::emit::text::print_module_checked(module) {
-            Ok(text) => text.into_bytes(),
-            Err(e) => {
-                eprintln!("{:?}", miette::Report::new(e));
-                return None;
-            }
-        },
+pub fn emit_bytes(module: &Module, format: EmitFormat) -> Result<Vec<u8>, CliError> {
+    Ok(match format {
+        EmitFormat::Text => crate::emit::text::print_module_checked(module)?.into_bytes(),
         EmitFormat::Json => crate::emit::json::to_json_string(module).into_bytes(),
         EmitFormat::Dot => crate::emit::dot::to_dot(module).into_bytes(),
         EmitFormat::Pbtxt | EmitFormat::Pb => {
             let [graph] = module.graphs.as_slice() else {
-                eprintln!("error: GraphDef output holds one graph; this module has {}", module.graphs.len());
-                return None;
+                // Labelled at the second graph, the first that does not fit.
+                let span = module.graphs.get(1).map(|g| g.span).filter(|s| *s != crate::syntax::Span::DETACHED);
+                return Err(CliError::GraphDefGraphs { graphs: module.graphs.len(), span });
             };
             if format == EmitFormat::Pbtxt {
                 crate::tf::export::to_pbtxt(graph).into_bytes()
@@ -147,16 +143,16 @@ fn rewrite_forming_clusters(
     let config = match pipeline_config(args, print_after_all) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("error: {e}");
+            super::fail(CliError::usage(e));
             return None;
         }
     };
     let mut report_ = passes::run_pipeline(&mut loaded.module, &config);
     for (pass, text) in &report_.printed {
-        eprintln!("// ----- after {} -----\n{text}", pass.name());
+        errln!("// ----- after {} -----\n{text}", pass.name());
     }
     if time_passes {
-        eprint!("{}", report_.timing_table());
+        errprint!("{}", report_.timing_table());
     }
     let failed = report_.has_errors();
     let clusters = std::mem::take(&mut report_.clusters);
@@ -223,7 +219,7 @@ fn rewrite_and_lower(
         }
     };
     let Some(graph) = loaded.module.graphs.first() else {
-        eprintln!("error: the module has no graph");
+        super::fail(CliError::NoGraph);
         return None;
     };
     let lowered = if clusters.is_empty() {
@@ -237,7 +233,7 @@ fn rewrite_and_lower(
         Ok((lowered, _)) => {
             if lower_args.time_passes {
                 for phase in &lowered.phases {
-                    eprintln!("  {:<22} {:>12.3} ms wall", phase.name, phase.wall.as_secs_f64() * 1e3);
+                    errln!("  {:<22} {:>12.3} ms wall", phase.name, phase.wall.as_secs_f64() * 1e3);
                 }
             }
             Some((loaded, lowered))
@@ -307,8 +303,11 @@ pub fn lower_command(
         },
     };
     let code = match emit_bytes(&lowered, emit) {
-        Some(bytes) => finish(write_output(output.as_deref(), &bytes)),
-        None => ExitCode::from(1),
+        Ok(bytes) => finish(write_output(output.as_deref(), &bytes)),
+        Err(e) => {
+            report(vec![Box::new(e)], &loaded.source);
+            ExitCode::from(1)
+        }
     };
     // The process exits next: freeing millions of nodes one by one would
     // only add time (a tenth of a large `lower`), so leave it to the OS.
@@ -358,6 +357,10 @@ pub struct RunArgs {
     /// Print scalar fetches every N steps (default: about ten lines per run).
     #[arg(long)]
     pub log_every: Option<u64>,
+    /// The largest tensor any op may make, in bytes (default: half the
+    /// available memory). A bigger one fails at its op, before allocating.
+    #[arg(long, value_name = "BYTES")]
+    pub max_tensor_bytes: Option<u64>,
     /// The longest any device may wait for another, in seconds.
     #[arg(long, default_value_t = 30)]
     pub timeout: u64,
@@ -380,31 +383,46 @@ fn feed_dtype(lowered: &Module, tagged: &Module, tensor: &str) -> crate::ir::DTy
 
 /// Reads a JSON feed file: an object mapping tensor names to nested arrays
 /// (optionally under a `"feeds"` key).
-fn read_json_feeds(path: &std::path::Path, lowered: &Module, tagged: &Module) -> Result<Vec<(String, Tensor)>, String> {
-    let text = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+fn read_json_feeds(
+    path: &std::path::Path,
+    lowered: &Module,
+    tagged: &Module,
+) -> Result<Vec<(String, Tensor)>, CliError> {
+    let text =
+        std::fs::read(path).map_err(|e| CliError::Read { path: path.display().to_string(), reason: e.to_string() })?;
     let value: serde_json::Value =
-        serde_json::from_slice(&text).map_err(|e| format!("{}: not JSON: {e}", path.display()))?;
+        serde_json::from_slice(&text).map_err(|e| CliError::feed(format!("{}: not JSON: {e}", path.display())))?;
     let object = value.get("feeds").unwrap_or(&value);
     let serde_json::Value::Object(map) = object else {
-        return Err(format!("{}: expected an object mapping tensor names to arrays", path.display()));
+        return Err(CliError::feed(format!("{}: expected an object mapping tensor names to arrays", path.display())));
     };
     map.iter()
         .map(|(name, v)| {
-            let tensor = exec::tensor_from_json(v, feed_dtype(lowered, tagged, name))
-                .map_err(|e| format!("{}: {name}: {e}", path.display()))?;
+            let tensor = exec::tensor_from_json(v, feed_dtype(lowered, tagged, name)).map_err(|e| {
+                let node = name.split(':').next().unwrap_or(name);
+                let span = tagged.graphs.first().and_then(|g| g.find(node).map(|id| g.node(id).span));
+                CliError::FeedValue {
+                    file: path.display().to_string(),
+                    tensor: name.clone(),
+                    message: e.to_string(),
+                    span,
+                }
+            })?;
             Ok((name.clone(), tensor))
         })
         .collect()
 }
 
-fn read_feeds(args: &RunArgs, lowered: &Module, tagged: &Module) -> Result<Vec<(String, Tensor)>, String> {
+fn read_feeds(args: &RunArgs, lowered: &Module, tagged: &Module) -> Result<Vec<(String, Tensor)>, CliError> {
     let mut feeds = Vec::new();
     if let Some(path) = &args.feeds {
         feeds = read_json_feeds(path, lowered, tagged)?;
     }
     for item in &args.feed {
-        let (name, file) = item.split_once('=').ok_or_else(|| format!("--feed takes NAME=FILE.npy, got `{item}`"))?;
-        let tensor = exec::read_npy_file(std::path::Path::new(file)).map_err(|e| format!("{file}: {e}"))?;
+        let (name, file) =
+            item.split_once('=').ok_or_else(|| CliError::usage(format!("--feed takes NAME=FILE.npy, got `{item}`")))?;
+        let tensor =
+            exec::read_npy_file(std::path::Path::new(file)).map_err(|e| CliError::feed(format!("{file}: {e}")))?;
         feeds.push((name.to_string(), tensor));
     }
     Ok(feeds)
@@ -480,12 +498,12 @@ fn per_host_feeds(
     loaded: &Loaded,
     lowered: &lower::Lowered,
 ) -> Result<Vec<(String, Tensor)>, AnyDiagnostic> {
-    let message = |text: String| -> AnyDiagnostic { Box::new(miette::MietteDiagnostic::new(text)) };
+    let message = |text: String| -> AnyDiagnostic { Box::new(CliError::feed(text)) };
     let workers = lower::input_workers(&lowered.assignment);
     let host_replicas: Vec<Vec<u32>> = workers.into_iter().map(|w| w.replicas).collect();
     let mut host_feeds = Vec::with_capacity(args.feed_per_host.len());
     for path in &args.feed_per_host {
-        let feeds = read_json_feeds(path, &lowered.module, &loaded.module).map_err(message)?;
+        let feeds = read_json_feeds(path, &lowered.module, &loaded.module).map_err(|e| Box::new(e) as AnyDiagnostic)?;
         if let Some((input, _)) = feeds.iter().find(|(name, _)| replica_operands(&loaded.module, name).is_none()) {
             return Err(message(format!(
                 "{}: per-host feeds name replicated inputs (`input0:0`); `{input}` is not a `TPUReplicatedInput`",
@@ -516,14 +534,18 @@ fn per_host_feeds(
 /// first replica's copy.
 fn grouped_outputs(tagged: &Module, fetched: &[(String, Tensor)]) -> Vec<(Option<exec::ReduceOp>, exec::OutputValue)> {
     let reduce = tagged.graphs.first().map(exec::output_reduce_ops).unwrap_or_default();
-    let mut per_replica: Vec<Vec<Tensor>> = Vec::new();
+    let replica_of = |name: &str| {
+        name.trim_end_matches(":0").rsplit_once("_shard_").and_then(|(_, r)| r.parse::<u64>().ok()).unwrap_or(0)
+    };
+    // Replica numbers come from names: rank them instead of indexing by them,
+    // so `output_0_shard_99999999999` costs one slot, not 10^11.
+    let mut replicas: Vec<u64> = fetched.iter().map(|(name, _)| replica_of(name)).collect();
+    replicas.sort_unstable();
+    replicas.dedup();
+    let mut per_replica: Vec<Vec<Tensor>> = vec![Vec::new(); replicas.len()];
     for (name, t) in fetched {
-        let replica =
-            name.trim_end_matches(":0").rsplit_once("_shard_").and_then(|(_, r)| r.parse::<usize>().ok()).unwrap_or(0);
-        if per_replica.len() <= replica {
-            per_replica.resize(replica + 1, Vec::new());
-        }
-        per_replica[replica].push(t.clone());
+        let rank = replicas.binary_search(&replica_of(name)).unwrap_or(0);
+        per_replica[rank].push(t.clone());
     }
     let grouped = exec::group_outputs(per_replica, &reduce);
     grouped.into_iter().enumerate().map(|(i, v)| (reduce.get(i).copied().flatten(), v)).collect()
@@ -543,8 +565,48 @@ fn output_json((reduce, value): &(Option<exec::ReduceOp>, exec::OutputValue)) ->
     }
 }
 
+/// Progress lines for a long run when stderr is no terminal: the first
+/// after [`Heartbeat::FIRST`], then one every [`Heartbeat::EVERY`].
+struct Heartbeat {
+    total: u64,
+    enabled: bool,
+    start: std::time::Instant,
+    next: Duration,
+}
+
+impl Heartbeat {
+    const FIRST: Duration = Duration::from_secs(2);
+    const EVERY: Duration = Duration::from_secs(30);
+
+    fn new(total: u64, enabled: bool) -> Heartbeat {
+        Heartbeat { total, enabled, start: std::time::Instant::now(), next: Self::FIRST }
+    }
+
+    /// Called after `done` iterations.
+    fn tick(&mut self, done: u64) {
+        if !self.enabled || done >= self.total {
+            return;
+        }
+        let elapsed = self.start.elapsed();
+        if elapsed < self.next {
+            return;
+        }
+        self.next = elapsed + Self::EVERY;
+        let rate = done as f64 / elapsed.as_secs_f64().max(1e-9);
+        let left = Duration::from_secs_f64(((self.total - done) as f64 / rate.max(1e-9)).min(1e12));
+        errln!(
+            "iteration {done}/{} ({rate:.0}/s, about {} left; Ctrl-C stops)",
+            self.total,
+            indicatif::HumanDuration(left)
+        );
+    }
+}
+
 /// `tpu-rewrite run`.
 pub fn run_command(args: RunArgs) -> ExitCode {
+    if let Some(bytes) = args.max_tensor_bytes {
+        exec::limits::set_max_tensor_bytes(bytes);
+    }
     let input = InputPath::parse(&args.file);
     let Some((loaded, lowering)) = rewrite_and_lower(&input, args.input_format, &args.rewrite, &args.lower) else {
         return ExitCode::from(1);
@@ -552,7 +614,7 @@ pub fn run_command(args: RunArgs) -> ExitCode {
     let feeds = match read_feeds(&args, &lowering.module, &loaded.module) {
         Ok(f) => f,
         Err(e) => {
-            eprintln!("error: {e}");
+            report(vec![Box::new(e)], &loaded.source);
             return ExitCode::from(1);
         }
     };
@@ -588,14 +650,25 @@ pub fn run_command(args: RunArgs) -> ExitCode {
     let steps_per_run = u64::from(args.lower.steps_per_run.max(1));
     let total = u64::from(args.steps.max(1)) * steps_per_run;
     let log_every = args.log_every.unwrap_or((total / 10).max(1));
-    let progress = (total > 1 && !args.json && std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .then(|| indicatif::ProgressBar::new(total));
+    let on_terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let progress = (total > 1 && !args.json && on_terminal).then(|| {
+        let bar = indicatif::ProgressBar::new(total);
+        if let Ok(style) = indicatif::ProgressStyle::with_template(
+            "{bar:40} {human_pos}/{human_len} iterations, {per_sec}, {eta} left",
+        ) {
+            bar.set_style(style);
+        }
+        bar
+    });
+    // Off a terminal, a long run still says how far it is (Ctrl-C ends it).
+    let mut heartbeat = Heartbeat::new(total, progress.is_none() && total > 1);
     // The values of a step are the tensor fetches; targets (`^x`) give none.
     let fetch_names: Vec<String> = fetches.iter().filter(|f| !f.starts_with('^')).cloned().collect();
     let mut on_step = |i: u64, values: &[Tensor]| {
         if let Some(p) = &progress {
             p.inc(1);
         }
+        heartbeat.tick(i + 1);
         let last = i + 1 == total;
         if !args.json && total > 1 && ((i + 1).is_multiple_of(log_every) || last) {
             let scalars: Vec<String> = fetch_names
@@ -609,11 +682,19 @@ pub fn run_command(args: RunArgs) -> ExitCode {
                 let line = format!("step {:>6}: {}", i + 1, scalars.join(", "));
                 match &progress {
                     Some(p) => p.println(line),
-                    None => eprintln!("{line}"),
+                    None => errln!("{line}"),
                 }
             }
         }
     };
+    // Every op without a kernel, then every feed against its placeholder
+    // and every unfed placeholder, at once and located, before anything runs.
+    for errors in [exec::preflight::check_kernels(&lowered), exec::preflight::check_feeds(&lowered, &feeds)] {
+        if !errors.is_empty() {
+            report(errors.into_iter().map(|e| Box::new(e) as AnyDiagnostic).collect(), &loaded.source);
+            return ExitCode::from(1);
+        }
+    }
     let config = driver::RunConfig { steps: args.steps.max(1), timeout: Duration::from_secs(args.timeout.max(1)) };
     let outcome = driver::run(&lowered, &feeds, &fetches, &config, &mut on_step);
     if let Some(p) = &progress {
@@ -628,21 +709,19 @@ pub fn run_command(args: RunArgs) -> ExitCode {
     };
     if let Some(dir) = &args.npy_dir {
         if let Err(e) = std::fs::create_dir_all(dir) {
-            eprintln!("error: cannot create {}: {e}", dir.display());
-            return ExitCode::from(1);
+            return super::fail(CliError::Write { path: dir.display().to_string(), reason: e.to_string() });
         }
         for (name, t) in &outcome.fetched {
             let path = dir.join(format!("{}.npy", name.replace(['/', ':'], "_")));
             let bytes = match exec::write_npy(t) {
                 Ok(b) => b,
                 Err(e) => {
-                    eprintln!("error: {name}: {e}");
+                    report(vec![Box::new(e)], &loaded.source);
                     return ExitCode::from(1);
                 }
             };
-            if let Err(e) = super::io::write_atomic(&path, &bytes) {
-                eprintln!("error: cannot write {}: {e}", path.display());
-                return ExitCode::from(1);
+            if let Err(e) = super::io::write_file(&path, &bytes) {
+                return super::fail(e);
             }
         }
     }

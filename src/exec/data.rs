@@ -136,14 +136,78 @@ fn collect_leaves<'v>(
     }
 }
 
-/// A tensor from the bytes of a `.npy` file.
+/// The longest `.npy` header accepted; NumPy's own reader refuses more than 10 000 bytes.
+const MAX_NPY_HEADER: usize = 10_000;
+
+/// The deepest bracket nesting a `.npy` header may have: the dict holds a
+/// shape tuple, and a structured dtype (not supported) one more level.
+const MAX_NPY_NESTING: usize = 3;
+
+/// Checks the header of a `.npy` file before npyz parses it: its length,
+/// and how deeply it nests brackets, on which npyz's parser is exponential.
+fn check_npy_header(bytes: &[u8]) -> Result<(), ExecError> {
+    const MAGIC: &[u8] = b"\x93NUMPY";
+    let rest = bytes.strip_prefix(MAGIC).ok_or_else(|| ExecError::data(NPY, "not a .npy file (no magic string)"))?;
+    let (len, start) = match rest {
+        [1, _, a, b, ..] => (usize::from(u16::from_le_bytes([*a, *b])), MAGIC.len() + 4),
+        [2 | 3, _, a, b, c, d, ..] => (u32::from_le_bytes([*a, *b, *c, *d]) as usize, MAGIC.len() + 6),
+        [major, ..] => return Err(ExecError::data(NPY, format!("unsupported .npy version {major}"))),
+        [] => return Err(ExecError::data(NPY, "truncated .npy header")),
+    };
+    if len > MAX_NPY_HEADER {
+        return Err(ExecError::data(NPY, format!("the header is {len} bytes; at most {MAX_NPY_HEADER} are accepted")));
+    }
+    let header = bytes.get(start..start + len).ok_or_else(|| ExecError::data(NPY, "truncated .npy header"))?;
+    let (mut depth, mut quote) = (0usize, None);
+    for &b in header {
+        match (quote, b) {
+            (Some(q), _) if b == q => quote = None,
+            (Some(_), _) => {}
+            (None, b'\'' | b'"') => quote = Some(b),
+            (None, b'{' | b'(' | b'[') => {
+                depth += 1;
+                if depth > MAX_NPY_NESTING {
+                    return Err(ExecError::data(
+                        NPY,
+                        format!("the header nests brackets more than {MAX_NPY_NESTING} deep"),
+                    ));
+                }
+            }
+            (None, b'}' | b')' | b']') => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// A tensor from the bytes of a `.npy` file. The header is checked first
+/// (length, nesting), and the shape against the tensor-size limit and the
+/// bytes present, before anything is allocated for the data.
 pub fn read_npy(bytes: &[u8]) -> Result<Tensor, ExecError> {
+    check_npy_header(bytes)?;
     let file = npyz::NpyFile::new(Cursor::new(bytes)).map_err(|e| ExecError::data(NPY, e.to_string()))?;
     let shape: Vec<usize> = file
         .shape()
         .iter()
         .map(|&d| usize::try_from(d).map_err(|_| ExecError::data(NPY, format!("dimension {d} is too large"))))
         .collect::<Result<_, _>>()?;
+    let descr = file.dtype().descr();
+    let dtype = match descr.trim_matches(|c| c == '\'' || c == '<' || c == '>' || c == '|' || c == '=') {
+        "f4" => DType::F32,
+        "f8" => DType::F64,
+        "i4" => DType::I32,
+        "i8" => DType::I64,
+        _ => DType::Bool,
+    };
+    let elements =
+        super::limits::checked_elements("npy", dtype, &shape).map_err(|e| ExecError::data(NPY, e.to_string()))?;
+    let needed = elements as u64 * super::limits::element_bytes(dtype);
+    if needed > bytes.len() as u64 {
+        return Err(ExecError::data(
+            NPY,
+            format!("shape {shape:?} needs {needed} bytes of data; the file has {}", bytes.len()),
+        ));
+    }
     let order = file.order();
     let descr = file.dtype().descr();
     fn build<T: Element + npyz::Deserialize>(

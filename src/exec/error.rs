@@ -40,6 +40,15 @@ pub enum KernelError {
     #[diagnostic(code(tpu_rewrite::exec::needs_device))]
     NeedsDevice { op: String },
 
+    /// A tensor the op would make is larger than the tensor-size limit, or
+    /// its size overflows.
+    #[error("{op}: a {dtype} tensor of shape {shape} needs {bytes} bytes, over the limit of {limit}")]
+    #[diagnostic(
+        code(tpu_rewrite::exec::too_large),
+        help("the limit is half the available memory by default; `run --max-tensor-bytes N` changes it")
+    )]
+    TooLarge { op: String, shape: String, dtype: DType, bytes: String, limit: u64 },
+
     /// The kernel panicked: a bug in tpu-rewrite.
     #[error("{op}: kernel panicked (a bug in tpu-rewrite): {message}")]
     #[diagnostic(code(tpu_rewrite::exec::kernel_panic))]
@@ -79,6 +88,20 @@ pub enum ExecError {
     #[error("no kernel for {} op type(s): {}", ops.len(), ops.join(", "))]
     #[diagnostic(code(tpu_rewrite::exec::missing_kernels))]
     MissingKernels { ops: Vec<String> },
+
+    /// An op type without a kernel, at its first node (see [`crate::exec::preflight`]).
+    #[error("no kernel for op `{op}` (`%{node}`{})", if *nodes > 1 { format!(" and {} more node(s)", nodes - 1) } else { String::new() })]
+    #[diagnostic(
+        code(tpu_rewrite::exec::no_kernel),
+        help("the executor cannot run this op type; `lower` still prints its programs")
+    )]
+    NoKernel {
+        op: String,
+        node: String,
+        nodes: usize,
+        #[label("no kernel for `{op}`")]
+        span: Span,
+    },
 
     /// A graph's data and control edges form a cycle.
     #[error("graph `@{graph}` has a cycle through `%{node}`")]
@@ -178,6 +201,30 @@ pub enum ExecError {
     #[error(transparent)]
     #[diagnostic(transparent)]
     FeedFetch(Box<crate::passes::PassError>),
+
+    /// A `Placeholder` the run needs was not fed.
+    #[error("`%{node}` must be fed: it is a Placeholder of the host program")]
+    #[diagnostic(
+        code(tpu_rewrite::exec::missing_feed),
+        help("feed it with `--feed {node}:0=FILE.npy` or `--feeds FILE.json`")
+    )]
+    MissingFeed {
+        node: String,
+        #[label("this Placeholder is not fed")]
+        span: Span,
+    },
+
+    /// A feed whose dtype or shape differs from its placeholder's.
+    #[error("feed `{tensor}` is {found}, but `%{node}` takes {expected}")]
+    #[diagnostic(code(tpu_rewrite::exec::feed_mismatch), help("feed a tensor of the placeholder's dtype and shape"))]
+    FeedMismatch {
+        tensor: String,
+        node: String,
+        expected: String,
+        found: String,
+        #[label("takes {expected}")]
+        span: Span,
+    },
 
     /// A global batch that does not split evenly over the replicas.
     #[error(

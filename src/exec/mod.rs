@@ -8,6 +8,7 @@
 //!   program), with `_Send`/`_Recv` channels, collectives and per-device
 //!   variable stores that persist across steps.
 //! - [`data`]: tensors to and from JSON and `.npy`.
+//! - [`limits`]: the tensor-size limit every data-sized allocation checks.
 
 // Errors name the graph, device, node and op of a failure; they are built
 // only on cold paths, so their size does not matter.
@@ -19,8 +20,10 @@ pub mod driver;
 mod error;
 pub mod input;
 pub mod kernels;
+pub mod limits;
 mod mesh;
 pub mod outputs;
+pub mod preflight;
 mod tensor;
 
 pub use data::{read_npy, read_npy_file, tensor_from_json, tensor_to_json, write_npy, write_npy_file};

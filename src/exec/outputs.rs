@@ -81,7 +81,8 @@ pub fn group_outputs(per_replica: Vec<Vec<Tensor>>, reduce: &[Option<ReduceOp>])
 /// The reduce op of each output of a rewritten graph, indexed by output:
 /// output i's shards are `output_{i}_shard_<r>`, reading a
 /// `TPUReplicatedOutput` that may carry `reduce_op`. Outputs are counted up
-/// to the highest index found; an unmarked or unknown one is `None`.
+/// to the highest index found (below the node count, since every output has
+/// a node); an unmarked or unknown one is `None`.
 pub fn output_reduce_ops(tagged: &Graph) -> Vec<Option<ReduceOp>> {
     let mut ops: Vec<Option<ReduceOp>> = Vec::new();
     for id in tagged.node_ids() {
@@ -89,7 +90,12 @@ pub fn output_reduce_ops(tagged: &Graph) -> Vec<Option<ReduceOp>> {
         let Some(index) = node.name.strip_prefix("output_").and_then(|rest| rest.strip_suffix("_shard_0")) else {
             continue;
         };
+        // A user's node may carry such a name with any number in it: an
+        // index no output of this graph can have is not one.
         let Ok(index) = index.parse::<usize>() else { continue };
+        if index >= tagged.node_count() {
+            continue;
+        }
         let fan = tagged.data_inputs(id).first().map(|i| tagged.node(i.src));
         let reduce = fan
             .filter(|f| &*f.op == "TPUReplicatedOutput")

@@ -201,11 +201,7 @@ impl Tensor {
     /// A tensor from a literal of the IR (a `Const`'s `value`).
     pub fn from_literal(lit: &TensorLit) -> Result<Tensor, KernelError> {
         let op = "Const";
-        let shape: Vec<usize> = lit
-            .shape
-            .iter()
-            .map(|&d| usize::try_from(d).map_err(|_| KernelError::invalid(op, format!("negative dim {d} in literal"))))
-            .collect::<Result<_, _>>()?;
+        let shape = super::limits::checked_dims(op, lit.dtype, &lit.shape)?;
         let n: usize = shape.iter().product();
         fn fill<T: Clone>(values: Vec<T>, n: usize, zero: T) -> Vec<T> {
             // TensorFlow repeats the last value to fill the shape; no values means zeros.

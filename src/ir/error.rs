@@ -99,8 +99,22 @@ pub enum IrError {
         span: Span,
     },
 
+    /// An output reduction other than SUM or MEAN (TPUStrategy supports only
+    /// those two), on a region's `output_reduce_ops` or a
+    /// `TPUReplicatedOutput`'s `reduce_op`.
+    #[error("reduce op `{op}` is not supported: outputs are reduced only by SUM or MEAN")]
+    #[diagnostic(
+        code(tpu_rewrite::ir::unsupported_reduce_op),
+        help("use \"SUM\" or \"MEAN\", or \"NONE\" to keep one value per replica")
+    )]
+    UnsupportedReduceOp {
+        op: String,
+        #[label("reduce op `{op}`")]
+        span: Span,
+    },
+
     /// A replicate region is missing `num_replicas` or has a bad value.
-    #[error("replicate region needs `num_replicas` >= 1{found}")]
+    #[error("replicate region needs 1 <= `num_replicas` <= {max}{found}", max = crate::ir::MAX_REPLICAS)]
     #[diagnostic(code(tpu_rewrite::ir::num_replicas), help("write `replicate (num_replicas = 8) (...) {{ ... }}`"))]
     NumReplicas {
         found: String,

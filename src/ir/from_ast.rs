@@ -450,7 +450,14 @@ impl Shared<'_> {
                     return None;
                 }
             },
-            ast::Value::Shape(dims, _) => AttrValue::Shape(Shape { dims }),
+            ast::Value::Shape(dims, span) => {
+                // `?` is -1; anything lower is no size.
+                if let Some(bad) = dims.iter().flatten().find(|&&d| d < -1) {
+                    self.invalid(format!("shape dims are sizes or `?`, found {bad}"), span);
+                    return None;
+                }
+                AttrValue::Shape(Shape { dims })
+            }
             ast::Value::Tensor { dtype, shape, body, span } => {
                 let dtype = match dtype {
                     ast::DTypeRef::Named(name, span) => self.dtype(name, span)?,

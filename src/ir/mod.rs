@@ -13,6 +13,12 @@ pub mod types;
 pub mod verify;
 
 pub use attrs::AttrMap;
+
+/// The most replicas a computation may have (the largest TPU pods have a
+/// few thousand cores). A larger count is refused before anything is built
+/// per replica, so a hostile `num_replicas` cannot exhaust memory.
+pub const MAX_REPLICAS: i64 = 65_536;
+
 pub use error::IrError;
 pub use graph::{Edge, EdgeKind, Graph, Input, Module, Node, NodeId, NodeKind, Region, RegionId, RegionKind, ValueRef};
 pub use types::{AttrKind, AttrValue, DType, Shape, TensorData, TensorLit};

@@ -110,6 +110,11 @@ fn check_nodes(graph: &Graph, errors: &mut Vec<IrError>) {
                 }
             }
         }
+        if &*node.op == "TPUReplicatedOutput" {
+            if let Some(op) = node.attrs.get_str("reduce_op").filter(|op| !is_supported_reduce_op(op)) {
+                errors.push(IrError::UnsupportedReduceOp { op: op.to_string(), span: node.span });
+            }
+        }
         if let NodeKind::Gradients { num_ys, num_xs, has_grad_ys } = node.kind {
             let data = graph.data_inputs(id).len() as u32;
             let expected = num_ys + num_xs + if has_grad_ys { num_ys } else { 0 };
@@ -130,12 +135,21 @@ fn check_nodes(graph: &Graph, errors: &mut Vec<IrError>) {
     }
 }
 
+/// SUM and MEAN (any case), or no reduction (`NONE`, empty).
+fn is_supported_reduce_op(op: &str) -> bool {
+    op.is_empty() || ["NONE", "SUM", "MEAN"].iter().any(|k| op.eq_ignore_ascii_case(k))
+}
+
 fn check_regions(graph: &Graph, errors: &mut Vec<IrError>) {
     for region in &graph.regions {
+        let reduce_ops = region.attrs.get("output_reduce_ops").and_then(|v| v.as_list()).unwrap_or(&[]);
+        for op in reduce_ops.iter().filter_map(|v| v.as_str()).filter(|op| !is_supported_reduce_op(op)) {
+            errors.push(IrError::UnsupportedReduceOp { op: op.to_string(), span: region.keyword_span });
+        }
         let RegionKind::Replicate { inputs, outputs } = &region.kind else { continue };
         let num_replicas = match region.attrs.get("num_replicas") {
             Some(v) => match v.as_int() {
-                Some(n) if n >= 1 => n,
+                Some(n) if (1..=super::MAX_REPLICAS).contains(&n) => n,
                 _ => {
                     errors.push(IrError::NumReplicas { found: format!(", found {v:?}"), span: region.keyword_span });
                     continue;

@@ -28,22 +28,41 @@ pub const REPLICATED_CORE_0: &str = "/device:TPU_REPLICATED_CORE:0";
 pub struct Namer {
     next_suffix: HashMap<String, u64>,
     reserved: HashSet<String>,
+    /// For [`Namer::case_insensitive`]: every name in use, lowercased.
+    folded: Option<HashSet<String>>,
 }
 
 impl Namer {
     /// A namer that also avoids `reserved` (e.g. cluster names in use).
     pub fn with_reserved(reserved: HashSet<String>) -> Namer {
-        Namer { next_suffix: HashMap::new(), reserved }
+        Namer { next_suffix: HashMap::new(), reserved, folded: None }
+    }
+
+    /// A namer that, like TensorFlow's `Graph.unique_name`, compares names
+    /// ignoring case: with a node `Cluster` in `graph`, `cluster` is taken.
+    /// Costs one pass over the graph's names.
+    pub fn case_insensitive(graph: &Graph, reserved: HashSet<String>) -> Namer {
+        let mut folded: HashSet<String> = graph.node_ids().map(|id| graph.node(id).name.to_lowercase()).collect();
+        folded.extend(reserved.iter().map(|r| r.to_lowercase()));
+        Namer { next_suffix: HashMap::new(), reserved, folded: Some(folded) }
     }
 
     fn taken(&self, graph: &Graph, name: &str) -> bool {
-        graph.find(name).is_some() || self.reserved.contains(name)
+        let folded = self.folded.as_ref().is_some_and(|f| f.contains(&name.to_lowercase()));
+        folded || graph.find(name).is_some() || self.reserved.contains(name)
+    }
+
+    fn reserve(&mut self, name: &str) {
+        if let Some(folded) = &mut self.folded {
+            folded.insert(name.to_lowercase());
+        }
+        self.reserved.insert(name.to_string());
     }
 
     /// A name free in `graph` and not handed out before; it is reserved.
     pub fn fresh(&mut self, graph: &Graph, base: &str) -> String {
         if !self.taken(graph, base) {
-            self.reserved.insert(base.to_string());
+            self.reserve(base);
             return base.to_string();
         }
         let mut i = self.next_suffix.get(base).copied().unwrap_or(1);
@@ -52,7 +71,7 @@ impl Namer {
             i += 1;
             if !self.taken(graph, &candidate) {
                 self.next_suffix.insert(base.to_string(), i);
-                self.reserved.insert(candidate.clone());
+                self.reserve(&candidate);
                 return candidate;
             }
         }

@@ -196,6 +196,20 @@ pub enum PassError {
         span: Span,
     },
 
+    /// A collective's replica groups do not partition its cluster's replicas.
+    #[error("`%{node}` in cluster `{cluster}` has invalid replica groups: {reason}")]
+    #[diagnostic(
+        code(tpu_rewrite::passes::invalid_replica_groups),
+        help("group_assignment lists every replica 0..num_replicas exactly once, in groups of equal size")
+    )]
+    InvalidReplicaGroups {
+        node: String,
+        cluster: String,
+        reason: String,
+        #[label("{reason}")]
+        span: Span,
+    },
+
     /// An op tagged outside-compilation that belongs to no cluster.
     #[error("`%{node}` has `_xla_outside_compilation = \"{oc}\"` but no `_tpu_replicate`")]
     #[diagnostic(

@@ -76,8 +76,12 @@ pub fn fan_out(graph: &mut Graph) -> Vec<PassError> {
         for (i, value) in tensors.iter().enumerate() {
             let output = value.output.unwrap_or(0);
             let dtype = output_dtype(graph, value.node, output);
-            let device = graph.node(value.node).device.clone().unwrap_or_else(|| REPLICATED_CORE_0.into());
+            let producer = graph.node(value.node);
+            let device = producer.device.clone().unwrap_or_else(|| REPLICATED_CORE_0.into());
+            // The identity stands for the user's op: a problem with its
+            // placement is shown there (once: equal diagnostics are merged).
             let mut identity = Node::op(namer.fresh(graph, "Identity"), "Identity")
+                .with_span(producer.span)
                 .with_device(device)
                 .with_attr(TPU_OUTPUT_IDENTITY, AttrValue::Bool(true))
                 .with_attr(TPU_REPLICATE, tag.clone());

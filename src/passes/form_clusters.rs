@@ -13,7 +13,8 @@
 //! usable `num_replicas`; `_xla_outside_compilation` without
 //! `_tpu_replicate`; a `TPUReplicatedInput` whose operand count is not
 //! `num_replicas`; a `TPUReplicatedOutput` whose result count is not
-//! `num_replicas` or that does not read exactly one tensor; and an op that
+//! `num_replicas` or that does not read exactly one tensor; a collective
+//! whose replica groups do not partition the replicas; and an op that
 //! depends on a cluster and feeds back into it (a cycle once the cluster
 //! is contracted to one node). Clusters with broken metadata are left out
 //! of the result. Cost: O(nodes + edges) plus sorting each cluster's lists.
@@ -175,8 +176,14 @@ fn form_one(graph: &Graph, name: &str, group: &Group, errors: &mut Vec<PassError
             None => Err(invalid(format!("`{key}` is missing or not an int"))),
         }
     };
+    let bounded = |key: &str| match positive(key, None) {
+        Ok(n) if i64::from(n) > crate::ir::MAX_REPLICAS => {
+            Err(invalid(format!("`{key}` = {n} is more than {}", crate::ir::MAX_REPLICAS)))
+        }
+        other => other,
+    };
     let (num_replicas, num_cores_per_replica) =
-        match (positive("num_replicas", None), positive("num_cores_per_replica", Some(1))) {
+        match (bounded("num_replicas"), positive("num_cores_per_replica", Some(1))) {
             (Ok(r), Ok(c)) => (r, c),
             (r, c) => {
                 errors.extend(r.err());
@@ -227,6 +234,7 @@ fn form_one(graph: &Graph, name: &str, group: &Group, errors: &mut Vec<PassError
             });
         }
     }
+    super::replica_groups::check(graph, name, num_replicas, &group.members, errors);
     let mut outside_compilation: BTreeMap<String, Vec<NodeId>> = BTreeMap::new();
     for &id in &group.members {
         if let Some(oc) = graph.node(id).attrs.get_str(OUTSIDE_COMPILATION) {

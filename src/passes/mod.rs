@@ -23,6 +23,7 @@ pub mod gradients;
 pub mod host_compute_core;
 pub mod metadata;
 pub mod outside_compilation;
+pub mod replica_groups;
 pub mod replicate_clustering;
 pub mod unsupported_ops;
 

@@ -42,7 +42,9 @@ pub fn replicate_clustering(graph: &mut Graph) -> Vec<PassError> {
             }
         }
     }
-    let mut namer = Namer::with_reserved(in_use);
+    // Cluster names avoid node names and each other ignoring case, as TF's
+    // `Graph.unique_name` does.
+    let mut namer = Namer::case_insensitive(graph, in_use);
 
     // `cluster_of_region[r]`: the cluster name of the nearest enclosing
     // replicate region of `r`, if that region is named.
@@ -62,10 +64,10 @@ pub fn replicate_clustering(graph: &mut Graph) -> Vec<PassError> {
             continue;
         }
         match region.num_replicas() {
-            Some(n) if n >= 1 => {}
+            Some(n) if (1..=crate::ir::MAX_REPLICAS).contains(&n) => {}
             _ => {
                 errors.push(PassError::MalformedRegion {
-                    reason: "`num_replicas` must be an integer >= 1".into(),
+                    reason: format!("`num_replicas` must be an integer from 1 to {}", crate::ir::MAX_REPLICAS),
                     span: region.keyword_span,
                 });
                 continue;

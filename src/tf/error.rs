@@ -162,6 +162,21 @@ pub enum ImportError {
         span: Span,
     },
 
+    /// A shape with a dimension below -1 (-1 is unknown), or a tensor with a
+    /// negative dimension.
+    #[error("node `{node}`: {what} has dimension {dim}")]
+    #[diagnostic(
+        code(tpu_rewrite::import::negative_dim),
+        help("dimensions are sizes >= 0; a shape attribute may use -1 for an unknown one")
+    )]
+    NegativeDim {
+        node: String,
+        what: String,
+        dim: i64,
+        #[label("in this node")]
+        span: Span,
+    },
+
     /// A part of a value the IR cannot hold; it is dropped.
     #[error("node `{node}`: {what} is not supported and is dropped")]
     #[diagnostic(code(tpu_rewrite::import::unsupported_value), severity(Warning))]

@@ -291,6 +291,14 @@ impl Ctx<'_> {
             }
             return Shape::unknown();
         }
+        if let Some(dim) = s.dim.iter().map(|d| d.size).find(|&d| d < -1) {
+            self.errors.push(ImportError::NegativeDim {
+                node: self.node.to_string(),
+                what: "a shape".into(),
+                dim,
+                span: self.span,
+            });
+        }
         Shape::known(s.dim.into_iter().map(|d| d.size).collect())
     }
 
@@ -306,6 +314,14 @@ impl Ctx<'_> {
             },
             None => Vec::new(),
         };
+        if let Some(&dim) = shape.iter().find(|&&d| d < 0) {
+            self.errors.push(ImportError::NegativeDim {
+                node: self.node.to_string(),
+                what: "a tensor".into(),
+                dim,
+                span: self.span,
+            });
+        }
         if t.version_number != 0 {
             self.drop_warning("a tensor's version_number");
         }

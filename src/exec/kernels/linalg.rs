@@ -70,6 +70,10 @@ fn bmm<T: Num>(
         ));
     }
     let batch = broadcast_shape(op, &av.shape()[..ra - 2], &bv.shape()[..rb - 2])?;
+    // The broadcast operands and the product, sized before any is built.
+    for inner in [[m, k], [k, n], [m, n]] {
+        crate::exec::limits::checked_elements(op, T::DTYPE, &[batch.as_slice(), &inner].concat())?;
+    }
     let count: usize = batch.iter().product();
     let full = |inner: [usize; 2]| IxDyn(&[batch.as_slice(), &inner].concat());
     let bad = || KernelError::invalid(op, "batch dimensions do not broadcast");

@@ -120,7 +120,8 @@ macro_rules! int_num {
             }
             fn floor_div(self, o: Self) -> Self {
                 let q = self.wrapping_div(o);
-                if (self % o != 0) && ((self < 0) != (o < 0)) {
+                // `wrapping_rem` keeps `MIN % -1` (which is 0) from panicking.
+                if (self.wrapping_rem(o) != 0) && ((self < 0) != (o < 0)) {
                     q.wrapping_sub(1)
                 } else {
                     q
@@ -247,7 +248,10 @@ pub(crate) fn broadcast_zip<A: Copy, B: Copy, C>(
     if x.shape() == y.shape() {
         return Ok(Zip::from(x).and(y).map_collect(|&a, &b| f(a, b)));
     }
-    let shape = IxDyn(&broadcast_shape(op, x.shape(), y.shape())?);
+    let joined = broadcast_shape(op, x.shape(), y.shape())?;
+    // The result's element type is unknown here; 8 bytes bounds every numeric one.
+    crate::exec::limits::checked_elements(op, DType::F64, &joined)?;
+    let shape = IxDyn(&joined);
     let bad = || KernelError::invalid(op, format!("shapes {:?} and {:?} do not broadcast", x.shape(), y.shape()));
     let xv = x.broadcast(shape.clone()).ok_or_else(bad)?;
     let yv = y.broadcast(shape).ok_or_else(bad)?;
@@ -687,6 +691,21 @@ mod tests {
         assert_eq!(out.to_vec::<i32>().unwrap(), vec![3, -4, -4, 3]);
         let zero = Tensor::vector(vec![1i32, 0, 1, 1]);
         assert!(binary("FloorDiv", BinaryOp::FloorDiv, &x, &zero).is_err());
+    }
+
+    #[test]
+    fn integer_min_by_minus_one_wraps() {
+        // TensorFlow wraps `MIN / -1` to MIN, and the remainder is 0.
+        for b in [BinaryOp::Div, BinaryOp::FloorDiv, BinaryOp::FloorMod] {
+            let x32 = Tensor::vector(vec![i32::MIN, i32::MIN]);
+            let out = binary("op", b, &x32, &Tensor::scalar(-1i32)).unwrap();
+            let want = if b == BinaryOp::FloorMod { 0 } else { i32::MIN };
+            assert_eq!(out.to_vec::<i32>().unwrap(), vec![want, want], "{b:?}");
+            let x64 = Tensor::vector(vec![i64::MIN]);
+            let out = binary("op", b, &x64, &Tensor::scalar(-1i64)).unwrap();
+            let want = if b == BinaryOp::FloorMod { 0 } else { i64::MIN };
+            assert_eq!(out.to_vec::<i64>().unwrap(), vec![want], "{b:?}");
+        }
     }
 
     #[test]

@@ -136,6 +136,9 @@ pub(crate) fn tile(op: &str, x: &Tensor, multiples: &Tensor) -> Result<Tensor, K
             format!("multiples has {} entries but the input has rank {}", m.len(), x.shape().len()),
         ));
     }
+    let tiled: Option<Vec<usize>> = x.shape().iter().zip(&m).map(|(&d, &k)| d.checked_mul(k)).collect();
+    let tiled = tiled.ok_or_else(|| KernelError::invalid(op, format!("multiples {m:?} overflow the shape")))?;
+    crate::exec::limits::checked_elements(op, x.dtype(), &tiled)?;
     Ok(any_array!(op, x, a => tile_array(op, a, &m)?))
 }
 
@@ -145,6 +148,7 @@ pub(crate) fn fill(op: &str, shape: &Tensor, value: &Tensor) -> Result<Tensor, K
     if !value.shape().is_empty() {
         return Err(KernelError::invalid(op, format!("value must be a scalar, got shape {:?}", value.shape())));
     }
+    crate::exec::limits::checked_elements(op, value.dtype(), &shape)?;
     let empty = || KernelError::invalid(op, "value has no element");
     Ok(any_array!(op, value, a => ArcArray::from_elem(IxDyn(&shape), a.first().cloned().ok_or_else(empty)?)))
 }
@@ -169,6 +173,7 @@ pub(crate) fn broadcast_to(op: &str, x: &Tensor, shape: &Tensor) -> Result<Tenso
     if joined != target {
         return Err(KernelError::invalid(op, format!("cannot broadcast shape {:?} to {target:?}", x.shape())));
     }
+    crate::exec::limits::checked_elements(op, x.dtype(), &target)?;
     let bad = || KernelError::invalid(op, format!("cannot broadcast shape {:?} to {target:?}", x.shape()));
     Ok(any_array!(op, x, a => a.broadcast(IxDyn(&target)).ok_or_else(bad)?.to_owned().into_shared()))
 }
@@ -253,6 +258,7 @@ pub(crate) fn range(op: &str, start: &Tensor, limit: &Tensor, delta: &Tensor) ->
         if count > (1u64 << 31) as f64 {
             return Err(KernelError::invalid(op, format!("{count} elements are too many")));
         }
+        crate::exec::limits::checked_elements(op, T::DTYPE, &[count as usize])?;
         let values = (0..count as usize).map(|i| s.add(T::from_usize(i).mul(d))).collect();
         Ok(Tensor::vector(values))
     }
@@ -323,7 +329,10 @@ pub(crate) fn dynamic_stitch(op: &str, inputs: &[Tensor]) -> Result<Tensor, Kern
             ));
         }
     }
-    let count = rows.iter().flatten().map(|&i| i + 1).max().unwrap_or(0);
+    let count = rows.iter().flatten().map(|&i| i.saturating_add(1)).max().unwrap_or(0);
+    // The output's first dim comes from the index values: size it first.
+    let out_shape: Vec<usize> = std::iter::once(count).chain(row_shape.iter().copied()).collect();
+    crate::exec::limits::checked_elements(op, first.dtype(), &out_shape)?;
     let row_len: usize = row_shape.iter().product();
     fn run<T: Element + Default>(
         op: &str,
@@ -365,6 +374,7 @@ pub(crate) fn select(op: &str, condition: &Tensor, t: &Tensor, e: &Tensor) -> Re
     let c =
         condition.array::<bool>().ok_or_else(|| KernelError::dtype(op, condition.dtype(), "condition must be bool"))?;
     let shape = broadcast_shape(op, &broadcast_shape(op, c.shape(), t.shape())?, e.shape())?;
+    crate::exec::limits::checked_elements(op, t.dtype(), &shape)?;
     let bad = || {
         KernelError::invalid(
             op,

@@ -1,0 +1,200 @@
+//! Resource limits, checked before anything is allocated: tensor sizes
+//! (`--max-tensor-bytes`), negative dims, replica counts, numbers parsed
+//! out of names, `.npy` headers, long tokens in diagnostics, and operand
+//! counts (adding an input is O(1)).
+
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_tpu-rewrite");
+
+fn run_in(dir: &tempfile::TempDir, name: &str, text: &str, args: &[&str]) -> Output {
+    let path = dir.path().join(name);
+    std::fs::write(&path, text).unwrap();
+    let mut all: Vec<&str> = vec![args[0], path.to_str().unwrap()];
+    all.extend(&args[1..]);
+    Command::new(BIN).args(&all).env("NO_COLOR", "1").output().unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A one-replica graph whose body is `body`, returning `%out`.
+fn replicated(body: &str) -> String {
+    format!(
+        "graph @main {{\n  %c = Const() {{dtype = f32, value = tensor(f32, []) [1.0]}}\n  \
+         replicate (num_replicas = 1) (%a = [%c]) {{\n{body}\n    return %out\n  }}\n}}\n"
+    )
+}
+
+/// Exit 1 with the too_large code, a label at the op, and no panic.
+fn assert_too_large(o: &Output, op_text: &str) {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("tpu_rewrite::exec::too_large") || err.contains("over the limit"), "{err}");
+    assert!(err.contains(op_text), "the op is not shown:\n{err}");
+    assert!(!err.contains("panicked") && !err.contains("memory allocation"), "{err}");
+}
+
+#[test]
+fn a_huge_const_fill_or_tile_fails_at_its_op() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        ("const", "    %out = Const() {dtype = f32, value = tensor(f32, [1000000000000]) [1.0]}"),
+        (
+            "fill",
+            "    %d = Const() {dtype = i32, value = tensor(i32, [2]) [2147483647, 2147483647]}\n    \
+             %out = Fill(%d, %a) {T = f32}",
+        ),
+        (
+            "tile",
+            "    %v = Const() {dtype = f32, value = tensor(f32, [2]) [1.0, 2.0]}\n    \
+             %m = Const() {dtype = i32, value = tensor(i32, [1]) [2147483647]}\n    \
+             %out = Tile(%v, %m) {T = f32}",
+        ),
+        (
+            "stitch",
+            "    %i = Const() {dtype = i64, value = tensor(i64, [1]) [1099511627776]}\n    \
+             %v = Const() {dtype = f32, value = tensor(f32, [1]) [1.0]}\n    \
+             %out = DynamicStitch(%i, %v) {N = 1, T = f32}",
+        ),
+    ];
+    for (name, body) in cases {
+        let start = Instant::now();
+        let o = run_in(&dir, &format!("{name}.opg"), &replicated(body), &["run"]);
+        assert_too_large(&o, "%out");
+        assert!(start.elapsed() < Duration::from_secs(30), "{name}");
+    }
+}
+
+#[test]
+fn max_tensor_bytes_sets_the_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = "    %out = Const() {dtype = f32, value = tensor(f32, [1000]) [1.0]}";
+    let o = run_in(&dir, "c.opg", &replicated(body), &["run", "--max-tensor-bytes", "3999"]);
+    assert_too_large(&o, "%out");
+    let o = run_in(&dir, "c.opg", &replicated(body), &["run", "--max-tensor-bytes", "4000"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+#[test]
+fn negative_dims_are_rejected_at_import() {
+    let dir = tempfile::tempdir().unwrap();
+    let opg = "graph @main {\n  %p = Placeholder() {dtype = f32, shape = shape[-5, 3]}\n}\n";
+    let o = run_in(&dir, "p.opg", opg, &["check"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("found -5"), "{}", stderr(&o));
+    let opg = "graph @main {\n  %c = Const() {dtype = f32, value = tensor(f32, [-2]) [1.0]}\n}\n";
+    assert_eq!(run_in(&dir, "c.opg", opg, &["check"]).status.code(), Some(1));
+    let pbtxt =
+        "node { name: \"p\" op: \"Placeholder\" attr { key: \"shape\" value { shape { dim { size: -3 } } } } }\n\
+                 node { name: \"c\" op: \"Const\" attr { key: \"value\" value { tensor { dtype: DT_FLOAT \
+                 tensor_shape { dim { size: -1 } } } } } }\n";
+    let o = run_in(&dir, "g.pbtxt", pbtxt, &["emit"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(err.contains("tpu_rewrite::import::negative_dim") && err.contains("node `p`") && err.contains("node `c`"));
+    // -1 is an unknown dim in a shape attribute, and stays accepted.
+    let opg = "graph @main {\n  %p = Placeholder() {dtype = f32, shape = shape[?, 3]}\n}\n";
+    assert!(run_in(&dir, "q.opg", opg, &["check"]).status.success());
+}
+
+#[test]
+fn a_huge_replica_count_fails_fast() {
+    let dir = tempfile::tempdir().unwrap();
+    let opg = "graph @main {\n  replicate (num_replicas = 9223372036854775807) () {\n    %a = NoOp()\n  }\n}\n";
+    for command in ["check", "rewrite"] {
+        let start = Instant::now();
+        let o = run_in(&dir, "r.opg", opg, &[command]);
+        assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+        assert!(stderr(&o).contains("num_replicas"), "{}", stderr(&o));
+        assert!(start.elapsed() < Duration::from_secs(10));
+    }
+    let pbtxt = "node { name: \"m\" op: \"TPUReplicateMetadata\" attr { key: \"num_replicas\" value { i: 9223372036854775807 } } \
+                 attr { key: \"_tpu_replicate\" value { s: \"c\" } } }\n\
+                 node { name: \"x\" op: \"NoOp\" attr { key: \"_tpu_replicate\" value { s: \"c\" } } }\n";
+    let start = Instant::now();
+    let o = run_in(&dir, "r.pbtxt", pbtxt, &["rewrite"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("num_replicas"), "{}", stderr(&o));
+    assert!(start.elapsed() < Duration::from_secs(10));
+}
+
+#[test]
+fn a_number_in_a_node_name_sizes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let opg = "graph @main {\n  %c = Const() {dtype = f32, value = tensor(f32, []) [1.0]}\n  \
+               replicate (num_replicas = 2) (%a = [%c, %c]) {\n    %twice = AddV2(%a, %a) {T = f32}\n    return %twice\n  }\n  \
+               %output_99999999999_shard_0 = Identity(%c) {T = f32}\n  \
+               %output_0_shard_18446744073709551615 = Identity(%c) {T = f32}\n}\n";
+    let start = Instant::now();
+    let o = run_in(&dir, "n.opg", opg, &["run"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(start.elapsed() < Duration::from_secs(30));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("= 2.0"));
+}
+
+/// A `.npy` v1 file with `header` (padded as NumPy pads it) and `data`.
+fn npy(header: &str, data: &[u8]) -> Vec<u8> {
+    let mut h = header.to_string();
+    while !(10 + h.len() + 1).is_multiple_of(64) {
+        h.push(' ');
+    }
+    h.push('\n');
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    bytes.extend((h.len() as u16).to_le_bytes());
+    bytes.extend(h.as_bytes());
+    bytes.extend(data);
+    bytes
+}
+
+#[test]
+fn a_deeply_nested_or_lying_npy_header_is_refused_quickly() {
+    let dir = tempfile::tempdir().unwrap();
+    let graph = "graph @main {\n  %x = Placeholder() {dtype = f32, shape = shape[2]}\n  \
+                 replicate (num_replicas = 1) (%a = [%x]) {\n    %out = Identity(%a) {T = f32}\n    return %out\n  }\n}\n";
+    let g = dir.path().join("g.opg");
+    std::fs::write(&g, graph).unwrap();
+    let nested =
+        format!("{{'descr': '<f4', 'fortran_order': False, 'shape': {}(2,){}, }}", "[".repeat(22), "]".repeat(22));
+    let lying = "{'descr': '<f4', 'fortran_order': False, 'shape': (1000000000000,), }";
+    for (name, header) in [("nested", nested.as_str()), ("lying", lying)] {
+        let file = dir.path().join(format!("{name}.npy"));
+        std::fs::write(&file, npy(header, &[0; 8])).unwrap();
+        let start = Instant::now();
+        let o = Command::new(BIN)
+            .args(["run", g.to_str().unwrap(), "--feed", &format!("x:0={}", file.display())])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(1), "{name}: {}", stderr(&o));
+        assert!(stderr(&o).contains("tpu_rewrite::cli::feed"), "{name}: {}", stderr(&o));
+        assert!(start.elapsed() < Duration::from_secs(10), "{name}");
+    }
+}
+
+#[test]
+fn a_twenty_megabyte_token_gets_a_short_diagnostic() {
+    let dir = tempfile::tempdir().unwrap();
+    let token = "a".repeat(20 << 20);
+    let opg = format!("graph @main {{\n  %a = NoOp() {{k = {token}}}\n}}\n");
+    let o = run_in(&dir, "t.opg", &opg, &["check"]);
+    assert_eq!(o.status.code(), Some(1));
+    // The old renderer printed the token in full (21 MB of stderr).
+    assert!(o.stderr.len() < 16 << 10, "{} bytes of diagnostics", o.stderr.len());
+    assert!(stderr(&o).contains('…'));
+}
+
+#[test]
+fn one_node_with_200k_operands_checks_fast() {
+    let dir = tempfile::tempdir().unwrap();
+    let operands = vec!["%c"; 200_000].join(", ");
+    let opg = format!(
+        "graph @main {{\n  %c = Const() {{dtype = f32, value = tensor(f32, []) [1.0]}}\n  %s = AddN({operands}) {{T = f32, N = 200000}}\n}}\n"
+    );
+    let start = Instant::now();
+    let o = run_in(&dir, "wide.opg", &opg, &["check"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // Quadratic counting took 36 s; linear takes well under a second.
+    assert!(start.elapsed() < Duration::from_secs(15), "{:?}", start.elapsed());
+}

@@ -19,3 +19,4 @@ pub mod passes;
 pub mod progress;
 pub mod syntax;
 pub mod tf;
+pub mod xla;

@@ -1,0 +1,22 @@
+//! XLA interop: StableHLO out, and a PJRT backend that runs it.
+//!
+//! - [`ffi`]: the subset of the PJRT C API tpu-rewrite calls, and the
+//!   plugin loader (version, table size and function checks).
+//! - [`plugin`]: where the plugin is found, and the fetch of the pinned
+//!   CPU plugin into a cache outside git.
+//! - [`client`]: a PJRT client (devices, compile, buffers, execute).
+//! - [`proto`]: the `xla.CompileOptionsProto` fields tpu-rewrite sets.
+//! - [`stablehlo`]: a replicate cluster's device program as a StableHLO
+//!   module (one small builder per op, in a table).
+//! - [`backend`]: `run --backend pjrt`: host ops on the simulator's
+//!   kernels, the device program on XLA.
+
+pub mod backend;
+pub mod client;
+mod error;
+pub mod ffi;
+pub mod plugin;
+pub mod proto;
+pub mod stablehlo;
+
+pub use error::XlaError;

@@ -39,7 +39,8 @@ fn eight_device_all_reduce() {
     let args: Vec<Vec<_>> = (0..8)
         .map(|r| vec![client.to_device(&Tensor::vector(vec![r as f32, 1.0]), r, "x").expect("to device")])
         .collect();
-    let outputs = exe.execute(args).expect("execute");
+    let refs: Vec<Vec<_>> = args.iter().map(|row: &Vec<_>| row.iter().collect()).collect();
+    let outputs = exe.execute(&refs).expect("execute");
     for (r, out) in outputs.iter().enumerate() {
         let t = out[0].to_host("out").expect("to host");
         assert_eq!(t.to_vec::<f32>().expect("f32"), vec![28.0, 8.0], "replica {r}");

@@ -298,7 +298,9 @@ unsafe impl Sync for Executable {}
 impl Executable {
     /// Runs once on every device: `args[d]` are device d's arguments (on
     /// device d). Returns each device's outputs, after the run finished.
-    pub fn execute(&self, args: Vec<Vec<DeviceBuffer>>) -> Result<Vec<Vec<DeviceBuffer>>, XlaError> {
+    /// An argument the program aliases to an output (a variable) is
+    /// donated: its buffer must not be used again.
+    pub fn execute(&self, args: &[Vec<&DeviceBuffer>]) -> Result<Vec<Vec<DeviceBuffer>>, XlaError> {
         if args.len() != self.devices {
             return Err(XlaError::UnsupportedGraph {
                 message: format!("{}: {} argument lists for {} devices", self.name, args.len(), self.devices),
@@ -331,7 +333,6 @@ impl Executable {
         for event in events.into_iter().filter(|e| !e.is_null()) {
             await_event(&self.plugin, event, &self.name)?;
         }
-        drop(args);
         Ok(result)
     }
 }

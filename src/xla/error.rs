@@ -62,6 +62,14 @@ pub enum XlaError {
     )]
     Devices { program: String, needed: usize, available: usize, platform: String },
 
+    /// The plugin drives hardware this machine does not have.
+    #[error("PJRT plugin {path} needs {kind} devices, and this machine has none (looked for {looked})")]
+    #[diagnostic(
+        code(tpu_rewrite::xla::no_devices),
+        help("run on a {kind} host, or use the CPU plugin (omit --pjrt-plugin to use the cached one)")
+    )]
+    NoDevices { path: String, kind: String, looked: String },
+
     /// An op of the device program has no StableHLO lowering.
     #[error("{node}: op `{op}` has no StableHLO lowering")]
     #[diagnostic(code(tpu_rewrite::xla::unsupported_op), help("see docs/xla.md for the ops the emitter lowers"))]

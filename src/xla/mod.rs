@@ -15,6 +15,7 @@ pub mod backend;
 pub mod client;
 mod error;
 pub mod ffi;
+pub mod host;
 pub mod plugin;
 pub mod proto;
 pub mod stablehlo;

@@ -636,7 +636,12 @@ pub fn run_command(args: RunArgs) -> ExitCode {
                 feeds: &feeds,
             };
             match crate::xla::backend::run(graph, &assignment, &config) {
-                Ok(o) => Ok(o.run),
+                // The simulator's default fetches, in its order, so both backends print alike.
+                Ok(mut o) => {
+                    let mut by_name: std::collections::HashMap<String, Tensor> = o.run.fetched.drain(..).collect();
+                    o.run.fetched = fetches.iter().filter_map(|n| by_name.remove_entry(n)).collect();
+                    Ok(o.run)
+                }
                 Err(e) => {
                     report(vec![Box::new(e)], &loaded.source);
                     return ExitCode::from(1);

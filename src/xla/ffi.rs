@@ -333,7 +333,9 @@ pub const HOST_BUFFER_IMMUTABLE_ONLY_DURING_CALL: i32 = 0;
 pub struct Plugin {
     /// The `PJRT_Api` the plugin returned; valid while `_library` is open.
     api: *const Api,
-    _library: libloading::Library,
+    /// Never closed: XLA's worker threads outlive any one client, and a
+    /// plugin unloaded under them crashes the process at exit.
+    _library: std::mem::ManuallyDrop<libloading::Library>,
     /// Where the plugin was loaded from.
     pub path: std::path::PathBuf,
     /// `(major, minor)` the plugin reports.
@@ -399,7 +401,12 @@ pub fn load(path: &Path) -> Result<Plugin, XlaError> {
     if let Some((name, _)) = REQUIRED.iter().find(|(_, get)| get(table).is_none()) {
         return Err(refuse(format!("it does not implement `{name}`")));
     }
-    let plugin = Plugin { api, _library: library, path: path.to_path_buf(), version: (major, minor) };
+    let plugin = Plugin {
+        api,
+        _library: std::mem::ManuallyDrop::new(library),
+        path: path.to_path_buf(),
+        version: (major, minor),
+    };
     let mut args = PluginInitializeArgs::new();
     // SAFETY: checked present; the args struct is valid for the call.
     let err = unsafe { call(plugin.api().plugin_initialize, &mut args) };

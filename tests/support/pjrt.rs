@@ -7,6 +7,8 @@
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
+use tpu_rewrite::exec::Tensor;
+use tpu_rewrite::ir::{DType, Graph};
 use tpu_rewrite::xla::{ffi, plugin};
 
 /// The pinned plugin's path, fetching it first if needed.
@@ -39,4 +41,26 @@ pub fn loaded() -> Arc<ffi::Plugin> {
     PLUGIN
         .get_or_init(|| Arc::new(ffi::load(&plugin_path()).unwrap_or_else(|e| panic!("cannot load the plugin: {e}"))))
         .clone()
+}
+
+/// Deterministic feeds for every `Placeholder` of a tagged graph: small
+/// values in [-2, 2] (floats) or [-3, 3] (ints), varying with position.
+pub fn synthetic_feeds(graph: &Graph) -> Vec<(String, Tensor)> {
+    let mut out = Vec::new();
+    for (k, id) in graph.nodes_in_order().into_iter().enumerate() {
+        let node = graph.node(id);
+        if &*node.op != "Placeholder" {
+            continue;
+        }
+        let dims = node.attrs.get("shape").and_then(|s| s.as_shape()).and_then(|s| s.dims.clone()).unwrap_or_default();
+        let shape: Vec<usize> = dims.iter().map(|&d| d.max(1) as usize).collect();
+        let n: usize = shape.iter().product();
+        let value = |i: usize| (((i * 7 + k * 13) % 17) as f32 - 8.0) / 4.0;
+        let t = match node.attrs.get("dtype").and_then(|v| v.as_type()) {
+            Some(DType::I32) => Tensor::from_vec(&shape, (0..n).map(|i| ((i * 3 + k) % 7) as i32 - 3).collect()),
+            _ => Tensor::from_vec(&shape, (0..n).map(value).collect()),
+        };
+        out.push((format!("{}:0", node.name), t.expect("the values fill the shape")));
+    }
+    out
 }

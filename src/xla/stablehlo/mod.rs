@@ -43,7 +43,8 @@ use text::{Ctx, Ty, Val};
 /// Settings of an emission.
 #[derive(Clone, Debug)]
 pub struct Config<'a> {
-    /// Device iterations per run: `@main` loops this many times.
+    /// Device iterations per run: `@main` loops this many times (when the
+    /// program has one stage; see [`Staged`]).
     pub steps_per_run: u32,
     /// Feeds (tensor name → value) for the host values the program reads.
     pub feeds: &'a [(String, Tensor)],
@@ -52,14 +53,29 @@ pub struct Config<'a> {
 }
 
 /// Where an argument of `@main` comes from.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum ArgSource {
     /// A `TPUReplicatedInput`: replica r gets its operand r.
     Replicated(NodeId),
     /// A host tensor, the same on every replica.
     Host(NodeId, u32),
+    /// A value of this replica computed by an earlier stage (on the device)
+    /// or by an outside-compilation op (on the host).
+    Carried(NodeId, u32),
     /// A variable (its `VarHandleOp`), aliased to a result.
     Variable(NodeId),
+}
+
+impl ArgSource {
+    /// The order of argument kinds in `@main`.
+    fn rank(&self) -> u8 {
+        match self {
+            ArgSource::Replicated(_) => 0,
+            ArgSource::Host(..) => 1,
+            ArgSource::Carried(..) => 2,
+            ArgSource::Variable(_) => 3,
+        }
+    }
 }
 
 /// A computation output.
@@ -71,23 +87,40 @@ pub struct OutputSpec {
     pub reduce: Option<crate::exec::ReduceOp>,
 }
 
-/// An emitted module and what its signature means.
+/// One emitted module (one stage of a cluster) and what its signature means.
 #[derive(Clone, Debug)]
 pub struct Emitted {
     /// The MLIR text.
     pub module: String,
     /// `@main`'s arguments, in order.
     pub args: Vec<ArgSource>,
-    /// The argument values, `[argument][replica]`.
+    /// The argument values, `[argument][replica]` (for `Carried`
+    /// arguments, the trace's replica-0 value: the run supplies its own).
     pub arg_values: Vec<Vec<Tensor>>,
-    /// The computation outputs (the first results of `@main`).
+    /// The computation outputs this stage computes (its first results).
     pub outputs: Vec<OutputSpec>,
-    /// The variables, in argument order (the last results of `@main`).
+    /// Values later stages or host ops read (the next results).
+    pub carried: Vec<(NodeId, u32)>,
+    /// The variables, in argument order (the last results).
     pub variables: Vec<NodeId>,
     pub num_replicas: usize,
     pub num_partitions: usize,
     /// `device_ids[replica][partition]`: the device of each program copy.
     pub device_ids: Vec<Vec<i64>>,
+}
+
+/// A cluster's device program: one module per stage. Outside-compilation
+/// ops whose results the device reads split the program: stage k runs on
+/// the devices, then `host_ops[k]` run on the host for every replica, and
+/// their results are arguments of later stages. Without such ops there is
+/// one stage and no host ops.
+#[derive(Clone, Debug)]
+pub struct Staged {
+    pub stages: Vec<Emitted>,
+    /// Outside-compilation ops to run after each stage, in dependency order.
+    pub host_ops: Vec<Vec<NodeId>>,
+    /// Compile-time values host ops read from the cluster (constants).
+    pub folded: HashMap<(NodeId, u32), Tensor>,
 }
 
 /// The ops of a cluster that are not computation.
@@ -102,27 +135,32 @@ pub(crate) const VARIABLE_OPS: &[&str] = &[
     "VarIsInitializedOp",
 ];
 
-/// The device program of a cluster, before emission.
+/// A device program (or the whole cluster, for the trace), before emission.
 pub(crate) struct Program {
-    /// Device ops in dependency order.
+    /// Ops in dependency order.
     pub nodes: Vec<NodeId>,
     pub args: Vec<ArgSource>,
     pub outputs: Vec<OutputSpec>,
+    pub carried: Vec<(NodeId, u32)>,
+    /// This program's stage and the stage count, for its name.
+    pub stage: usize,
+    pub stages: usize,
 }
 
-/// Emits the device program of `cluster` as a StableHLO module.
+/// Emits the device program of `cluster` as StableHLO, one module per stage.
 pub fn emit_module(
     graph: &Graph,
     cluster: &ReplicateCluster,
     assignment: &DeviceAssignment,
     config: &Config,
-) -> Result<Emitted, XlaError> {
-    let program = extract(graph, cluster)?;
+) -> Result<Staged, XlaError> {
     let replicas = cluster.num_replicas as usize;
+    let analysis = analyse(graph, cluster)?;
     let mut host = Host::new(graph, config.feeds, config.missing_feed);
-    let mut arg_values = Vec::with_capacity(program.args.len());
-    for arg in &program.args {
-        let values = match *arg {
+    // Values of every argument the whole cluster reads.
+    let mut values: HashMap<ArgSource, Vec<Tensor>> = HashMap::new();
+    for arg in &analysis.whole.args {
+        let v = match *arg {
             ArgSource::Replicated(input) => {
                 let operands = graph.data_inputs(input);
                 if operands.len() != replicas {
@@ -142,26 +180,20 @@ pub fn emit_module(
             }
             ArgSource::Host(id, output) => vec![host.value(id, output)?; replicas],
             ArgSource::Variable(handle) => vec![host.initial_value(handle)?; replicas],
+            ArgSource::Carried(..) => continue,
         };
-        for v in &values {
-            if !text::device_dtype(v.dtype()) {
-                return Err(XlaError::DType { what: arg_name(graph, arg), dtype: v.dtype().to_string() });
+        for t in &v {
+            if !text::device_dtype(t.dtype()) {
+                return Err(XlaError::DType { what: arg_name(graph, arg), dtype: t.dtype().to_string() });
             }
         }
-        arg_values.push(values);
+        values.insert(arg.clone(), v);
     }
-    let first: Vec<Tensor> = arg_values.iter().map(|v| v[0].clone()).collect();
-    let traced = trace::trace(graph, &program, &first)?;
-    let variables: Vec<NodeId> = program
-        .args
-        .iter()
-        .filter_map(|a| match a {
-            ArgSource::Variable(h) => Some(*h),
-            _ => None,
-        })
-        .collect();
-    let module = assemble(graph, cluster, &program, &traced, &first, config.steps_per_run.max(1) as usize)?;
-    let device_ids = assignment
+    let first: Vec<Tensor> = analysis.whole.args.iter().map(|a| values[a][0].clone()).collect();
+    let traced = trace::trace(graph, &analysis.whole, &first)?;
+    let (programs, host_ops) = stage(graph, &analysis, &traced)?;
+    let steps = if programs.len() == 1 { config.steps_per_run.max(1) as usize } else { 1 };
+    let device_ids: Vec<Vec<i64>> = assignment
         .cores
         .iter()
         .take(replicas)
@@ -170,22 +202,60 @@ pub fn emit_module(
             vec![i64::from(core.task * assignment.topology.cores_per_host + core.core)]
         })
         .collect();
-    Ok(Emitted {
-        module,
-        args: program.args,
-        arg_values,
-        outputs: program.outputs,
-        variables,
-        num_replicas: replicas,
-        num_partitions: 1,
-        device_ids,
-    })
+    let mut stages = Vec::with_capacity(programs.len());
+    for program in &programs {
+        let arg_values: Vec<Vec<Tensor>> = program
+            .args
+            .iter()
+            .map(|a| match a {
+                ArgSource::Carried(id, o) => {
+                    vec![
+                        traced.values.get(&(*id, *o)).map(|t| t.value.clone()).unwrap_or_else(|| Tensor::scalar(0f32));
+                        replicas
+                    ]
+                }
+                other => values[other].clone(),
+            })
+            .collect();
+        let first: Vec<Tensor> = arg_values.iter().map(|v| v[0].clone()).collect();
+        let module = assemble(graph, cluster, program, &traced, &first, steps)?;
+        stages.push(Emitted {
+            module,
+            args: program.args.clone(),
+            arg_values,
+            outputs: program.outputs.clone(),
+            carried: program.carried.clone(),
+            variables: program
+                .args
+                .iter()
+                .filter_map(|a| match a {
+                    ArgSource::Variable(h) => Some(*h),
+                    _ => None,
+                })
+                .collect(),
+            num_replicas: replicas,
+            num_partitions: 1,
+            device_ids: device_ids.clone(),
+        });
+    }
+    let mut folded = HashMap::new();
+    for ops in &host_ops {
+        for &id in ops {
+            for input in graph.data_inputs(id) {
+                let key = (input.src, input.output.unwrap_or(0));
+                if let Some(t) = traced.values.get(&key).filter(|t| t.constant) {
+                    folded.insert(key, t.value.clone());
+                }
+            }
+        }
+    }
+    Ok(Staged { stages, host_ops, folded })
 }
 
-/// Every cluster's module, for `lower --format stablehlo`: unfed
+/// Every cluster's modules, for `lower --format stablehlo`: unfed
 /// placeholders are zeros of their declared shapes (their values do not
-/// appear in the module), and several clusters' modules are separated by
-/// `// -----` lines (MLIR's split-input-file marker).
+/// appear in the module), and modules are separated by `// -----` lines
+/// (MLIR's split-input-file marker).
 pub fn emit_all(graph: &Graph, assignment: &DeviceAssignment, steps_per_run: u32) -> Result<String, XlaError> {
     let (clusters, errors) = crate::passes::form_clusters(graph);
     if let Some(e) = errors.into_iter().next() {
@@ -195,9 +265,9 @@ pub fn emit_all(graph: &Graph, assignment: &DeviceAssignment, steps_per_run: u32
         return Err(XlaError::UnsupportedGraph { message: "the graph has no replicate cluster".into() });
     }
     let config = Config { steps_per_run, feeds: &[], missing_feed: MissingFeed::Zeros };
-    let mut modules = Vec::with_capacity(clusters.len());
+    let mut modules = Vec::new();
     for cluster in &clusters {
-        modules.push(emit_module(graph, cluster, assignment, &config)?.module);
+        modules.extend(emit_module(graph, cluster, assignment, &config)?.stages.into_iter().map(|s| s.module));
     }
     Ok(modules.join("// -----\n"))
 }
@@ -206,12 +276,24 @@ pub fn emit_all(graph: &Graph, assignment: &DeviceAssignment, steps_per_run: u32
 pub fn arg_name(graph: &Graph, arg: &ArgSource) -> String {
     match *arg {
         ArgSource::Replicated(id) | ArgSource::Variable(id) => graph.node(id).name.to_string(),
-        ArgSource::Host(id, o) => format!("{}:{o}", graph.node(id).name),
+        ArgSource::Host(id, o) | ArgSource::Carried(id, o) => format!("{}:{o}", graph.node(id).name),
     }
 }
 
-/// Finds the device program of `cluster`.
-fn extract(graph: &Graph, cluster: &ReplicateCluster) -> Result<Program, XlaError> {
+/// A cluster split into device ops and the outside-compilation ops the
+/// device depends on, in one dependency order.
+struct Analysis {
+    /// The whole cluster as one program (device and needed host ops), for the trace.
+    whole: Program,
+    device: BTreeSet<NodeId>,
+    oc: BTreeSet<NodeId>,
+}
+
+/// Finds the device ops, the outside-compilation ops whose results reach
+/// a device op, their dependency order and the arguments they read.
+/// Outside-compilation ops no device op depends on (a value copied to the
+/// host and never returned) are left out.
+fn analyse(graph: &Graph, cluster: &ReplicateCluster) -> Result<Analysis, XlaError> {
     let is_oc = |id: NodeId| graph.node(id).attrs.get_str(OUTSIDE_COMPILATION).is_some();
     let device: BTreeSet<NodeId> = cluster
         .members
@@ -219,76 +301,61 @@ fn extract(graph: &Graph, cluster: &ReplicateCluster) -> Result<Program, XlaErro
         .copied()
         .filter(|&id| !is_oc(id) && !STRUCTURAL.contains(&&*graph.node(id).op))
         .collect();
-    let oc: BTreeSet<NodeId> = cluster.members.iter().copied().filter(|&id| is_oc(id)).collect();
-    // Dependency order over data and control edges among device ops.
-    let mut order = Vec::with_capacity(device.len());
+    let all_oc: BTreeSet<NodeId> = cluster.members.iter().copied().filter(|&id| is_oc(id)).collect();
+    // The host ops some device op depends on (through data edges).
+    let mut oc = BTreeSet::new();
+    let mut stack: Vec<NodeId> = device
+        .iter()
+        .flat_map(|&d| graph.data_inputs(d).into_iter().map(|i| i.src))
+        .filter(|s| all_oc.contains(s))
+        .collect();
+    while let Some(id) = stack.pop() {
+        if oc.insert(id) {
+            stack.extend(
+                graph.data_inputs(id).into_iter().map(|i| i.src).filter(|s| all_oc.contains(s) && !oc.contains(s)),
+            );
+        }
+    }
+    let inside = |id: NodeId| device.contains(&id) || oc.contains(&id);
+    // Dependency order over data and control edges among the chosen ops.
+    let mut order = Vec::with_capacity(device.len() + oc.len());
     let mut state: HashMap<NodeId, bool> = HashMap::new();
     for &root in &cluster.members {
-        if !device.contains(&root) || state.contains_key(&root) {
+        if !inside(root) || state.contains_key(&root) {
             continue;
         }
         let mut stack = vec![(root, false)];
         while let Some((id, done)) = stack.pop() {
             if done {
-                state.insert(id, true);
                 order.push(id);
                 continue;
             }
             if state.contains_key(&id) {
                 continue;
             }
-            state.insert(id, false);
+            state.insert(id, true);
             stack.push((id, true));
             for i in graph.inputs(id).iter().rev() {
-                if device.contains(&i.src) && !state.contains_key(&i.src) {
+                if inside(i.src) && !state.contains_key(&i.src) {
                     stack.push((i.src, false));
                 }
             }
         }
     }
     let mut args = Vec::new();
-    let mut seen: HashMap<ArgSource, ()> = HashMap::new();
+    let mut seen = std::collections::HashSet::new();
     for &id in &order {
-        let node = graph.node(id);
         for (slot, input) in graph.data_inputs(id).iter().enumerate() {
-            let src = graph.node(input.src);
-            let arg = if device.contains(&input.src) {
+            if inside(input.src) {
                 continue;
-            } else if oc.contains(&input.src) {
-                return Err(XlaError::UnsupportedGraph {
-                    message: format!(
-                        "`{}` reads `{}`, computed in outside_compilation cluster `{}`: the pjrt backend does not yet return host results to the device (see docs/xla.md)",
-                        node.name,
-                        src.name,
-                        src.attrs.get_str(OUTSIDE_COMPILATION).unwrap_or_default()
-                    ),
-                });
-            } else if &*src.op == "TPUReplicatedInput" {
-                ArgSource::Replicated(input.src)
-            } else if slot == 0 && VARIABLE_OPS.contains(&&*node.op) {
-                if !matches!(&*src.op, "VarHandleOp") {
-                    return Err(XlaError::UnsupportedGraph {
-                        message: format!(
-                            "`{}` reads variable handle `{}` ({}), not a VarHandleOp",
-                            node.name, src.name, src.op
-                        ),
-                    });
-                }
-                ArgSource::Variable(input.src)
-            } else {
-                ArgSource::Host(input.src, input.output.unwrap_or(0))
-            };
-            if seen.insert(arg.clone(), ()).is_none() {
+            }
+            let arg = source(graph, id, slot, input)?;
+            if seen.insert(arg.clone()) {
                 args.push(arg);
             }
         }
     }
-    // Inputs first, then host tensors, then variables.
-    args.sort_by_key(|a| match a {
-        ArgSource::Replicated(_) => 0,
-        ArgSource::Host(..) => 1,
-        ArgSource::Variable(_) => 2,
-    });
+    args.sort_by_key(ArgSource::rank);
     let outputs = cluster
         .outputs
         .iter()
@@ -297,20 +364,155 @@ fn extract(graph: &Graph, cluster: &ReplicateCluster) -> Result<Program, XlaErro
             reduce: graph.node(id).attrs.get_str("reduce_op").and_then(crate::exec::ReduceOp::parse),
         })
         .collect();
-    Ok(Program { nodes: order, args, outputs })
+    let whole = Program { nodes: order, args, outputs, carried: Vec::new(), stage: 0, stages: 1 };
+    Ok(Analysis { whole, device, oc })
 }
 
-impl std::hash::Hash for ArgSource {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        match self {
-            ArgSource::Replicated(id) => (0u8, id.0.index(), 0u32).hash(state),
-            ArgSource::Host(id, o) => (1u8, id.0.index(), *o).hash(state),
-            ArgSource::Variable(id) => (2u8, id.0.index(), 0u32).hash(state),
+/// The argument that operand `slot` of `id` reads from outside the cluster.
+fn source(graph: &Graph, id: NodeId, slot: usize, input: &crate::ir::Input) -> Result<ArgSource, XlaError> {
+    let node = graph.node(id);
+    let src = graph.node(input.src);
+    if &*src.op == "TPUReplicatedInput" {
+        Ok(ArgSource::Replicated(input.src))
+    } else if slot == 0 && VARIABLE_OPS.contains(&&*node.op) {
+        if &*src.op != "VarHandleOp" {
+            return Err(XlaError::UnsupportedGraph {
+                message: format!(
+                    "`{}` reads variable handle `{}` ({}), not a VarHandleOp",
+                    node.name, src.name, src.op
+                ),
+            });
         }
+        Ok(ArgSource::Variable(input.src))
+    } else if src.attrs.get_str(crate::passes::common::TPU_REPLICATE).is_some() {
+        Err(XlaError::UnsupportedGraph {
+            message: format!(
+                "`{}` reads `{}`, an op of cluster `{}` it cannot see",
+                node.name,
+                src.name,
+                src.attrs.get_str(crate::passes::common::TPU_REPLICATE).unwrap_or_default()
+            ),
+        })
+    } else {
+        Ok(ArgSource::Host(input.src, input.output.unwrap_or(0)))
     }
 }
-impl Eq for ArgSource {}
 
+/// Splits the analysed cluster into stages at the host ops whose results
+/// (not compile-time constants) device ops read.
+/// Returns the stages' programs and the host ops after each stage.
+#[allow(clippy::type_complexity)]
+fn stage(
+    graph: &Graph,
+    analysis: &Analysis,
+    traced: &trace::Trace,
+) -> Result<(Vec<Program>, Vec<Vec<NodeId>>), XlaError> {
+    let constant = |id: NodeId| (0u32..).map_while(|o| traced.values.get(&(id, o))).all(|t| t.constant);
+    let mut device_stage: HashMap<NodeId, usize> = HashMap::new();
+    let mut host_stage: HashMap<NodeId, usize> = HashMap::new();
+    for &id in &analysis.whole.nodes {
+        let mut s = 0;
+        for i in graph.inputs(id) {
+            if let Some(&d) = device_stage.get(&i.src) {
+                s = s.max(d);
+            } else if let Some(&h) = host_stage.get(&i.src) {
+                // A host result reaches the device one stage later.
+                let later = analysis.device.contains(&id) && !i.is_control() && !constant(i.src);
+                s = s.max(if later { h + 1 } else { h });
+            }
+        }
+        if analysis.oc.contains(&id) {
+            host_stage.insert(id, s);
+        } else {
+            device_stage.insert(id, s);
+        }
+    }
+    let stages = device_stage.values().copied().max().unwrap_or(0) + 1;
+    let mut programs: Vec<Program> = (0..stages)
+        .map(|k| Program {
+            nodes: Vec::new(),
+            args: Vec::new(),
+            outputs: Vec::new(),
+            carried: Vec::new(),
+            stage: k,
+            stages,
+        })
+        .collect();
+    let mut host_ops = vec![Vec::new(); stages];
+    for &id in &analysis.whole.nodes {
+        if let Some(&k) = device_stage.get(&id) {
+            programs[k].nodes.push(id);
+        } else if !constant(id) {
+            let k = host_stage[&id];
+            if k + 1 >= stages {
+                return Err(XlaError::UnsupportedGraph {
+                    message: format!(
+                        "outside-compilation op `{}` runs after the last device stage",
+                        graph.node(id).name
+                    ),
+                });
+            }
+            host_ops[k].push(id);
+        }
+    }
+    // Arguments, and the carried values each stage hands on.
+    let mut carried: Vec<BTreeSet<(NodeId, u32)>> = vec![BTreeSet::new(); stages];
+    let variables: Vec<ArgSource> =
+        analysis.whole.args.iter().filter(|a| matches!(a, ArgSource::Variable(_))).cloned().collect();
+    for program in programs.iter_mut() {
+        let k = program.stage;
+        let mut seen = std::collections::HashSet::new();
+        for &id in &program.nodes {
+            for (slot, input) in graph.data_inputs(id).iter().enumerate() {
+                let key = (input.src, input.output.unwrap_or(0));
+                let arg = if let Some(&d) = device_stage.get(&input.src) {
+                    if d == k {
+                        continue;
+                    }
+                    carried[d].insert(key);
+                    ArgSource::Carried(key.0, key.1)
+                } else if analysis.oc.contains(&input.src) {
+                    if constant(input.src) {
+                        continue;
+                    }
+                    ArgSource::Carried(key.0, key.1)
+                } else {
+                    source(graph, id, slot, input)?
+                };
+                if !matches!(arg, ArgSource::Variable(_)) && seen.insert(arg.clone()) {
+                    program.args.push(arg);
+                }
+            }
+        }
+        program.args.extend(variables.iter().cloned());
+        program.args.sort_by_key(ArgSource::rank);
+    }
+    // Host ops read device values of the stage they follow (or earlier).
+    for ops in &host_ops {
+        for &id in ops {
+            for input in graph.data_inputs(id) {
+                if let Some(&d) = device_stage.get(&input.src) {
+                    carried[d].insert((input.src, input.output.unwrap_or(0)));
+                }
+            }
+        }
+    }
+    for (program, c) in programs.iter_mut().zip(carried) {
+        program.carried = c.into_iter().collect();
+    }
+    for out in &analysis.whole.outputs {
+        let src = graph.data_inputs(out.node).first().map(|i| i.src);
+        match src.and_then(|s| device_stage.get(&s)) {
+            Some(&k) => programs[k].outputs.push(out.clone()),
+            None => {
+                return Err(XlaError::UnsupportedGraph {
+                    message: format!("output `{}` is not computed on the device", graph.node(out.node).name),
+                })
+            }
+        }
+    }
+    Ok((programs, host_ops))
+}
 /// Prints the module: `@step`, then `@main`.
 fn assemble(
     graph: &Graph,
@@ -324,6 +526,8 @@ fn assemble(
     let arg_types: Vec<Ty> = first.iter().map(Ty::of).collect();
     let num_vars = program.args.iter().filter(|a| matches!(a, ArgSource::Variable(_))).count();
     let num_data = program.args.len() - num_vars;
+    // Results before the variables: outputs, then carried values.
+    let num_outputs = program.outputs.len() + program.carried.len();
     let mut ctx = Ctx::default();
     ctx.indent = 2;
     // @step's body.
@@ -335,7 +539,7 @@ fn assemble(
             ArgSource::Replicated(id) => {
                 env.insert((id, 0), p.clone());
             }
-            ArgSource::Host(id, o) => {
+            ArgSource::Host(id, o) | ArgSource::Carried(id, o) => {
                 env.insert((id, o), p.clone());
             }
             ArgSource::Variable(id) => {
@@ -363,6 +567,9 @@ fn assemble(
         }
         results.push(v);
     }
+    for &key in &program.carried {
+        results.push(emitter.value(&mut ctx, key)?);
+    }
     for arg in &program.args {
         if let ArgSource::Variable(h) = arg {
             results.push(emitter.vars[h].clone());
@@ -372,12 +579,21 @@ fn assemble(
     let step_body = std::mem::take(&mut ctx.text);
     let mut out = String::new();
     out.push_str(&format!(
-        "// The device program of cluster `{}`: {} replicas; arguments: {} inputs, {} variables.\n",
-        cluster.name, replicas, num_data, num_vars
+        "// The device program of cluster `{}`, stage {} of {}: {} replicas; arguments: {} inputs, {} variables.\n",
+        cluster.name,
+        program.stage + 1,
+        program.stages,
+        replicas,
+        num_data,
+        num_vars
     ));
     out.push_str(&format!(
         "module @{} attributes {{mhlo.num_replicas = {replicas} : i32, mhlo.num_partitions = 1 : i32}} {{\n",
-        mlir_ident(&cluster.name)
+        mlir_ident(&if program.stages > 1 {
+            format!("{}_stage{}", cluster.name, program.stage)
+        } else {
+            cluster.name.clone()
+        })
     ));
     let sig: Vec<String> = params.iter().map(|p| format!("{}: {}", p.name, p.ty.mlir())).collect();
     out.push_str(&format!("  func.func private @step({}) -> ({}) {{\n", sig.join(", "), result_types.join(", ")));
@@ -386,7 +602,6 @@ fn assemble(
     out.push_str(&format!("    \"func.return\"({}) : ({}) -> ()\n  }}\n", names.join(", "), result_types.join(", ")));
 
     // @main.
-    let num_outputs = program.outputs.len();
     let main_args: Vec<String> = arg_types
         .iter()
         .enumerate()

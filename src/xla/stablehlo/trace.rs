@@ -62,7 +62,7 @@ pub(crate) fn trace(graph: &Graph, program: &Program, args: &[Tensor]) -> Result
             ArgSource::Replicated(id) => {
                 values.insert((id, 0), Traced { value: v.clone(), constant: false });
             }
-            ArgSource::Host(id, o) => {
+            ArgSource::Host(id, o) | ArgSource::Carried(id, o) => {
                 values.insert((id, o), Traced { value: v.clone(), constant: false });
             }
             ArgSource::Variable(id) => {

@@ -69,7 +69,7 @@ fn too_few_devices_is_refused_before_compiling() {
 
 #[test]
 fn a_missing_plugin_file_is_a_clear_error() {
-    let err = ffi::load(std::path::Path::new("/nonexistent/libtpu.so")).err().expect("must fail");
+    let err = ffi::load(std::path::Path::new("/nonexistent/libtpu.so")).expect_err("must fail");
     assert!(matches!(err, XlaError::PluginNotFound { .. }), "{err:?}");
 }
 
@@ -81,6 +81,6 @@ fn a_library_without_get_pjrt_api_is_refused() {
         .map(std::path::Path::new)
         .find(|p| p.is_file())
         .expect("a libc.so.6 to load");
-    let err = ffi::load(libc).err().expect("must fail");
+    let err = ffi::load(libc).expect_err("must fail");
     assert!(matches!(err, XlaError::IncompatiblePlugin { .. }), "{err:?}");
 }

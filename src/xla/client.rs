@@ -399,7 +399,7 @@ impl DeviceBuffer {
         }
         let bad = |e: crate::exec::KernelError| XlaError::Host { node: what.into(), message: e.to_string() };
         let chunks = |w: usize| data.chunks_exact(w);
-        Ok(match dtype {
+        match dtype {
             DType::F32 => Tensor::from_vec(
                 &shape,
                 chunks(4).map(|c| f32::from_le_bytes(c.try_into().unwrap_or_default())).collect(),
@@ -418,7 +418,7 @@ impl DeviceBuffer {
             ),
             _ => Tensor::from_vec(&shape, data.iter().map(|&b| b != 0).collect()),
         }
-        .map_err(bad)?)
+        .map_err(bad)
     }
 }
 

@@ -80,6 +80,11 @@ macro_rules! c_structs {
                     v
                 }
             }
+            impl Default for $name {
+                fn default() -> Self {
+                    Self::new()
+                }
+            }
         )*
         /// (C struct name, our `STRUCT_SIZE`, declared field count) for every declared struct.
         pub const STRUCT_SIZES: &[(&str, usize, usize)] = &[
@@ -289,7 +294,8 @@ impl Api {
 }
 
 /// The API functions the backend calls; [`load`] refuses a plugin missing one.
-const REQUIRED: &[(&str, fn(&Api) -> Option<Fn>)] = &[
+type Entry = fn(&Api) -> Option<Fn>;
+const REQUIRED: &[(&str, Entry)] = &[
     ("PJRT_Error_Destroy", |a| a.error_destroy),
     ("PJRT_Error_Message", |a| a.error_message),
     ("PJRT_Error_GetCode", |a| a.error_getcode),

@@ -129,13 +129,13 @@ impl<'a> Host<'a> {
         let init = graph
             .nodes_in_order()
             .into_iter()
-            .filter(|&id| {
+            .rev()
+            .find(|&id| {
                 let n = graph.node(id);
                 &*n.op == "AssignVariableOp"
                     && n.attrs.get_str(TPU_REPLICATE).is_none()
                     && graph.data_inputs(id).first().is_some_and(|i| i.src == handle)
             })
-            .last()
             .ok_or_else(|| XlaError::Host {
                 node: graph.node(handle).name.to_string(),
                 message: "this variable has no initialiser (an AssignVariableOp outside the cluster)".into(),

@@ -31,6 +31,8 @@ fn pjrt_prints_what_the_simulator_prints_for_the_mlp() {
     let lines = |s: &str| s.lines().map(|l| l.split(" = ").next().unwrap_or("").to_string()).collect::<Vec<_>>();
     assert_eq!(lines(&sim), lines(&pjrt), "the same outputs and variables, in the same order");
     assert!(pjrt.contains("variable w1 = "), "{pjrt}");
+    // The plugin's info log lines are filtered out of stderr.
+    assert!(!err.contains("cpu_device_count set via create_options"), "{err}");
 }
 
 #[test]

@@ -635,7 +635,10 @@ pub fn run_command(args: RunArgs) -> ExitCode {
                 steps_per_run: args.lower.steps_per_run.max(1),
                 feeds: &feeds,
             };
-            match crate::xla::backend::run(graph, &assignment, &config) {
+            let filter = crate::xla::stderr::Filter::install();
+            let result = crate::xla::backend::run(graph, &assignment, &config);
+            drop(filter);
+            match result {
                 // The simulator's default fetches, in its order, so both backends print alike.
                 Ok(mut o) => {
                     let mut by_name: std::collections::HashMap<String, Tensor> = o.run.fetched.drain(..).collect();

@@ -8,8 +8,11 @@
 //! - [`proto`]: the `xla.CompileOptionsProto` fields tpu-rewrite sets.
 //! - [`stablehlo`]: a replicate cluster's device program as a StableHLO
 //!   module (one small builder per op, in a table).
+//! - [`host`]: host values a device program reads (feeds, defaults,
+//!   variable initialisers), on the simulator's kernels.
 //! - [`backend`]: `run --backend pjrt`: host ops on the simulator's
 //!   kernels, the device program on XLA.
+//! - [`stderr`]: keeps the plugin's info log lines off the terminal.
 
 pub mod backend;
 pub mod client;
@@ -19,5 +22,6 @@ pub mod host;
 pub mod plugin;
 pub mod proto;
 pub mod stablehlo;
+pub mod stderr;
 
 pub use error::XlaError;

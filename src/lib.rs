@@ -20,3 +20,4 @@ pub mod passes;
 pub mod progress;
 pub mod syntax;
 pub mod tf;
+pub mod xla;

@@ -47,6 +47,8 @@ pub enum EmitFormat {
     Pbtxt,
     /// TensorFlow GraphDef, binary protobuf.
     Pb,
+    /// `lower` only: each cluster's device program as a StableHLO module (docs/xla.md).
+    Stablehlo,
 }
 
 /// The synthetic models `gen` can write.

@@ -93,6 +93,10 @@ pub fn emit_bytes(module: &Module, format: EmitFormat) -> Result<Vec<u8>, CliErr
         EmitFormat::Text => crate::emit::text::print_module_checked(module)?.into_bytes(),
         EmitFormat::Json => crate::emit::json::to_json_string(module).into_bytes(),
         EmitFormat::Dot => crate::emit::dot::to_dot(module).into_bytes(),
+        EmitFormat::Stablehlo => {
+            eprintln!("error: --format stablehlo is an output of `lower` (the device programs), not of a module");
+            return None;
+        }
         EmitFormat::Pbtxt | EmitFormat::Pb => {
             let [graph] = module.graphs.as_slice() else {
                 // Labelled at the second graph, the first that does not fit.
@@ -272,6 +276,16 @@ pub fn lower_command(
     let Some((loaded, lowered)) = rewrite_and_lower(&input, format, rewrite_args, lower_args) else {
         return ExitCode::from(1);
     };
+    if emit == EmitFormat::Stablehlo {
+        let Some(graph) = loaded.module.graphs.first() else { return ExitCode::from(1) };
+        return match crate::xla::stablehlo::emit_all(graph, &lowered.assignment, lower_args.steps_per_run) {
+            Ok(text) => finish(write_output(output.as_deref(), text.as_bytes())),
+            Err(e) => {
+                report(vec![Box::new(e)], &loaded.source);
+                ExitCode::from(1)
+            }
+        };
+    }
     let lowered = lowered.module;
     if let Some(global_batch_size) = describe {
         let config = match lower_config(lower_args) {
@@ -364,6 +378,21 @@ pub struct RunArgs {
     /// The longest any device may wait for another, in seconds.
     #[arg(long, default_value_t = 30)]
     pub timeout: u64,
+    /// What runs the device programs: the simulator, or XLA through a PJRT plugin.
+    #[arg(long, value_enum, default_value_t = Backend::Sim)]
+    pub backend: Backend,
+    /// The PJRT plugin (default: $TPU_REWRITE_PJRT_PLUGIN, then the cached CPU plugin).
+    #[arg(long, value_name = "PATH")]
+    pub pjrt_plugin: Option<PathBuf>,
+}
+
+/// The executor of `run`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Backend {
+    /// The thread simulator (the reference interpreter).
+    Sim,
+    /// XLA through a PJRT plugin (docs/xla.md).
+    Pjrt,
 }
 
 /// The dtype of a fed tensor: the host placeholder's `dtype`, else the
@@ -638,6 +667,7 @@ pub fn run_command(args: RunArgs) -> ExitCode {
             }
         }
     }
+    let assignment = lowering.assignment.clone();
     let lowered = lowering.module;
     let fetches = if args.fetch.is_empty() { default_fetches(&lowered) } else { args.fetch.clone() };
     let feed_names: Vec<String> = feeds.iter().map(|f| f.0.clone()).collect();
@@ -696,7 +726,39 @@ pub fn run_command(args: RunArgs) -> ExitCode {
         }
     }
     let config = driver::RunConfig { steps: args.steps.max(1), timeout: Duration::from_secs(args.timeout.max(1)) };
-    let outcome = driver::run(&lowered, &feeds, &fetches, &config, &mut on_step);
+    let outcome = match args.backend {
+        Backend::Sim => driver::run(&lowered, &feeds, &fetches, &config, &mut on_step),
+        Backend::Pjrt => {
+            if !args.fetch.is_empty() {
+                eprintln!(
+                    "error: --backend pjrt fetches the computation outputs and variables; --fetch is for the simulator"
+                );
+                return ExitCode::from(1);
+            }
+            let Some(graph) = loaded.module.graphs.first() else { return ExitCode::from(1) };
+            let config = crate::xla::backend::RunConfig {
+                plugin: args.pjrt_plugin.as_deref(),
+                steps: args.steps.max(1),
+                steps_per_run: args.lower.steps_per_run.max(1),
+                feeds: &feeds,
+            };
+            let filter = crate::xla::stderr::Filter::install();
+            let result = crate::xla::backend::run(graph, &assignment, &config);
+            drop(filter);
+            match result {
+                // The simulator's default fetches, in its order, so both backends print alike.
+                Ok(mut o) => {
+                    let mut by_name: std::collections::HashMap<String, Tensor> = o.run.fetched.drain(..).collect();
+                    o.run.fetched = fetches.iter().filter_map(|n| by_name.remove_entry(n)).collect();
+                    Ok(o.run)
+                }
+                Err(e) => {
+                    report(vec![Box::new(e)], &loaded.source);
+                    return ExitCode::from(1);
+                }
+            }
+        }
+    };
     if let Some(p) = &progress {
         p.finish_and_clear();
     }

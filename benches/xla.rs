@@ -1,0 +1,125 @@
+//! PJRT against the simulator: plugin load and client creation, compile
+//! time, and per-step time of `examples/mlp_train.opg` and a generated
+//! transformer, side by side in one run. A timed script (one table on
+//! stdout), not a criterion harness: a PJRT compile per sample would make
+//! criterion's warm-up alone take minutes.
+//!
+//! Per-step time: the simulator's is (run of 1 + N steps − run of 1 step)
+//! / N (median of three), which leaves out building the mesh; PJRT's is
+//! the time inside `execute` (arguments already on the devices) divided
+//! by the steps, once with one `execute` per step and once with all N
+//! steps in one device loop (`steps_per_run` = N).
+//! Run: `cargo bench --bench xla` (fetches the pinned plugin if needed).
+
+#[path = "../tests/support/pjrt.rs"]
+mod support;
+
+use std::time::Instant;
+
+use tpu_rewrite::exec::driver;
+use tpu_rewrite::ir::{self, Module};
+use tpu_rewrite::lower::{lower, LowerConfig, Lowered, Topology};
+use tpu_rewrite::passes::{run_pipeline, PipelineConfig};
+use tpu_rewrite::tf::synth::{layers_for_nodes, transformer_graphdef, TransformerConfig};
+use tpu_rewrite::xla::backend;
+use tpu_rewrite::xla::client::{Client, ClientConfig};
+
+const STEPS: u32 = 50;
+
+fn prepare(mut module: Module) -> (Module, Lowered) {
+    let report = run_pipeline(&mut module, &PipelineConfig::default());
+    assert!(!report.has_errors(), "{:?}", report.diagnostics);
+    let config = LowerConfig { topology: Topology::parse("1x8").unwrap(), ..LowerConfig::default() };
+    let lowered = match lower(&module.graphs[0], &config) {
+        Ok((l, _)) => l,
+        Err(_) => panic!("the benchmark graph lowers"),
+    };
+    (module, lowered)
+}
+
+fn default_fetches(lowered: &Module) -> Vec<String> {
+    let host = lowered.graph(driver::HOST).expect("host");
+    let mut names: Vec<String> = host
+        .node_ids()
+        .map(|id| host.node(id).name.to_string())
+        .filter(|n| n.starts_with("output_") && n.contains("_shard_"))
+        .map(|n| format!("{n}:0"))
+        .collect();
+    names.sort();
+    names
+}
+
+fn bench(name: &str, module: Module) {
+    let (tagged, lowered) = prepare(module);
+    let graph = &tagged.graphs[0];
+    let feeds = support::synthetic_feeds(graph);
+    let fetches = default_fetches(&lowered.module);
+    let sim_run = |steps: u32| {
+        let config = driver::RunConfig { steps, ..driver::RunConfig::default() };
+        let t = Instant::now();
+        driver::run(&lowered.module, &feeds, &fetches, &config, &mut |_, _| {}).expect("the simulator runs");
+        t.elapsed().as_secs_f64()
+    };
+    // The median of three differences, against the noise of a shared machine.
+    let mut diffs: Vec<f64> = (0..3).map(|_| (sim_run(1 + STEPS) - sim_run(1)) / f64::from(STEPS)).collect();
+    diffs.sort_by(f64::total_cmp);
+    let sim_step = diffs[1].max(1e-9);
+    let plugin = support::plugin_path();
+    // PJRT twice: one host round trip per step, and all steps in one
+    // device loop (steps_per_run), which is how a TPU runs a training loop.
+    let pjrt = |steps: u32, steps_per_run: u32| {
+        let config = backend::RunConfig { plugin: Some(plugin.as_path()), steps, steps_per_run, feeds: &feeds };
+        let outcome = backend::run(graph, &lowered.assignment, &config).expect("the PJRT backend runs");
+        let t = outcome.timings;
+        let per_step = t.execute.as_secs_f64() / f64::from(t.executions.max(1) * steps_per_run);
+        (t, per_step)
+    };
+    let (t, per_call) = pjrt(STEPS, 1);
+    // Without variables every iteration computes the same values and XLA
+    // hoists the step out of the loop: a looped figure would mean nothing.
+    let looped = if lowered.module.graphs.iter().any(|g| g.node_ids().any(|id| &*g.node(id).op == "VarHandleOp")) {
+        let (_, looped) = pjrt(1, STEPS);
+        format!("{:>8.3} ms ({:.2}x)", looped * 1e3, looped / sim_step.max(1e-12))
+    } else {
+        "n/a (no variables)".to_string()
+    };
+    println!(
+        "{name:<34} {:>5} nodes  compile {:>7.1} ms  per step: sim {:>8.3} ms  pjrt {:>8.3} ms ({:.2}x)  pjrt looped {looped}",
+        graph.node_count(),
+        t.compile.as_secs_f64() * 1e3,
+        sim_step * 1e3,
+        per_call * 1e3,
+        per_call / sim_step.max(1e-12),
+    );
+}
+
+fn main() {
+    let path = support::plugin_path();
+    let t = Instant::now();
+    let plugin = std::sync::Arc::new(tpu_rewrite::xla::ffi::load(&path).expect("the plugin loads"));
+    let load = t.elapsed();
+    let t = Instant::now();
+    let client = Client::new(plugin, &ClientConfig { cpu_device_count: Some(8) }).expect("a client");
+    let create = t.elapsed();
+    println!(
+        "plugin load {:.1} ms, client create (8 CPU devices) {:.1} ms, platform {}",
+        load.as_secs_f64() * 1e3,
+        create.as_secs_f64() * 1e3,
+        client.platform
+    );
+    drop(client);
+
+    let text = std::fs::read("examples/mlp_train.opg").expect("examples/mlp_train.opg");
+    let (mlp, errors) = ir::parse_module(&text).expect("parses");
+    assert!(errors.is_empty());
+    bench("examples/mlp_train.opg", mlp);
+
+    let tc = TransformerConfig { replicas: 8, ..TransformerConfig::default() };
+    // `gen --model transformer` (default --ops 1000 --replicas 8), then larger.
+    for layers in [layers_for_nodes(1000, &tc), 8, 24] {
+        let bytes = prost::Message::encode_to_vec(&transformer_graphdef(layers, &tc));
+        let (module, _) = tpu_rewrite::tf::import_graphdef(&bytes, tpu_rewrite::tf::GraphDefFormat::Binary)
+            .expect("the generated transformer imports");
+        bench(&format!("gen transformer ({layers} layers)"), module);
+    }
+}

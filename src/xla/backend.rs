@@ -1,0 +1,342 @@
+//! `run --backend pjrt`: a rewritten (tagged) graph run on a PJRT plugin.
+//!
+//! Order of a run: find and load the plugin (refusing a TPU plugin at once
+//! on a machine without TPU devices, and keeping libtpu off the cloud
+//! metadata server with `TPU_SKIP_MDS_QUERY`); create a client (a CPU
+//! plugin is asked for as many devices as the device assignment uses);
+//! then, per cluster in text order: emit its StableHLO module
+//! ([`super::stablehlo::emit_module`]), compile it with the replica count
+//! and device assignment, copy its arguments to every replica's device,
+//! and execute it `steps` times. Variables stay on the devices between
+//! steps (their results replace their argument buffers, which the program
+//! aliases) and are fetched after the last step with the outputs.
+//!
+//! Host ops the device program reads (feeds, defaults, constants) and
+//! variable initialisers run once on the host with the simulator's
+//! kernels. The result has the simulator driver's shape
+//! ([`crate::exec::driver::RunOutcome`]), with outputs named as the
+//! tagged graph's `output_<i>_shard_<r>` fetch identities.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::client::{Client, ClientConfig, DeviceBuffer};
+use super::error::XlaError;
+use super::host::{Host, MissingFeed};
+use super::stablehlo::{self, ArgSource};
+use super::{ffi, plugin};
+use crate::exec::driver::RunOutcome;
+use crate::exec::Tensor;
+use crate::ir::Graph;
+use crate::lower::DeviceAssignment;
+use crate::passes::form_clusters;
+
+/// Settings of a PJRT run.
+#[derive(Clone, Debug, Default)]
+pub struct RunConfig<'a> {
+    /// `--pjrt-plugin`.
+    pub plugin: Option<&'a Path>,
+    /// Replicated steps (each `steps_per_run` device iterations).
+    pub steps: u32,
+    /// Device iterations per step, looped on the device.
+    pub steps_per_run: u32,
+    /// Feeds: tensor name → value.
+    pub feeds: &'a [(String, Tensor)],
+}
+
+/// Where a run spent its time.
+#[derive(Clone, Debug, Default)]
+pub struct Timings {
+    pub load: Duration,
+    pub client: Duration,
+    pub emit: Duration,
+    pub compile: Duration,
+    pub transfer: Duration,
+    /// Every `execute` call, summed.
+    pub execute: Duration,
+    pub executions: u32,
+}
+
+/// A PJRT run's results and timings.
+pub struct Outcome {
+    pub run: RunOutcome,
+    pub timings: Timings,
+}
+
+/// Loads the plugin found by `flag`, `$TPU_REWRITE_PJRT_PLUGIN` or the
+/// cache. A TPU plugin (`libtpu`) is loaded and checked, then refused at
+/// once when the machine has no TPU devices, before a client could wait
+/// for them.
+pub fn load_plugin(flag: Option<&Path>) -> Result<Arc<ffi::Plugin>, XlaError> {
+    let path = plugin::locate(flag)?;
+    let name = path.file_name().map(|n| n.to_string_lossy().to_lowercase()).unwrap_or_default();
+    let tpu = name.contains("tpu");
+    if tpu && std::env::var_os("TPU_SKIP_MDS_QUERY").is_none() {
+        // Single-threaded at this point of the CLI; keeps libtpu off the cloud metadata server.
+        std::env::set_var("TPU_SKIP_MDS_QUERY", "1");
+    }
+    let plugin = ffi::load(&path)?;
+    // A TPU client would wait for chips that are not there: check first.
+    if tpu {
+        let has_tpu = Path::new("/dev/accel0").exists()
+            || std::fs::read_dir("/dev/vfio").is_ok_and(|d| d.filter_map(Result::ok).any(|e| e.file_name() != "vfio"));
+        if !has_tpu {
+            return Err(XlaError::NoDevices {
+                path: format!("{} (PJRT C API {}.{})", path.display(), plugin.version.0, plugin.version.1),
+                kind: "TPU".into(),
+                looked: "/dev/accel*, /dev/vfio/*".into(),
+            });
+        }
+    }
+    Ok(Arc::new(plugin))
+}
+
+/// Whether the plugin takes `cpu_device_count` (XLA's CPU plugins).
+fn is_cpu_plugin(plugin: &ffi::Plugin) -> bool {
+    plugin.path.file_name().is_some_and(|n| n.to_string_lossy().to_lowercase().contains("cpu"))
+}
+
+/// Runs every cluster of the tagged `graph` on the plugin.
+pub fn run(graph: &Graph, assignment: &DeviceAssignment, config: &RunConfig) -> Result<Outcome, XlaError> {
+    let mut timings = Timings::default();
+    let t = Instant::now();
+    let plugin = load_plugin(config.plugin)?;
+    timings.load = t.elapsed();
+    let (clusters, errors) = form_clusters(graph);
+    if let Some(e) = errors.first() {
+        return Err(XlaError::UnsupportedGraph { message: e.to_string() });
+    }
+    if clusters.is_empty() {
+        return Err(XlaError::UnsupportedGraph {
+            message: "the graph has no replicate cluster: nothing runs on a device".into(),
+        });
+    }
+    let devices = assignment
+        .cores
+        .iter()
+        .flatten()
+        .map(|c| (c.task * assignment.topology.cores_per_host + c.core) as usize + 1)
+        .max()
+        .unwrap_or(1)
+        .max(clusters.iter().map(|c| c.num_replicas as usize).max().unwrap_or(1));
+    let t = Instant::now();
+    let client_config = ClientConfig { cpu_device_count: is_cpu_plugin(&plugin).then_some(devices) };
+    let client = Client::new(plugin, &client_config)?;
+    if client.device_count() == 0 {
+        return Err(XlaError::Devices {
+            program: "the run".into(),
+            needed: 1,
+            available: 0,
+            platform: client.platform.clone(),
+        });
+    }
+    timings.client = t.elapsed();
+
+    let mut fetched = Vec::new();
+    let mut mirrors: BTreeMap<String, Vec<Tensor>> = BTreeMap::new();
+    let emit_config = stablehlo::Config {
+        steps_per_run: config.steps_per_run.max(1),
+        feeds: config.feeds,
+        missing_feed: MissingFeed::Error,
+    };
+    for cluster in &clusters {
+        let t = Instant::now();
+        let staged = stablehlo::emit_module(graph, cluster, assignment, &emit_config)?;
+        timings.emit += t.elapsed();
+        let replicas = cluster.num_replicas as usize;
+        let mut stages = Vec::with_capacity(staged.stages.len());
+        for (k, emitted) in staged.stages.iter().enumerate() {
+            let program = if staged.stages.len() > 1 {
+                format!("cluster `{}` stage {k}", cluster.name)
+            } else {
+                format!("cluster `{}`", cluster.name)
+            };
+            let t = Instant::now();
+            let exe = client.compile(&program, &emitted.module, emitted.num_replicas, emitted.num_partitions)?;
+            timings.compile += t.elapsed();
+            // Inputs and host tensors go to the devices once.
+            let t = Instant::now();
+            let mut fixed: Vec<Vec<Option<DeviceBuffer>>> = Vec::with_capacity(replicas);
+            for r in 0..replicas {
+                let mut row = Vec::with_capacity(emitted.args.len());
+                for (arg, values) in emitted.args.iter().zip(&emitted.arg_values) {
+                    row.push(match arg {
+                        ArgSource::Replicated(_) | ArgSource::Host(..) => {
+                            Some(client.to_device(&values[r], r, &stablehlo::arg_name(graph, arg))?)
+                        }
+                        _ => None,
+                    });
+                }
+                fixed.push(row);
+            }
+            timings.transfer += t.elapsed();
+            stages.push((exe, fixed));
+        }
+        // Variables: one buffer per replica, carried from stage to stage and step to step.
+        let first = &staged.stages[0];
+        let mut vars: BTreeMap<crate::ir::NodeId, Vec<DeviceBuffer>> = BTreeMap::new();
+        for (arg, values) in first.args.iter().zip(&first.arg_values) {
+            if let ArgSource::Variable(h) = arg {
+                let name = graph.node(*h).name.to_string();
+                let mut copies = Vec::with_capacity(replicas);
+                for (r, v) in values.iter().enumerate() {
+                    copies.push(client.to_device(v, r, &name)?);
+                }
+                vars.insert(*h, copies);
+            }
+        }
+        // With host ops between stages, the host runs the loop.
+        let rounds = if staged.stages.len() > 1 {
+            config.steps.max(1) * config.steps_per_run.max(1)
+        } else {
+            config.steps.max(1)
+        };
+        let mut last: Vec<Option<Vec<Vec<DeviceBuffer>>>> = (0..staged.stages.len()).map(|_| None).collect();
+        let mut host_values: std::collections::HashMap<(crate::ir::NodeId, u32), Vec<Tensor>> = Default::default();
+        let mut host = Host::new(graph, config.feeds, MissingFeed::Error);
+        for _ in 0..rounds {
+            for (k, ((exe, fixed), emitted)) in stages.iter().zip(&staged.stages).enumerate() {
+                // Carried values computed on the host this round go to the devices.
+                let t = Instant::now();
+                let mut carried: Vec<Vec<DeviceBuffer>> = (0..replicas).map(|_| Vec::new()).collect();
+                for arg in &emitted.args {
+                    if let ArgSource::Carried(id, o) = *arg {
+                        let values = host_values.get(&(id, o)).ok_or_else(|| XlaError::UnsupportedGraph {
+                            message: format!(
+                                "stage {k} reads `{}`, which no earlier stage computed",
+                                graph.node(id).name
+                            ),
+                        })?;
+                        for (r, v) in values.iter().enumerate() {
+                            carried[r].push(client.to_device(v, r, &stablehlo::arg_name(graph, arg))?);
+                        }
+                    }
+                }
+                timings.transfer += t.elapsed();
+                let args: Vec<Vec<&DeviceBuffer>> = (0..replicas)
+                    .map(|r| {
+                        let mut next_carried = carried[r].iter();
+                        emitted
+                            .args
+                            .iter()
+                            .zip(&fixed[r])
+                            .filter_map(|(arg, buffer)| match arg {
+                                ArgSource::Variable(h) => vars.get(h).map(|v| &v[r]),
+                                ArgSource::Carried(..) => next_carried.next(),
+                                _ => buffer.as_ref(),
+                            })
+                            .collect()
+                    })
+                    .collect();
+                let t = Instant::now();
+                let mut outputs = exe.execute(&args)?;
+                timings.execute += t.elapsed();
+                timings.executions += 1;
+                // Results: outputs, carried values, variables (which replace their donated arguments).
+                let head = emitted.outputs.len() + emitted.carried.len();
+                for (r, row) in outputs.iter_mut().enumerate() {
+                    let new_vars = row.split_off(head);
+                    for (h, buffer) in emitted.variables.iter().zip(new_vars) {
+                        if let Some(copies) = vars.get_mut(h) {
+                            copies[r] = buffer;
+                        }
+                    }
+                }
+                let t = Instant::now();
+                for (c, &key) in emitted.carried.iter().enumerate() {
+                    let name = format!("{}:{}", graph.node(key.0).name, key.1);
+                    let mut values = Vec::with_capacity(replicas);
+                    for row in &outputs {
+                        values.push(row[emitted.outputs.len() + c].to_host(&name)?);
+                    }
+                    host_values.insert(key, values);
+                }
+                run_host_ops(graph, &staged, k, replicas, &mut host_values, &mut host)?;
+                timings.transfer += t.elapsed();
+                last[k] = Some(outputs);
+            }
+        }
+        for (emitted, outputs) in staged.stages.iter().zip(&last) {
+            let Some(outputs) = outputs else { continue };
+            for (i, out) in emitted.outputs.iter().enumerate() {
+                for (r, row) in outputs.iter().enumerate() {
+                    let name = output_name(graph, out.node, r);
+                    fetched.push((name.clone(), row[i].to_host(&name)?));
+                }
+            }
+        }
+        for (h, copies) in &vars {
+            let name = graph.node(*h).name.to_string();
+            let mut host_copies = Vec::with_capacity(replicas);
+            for b in copies {
+                host_copies.push(b.to_host(&name)?);
+            }
+            mirrors.insert(name, host_copies);
+        }
+    }
+    let variables = mirrors.iter().filter_map(|(k, v)| v.first().map(|t| (k.clone(), t.clone()))).collect();
+    let iterations = u64::from(config.steps.max(1)) * u64::from(config.steps_per_run.max(1));
+    Ok(Outcome { run: RunOutcome { fetched, variables, mirrors, iterations }, timings })
+}
+
+/// Runs the outside-compilation ops that follow stage `k`, per replica,
+/// with the simulator's kernels; their results join `values`.
+fn run_host_ops(
+    graph: &Graph,
+    staged: &stablehlo::Staged,
+    k: usize,
+    replicas: usize,
+    values: &mut std::collections::HashMap<(crate::ir::NodeId, u32), Vec<Tensor>>,
+    host: &mut Host,
+) -> Result<(), XlaError> {
+    for &id in &staged.host_ops[k] {
+        let node = graph.node(id);
+        let inputs = graph.data_inputs(id);
+        let mut per_replica: Vec<Vec<Tensor>> = vec![Vec::with_capacity(inputs.len()); replicas];
+        for input in &inputs {
+            let key = (input.src, input.output.unwrap_or(0));
+            if let Some(v) = values.get(&key) {
+                for (r, t) in v.iter().enumerate() {
+                    per_replica[r].push(t.clone());
+                }
+            } else if let Some(t) = staged.folded.get(&key) {
+                per_replica.iter_mut().for_each(|row| row.push(t.clone()));
+            } else {
+                let t = host.value(key.0, key.1)?;
+                per_replica.iter_mut().for_each(|row| row.push(t.clone()));
+            }
+        }
+        let mut outputs: Vec<Vec<Tensor>> = Vec::new();
+        for args in per_replica {
+            let out = crate::exec::run_kernel(&node.op, &node.attrs, &args)
+                .map_err(|e| XlaError::Host { node: node.name.to_string(), message: e.to_string() })?;
+            if outputs.is_empty() {
+                outputs = vec![Vec::with_capacity(replicas); out.len()];
+            }
+            for (o, t) in out.into_iter().enumerate() {
+                outputs[o].push(t);
+            }
+        }
+        for (o, v) in outputs.into_iter().enumerate() {
+            values.insert((id, o as u32), v);
+        }
+    }
+    Ok(())
+}
+
+/// The fetch name of output `node`'s replica `r`: the tagged graph's
+/// `Identity` reading it (`output_<i>_shard_<r>:0`), else `node:r`.
+fn output_name(graph: &Graph, node: crate::ir::NodeId, r: usize) -> String {
+    graph
+        .uses(node)
+        .into_iter()
+        .map(|(user, _)| user)
+        .find(|&user| {
+            &*graph.node(user).op == "Identity"
+                && graph.data_inputs(user).first().is_some_and(|i| i.src == node && i.output.unwrap_or(0) as usize == r)
+        })
+        .map(|user| format!("{}:0", graph.node(user).name))
+        .unwrap_or_else(|| format!("{}:{r}", graph.node(node).name))
+}

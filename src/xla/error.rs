@@ -1,0 +1,105 @@
+//! Errors of the XLA layer: finding and loading a PJRT plugin, calls into
+//! it, and StableHLO emission.
+//!
+//! Codes are `tpu_rewrite::xla::*`. Every failure of a PJRT call carries the
+//! plugin's own message (with its status code) and names the program it was
+//! working on; emission errors name the node and op.
+
+use miette::Diagnostic;
+use thiserror::Error;
+
+/// An error of the XLA layer.
+#[derive(Debug, Clone, Error, Diagnostic, PartialEq)]
+pub enum XlaError {
+    /// No plugin was given and none is cached.
+    #[error(
+        "no PJRT plugin: none given with --pjrt-plugin or $TPU_REWRITE_PJRT_PLUGIN, and no cached copy at {cached}"
+    )]
+    #[diagnostic(
+        code(tpu_rewrite::xla::no_plugin),
+        help(
+            "run `.ci/fetch-pjrt` to download the pinned CPU plugin (xla-cpu-pjrt 0.0.1), or pass --pjrt-plugin PATH"
+        )
+    )]
+    NoPlugin { cached: String },
+
+    /// The plugin path names no file.
+    #[error("PJRT plugin {path} does not exist")]
+    #[diagnostic(code(tpu_rewrite::xla::plugin_not_found), help("pass the path of a PJRT plugin shared object"))]
+    PluginNotFound { path: String },
+
+    /// `dlopen` failed.
+    #[error("cannot load PJRT plugin {path}: {message}")]
+    #[diagnostic(code(tpu_rewrite::xla::plugin_load))]
+    PluginLoad { path: String, message: String },
+
+    /// The plugin is not a PJRT plugin tpu-rewrite can drive.
+    #[error("PJRT plugin {path} is incompatible: {reason}")]
+    #[diagnostic(
+        code(tpu_rewrite::xla::incompatible_plugin),
+        help("tpu-rewrite speaks PJRT C API 0.81 and later 0.x versions; use a matching plugin")
+    )]
+    IncompatiblePlugin { path: String, reason: String },
+
+    /// A PJRT call failed; `message` is the plugin's.
+    #[error("PJRT {call} failed for {program}: {message}")]
+    #[diagnostic(code(tpu_rewrite::xla::pjrt))]
+    Pjrt { call: String, program: String, message: String },
+
+    /// The plugin could not compile a program; `message` is the compiler's.
+    #[error("XLA could not compile {program}:\n{message}")]
+    #[diagnostic(
+        code(tpu_rewrite::xla::compile),
+        help("`tpu-rewrite lower --format stablehlo` prints the module that was compiled")
+    )]
+    Compile { program: String, message: String },
+
+    /// The client has fewer devices than the program needs.
+    #[error("{program} needs {needed} devices, but the {platform} client has {available}")]
+    #[diagnostic(
+        code(tpu_rewrite::xla::devices),
+        help("on a TPU or GPU host, run with a smaller --num-replicas or a larger slice; on CPU the device count is set for you")
+    )]
+    Devices { program: String, needed: usize, available: usize, platform: String },
+
+    /// The plugin drives hardware this machine does not have.
+    #[error("PJRT plugin {path} needs {kind} devices, and this machine has none (looked for {looked})")]
+    #[diagnostic(
+        code(tpu_rewrite::xla::no_devices),
+        help("run on a {kind} host, or use the CPU plugin (omit --pjrt-plugin to use the cached one)")
+    )]
+    NoDevices { path: String, kind: String, looked: String },
+
+    /// An op of the device program has no StableHLO lowering.
+    #[error("{node}: op `{op}` has no StableHLO lowering")]
+    #[diagnostic(code(tpu_rewrite::xla::unsupported_op), help("see docs/xla.md for the ops the emitter lowers"))]
+    UnsupportedOp { node: String, op: String },
+
+    /// An op cannot be lowered with these operands (dynamic shape, bad attribute, ...).
+    #[error("{node} ({op}): {message}")]
+    #[diagnostic(code(tpu_rewrite::xla::lowering))]
+    Lowering { node: String, op: String, message: String },
+
+    /// The graph has nothing the backend can run, or a form it does not take.
+    #[error("{message}")]
+    #[diagnostic(code(tpu_rewrite::xla::unsupported_graph))]
+    UnsupportedGraph { message: String },
+
+    /// A host-side op (outside the cluster) failed in the simulator's kernels.
+    #[error("host op {node}: {message}")]
+    #[diagnostic(code(tpu_rewrite::xla::host))]
+    Host { node: String, message: String },
+
+    /// A tensor has a dtype the device cannot hold.
+    #[error("{what}: dtype {dtype} cannot go to an XLA device")]
+    #[diagnostic(code(tpu_rewrite::xla::dtype), help("devices take f32, f64, i32, i64 and bool tensors"))]
+    DType { what: String, dtype: String },
+
+    /// Fetching the pinned plugin failed.
+    #[error("cannot fetch the PJRT plugin: {message}")]
+    #[diagnostic(
+        code(tpu_rewrite::xla::fetch),
+        help("the fetch runs `pip download`; check that pip and the network to PyPI work")
+    )]
+    Fetch { message: String },
+}

@@ -1,0 +1,148 @@
+//! Host-side values a device program needs: its replicated inputs, the
+//! tensors it reads from outside the cluster, and the initial values of
+//! its variables, computed with the simulator's pure kernels.
+//!
+//! Meaning: every node outside the clusters that the device program
+//! depends on is evaluated once, memoized, in dependency order; a fed
+//! tensor (`name:i` or `name`) replaces its node's output. A variable's
+//! initial value is the value of the last `AssignVariableOp` outside any
+//! cluster that writes it (what the init program does). Cost: one kernel
+//! call per host node the program depends on.
+
+use std::collections::HashMap;
+
+use super::error::XlaError;
+use crate::exec::{run_kernel, Tensor};
+use crate::ir::{DType, Graph, NodeId};
+use crate::passes::common::TPU_REPLICATE;
+
+/// What an unfed `Placeholder` becomes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MissingFeed {
+    /// Zeros of its declared shape (for printing a module without data).
+    Zeros,
+    /// An error (for running).
+    Error,
+}
+
+/// A memoizing evaluator of host nodes.
+pub struct Host<'a> {
+    graph: &'a Graph,
+    feeds: HashMap<String, Tensor>,
+    missing: MissingFeed,
+    memo: HashMap<NodeId, Vec<Tensor>>,
+}
+
+impl<'a> Host<'a> {
+    /// An evaluator over `graph` with `feeds` (tensor name → value).
+    pub fn new(graph: &'a Graph, feeds: &[(String, Tensor)], missing: MissingFeed) -> Host<'a> {
+        let feeds = feeds.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        Host { graph, feeds, missing, memo: HashMap::new() }
+    }
+
+    /// Output `output` of host node `id`.
+    pub fn value(&mut self, id: NodeId, output: u32) -> Result<Tensor, XlaError> {
+        let name = &self.graph.node(id).name;
+        for key in [format!("{name}:{output}"), if output == 0 { name.to_string() } else { String::new() }] {
+            if let Some(t) = self.feeds.get(&key) {
+                return Ok(t.clone());
+            }
+        }
+        let outputs = self.outputs(id)?;
+        outputs
+            .get(output as usize)
+            .cloned()
+            .ok_or_else(|| XlaError::Host { node: name.to_string(), message: format!("has no output {output}") })
+    }
+
+    fn outputs(&mut self, root: NodeId) -> Result<Vec<Tensor>, XlaError> {
+        // Iterative post-order: a long chain of host ops must not overflow the stack.
+        let mut stack = vec![(root, false)];
+        while let Some((id, ready)) = stack.pop() {
+            if self.memo.contains_key(&id) {
+                continue;
+            }
+            let inputs = self.graph.data_inputs(id);
+            if !ready {
+                stack.push((id, true));
+                for i in inputs.iter().rev() {
+                    if !self.memo.contains_key(&i.src) {
+                        stack.push((i.src, false));
+                    }
+                }
+                continue;
+            }
+            let node = self.graph.node(id);
+            if node.attrs.get_str(TPU_REPLICATE).is_some() {
+                return Err(XlaError::UnsupportedGraph {
+                    message: format!(
+                        "host op depends on `{}`, an op of cluster `{}`; the pjrt backend runs host ops only before the device step",
+                        node.name,
+                        node.attrs.get_str(TPU_REPLICATE).unwrap_or_default()
+                    ),
+                });
+            }
+            let mut args = Vec::with_capacity(inputs.len());
+            for i in &inputs {
+                args.push(self.value(i.src, i.output.unwrap_or(0))?);
+            }
+            let result = match &*node.op {
+                "Placeholder" => vec![self.unfed(id)?],
+                "VarHandleOp" | "MirroredVarHandleOp" => Vec::new(),
+                op => run_kernel(op, &node.attrs, &args)
+                    .map_err(|e| XlaError::Host { node: node.name.to_string(), message: e.to_string() })?,
+            };
+            self.memo.insert(id, result);
+        }
+        Ok(self.memo.get(&root).cloned().unwrap_or_default())
+    }
+
+    /// An unfed placeholder: zeros of its shape, or an error.
+    fn unfed(&self, id: NodeId) -> Result<Tensor, XlaError> {
+        let node = self.graph.node(id);
+        let fail = |why: &str| XlaError::Host { node: node.name.to_string(), message: why.to_string() };
+        if self.missing == MissingFeed::Error {
+            return Err(fail("this placeholder is not fed (give it with --feeds or --feed)"));
+        }
+        let dims = node
+            .attrs
+            .get("shape")
+            .and_then(|s| s.as_shape())
+            .and_then(|s| s.dims.clone())
+            .ok_or_else(|| fail("an unfed placeholder needs a known `shape`"))?;
+        let shape: Vec<usize> = dims.iter().map(|&d| d.max(1) as usize).collect();
+        let count: usize = shape.iter().product();
+        let dtype = node.attrs.get("dtype").and_then(|v| v.as_type()).unwrap_or(DType::F32);
+        let t = match dtype {
+            DType::F64 => Tensor::from_vec(&shape, vec![0f64; count]),
+            DType::I32 => Tensor::from_vec(&shape, vec![0i32; count]),
+            DType::I64 => Tensor::from_vec(&shape, vec![0i64; count]),
+            DType::Bool => Tensor::from_vec(&shape, vec![false; count]),
+            _ => Tensor::from_vec(&shape, vec![0f32; count]),
+        };
+        t.map_err(|e| fail(&e.to_string()))
+    }
+
+    /// The initial value of the variable `handle`.
+    pub fn initial_value(&mut self, handle: NodeId) -> Result<Tensor, XlaError> {
+        let graph = self.graph;
+        let init = graph
+            .nodes_in_order()
+            .into_iter()
+            .rev()
+            .find(|&id| {
+                let n = graph.node(id);
+                &*n.op == "AssignVariableOp"
+                    && n.attrs.get_str(TPU_REPLICATE).is_none()
+                    && graph.data_inputs(id).first().is_some_and(|i| i.src == handle)
+            })
+            .ok_or_else(|| XlaError::Host {
+                node: graph.node(handle).name.to_string(),
+                message: "this variable has no initialiser (an AssignVariableOp outside the cluster)".into(),
+            })?;
+        let value = graph.data_inputs(init).get(1).map(|i| (i.src, i.output.unwrap_or(0))).ok_or_else(|| {
+            XlaError::Host { node: graph.node(init).name.to_string(), message: "has no value operand".into() }
+        })?;
+        self.value(value.0, value.1)
+    }
+}

@@ -1,0 +1,27 @@
+//! XLA interop: StableHLO out, and a PJRT backend that runs it.
+//!
+//! - [`ffi`]: the subset of the PJRT C API tpu-rewrite calls, and the
+//!   plugin loader (version, table size and function checks).
+//! - [`plugin`]: where the plugin is found, and the fetch of the pinned
+//!   CPU plugin into a cache outside git.
+//! - [`client`]: a PJRT client (devices, compile, buffers, execute).
+//! - [`proto`]: the `xla.CompileOptionsProto` fields tpu-rewrite sets.
+//! - [`stablehlo`]: a replicate cluster's device program as a StableHLO
+//!   module (one small builder per op, in a table).
+//! - [`host`]: host values a device program reads (feeds, defaults,
+//!   variable initialisers), on the simulator's kernels.
+//! - [`backend`]: `run --backend pjrt`: host ops on the simulator's
+//!   kernels, the device program on XLA.
+//! - [`stderr`]: keeps the plugin's info log lines off the terminal.
+
+pub mod backend;
+pub mod client;
+mod error;
+pub mod ffi;
+pub mod host;
+pub mod plugin;
+pub mod proto;
+pub mod stablehlo;
+pub mod stderr;
+
+pub use error::XlaError;

@@ -1,0 +1,724 @@
+//! StableHLO emission: a replicate cluster's device program as one MLIR
+//! module in the `stablehlo` and `func` dialects.
+//!
+//! Meaning: the program of a cluster is its ops minus metadata, pivots and
+//! outside-compilation ops. Its arguments, in order: one per
+//! `TPUReplicatedInput` it reads (each replica gets its own operand), one
+//! per tensor it reads from outside the cluster (the same on every
+//! replica), then one per variable (resource) it reads or writes. Its
+//! results: one per `TPUReplicatedOutput` (all-reduced when the output
+//! carries `reduce_op` SUM or MEAN), then every variable's final value.
+//! Each variable argument is aliased to its result (`tf.aliasing_output`),
+//! so variables stay on the device between steps. `@step` is one step;
+//! `@main` calls it once, or runs it `steps_per_run` times in a
+//! `stablehlo.while` that carries the variables and the last outputs.
+//! The module carries `mhlo.num_replicas` and `mhlo.num_partitions`.
+//!
+//! Static shapes: the program is traced once on the host ([`trace`]) with
+//! replica 0's argument values, which gives every value's type; values
+//! that depend on no argument, variable, replica id or collective (shape
+//! arithmetic, axes, constants) are printed as constants, so `Reshape`,
+//! `Sum` and `Tile` see their shapes and axes at compile time.
+//!
+//! Logical cores: a program with several cores per replica is emitted as
+//! one program per replica (`num_partitions = 1`), which computes the
+//! same values; see docs/xla.md. Cost: linear in the program's size, plus
+//! one host evaluation of it for the trace.
+
+pub mod ops;
+pub mod text;
+mod trace;
+
+use std::collections::{BTreeSet, HashMap};
+
+use super::error::XlaError;
+use super::host::{Host, MissingFeed};
+use crate::exec::Tensor;
+use crate::ir::{Graph, NodeId};
+use crate::lower::DeviceAssignment;
+use crate::passes::common::OUTSIDE_COMPILATION;
+use crate::passes::ReplicateCluster;
+use text::{Ctx, Ty, Val};
+
+/// Settings of an emission.
+#[derive(Clone, Debug)]
+pub struct Config<'a> {
+    /// Device iterations per run: `@main` loops this many times (when the
+    /// program has one stage; see [`Staged`]).
+    pub steps_per_run: u32,
+    /// Feeds (tensor name → value) for the host values the program reads.
+    pub feeds: &'a [(String, Tensor)],
+    /// What an unfed placeholder becomes.
+    pub missing_feed: MissingFeed,
+}
+
+/// Where an argument of `@main` comes from.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ArgSource {
+    /// A `TPUReplicatedInput`: replica r gets its operand r.
+    Replicated(NodeId),
+    /// A host tensor, the same on every replica.
+    Host(NodeId, u32),
+    /// A value of this replica computed by an earlier stage (on the device)
+    /// or by an outside-compilation op (on the host).
+    Carried(NodeId, u32),
+    /// A variable (its `VarHandleOp`), aliased to a result.
+    Variable(NodeId),
+}
+
+impl ArgSource {
+    /// The order of argument kinds in `@main`.
+    fn rank(&self) -> u8 {
+        match self {
+            ArgSource::Replicated(_) => 0,
+            ArgSource::Host(..) => 1,
+            ArgSource::Carried(..) => 2,
+            ArgSource::Variable(_) => 3,
+        }
+    }
+}
+
+/// A computation output.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OutputSpec {
+    /// The `TPUReplicatedOutput` node.
+    pub node: NodeId,
+    /// Its `reduce_op`, if any.
+    pub reduce: Option<crate::exec::ReduceOp>,
+}
+
+/// One emitted module (one stage of a cluster) and what its signature means.
+#[derive(Clone, Debug)]
+pub struct Emitted {
+    /// The MLIR text.
+    pub module: String,
+    /// `@main`'s arguments, in order.
+    pub args: Vec<ArgSource>,
+    /// The argument values, `[argument][replica]` (for `Carried`
+    /// arguments, the trace's replica-0 value: the run supplies its own).
+    pub arg_values: Vec<Vec<Tensor>>,
+    /// The computation outputs this stage computes (its first results).
+    pub outputs: Vec<OutputSpec>,
+    /// Values later stages or host ops read (the next results).
+    pub carried: Vec<(NodeId, u32)>,
+    /// The variables, in argument order (the last results).
+    pub variables: Vec<NodeId>,
+    pub num_replicas: usize,
+    pub num_partitions: usize,
+    /// `device_ids[replica][partition]`: the device of each program copy.
+    pub device_ids: Vec<Vec<i64>>,
+}
+
+/// A cluster's device program: one module per stage. Outside-compilation
+/// ops whose results the device reads split the program: stage k runs on
+/// the devices, then `host_ops[k]` run on the host for every replica, and
+/// their results are arguments of later stages. Without such ops there is
+/// one stage and no host ops.
+#[derive(Clone, Debug)]
+pub struct Staged {
+    pub stages: Vec<Emitted>,
+    /// Outside-compilation ops to run after each stage, in dependency order.
+    pub host_ops: Vec<Vec<NodeId>>,
+    /// Compile-time values host ops read from the cluster (constants).
+    pub folded: HashMap<(NodeId, u32), Tensor>,
+}
+
+/// The ops of a cluster that are not computation.
+const STRUCTURAL: &[&str] = &["TPUReplicateMetadata", "NoOp", "TPUCompilationResult"];
+/// Ops that read or write a variable through operand 0.
+pub(crate) const VARIABLE_OPS: &[&str] = &[
+    "ReadVariableOp",
+    "AssignVariableOp",
+    "AssignAddVariableOp",
+    "AssignSubVariableOp",
+    "Update",
+    "VarIsInitializedOp",
+];
+
+/// A device program (or the whole cluster, for the trace), before emission.
+pub(crate) struct Program {
+    /// Ops in dependency order.
+    pub nodes: Vec<NodeId>,
+    pub args: Vec<ArgSource>,
+    pub outputs: Vec<OutputSpec>,
+    pub carried: Vec<(NodeId, u32)>,
+    /// This program's stage and the stage count, for its name.
+    pub stage: usize,
+    pub stages: usize,
+}
+
+/// Emits the device program of `cluster` as StableHLO, one module per stage.
+pub fn emit_module(
+    graph: &Graph,
+    cluster: &ReplicateCluster,
+    assignment: &DeviceAssignment,
+    config: &Config,
+) -> Result<Staged, XlaError> {
+    let replicas = cluster.num_replicas as usize;
+    let analysis = analyse(graph, cluster)?;
+    let mut host = Host::new(graph, config.feeds, config.missing_feed);
+    // Values of every argument the whole cluster reads.
+    let mut values: HashMap<ArgSource, Vec<Tensor>> = HashMap::new();
+    for arg in &analysis.whole.args {
+        let v = match *arg {
+            ArgSource::Replicated(input) => {
+                let operands = graph.data_inputs(input);
+                if operands.len() != replicas {
+                    return Err(XlaError::UnsupportedGraph {
+                        message: format!(
+                            "`{}` has {} operands for {replicas} replicas",
+                            graph.node(input).name,
+                            operands.len()
+                        ),
+                    });
+                }
+                let mut v = Vec::with_capacity(replicas);
+                for o in &operands {
+                    v.push(host.value(o.src, o.output.unwrap_or(0))?);
+                }
+                v
+            }
+            ArgSource::Host(id, output) => vec![host.value(id, output)?; replicas],
+            ArgSource::Variable(handle) => vec![host.initial_value(handle)?; replicas],
+            ArgSource::Carried(..) => continue,
+        };
+        for t in &v {
+            if !text::device_dtype(t.dtype()) {
+                return Err(XlaError::DType { what: arg_name(graph, arg), dtype: t.dtype().to_string() });
+            }
+        }
+        values.insert(arg.clone(), v);
+    }
+    let first: Vec<Tensor> = analysis.whole.args.iter().map(|a| values[a][0].clone()).collect();
+    let traced = trace::trace(graph, &analysis.whole, &first)?;
+    let (programs, host_ops) = stage(graph, &analysis, &traced)?;
+    let steps = if programs.len() == 1 { config.steps_per_run.max(1) as usize } else { 1 };
+    let device_ids: Vec<Vec<i64>> = assignment
+        .cores
+        .iter()
+        .take(replicas)
+        .map(|cores| {
+            let core = cores.first().copied().unwrap_or(crate::lower::PhysicalCore { task: 0, core: 0 });
+            vec![i64::from(core.task * assignment.topology.cores_per_host + core.core)]
+        })
+        .collect();
+    let mut stages = Vec::with_capacity(programs.len());
+    for program in &programs {
+        let arg_values: Vec<Vec<Tensor>> = program
+            .args
+            .iter()
+            .map(|a| match a {
+                ArgSource::Carried(id, o) => {
+                    vec![
+                        traced.values.get(&(*id, *o)).map(|t| t.value.clone()).unwrap_or_else(|| Tensor::scalar(0f32));
+                        replicas
+                    ]
+                }
+                other => values[other].clone(),
+            })
+            .collect();
+        let first: Vec<Tensor> = arg_values.iter().map(|v| v[0].clone()).collect();
+        let module = assemble(graph, cluster, program, &traced, &first, steps)?;
+        stages.push(Emitted {
+            module,
+            args: program.args.clone(),
+            arg_values,
+            outputs: program.outputs.clone(),
+            carried: program.carried.clone(),
+            variables: program
+                .args
+                .iter()
+                .filter_map(|a| match a {
+                    ArgSource::Variable(h) => Some(*h),
+                    _ => None,
+                })
+                .collect(),
+            num_replicas: replicas,
+            num_partitions: 1,
+            device_ids: device_ids.clone(),
+        });
+    }
+    let mut folded = HashMap::new();
+    for ops in &host_ops {
+        for &id in ops {
+            for input in graph.data_inputs(id) {
+                let key = (input.src, input.output.unwrap_or(0));
+                if let Some(t) = traced.values.get(&key).filter(|t| t.constant) {
+                    folded.insert(key, t.value.clone());
+                }
+            }
+        }
+    }
+    Ok(Staged { stages, host_ops, folded })
+}
+
+/// Every cluster's modules, for `lower --format stablehlo`: unfed
+/// placeholders are zeros of their declared shapes (their values do not
+/// appear in the module), and modules are separated by `// -----` lines
+/// (MLIR's split-input-file marker).
+pub fn emit_all(graph: &Graph, assignment: &DeviceAssignment, steps_per_run: u32) -> Result<String, XlaError> {
+    let (clusters, errors) = crate::passes::form_clusters(graph);
+    if let Some(e) = errors.into_iter().next() {
+        return Err(XlaError::UnsupportedGraph { message: e.to_string() });
+    }
+    if clusters.is_empty() {
+        return Err(XlaError::UnsupportedGraph { message: "the graph has no replicate cluster".into() });
+    }
+    let config = Config { steps_per_run, feeds: &[], missing_feed: MissingFeed::Zeros };
+    let mut modules = Vec::new();
+    for cluster in &clusters {
+        modules.extend(emit_module(graph, cluster, assignment, &config)?.stages.into_iter().map(|s| s.module));
+    }
+    Ok(modules.join("// -----\n"))
+}
+
+/// A readable name of an argument.
+pub fn arg_name(graph: &Graph, arg: &ArgSource) -> String {
+    match *arg {
+        ArgSource::Replicated(id) | ArgSource::Variable(id) => graph.node(id).name.to_string(),
+        ArgSource::Host(id, o) | ArgSource::Carried(id, o) => format!("{}:{o}", graph.node(id).name),
+    }
+}
+
+/// A cluster split into device ops and the outside-compilation ops the
+/// device depends on, in one dependency order.
+struct Analysis {
+    /// The whole cluster as one program (device and needed host ops), for the trace.
+    whole: Program,
+    device: BTreeSet<NodeId>,
+    oc: BTreeSet<NodeId>,
+}
+
+/// Finds the device ops, the outside-compilation ops whose results reach
+/// a device op, their dependency order and the arguments they read.
+/// Outside-compilation ops no device op depends on (a value copied to the
+/// host and never returned) are left out.
+fn analyse(graph: &Graph, cluster: &ReplicateCluster) -> Result<Analysis, XlaError> {
+    let is_oc = |id: NodeId| graph.node(id).attrs.get_str(OUTSIDE_COMPILATION).is_some();
+    let device: BTreeSet<NodeId> = cluster
+        .members
+        .iter()
+        .copied()
+        .filter(|&id| !is_oc(id) && !STRUCTURAL.contains(&&*graph.node(id).op))
+        .collect();
+    let all_oc: BTreeSet<NodeId> = cluster.members.iter().copied().filter(|&id| is_oc(id)).collect();
+    // The host ops some device op depends on (through data edges).
+    let mut oc = BTreeSet::new();
+    let mut stack: Vec<NodeId> = device
+        .iter()
+        .flat_map(|&d| graph.data_inputs(d).into_iter().map(|i| i.src))
+        .filter(|s| all_oc.contains(s))
+        .collect();
+    while let Some(id) = stack.pop() {
+        if oc.insert(id) {
+            stack.extend(
+                graph.data_inputs(id).into_iter().map(|i| i.src).filter(|s| all_oc.contains(s) && !oc.contains(s)),
+            );
+        }
+    }
+    let inside = |id: NodeId| device.contains(&id) || oc.contains(&id);
+    // Dependency order over data and control edges among the chosen ops.
+    let mut order = Vec::with_capacity(device.len() + oc.len());
+    let mut state: HashMap<NodeId, bool> = HashMap::new();
+    for &root in &cluster.members {
+        if !inside(root) || state.contains_key(&root) {
+            continue;
+        }
+        let mut stack = vec![(root, false)];
+        while let Some((id, done)) = stack.pop() {
+            if done {
+                order.push(id);
+                continue;
+            }
+            if state.contains_key(&id) {
+                continue;
+            }
+            state.insert(id, true);
+            stack.push((id, true));
+            for i in graph.inputs(id).iter().rev() {
+                if inside(i.src) && !state.contains_key(&i.src) {
+                    stack.push((i.src, false));
+                }
+            }
+        }
+    }
+    let mut args = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for &id in &order {
+        for (slot, input) in graph.data_inputs(id).iter().enumerate() {
+            if inside(input.src) {
+                continue;
+            }
+            let arg = source(graph, id, slot, input)?;
+            if seen.insert(arg.clone()) {
+                args.push(arg);
+            }
+        }
+    }
+    args.sort_by_key(ArgSource::rank);
+    let outputs = cluster
+        .outputs
+        .iter()
+        .map(|&id| OutputSpec {
+            node: id,
+            reduce: graph.node(id).attrs.get_str("reduce_op").and_then(crate::exec::ReduceOp::parse),
+        })
+        .collect();
+    let whole = Program { nodes: order, args, outputs, carried: Vec::new(), stage: 0, stages: 1 };
+    Ok(Analysis { whole, device, oc })
+}
+
+/// The argument that operand `slot` of `id` reads from outside the cluster.
+fn source(graph: &Graph, id: NodeId, slot: usize, input: &crate::ir::Input) -> Result<ArgSource, XlaError> {
+    let node = graph.node(id);
+    let src = graph.node(input.src);
+    if &*src.op == "TPUReplicatedInput" {
+        Ok(ArgSource::Replicated(input.src))
+    } else if slot == 0 && VARIABLE_OPS.contains(&&*node.op) {
+        if &*src.op != "VarHandleOp" {
+            return Err(XlaError::UnsupportedGraph {
+                message: format!(
+                    "`{}` reads variable handle `{}` ({}), not a VarHandleOp",
+                    node.name, src.name, src.op
+                ),
+            });
+        }
+        Ok(ArgSource::Variable(input.src))
+    } else if src.attrs.get_str(crate::passes::common::TPU_REPLICATE).is_some() {
+        Err(XlaError::UnsupportedGraph {
+            message: format!(
+                "`{}` reads `{}`, an op of cluster `{}` it cannot see",
+                node.name,
+                src.name,
+                src.attrs.get_str(crate::passes::common::TPU_REPLICATE).unwrap_or_default()
+            ),
+        })
+    } else {
+        Ok(ArgSource::Host(input.src, input.output.unwrap_or(0)))
+    }
+}
+
+/// Splits the analysed cluster into stages at the host ops whose results
+/// (not compile-time constants) device ops read.
+/// Returns the stages' programs and the host ops after each stage.
+#[allow(clippy::type_complexity)]
+fn stage(
+    graph: &Graph,
+    analysis: &Analysis,
+    traced: &trace::Trace,
+) -> Result<(Vec<Program>, Vec<Vec<NodeId>>), XlaError> {
+    let constant = |id: NodeId| (0u32..).map_while(|o| traced.values.get(&(id, o))).all(|t| t.constant);
+    let mut device_stage: HashMap<NodeId, usize> = HashMap::new();
+    let mut host_stage: HashMap<NodeId, usize> = HashMap::new();
+    for &id in &analysis.whole.nodes {
+        let mut s = 0;
+        for i in graph.inputs(id) {
+            if let Some(&d) = device_stage.get(&i.src) {
+                s = s.max(d);
+            } else if let Some(&h) = host_stage.get(&i.src) {
+                // A host result reaches the device one stage later.
+                let later = analysis.device.contains(&id) && !i.is_control() && !constant(i.src);
+                s = s.max(if later { h + 1 } else { h });
+            }
+        }
+        if analysis.oc.contains(&id) {
+            host_stage.insert(id, s);
+        } else {
+            device_stage.insert(id, s);
+        }
+    }
+    let stages = device_stage.values().copied().max().unwrap_or(0) + 1;
+    let mut programs: Vec<Program> = (0..stages)
+        .map(|k| Program {
+            nodes: Vec::new(),
+            args: Vec::new(),
+            outputs: Vec::new(),
+            carried: Vec::new(),
+            stage: k,
+            stages,
+        })
+        .collect();
+    let mut host_ops = vec![Vec::new(); stages];
+    for &id in &analysis.whole.nodes {
+        if let Some(&k) = device_stage.get(&id) {
+            programs[k].nodes.push(id);
+        } else if !constant(id) {
+            let k = host_stage[&id];
+            if k + 1 >= stages {
+                return Err(XlaError::UnsupportedGraph {
+                    message: format!(
+                        "outside-compilation op `{}` runs after the last device stage",
+                        graph.node(id).name
+                    ),
+                });
+            }
+            host_ops[k].push(id);
+        }
+    }
+    // Arguments, and the carried values each stage hands on.
+    let mut carried: Vec<BTreeSet<(NodeId, u32)>> = vec![BTreeSet::new(); stages];
+    let variables: Vec<ArgSource> =
+        analysis.whole.args.iter().filter(|a| matches!(a, ArgSource::Variable(_))).cloned().collect();
+    for program in programs.iter_mut() {
+        let k = program.stage;
+        let mut seen = std::collections::HashSet::new();
+        for &id in &program.nodes {
+            for (slot, input) in graph.data_inputs(id).iter().enumerate() {
+                let key = (input.src, input.output.unwrap_or(0));
+                let arg = if let Some(&d) = device_stage.get(&input.src) {
+                    if d == k {
+                        continue;
+                    }
+                    carried[d].insert(key);
+                    ArgSource::Carried(key.0, key.1)
+                } else if analysis.oc.contains(&input.src) {
+                    if constant(input.src) {
+                        continue;
+                    }
+                    ArgSource::Carried(key.0, key.1)
+                } else {
+                    source(graph, id, slot, input)?
+                };
+                if !matches!(arg, ArgSource::Variable(_)) && seen.insert(arg.clone()) {
+                    program.args.push(arg);
+                }
+            }
+        }
+        program.args.extend(variables.iter().cloned());
+        program.args.sort_by_key(ArgSource::rank);
+    }
+    // Host ops read device values of the stage they follow (or earlier).
+    for ops in &host_ops {
+        for &id in ops {
+            for input in graph.data_inputs(id) {
+                if let Some(&d) = device_stage.get(&input.src) {
+                    carried[d].insert((input.src, input.output.unwrap_or(0)));
+                }
+            }
+        }
+    }
+    for (program, c) in programs.iter_mut().zip(carried) {
+        program.carried = c.into_iter().collect();
+    }
+    for out in &analysis.whole.outputs {
+        let src = graph.data_inputs(out.node).first().map(|i| i.src);
+        match src.and_then(|s| device_stage.get(&s)) {
+            Some(&k) => programs[k].outputs.push(out.clone()),
+            None => {
+                return Err(XlaError::UnsupportedGraph {
+                    message: format!("output `{}` is not computed on the device", graph.node(out.node).name),
+                })
+            }
+        }
+    }
+    Ok((programs, host_ops))
+}
+/// Prints the module: `@step`, then `@main`.
+fn assemble(
+    graph: &Graph,
+    cluster: &ReplicateCluster,
+    program: &Program,
+    traced: &trace::Trace,
+    first: &[Tensor],
+    steps: usize,
+) -> Result<String, XlaError> {
+    let replicas = cluster.num_replicas as usize;
+    let arg_types: Vec<Ty> = first.iter().map(Ty::of).collect();
+    let num_vars = program.args.iter().filter(|a| matches!(a, ArgSource::Variable(_))).count();
+    let num_data = program.args.len() - num_vars;
+    // Results before the variables: outputs, then carried values.
+    let num_outputs = program.outputs.len() + program.carried.len();
+    let mut ctx = Ctx::default();
+    ctx.indent = 2;
+    // @step's body.
+    let params: Vec<Val> = arg_types.iter().map(|t| Val { name: ctx.fresh(), ty: t.clone() }).collect();
+    let mut env: HashMap<(NodeId, u32), Val> = HashMap::new();
+    let mut vars: HashMap<NodeId, Val> = HashMap::new();
+    for (arg, p) in program.args.iter().zip(&params) {
+        match *arg {
+            ArgSource::Replicated(id) => {
+                env.insert((id, 0), p.clone());
+            }
+            ArgSource::Host(id, o) | ArgSource::Carried(id, o) => {
+                env.insert((id, o), p.clone());
+            }
+            ArgSource::Variable(id) => {
+                vars.insert(id, p.clone());
+            }
+        }
+    }
+    let mut emitter = trace::Emitter { graph, traced, env, vars, replicas };
+    for &id in &program.nodes {
+        emitter.node(&mut ctx, id)?;
+    }
+    let mut results = Vec::new();
+    for out in &program.outputs {
+        let input = graph.data_inputs(out.node).first().map(|i| (i.src, i.output.unwrap_or(0))).ok_or_else(|| {
+            XlaError::UnsupportedGraph { message: format!("`{}` reads nothing", graph.node(out.node).name) }
+        })?;
+        let mut v = emitter.value(&mut ctx, input)?;
+        if let Some(reduce) = out.reduce {
+            let all = vec![(0..replicas as i64).collect::<Vec<_>>()];
+            v = ctx.all_reduce_sum(&v, &all);
+            if reduce == crate::exec::ReduceOp::Mean {
+                let k = ctx.splat(&v.ty, replicas as f64);
+                v = ctx.elementwise("divide", &[&v, &k]);
+            }
+        }
+        results.push(v);
+    }
+    for &key in &program.carried {
+        results.push(emitter.value(&mut ctx, key)?);
+    }
+    for arg in &program.args {
+        if let ArgSource::Variable(h) = arg {
+            results.push(emitter.vars[h].clone());
+        }
+    }
+    let result_types: Vec<String> = results.iter().map(|v| v.ty.mlir()).collect();
+    let step_body = std::mem::take(&mut ctx.text);
+    let mut out = String::new();
+    out.push_str(&format!(
+        "// The device program of cluster `{}`, stage {} of {}: {} replicas; arguments: {} inputs, {} variables.\n",
+        cluster.name,
+        program.stage + 1,
+        program.stages,
+        replicas,
+        num_data,
+        num_vars
+    ));
+    out.push_str(&format!(
+        "module @{} attributes {{mhlo.num_replicas = {replicas} : i32, mhlo.num_partitions = 1 : i32}} {{\n",
+        mlir_ident(&if program.stages > 1 {
+            format!("{}_stage{}", cluster.name, program.stage)
+        } else {
+            cluster.name.clone()
+        })
+    ));
+    let sig: Vec<String> = params.iter().map(|p| format!("{}: {}", p.name, p.ty.mlir())).collect();
+    out.push_str(&format!("  func.func private @step({}) -> ({}) {{\n", sig.join(", "), result_types.join(", ")));
+    out.push_str(&step_body);
+    let names: Vec<&str> = results.iter().map(|v| v.name.as_str()).collect();
+    out.push_str(&format!("    \"func.return\"({}) : ({}) -> ()\n  }}\n", names.join(", "), result_types.join(", ")));
+
+    // @main.
+    let main_args: Vec<String> = arg_types
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            if i >= num_data {
+                format!("%arg{i}: {} {{tf.aliasing_output = {} : i32}}", t.mlir(), num_outputs + (i - num_data))
+            } else {
+                format!("%arg{i}: {}", t.mlir())
+            }
+        })
+        .collect();
+    out.push_str(&format!("  func.func public @main({}) -> ({}) {{\n", main_args.join(", "), result_types.join(", ")));
+    let arg_names: Vec<String> = (0..arg_types.len()).map(|i| format!("%arg{i}")).collect();
+    let arg_mlir: Vec<String> = arg_types.iter().map(Ty::mlir).collect();
+    let mut body = Ctx::default();
+    body.indent = 2;
+    // Keep SSA names distinct from @step's.
+    for _ in 0..params.len() + results.len() + 1 {
+        body.fresh();
+    }
+    let finals: Vec<String> = if steps == 1 {
+        let r = body.fresh();
+        body.line(&format!(
+            "{r}:{} = \"func.call\"({}) {{callee = @step}} : ({}) -> ({})",
+            results.len(),
+            arg_names.join(", "),
+            arg_mlir.join(", "),
+            result_types.join(", ")
+        ));
+        (0..results.len()).map(|i| format!("{r}#{i}")).collect()
+    } else {
+        while_loop(&mut body, &arg_names, &arg_types, &results, num_data, num_outputs, steps)
+    };
+    out.push_str(&body.text);
+    out.push_str(&format!(
+        "    \"func.return\"({}) : ({}) -> ()\n  }}\n}}\n",
+        finals.join(", "),
+        result_types.join(", ")
+    ));
+    if results.is_empty() {
+        // A call with no results prints without `:0`; keep the form simple.
+        return Ok(out.replace(":0 = \"func.call\"", " = \"func.call\""));
+    }
+    Ok(out)
+}
+
+/// `@main`'s loop: carries (counter, data args, variables, last outputs).
+fn while_loop(
+    c: &mut Ctx,
+    arg_names: &[String],
+    arg_types: &[Ty],
+    results: &[Val],
+    num_data: usize,
+    num_outputs: usize,
+    steps: usize,
+) -> Vec<String> {
+    let counter_ty = Ty::scalar(crate::ir::DType::I64);
+    let zero = c.splat(&counter_ty, 0.0);
+    let mut init = vec![zero.name.clone()];
+    let mut types = vec![counter_ty.clone()];
+    init.extend(arg_names.iter().cloned());
+    types.extend(arg_types.iter().cloned());
+    for v in &results[..num_outputs] {
+        let z = c.splat(&v.ty, 0.0);
+        init.push(z.name);
+        types.push(v.ty.clone());
+    }
+    let mlir: Vec<String> = types.iter().map(Ty::mlir).collect();
+    let n = types.len();
+    let w = c.fresh();
+    let cond_args: Vec<String> = (0..n).map(|_| c.fresh()).collect();
+    let body_args: Vec<String> = (0..n).map(|_| c.fresh()).collect();
+    let block =
+        |names: &[String]| names.iter().zip(&mlir).map(|(a, t)| format!("{a}: {t}")).collect::<Vec<_>>().join(", ");
+    c.line(&format!("{w}:{n} = \"stablehlo.while\"({}) ({{", init.join(", ")));
+    c.line(&format!("^bb0({}):", block(&cond_args)));
+    c.indent += 1;
+    let limit = c.splat(&counter_ty, steps as f64);
+    let counter = Val { name: cond_args[0].clone(), ty: counter_ty.clone() };
+    let p = c.compare(&counter, &limit, text::Cmp::Lt);
+    c.line(&format!("\"stablehlo.return\"({}) : (tensor<i1>) -> ()", p.name));
+    c.indent -= 1;
+    c.line("}, {");
+    c.line(&format!("^bb0({}):", block(&body_args)));
+    c.indent += 1;
+    let step_args = &body_args[1..1 + arg_names.len()];
+    let result_mlir: Vec<String> = results.iter().map(|v| v.ty.mlir()).collect();
+    let r = c.fresh();
+    c.line(&format!(
+        "{r}:{} = \"func.call\"({}) {{callee = @step}} : ({}) -> ({})",
+        results.len(),
+        step_args.join(", "),
+        arg_types.iter().map(Ty::mlir).collect::<Vec<_>>().join(", "),
+        result_mlir.join(", ")
+    ));
+    let one = c.splat(&counter_ty, 1.0);
+    let next = c.elementwise("add", &[&Val { name: body_args[0].clone(), ty: counter_ty.clone() }, &one]);
+    let mut carried = vec![next.name];
+    carried.extend(body_args[1..1 + num_data].iter().cloned());
+    carried.extend((num_outputs..results.len()).map(|i| format!("{r}#{i}")));
+    carried.extend((0..num_outputs).map(|i| format!("{r}#{i}")));
+    c.line(&format!("\"stablehlo.return\"({}) : ({}) -> ()", carried.join(", "), mlir.join(", ")));
+    c.indent -= 1;
+    c.line(&format!("}}) : ({}) -> ({})", mlir.join(", "), mlir.join(", ")));
+    // Results: outputs, then variables.
+    let vars_at = 1 + num_data;
+    let outs_at = 1 + arg_names.len();
+    let mut finals: Vec<String> = (0..num_outputs).map(|i| format!("{w}#{}", outs_at + i)).collect();
+    finals.extend((0..results.len() - num_outputs).map(|i| format!("{w}#{}", vars_at + i)));
+    finals
+}
+
+/// A symbol name MLIR accepts (`@cluster`, `@"odd name"`).
+fn mlir_ident(name: &str) -> String {
+    if !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        name.to_string()
+    } else {
+        format!("\"{}\"", name.replace('"', "'"))
+    }
+}

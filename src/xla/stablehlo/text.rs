@@ -1,0 +1,369 @@
+//! MLIR text for StableHLO: tensor types, constants, and a builder context
+//! that appends one op per call in MLIR's generic form.
+//!
+//! Every op is printed as `%n = "stablehlo.op"(%a, %b) {attrs} : (types) ->
+//! type`, which every StableHLO version parses the same way. SSA names are
+//! `%v<n>`, fresh per module (regions included), so a region never shadows
+//! an outer value. Constants are printed as raw little-endian hex
+//! (`dense<"0x...">`), exact for every value. Cost: linear in the text.
+
+use std::fmt::Write;
+
+use crate::exec::Tensor;
+use crate::ir::DType;
+
+/// A tensor type: element type and static shape.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Ty {
+    pub dtype: DType,
+    pub shape: Vec<usize>,
+}
+
+impl Ty {
+    /// The type of `t`.
+    pub fn of(t: &Tensor) -> Ty {
+        Ty { dtype: t.dtype(), shape: t.shape().to_vec() }
+    }
+
+    /// A scalar of `dtype`.
+    pub fn scalar(dtype: DType) -> Ty {
+        Ty { dtype, shape: Vec::new() }
+    }
+
+    /// This type with another element type.
+    pub fn with_dtype(&self, dtype: DType) -> Ty {
+        Ty { dtype, shape: self.shape.clone() }
+    }
+
+    /// This type with another shape.
+    pub fn with_shape(&self, shape: Vec<usize>) -> Ty {
+        Ty { dtype: self.dtype, shape }
+    }
+
+    /// Elements in the tensor.
+    pub fn count(&self) -> usize {
+        self.shape.iter().product()
+    }
+
+    /// `tensor<2x3xf32>`.
+    pub fn mlir(&self) -> String {
+        let mut s = String::from("tensor<");
+        for d in &self.shape {
+            let _ = write!(s, "{d}x");
+        }
+        s.push_str(element(self.dtype));
+        s.push('>');
+        s
+    }
+}
+
+/// The MLIR element type of a dtype the device holds (others print as
+/// `none`; [`super::emit_module`] refuses them before any text is built).
+pub fn element(dtype: DType) -> &'static str {
+    match dtype {
+        DType::F32 => "f32",
+        DType::F64 => "f64",
+        DType::I32 => "i32",
+        DType::I64 => "i64",
+        DType::Bool => "i1",
+        _ => "none",
+    }
+}
+
+/// True for the dtypes a device program can hold.
+pub fn device_dtype(dtype: DType) -> bool {
+    matches!(dtype, DType::F32 | DType::F64 | DType::I32 | DType::I64 | DType::Bool)
+}
+
+/// An SSA value and its type.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Val {
+    pub name: String,
+    pub ty: Ty,
+}
+
+/// The text being built and the SSA counter.
+#[derive(Debug, Default)]
+pub struct Ctx {
+    pub text: String,
+    next: usize,
+    /// Indentation of the current block.
+    pub indent: usize,
+}
+
+/// Comparison directions of `stablehlo.compare`.
+#[derive(Clone, Copy, Debug)]
+pub enum Cmp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+/// The reductions the builders use.
+#[derive(Clone, Copy, Debug)]
+pub enum Reducer {
+    Add,
+    Max,
+}
+
+impl Ctx {
+    /// A fresh SSA name.
+    pub fn fresh(&mut self) -> String {
+        self.next += 1;
+        format!("%v{}", self.next)
+    }
+
+    /// Appends one line at the current indentation.
+    pub fn line(&mut self, text: &str) {
+        for _ in 0..self.indent {
+            self.text.push_str("  ");
+        }
+        self.text.push_str(text);
+        self.text.push('\n');
+    }
+
+    /// `%r = "name"(operands) {attrs} : (operand types) -> result`.
+    pub fn op(&mut self, name: &str, operands: &[&Val], attrs: &str, result: Ty) -> Val {
+        let r = self.fresh();
+        let names: Vec<&str> = operands.iter().map(|v| v.name.as_str()).collect();
+        let types: Vec<String> = operands.iter().map(|v| v.ty.mlir()).collect();
+        let attrs = if attrs.is_empty() { String::new() } else { format!(" {{{attrs}}}") };
+        self.line(&format!(
+            "{r} = \"{name}\"({}){attrs} : ({}) -> {}",
+            names.join(", "),
+            types.join(", "),
+            result.mlir()
+        ));
+        Val { name: r, ty: result }
+    }
+
+    /// A constant holding `t` (bool tensors go through an i32 constant).
+    pub fn constant(&mut self, t: &Tensor) -> Val {
+        let ty = Ty::of(t);
+        if let Tensor::Bool(a) = t {
+            let ints = Tensor::from_vec(&ty.shape, a.iter().map(|&b| i32::from(b)).collect())
+                .unwrap_or_else(|_| Tensor::scalar(0i32));
+            let i = self.constant(&ints);
+            let zero = self.splat(&ty.with_dtype(DType::I32), 0.0);
+            return self.compare(&i, &zero, Cmp::Ne);
+        }
+        let mut hex = String::with_capacity(2 + ty.count() * 8);
+        hex.push_str("0x");
+        let mut push = |bytes: &[u8]| {
+            for b in bytes {
+                let _ = write!(hex, "{b:02X}");
+            }
+        };
+        match t {
+            Tensor::F32(a) => a.iter().for_each(|v| push(&v.to_le_bytes())),
+            Tensor::F64(a) => a.iter().for_each(|v| push(&v.to_le_bytes())),
+            Tensor::I32(a) => a.iter().for_each(|v| push(&v.to_le_bytes())),
+            Tensor::I64(a) => a.iter().for_each(|v| push(&v.to_le_bytes())),
+            _ => {}
+        }
+        let r = self.fresh();
+        let mlir = ty.mlir();
+        self.line(&format!("{r} = \"stablehlo.constant\"() {{value = dense<\"{hex}\"> : {mlir}}} : () -> {mlir}"));
+        Val { name: r, ty }
+    }
+
+    /// A tensor of type `ty` with every element `value`.
+    pub fn splat(&mut self, ty: &Ty, value: f64) -> Val {
+        let literal = match ty.dtype {
+            // Bit patterns: exact, and valid for infinities.
+            DType::F32 => format!("0x{:08X}", (value as f32).to_bits()),
+            DType::F64 => format!("0x{:016X}", value.to_bits()),
+            DType::Bool => (value != 0.0).to_string(),
+            _ => format!("{}", value as i64),
+        };
+        let r = self.fresh();
+        let mlir = ty.mlir();
+        self.line(&format!("{r} = \"stablehlo.constant\"() {{value = dense<{literal}> : {mlir}}} : () -> {mlir}"));
+        Val { name: r, ty: ty.clone() }
+    }
+
+    /// Broadcasts `v` NumPy-style (trailing dimensions aligned) to `shape`.
+    pub fn broadcast_to(&mut self, v: &Val, shape: &[usize]) -> Val {
+        if v.ty.shape == shape {
+            return v.clone();
+        }
+        let offset = shape.len() - v.ty.shape.len();
+        let dims: Vec<String> = (0..v.ty.shape.len()).map(|i| (i + offset).to_string()).collect();
+        // Size-1 dimensions that grow go through a reshape that drops them.
+        let keep: Vec<usize> =
+            (0..v.ty.shape.len()).filter(|&i| v.ty.shape[i] == shape[i + offset] || v.ty.shape[i] != 1).collect();
+        if keep.len() != v.ty.shape.len() {
+            let squeezed = self.reshape(v, keep.iter().map(|&i| v.ty.shape[i]).collect());
+            let dims: Vec<String> = keep.iter().map(|&i| (i + offset).to_string()).collect();
+            return self.op(
+                "stablehlo.broadcast_in_dim",
+                &[&squeezed],
+                &format!("broadcast_dimensions = array<i64{}>", list(&dims)),
+                v.ty.with_shape(shape.to_vec()),
+            );
+        }
+        self.op(
+            "stablehlo.broadcast_in_dim",
+            &[v],
+            &format!("broadcast_dimensions = array<i64{}>", list(&dims)),
+            v.ty.with_shape(shape.to_vec()),
+        )
+    }
+
+    /// `stablehlo.reshape` to `shape` (no-op when equal).
+    pub fn reshape(&mut self, v: &Val, shape: Vec<usize>) -> Val {
+        if v.ty.shape == shape {
+            return v.clone();
+        }
+        let ty = v.ty.with_shape(shape);
+        self.op("stablehlo.reshape", &[v], "", ty)
+    }
+
+    /// `stablehlo.convert` to `dtype` (no-op when equal); to bool is `!= 0`.
+    pub fn convert(&mut self, v: &Val, dtype: DType) -> Val {
+        if v.ty.dtype == dtype {
+            return v.clone();
+        }
+        if dtype == DType::Bool {
+            let zero = self.splat(&v.ty, 0.0);
+            return self.compare(v, &zero, Cmp::Ne);
+        }
+        let ty = v.ty.with_dtype(dtype);
+        self.op("stablehlo.convert", &[v], "", ty)
+    }
+
+    /// An elementwise op on same-shaped operands, result typed as operand 0.
+    pub fn elementwise(&mut self, name: &str, operands: &[&Val]) -> Val {
+        let ty = operands[0].ty.clone();
+        self.op(&format!("stablehlo.{name}"), operands, "", ty)
+    }
+
+    /// `stablehlo.compare`.
+    pub fn compare(&mut self, a: &Val, b: &Val, cmp: Cmp) -> Val {
+        let dir = match cmp {
+            Cmp::Eq => "EQ",
+            Cmp::Ne => "NE",
+            Cmp::Lt => "LT",
+            Cmp::Le => "LE",
+            Cmp::Gt => "GT",
+            Cmp::Ge => "GE",
+        };
+        let kind = match a.ty.dtype {
+            DType::F32 | DType::F64 => "FLOAT",
+            DType::Bool => "UNSIGNED",
+            _ => "SIGNED",
+        };
+        let ty = a.ty.with_dtype(DType::Bool);
+        self.op(
+            "stablehlo.compare",
+            &[a, b],
+            &format!(
+                "comparison_direction = #stablehlo<comparison_direction {dir}>, compare_type = #stablehlo<comparison_type {kind}>"
+            ),
+            ty,
+        )
+    }
+
+    /// `stablehlo.select(pred, on_true, on_false)`.
+    pub fn select(&mut self, pred: &Val, on_true: &Val, on_false: &Val) -> Val {
+        let ty = on_true.ty.clone();
+        self.op("stablehlo.select", &[pred, on_true, on_false], "", ty)
+    }
+
+    /// The computation region `(a, b) -> a <op> b` over scalars of `dtype`.
+    fn reducer_region(&mut self, dtype: DType, reducer: Reducer) -> String {
+        let scalar = Ty::scalar(dtype);
+        let (a, b) = (self.fresh(), self.fresh());
+        let s = self.fresh();
+        let t = scalar.mlir();
+        let op = match reducer {
+            Reducer::Add => "stablehlo.add",
+            Reducer::Max => "stablehlo.maximum",
+        };
+        format!(
+            "({{\n^bb0({a}: {t}, {b}: {t}):\n  {s} = \"{op}\"({a}, {b}) : ({t}, {t}) -> {t}\n  \"stablehlo.return\"({s}) : ({t}) -> ()\n}})"
+        )
+    }
+
+    /// Reduces `v` over `dims` (sorted, distinct).
+    pub fn reduce(&mut self, v: &Val, dims: &[usize], reducer: Reducer) -> Val {
+        if dims.is_empty() {
+            return v.clone();
+        }
+        let init_value = match reducer {
+            Reducer::Add => 0.0,
+            Reducer::Max => f64::NEG_INFINITY,
+        };
+        let init = match (reducer, v.ty.dtype) {
+            (Reducer::Max, DType::I32) => self.splat(&Ty::scalar(DType::I32), f64::from(i32::MIN)),
+            (Reducer::Max, DType::I64) => self.splat(&Ty::scalar(DType::I64), i64::MIN as f64),
+            (_, dtype) => self.splat(&Ty::scalar(dtype), init_value),
+        };
+        let region = self.reducer_region(v.ty.dtype, reducer);
+        let shape: Vec<usize> = (0..v.ty.shape.len()).filter(|d| !dims.contains(d)).map(|d| v.ty.shape[d]).collect();
+        let ty = v.ty.with_shape(shape);
+        let r = self.fresh();
+        let dims: Vec<String> = dims.iter().map(|d| d.to_string()).collect();
+        let region = self.indent_block(&region);
+        self.line(&format!(
+            "{r} = \"stablehlo.reduce\"({}, {}) {region} {{dimensions = array<i64{}>}} : ({}, {}) -> {}",
+            v.name,
+            init.name,
+            list(&dims),
+            v.ty.mlir(),
+            init.ty.mlir(),
+            ty.mlir()
+        ));
+        Val { name: r, ty }
+    }
+
+    /// `stablehlo.all_reduce` (sum) over `groups` of replicas.
+    pub fn all_reduce_sum(&mut self, v: &Val, groups: &[Vec<i64>]) -> Val {
+        let region = self.reducer_region(v.ty.dtype, Reducer::Add);
+        let region = self.indent_block(&region);
+        let r = self.fresh();
+        let width = groups.first().map_or(0, Vec::len);
+        let rows: Vec<String> = groups
+            .iter()
+            .map(|g| format!("[{}]", g.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", ")))
+            .collect();
+        self.line(&format!(
+            "{r} = \"stablehlo.all_reduce\"({}) {region} {{replica_groups = dense<[{}]> : tensor<{}x{}xi64>}} : ({}) -> {}",
+            v.name,
+            rows.join(", "),
+            groups.len(),
+            width,
+            v.ty.mlir(),
+            v.ty.mlir()
+        ));
+        Val { name: r, ty: v.ty.clone() }
+    }
+
+    /// The replica id as a scalar of `dtype`.
+    pub fn replica_id(&mut self, dtype: DType) -> Val {
+        let r = self.fresh();
+        self.line(&format!("{r} = \"stablehlo.replica_id\"() : () -> tensor<ui32>"));
+        let converted = self.fresh();
+        let ty = Ty::scalar(dtype);
+        self.line(&format!("{converted} = \"stablehlo.convert\"({r}) : (tensor<ui32>) -> {}", ty.mlir()));
+        Val { name: converted, ty }
+    }
+
+    /// Indents the inner lines of a region text to the current level.
+    fn indent_block(&self, block: &str) -> String {
+        let pad = "  ".repeat(self.indent);
+        block.lines().enumerate().map(|(i, l)| if i == 0 { l.to_string() } else { format!("\n{pad}{l}") }).collect()
+    }
+}
+
+/// `: a, b` for `array<i64: a, b>`, empty for no elements.
+pub fn list(items: &[String]) -> String {
+    if items.is_empty() {
+        String::new()
+    } else {
+        format!(": {}", items.join(", "))
+    }
+}

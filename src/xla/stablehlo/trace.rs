@@ -1,0 +1,225 @@
+//! The trace: the device program run once on the host, with replica 0's
+//! argument values, to learn every value's type and which values are
+//! compile-time constants; and the emitter that walks the program with it.
+//!
+//! A value is constant when its op is pure and every data operand is
+//! constant, or when its op reads only its operands' shapes ([`SHAPE_ONLY`]).
+//! Arguments, variable reads, the replica id and collectives are never
+//! constant. Collectives are traced as the identity (their shape is their
+//! operand's); their values are not used. Cost: one kernel call per op.
+
+use std::collections::HashMap;
+
+use super::ops::{builder, Call, FOLD_ONLY, SHAPE_ONLY};
+use super::text::{Ctx, Ty, Val};
+use super::{ArgSource, Program, VARIABLE_OPS};
+use crate::exec::{run_kernel, Tensor};
+use crate::ir::{Graph, NodeId};
+use crate::xla::error::XlaError;
+
+/// A traced value.
+pub(crate) struct Traced {
+    pub value: Tensor,
+    pub constant: bool,
+}
+
+/// Every traced value, by (node, output).
+pub(crate) struct Trace {
+    pub values: HashMap<(NodeId, u32), Traced>,
+}
+
+/// Ops traced as the identity of their data operands.
+const COLLECTIVES: &[&str] = &["CrossReplicaSum", "AllReduce", "Broadcast"];
+
+fn lowering(graph: &Graph, id: NodeId, message: impl Into<String>) -> XlaError {
+    let node = graph.node(id);
+    XlaError::Lowering { node: node.name.to_string(), op: node.op.to_string(), message: message.into() }
+}
+
+/// The update an op applies to its variable: `Assign`, `AssignAdd` or `AssignSub`.
+fn update_kind(graph: &Graph, id: NodeId) -> Result<&'static str, XlaError> {
+    let node = graph.node(id);
+    let kind = match &*node.op {
+        "AssignVariableOp" => "Assign",
+        "AssignAddVariableOp" => "AssignAdd",
+        "AssignSubVariableOp" => "AssignSub",
+        _ => node.attrs.get_str("fn").unwrap_or_default(),
+    };
+    match kind {
+        "Assign" => Ok("Assign"),
+        "AssignAdd" => Ok("AssignAdd"),
+        "AssignSub" => Ok("AssignSub"),
+        other => Err(lowering(graph, id, format!("update fn must be Assign, AssignAdd or AssignSub, not {other:?}"))),
+    }
+}
+
+/// Runs the program on the host with `args` (replica 0's argument values).
+pub(crate) fn trace(graph: &Graph, program: &Program, args: &[Tensor]) -> Result<Trace, XlaError> {
+    let mut values: HashMap<(NodeId, u32), Traced> = HashMap::new();
+    let mut vars: HashMap<NodeId, Tensor> = HashMap::new();
+    for (arg, v) in program.args.iter().zip(args) {
+        match *arg {
+            ArgSource::Replicated(id) => {
+                values.insert((id, 0), Traced { value: v.clone(), constant: false });
+            }
+            ArgSource::Host(id, o) | ArgSource::Carried(id, o) => {
+                values.insert((id, o), Traced { value: v.clone(), constant: false });
+            }
+            ArgSource::Variable(id) => {
+                vars.insert(id, v.clone());
+            }
+        }
+    }
+    for &id in &program.nodes {
+        let node = graph.node(id);
+        let op = &*node.op;
+        let inputs = graph.data_inputs(id);
+        let operand = |values: &HashMap<(NodeId, u32), Traced>, i: usize| {
+            let input = inputs.get(i).ok_or_else(|| lowering(graph, id, format!("has no operand {i}")))?;
+            values.get(&(input.src, input.output.unwrap_or(0))).map(|t| (t.value.clone(), t.constant)).ok_or_else(
+                || lowering(graph, id, format!("operand {i} (`{}`) has no value", graph.node(input.src).name)),
+            )
+        };
+        let handle = || inputs.first().map(|i| i.src).ok_or_else(|| lowering(graph, id, "has no variable operand"));
+        let outputs: Vec<Traced> = match op {
+            "ReadVariableOp" => {
+                let h = handle()?;
+                let v = vars.get(&h).cloned().ok_or_else(|| lowering(graph, id, "reads an unknown variable"))?;
+                vec![Traced { value: v, constant: false }]
+            }
+            "VarIsInitializedOp" => vec![Traced { value: Tensor::scalar(true), constant: true }],
+            "AssignVariableOp" | "AssignAddVariableOp" | "AssignSubVariableOp" | "Update" => {
+                let h = handle()?;
+                let (value, _) = operand(&values, 1)?;
+                let old = vars.get(&h).cloned().ok_or_else(|| lowering(graph, id, "writes an unknown variable"))?;
+                let new = match update_kind(graph, id)? {
+                    "Assign" => value,
+                    kind => {
+                        let k = if kind == "AssignAdd" { "AddV2" } else { "Sub" };
+                        run_kernel(k, &node.attrs, &[old, value])
+                            .map_err(|e| lowering(graph, id, e.to_string()))?
+                            .remove(0)
+                    }
+                };
+                vars.insert(h, new);
+                Vec::new()
+            }
+            "ReplicaId" => vec![Traced { value: Tensor::scalar(0i32), constant: false }],
+            _ if COLLECTIVES.contains(&op) => {
+                let n = if op == "CrossReplicaSum" { 1 } else { inputs.len() };
+                let mut out = Vec::with_capacity(n);
+                for i in 0..n {
+                    out.push(Traced { value: operand(&values, i)?.0, constant: false });
+                }
+                out
+            }
+            _ => {
+                let mut args = Vec::with_capacity(inputs.len());
+                let mut all_constant = true;
+                for i in 0..inputs.len() {
+                    let (v, c) = operand(&values, i)?;
+                    all_constant &= c;
+                    args.push(v);
+                }
+                let constant = all_constant || SHAPE_ONLY.contains(&op);
+                run_kernel(op, &node.attrs, &args)
+                    .map_err(|e| lowering(graph, id, e.to_string()))?
+                    .into_iter()
+                    .map(|value| Traced { value, constant })
+                    .collect()
+            }
+        };
+        for (i, t) in outputs.into_iter().enumerate() {
+            values.insert((id, i as u32), t);
+        }
+    }
+    Ok(Trace { values })
+}
+
+/// Walks the program, appending StableHLO for each op.
+pub(crate) struct Emitter<'a> {
+    pub graph: &'a Graph,
+    pub traced: &'a Trace,
+    /// SSA values emitted so far.
+    pub env: HashMap<(NodeId, u32), Val>,
+    /// Each variable's current value.
+    pub vars: HashMap<NodeId, Val>,
+    pub replicas: usize,
+}
+
+impl Emitter<'_> {
+    /// The SSA value of `(node, output)`, printing a constant on first use.
+    pub fn value(&mut self, ctx: &mut Ctx, key: (NodeId, u32)) -> Result<Val, XlaError> {
+        if let Some(v) = self.env.get(&key) {
+            return Ok(v.clone());
+        }
+        let t = self.traced.values.get(&key).ok_or_else(|| {
+            lowering(self.graph, key.0, format!("output {} was not computed (is it a resource?)", key.1))
+        })?;
+        if !t.constant {
+            return Err(lowering(self.graph, key.0, format!("output {} has no value on the device", key.1)));
+        }
+        if !super::text::device_dtype(t.value.dtype()) {
+            return Err(lowering(self.graph, key.0, format!("a {} constant cannot go to the device", t.value.dtype())));
+        }
+        let v = ctx.constant(&t.value);
+        self.env.insert(key, v.clone());
+        Ok(v)
+    }
+
+    /// Emits one op.
+    pub fn node(&mut self, ctx: &mut Ctx, id: NodeId) -> Result<(), XlaError> {
+        let graph = self.graph;
+        let node = graph.node(id);
+        let op = &*node.op;
+        let inputs = graph.data_inputs(id);
+        let key = |i: usize| inputs.get(i).map(|x| (x.src, x.output.unwrap_or(0)));
+        // Constant results are printed where they are used.
+        let traced_outputs: Vec<&Traced> = (0u32..).map_while(|o| self.traced.values.get(&(id, o))).collect();
+        if !traced_outputs.is_empty() && traced_outputs.iter().all(|t| t.constant) {
+            return Ok(());
+        }
+        if VARIABLE_OPS.contains(&op) {
+            let h = key(0).ok_or_else(|| lowering(graph, id, "has no variable operand"))?.0;
+            let current = self.vars.get(&h).cloned().ok_or_else(|| lowering(graph, id, "unknown variable"))?;
+            match op {
+                "ReadVariableOp" => {
+                    self.env.insert((id, 0), current);
+                }
+                "VarIsInitializedOp" => {}
+                _ => {
+                    let value = self.value(ctx, key(1).ok_or_else(|| lowering(graph, id, "has no value"))?)?;
+                    let value = ctx.broadcast_to(&value, &current.ty.shape);
+                    let new = match update_kind(graph, id)? {
+                        "Assign" => value,
+                        "AssignAdd" => ctx.elementwise("add", &[&current, &value]),
+                        _ => ctx.elementwise("subtract", &[&current, &value]),
+                    };
+                    self.vars.insert(h, new);
+                }
+            }
+            return Ok(());
+        }
+        if FOLD_ONLY.contains(&op) {
+            return Err(lowering(graph, id, "its operands must be compile-time constants (shapes, index lists)"));
+        }
+        let build =
+            builder(op).ok_or_else(|| XlaError::UnsupportedOp { node: node.name.to_string(), op: op.into() })?;
+        let mut vals = Vec::with_capacity(inputs.len());
+        let mut consts = Vec::with_capacity(inputs.len());
+        for i in 0..inputs.len() {
+            let k = key(i).unwrap_or((id, 0));
+            let t = self.traced.values.get(&k);
+            consts.push(t.filter(|t| t.constant).map(|t| t.value.clone()));
+            vals.push(self.value(ctx, k)?);
+        }
+        let outputs: Vec<Ty> = traced_outputs.iter().map(|t| Ty::of(&t.value)).collect();
+        let call =
+            Call { op, attrs: &node.attrs, inputs: vals, consts, outputs: &outputs, num_replicas: self.replicas };
+        let results = build(ctx, &call).map_err(|m| lowering(graph, id, m))?;
+        for (i, v) in results.into_iter().enumerate() {
+            self.env.insert((id, i as u32), v);
+        }
+        Ok(())
+    }
+}

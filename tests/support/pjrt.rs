@@ -1,0 +1,66 @@
+//! Test support: the pinned PJRT CPU plugin, fetched once into the cache
+//! (outside git) under a file lock, so parallel test binaries do not race.
+//! A plugin that cannot be fetched fails the test with the reason; it is
+//! never skipped.
+
+#![allow(dead_code)] // each test binary uses part of it
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+
+use tpu_rewrite::exec::Tensor;
+use tpu_rewrite::ir::{DType, Graph};
+use tpu_rewrite::xla::{ffi, plugin};
+
+/// The pinned plugin's path, fetching it first if needed.
+pub fn plugin_path() -> PathBuf {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    PATH.get_or_init(|| {
+        let cache = plugin::cache_dir();
+        std::fs::create_dir_all(&cache).unwrap_or_else(|e| panic!("cannot create {}: {e}", cache.display()));
+        let lock_path = cache.join(".fetch.lock");
+        let lock =
+            std::fs::File::create(&lock_path).unwrap_or_else(|e| panic!("cannot open {}: {e}", lock_path.display()));
+        lock.lock().unwrap_or_else(|e| panic!("cannot lock {}: {e}", lock_path.display()));
+        let path = plugin::fetch_pinned()
+            .unwrap_or_else(|e| panic!("the PJRT CPU plugin is required and could not be fetched: {e}"));
+        drop(lock);
+        path
+    })
+    .clone()
+}
+
+/// The pinned plugin's C API header.
+pub fn header_path() -> PathBuf {
+    plugin_path();
+    plugin::cached_header()
+}
+
+/// The loaded pinned plugin, shared by the tests of one binary.
+pub fn loaded() -> Arc<ffi::Plugin> {
+    static PLUGIN: OnceLock<Arc<ffi::Plugin>> = OnceLock::new();
+    PLUGIN
+        .get_or_init(|| Arc::new(ffi::load(&plugin_path()).unwrap_or_else(|e| panic!("cannot load the plugin: {e}"))))
+        .clone()
+}
+
+/// Deterministic feeds for every `Placeholder` of a tagged graph: small
+/// values in [-2, 2] (floats) or [-3, 3] (ints), varying with position.
+pub fn synthetic_feeds(graph: &Graph) -> Vec<(String, Tensor)> {
+    let mut out = Vec::new();
+    for (k, id) in graph.nodes_in_order().into_iter().enumerate() {
+        let node = graph.node(id);
+        if &*node.op != "Placeholder" {
+            continue;
+        }
+        let dims = node.attrs.get("shape").and_then(|s| s.as_shape()).and_then(|s| s.dims.clone()).unwrap_or_default();
+        let shape: Vec<usize> = dims.iter().map(|&d| d.max(1) as usize).collect();
+        let n: usize = shape.iter().product();
+        let value = |i: usize| (((i * 7 + k * 13) % 17) as f32 - 8.0) / 4.0;
+        let t = match node.attrs.get("dtype").and_then(|v| v.as_type()) {
+            Some(DType::I32) => Tensor::from_vec(&shape, (0..n).map(|i| ((i * 3 + k) % 7) as i32 - 3).collect()),
+            _ => Tensor::from_vec(&shape, (0..n).map(value).collect()),
+        };
+        out.push((format!("{}:0", node.name), t.expect("the values fill the shape")));
+    }
+    out
+}

@@ -1,0 +1,246 @@
+//! Differential tests: every example and TensorFlow graph that the
+//! simulator runs also runs on XLA through the pinned PJRT CPU plugin,
+//! with the same outputs and variables (|a − b| ≤ 1e-5 + 1e-4·|b|).
+//! Among them: steps_per_run > 1, all-reduce SUM and MEAN, broadcast,
+//! replica ids and mirrored-variable updates. Also: `lower --format
+//! stablehlo` output is compiled and run by the plugin from the file.
+
+#[path = "support/pjrt.rs"]
+mod support;
+
+use std::path::Path;
+
+use tpu_rewrite::exec::driver::{self, RunOutcome};
+use tpu_rewrite::exec::Tensor;
+use tpu_rewrite::ir::{self, Module};
+use tpu_rewrite::lower::{lower, LowerConfig, LowerFailure, Topology};
+use tpu_rewrite::passes::{run_pipeline, PipelineConfig};
+use tpu_rewrite::xla::backend;
+
+/// Reads, rewrites and lowers a file; returns the tagged module and the lowering.
+fn prepare(path: &str, topology: &str, steps_per_run: u32) -> (Module, tpu_rewrite::lower::Lowered) {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"));
+    let mut module = if path.ends_with(".pb") {
+        tpu_rewrite::tf::import_graphdef(&bytes, tpu_rewrite::tf::GraphDefFormat::Binary).expect("imports").0
+    } else {
+        let (m, errors) = ir::parse_module(&bytes).expect("parses");
+        assert!(errors.is_empty(), "{errors:?}");
+        m
+    };
+    let report = run_pipeline(&mut module, &PipelineConfig::default());
+    assert!(!report.has_errors(), "{path}: {:?}", report.diagnostics);
+    let config = LowerConfig { topology: Topology::parse(topology).unwrap(), steps_per_run, ..LowerConfig::default() };
+    let lowered = match lower(&module.graphs[0], &config) {
+        Ok((l, _)) => l,
+        Err(LowerFailure::Lower(e)) => panic!("{e:?}"),
+        Err(LowerFailure::Clusters(e)) => panic!("{e:?}"),
+    };
+    (module, lowered)
+}
+
+/// The simulator's default fetches: `output_<i>_shard_<r>:0` of the host program.
+fn default_fetches(lowered: &Module) -> Vec<String> {
+    let host = lowered.graph(driver::HOST).expect("a host program");
+    let mut outs: Vec<(u64, u64, String)> = host
+        .node_ids()
+        .filter_map(|id| {
+            let name = &host.node(id).name;
+            let (i, r) = name.strip_prefix("output_")?.split_once("_shard_")?;
+            Some((i.parse().ok()?, r.parse().ok()?, format!("{name}:0")))
+        })
+        .collect();
+    outs.sort();
+    outs.into_iter().map(|o| o.2).collect()
+}
+
+fn close(a: &Tensor, b: &Tensor, what: &str) {
+    assert_eq!(a.shape(), b.shape(), "{what}: shapes differ");
+    let to_f64 = |t: &Tensor| -> Vec<f64> {
+        match t {
+            Tensor::F32(x) => x.iter().map(|&v| f64::from(v)).collect(),
+            Tensor::F64(x) => x.iter().copied().collect(),
+            Tensor::I32(x) => x.iter().map(|&v| f64::from(v)).collect(),
+            Tensor::I64(x) => x.iter().map(|&v| v as f64).collect(),
+            Tensor::Bool(x) => x.iter().map(|&v| f64::from(u8::from(v))).collect(),
+            other => panic!("{what}: unexpected {other:?}"),
+        }
+    };
+    assert_eq!(a.dtype(), b.dtype(), "{what}: dtypes differ");
+    for (i, (x, y)) in to_f64(a).into_iter().zip(to_f64(b)).enumerate() {
+        assert!((x - y).abs() <= 1e-5 + 1e-4 * y.abs(), "{what}[{i}]: pjrt {x} vs sim {y}");
+    }
+}
+
+/// Runs `path` on both backends and compares every output and variable copy.
+fn differential(path: &str, topology: &str, steps: u32, steps_per_run: u32) -> RunOutcome {
+    let (tagged, lowered) = prepare(path, topology, steps_per_run);
+    let graph = &tagged.graphs[0];
+    let feeds = support::synthetic_feeds(graph);
+    let fetches = default_fetches(&lowered.module);
+    assert!(!fetches.is_empty(), "{path}: no outputs to compare");
+    let config = driver::RunConfig { steps, ..driver::RunConfig::default() };
+    let sim = driver::run(&lowered.module, &feeds, &fetches, &config, &mut |_, _| {}).expect("the simulator runs");
+    let plugin = support::plugin_path();
+    let pjrt_config = backend::RunConfig { plugin: Some(plugin.as_path()), steps, steps_per_run, feeds: &feeds };
+    let pjrt = backend::run(graph, &lowered.assignment, &pjrt_config).unwrap_or_else(|e| panic!("{path}: {e}")).run;
+    for (name, want) in &sim.fetched {
+        let got = pjrt.fetched.iter().find(|(n, _)| n == name).unwrap_or_else(|| panic!("{path}: pjrt has no {name}"));
+        close(&got.1, want, &format!("{path} {name}"));
+    }
+    assert_eq!(pjrt.mirrors.keys().collect::<Vec<_>>(), sim.mirrors.keys().collect::<Vec<_>>(), "{path}: variables");
+    for (name, copies) in &sim.mirrors {
+        assert_eq!(copies.len(), pjrt.mirrors[name].len(), "{path}: copies of {name}");
+        for (r, (got, want)) in pjrt.mirrors[name].iter().zip(copies).enumerate() {
+            close(got, want, &format!("{path} variable {name} replica {r}"));
+        }
+    }
+    assert_eq!(pjrt.iterations, sim.iterations);
+    pjrt
+}
+
+#[test]
+fn mlp_train_matches_the_simulator() {
+    let out = differential("examples/mlp_train.opg", "1x8", 1, 1);
+    assert_eq!(out.mirrors.len(), 3);
+}
+
+#[test]
+fn mlp_train_over_several_steps_matches() {
+    differential("examples/mlp_train.opg", "1x8", 3, 1);
+}
+
+#[test]
+fn mlp_train_with_steps_per_run_matches() {
+    differential("examples/mlp_train.opg", "1x8", 2, 4);
+}
+
+#[test]
+fn model_parallel_matches() {
+    differential("examples/model_parallel.opg", "1x8", 1, 1);
+}
+
+#[test]
+fn tf_tagged_matches() {
+    differential("examples/tf_tagged.opg", "1x8", 1, 1);
+}
+
+#[test]
+fn two_clusters_match() {
+    differential("examples/two_clusters.opg", "1x8", 1, 1);
+}
+
+#[test]
+fn all_reduce_sum_and_mean_match() {
+    differential("tests/strategy/all_reduce.opg", "1x4", 1, 1);
+}
+
+#[test]
+fn broadcast_matches() {
+    differential("tests/strategy/broadcast.opg", "1x4", 1, 1);
+}
+
+#[test]
+fn cross_replica_sums_match() {
+    differential("tests/strategy/crs4.opg", "1x4", 1, 1);
+}
+
+#[test]
+fn replica_id_matches() {
+    differential("tests/strategy/replica_id.opg", "1x2", 1, 1);
+}
+
+#[test]
+fn mirrored_variable_updates_and_reduced_outputs_match() {
+    let out = differential("tests/strategy/last_step.opg", "1x2", 3, 2);
+    assert_eq!(out.mirrors["c"].len(), 2);
+}
+
+#[test]
+fn outside_compilation_with_second_order_gradients_matches() {
+    differential("examples/second_order.opg", "1x8", 2, 1);
+}
+
+#[test]
+fn outside_compilation_with_steps_per_run_matches() {
+    differential("examples/second_order.opg", "1x8", 1, 3);
+}
+
+#[test]
+fn tensorflow_outside_compilation_gradients_match() {
+    differential(&shared("oc_grad_r2.pb"), "1x2", 1, 1);
+}
+
+/// A graph of `../shared/tf-graphs`.
+fn shared(name: &str) -> String {
+    let path = format!("../shared/tf-graphs/{name}");
+    if Path::new(&path).exists() {
+        path
+    } else {
+        format!("/work/shared/tf-graphs/{name}")
+    }
+}
+
+#[test]
+fn tensorflow_mlp_matches() {
+    differential(&shared("mlp_r4.pb"), "1x4", 1, 1);
+}
+
+/// `lower --format stablehlo -o FILE`, then the plugin compiles and runs the file.
+#[test]
+fn lowered_stablehlo_files_compile_and_run_on_the_plugin() {
+    use tpu_rewrite::xla::client::{Client, ClientConfig};
+    let exe = env!("CARGO_BIN_EXE_tpu-rewrite");
+    let dir = tempfile::tempdir().unwrap();
+    let client = Client::new(support::loaded(), &ClientConfig { cpu_device_count: Some(8) }).expect("client");
+    for example in ["mlp_train", "model_parallel", "tf_tagged", "two_clusters", "second_order"] {
+        let out = dir.path().join(format!("{example}.mlir"));
+        let status = std::process::Command::new(exe)
+            .args(["lower", "--format", "stablehlo", "--steps-per-run", "2", "-o"])
+            .arg(&out)
+            .arg(format!("examples/{example}.opg"))
+            .status()
+            .expect("runs");
+        assert!(status.success(), "{example}: lower failed");
+        let text = std::fs::read_to_string(&out).unwrap();
+        for module in text.split("// -----\n") {
+            let replicas: usize = module
+                .split("mhlo.num_replicas = ")
+                .nth(1)
+                .and_then(|s| s.split(' ').next())
+                .and_then(|n| n.parse().ok())
+                .expect("mhlo.num_replicas");
+            // One stage loops on the device; stages split by host ops loop on the host.
+            assert!(
+                module.contains("stablehlo.while") || !module.contains(" of 1: "),
+                "{example}: steps_per_run 2 must loop"
+            );
+            let exe = client.compile(example, module, replicas, 1).unwrap_or_else(|e| panic!("{example}: {e}"));
+            // Zeros of every argument type, read back from the signature.
+            let sig = module.split("@main(").nth(1).and_then(|s| s.split(") ->").next()).unwrap_or_default();
+            let args: Vec<Vec<_>> = (0..replicas)
+                .map(|r| {
+                    sig.split("%arg")
+                        .skip(1)
+                        .map(|a| {
+                            let ty = a.split("tensor<").nth(1).and_then(|t| t.split('>').next()).unwrap();
+                            let parts: Vec<&str> = ty.split('x').collect();
+                            let shape: Vec<usize> =
+                                parts[..parts.len() - 1].iter().map(|d| d.parse().unwrap()).collect();
+                            let n = shape.iter().product();
+                            let t = match parts[parts.len() - 1] {
+                                "f32" => Tensor::from_vec(&shape, vec![0.5f32; n]).unwrap(),
+                                "i32" => Tensor::from_vec(&shape, vec![1i32; n]).unwrap(),
+                                other => panic!("{example}: argument type {other}"),
+                            };
+                            client.to_device(&t, r, "arg").unwrap()
+                        })
+                        .collect()
+                })
+                .collect();
+            let refs: Vec<Vec<_>> = args.iter().map(|row| row.iter().collect()).collect();
+            let outputs = exe.execute(&refs).unwrap_or_else(|e| panic!("{example}: {e}"));
+            assert_eq!(outputs.len(), replicas);
+            assert_eq!(outputs[0].len(), exe.num_outputs);
+        }
+    }
+}

@@ -1,0 +1,82 @@
+//! `lower --format stablehlo`: the module's form (attributes, aliasing,
+//! collectives, the device loop, stages) and its diagnostics.
+
+use std::process::Command;
+
+fn lower(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_tpu-rewrite"))
+        .arg("lower")
+        .arg("--format")
+        .arg("stablehlo")
+        .args(args)
+        .output()
+        .expect("the binary runs");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn mlp_train_has_replicas_aliased_variables_and_grouped_all_reduces() {
+    let (ok, text, err) = lower(&["examples/mlp_train.opg"]);
+    assert!(ok, "{err}");
+    assert!(text.contains("mhlo.num_replicas = 8 : i32"), "{text}");
+    assert!(text.contains("mhlo.num_partitions = 1 : i32"));
+    // Three variables, each aliased to its result after the one output.
+    for (arg, result) in [(2, 1), (3, 2), (4, 3)] {
+        assert!(text.contains(&format!("%arg{arg}: ")), "{text}");
+        assert!(text.contains(&format!("{{tf.aliasing_output = {result} : i32}}")), "{text}");
+    }
+    // The three gradient sums over the replica group [0..8).
+    assert_eq!(text.matches("\"stablehlo.all_reduce\"").count(), 3, "{text}");
+    assert!(text.contains("replica_groups = dense<[[0, 1, 2, 3, 4, 5, 6, 7]]> : tensor<1x8xi64>"));
+    assert!(!text.contains("stablehlo.while"), "one step per run needs no loop");
+}
+
+#[test]
+fn steps_per_run_becomes_a_device_loop_carrying_the_variables() {
+    let (ok, text, err) = lower(&["--steps-per-run", "5", "examples/mlp_train.opg"]);
+    assert!(ok, "{err}");
+    assert!(text.contains("\"stablehlo.while\""), "{text}");
+    // The loop bound: the i64 constant 5.
+    assert!(text.contains("dense<5> : tensor<i64>"), "{text}");
+}
+
+#[test]
+fn replica_id_and_broadcast_lower_to_their_collectives() {
+    let (ok, text, err) = lower(&["--topology", "1x2", "tests/strategy/replica_id.opg"]);
+    assert!(ok, "{err}");
+    assert!(text.contains("\"stablehlo.replica_id\"() : () -> tensor<ui32>"), "{text}");
+    let (ok, text, err) = lower(&["--topology", "1x4", "tests/strategy/broadcast.opg"]);
+    assert!(ok, "{err}");
+    assert!(text.contains("stablehlo.all_reduce") && text.contains("stablehlo.replica_id"), "{text}");
+}
+
+#[test]
+fn outside_compilation_splits_the_program_into_stages() {
+    let (ok, text, err) = lower(&["examples/second_order.opg"]);
+    assert!(ok, "{err}");
+    let modules: Vec<&str> = text.split("// -----\n").collect();
+    assert!(modules.len() >= 2, "{text}");
+    assert!(modules[0].contains("stage 1 of"), "{text}");
+}
+
+#[test]
+fn an_op_without_a_kernel_is_a_diagnostic() {
+    // `Print` (host side) has no kernel: the trace cannot run it.
+    let (ok, _, err) = lower(&["examples/outside_compilation.opg"]);
+    assert!(!ok);
+    assert!(err.contains("tpu_rewrite::xla::") && err.contains("Print"), "{err}");
+}
+
+#[test]
+fn stablehlo_is_refused_where_there_is_no_device_program() {
+    let out = Command::new(env!("CARGO_BIN_EXE_tpu-rewrite"))
+        .args(["emit", "--format", "stablehlo", "examples/mlp_train.opg"])
+        .output()
+        .expect("runs");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--format stablehlo is an output of `lower`"));
+}

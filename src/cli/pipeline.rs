@@ -94,8 +94,9 @@ pub fn emit_bytes(module: &Module, format: EmitFormat) -> Result<Vec<u8>, CliErr
         EmitFormat::Json => crate::emit::json::to_json_string(module).into_bytes(),
         EmitFormat::Dot => crate::emit::dot::to_dot(module).into_bytes(),
         EmitFormat::Stablehlo => {
-            eprintln!("error: --format stablehlo is an output of `lower` (the device programs), not of a module");
-            return None;
+            return Err(CliError::usage(
+                "--format stablehlo is an output of `lower` (the device programs), not of a module",
+            ))
         }
         EmitFormat::Pbtxt | EmitFormat::Pb => {
             let [graph] = module.graphs.as_slice() else {

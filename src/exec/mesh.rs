@@ -916,8 +916,51 @@ fn device_kernel(
             Ok(Vec::new())
         }
         "CollectiveAllReduce" | "CollectiveBroadcast" => collective(program, step, inputs, shared),
+        "ResourceGather" => {
+            let h = handle(&inputs)?;
+            let value = mesh.device_variable(&h.device, &h.name).ok_or_else(|| {
+                err(KernelError::invalid(op, format!("variable `{}` on {} is not initialised", h.name, h.device)))
+            })?;
+            let indices = kernels::arg(op, &inputs, 1).map_err(err)?;
+            if step.attrs.get_int("batch_dims").unwrap_or(0) != 0 {
+                return Err(err(KernelError::invalid(op, "batch_dims other than 0 is not supported")));
+            }
+            kernels::run_kernel("GatherV2", &AttrMap::new(), &[value, indices.clone(), Tensor::scalar(0i32)])
+                .map_err(err)
+        }
+        _ if kernels::optimizers::resource_inputs(op).is_some() => resource_apply(step, &inputs, mesh).map_err(err),
         _ => kernels::run_kernel(op, &step.attrs, &inputs).map_err(err),
     }
+}
+
+/// An optimizer op (`ResourceApply*`): reads the variables behind its
+/// resource inputs, computes their new values, writes every copy.
+fn resource_apply(step: &Step, inputs: &[Tensor], mesh: &Mesh) -> Result<Vec<Tensor>, KernelError> {
+    let op = &*step.op;
+    let n = kernels::optimizers::resource_inputs(op).unwrap_or(0);
+    if inputs.len() < n {
+        return Err(KernelError::invalid(op, format!("expected {n} resource inputs, got {} inputs", inputs.len())));
+    }
+    let handles = inputs[..n]
+        .iter()
+        .map(|t| t.as_resource().ok_or_else(|| KernelError::invalid(op, "the slot inputs must be resource handles")))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut stores = mesh.stores();
+    let slots = handles
+        .iter()
+        .map(|h| {
+            stores.get(&h.device).and_then(|s| s.get(&*h.name)).cloned().ok_or_else(|| {
+                KernelError::invalid(op, format!("variable `{}` on {} is not initialised", h.name, h.device))
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let updated = kernels::optimizers::apply(op, &step.attrs, &slots, &inputs[n..])?;
+    for (h, value) in handles.iter().zip(updated) {
+        for (device, name) in h.copies() {
+            stores.entry(device.clone()).or_default().insert(name.to_string(), value.clone());
+        }
+    }
+    Ok(Vec::new())
 }
 
 fn collective(

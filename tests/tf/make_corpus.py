@@ -182,7 +182,8 @@ def optimizers():
         "sgd", "mom_w", "mom_a", "nest_w", "nest_a", "kmom_w", "kmom_a", "kn_w", "kn_a", "adam_w", "adam_m",
         "adam_v", "adamn_w", "adagrad_w", "adagrad_a", "rms_w", "rms_ms", "rms_mom", "sub_w", "add_w",
     ]
-    plain_case("optimizers", build, [(["init"], []), (["train"], []), (["train"], names)])
+    # Reads get a run of their own: within one run TF does not order them after the updates.
+    plain_case("optimizers", build, [(["init"], []), (["train"], []), (["train"], []), ([], names)])
 
 
 # ---------------------------------------------------------------- reductions and math
@@ -568,7 +569,8 @@ def dtypes():
         "bf16_matmul", "bf16_relu", "bf16_to_f32", "f16_add", "f16_softmax", "f16_sum", "i8_add", "u8_mul",
         "i8_to_f32", "f32_to_u8", "i64", "bool_cast", "f32_to_f16", "mp_grad", "mp_finite",
     ]
-    plain_case("dtypes", build, [([], keys)], rtol=1e-4)
+    # Values computed in bf16 carry its precision (8 significant bits) even after a cast to f32.
+    plain_case("dtypes", build, [([], keys)], rtol=2.0**-7)
 
 
 # ---------------------------------------------------------------- replicated training step

@@ -11,8 +11,18 @@
 //! integer division by zero is an error. Floating-point results depend
 //! only on the inputs: every reduction runs in a fixed order.
 
+mod conv;
+pub(crate) mod dtypes;
+mod elementwise;
+mod families;
+mod gather;
+mod layout;
 mod linalg;
 mod math;
+mod nn;
+mod norm;
+pub(crate) mod optimizers;
+mod reduce;
 mod shape;
 
 use std::collections::BTreeSet;
@@ -34,6 +44,14 @@ pub const DEVICE_OPS: &[&str] = &[
     "Placeholder",
     "ReadVariableOp",
     "ReplicaId",
+    "ResourceApplyAdagrad",
+    "ResourceApplyAdagradV2",
+    "ResourceApplyAdam",
+    "ResourceApplyGradientDescent",
+    "ResourceApplyKerasMomentum",
+    "ResourceApplyMomentum",
+    "ResourceApplyRMSProp",
+    "ResourceGather",
     "TPUReplicatedInput",
     "Update",
     "UpdateNonSlot",
@@ -49,64 +67,137 @@ pub const PURE_OPS: &[&str] = &[
     "Add",
     "AddN",
     "AddV2",
+    "All",
+    "Any",
+    "ArgMax",
+    "ArgMin",
+    "AvgPool",
+    "AvgPoolGrad",
     "BatchMatMul",
     "BatchMatMulV2",
+    "BatchMatMulV3",
     "BiasAdd",
     "BiasAddGrad",
+    "BroadcastArgs",
     "BroadcastGradientArgs",
     "BroadcastTo",
     "Cast",
+    "Ceil",
+    "ConcatOffset",
+    "ConcatV2",
     "Const",
+    "Conv2D",
+    "Conv2DBackpropFilter",
+    "Conv2DBackpropInput",
     "CrossReplicaSum",
+    "Cumsum",
+    "DepthwiseConv2dNative",
+    "DepthwiseConv2dNativeBackpropFilter",
+    "DepthwiseConv2dNativeBackpropInput",
     "Div",
     "DynamicStitch",
     "Einsum",
+    "Elu",
+    "EluGrad",
     "Equal",
+    "Erf",
     "Erfc",
     "Exp",
+    "ExpandDims",
+    "Expm1",
     "Fill",
+    "Floor",
     "FloorDiv",
     "FloorMod",
+    "FusedBatchNorm",
+    "FusedBatchNormGrad",
+    "FusedBatchNormGradV2",
+    "FusedBatchNormGradV3",
+    "FusedBatchNormV2",
+    "FusedBatchNormV3",
+    "GatherNd",
+    "GatherV2",
     "Greater",
     "GreaterEqual",
     "Identity",
     "IdentityN",
     "InvertPermutation",
+    "IsFinite",
+    "IsInf",
+    "IsNan",
+    "L2Loss",
+    "LeakyRelu",
+    "LeakyReluGrad",
     "Less",
     "LessEqual",
     "Log",
+    "Log1p",
+    "LogSoftmax",
+    "LogicalAnd",
+    "LogicalNot",
+    "LogicalOr",
     "MatMul",
+    "Max",
+    "MaxPool",
+    "MaxPoolGrad",
     "Maximum",
     "Mean",
+    "Min",
     "Minimum",
     "Mul",
     "Neg",
     "NoOp",
     "NotEqual",
+    "OneHot",
     "OnesLike",
     "Pack",
+    "Pad",
+    "PadV2",
     "PlaceholderWithDefault",
     "Pow",
+    "Prod",
     "Range",
     "Rank",
     "RealDiv",
     "Reciprocal",
     "Relu",
+    "Relu6",
+    "Relu6Grad",
     "ReluGrad",
     "Reshape",
+    "Round",
     "Rsqrt",
     "RsqrtGrad",
+    "ScatterNd",
+    "Select",
     "SelectV2",
+    "Selu",
+    "SeluGrad",
     "Shape",
+    "ShapeN",
     "Sigmoid",
     "SigmoidGrad",
+    "Sign",
     "Size",
+    "Slice",
     "Snapshot",
     "Softmax",
+    "SoftmaxCrossEntropyWithLogits",
+    "Softplus",
+    "SoftplusGrad",
+    "Softsign",
+    "SoftsignGrad",
+    "SparseSoftmaxCrossEntropyWithLogits",
+    "Split",
+    "SplitV",
     "Sqrt",
+    "SqrtGrad",
     "Square",
     "SquaredDifference",
+    "Squeeze",
     "StopGradient",
+    "StridedSlice",
+    "StridedSliceGrad",
     "Sub",
     "Sum",
     "TPUCompilationResult",
@@ -115,8 +206,13 @@ pub const PURE_OPS: &[&str] = &[
     "TPUReplicatedOutput",
     "Tanh",
     "TanhGrad",
+    "TensorScatterAdd",
+    "TensorScatterUpdate",
     "Tile",
     "Transpose",
+    "Unpack",
+    "UnsortedSegmentSum",
+    "Where",
     "ZerosLike",
 ];
 
@@ -150,9 +246,12 @@ pub fn missing_kernels(module: &Module) -> Vec<String> {
 /// Returns one tensor per output of the op. A panic inside a kernel (a bug)
 /// is caught and returned as [`KernelError::Panic`].
 pub fn run_kernel(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Tensor>, KernelError> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| dispatch(op, attrs, inputs))).unwrap_or_else(|payload| {
-        Err(KernelError::Panic { op: op.to_string(), message: panic_message(payload.as_ref()) })
-    })
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match dtypes::widen(op, inputs)? {
+        // bf16 / f16 / i8 / u8 inputs: computed in f32 / i32, rounded back.
+        Some((wide, how)) => dtypes::narrow(op, attrs, &how, dispatch(op, attrs, &wide)?),
+        None => dispatch(op, attrs, inputs),
+    }))
+    .unwrap_or_else(|payload| Err(KernelError::Panic { op: op.to_string(), message: panic_message(payload.as_ref()) }))
 }
 
 /// The text of a panic payload.
@@ -237,7 +336,7 @@ fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Tensor>,
                 .get("DstT")
                 .and_then(|v| v.as_type())
                 .ok_or_else(|| KernelError::invalid(op, "missing dtype attribute `DstT`"))?;
-            one(math::cast(op, arg(op, inputs, 0)?, to)?)
+            one(dtypes::cast(op, arg(op, inputs, 0)?, to)?)
         }
 
         "MatMul" => one(linalg::matmul(
@@ -284,7 +383,7 @@ fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Tensor>,
         "OnesLike" => one(shape::filled_like(op, arg(op, inputs, 0)?, 1)?),
 
         _ if DEVICE_OPS.contains(&op) => Err(KernelError::NeedsDevice { op: op.to_string() }),
-        _ => Err(KernelError::NoKernel { op: op.to_string() }),
+        _ => families::dispatch(op, attrs, inputs).unwrap_or_else(|| Err(KernelError::NoKernel { op: op.to_string() })),
     }
 }
 
@@ -386,6 +485,22 @@ mod tests {
         assert!(run_kernel("NoOp", &none, &[]).unwrap().is_empty());
         assert!(run_kernel("TPUReplicateMetadata", &none, &[]).unwrap().is_empty());
         assert_eq!(run_kernel("TPUCompilationResult", &none, &[]).unwrap(), vec![Tensor::scalar(String::new())]);
+    }
+
+    #[test]
+    fn every_registered_pure_op_has_a_kernel() {
+        let mut sorted = PURE_OPS.to_vec();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted, PURE_OPS, "PURE_OPS is sorted, each op once");
+        for op in PURE_OPS {
+            // Without inputs every kernel answers (most with an error); none falls through or panics.
+            match run_kernel(op, &AttrMap::new(), &[]) {
+                Err(KernelError::NoKernel { .. }) => panic!("{op} is registered but has no kernel"),
+                Err(KernelError::Panic { message, .. }) => panic!("{op} panicked: {message}"),
+                _ => {}
+            }
+        }
     }
 
     #[test]

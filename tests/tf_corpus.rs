@@ -1,0 +1,229 @@
+//! The TensorFlow corpus (`tests/tf/corpus/`, written by
+//! `tests/tf/make_corpus.py` with tensorflow-cpu 2.21.0): one graph per op
+//! family, with the numbers TensorFlow computed. Each graph is imported and
+//! run on the simulator, and every fetched tensor is compared with TF's to
+//! a relative 1e-4 (bf16 and f16 to their own precision). Plain graphs run
+//! as written (`@main`, variables persisting across the runs); replicated
+//! ones (made by `tpu.replicate`) are lowered first, and their cluster
+//! membership must equal the tags TensorFlow set.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use half::{bf16, f16};
+use serde_json::Value;
+use tpu_rewrite::exec::{missing_kernels, Feeds, Fetch, Mesh, MeshConfig, Tensor};
+use tpu_rewrite::ir::Module;
+use tpu_rewrite::lower::{lower, LowerConfig, Topology};
+use tpu_rewrite::passes::form_clusters::form_clusters;
+use tpu_rewrite::tf::{import_graphdef, GraphDefFormat};
+
+fn corpus_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/tf/corpus")
+}
+
+/// The case names (stems of `*.json` that are not tags), sorted.
+fn cases() -> Vec<String> {
+    let mut out: Vec<String> = std::fs::read_dir(corpus_dir())
+        .expect("tests/tf/corpus exists (run tests/tf/setup.sh and make_corpus.py to make it)")
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().map(str::to_string))
+        .filter(|n| n.ends_with(".json") && !n.ends_with(".tags.json"))
+        .map(|n| n.trim_end_matches(".json").to_string())
+        .collect();
+    out.sort();
+    out
+}
+
+fn read_json(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn import(case: &str) -> Module {
+    let path = corpus_dir().join(format!("{case}.pbtxt"));
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let (module, errors) = import_graphdef(&bytes, GraphDefFormat::Text).unwrap_or_else(|e| panic!("{case}: {e:?}"));
+    assert!(errors.is_empty(), "{case}: import problems: {errors:?}");
+    module
+}
+
+fn float_of(v: &Value) -> f64 {
+    match v {
+        Value::String(s) if s == "nan" => f64::NAN,
+        Value::String(s) if s == "inf" => f64::INFINITY,
+        Value::String(s) if s == "-inf" => f64::NEG_INFINITY,
+        other => other.as_f64().unwrap_or_else(|| panic!("not a number: {other}")),
+    }
+}
+
+/// A tensor from the corpus encoding `{"dtype", "shape", "values"}`.
+fn tensor_of(v: &Value) -> Tensor {
+    let dtype = v["dtype"].as_str().expect("dtype");
+    let shape: Vec<usize> =
+        v["shape"].as_array().expect("shape").iter().map(|d| d.as_u64().expect("dim") as usize).collect();
+    let values = v["values"].as_array().expect("values");
+    let ints = || values.iter().map(|x| x.as_i64().expect("an integer"));
+    let t = match dtype {
+        "float32" => Tensor::from_vec(&shape, values.iter().map(|x| float_of(x) as f32).collect()),
+        "float64" => Tensor::from_vec(&shape, values.iter().map(float_of).collect()),
+        "bfloat16" => Tensor::from_vec(&shape, values.iter().map(|x| bf16::from_f64(float_of(x))).collect()),
+        "float16" => Tensor::from_vec(&shape, values.iter().map(|x| f16::from_f64(float_of(x))).collect()),
+        "int32" => Tensor::from_vec(&shape, ints().map(|x| x as i32).collect()),
+        "int64" => Tensor::from_vec(&shape, ints().collect()),
+        "int8" => Tensor::from_vec(&shape, ints().map(|x| x as i8).collect()),
+        "uint8" => Tensor::from_vec(&shape, ints().map(|x| x as u8).collect()),
+        "bool" => Tensor::from_vec(&shape, values.iter().map(|x| x.as_bool().expect("a bool")).collect()),
+        other => panic!("dtype {other} is not in the corpus encoding"),
+    };
+    t.expect("values fill the shape")
+}
+
+/// The elements of a float tensor as f64 with the tolerance of its dtype, or `None` for exact dtypes.
+fn floats(t: &Tensor) -> Option<(Vec<f64>, f64)> {
+    if let Some(v) = t.to_vec::<f32>() {
+        return Some((v.into_iter().map(f64::from).collect(), 1e-4));
+    }
+    if let Some(v) = t.to_vec::<f64>() {
+        return Some((v, 1e-4));
+    }
+    // bf16 has 8 significant bits, f16 11: allow two units in the last place.
+    if let Some(v) = t.to_vec::<bf16>() {
+        return Some((v.into_iter().map(f64::from).collect(), 2.0 * 2f64.powi(-8)));
+    }
+    t.to_vec::<f16>().map(|v| (v.into_iter().map(f64::from).collect(), 2.0 * 2f64.powi(-11)))
+}
+
+/// Compares `got` with TensorFlow's `want`: same dtype and shape; floats to the tolerance relative to
+/// the magnitude (at least 1), NaNs and infinities exactly; everything else exactly.
+fn assert_close(label: &str, got: &Tensor, want: &Tensor, rtol: f64) {
+    assert_eq!(got.dtype(), want.dtype(), "{label}: dtype");
+    assert_eq!(got.shape(), want.shape(), "{label}: shape");
+    match (floats(got), floats(want)) {
+        (Some((g, tol)), Some((w, _))) => {
+            let tol = tol.max(rtol);
+            for (k, (a, b)) in g.iter().zip(&w).enumerate() {
+                let ok = if b.is_finite() {
+                    (a - b).abs() <= tol * b.abs().max(1.0)
+                } else {
+                    a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
+                };
+                assert!(ok, "{label}[{k}]: got {a}, TensorFlow computed {b} (tolerance {tol})");
+            }
+        }
+        _ => assert_eq!(got, want, "{label}"),
+    }
+}
+
+fn lower_for(case: &str, module: &Module, num_replicas: u32) -> Module {
+    let config = LowerConfig {
+        topology: Topology { hosts: 1, cores_per_host: num_replicas.max(1), job: "worker".into() },
+        ..LowerConfig::default()
+    };
+    let graph = module.graph("main").expect("@main");
+    match lower(graph, &config) {
+        Ok((lowered, _warnings)) => lowered.module,
+        Err(e) => panic!("{case}: lowering failed: {e:?}"),
+    }
+}
+
+/// Runs one corpus case and compares every fetch of every run.
+fn run_case(case: &str) {
+    let meta = read_json(&corpus_dir().join(format!("{case}.json")));
+    let rtol = meta["rtol"].as_f64().expect("rtol");
+    let replicated = meta["kind"] == "replicated";
+    let module = import(case);
+    let (module, graph) = if replicated {
+        (lower_for(case, &module, meta["num_replicas"].as_u64().expect("num_replicas") as u32), "host")
+    } else {
+        (module, "main")
+    };
+    let missing = missing_kernels(&module);
+    assert!(missing.is_empty(), "{case}: ops without kernels: {missing:?}");
+    let mesh = Mesh::new(&module, MeshConfig::default()).unwrap_or_else(|e| panic!("{case}: {e:?}"));
+    let mut feeds = Feeds::new();
+    for (name, value) in meta["feeds"].as_object().expect("feeds") {
+        feeds.insert(graph, name.clone(), tensor_of(value));
+    }
+    for (r, run) in meta["runs"].as_array().expect("runs").iter().enumerate() {
+        let targets: Vec<Fetch> = run["targets"]
+            .as_array()
+            .expect("targets")
+            .iter()
+            .map(|t| Fetch::new(graph, format!("^{}", t.as_str().expect("op"))))
+            .collect();
+        let wanted: Vec<(&String, &Value)> = run["fetches"].as_object().expect("fetches").iter().collect();
+        let fetches: Vec<Fetch> = wanted.iter().map(|(name, _)| Fetch::new(graph, name.as_str())).collect();
+        let got = mesh
+            .run_step_with_targets(&feeds, &fetches, &targets)
+            .unwrap_or_else(|e| panic!("{case}: run {r} failed: {e}"));
+        for (g, (name, want)) in got.iter().zip(&wanted) {
+            assert_close(&format!("{case}: run {r}: {name}"), g, &tensor_of(want), rtol);
+        }
+    }
+}
+
+macro_rules! corpus_tests {
+    ($($name:ident),* $(,)?) => {$(
+        #[test]
+        fn $name() {
+            run_case(stringify!($name));
+        }
+    )*};
+}
+
+corpus_tests!(optimizers, math, losses, shape, embeddings, batchnorm, conv, dtypes, replicated_step);
+
+#[test]
+fn every_corpus_case_has_a_test() {
+    let tested: BTreeSet<&str> =
+        ["optimizers", "math", "losses", "shape", "embeddings", "batchnorm", "conv", "dtypes", "replicated_step"]
+            .into();
+    let found = cases();
+    assert!(!found.is_empty(), "the corpus is empty");
+    for case in &found {
+        assert!(tested.contains(case.as_str()), "corpus case {case} has no test in tests/tf_corpus.rs");
+    }
+}
+
+#[test]
+fn replicated_cases_form_the_clusters_tensorflow_tagged() {
+    let mut checked = 0;
+    for case in cases() {
+        let tags_path = corpus_dir().join(format!("{case}.tags.json"));
+        if !tags_path.exists() {
+            continue;
+        }
+        let tags = read_json(&tags_path);
+        let mut want: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        let mut want_oc: BTreeMap<(String, String), BTreeSet<String>> = BTreeMap::new();
+        for (name, entry) in tags.as_object().expect("tags") {
+            if let Some(cluster) = entry.get("R").and_then(Value::as_str) {
+                want.entry(cluster.to_string()).or_default().insert(name.clone());
+                if let Some(oc) = entry.get("OC").and_then(Value::as_str) {
+                    want_oc.entry((cluster.to_string(), oc.to_string())).or_default().insert(name.clone());
+                }
+            }
+        }
+        let module = import(&case);
+        let graph = module.graph("main").expect("@main");
+        let (clusters, errors) = form_clusters(graph);
+        assert!(errors.iter().all(|e| e.is_warning()), "{case}: {errors:?}");
+        let name_of = |id| graph.node(id).name.to_string();
+        let got: BTreeMap<String, BTreeSet<String>> =
+            clusters.iter().map(|c| (c.name.clone(), c.members.iter().map(|&m| name_of(m)).collect())).collect();
+        let got_oc: BTreeMap<(String, String), BTreeSet<String>> = clusters
+            .iter()
+            .flat_map(|c| {
+                c.outside_compilation
+                    .iter()
+                    .map(|(oc, members)| ((c.name.clone(), oc.clone()), members.iter().map(|&m| name_of(m)).collect()))
+            })
+            .collect();
+        assert!(!want.is_empty(), "{case}: TensorFlow tagged no cluster");
+        assert_eq!(got, want, "{case}: cluster members");
+        assert_eq!(got_oc, want_oc, "{case}: outside-compilation members");
+        checked += 1;
+    }
+    assert!(checked > 0, "the corpus has at least one replicated case");
+}

@@ -357,7 +357,7 @@ graph @main {
     let module = parse(source);
     assert_eq!(missing_kernels(&module), vec!["Frobnicate".to_string(), "Zap".to_string()]);
     match Mesh::new(&module, MeshConfig::default()) {
-        Err(ExecError::MissingKernels { ops }) => assert_eq!(ops, vec!["Frobnicate", "Zap"]),
+        Err(ExecError::MissingKernels { ops, .. }) => assert_eq!(ops, vec!["Frobnicate", "Zap"]),
         other => panic!("expected missing kernels, got {other:?}"),
     }
 }

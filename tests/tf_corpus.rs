@@ -227,3 +227,70 @@ fn replicated_cases_form_the_clusters_tensorflow_tagged() {
     }
     assert!(checked > 0, "the corpus has at least one replicated case");
 }
+
+/// The text of `span` in `source`.
+fn spanned(source: &str, span: tpu_rewrite::syntax::Span) -> &str {
+    &source[span.start as usize..span.end as usize]
+}
+
+#[test]
+fn kernel_problems_name_every_node_and_dtype_before_the_run() {
+    use tpu_rewrite::exec::{ExecError, KernelProblem};
+    use tpu_rewrite::ir::DType;
+    let text = r#"graph @main {
+  %a = Const() {dtype = f32, value = tensor(f32, []) [1.0]}
+  %first = FrobnicateOp(%a) {T = f32}
+  %ok = Sqrt(%a) {T = f32}
+  %second = FrobnicateOp(%ok) {T = f32}
+  %int_sqrt = Sqrt(%b) {T = i32}
+  %b = Cast(%a) {SrcT = f32, DstT = i32}
+  %complex = Cast(%a) {SrcT = f32, DstT = c64}
+}
+"#;
+    let (module, errors) = tpu_rewrite::ir::parse_module(text.as_bytes()).expect("parses");
+    assert!(errors.is_empty(), "{errors:?}");
+    let problems = match Mesh::new(&module, MeshConfig::default()) {
+        Err(ExecError::MissingKernels { ops, problems }) => {
+            assert_eq!(ops, vec!["FrobnicateOp".to_string()]);
+            problems
+        }
+        Err(other) => panic!("expected the missing-kernels error, got {other:?}"),
+        Ok(_) => panic!("a mesh was built for a module with unrunnable nodes"),
+    };
+    let summary: Vec<(String, String)> = problems
+        .iter()
+        .map(|p| match p {
+            KernelProblem::NoKernel { node, op, span, .. } => {
+                assert!(spanned(text, *span).contains(&format!("%{node}")), "{node}: span {span:?}");
+                (node.clone(), format!("no kernel for {op}"))
+            }
+            KernelProblem::UnsupportedDType { node, attr, dtype, span, .. } => {
+                assert!(spanned(text, *span).contains(&format!("%{node}")), "{node}: span {span:?}");
+                (node.clone(), format!("{attr} = {dtype}"))
+            }
+        })
+        .collect();
+    let want: Vec<(String, String)> = [
+        ("first", "no kernel for FrobnicateOp".to_string()),
+        ("second", "no kernel for FrobnicateOp".to_string()),
+        ("int_sqrt", format!("T = {}", DType::I32)),
+        ("complex", format!("DstT = {}", DType::C64)),
+    ]
+    .into_iter()
+    .map(|(n, w)| (n.to_string(), w))
+    .collect();
+    assert_eq!(summary, want);
+    // The rendered error names each node, not only the op types.
+    let rendered = format!("{:?}", miette::Report::new(ExecError::MissingKernels { ops: vec![], problems }));
+    for node in ["%first", "%second", "%int_sqrt", "%complex"] {
+        assert!(rendered.contains(node), "{node} missing from:\n{rendered}");
+    }
+}
+
+#[test]
+fn every_corpus_node_can_run() {
+    for case in cases() {
+        let problems = tpu_rewrite::exec::kernel_problems(&import(&case));
+        assert!(problems.is_empty(), "{case}: {problems:?}");
+    }
+}

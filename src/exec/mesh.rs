@@ -199,10 +199,7 @@ impl Mesh {
     /// Builds a mesh for `module`: checks it is lowered, acyclic, has a
     /// kernel for every op and matched channels.
     pub fn new(module: &Module, config: MeshConfig) -> Result<Mesh, ExecError> {
-        let missing = kernels::missing_kernels(module);
-        if !missing.is_empty() {
-            return Err(ExecError::MissingKernels { ops: missing });
-        }
+        kernels::check_kernels(module)?;
         let programs = module.graphs.iter().map(build_program).collect::<Result<Vec<_>, _>>()?;
         let channels = check_channels(&programs)?;
         Ok(Mesh { programs, channels, stores: Mutex::new(HashMap::new()), config, buffers: Arc::default() })

@@ -27,7 +27,7 @@ mod shape;
 
 use std::collections::BTreeSet;
 
-use super::error::KernelError;
+use super::error::{ExecError, KernelError, KernelProblem};
 use super::tensor::Tensor;
 use crate::ir::{AttrMap, DType, Module, NodeKind};
 
@@ -219,6 +219,123 @@ pub const PURE_OPS: &[&str] = &[
 /// True when the executor can run op type `op` (as a pure kernel or in the mesh).
 pub fn has_kernel(op: &str) -> bool {
     PURE_OPS.contains(&op) || DEVICE_OPS.contains(&op)
+}
+
+/// Ops whose kernels compute in floating point only.
+const FLOAT_ONLY: &[&str] = &[
+    "Elu",
+    "EluGrad",
+    "Erf",
+    "Erfc",
+    "Exp",
+    "Expm1",
+    "FusedBatchNorm",
+    "FusedBatchNormGrad",
+    "FusedBatchNormGradV2",
+    "FusedBatchNormGradV3",
+    "FusedBatchNormV2",
+    "FusedBatchNormV3",
+    "L2Loss",
+    "LeakyRelu",
+    "LeakyReluGrad",
+    "Log",
+    "Log1p",
+    "LogSoftmax",
+    "Relu6",
+    "Relu6Grad",
+    "Rsqrt",
+    "RsqrtGrad",
+    "Selu",
+    "SeluGrad",
+    "Sigmoid",
+    "SigmoidGrad",
+    "Softmax",
+    "SoftmaxCrossEntropyWithLogits",
+    "Softplus",
+    "SoftplusGrad",
+    "Softsign",
+    "SoftsignGrad",
+    "SparseSoftmaxCrossEntropyWithLogits",
+    "Sqrt",
+    "SqrtGrad",
+    "Tanh",
+    "TanhGrad",
+];
+
+/// Attributes that name the dtype of an op's values.
+const DTYPE_ATTRS: &[&str] = &["T", "dtype", "SrcT", "DstT", "Tparams", "Tout", "out_type", "output_type"];
+
+/// True when a tensor of the executor can hold `d`.
+fn holds(d: DType) -> bool {
+    matches!(
+        d,
+        DType::F32
+            | DType::F64
+            | DType::BF16
+            | DType::F16
+            | DType::I8
+            | DType::U8
+            | DType::I32
+            | DType::I64
+            | DType::Bool
+            | DType::Str
+            | DType::Resource
+    )
+}
+
+/// Every node of `module` that cannot run, in graph and text order: op
+/// types without a kernel, and dtype attributes (`T`, `dtype`, `DstT`, ...)
+/// naming a dtype the executor cannot hold (complex, 16- and 32-bit
+/// unsigned, i16, variant) or an integer where the kernel computes in
+/// floating point. Cost: one pass over the nodes and their attributes.
+pub fn kernel_problems(module: &Module) -> Vec<KernelProblem> {
+    let mut problems = Vec::new();
+    for graph in &module.graphs {
+        for id in graph.nodes_in_order() {
+            let node = graph.node(id);
+            if matches!(node.kind, NodeKind::RegionInput { .. }) {
+                continue;
+            }
+            let at = |op: &str| (graph.name.clone(), node.name.to_string(), op.to_string(), node.span);
+            if !has_kernel(&node.op) {
+                let (graph, node, op, span) = at(&node.op);
+                problems.push(KernelProblem::NoKernel { graph, node, op, span });
+                continue;
+            }
+            for key in DTYPE_ATTRS {
+                let Some(value) = node.attrs.get(key) else { continue };
+                let dtypes: Vec<DType> = match value.as_list() {
+                    Some(items) => items.iter().filter_map(|v| v.as_type()).collect(),
+                    None => value.as_type().into_iter().collect(),
+                };
+                let float_only = FLOAT_ONLY.contains(&&*node.op) && *key == "T";
+                for d in dtypes {
+                    let is_float = matches!(d, DType::F32 | DType::F64 | DType::BF16 | DType::F16);
+                    if !holds(d) || (float_only && !is_float) {
+                        let (graph, node, op, span) = at(&node.op);
+                        problems.push(KernelProblem::UnsupportedDType {
+                            graph,
+                            node,
+                            op,
+                            attr: key.to_string(),
+                            dtype: d,
+                            span,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    problems
+}
+
+/// [`kernel_problems`] as an error, or `Ok` when every node can run.
+pub fn check_kernels(module: &Module) -> Result<(), ExecError> {
+    let problems = kernel_problems(module);
+    if problems.is_empty() {
+        return Ok(());
+    }
+    Err(ExecError::MissingKernels { ops: missing_kernels(module), problems })
 }
 
 /// Every op type of `module` that has no kernel, sorted, each once.

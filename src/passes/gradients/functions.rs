@@ -263,7 +263,7 @@ pub fn gradient(
             let all = range(e, rank, 1);
             vec![None, Some(sum(e, "Sum", g, all, false, &ta))]
         }
-        _ => return Err(None),
+        other => return super::nn_functions::gradient(e, op, other, inputs, g),
     })
 }
 
@@ -296,6 +296,23 @@ pub fn is_not_differentiable(op_type: &str) -> bool {
             | "ReplicaId"
             | "RandomUniform"
             | "RandomStandardNormal"
+            | "Sign"
+            | "Round"
+            | "Floor"
+            | "Ceil"
+            | "IsFinite"
+            | "IsNan"
+            | "IsInf"
+            | "LogicalAnd"
+            | "LogicalOr"
+            | "LogicalNot"
+            | "ArgMax"
+            | "ArgMin"
+            | "OneHot"
+            | "ShapeN"
+            | "BroadcastArgs"
+            | "ConcatOffset"
+            | "Where"
     )
 }
 

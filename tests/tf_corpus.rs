@@ -294,3 +294,22 @@ fn every_corpus_node_can_run() {
         assert!(problems.is_empty(), "{case}: {problems:?}");
     }
 }
+
+#[test]
+fn the_verifier_knows_the_outputs_and_attributes_of_the_new_ops() {
+    let text = r#"graph @main {
+  %x = Placeholder() {dtype = f32, shape = shape[4, 2]}
+  %axis = Const() {dtype = i32, value = tensor(i32, []) [0]}
+  %parts = Split(%axis, %x) {T = f32, num_split = 2}
+  %ok = Identity(%parts:1) {T = f32}
+  %bad = Identity(%parts:2) {T = f32}
+  %bn = FusedBatchNormV3(%x, %x, %x, %x, %x) {T = f32, epsilon = "small"}
+  %rs = Identity(%bn:5) {T = f32}
+}
+"#;
+    let (_, errors) = tpu_rewrite::ir::parse_module(text.as_bytes()).expect("parses");
+    let messages: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    assert_eq!(messages.len(), 2, "{messages:?}");
+    assert!(messages.iter().any(|m| m.contains("parts") && m.contains('2')), "{messages:?}");
+    assert!(messages.iter().any(|m| m.contains("epsilon")), "{messages:?}");
+}

@@ -164,21 +164,35 @@ fn run_case(case: &str) {
 }
 
 macro_rules! corpus_tests {
-    ($($name:ident),* $(,)?) => {$(
-        #[test]
-        fn $name() {
-            run_case(stringify!($name));
-        }
-    )*};
+    ($($name:ident),* $(,)?) => {
+        /// The corpus cases with a test.
+        const TESTED: &[&str] = &[$(stringify!($name)),*];
+        $(
+            #[test]
+            fn $name() {
+                run_case(stringify!($name));
+            }
+        )*
+    };
 }
 
-corpus_tests!(optimizers, math, losses, shape, embeddings, batchnorm, conv, dtypes, replicated_step);
+corpus_tests!(
+    optimizers,
+    math,
+    losses,
+    shape,
+    embeddings,
+    batchnorm,
+    conv,
+    dtypes,
+    replicated_step,
+    replicated_cnn,
+    replicated_mixed_precision,
+);
 
 #[test]
 fn every_corpus_case_has_a_test() {
-    let tested: BTreeSet<&str> =
-        ["optimizers", "math", "losses", "shape", "embeddings", "batchnorm", "conv", "dtypes", "replicated_step"]
-            .into();
+    let tested: BTreeSet<&str> = TESTED.iter().copied().collect();
     let found = cases();
     assert!(!found.is_empty(), "the corpus is empty");
     for case in &found {

@@ -570,56 +570,39 @@ def dtypes():
         "i8_to_f32", "f32_to_u8", "i64", "bool_cast", "f32_to_f16", "mp_grad", "mp_finite",
     ]
     # Values computed in bf16 carry its precision (8 significant bits) even after a cast to f32.
-    plain_case("dtypes", build, [([], keys)], rtol=2.0**-7)
+    plain_case("dtypes", build, [([], keys)], rtol=2.0**-8)
 
 
 # ---------------------------------------------------------------- replicated training step
 
 
-def replicated_step():
-    """A Keras-style dense + layer-norm + softmax-xent step under tpu.replicate, 2 replicas."""
-    num_replicas = 2
-
-    def step(x, labels, w, b, gamma):
-        h = tf.nn.bias_add(tf.matmul(x, w), b)
-        mu = tf.reduce_mean(h, axis=-1, keepdims=True)
-        var = tf.reduce_mean(tf.math.squared_difference(h, mu), axis=-1, keepdims=True)
-        h = (h - mu) * tf.math.rsqrt(var + 1e-3) * gamma
-        h = tf.nn.gelu(h)
-        loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=h))
-        gw, gb, gg = tf.gradients(loss, [w, b, gamma])
-        pred = tf.argmax(h, axis=1, output_type=tf.int32)
-        acc = tf.reduce_mean(tf.cast(tf.equal(pred, labels), tf.float32))
-        return [loss, w - 0.1 * gw, b - 0.1 * gb, gamma - 0.1 * gg, acc]
-
-    xs = [f32(80 + r, 4, 3) for r in range(num_replicas)]
-    ls = [np.array([0, 2, 1, 3], np.int32), np.array([3, 3, 0, 1], np.int32)]
-    w0, b0, g0 = f32(90, 3, 4), f32(91, 4), f32(92, 4) + 1.0
-
+def replicated_case(name, step, per_replica_inputs, rtol=1e-4):
+    """Writes a tpu.replicate graph of `step` over len(per_replica_inputs) replicas, its tags, and
+    TF's outputs of `step` run once per replica in a plain graph (output_{i}_shard_{r}:0)."""
+    num_replicas = len(per_replica_inputs)
     g = tf.Graph()
     with g.as_default():
-        xp = [tf1.placeholder(tf.float32, [4, 3], name=f"x{r}") for r in range(num_replicas)]
-        lp = [tf1.placeholder(tf.int32, [4], name=f"labels{r}") for r in range(num_replicas)]
-        wp = [tf1.placeholder(tf.float32, [3, 4], name=f"w{r}") for r in range(num_replicas)]
-        bp = [tf1.placeholder(tf.float32, [4], name=f"b{r}") for r in range(num_replicas)]
-        gp = [tf1.placeholder(tf.float32, [4], name=f"gamma{r}") for r in range(num_replicas)]
-        inputs = [[xp[r], lp[r], wp[r], bp[r], gp[r]] for r in range(num_replicas)]
+        inputs = []
+        for r, values in enumerate(per_replica_inputs):
+            inputs.append(
+                [
+                    tf1.placeholder(tf.as_dtype(v.dtype), v.shape, name=f"in{k}_{r}")
+                    for k, v in enumerate(values)
+                ]
+            )
         tpu.replicate(step, inputs)
     feeds = {}
-    for r in range(num_replicas):
-        feeds[f"x{r}:0"] = enc(xs[r])
-        feeds[f"labels{r}:0"] = enc(ls[r])
-        feeds[f"w{r}:0"] = enc(w0)
-        feeds[f"b{r}:0"] = enc(b0)
-        feeds[f"gamma{r}:0"] = enc(g0)
+    for r, values in enumerate(per_replica_inputs):
+        for k, v in enumerate(values):
+            feeds[f"in{k}_{r}:0"] = enc(v)
     fetches = {}
-    for r in range(num_replicas):
+    for r, values in enumerate(per_replica_inputs):
         pg = tf.Graph()
         with pg.as_default():
-            outs = step(tf.constant(xs[r]), tf.constant(ls[r]), tf.constant(w0), tf.constant(b0), tf.constant(g0))
+            outs = step(*[tf.constant(v) for v in values])
             with tf1.Session(graph=pg) as sess:
-                values = sess.run(outs)
-        for i, v in enumerate(values):
+                got = sess.run(outs)
+        for i, v in enumerate(got):
             fetches[f"output_{i}_shard_{r}:0"] = enc(v)
     tags = {}
     for node in g.as_graph_def().node:
@@ -634,9 +617,76 @@ def replicated_step():
         "num_replicas": num_replicas,
         "feeds": feeds,
         "runs": [{"targets": [], "fetches": fetches}],
-        "rtol": 1e-4,
+        "rtol": rtol,
     }
-    write("replicated_step", g, meta, tags)
+    write(name, g, meta, tags)
+
+
+def replicated_step():
+    """A Keras-style dense + layer-norm + gelu + sparse-xent step, 2 replicas."""
+
+    def step(x, labels, w, b, gamma):
+        h = tf.nn.bias_add(tf.matmul(x, w), b)
+        mu = tf.reduce_mean(h, axis=-1, keepdims=True)
+        var = tf.reduce_mean(tf.math.squared_difference(h, mu), axis=-1, keepdims=True)
+        h = (h - mu) * tf.math.rsqrt(var + 1e-3) * gamma
+        h = tf.nn.gelu(h)
+        loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=h))
+        gw, gb, gg = tf.gradients(loss, [w, b, gamma])
+        pred = tf.argmax(h, axis=1, output_type=tf.int32)
+        acc = tf.reduce_mean(tf.cast(tf.equal(pred, labels), tf.float32))
+        return [loss, w - 0.1 * gw, b - 0.1 * gb, gamma - 0.1 * gg, acc]
+
+    w0, b0, g0 = f32(90, 3, 4), f32(91, 4), f32(92, 4) + 1.0
+    labels = [np.array([0, 2, 1, 3], np.int32), np.array([3, 3, 0, 1], np.int32)]
+    replicated_case(
+        "replicated_step", step, [[f32(80 + r, 4, 3), labels[r], w0, b0, g0] for r in range(2)]
+    )
+
+
+def replicated_cnn():
+    """A conv + batch-norm + pooling + embedding step with a momentum-style update, 2 replicas."""
+
+    def step(x, ids, table, k, scale, offset):
+        emb = tf.gather(table, ids)  # [2, 3]
+        h = tf.nn.conv2d(x, k, strides=1, padding="SAME")
+        h, _, _ = tf1.nn.fused_batch_norm(h, scale, offset, epsilon=1e-3, is_training=True)[:3]
+        h = tf.nn.relu6(h)
+        h = tf.nn.max_pool2d(h, 2, 2, "VALID")
+        h = tf.reduce_mean(h, axis=[1, 2])  # [2, 3]
+        logits = h + emb
+        loss = tf.reduce_mean(tf.nn.softmax_cross_entropy_with_logits(labels=tf.nn.softmax(emb), logits=logits))
+        gk, gs, go, gt = tf.gradients(loss, [k, scale, offset, table])
+        gt = tf.convert_to_tensor(gt)
+        return [loss, k - 0.5 * gk, scale - 0.5 * gs, offset - 0.5 * go, table - 0.5 * gt]
+
+    k0, s0, o0, t0 = f32(101, 3, 3, 2, 3), f32(102, 3) + 1.0, f32(103, 3), f32(104, 5, 3)
+    ids = [np.array([1, 4], np.int32), np.array([0, 0], np.int32)]
+    replicated_case(
+        "replicated_cnn", step, [[f32(110 + r, 2, 4, 4, 2), ids[r], t0, k0, s0, o0] for r in range(2)]
+    )
+
+
+def replicated_mixed_precision():
+    """A bf16 dense layer with f32 master weights and loss scaling, 2 replicas."""
+
+    def step(x, w):
+        xb, wb = tf.cast(x, tf.bfloat16), tf.cast(w, tf.bfloat16)
+        h = tf.nn.relu(tf.matmul(xb, wb))
+        loss = tf.reduce_mean(tf.square(tf.cast(h, tf.float32)))
+        scale = tf.constant(256.0)
+        (g,) = tf.gradients(loss * scale, [w])
+        g = g / scale
+        finite = tf.reduce_all(tf.math.is_finite(g))
+        return [loss, w - 0.1 * g, finite]
+
+    w0 = f32(120, 3, 4)
+    replicated_case(
+        "replicated_mixed_precision",
+        step,
+        [[f32(121 + r, 2, 3), w0] for r in range(2)],
+        rtol=2.0**-8,
+    )
 
 
 CASES = {
@@ -649,6 +699,8 @@ CASES = {
     "conv": conv,
     "dtypes": dtypes,
     "replicated_step": replicated_step,
+    "replicated_cnn": replicated_cnn,
+    "replicated_mixed_precision": replicated_mixed_precision,
 }
 
 if __name__ == "__main__":

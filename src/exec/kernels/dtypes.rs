@@ -233,7 +233,28 @@ pub(crate) fn narrow(op: &str, attrs: &AttrMap, w: &Widened, outputs: Vec<Tensor
     if named {
         return Ok(outputs);
     }
-    outputs.into_iter().map(|t| if t.dtype() == w.wide { cast(op, &t, w.narrow) } else { Ok(t) }).collect()
+    let truncate = w.narrow == DType::BF16 && TRUNCATING_BF16.contains(&op);
+    outputs
+        .into_iter()
+        .map(|t| match (&t, truncate) {
+            (Tensor::F32(a), true) => Ok(Tensor::from_array(a.mapv(truncate_bf16))),
+            _ if t.dtype() == w.wide => cast(op, &t, w.narrow),
+            _ => Ok(t),
+        })
+        .collect()
+}
+
+/// Ops whose bf16 results TensorFlow's CPU kernels (in graph mode) truncate to bf16 after
+/// accumulating in f32, instead of rounding to nearest.
+const TRUNCATING_BF16: &[&str] = &["BatchMatMul", "BatchMatMulV2", "BatchMatMulV3", "MatMul"];
+
+/// `v` with the low 16 bits of its f32 pattern cleared (NaN stays NaN).
+fn truncate_bf16(v: f32) -> half::bf16 {
+    if v.is_nan() {
+        half::bf16::NAN
+    } else {
+        half::bf16::from_bits((v.to_bits() >> 16) as u16)
+    }
 }
 
 #[cfg(test)]
@@ -271,5 +292,11 @@ mod tests {
         assert_eq!(out[0], a);
         assert_eq!(out[1], Tensor::scalar(true));
         assert!(widen("Reshape", &[a]).unwrap().is_none());
+        // MatMul truncates: 1 + 2^-8 + 2^-9 rounds up to 1 + 2^-7 but truncates to 1.
+        let v = Tensor::scalar(1.0f32 + 2f32.powi(-8) + 2f32.powi(-9));
+        let mm = narrow("MatMul", &AttrMap::new(), &w, vec![v.clone()]).unwrap();
+        assert_eq!(mm[0], Tensor::scalar(bf16::ONE));
+        let add = narrow("AddV2", &AttrMap::new(), &w, vec![v]).unwrap();
+        assert_eq!(add[0], Tensor::scalar(bf16::from_f32(1.0 + 2f32.powi(-7))));
     }
 }

@@ -992,3 +992,19 @@ fn fused_batch_norm_training() {
     let inputs = vec![input("a", &[2, 2, 1, 3]), input_in("scale", &[3], Domain::Positive), input("offset", &[3])];
     check(case("fused_batch_norm", inputs, forward, &[2, 2, 1, 3]));
 }
+
+#[test]
+fn max_min_pow_pad_and_batch_matmul_v3() {
+    let axes = i32_const("axes", &[1], &[1]);
+    let forward = axes.clone() + "%out = Max(%a, %axes) {T = f64, Tidx = i32, keep_dims = false}";
+    check(case("max", vec![input("a", &[3, 4])], forward, &[3]));
+    let forward = axes + "%out = Min(%a, %axes) {T = f64, Tidx = i32, keep_dims = true}";
+    check(case("min", vec![input("a", &[3, 4])], forward, &[3, 1]));
+    let forward = "%out = Pow(%a, %b) {T = f64}";
+    check(case("pow", vec![input_in("a", &[2, 3], Domain::Positive), input("b", &[3])], forward, &[2, 3]));
+    let forward =
+        i32_const("paddings", &[2, 2], &[1, 0, 2, 1]) + "%out = Pad(%a, %paddings) {T = f64, Tpaddings = i32}";
+    check(case("pad", vec![input("a", &[2, 3])], forward, &[3, 6]));
+    let forward = "%out = BatchMatMulV3(%a, %b) {Ta = f64, Tb = f64, Tout = f64, adj_x = false, adj_y = true}";
+    check(case("batch_matmul_v3", vec![input("a", &[2, 2, 3]), input("b", &[4, 3])], forward, &[2, 2, 4]));
+}

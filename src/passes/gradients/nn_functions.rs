@@ -136,6 +136,32 @@ pub fn gradient(
                 None,
             ]
         }
+        "Pad" | "PadV2" => {
+            // Slice(g, paddings[:, 0], Shape(x)).
+            let (a, paddings) = (x(0)?, x(1)?);
+            let i32_t = e.t_attr(Some(DType::I32));
+            let rank = e.emit("Rank", "Rank", &[a], None);
+            let pack = e.fresh_name("stack");
+            let one = e.int_const_named(format!("{pack}/values_1"), &[1], true);
+            let size = e.emit_named(
+                pack,
+                "Pack",
+                &[rank, one],
+                [("N", AttrValue::Int(2)), ("axis", AttrValue::Int(0))].into_iter().chain(i32_t.clone()),
+            );
+            let slice = e.fresh_name("Slice");
+            let origin = e.int_const_named(format!("{slice}/begin"), &[0, 0], false);
+            let idx = [("Index", AttrValue::Type(DType::I32))];
+            let before =
+                e.emit_named(slice, "Slice", &[paddings, origin, size], idx.clone().into_iter().chain(i32_t.clone()));
+            let flat = e.fresh_name("Reshape");
+            let minus_one = e.int_const_named(format!("{flat}/shape"), &[-1], false);
+            let before = e.emit_named(flat, "Reshape", &[before, minus_one], i32_t);
+            let sa = e.shape("Shape", a);
+            let mut v = vec![Some(e.emit("Slice", "Slice_1", &[g, before, sa], idx.into_iter().chain(ta))), None];
+            v.resize(inputs.len(), None);
+            v
+        }
         "Cumsum" => {
             let attrs = e.graph.node(op).attrs.clone();
             let exclusive = attrs.get_bool("exclusive").unwrap_or(false);

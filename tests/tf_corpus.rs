@@ -327,3 +327,21 @@ fn the_verifier_knows_the_outputs_and_attributes_of_the_new_ops() {
     assert!(messages.iter().any(|m| m.contains("parts") && m.contains('2')), "{messages:?}");
     assert!(messages.iter().any(|m| m.contains("epsilon")), "{messages:?}");
 }
+
+#[test]
+fn a_node_cloned_per_replica_is_reported_once() {
+    use tpu_rewrite::exec::{kernel_problems, KernelProblem};
+    let path = corpus_dir().join("replicated_cnn.pbtxt");
+    let text = std::fs::read_to_string(&path).expect("corpus graph");
+    let text = text.replace("op: \"Relu6\"\n", "op: \"Frobnicate\"\n");
+    let (module, errors) = import_graphdef(text.as_bytes(), GraphDefFormat::Text).expect("imports");
+    assert!(errors.is_empty(), "{errors:?}");
+    let lowered = lower_for("replicated_cnn with Frobnicate", &module, 2);
+    let replicas = lowered.graphs.iter().filter(|g| g.find("Relu6").is_some()).count();
+    assert_eq!(replicas, 2, "the node is in both replica programs");
+    let problems = kernel_problems(&lowered);
+    match problems.as_slice() {
+        [KernelProblem::NoKernel { node, op, .. }] => assert_eq!((node.as_str(), op.as_str()), ("Relu6", "Frobnicate")),
+        other => panic!("expected one problem for %Relu6, got {other:?}"),
+    }
+}

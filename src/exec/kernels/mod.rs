@@ -287,9 +287,13 @@ fn holds(d: DType) -> bool {
 /// types without a kernel, and dtype attributes (`T`, `dtype`, `DstT`, ...)
 /// naming a dtype the executor cannot hold (complex, 16- and 32-bit
 /// unsigned, i16, variant) or an integer where the kernel computes in
-/// floating point. Cost: one pass over the nodes and their attributes.
+/// floating point. A node cloned into several programs (one per replica)
+/// is reported once, for the first. Cost: one pass over the nodes and
+/// their attributes.
 pub fn kernel_problems(module: &Module) -> Vec<KernelProblem> {
     let mut problems = Vec::new();
+    // (node, op, attribute) already reported.
+    let mut seen: std::collections::HashSet<(String, String, &str)> = std::collections::HashSet::new();
     for graph in &module.graphs {
         for id in graph.nodes_in_order() {
             let node = graph.node(id);
@@ -299,7 +303,9 @@ pub fn kernel_problems(module: &Module) -> Vec<KernelProblem> {
             let at = |op: &str| (graph.name.clone(), node.name.to_string(), op.to_string(), node.span);
             if !has_kernel(&node.op) {
                 let (graph, node, op, span) = at(&node.op);
-                problems.push(KernelProblem::NoKernel { graph, node, op, span });
+                if seen.insert((node.clone(), op.clone(), "")) {
+                    problems.push(KernelProblem::NoKernel { graph, node, op, span });
+                }
                 continue;
             }
             for key in DTYPE_ATTRS {
@@ -311,7 +317,9 @@ pub fn kernel_problems(module: &Module) -> Vec<KernelProblem> {
                 let float_only = FLOAT_ONLY.contains(&&*node.op) && *key == "T";
                 for d in dtypes {
                     let is_float = matches!(d, DType::F32 | DType::F64 | DType::BF16 | DType::F16);
-                    if !holds(d) || (float_only && !is_float) {
+                    if (!holds(d) || (float_only && !is_float))
+                        && seen.insert((node.name.to_string(), node.op.to_string(), key))
+                    {
                         let (graph, node, op, span) = at(&node.op);
                         problems.push(KernelProblem::UnsupportedDType {
                             graph,

@@ -133,6 +133,9 @@ fn run_case(case: &str) {
     let rtol = meta["rtol"].as_f64().expect("rtol");
     let replicated = meta["kind"] == "replicated";
     let module = import(case);
+    if meta.get("variables_after").is_some() {
+        return run_with_variables(case, &meta, &module, rtol);
+    }
     let (module, graph) = if replicated {
         (lower_for(case, &module, meta["num_replicas"].as_u64().expect("num_replicas") as u32), "host")
     } else {
@@ -163,6 +166,31 @@ fn run_case(case: &str) {
     }
 }
 
+/// A replicated case with mirrored variables: the driver runs the init program, one step, and
+/// every replica's copy of each variable is compared with TF's.
+fn run_with_variables(case: &str, meta: &Value, module: &Module, rtol: f64) {
+    use tpu_rewrite::exec::driver::{run, RunConfig};
+    let lowered = lower_for(case, module, meta["num_replicas"].as_u64().expect("num_replicas") as u32);
+    let feeds: Vec<(String, Tensor)> =
+        meta["feeds"].as_object().expect("feeds").iter().map(|(n, v)| (n.clone(), tensor_of(v))).collect();
+    let wanted: Vec<(&String, &Value)> = meta["runs"][0]["fetches"].as_object().expect("fetches").iter().collect();
+    let fetches: Vec<String> = wanted.iter().map(|(n, _)| (*n).clone()).collect();
+    let outcome = run(&lowered, &feeds, &fetches, &RunConfig::default(), &mut |_, _| {})
+        .unwrap_or_else(|e| panic!("{case}: run failed: {e}"));
+    for ((name, got), (_, want)) in outcome.fetched.iter().zip(&wanted) {
+        assert_close(&format!("{case}: {name}"), got, &tensor_of(want), rtol);
+    }
+    let after = meta["variables_after"].as_object().expect("variables_after");
+    for (var, copies) in after {
+        let got = outcome.mirrors.get(var).unwrap_or_else(|| panic!("{case}: no mirrored variable `{var}`"));
+        let copies = copies.as_array().expect("one value per replica");
+        assert_eq!(got.len(), copies.len(), "{case}: copies of `{var}`");
+        for (r, (g, w)) in got.iter().zip(copies).enumerate() {
+            assert_close(&format!("{case}: `{var}` on replica {r}"), g, &tensor_of(w), rtol);
+        }
+    }
+}
+
 macro_rules! corpus_tests {
     ($($name:ident),* $(,)?) => {
         /// The corpus cases with a test.
@@ -188,6 +216,7 @@ corpus_tests!(
     replicated_step,
     replicated_cnn,
     replicated_mixed_precision,
+    replicated_optimizer,
 );
 
 #[test]

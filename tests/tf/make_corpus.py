@@ -689,6 +689,74 @@ def replicated_mixed_precision():
     )
 
 
+def replicated_optimizer():
+    """Mirrored resource variables updated inside tpu.replicate by the optimizer ops, 2 replicas.
+
+    Each replica updates its own copy (no cross-replica sum), so TF's numbers are the step run
+    once per replica from the initial values; "variables_after" holds every copy after one step."""
+    num_replicas = 2
+    init = {"w": f32(130, 3, 2), "mom": np.zeros((3, 2), np.float32), "a": f32(135, 3, 2),
+            "m": np.zeros((3, 2), np.float32), "v": np.zeros((3, 2), np.float32)}
+    xs = [f32(131 + r, 4, 3) for r in range(num_replicas)]
+
+    def build_vars():
+        return {n: tf1.Variable(v, name=n, use_resource=True) for n, v in init.items()}
+
+    def step(x, var):
+        loss = tf.reduce_sum(tf.square(tf.matmul(x, var["w"])))
+        (gw,) = tf.gradients(loss, [var["w"]])
+        ups = [
+            tf.raw_ops.ResourceApplyKerasMomentum(
+                var=var["w"].handle, accum=var["mom"].handle, lr=tf.constant(0.01), grad=gw,
+                momentum=tf.constant(0.9), use_nesterov=True,
+            ),
+            tf.raw_ops.ResourceApplyAdam(
+                var=var["a"].handle, m=var["m"].handle, v=var["v"].handle, beta1_power=tf.constant(0.9),
+                beta2_power=tf.constant(0.999), lr=tf.constant(0.01), beta1=tf.constant(0.9),
+                beta2=tf.constant(0.999), epsilon=tf.constant(1e-7), grad=gw,
+            ),
+        ]
+        with tf.control_dependencies(ups):
+            return [tf.identity(loss)]
+
+    g = tf.Graph()
+    with g.as_default():
+        var = build_vars()
+        ph = [tf1.placeholder(tf.float32, [4, 3], name=f"in0_{r}") for r in range(num_replicas)]
+        tpu.replicate(lambda x: step(x, var), [[p] for p in ph])
+    fetches, after = {}, {n: [] for n in init}
+    for r in range(num_replicas):
+        pg = tf.Graph()
+        with pg.as_default():
+            var = build_vars()
+            outs = step(tf.constant(xs[r]), var)
+            with tf1.Session(graph=pg) as sess:
+                sess.run(tf1.global_variables_initializer())
+                got = sess.run(outs)
+                values = sess.run({n: v.read_value() for n, v in var.items()})
+        for i, v in enumerate(got):
+            fetches[f"output_{i}_shard_{r}:0"] = enc(v)
+        for n in init:
+            after[n].append(enc(values[n]))
+    tags = {}
+    for node in g.as_graph_def().node:
+        entry = {"op": node.op}
+        if "_tpu_replicate" in node.attr:
+            entry["R"] = node.attr["_tpu_replicate"].s.decode()
+        if "_xla_outside_compilation" in node.attr:
+            entry["OC"] = node.attr["_xla_outside_compilation"].s.decode()
+        tags[node.name] = entry
+    meta = {
+        "kind": "replicated",
+        "num_replicas": num_replicas,
+        "feeds": {f"in0_{r}:0": enc(xs[r]) for r in range(num_replicas)},
+        "runs": [{"targets": [], "fetches": fetches}],
+        "variables_after": after,
+        "rtol": 1e-4,
+    }
+    write("replicated_optimizer", g, meta, tags)
+
+
 CASES = {
     "optimizers": optimizers,
     "math": math_ops,
@@ -701,6 +769,7 @@ CASES = {
     "replicated_step": replicated_step,
     "replicated_cnn": replicated_cnn,
     "replicated_mixed_precision": replicated_mixed_precision,
+    "replicated_optimizer": replicated_optimizer,
 }
 
 if __name__ == "__main__":

@@ -988,7 +988,13 @@ fn collective(
     };
     let call = Call { group, instance, group_size, rank, kind };
     let waiter = Waiter { timeout: shared.mesh.config.timeout, cancelled: &shared.cancelled };
-    shared.collectives.run(&call, inputs, &waiter).map_err(|e| match e {
+    // bf16 / f16 / i8 / u8 values are reduced in f32 / i32 and rounded back once.
+    let (inputs, widened) = match kernels::dtypes::widen(op, &inputs) {
+        Ok(Some((wide, how))) => (wide, Some(how)),
+        Ok(None) => (inputs, None),
+        Err(e) => return Err(node_error(program, step, e)),
+    };
+    let outputs = shared.collectives.run(&call, inputs, &waiter).map_err(|e| match e {
         CollectiveError::Cancelled => Stop::Cancelled,
         CollectiveError::Mismatch(message) => Stop::Failed(ExecError::Collective {
             graph: program.name.clone(),
@@ -1007,5 +1013,9 @@ fn collective(
             waited: shared.mesh.config.timeout,
             span: step.span,
         }),
-    })
+    })?;
+    match widened {
+        Some(how) => kernels::dtypes::narrow(op, &step.attrs, &how, outputs).map_err(|e| node_error(program, step, e)),
+        None => Ok(outputs),
+    }
 }

@@ -183,15 +183,15 @@ pub(crate) fn conv(
     attrs: &AttrMap,
     inputs: &[Tensor],
 ) -> Result<Tensor, KernelError> {
-    let [a, b, c] = inputs else {
-        if let (ConvKind::Forward, [x, f]) = (kind, inputs) {
-            return conv_forward(op, depthwise, attrs, x, f);
-        }
-        return Err(KernelError::invalid(op, format!("wrong number of inputs: {}", inputs.len())));
+    let wrong = || {
+        KernelError::invalid(
+            op,
+            format!("{op} takes {} inputs, got {}", 2 + usize::from(kind != ConvKind::Forward), inputs.len()),
+        )
     };
-    match kind {
-        ConvKind::Forward => Err(KernelError::invalid(op, "Conv2D takes 2 inputs")),
-        ConvKind::BackpropInput => {
+    match (kind, inputs) {
+        (ConvKind::Forward, [x, f]) => conv_forward(op, depthwise, attrs, x, f),
+        (ConvKind::BackpropInput, [a, b, c]) => {
             let in_shape = four(op, &dims_of(op, a, "input_sizes")?, "input_sizes")?;
             let f = b;
             let fs = four(op, f.shape(), "filter")?;
@@ -206,8 +206,7 @@ pub(crate) fn conv(
                 Tensor::from_vec(&in_shape, dx)
             })
         }
-        ConvKind::BackpropFilter => {
-            let x = a;
+        (ConvKind::BackpropFilter, [x, b, c]) => {
             let fs = four(op, &dims_of(op, b, "filter_sizes")?, "filter_sizes")?;
             let w = window_attrs(op, attrs)?;
             let g = geometry(op, x.shape(), [fs[0], fs[1]], &w)?;
@@ -221,6 +220,7 @@ pub(crate) fn conv(
                 Tensor::from_vec(&fs, df)
             })
         }
+        _ => Err(wrong()),
     }
 }
 

@@ -925,6 +925,27 @@ fn device_kernel(
             kernels::run_kernel("GatherV2", &AttrMap::new(), &[value, indices.clone(), Tensor::scalar(0i32)])
                 .map_err(err)
         }
+        "ResourceScatterAdd" | "ResourceScatterSub" | "ResourceScatterUpdate" => {
+            // The sparse (IndexedSlices) updates of embedding tables.
+            let h = handle(&inputs)?;
+            let (indices, updates) =
+                (kernels::arg(op, &inputs, 1).map_err(err)?, kernels::arg(op, &inputs, 2).map_err(err)?);
+            let mut stores = mesh.stores();
+            let old = stores.get(&h.device).and_then(|s| s.get(&*h.name)).cloned().ok_or_else(|| {
+                err(KernelError::invalid(op, format!("variable `{}` on {} is not initialised", h.name, h.device)))
+            })?;
+            use kernels::gather::Combine;
+            let (how, negate) = match op {
+                "ResourceScatterAdd" => (Combine::Add, false),
+                "ResourceScatterSub" => (Combine::Add, true),
+                _ => (Combine::Replace, false),
+            };
+            let new = kernels::gather::scatter_rows(op, &old, indices, updates, how, negate).map_err(err)?;
+            for (device, name) in h.copies() {
+                stores.entry(device.clone()).or_default().insert(name.to_string(), new.clone());
+            }
+            Ok(Vec::new())
+        }
         _ if kernels::optimizers::resource_inputs(op).is_some() => resource_apply(step, &inputs, mesh).map_err(err),
         _ => kernels::run_kernel(op, &step.attrs, &inputs).map_err(err),
     }

@@ -142,6 +142,11 @@ def optimizers():
         rw, rms, rmom = var("rms_w", w0), var("rms_ms", np.ones((3, 2), np.float32)), var(
             "rms_mom", np.zeros((3, 2), np.float32)
         )
+        emb = var("emb", f32(3, 5, 3))
+        emb_sub = var("emb_sub", f32(3, 5, 3))
+        emb_set = var("emb_set", f32(3, 5, 3))
+        rows = tf.constant([3, 0, 3], name="rows")
+        row_updates = tf.constant(f32(4, 3, 3), name="row_updates")
         sub = var("sub_w", w0)
         add = var("add_w", w0)
         named["init"] = tf1.global_variables_initializer()
@@ -171,6 +176,10 @@ def optimizers():
                 epsilon=tf.constant(1e-7), grad=grad,
             ),
             tf.raw_ops.AssignSubVariableOp(resource=sub.handle, value=lr * grad),
+            # Sparse (IndexedSlices) updates of an embedding table; row 3 is updated twice.
+            tf.raw_ops.ResourceScatterAdd(resource=emb.handle, indices=rows, updates=row_updates),
+            tf.raw_ops.ResourceScatterSub(resource=emb_sub.handle, indices=rows, updates=row_updates),
+            tf.raw_ops.ResourceScatterUpdate(resource=emb_set.handle, indices=rows[:2], updates=row_updates[:2]),
             tf.raw_ops.AssignAddVariableOp(resource=add.handle, value=lr * grad),
         ]
         named["train"] = tf.group(*updates, name="train")
@@ -180,7 +189,8 @@ def optimizers():
 
     names = [
         "sgd", "mom_w", "mom_a", "nest_w", "nest_a", "kmom_w", "kmom_a", "kn_w", "kn_a", "adam_w", "adam_m",
-        "adam_v", "adamn_w", "adagrad_w", "adagrad_a", "rms_w", "rms_ms", "rms_mom", "sub_w", "add_w",
+        "adam_v", "adamn_w", "adagrad_w", "adagrad_a", "rms_w", "rms_ms", "rms_mom", "sub_w", "add_w", "emb",
+        "emb_sub", "emb_set",
     ]
     # Reads get a run of their own: within one run TF does not order them after the updates.
     plain_case("optimizers", build, [(["init"], []), (["train"], []), (["train"], []), ([], names)])

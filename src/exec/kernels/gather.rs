@@ -210,6 +210,24 @@ pub(crate) fn tensor_scatter(
     })
 }
 
+/// `ResourceScatterAdd` / `Sub` / `Update` on a variable's value `var`: rows `indices` (any shape)
+/// of `var` combined with the matching rows of `updates`; repeated indices all apply, in order.
+pub(crate) fn scatter_rows(
+    op: &str,
+    var: &Tensor,
+    indices: &Tensor,
+    updates: &Tensor,
+    how: Combine,
+    negate: bool,
+) -> Result<Tensor, KernelError> {
+    let ids = Tensor::from_vec(&[indices.len(), 1], indices.to_i64_vec(op, "indices")?)?;
+    let mut rows = vec![indices.len()];
+    rows.extend_from_slice(var.shape().get(1..).unwrap_or_default());
+    let updates = super::shape::reshape(op, updates, &Tensor::vector(rows.iter().map(|&d| d as i64).collect()))?;
+    let updates = if negate { super::math::unary(op, super::math::UnaryOp::Neg, &updates)? } else { updates };
+    tensor_scatter(op, how, var, &ids, &updates)
+}
+
 /// `UnsortedSegmentSum(data, segment_ids, num_segments)`; ids outside `[0, num_segments)` are dropped.
 pub(crate) fn unsorted_segment_sum(op: &str, data: &Tensor, ids: &Tensor, num: &Tensor) -> Result<Tensor, KernelError> {
     let ids_shape = ids.shape();

@@ -15,7 +15,7 @@ mod conv;
 pub(crate) mod dtypes;
 mod elementwise;
 mod families;
-mod gather;
+pub(crate) mod gather;
 mod layout;
 mod linalg;
 mod math;
@@ -52,6 +52,9 @@ pub const DEVICE_OPS: &[&str] = &[
     "ResourceApplyMomentum",
     "ResourceApplyRMSProp",
     "ResourceGather",
+    "ResourceScatterAdd",
+    "ResourceScatterSub",
+    "ResourceScatterUpdate",
     "TPUReplicatedInput",
     "Update",
     "UpdateNonSlot",

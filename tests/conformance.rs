@@ -152,7 +152,7 @@ fn missing_kernels_are_all_named_before_anything_runs() {
     let missing = missing_kernels(&module);
     assert_eq!(missing, vec!["AnotherFrobnicate".to_string(), "FrobnicateOp".into(), "QuuxOp".into()]);
     match Mesh::new(&module, MeshConfig::default()) {
-        Err(ExecError::MissingKernels { ops }) => assert_eq!(ops, missing),
+        Err(ExecError::MissingKernels { ops, .. }) => assert_eq!(ops, missing),
         other => panic!("expected a missing-kernels error, got {other:?}"),
     }
 }

@@ -357,7 +357,7 @@ graph @main {
     let module = parse(source);
     assert_eq!(missing_kernels(&module), vec!["Frobnicate".to_string(), "Zap".to_string()]);
     match Mesh::new(&module, MeshConfig::default()) {
-        Err(ExecError::MissingKernels { ops }) => assert_eq!(ops, vec!["Frobnicate", "Zap"]),
+        Err(ExecError::MissingKernels { ops, .. }) => assert_eq!(ops, vec!["Frobnicate", "Zap"]),
         other => panic!("expected missing kernels, got {other:?}"),
     }
 }
@@ -402,4 +402,36 @@ fn many_small_all_reduces_in_one_step() {
         assert_eq!(t.shape(), &[len]);
         assert!(t.view::<f32>().unwrap().iter().all(|&v| v == 28.0));
     }
+}
+
+#[test]
+fn all_reduce_of_half_values_sums_in_f32_and_rounds_once() {
+    use half::bf16;
+    let n = 3;
+    let text: String = (0..n)
+        .map(|r| {
+            format!(
+                "{} {{
+  %x = Placeholder() {{dtype = bf16, shape = shape[2]}}
+  %sum = CollectiveAllReduce(%x) {{T = bf16, group = \"replicas\", group_size = {n}, rank = {r}, reduce_op = \"SUM\", instance = 1}}
+}}
+",
+                header(&format!("replica_{r}"), &tpu(r), "replica", r)
+            )
+        })
+        .collect();
+    let mesh = mesh(&text);
+    // 1 + 2^-8 + 2^-8: in bf16 step by step each addition of 2^-8 to 1 rounds back to 1 (ties to
+    // even); summed in f32 and rounded once it is 1 + 2^-7.
+    let values = [1.0f32, 2f32.powi(-8), 2f32.powi(-8)];
+    let mut feeds = Feeds::new();
+    for (r, v) in values.iter().enumerate() {
+        feeds.insert(format!("replica_{r}"), "x", Tensor::vector(vec![bf16::from_f32(*v), bf16::from_f32(-*v)]));
+    }
+    let fetches: Vec<Fetch> = (0..n).map(|r| Fetch::new(format!("replica_{r}"), "sum")).collect();
+    let out = mesh.run_step(&feeds, &fetches).unwrap();
+    let total: f32 = values.iter().sum();
+    let want = Tensor::vector(vec![bf16::from_f32(total), bf16::from_f32(-total)]);
+    assert_eq!(want.to_vec::<bf16>().unwrap()[0], bf16::from_f32(1.0 + 2f32.powi(-7)));
+    assert!(out.iter().all(|t| t == &want), "{out:?}");
 }

@@ -882,3 +882,129 @@ fn mlp_gradients_match_finite_differences_of_the_variables() {
     let out = mesh.run_step(&feeds, &[Fetch::new("main", "loss")]).expect("the loss runs");
     assert!(relative_error(scalar_f64(&out[0]), loss) < 1e-12);
 }
+
+// The training-step families: activations, losses, layout, gathers, conv and pooling, batch norm.
+
+#[test]
+fn sqrt_and_rsqrt() {
+    check(case("sqrt", vec![input_in("a", &[2, 3], Domain::Positive)], unary("Sqrt"), &[2, 3]));
+    check(case("rsqrt", vec![input_in("a", &[2, 3], Domain::Positive)], unary("Rsqrt"), &[2, 3]));
+}
+
+#[test]
+fn abs_and_erf() {
+    check(case("abs", vec![input_in("a", &[2, 3], Domain::AwayFromZero)], unary("Abs"), &[2, 3]));
+    check(case("erf", vec![input("a", &[2, 3])], unary("Erf"), &[2, 3]));
+}
+
+#[test]
+fn activations() {
+    for op in ["Relu6", "Elu", "Selu", "Softplus"] {
+        let name: &'static str = Box::leak(op.to_lowercase().into_boxed_str());
+        check(case(name, vec![input_in("a", &[2, 3], Domain::AwayFromZero)], unary(op), &[2, 3]));
+    }
+    let forward = "%out = LeakyRelu(%a) {T = f64, alpha = 0.3}";
+    check(case("leaky_relu", vec![input_in("a", &[2, 3], Domain::AwayFromZero)], forward, &[2, 3]));
+}
+
+#[test]
+fn log_softmax_and_squared_difference() {
+    check(case("log_softmax", vec![input("a", &[2, 4])], unary("LogSoftmax"), &[2, 4]));
+    let forward = "%out = SquaredDifference(%a, %b) {T = f64}";
+    check(case("squared_difference", vec![input("a", &[2, 3]), input("b", &[3])], forward, &[2, 3]));
+}
+
+#[test]
+fn softmax_cross_entropies() {
+    let forward = i32_const("labels", &[3], &[2, 0, 3])
+        + "%xent = SparseSoftmaxCrossEntropyWithLogits(%a, %labels) {T = f64, Tlabels = i32}\n"
+        + "%out = Identity(%xent) {T = f64}";
+    check(case("sparse_xent", vec![input("a", &[3, 4])], forward, &[3]));
+    // The labels are a distribution per row (the kernel's backprop assumes rows summing to 1).
+    let forward = "%p = Softmax(%b) {T = f64}\n\
+                   %xent = SoftmaxCrossEntropyWithLogits(%a, %p) {T = f64}\n%out = Identity(%xent) {T = f64}";
+    check(case("xent", vec![input("a", &[3, 4]), input("b", &[3, 4])], forward, &[3]));
+}
+
+#[test]
+fn expand_squeeze_concat() {
+    let forward = i32_const("dim", &[], &[1]) + "%out = ExpandDims(%a, %dim) {T = f64, Tdim = i32}";
+    check(case("expand_dims", vec![input("a", &[2, 3])], forward, &[2, 1, 3]));
+    let forward = "%out = Squeeze(%a) {T = f64, squeeze_dims = [1]}";
+    check(case("squeeze", vec![input("a", &[2, 1, 3])], forward, &[2, 3]));
+    let forward = i32_const("axis", &[], &[-1]) + "%out = ConcatV2(%a, %b, %axis) {N = 2, T = f64, Tidx = i32}";
+    check(case("concat", vec![input("a", &[2, 3]), input("b", &[2, 2])], forward, &[2, 5]));
+}
+
+#[test]
+fn slices() {
+    let forward = i32_const("begin", &[2], &[1, 0])
+        + &i32_const("size", &[2], &[1, 2])
+        + "%out = Slice(%a, %begin, %size) {T = f64, Index = i32}";
+    check(case("slice", vec![input("a", &[3, 3])], forward, &[1, 2]));
+    // a[::-1, 1:, 2] with the last axis shrunk.
+    let forward = i32_const("begin", &[3], &[0, 1, 2])
+        + &i32_const("end", &[3], &[0, 0, 3])
+        + &i32_const("strides", &[3], &[-1, 1, 1])
+        + "%out = StridedSlice(%a, %begin, %end, %strides) {T = f64, Index = i32, begin_mask = 1, end_mask = 3, \
+           ellipsis_mask = 0, new_axis_mask = 0, shrink_axis_mask = 4}";
+    check(case("strided_slice", vec![input("a", &[2, 3, 4])], forward, &[2, 2]));
+}
+
+#[test]
+fn cumsum_and_gather() {
+    let forward =
+        i32_const("axis", &[], &[1]) + "%out = Cumsum(%a, %axis) {T = f64, exclusive = true, reverse = false}";
+    check(case("cumsum", vec![input("a", &[2, 4])], forward, &[2, 4]));
+    let forward = i32_const("ids", &[2, 2], &[3, 0, 3, 1])
+        + &i32_const("axis", &[], &[0])
+        + "%out = GatherV2(%a, %ids, %axis) {Tparams = f64, Tindices = i32, Taxis = i32, batch_dims = 0}";
+    check(case("gather", vec![input("a", &[4, 3])], forward, &[2, 2, 3]));
+}
+
+#[test]
+fn convolutions() {
+    let forward =
+        "%out = Conv2D(%a, %b) {T = f64, strides = [1, 2, 1, 1], padding = \"SAME\", data_format = \"NHWC\", \
+                   dilations = [1, 1, 1, 1]}";
+    check(case("conv2d", vec![input("a", &[1, 4, 3, 2]), input("b", &[2, 2, 2, 3])], forward, &[1, 2, 3, 3]));
+    let forward = "%out = DepthwiseConv2dNative(%a, %b) {T = f64, strides = [1, 1, 1, 1], padding = \"VALID\", \
+                   data_format = \"NHWC\", dilations = [1, 1, 1, 1]}";
+    check(case("depthwise", vec![input("a", &[1, 3, 3, 2]), input("b", &[2, 2, 2, 2])], forward, &[1, 2, 2, 4]));
+}
+
+#[test]
+fn pools() {
+    let forward = "%out = AvgPool(%a) {T = f64, ksize = [1, 2, 2, 1], strides = [1, 1, 1, 1], padding = \"SAME\", \
+                   data_format = \"NHWC\"}";
+    check(case("avg_pool", vec![input("a", &[1, 3, 3, 2])], forward, &[1, 3, 3, 2]));
+    let forward = "%out = MaxPool(%a) {T = f64, ksize = [1, 2, 2, 1], strides = [1, 2, 2, 1], padding = \"VALID\", \
+                   data_format = \"NHWC\"}";
+    check(case("max_pool", vec![input("a", &[1, 4, 4, 1])], forward, &[1, 2, 2, 1]));
+}
+
+#[test]
+fn fused_batch_norm_training() {
+    let forward = "%zero = Const() {dtype = f64, value = tensor(f64, [0]) []}\n\
+                   %bn = FusedBatchNormV3(%a, %scale, %offset, %zero, %zero) {T = f64, U = f64, epsilon = 0.001, \
+                   is_training = true, data_format = \"NHWC\"}\n\
+                   %out = Identity(%bn) {T = f64}";
+    let inputs = vec![input("a", &[2, 2, 1, 3]), input_in("scale", &[3], Domain::Positive), input("offset", &[3])];
+    check(case("fused_batch_norm", inputs, forward, &[2, 2, 1, 3]));
+}
+
+#[test]
+fn max_min_pow_pad_and_batch_matmul_v3() {
+    let axes = i32_const("axes", &[1], &[1]);
+    let forward = axes.clone() + "%out = Max(%a, %axes) {T = f64, Tidx = i32, keep_dims = false}";
+    check(case("max", vec![input("a", &[3, 4])], forward, &[3]));
+    let forward = axes + "%out = Min(%a, %axes) {T = f64, Tidx = i32, keep_dims = true}";
+    check(case("min", vec![input("a", &[3, 4])], forward, &[3, 1]));
+    let forward = "%out = Pow(%a, %b) {T = f64}";
+    check(case("pow", vec![input_in("a", &[2, 3], Domain::Positive), input("b", &[3])], forward, &[2, 3]));
+    let forward =
+        i32_const("paddings", &[2, 2], &[1, 0, 2, 1]) + "%out = Pad(%a, %paddings) {T = f64, Tpaddings = i32}";
+    check(case("pad", vec![input("a", &[2, 3])], forward, &[3, 6]));
+    let forward = "%out = BatchMatMulV3(%a, %b) {Ta = f64, Tb = f64, Tout = f64, adj_x = false, adj_y = true}";
+    check(case("batch_matmul_v3", vec![input("a", &[2, 2, 3]), input("b", &[4, 3])], forward, &[2, 2, 4]));
+}

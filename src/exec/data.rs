@@ -54,6 +54,14 @@ pub fn tensor_to_json(tensor: &Tensor) -> Value {
         Tensor::I32(a) => nest(&shape, &a.iter().copied().collect::<Vec<_>>(), &|x: &i32| Value::from(*x)),
         Tensor::I64(a) => nest(&shape, &a.iter().copied().collect::<Vec<_>>(), &|x: &i64| Value::from(*x)),
         Tensor::Bool(a) => nest(&shape, &a.iter().copied().collect::<Vec<_>>(), &|x: &bool| Value::Bool(*x)),
+        Tensor::BF16(a) => {
+            nest(&shape, &a.iter().copied().collect::<Vec<_>>(), &|x: &half::bf16| float(x.to_f64(), x.to_string()))
+        }
+        Tensor::F16(a) => {
+            nest(&shape, &a.iter().copied().collect::<Vec<_>>(), &|x: &half::f16| float(x.to_f64(), x.to_string()))
+        }
+        Tensor::I8(a) => nest(&shape, &a.iter().copied().collect::<Vec<_>>(), &|x: &i8| Value::from(*x)),
+        Tensor::U8(a) => nest(&shape, &a.iter().copied().collect::<Vec<_>>(), &|x: &u8| Value::from(*x)),
         Tensor::Str(a) => nest(&shape, &a.iter().cloned().collect::<Vec<_>>(), &|x: &String| Value::String(x.clone())),
         Tensor::Resource(h) => Value::String(format!("<resource {} on {}>", h.name, h.device)),
     }
@@ -259,6 +267,8 @@ pub fn write_npy(tensor: &Tensor) -> Result<Vec<u8>, ExecError> {
         Tensor::I32(a) => write(a),
         Tensor::I64(a) => write(a),
         Tensor::Bool(a) => write(a),
+        Tensor::I8(a) => write(a),
+        Tensor::U8(a) => write(a),
         other => Err(ExecError::data(NPY, format!("dtype {} cannot be written to .npy", other.dtype()))),
     }
 }

@@ -1,8 +1,8 @@
 //! The driver: runs a lowered module for a number of steps.
 //!
 //! Order of a run:
-//! 1. every op type must have a kernel ([`missing_kernels`] lists all that
-//!    lack one, before anything runs);
+//! 1. every node must have a kernel that takes its dtypes ([`check_kernels`]
+//!    names every node that does not, before anything runs);
 //! 2. the init program (variable initialisers outside the clusters) runs
 //!    once on its own, and each initialised variable is written to every
 //!    replica's mirrored copy: an assignment outside a cluster writes every
@@ -20,7 +20,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use super::{missing_kernels, ExecError, Feeds, Fetch, Mesh, MeshConfig, Tensor};
+use super::{check_kernels, ExecError, Feeds, Fetch, Mesh, MeshConfig, Tensor};
 use crate::ir::{Graph, Module};
 use crate::passes::feed_fetch::{Access, FeedFetchRule};
 
@@ -83,10 +83,7 @@ pub fn run(
     config: &RunConfig,
     on_step: &mut dyn FnMut(u64, &[Tensor]),
 ) -> Result<RunOutcome, ExecError> {
-    let missing = missing_kernels(lowered);
-    if !missing.is_empty() {
-        return Err(ExecError::MissingKernels { ops: missing });
-    }
+    check_kernels(lowered)?;
     let steps_per_run = lowered.graph(HOST).and_then(|g| g.attrs.get_int("steps_per_run")).unwrap_or(1).max(1) as u64;
     let mesh_config = MeshConfig { timeout: config.timeout };
 

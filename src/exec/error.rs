@@ -67,6 +67,34 @@ impl KernelError {
     }
 }
 
+/// One node that cannot run, found before a step starts.
+#[derive(Debug, Clone, Error, Diagnostic, PartialEq)]
+pub enum KernelProblem {
+    /// The node's op type has no kernel.
+    #[error("`%{node}` (`@{graph}`): no kernel for op `{op}`")]
+    #[diagnostic(code(tpu_rewrite::exec::no_kernel_for_node))]
+    NoKernel {
+        graph: String,
+        node: String,
+        op: String,
+        #[label("no kernel for `{op}`")]
+        span: Span,
+    },
+
+    /// A dtype attribute of the node names a dtype its kernel does not take.
+    #[error("`%{node}` (`@{graph}`): op `{op}` has no kernel for {attr} = {dtype}")]
+    #[diagnostic(code(tpu_rewrite::exec::unsupported_node_dtype))]
+    UnsupportedDType {
+        graph: String,
+        node: String,
+        op: String,
+        attr: String,
+        dtype: DType,
+        #[label("{attr} = {dtype} is not supported here")]
+        span: Span,
+    },
+}
+
 /// An error of the executor: building a mesh, running a step, converting data.
 #[derive(Debug, Clone, Error, Diagnostic, PartialEq)]
 pub enum ExecError {
@@ -84,10 +112,19 @@ pub enum ExecError {
         span: Span,
     },
 
-    /// Some op types of the module have no kernel.
-    #[error("no kernel for {} op type(s): {}", ops.len(), ops.join(", "))]
-    #[diagnostic(code(tpu_rewrite::exec::missing_kernels))]
-    MissingKernels { ops: Vec<String> },
+    /// Some nodes of the module cannot run: their op type has no kernel
+    /// (`ops` lists those types), or a dtype attribute names a dtype their
+    /// kernel does not take. `problems` names every such node with its span.
+    #[error("{} node(s) cannot run; no kernel for {} op type(s): {}", problems.len(), ops.len(), ops.join(", "))]
+    #[diagnostic(
+        code(tpu_rewrite::exec::missing_kernels),
+        help("docs/ops.md lists the supported op types and dtypes")
+    )]
+    MissingKernels {
+        ops: Vec<String>,
+        #[related]
+        problems: Vec<KernelProblem>,
+    },
 
     /// An op type without a kernel, at its first node (see [`crate::exec::preflight`]).
     #[error("no kernel for op `{op}` (`%{node}`{})", if *nodes > 1 { format!(" and {} more node(s)", nodes - 1) } else { String::new() })]

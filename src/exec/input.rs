@@ -40,6 +40,10 @@ pub fn split_batch(global: &Tensor, num_replicas: usize) -> Result<Vec<Tensor>, 
         Tensor::I32(a) => slices.map(|s| slice(a, s)).collect(),
         Tensor::I64(a) => slices.map(|s| slice(a, s)).collect(),
         Tensor::Bool(a) => slices.map(|s| slice(a, s)).collect(),
+        Tensor::BF16(a) => slices.map(|s| slice(a, s)).collect(),
+        Tensor::F16(a) => slices.map(|s| slice(a, s)).collect(),
+        Tensor::I8(a) => slices.map(|s| slice(a, s)).collect(),
+        Tensor::U8(a) => slices.map(|s| slice(a, s)).collect(),
         Tensor::Str(a) => slices.map(|s| slice(a, s)).collect(),
         Tensor::Resource(_) => {
             return Err(ExecError::Internal { message: "a resource handle reported a batch dimension".into() })

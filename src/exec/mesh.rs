@@ -278,10 +278,7 @@ impl Mesh {
     /// Builds a mesh for `module`: checks it is lowered, acyclic, has a
     /// kernel for every op and matched channels.
     pub fn new(module: &Module, mut config: MeshConfig) -> Result<Mesh, ExecError> {
-        let missing = kernels::missing_kernels(module);
-        if !missing.is_empty() {
-            return Err(ExecError::MissingKernels { ops: missing });
-        }
+        kernels::check_kernels(module)?;
         config.timeout = config.timeout.min(MAX_TIMEOUT);
         let assignment = match module.graphs.iter().find_map(spmd::assignment_of) {
             Some(a) => Some(a.map_err(|e| ExecError::Internal { message: format!("the module's {e}") })?),
@@ -1198,8 +1195,72 @@ fn device_kernel(run: Run<'_>, step: &Step, inputs: Vec<Tensor>, shared: &StepSh
             Ok(Vec::new())
         }
         "CollectiveAllReduce" | "CollectiveBroadcast" => collective(run, step, inputs, shared),
+        "ResourceGather" => {
+            let h = handle(&inputs)?;
+            let value = mesh.device_variable(&h.device, &h.name).ok_or_else(|| {
+                err(KernelError::invalid(op, format!("variable `{}` on {} is not initialised", h.name, h.device)))
+            })?;
+            let indices = kernels::arg(op, &inputs, 1).map_err(err)?;
+            if step.attrs.get_int("batch_dims").unwrap_or(0) != 0 {
+                return Err(err(KernelError::invalid(op, "batch_dims other than 0 is not supported")));
+            }
+            kernels::run_kernel("GatherV2", &AttrMap::new(), &[value, indices.clone(), Tensor::scalar(0i32)])
+                .map_err(err)
+        }
+        "ResourceScatterAdd" | "ResourceScatterSub" | "ResourceScatterUpdate" => {
+            // The sparse (IndexedSlices) updates of embedding tables.
+            let h = handle(&inputs)?;
+            let (indices, updates) =
+                (kernels::arg(op, &inputs, 1).map_err(err)?, kernels::arg(op, &inputs, 2).map_err(err)?);
+            let mut stores = mesh.stores();
+            let old = stores.get(&h.device).and_then(|s| s.get(&*h.name)).cloned().ok_or_else(|| {
+                err(KernelError::invalid(op, format!("variable `{}` on {} is not initialised", h.name, h.device)))
+            })?;
+            use kernels::gather::Combine;
+            let (how, negate) = match op {
+                "ResourceScatterAdd" => (Combine::Add, false),
+                "ResourceScatterSub" => (Combine::Add, true),
+                _ => (Combine::Replace, false),
+            };
+            let new = kernels::gather::scatter_rows(op, &old, indices, updates, how, negate).map_err(err)?;
+            for (device, name) in h.copies() {
+                stores.entry(device.clone()).or_default().insert(name.to_string(), new.clone());
+            }
+            Ok(Vec::new())
+        }
+        _ if kernels::optimizers::resource_inputs(op).is_some() => resource_apply(step, &inputs, mesh).map_err(err),
         _ => kernels::run_kernel(op, &step.attrs, &inputs).map_err(err),
     }
+}
+
+/// An optimizer op (`ResourceApply*`): reads the variables behind its
+/// resource inputs, computes their new values, writes every copy.
+fn resource_apply(step: &Step, inputs: &[Tensor], mesh: &Mesh) -> Result<Vec<Tensor>, KernelError> {
+    let op = &*step.op;
+    let n = kernels::optimizers::resource_inputs(op).unwrap_or(0);
+    if inputs.len() < n {
+        return Err(KernelError::invalid(op, format!("expected {n} resource inputs, got {} inputs", inputs.len())));
+    }
+    let handles = inputs[..n]
+        .iter()
+        .map(|t| t.as_resource().ok_or_else(|| KernelError::invalid(op, "the slot inputs must be resource handles")))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut stores = mesh.stores();
+    let slots = handles
+        .iter()
+        .map(|h| {
+            stores.get(&h.device).and_then(|s| s.get(&*h.name)).cloned().ok_or_else(|| {
+                KernelError::invalid(op, format!("variable `{}` on {} is not initialised", h.name, h.device))
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let updated = kernels::optimizers::apply(op, &step.attrs, &slots, &inputs[n..])?;
+    for (h, value) in handles.iter().zip(updated) {
+        for (device, name) in h.copies() {
+            stores.entry(device.clone()).or_default().insert(name.to_string(), value.clone());
+        }
+    }
+    Ok(Vec::new())
 }
 
 fn collective(run: Run<'_>, step: &Step, inputs: Vec<Tensor>, shared: &StepShared<'_>) -> Result<Vec<Tensor>, Stop> {
@@ -1237,7 +1298,13 @@ fn collective(run: Run<'_>, step: &Step, inputs: Vec<Tensor>, shared: &StepShare
     };
     let call = Call { group, instance, group_size, rank, kind };
     let waiter = Waiter { timeout: shared.mesh.config.timeout, cancelled: &shared.cancelled };
-    shared.collectives.run(&call, inputs, &waiter).map_err(|e| match e {
+    // bf16 / f16 / i8 / u8 values are reduced in f32 / i32 and rounded back once.
+    let (inputs, widened) = match kernels::dtypes::widen(op, &inputs) {
+        Ok(Some((wide, how))) => (wide, Some(how)),
+        Ok(None) => (inputs, None),
+        Err(e) => return Err(node_error(run, step, e)),
+    };
+    let outputs = shared.collectives.run(&call, inputs, &waiter).map_err(|e| match e {
         CollectiveError::Cancelled => Stop::Cancelled,
         CollectiveError::Mismatch(message) => Stop::Failed(ExecError::Collective {
             graph: run.instance.name.clone(),
@@ -1256,7 +1323,11 @@ fn collective(run: Run<'_>, step: &Step, inputs: Vec<Tensor>, shared: &StepShare
             waited: shared.mesh.config.timeout,
             span: step.span,
         }),
-    })
+    })?;
+    match widened {
+        Some(how) => kernels::dtypes::narrow(op, &step.attrs, &how, outputs).map_err(|e| node_error(run, step, e)),
+        None => Ok(outputs),
+    }
 }
 
 /// The variable a `VarHandleOp` names when `instance` runs it: in the

@@ -3,8 +3,8 @@
 //! A [`Tensor`] holds a reference-counted array (`ArcArray`): cloning one is
 //! cheap and writing to a shared array copies it first, so a value fed to
 //! many devices or read from a variable is never copied until it changes.
-//! Supported dtypes: f32, f64, i32, i64, bool, string, and resource handles
-//! (variables).
+//! Supported dtypes: f32, f64, bf16, f16 (the `half` crate), i8, u8, i32,
+//! i64, bool, string, and resource handles (variables).
 
 use std::sync::Arc;
 
@@ -44,6 +44,10 @@ pub enum Tensor {
     I32(ArcArray<i32, IxDyn>),
     I64(ArcArray<i64, IxDyn>),
     Bool(ArcArray<bool, IxDyn>),
+    BF16(ArcArray<half::bf16, IxDyn>),
+    F16(ArcArray<half::f16, IxDyn>),
+    I8(ArcArray<i8, IxDyn>),
+    U8(ArcArray<u8, IxDyn>),
     Str(ArcArray<String, IxDyn>),
     /// A scalar resource handle.
     Resource(ResourceHandle),
@@ -82,6 +86,10 @@ element!(i32, I32, DType::I32);
 element!(i64, I64, DType::I64);
 element!(bool, Bool, DType::Bool);
 element!(String, Str, DType::Str);
+element!(half::bf16, BF16, DType::BF16);
+element!(half::f16, F16, DType::F16);
+element!(i8, I8, DType::I8);
+element!(u8, U8, DType::U8);
 
 /// Applies `$body` to the array of a tensor of any array dtype, binding it
 /// as `$a`; `$other` handles resources.
@@ -93,11 +101,66 @@ macro_rules! with_array {
             Tensor::I32($a) => $body,
             Tensor::I64($a) => $body,
             Tensor::Bool($a) => $body,
+            Tensor::BF16($a) => $body,
+            Tensor::F16($a) => $body,
+            Tensor::I8($a) => $body,
+            Tensor::U8($a) => $body,
             Tensor::Str($a) => $body,
             $res => $other,
         }
     };
 }
+
+/// Runs `$body` with `$T` a type alias for the element type of tensor
+/// `$t` (any dtype with elements); `$res` is the value for a resource.
+macro_rules! with_element_type {
+    ($t:expr, $T:ident => $body:expr, resource => $res:expr) => {
+        match $t {
+            Tensor::F32(_) => {
+                type $T = f32;
+                $body
+            }
+            Tensor::F64(_) => {
+                type $T = f64;
+                $body
+            }
+            Tensor::I32(_) => {
+                type $T = i32;
+                $body
+            }
+            Tensor::I64(_) => {
+                type $T = i64;
+                $body
+            }
+            Tensor::Bool(_) => {
+                type $T = bool;
+                $body
+            }
+            Tensor::BF16(_) => {
+                type $T = half::bf16;
+                $body
+            }
+            Tensor::F16(_) => {
+                type $T = half::f16;
+                $body
+            }
+            Tensor::I8(_) => {
+                type $T = i8;
+                $body
+            }
+            Tensor::U8(_) => {
+                type $T = u8;
+                $body
+            }
+            Tensor::Str(_) => {
+                type $T = String;
+                $body
+            }
+            Tensor::Resource(_) => $res,
+        }
+    };
+}
+pub(crate) use with_element_type;
 
 impl Tensor {
     /// A tensor from an owned array.
@@ -132,6 +195,10 @@ impl Tensor {
             Tensor::I32(_) => DType::I32,
             Tensor::I64(_) => DType::I64,
             Tensor::Bool(_) => DType::Bool,
+            Tensor::BF16(_) => DType::BF16,
+            Tensor::F16(_) => DType::F16,
+            Tensor::I8(_) => DType::I8,
+            Tensor::U8(_) => DType::U8,
             Tensor::Str(_) => DType::Str,
             Tensor::Resource(_) => DType::Resource,
         }
@@ -221,6 +288,21 @@ impl Tensor {
             (TensorData::Int(v), DType::I32) => Tensor::from_vec(&shape, fill(v.clone(), n, 0)),
             (TensorData::Int64(v), DType::I64) => Tensor::from_vec(&shape, fill(v.clone(), n, 0)),
             (TensorData::Bool(v), DType::Bool) => Tensor::from_vec(&shape, fill(v.clone(), n, false)),
+            // `half_val` holds the 16-bit patterns, one per int.
+            (TensorData::Half(v), DType::BF16) => {
+                let values = v.iter().map(|&b| half::bf16::from_bits(b as u16)).collect();
+                Tensor::from_vec(&shape, fill(values, n, half::bf16::ZERO))
+            }
+            (TensorData::Half(v), DType::F16) => {
+                let values = v.iter().map(|&b| half::f16::from_bits(b as u16)).collect();
+                Tensor::from_vec(&shape, fill(values, n, half::f16::ZERO))
+            }
+            (TensorData::Int(v), DType::I8) => {
+                Tensor::from_vec(&shape, fill(v.iter().map(|&x| x as i8).collect(), n, 0))
+            }
+            (TensorData::Int(v), DType::U8) => {
+                Tensor::from_vec(&shape, fill(v.iter().map(|&x| x as u8).collect(), n, 0))
+            }
             (TensorData::Str(v), DType::Str) => {
                 let strings = v.iter().map(|b| String::from_utf8_lossy(b).into_owned()).collect();
                 Tensor::from_vec(&shape, fill(strings, n, String::new()))
@@ -259,13 +341,44 @@ fn decode_content(op: &str, dtype: DType, shape: &[usize], bytes: &[u8]) -> Resu
         DType::I32 => le!(i32, 4),
         DType::I64 => le!(i64, 8),
         DType::Bool => Tensor::from_vec(shape, bytes.iter().map(|&b| b != 0).collect()),
+        DType::BF16 => {
+            let values: Vec<u16> = le_u16(op, bytes)?;
+            Tensor::from_vec(shape, values.into_iter().map(half::bf16::from_bits).collect())
+        }
+        DType::F16 => {
+            let values: Vec<u16> = le_u16(op, bytes)?;
+            Tensor::from_vec(shape, values.into_iter().map(half::f16::from_bits).collect())
+        }
+        DType::I8 => Tensor::from_vec(shape, bytes.iter().map(|&b| b as i8).collect()),
+        DType::U8 => Tensor::from_vec(shape, bytes.to_vec()),
         other => Err(KernelError::dtype(op, other, "tensor_content of this dtype")),
     }
+}
+
+/// Little-endian 16-bit words.
+fn le_u16(op: &str, bytes: &[u8]) -> Result<Vec<u16>, KernelError> {
+    if !bytes.len().is_multiple_of(2) {
+        return Err(KernelError::invalid(op, format!("{} content bytes is not a multiple of 2", bytes.len())));
+    }
+    Ok(bytes.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn half_literals_decode_their_bit_patterns() {
+        let one = half::bf16::from_f32(1.5);
+        let lit = TensorLit { dtype: DType::BF16, shape: vec![2], data: TensorData::Half(vec![one.to_bits() as i32]) };
+        assert_eq!(Tensor::from_literal(&lit).unwrap().to_vec::<half::bf16>().unwrap(), vec![one, one]);
+        let h = half::f16::from_f32(-2.25);
+        let bytes = h.to_bits().to_le_bytes().to_vec();
+        let lit = TensorLit { dtype: DType::F16, shape: vec![1], data: TensorData::Content(bytes) };
+        assert_eq!(Tensor::from_literal(&lit).unwrap().to_vec::<half::f16>().unwrap(), vec![h]);
+        let lit = TensorLit { dtype: DType::U8, shape: vec![2], data: TensorData::Int(vec![200, 7]) };
+        assert_eq!(Tensor::from_literal(&lit).unwrap().to_vec::<u8>().unwrap(), vec![200, 7]);
+    }
 
     #[test]
     fn literal_splat_fills_shape() {

@@ -11,13 +11,23 @@
 //! integer division by zero is an error. Floating-point results depend
 //! only on the inputs: every reduction runs in a fixed order.
 
+mod conv;
+pub(crate) mod dtypes;
+mod elementwise;
+mod families;
+pub(crate) mod gather;
+mod layout;
 mod linalg;
 mod math;
+mod nn;
+mod norm;
+pub(crate) mod optimizers;
+mod reduce;
 mod shape;
 
 use std::collections::BTreeSet;
 
-use super::error::KernelError;
+use super::error::{ExecError, KernelError, KernelProblem};
 use super::tensor::Tensor;
 use crate::ir::{AttrMap, DType, Module, NodeKind};
 
@@ -34,6 +44,17 @@ pub const DEVICE_OPS: &[&str] = &[
     "Placeholder",
     "ReadVariableOp",
     "ReplicaId",
+    "ResourceApplyAdagrad",
+    "ResourceApplyAdagradV2",
+    "ResourceApplyAdam",
+    "ResourceApplyGradientDescent",
+    "ResourceApplyKerasMomentum",
+    "ResourceApplyMomentum",
+    "ResourceApplyRMSProp",
+    "ResourceGather",
+    "ResourceScatterAdd",
+    "ResourceScatterSub",
+    "ResourceScatterUpdate",
     "TPUReplicatedInput",
     "Update",
     "UpdateNonSlot",
@@ -49,64 +70,137 @@ pub const PURE_OPS: &[&str] = &[
     "Add",
     "AddN",
     "AddV2",
+    "All",
+    "Any",
+    "ArgMax",
+    "ArgMin",
+    "AvgPool",
+    "AvgPoolGrad",
     "BatchMatMul",
     "BatchMatMulV2",
+    "BatchMatMulV3",
     "BiasAdd",
     "BiasAddGrad",
+    "BroadcastArgs",
     "BroadcastGradientArgs",
     "BroadcastTo",
     "Cast",
+    "Ceil",
+    "ConcatOffset",
+    "ConcatV2",
     "Const",
+    "Conv2D",
+    "Conv2DBackpropFilter",
+    "Conv2DBackpropInput",
     "CrossReplicaSum",
+    "Cumsum",
+    "DepthwiseConv2dNative",
+    "DepthwiseConv2dNativeBackpropFilter",
+    "DepthwiseConv2dNativeBackpropInput",
     "Div",
     "DynamicStitch",
     "Einsum",
+    "Elu",
+    "EluGrad",
     "Equal",
+    "Erf",
     "Erfc",
     "Exp",
+    "ExpandDims",
+    "Expm1",
     "Fill",
+    "Floor",
     "FloorDiv",
     "FloorMod",
+    "FusedBatchNorm",
+    "FusedBatchNormGrad",
+    "FusedBatchNormGradV2",
+    "FusedBatchNormGradV3",
+    "FusedBatchNormV2",
+    "FusedBatchNormV3",
+    "GatherNd",
+    "GatherV2",
     "Greater",
     "GreaterEqual",
     "Identity",
     "IdentityN",
     "InvertPermutation",
+    "IsFinite",
+    "IsInf",
+    "IsNan",
+    "L2Loss",
+    "LeakyRelu",
+    "LeakyReluGrad",
     "Less",
     "LessEqual",
     "Log",
+    "Log1p",
+    "LogSoftmax",
+    "LogicalAnd",
+    "LogicalNot",
+    "LogicalOr",
     "MatMul",
+    "Max",
+    "MaxPool",
+    "MaxPoolGrad",
     "Maximum",
     "Mean",
+    "Min",
     "Minimum",
     "Mul",
     "Neg",
     "NoOp",
     "NotEqual",
+    "OneHot",
     "OnesLike",
     "Pack",
+    "Pad",
+    "PadV2",
     "PlaceholderWithDefault",
     "Pow",
+    "Prod",
     "Range",
     "Rank",
     "RealDiv",
     "Reciprocal",
     "Relu",
+    "Relu6",
+    "Relu6Grad",
     "ReluGrad",
     "Reshape",
+    "Round",
     "Rsqrt",
     "RsqrtGrad",
+    "ScatterNd",
+    "Select",
     "SelectV2",
+    "Selu",
+    "SeluGrad",
     "Shape",
+    "ShapeN",
     "Sigmoid",
     "SigmoidGrad",
+    "Sign",
     "Size",
+    "Slice",
     "Snapshot",
     "Softmax",
+    "SoftmaxCrossEntropyWithLogits",
+    "Softplus",
+    "SoftplusGrad",
+    "Softsign",
+    "SoftsignGrad",
+    "SparseSoftmaxCrossEntropyWithLogits",
+    "Split",
+    "SplitV",
     "Sqrt",
+    "SqrtGrad",
     "Square",
     "SquaredDifference",
+    "Squeeze",
     "StopGradient",
+    "StridedSlice",
+    "StridedSliceGrad",
     "Sub",
     "Sum",
     "TPUCompilationResult",
@@ -115,14 +209,144 @@ pub const PURE_OPS: &[&str] = &[
     "TPUReplicatedOutput",
     "Tanh",
     "TanhGrad",
+    "TensorScatterAdd",
+    "TensorScatterUpdate",
     "Tile",
     "Transpose",
+    "Unpack",
+    "UnsortedSegmentSum",
+    "Where",
     "ZerosLike",
 ];
 
 /// True when the executor can run op type `op` (as a pure kernel or in the mesh).
 pub fn has_kernel(op: &str) -> bool {
     PURE_OPS.contains(&op) || DEVICE_OPS.contains(&op)
+}
+
+/// Ops whose kernels compute in floating point only.
+const FLOAT_ONLY: &[&str] = &[
+    "Elu",
+    "EluGrad",
+    "Erf",
+    "Erfc",
+    "Exp",
+    "Expm1",
+    "FusedBatchNorm",
+    "FusedBatchNormGrad",
+    "FusedBatchNormGradV2",
+    "FusedBatchNormGradV3",
+    "FusedBatchNormV2",
+    "FusedBatchNormV3",
+    "L2Loss",
+    "LeakyRelu",
+    "LeakyReluGrad",
+    "Log",
+    "Log1p",
+    "LogSoftmax",
+    "Relu6",
+    "Relu6Grad",
+    "Rsqrt",
+    "RsqrtGrad",
+    "Selu",
+    "SeluGrad",
+    "Sigmoid",
+    "SigmoidGrad",
+    "Softmax",
+    "SoftmaxCrossEntropyWithLogits",
+    "Softplus",
+    "SoftplusGrad",
+    "Softsign",
+    "SoftsignGrad",
+    "SparseSoftmaxCrossEntropyWithLogits",
+    "Sqrt",
+    "SqrtGrad",
+    "Tanh",
+    "TanhGrad",
+];
+
+/// Attributes that name the dtype of an op's values.
+const DTYPE_ATTRS: &[&str] = &["T", "dtype", "SrcT", "DstT", "Tparams", "Tout", "out_type", "output_type"];
+
+/// True when a tensor of the executor can hold `d`.
+fn holds(d: DType) -> bool {
+    matches!(
+        d,
+        DType::F32
+            | DType::F64
+            | DType::BF16
+            | DType::F16
+            | DType::I8
+            | DType::U8
+            | DType::I32
+            | DType::I64
+            | DType::Bool
+            | DType::Str
+            | DType::Resource
+    )
+}
+
+/// Every node of `module` that cannot run, in graph and text order: op
+/// types without a kernel, and dtype attributes (`T`, `dtype`, `DstT`, ...)
+/// naming a dtype the executor cannot hold (complex, 16- and 32-bit
+/// unsigned, i16, variant) or an integer where the kernel computes in
+/// floating point. A node cloned into several programs (one per replica)
+/// is reported once, for the first. Cost: one pass over the nodes and
+/// their attributes.
+pub fn kernel_problems(module: &Module) -> Vec<KernelProblem> {
+    let mut problems = Vec::new();
+    // (node, op, attribute) already reported.
+    let mut seen: std::collections::HashSet<(String, String, &str)> = std::collections::HashSet::new();
+    for graph in &module.graphs {
+        for id in graph.nodes_in_order() {
+            let node = graph.node(id);
+            if matches!(node.kind, NodeKind::RegionInput { .. }) {
+                continue;
+            }
+            let at = |op: &str| (graph.name.clone(), node.name.to_string(), op.to_string(), node.span);
+            if !has_kernel(&node.op) {
+                let (graph, node, op, span) = at(&node.op);
+                if seen.insert((node.clone(), op.clone(), "")) {
+                    problems.push(KernelProblem::NoKernel { graph, node, op, span });
+                }
+                continue;
+            }
+            for key in DTYPE_ATTRS {
+                let Some(value) = node.attrs.get(key) else { continue };
+                let dtypes: Vec<DType> = match value.as_list() {
+                    Some(items) => items.iter().filter_map(|v| v.as_type()).collect(),
+                    None => value.as_type().into_iter().collect(),
+                };
+                let float_only = FLOAT_ONLY.contains(&&*node.op) && *key == "T";
+                for d in dtypes {
+                    let is_float = matches!(d, DType::F32 | DType::F64 | DType::BF16 | DType::F16);
+                    if (!holds(d) || (float_only && !is_float))
+                        && seen.insert((node.name.to_string(), node.op.to_string(), key))
+                    {
+                        let (graph, node, op, span) = at(&node.op);
+                        problems.push(KernelProblem::UnsupportedDType {
+                            graph,
+                            node,
+                            op,
+                            attr: key.to_string(),
+                            dtype: d,
+                            span,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    problems
+}
+
+/// [`kernel_problems`] as an error, or `Ok` when every node can run.
+pub fn check_kernels(module: &Module) -> Result<(), ExecError> {
+    let problems = kernel_problems(module);
+    if problems.is_empty() {
+        return Ok(());
+    }
+    Err(ExecError::MissingKernels { ops: missing_kernels(module), problems })
 }
 
 /// Every op type of `module` that has no kernel, sorted, each once.
@@ -150,9 +374,12 @@ pub fn missing_kernels(module: &Module) -> Vec<String> {
 /// Returns one tensor per output of the op. A panic inside a kernel (a bug)
 /// is caught and returned as [`KernelError::Panic`].
 pub fn run_kernel(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Tensor>, KernelError> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| dispatch(op, attrs, inputs))).unwrap_or_else(|payload| {
-        Err(KernelError::Panic { op: op.to_string(), message: panic_message(payload.as_ref()) })
-    })
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match dtypes::widen(op, inputs)? {
+        // bf16 / f16 / i8 / u8 inputs: computed in f32 / i32, rounded back.
+        Some((wide, how)) => dtypes::narrow(op, attrs, &how, dispatch(op, attrs, &wide)?),
+        None => dispatch(op, attrs, inputs),
+    }))
+    .unwrap_or_else(|payload| Err(KernelError::Panic { op: op.to_string(), message: panic_message(payload.as_ref()) }))
 }
 
 /// The text of a panic payload.
@@ -237,7 +464,7 @@ fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Tensor>,
                 .get("DstT")
                 .and_then(|v| v.as_type())
                 .ok_or_else(|| KernelError::invalid(op, "missing dtype attribute `DstT`"))?;
-            one(math::cast(op, arg(op, inputs, 0)?, to)?)
+            one(dtypes::cast(op, arg(op, inputs, 0)?, to)?)
         }
 
         "MatMul" => one(linalg::matmul(
@@ -284,7 +511,7 @@ fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Tensor>,
         "OnesLike" => one(shape::filled_like(op, arg(op, inputs, 0)?, 1)?),
 
         _ if DEVICE_OPS.contains(&op) => Err(KernelError::NeedsDevice { op: op.to_string() }),
-        _ => Err(KernelError::NoKernel { op: op.to_string() }),
+        _ => families::dispatch(op, attrs, inputs).unwrap_or_else(|| Err(KernelError::NoKernel { op: op.to_string() })),
     }
 }
 
@@ -386,6 +613,22 @@ mod tests {
         assert!(run_kernel("NoOp", &none, &[]).unwrap().is_empty());
         assert!(run_kernel("TPUReplicateMetadata", &none, &[]).unwrap().is_empty());
         assert_eq!(run_kernel("TPUCompilationResult", &none, &[]).unwrap(), vec![Tensor::scalar(String::new())]);
+    }
+
+    #[test]
+    fn every_registered_pure_op_has_a_kernel() {
+        let mut sorted = PURE_OPS.to_vec();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted, PURE_OPS, "PURE_OPS is sorted, each op once");
+        for op in PURE_OPS {
+            // Without inputs every kernel answers (most with an error); none falls through or panics.
+            match run_kernel(op, &AttrMap::new(), &[]) {
+                Err(KernelError::NoKernel { .. }) => panic!("{op} is registered but has no kernel"),
+                Err(KernelError::Panic { message, .. }) => panic!("{op} panicked: {message}"),
+                _ => {}
+            }
+        }
     }
 
     #[test]

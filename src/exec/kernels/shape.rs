@@ -7,7 +7,7 @@ use ndarray::{ArcArray, ArrayD, Axis, IxDyn};
 
 use super::math::{broadcast_shape, Num};
 use crate::exec::error::KernelError;
-use crate::exec::tensor::{Element, Tensor};
+use crate::exec::tensor::{with_element_type, Element, Tensor};
 use crate::ir::DType;
 
 /// Applies `$body` (an expression giving an `ArcArray` of the same element
@@ -20,6 +20,10 @@ macro_rules! any_array {
             Tensor::I32($a) => Tensor::I32($body),
             Tensor::I64($a) => Tensor::I64($body),
             Tensor::Bool($a) => Tensor::Bool($body),
+            Tensor::BF16($a) => Tensor::BF16($body),
+            Tensor::F16($a) => Tensor::F16($body),
+            Tensor::I8($a) => Tensor::I8($body),
+            Tensor::U8($a) => Tensor::U8($body),
             Tensor::Str($a) => Tensor::Str($body),
             Tensor::Resource(_) => {
                 return Err(KernelError::dtype($op, DType::Resource, "resource handles have no elements"))
@@ -288,15 +292,7 @@ pub(crate) fn pack(op: &str, values: &[Tensor], axis: i64) -> Result<Tensor, Ker
         Ok(Tensor::from_array(out))
     }
     let axis = axis as usize;
-    match first {
-        Tensor::F32(_) => run::<f32>(op, values, axis),
-        Tensor::F64(_) => run::<f64>(op, values, axis),
-        Tensor::I32(_) => run::<i32>(op, values, axis),
-        Tensor::I64(_) => run::<i64>(op, values, axis),
-        Tensor::Bool(_) => run::<bool>(op, values, axis),
-        Tensor::Str(_) => run::<String>(op, values, axis),
-        Tensor::Resource(_) => Err(KernelError::dtype(op, DType::Resource, "resource handles have no elements")),
-    }
+    with_element_type!(first, T => run::<T>(op, values, axis), resource => Err(KernelError::dtype(op, DType::Resource, "resource handles have no elements")))
 }
 
 /// `DynamicStitch(indices[0..n], data[0..n])`: `out[indices[m][i], ...] = data[m][i, ...]`, later
@@ -358,15 +354,7 @@ pub(crate) fn dynamic_stitch(op: &str, inputs: &[Tensor]) -> Result<Tensor, Kern
         shape.extend_from_slice(row_shape);
         Tensor::from_vec(&shape, out)
     }
-    match first {
-        Tensor::F32(_) => run::<f32>(op, &rows, data, count, row_len, &row_shape),
-        Tensor::F64(_) => run::<f64>(op, &rows, data, count, row_len, &row_shape),
-        Tensor::I32(_) => run::<i32>(op, &rows, data, count, row_len, &row_shape),
-        Tensor::I64(_) => run::<i64>(op, &rows, data, count, row_len, &row_shape),
-        Tensor::Bool(_) => run::<bool>(op, &rows, data, count, row_len, &row_shape),
-        Tensor::Str(_) => run::<String>(op, &rows, data, count, row_len, &row_shape),
-        Tensor::Resource(_) => Err(KernelError::dtype(op, DType::Resource, "resource handles have no elements")),
-    }
+    with_element_type!(first, T => run::<T>(op, &rows, data, count, row_len, &row_shape), resource => Err(KernelError::dtype(op, DType::Resource, "resource handles have no elements")))
 }
 
 /// `SelectV2(condition, t, e)`: `t` where `condition` holds, else `e`, all three broadcast.
@@ -402,15 +390,7 @@ pub(crate) fn select(op: &str, condition: &Tensor, t: &Tensor, e: &Tensor) -> Re
             ndarray::Zip::from(cv).and(&tv).and(&ev).map_collect(|&c, a, b| if c { a.clone() } else { b.clone() });
         Ok(Tensor::from_array(out))
     }
-    match t {
-        Tensor::F32(_) => run::<f32>(op, &cv, t, e, &shape),
-        Tensor::F64(_) => run::<f64>(op, &cv, t, e, &shape),
-        Tensor::I32(_) => run::<i32>(op, &cv, t, e, &shape),
-        Tensor::I64(_) => run::<i64>(op, &cv, t, e, &shape),
-        Tensor::Bool(_) => run::<bool>(op, &cv, t, e, &shape),
-        Tensor::Str(_) => run::<String>(op, &cv, t, e, &shape),
-        Tensor::Resource(_) => Err(KernelError::dtype(op, DType::Resource, "resource handles have no elements")),
-    }
+    with_element_type!(t, T => run::<T>(op, &cv, t, e, &shape), resource => Err(KernelError::dtype(op, DType::Resource, "resource handles have no elements")))
 }
 
 #[cfg(test)]

@@ -105,7 +105,8 @@ pub fn gradient(
             let twice = e.emit("Mul", "Mul", &[a, two], ta.clone());
             vec![Some(e.emit("Mul", "Mul", &[g, twice], ta))]
         }
-        "MatMul" | "BatchMatMul" | "BatchMatMulV2" => {
+        // BatchMatMulV3 (V2 with explicit input and output dtypes) differentiates as V2.
+        "MatMul" | "BatchMatMul" | "BatchMatMulV2" | "BatchMatMulV3" => {
             let (a, b) = (x(0)?, x(1)?);
             let op_type: &'static str = match &*op_type {
                 "MatMul" => "MatMul",
@@ -206,6 +207,42 @@ pub fn gradient(
             let factor = e.emit("Cast", "Cast", &[factor], cast_attrs);
             vec![Some(e.emit("RealDiv", "truediv", &[tiled, factor], ta)), None]
         }
+        "Max" | "Min" => {
+            // The gradient goes to the elements equal to the extreme, shared among ties.
+            let (a, axes) = (x(0)?, x(1)?);
+            let (kept, _) = reduced_shape(e, a, axes);
+            let y_kept = e.emit("Reshape", "Reshape", &[y, kept], ta.clone());
+            let g_kept = e.emit("Reshape", "Reshape_1", &[g, kept], ta.clone());
+            let da = e.dtype_of(a);
+            let eq = e.emit("Equal", "Equal", &[y_kept, a], e.t_attr(da));
+            let cast_attrs =
+                [("SrcT", AttrValue::Type(DType::Bool)), ("DstT", AttrValue::Type(t.unwrap_or(DType::F32)))];
+            let indicators = e.emit("Cast", "Cast", &[eq], cast_attrs);
+            let count = sum(e, "Sum", indicators, axes, false, &ta);
+            let count = e.emit("Reshape", "Reshape_2", &[count, kept], ta.clone());
+            let share = e.emit("RealDiv", "truediv", &[indicators, count], ta.clone());
+            vec![Some(e.emit("Mul", "mul", &[share, g_kept], ta)), None]
+        }
+        "Pow" => {
+            // d/da a^b = b a^(b-1); d/db a^b = a^b log(a), taken as 0 where a <= 0.
+            let (a, b) = (x(0)?, x(1)?);
+            let bc = Broadcast::new(e, a, b);
+            let sub = e.fresh_name("sub");
+            let one = e.scalar_const_named(&format!("{sub}/y"), t, 1.0);
+            let b1 = e.emit_named(sub, "Sub", &[b, one], ta.clone());
+            let p = e.emit("Pow", "Pow", &[a, b1], ta.clone());
+            let m = e.emit("Mul", "mul", &[g, b], ta.clone());
+            let ga = e.emit("Mul", "mul_1", &[m, p], ta.clone());
+            let ga = bc.reduce_x(e, ga, &ta);
+            let zeros = e.emit("ZerosLike", "zeros_like", &[a], ta.clone());
+            let positive = e.emit("Greater", "Greater", &[a, zeros], ta.clone());
+            let log = e.emit("Log", "Log", &[a], ta.clone());
+            let safe = e.emit("SelectV2", "SelectV2", &[positive, log, zeros], ta.clone());
+            let gz = e.emit("Mul", "mul_2", &[g, y], ta.clone());
+            let gb = e.emit("Mul", "mul_3", &[gz, safe], ta.clone());
+            let gb = bc.reduce_y(e, gb, &ta);
+            vec![Some(ga), Some(gb)]
+        }
         "Reshape" => {
             let a = x(0)?;
             let s = e.shape("Shape", a);
@@ -263,7 +300,7 @@ pub fn gradient(
             let all = range(e, rank, 1);
             vec![None, Some(sum(e, "Sum", g, all, false, &ta))]
         }
-        _ => return Err(None),
+        other => return super::nn_functions::gradient(e, op, other, inputs, g),
     })
 }
 
@@ -296,6 +333,23 @@ pub fn is_not_differentiable(op_type: &str) -> bool {
             | "ReplicaId"
             | "RandomUniform"
             | "RandomStandardNormal"
+            | "Sign"
+            | "Round"
+            | "Floor"
+            | "Ceil"
+            | "IsFinite"
+            | "IsNan"
+            | "IsInf"
+            | "LogicalAnd"
+            | "LogicalOr"
+            | "LogicalNot"
+            | "ArgMax"
+            | "ArgMin"
+            | "OneHot"
+            | "ShapeN"
+            | "BroadcastArgs"
+            | "ConcatOffset"
+            | "Where"
     )
 }
 
@@ -370,9 +424,9 @@ fn reduce_to_shape_of(e: &mut Emitter<'_>, g: Tensor, x: Tensor, out_shape: Tens
     e.emit("Reshape", "Reshape", &[s, sx], ta.clone())
 }
 
-/// The gradient of `Sum(x, axes)`: reshape `g` to the reduced shape with kept dims, then tile it
-/// back to the shape of `x` (TensorFlow's `reduced_shape` with `DynamicStitch`).
-fn sum_grad(e: &mut Emitter<'_>, x: Tensor, axes: Tensor, g: Tensor, ta: &TAttr) -> Tensor {
+/// The shape of `Sum(x, axes)` with kept dims (TensorFlow's `reduced_shape`, with
+/// `DynamicStitch`), and `Shape(x)`.
+fn reduced_shape(e: &mut Emitter<'_>, x: Tensor, axes: Tensor) -> (Tensor, Tensor) {
     let i32_t = e.t_attr(Some(DType::I32));
     // The shape arithmetic below is in i32; i64 reduction indices are narrowed first.
     let axes = if e.dtype_of(axes) == Some(DType::I64) {
@@ -389,13 +443,21 @@ fn sum_grad(e: &mut Emitter<'_>, x: Tensor, axes: Tensor, g: Tensor, ta: &TAttr)
     let positions = range(e, rank, 1);
     let fill = e.fresh_name("Fill");
     let one = e.int_const_named(format!("{fill}/value"), &[1], true);
-    let ones = e.emit_named(fill, "Fill", &[axes_shape, one], i32_t.clone());
+    let ones = e.emit_named(fill, "Fill", &[axes_shape, one], i32_t);
     let kept = e.emit(
         "DynamicStitch",
         "DynamicStitch",
         &[positions, axes, input_shape, ones],
         [("N", AttrValue::Int(2)), ("T", AttrValue::Type(DType::I32))],
     );
+    (kept, input_shape)
+}
+
+/// The gradient of `Sum(x, axes)`: reshape `g` to the reduced shape with kept dims, then tile it
+/// back to the shape of `x`.
+fn sum_grad(e: &mut Emitter<'_>, x: Tensor, axes: Tensor, g: Tensor, ta: &TAttr) -> Tensor {
+    let i32_t = e.t_attr(Some(DType::I32));
+    let (kept, input_shape) = reduced_shape(e, x, axes);
     let max = e.fresh_name("Maximum");
     let one = e.int_const_named(format!("{max}/y"), &[1], true);
     let safe = e.emit_named(max, "Maximum", &[kept, one], i32_t.clone());

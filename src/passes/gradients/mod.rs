@@ -32,6 +32,7 @@
 pub mod colocation;
 mod emitter;
 mod functions;
+mod nn_functions;
 
 use std::collections::VecDeque;
 

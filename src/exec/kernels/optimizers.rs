@@ -1,0 +1,169 @@
+//! Optimizer updates: the `ResourceApply*` ops of `tf.train` and Keras
+//! optimizers, as pure functions from the current slot values to the new
+//! ones. The mesh reads the variables behind the resource inputs, calls
+//! [`apply`] and writes the results back (see `mesh::device_kernel`).
+//!
+//! Each update is elementwise over the variable; scalars (learning rate,
+//! betas, ...) broadcast. Arithmetic follows TensorFlow's CPU kernels
+//! term by term, in the variable's dtype.
+
+use crate::exec::error::KernelError;
+use crate::exec::tensor::Tensor;
+use crate::ir::AttrMap;
+use num_traits::One as _;
+
+use super::elementwise::with_float;
+
+/// An optimizer op: how many leading inputs are resource handles (the slots it updates).
+pub(crate) fn resource_inputs(op: &str) -> Option<usize> {
+    Some(match op {
+        "ResourceApplyGradientDescent" => 1,
+        "ResourceApplyMomentum" | "ResourceApplyKerasMomentum" | "ResourceApplyAdagrad" | "ResourceApplyAdagradV2" => 2,
+        "ResourceApplyAdam" | "ResourceApplyRMSProp" => 3,
+        _ => return None,
+    })
+}
+
+/// The new values of the slots `slots` (var first) given the op's other inputs `rest`.
+pub(crate) fn apply(op: &str, attrs: &AttrMap, slots: &[Tensor], rest: &[Tensor]) -> Result<Vec<Tensor>, KernelError> {
+    let var = slots.first().ok_or_else(|| KernelError::invalid(op, "needs a variable"))?;
+    // The gradient is the last input, except for momentum, where `momentum` follows it.
+    let grad_at = match op {
+        "ResourceApplyMomentum" | "ResourceApplyKerasMomentum" => 1,
+        _ => rest.len().saturating_sub(1),
+    };
+    let grad = rest.get(grad_at).ok_or_else(|| KernelError::invalid(op, "missing the gradient"))?;
+    for s in slots.iter().chain([grad]) {
+        if s.shape() != var.shape() || s.dtype() != var.dtype() {
+            return Err(KernelError::invalid(
+                op,
+                format!(
+                    "slot or gradient {} {:?} does not match the variable {} {:?}",
+                    s.dtype(),
+                    s.shape(),
+                    var.dtype(),
+                    var.shape()
+                ),
+            ));
+        }
+    }
+    let nesterov = attrs.get_bool("use_nesterov").unwrap_or(false);
+    let update_slots = attrs.get_bool("update_slots").unwrap_or(true);
+    with_float!(op, var, _v, T => {
+        let vec_of = |t: &Tensor| -> Result<Vec<T>, KernelError> {
+            t.to_vec::<T>().ok_or_else(|| KernelError::invalid(op, format!("input of dtype {} where {} was expected", t.dtype(), var.dtype())))
+        };
+        let scalar = |i: usize, what: &str| -> Result<T, KernelError> {
+            let t = rest.get(i).ok_or_else(|| KernelError::invalid(op, format!("missing input {what}")))?;
+            match vec_of(t)?.as_slice() {
+                &[v] => Ok(v),
+                _ => Err(KernelError::invalid(op, format!("{what} must be a scalar, got shape {:?}", t.shape()))),
+            }
+        };
+        let grad = vec_of(grad)?;
+        let mut s: Vec<Vec<T>> = slots.iter().map(vec_of).collect::<Result<_, _>>()?;
+        let one = T::one();
+        match op {
+            "ResourceApplyGradientDescent" => {
+                let alpha = scalar(0, "alpha")?;
+                for (w, &g) in s[0].iter_mut().zip(&grad) {
+                    *w -= alpha * g;
+                }
+            }
+            "ResourceApplyMomentum" => {
+                let (lr, momentum) = (scalar(0, "lr")?, scalar(2, "momentum")?);
+                for i in 0..grad.len() {
+                    let a = s[1][i] * momentum + grad[i];
+                    s[1][i] = a;
+                    s[0][i] = if nesterov { s[0][i] - (grad[i] * lr + a * momentum * lr) } else { s[0][i] - lr * a };
+                }
+            }
+            "ResourceApplyKerasMomentum" => {
+                let (lr, momentum) = (scalar(0, "lr")?, scalar(2, "momentum")?);
+                for i in 0..grad.len() {
+                    let a = s[1][i] * momentum - grad[i] * lr;
+                    s[1][i] = a;
+                    s[0][i] = if nesterov { s[0][i] + (a * momentum - grad[i] * lr) } else { s[0][i] + a };
+                }
+            }
+            "ResourceApplyAdagrad" | "ResourceApplyAdagradV2" => {
+                let lr = scalar(0, "lr")?;
+                let eps = if op == "ResourceApplyAdagradV2" { Some(scalar(1, "epsilon")?) } else { None };
+                for i in 0..grad.len() {
+                    if update_slots {
+                        s[1][i] += grad[i] * grad[i];
+                    }
+                    s[0][i] = match eps {
+                        Some(e) => s[0][i] - grad[i] * lr / (s[1][i].sqrt() + e),
+                        None => s[0][i] - grad[i] * lr / s[1][i].sqrt(),
+                    };
+                }
+            }
+            "ResourceApplyAdam" => {
+                let (b1p, b2p, lr) = (scalar(0, "beta1_power")?, scalar(1, "beta2_power")?, scalar(2, "lr")?);
+                let (b1, b2, eps) = (scalar(3, "beta1")?, scalar(4, "beta2")?, scalar(5, "epsilon")?);
+                let alpha = lr * (one - b2p).sqrt() / (one - b1p);
+                for i in 0..grad.len() {
+                    let g = grad[i];
+                    let m = s[1][i] + (g - s[1][i]) * (one - b1);
+                    let v = s[2][i] + (g * g - s[2][i]) * (one - b2);
+                    s[1][i] = m;
+                    s[2][i] = v;
+                    let step = if nesterov { (g * (one - b1) + b1 * m) * alpha } else { m * alpha };
+                    s[0][i] -= step / (v.sqrt() + eps);
+                }
+            }
+            "ResourceApplyRMSProp" => {
+                let (lr, rho, momentum, eps) = (scalar(0, "lr")?, scalar(1, "rho")?, scalar(2, "momentum")?, scalar(3, "epsilon")?);
+                for i in 0..grad.len() {
+                    let g = grad[i];
+                    let ms = s[1][i] + (g * g - s[1][i]) * (one - rho);
+                    let mom = s[2][i] * momentum + lr * g / (ms + eps).sqrt();
+                    s[1][i] = ms;
+                    s[2][i] = mom;
+                    s[0][i] -= mom;
+                }
+            }
+            other => return Err(KernelError::NoKernel { op: other.to_string() }),
+        }
+        s.into_iter().map(|v| Tensor::from_vec(var.shape(), v)).collect()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::AttrValue;
+
+    fn t(v: &[f64]) -> Tensor {
+        Tensor::vector(v.to_vec())
+    }
+
+    fn s(v: f64) -> Tensor {
+        Tensor::scalar(v)
+    }
+
+    #[test]
+    fn momentum_and_nesterov() {
+        let mut attrs = AttrMap::new();
+        let out =
+            apply("ResourceApplyMomentum", &attrs, &[t(&[1.0]), t(&[0.5])], &[s(0.1), t(&[2.0]), s(0.9)]).unwrap();
+        // Inputs after the slots: lr, grad, momentum. accum = 0.5 * 0.9 + 2 = 2.45; var = 1 - 0.1 * 2.45.
+        assert_eq!(out[1], t(&[0.5 * 0.9 + 2.0]));
+        assert_eq!(out[0], t(&[1.0 - 0.1 * (0.5 * 0.9 + 2.0)]));
+        attrs.insert("use_nesterov", AttrValue::Bool(true));
+        let out =
+            apply("ResourceApplyMomentum", &attrs, &[t(&[1.0]), t(&[0.5])], &[s(0.1), t(&[2.0]), s(0.9)]).unwrap();
+        assert_eq!(out[0], t(&[1.0 - (2.0 * 0.1 + (0.5 * 0.9 + 2.0) * 0.9 * 0.1)]));
+    }
+
+    #[test]
+    fn adam_first_step_moves_by_about_lr() {
+        let rest = [s(0.9), s(0.999), s(0.01), s(0.9), s(0.999), s(1e-8), t(&[3.0, -3.0])];
+        let out = apply("ResourceApplyAdam", &AttrMap::new(), &[t(&[0.0, 0.0]), t(&[0.0, 0.0]), t(&[0.0, 0.0])], &rest)
+            .unwrap();
+        let w = out[0].to_vec::<f64>().unwrap();
+        assert!((w[0] + 0.01).abs() < 1e-6 && (w[1] - 0.01).abs() < 1e-6, "{w:?}");
+        assert!(apply("ResourceApplyAdam", &AttrMap::new(), &[t(&[0.0])], &rest).is_err());
+    }
+}

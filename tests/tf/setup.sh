@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Makes tests/tf/.venv with tensorflow-cpu 2.21.0 from PyPI (idempotent).
+# Usage: bash tests/tf/setup.sh && tests/tf/.venv/bin/python tests/tf/make_corpus.py
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+venv="$here/.venv"
+if [ ! -x "$venv/bin/python" ]; then
+  python3 -m venv "$venv"
+fi
+if ! "$venv/bin/python" -c 'import tensorflow as tf; assert tf.__version__ == "2.21.0"' 2>/dev/null; then
+  "$venv/bin/pip" install --quiet --upgrade pip
+  "$venv/bin/pip" install --quiet 'tensorflow-cpu==2.21.0' numpy
+fi
+"$venv/bin/python" -c 'import tensorflow as tf; print("tensorflow", tf.__version__)'

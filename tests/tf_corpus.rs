@@ -377,3 +377,12 @@ fn a_node_every_replica_runs_is_reported_once() {
         other => panic!("expected one problem for %Relu6, got {other:?}"),
     }
 }
+
+#[test]
+fn every_corpus_graph_passes_the_verifier() {
+    // The registry's output counts and attribute kinds agree with what TensorFlow writes.
+    for case in cases() {
+        let errors = tpu_rewrite::ir::verify::verify(&import(&case));
+        assert!(errors.is_empty(), "{case}: {errors:?}");
+    }
+}

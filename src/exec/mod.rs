@@ -1,7 +1,7 @@
 //! The executor: tensors, kernels, collectives and the device mesh.
 //!
-//! - [`Tensor`]: n-dimensional arrays (f32, f64, i32, i64, bool, string,
-//!   resource handles) on ndarray, cheap to clone.
+//! - [`Tensor`]: n-dimensional arrays (f32, f64, bf16, f16, i8, u8, i32,
+//!   i64, bool, string, resource handles) on ndarray, cheap to clone.
 //! - [`run_kernel`]: the pure ops; [`missing_kernels`] lists the op types
 //!   of a module the executor cannot run.
 //! - [`Mesh`]: runs a lowered module, one worker thread per graph (device

@@ -255,6 +255,11 @@ def math_ops():
         n["einsum_outer"] = tf.einsum("i,j->ij", bias, bias, name="einsum_outer")
         n["einsum_t"] = tf.einsum("bij->bji", a3, name="einsum_t")
         n["einsum_dot"] = tf.einsum("ij,ij->i", x, y, name="einsum_dot")
+        # Transformer forms: a dense layer on [batch, seq, d] and attention scores / values.
+        n["einsum_dense"] = tf.einsum("bsd,df->bsf", a3, b1, name="einsum_dense")
+        q = tf.reshape(a3, [1, 2, 3, 4])
+        n["einsum_scores"] = tf.einsum("bhqd,bhkd->bhqk", q, q, name="einsum_scores")
+        n["einsum_values"] = tf.einsum("bhqk,bhkd->bqhd", n["einsum_scores"], q, name="einsum_values")
         n["bmm_v2"] = tf.raw_ops.BatchMatMulV2(x=a3, y=b1, name="bmm_v2")
         n["bmm_v3"] = tf.raw_ops.BatchMatMulV3(x=a3, y=b3, Tout=tf.float32, adj_x=False, name="bmm_v3")
         n["bmm_adj"] = tf.raw_ops.BatchMatMulV2(x=a3, y=a3, adj_y=True, name="bmm_adj")
@@ -287,7 +292,7 @@ def math_ops():
         "sign", "round", "floor", "floordiv", "floormod", "ifloordiv", "ifloormod", "isfinite", "isnan", "and",
         "or", "not", "less", "less_equal", "greater", "greater_equal", "equal", "not_equal", "erf", "square",
         "sqdiff", "addn", "bias_add", "bias_add_grad", "einsum_mm", "einsum_bmm", "einsum_outer", "einsum_t",
-        "einsum_dot", "bmm_v2", "bmm_v3", "bmm_adj", "cumsum", "cumsum_ex", "icumsum", "argmax", "argmin", "exp",
+        "einsum_dot", "einsum_dense", "einsum_scores", "einsum_values", "bmm_v2", "bmm_v3", "bmm_adj", "cumsum", "cumsum_ex", "icumsum", "argmax", "argmin", "exp",
         "log1p", "maximum", "sum64",
     ]
     plain_case("math", build, [([], keys)])

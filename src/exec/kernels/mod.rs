@@ -9,7 +9,11 @@
 //!
 //! Elementwise ops broadcast as NumPy does. Integer arithmetic wraps;
 //! integer division by zero is an error. Floating-point results depend
-//! only on the inputs: every reduction runs in a fixed order.
+//! only on the inputs: every reduction runs in a fixed order. Kernels of
+//! the training-step families (`families` dispatches them) live one file
+//! per family; bf16/f16/i8/u8 inputs are widened for them (`dtypes`).
+//! [`kernel_problems`] checks a whole module before a run: every node
+//! needs a kernel that takes its dtypes.
 
 mod conv;
 pub(crate) mod dtypes;

@@ -24,8 +24,21 @@ pub(crate) fn resource_inputs(op: &str) -> Option<usize> {
     })
 }
 
-/// The new values of the slots `slots` (var first) given the op's other inputs `rest`.
+/// The new values of the slots `slots` (var first) given the op's other inputs `rest`. Slots of
+/// bf16 or f16 are updated in f32 and rounded back once.
 pub(crate) fn apply(op: &str, attrs: &AttrMap, slots: &[Tensor], rest: &[Tensor]) -> Result<Vec<Tensor>, KernelError> {
+    let all: Vec<Tensor> = slots.iter().chain(rest).cloned().collect();
+    match super::dtypes::widen(op, &all)? {
+        Some((wide, how)) => {
+            let (wide_slots, wide_rest) = wide.split_at(slots.len());
+            super::dtypes::narrow(op, &AttrMap::new(), &how, apply_wide(op, attrs, wide_slots, wide_rest)?)
+        }
+        None => apply_wide(op, attrs, slots, rest),
+    }
+}
+
+/// [`apply`] on f32 or f64 values.
+fn apply_wide(op: &str, attrs: &AttrMap, slots: &[Tensor], rest: &[Tensor]) -> Result<Vec<Tensor>, KernelError> {
     let var = slots.first().ok_or_else(|| KernelError::invalid(op, "needs a variable"))?;
     // The gradient is the last input, except for momentum, where `momentum` follows it.
     let grad_at = match op {
@@ -155,6 +168,21 @@ mod tests {
         let out =
             apply("ResourceApplyMomentum", &attrs, &[t(&[1.0]), t(&[0.5])], &[s(0.1), t(&[2.0]), s(0.9)]).unwrap();
         assert_eq!(out[0], t(&[1.0 - (2.0 * 0.1 + (0.5 * 0.9 + 2.0) * 0.9 * 0.1)]));
+    }
+
+    #[test]
+    fn bf16_slots_update_in_f32_and_round_once() {
+        use half::bf16;
+        let b = |v: &[f32]| Tensor::vector(v.iter().map(|&x| bf16::from_f32(x)).collect());
+        let bs = |v: f32| Tensor::scalar(bf16::from_f32(v));
+        let out =
+            apply("ResourceApplyGradientDescent", &AttrMap::new(), &[b(&[1.0, -2.0])], &[bs(0.1), b(&[0.5, 3.0])])
+                .unwrap();
+        let want: Vec<bf16> = [(1.0f32, 0.5f32), (-2.0, 3.0)]
+            .iter()
+            .map(|&(w, g)| bf16::from_f32(w - bf16::from_f32(0.1).to_f32() * g))
+            .collect();
+        assert_eq!(out[0], Tensor::vector(want));
     }
 
     #[test]

@@ -120,11 +120,17 @@ pub enum Command {
         /// Files to check (`-` for standard input).
         #[arg(required = true)]
         files: Vec<String>,
+        /// Input format (default: by extension, or sniffed on standard input).
+        #[arg(long, value_enum)]
+        input_format: Option<InputFormat>,
     },
-    /// Print a file in canonical form.
+    /// Print a file in canonical form, in its own format (`.opg`, `.pbtxt` or `.pb`).
     Fmt {
         /// The file (`-` for standard input).
         file: String,
+        /// Input format (default: by extension, or sniffed on standard input).
+        #[arg(long, value_enum)]
+        input_format: Option<InputFormat>,
         /// Rewrite the file in place.
         #[arg(long, conflicts_with = "output")]
         write: bool,
@@ -224,11 +230,24 @@ pub fn main() -> ExitCode {
 /// Runs a parsed command line.
 pub fn run(cli: Cli) -> ExitCode {
     match cli.command {
-        Command::Check { files } => check(&files),
-        Command::Fmt { file, write, output } => {
+        Command::Check { files, input_format } => check(&files, input_format),
+        Command::Fmt { file, input_format, write, output } => {
             let input = InputPath::parse(&file);
-            let Some(loaded) = load(&input) else { return ExitCode::from(1) };
-            let text = crate::emit::print_module(&loaded.module);
+            let Some(loaded) = pipeline::load_any(&input, input_format, &progress::DelayedBar::new()) else {
+                return ExitCode::from(1);
+            };
+            let format = match loaded.format {
+                InputFormat::Opg => EmitFormat::Text,
+                InputFormat::Pbtxt => EmitFormat::Pbtxt,
+                InputFormat::Pb => EmitFormat::Pb,
+            };
+            let text = match pipeline::emit_bytes(&loaded.module, format) {
+                Ok(bytes) => bytes,
+                Err(errors) => {
+                    report(errors, &loaded.source);
+                    return ExitCode::from(1);
+                }
+            };
             let target = if write {
                 match &input {
                     InputPath::File(p) => Some(p.clone()),
@@ -240,7 +259,7 @@ pub fn run(cli: Cli) -> ExitCode {
             } else {
                 output
             };
-            finish(write_output(target.as_deref(), text.as_bytes()))
+            finish(write_output(target.as_deref(), &text))
         }
         Command::Emit { file, input_format, format, output } => {
             let input = InputPath::parse(&file);
@@ -248,8 +267,11 @@ pub fn run(cli: Cli) -> ExitCode {
             let Some(loaded) = pipeline::load_any(&input, input_format, &bar) else { return ExitCode::from(1) };
             drop(bar);
             match pipeline::emit_bytes(&loaded.module, format) {
-                Some(bytes) => finish(write_output(output.as_deref(), &bytes)),
-                None => ExitCode::from(1),
+                Ok(bytes) => finish(write_output(output.as_deref(), &bytes)),
+                Err(errors) => {
+                    report(errors, &loaded.source);
+                    ExitCode::from(1)
+                }
             }
         }
         Command::Rewrite { file, input_format, rewrite, print_after_all, time_passes, output } => {
@@ -290,8 +312,12 @@ fn finish(result: std::io::Result<()>) -> ExitCode {
 
 /// A parsed and verified input with its source for later diagnostics.
 pub struct Loaded {
+    /// The module (a GraphDef imports as one graph `@main`).
     pub module: Module,
+    /// The input text, for diagnostics (empty for a binary GraphDef).
     pub source: Arc<WindowedSource>,
+    /// The format the input was read as.
+    pub format: InputFormat,
 }
 
 /// The most diagnostics printed for one input; the rest are counted.
@@ -319,11 +345,10 @@ fn read_input(input: &InputPath) -> Option<Vec<u8>> {
     input.read().map_err(|e| eprintln!("error: cannot read {}: {e}", input.display_name())).ok()
 }
 
-/// Reads, parses and verifies an input, printing its diagnostics.
+/// Parses and verifies `.opg` bytes read from `name`, printing diagnostics
+/// (and `note` after a syntax error: how the format was chosen).
 /// Returns `None` (after printing) when the input has errors.
-pub fn load(input: &InputPath) -> Option<Loaded> {
-    let name = input.display_name();
-    let bytes = read_input(input)?;
+fn load_bytes(name: String, bytes: Vec<u8>, note: Option<String>) -> Option<Loaded> {
     let parsed = parse_and_verify(&bytes);
     // The module does not borrow the text, so the bytes move into the source.
     let source = Arc::new(WindowedSource::from_vec(name, bytes));
@@ -331,6 +356,9 @@ pub fn load(input: &InputPath) -> Option<Loaded> {
         Ok(parsed) => parsed,
         Err(diag) => {
             report(vec![diag], &source);
+            if let Some(note) = note {
+                eprintln!("note: {note}");
+            }
             return None;
         }
     };
@@ -338,7 +366,7 @@ pub fn load(input: &InputPath) -> Option<Loaded> {
     if report(diags, &source) {
         return None;
     }
-    Some(Loaded { module, source })
+    Some(Loaded { module, source, format: InputFormat::Opg })
 }
 
 /// Parses and verifies `.opg` bytes; a syntax error comes back as the `Err`.
@@ -346,11 +374,11 @@ pub fn parse_and_verify(bytes: &[u8]) -> Result<(Module, Vec<IrError>), AnyDiagn
     crate::ir::parse_module(bytes).map_err(|e| Box::new(e) as AnyDiagnostic)
 }
 
-fn check(files: &[String]) -> ExitCode {
+fn check(files: &[String], format: Option<InputFormat>) -> ExitCode {
     let mut failed = false;
     for file in files {
         let input = InputPath::parse(file);
-        match load(&input) {
+        match pipeline::load_any(&input, format, &progress::DelayedBar::new()) {
             Some(loaded) => {
                 let nodes = loaded.module.node_count();
                 eprintln!("{}: ok ({} graph(s), {nodes} node(s))", input.display_name(), loaded.module.graphs.len());

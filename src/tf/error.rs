@@ -1,6 +1,7 @@
 //! Errors and warnings of the GraphDef importer and exporter.
 //!
-//! One enum for the layer, codes `tpu_rewrite::import::*`. Spans are byte
+//! One enum for the layer, codes `tpu_rewrite::import::*` (exporting shares
+//! it: what a GraphDef cannot hold is an error of the same layer). Spans are byte
 //! ranges into the `.pbtxt` text; errors about a binary `.pb` carry
 //! [`Span::DETACHED`] because the binary decoder keeps no offsets.
 //! Syntax and decoding errors stop the import; the others are collected.
@@ -172,23 +173,46 @@ pub enum ImportError {
         span: Span,
     },
 
-    /// A part of the graph that one format keeps opaque and the other cannot
-    /// hold (e.g. a function library read from `.pbtxt`, exported as `.pb`).
-    #[error("the graph's `{field}` was read as {from} and cannot be written as {to}; it is left out")]
+    /// prost-reflect's text format parser rejected the function library or
+    /// the debug info (the parts of a GraphDef it reads).
+    #[error("{message}")]
+    #[diagnostic(code(tpu_rewrite::import::text_format))]
+    TextFormat {
+        /// prost-reflect's message.
+        message: String,
+        /// Its label for the offending text.
+        label: String,
+        /// prost-reflect's help, when it has one.
+        #[help]
+        help: Option<String>,
+        /// The offending text.
+        #[label("{label}")]
+        span: Span,
+    },
+
+    /// An attribute value a GraphDef cannot hold (a list inside a list, a
+    /// placeholder inside a list); exporting it would drop it.
+    #[error("node `{node}`: {what} cannot be written to a GraphDef")]
     #[diagnostic(
-        code(tpu_rewrite::import::opaque_not_convertible),
-        severity(Warning),
-        help("function libraries are kept opaque: export in the format the graph was read from")
+        code(tpu_rewrite::import::not_representable),
+        help("GraphDef attribute lists hold scalars, shapes, tensors and functions only")
     )]
-    OpaqueNotConvertible { field: &'static str, from: &'static str, to: &'static str },
+    NotRepresentable {
+        /// The node's name.
+        node: String,
+        /// What cannot be written.
+        what: String,
+        /// The node.
+        #[label("here")]
+        span: Span,
+    },
 
     /// A node a GraphDef cannot hold: the graph still has regions or
     /// gradients calls, which the rewrite passes turn into plain ops.
     #[error("node `{node}` is a {kind}, which a GraphDef cannot hold")]
     #[diagnostic(
         code(tpu_rewrite::import::not_flat),
-        severity(Warning),
-        help("run the rewrite passes before exporting a GraphDef")
+        help("run the rewrite passes (`tpu-rewrite rewrite`) before exporting a GraphDef")
     )]
     NotFlat {
         node: String,
@@ -205,4 +229,20 @@ pub enum ImportError {
         #[label("while handling this")]
         span: Span,
     },
+}
+
+impl ImportError {
+    /// Converts prost-reflect's text format error about text that starts at
+    /// byte `offset` of the whole input into an error located in the input.
+    pub fn from_text_format(e: &prost_reflect::text_format::ParseError, offset: usize) -> Self {
+        use miette::Diagnostic as _;
+        let first = e.labels().and_then(|mut labels| labels.next());
+        let (span, label) = match first {
+            Some(l) => {
+                (Span::new(offset + l.offset(), offset + l.offset() + l.len()), l.label().unwrap_or("here").to_string())
+            }
+            None => (Span::new(offset, offset), "here".to_string()),
+        };
+        ImportError::TextFormat { message: e.to_string(), label, help: e.help().map(|h| h.to_string()), span }
+    }
 }

@@ -22,9 +22,10 @@ use std::borrow::Cow;
 
 use super::error::ImportError;
 use super::proto::{
-    data_type_number, AttrValue, Dim, ExperimentalDebugInfo, FullTypeAttr, FullTypeDef, GraphDef, ListValue,
-    NameAttrList, NodeDef, TensorProto, TensorShapeProto, Value, VersionDef, FULL_TYPE_NAMES,
+    data_type_number, descriptor_pool, full_type_number, AttrValue, Dim, ExperimentalDebugInfo, FullTypeAttr,
+    FullTypeDef, GraphDef, ListValue, NameAttrList, NodeDef, TensorProto, TensorShapeProto, Value, VersionDef,
 };
+use super::proto::{resource_handle_proto::DtypeAndShape, ResourceHandleProto, VariantTensorDataProto};
 use crate::syntax::Span;
 
 /// The deepest message nesting the parser accepts.
@@ -32,27 +33,20 @@ pub const MAX_DEPTH: usize = 100;
 
 type Result<T> = std::result::Result<T, ImportError>;
 
-/// Parts of a GraphDef kept as canonical protobuf text rather than decoded.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct OpaqueText {
-    /// The body of `library { ... }`, one field per line, indented from 0.
-    pub library: Option<String>,
-    /// The body of `debug_info { ... }`, likewise.
-    pub debug_info: Option<String>,
-}
-
 /// Where a node and each of its inputs stand in the text.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct NodeSpans {
+    /// From the `node` keyword to the closing brace.
     pub node: Span,
+    /// One span per `input` string.
     pub inputs: Vec<Span>,
 }
 
-/// A GraphDef parsed from text, with its opaque parts and source spans.
+/// A GraphDef parsed from text, with its source spans.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct TextGraphDef {
+    /// The decoded GraphDef, function library included.
     pub graph: GraphDef,
-    pub opaque: OpaqueText,
     /// One entry per `graph.node`, in order.
     pub spans: Vec<NodeSpans>,
 }
@@ -84,8 +78,8 @@ pub fn parse_graphdef_text(src: &[u8]) -> Result<TextGraphDef> {
             }
             b"versions" => out.graph.versions = Some(p.message()?),
             b"version" => out.graph.version = p.scalar(Parser::int)?,
-            b"library" => out.opaque.library = Some(p.opaque_message()?),
-            b"debug_info" => out.opaque.debug_info = Some(p.opaque_message()?),
+            b"library" => out.graph.library = p.reflected_field(span)?.library,
+            b"debug_info" => out.graph.debug_info = p.reflected_field(span)?.debug_info,
             _ => return Err(unknown_field("GraphDef", "node, versions, version, library, debug_info", name, span)),
         }
     }
@@ -474,78 +468,81 @@ impl<'a> Parser<'a> {
         self.enum_value("DataType", data_type_number)
     }
 
-    /// Parses a message without a schema into canonical text.
-    fn opaque_message(&mut self) -> Result<String> {
-        let mut out = String::new();
-        self.opaque_body(&mut out, 0)?;
-        Ok(out)
+    /// Parses the GraphDef field whose name spans `name` (already consumed)
+    /// with prost-reflect's text format, as a GraphDef that holds only that
+    /// field. A first pass with our lexer finds the field's end and checks
+    /// its nesting depth, so prost-reflect never sees unbounded nesting.
+    fn reflected_field(&mut self, name: Span) -> Result<GraphDef> {
+        self.skip_message()?;
+        let (start, end) = (name.start as usize, self.last_end);
+        let text = std::str::from_utf8(&self.lex.src[start..end]).map_err(|e| ImportError::InvalidUtf8 {
+            field: "library",
+            span: Span::new(start + e.valid_up_to(), start + e.valid_up_to() + 1),
+        })?;
+        let pool = descriptor_pool();
+        let Some(desc) = pool.get_message_by_name("tensorflow.GraphDef") else {
+            return Err(ImportError::Internal { message: "the schema has no GraphDef".into(), span: name });
+        };
+        let message = prost_reflect::DynamicMessage::parse_text_format(desc, text)
+            .map_err(|e| ImportError::from_text_format(&e, start))?;
+        message
+            .transcode_to::<GraphDef>()
+            .map_err(|e| ImportError::Internal { message: format!("transcoding {e}"), span: name })
     }
 
-    fn opaque_body(&mut self, out: &mut String, indent: usize) -> Result<()> {
-        let close = self.open_message()?;
-        self.depth += 1;
-        while let Some((name, _)) = self.field_name(Some(close))? {
-            push_indent(out, indent);
-            out.push_str(&String::from_utf8_lossy(name));
+    /// Skips the fields of a message up to its closing delimiter `close`.
+    fn skip_body(&mut self, close: u8) -> Result<()> {
+        while self.field_name(Some(close))?.is_some() {
             let colon = self.eat_punct(b':')?;
             let t = self.lex.peek()?;
             match t.kind {
-                Tok::Punct(b'{' | b'<') => {
-                    out.push_str(" {\n");
-                    self.opaque_body(out, indent + 1)?;
-                    push_indent(out, indent);
-                    out.push_str("}\n");
-                }
-                _ if !colon => return Err(self.unexpected("`:` or `{`", t)),
+                Tok::Punct(b'{' | b'<') => self.skip_message()?,
+                // A list; of messages the `:` may be left out.
                 Tok::Punct(b'[') => {
                     self.lex.next()?;
-                    out.push_str(": [");
                     let mut first = true;
                     while !self.eat_punct(b']')? {
                         if !first {
                             self.expect_punct(b',', "`,` or `]`")?;
-                            out.push_str(", ");
                         }
                         first = false;
-                        self.opaque_scalar(out)?;
+                        let item = self.lex.peek()?;
+                        match item.kind {
+                            Tok::Punct(b'{' | b'<') => self.skip_message()?,
+                            _ if !colon => return Err(self.unexpected("`{`", item)),
+                            _ => self.skip_scalar()?,
+                        }
                     }
-                    out.push_str("]\n");
                 }
-                _ => {
-                    out.push_str(": ");
-                    self.opaque_scalar(out)?;
-                    out.push('\n');
-                }
+                _ if !colon => return Err(self.unexpected("`:` or `{`", t)),
+                _ => self.skip_scalar()?,
             }
         }
+        Ok(())
+    }
+
+    fn skip_message(&mut self) -> Result<()> {
+        let close = self.open_message()?;
+        self.depth += 1;
+        self.skip_body(close)?;
         self.depth -= 1;
         Ok(())
     }
 
-    fn opaque_scalar(&mut self, out: &mut String) -> Result<()> {
+    fn skip_scalar(&mut self) -> Result<()> {
         let t = self.lex.next()?;
         match t.kind {
-            Tok::Ident | Tok::Number => out.push_str(&self.lossy(t)),
+            Tok::Ident | Tok::Number => {}
             Tok::Str => {
-                // Validate the escapes, then keep the literal as written.
                 unescape(self.lex.text(t), t.start)?;
-                out.push_str(&self.lossy(t));
                 while self.lex.peek()?.kind == Tok::Str {
                     let t = self.lex.next()?;
                     unescape(self.lex.text(t), t.start)?;
-                    out.push(' ');
-                    out.push_str(&self.lossy(t));
                 }
             }
             _ => return Err(self.unexpected("a value", t)),
         }
         Ok(())
-    }
-}
-
-fn push_indent(out: &mut String, indent: usize) {
-    for _ in 0..indent {
-        out.push_str("  ");
     }
 }
 
@@ -677,11 +674,7 @@ impl TextMessage for ExperimentalDebugInfo {
 impl TextMessage for FullTypeDef {
     fn field(&mut self, p: &mut Parser<'_>, name: &[u8], span: Span) -> Result<()> {
         match name {
-            b"type_id" => {
-                self.type_id = p.scalar(|p| {
-                    p.enum_value("FullTypeId", |n| FULL_TYPE_NAMES.iter().find(|e| e.0 == n).map(|e| e.1))
-                })?
-            }
+            b"type_id" => self.type_id = p.scalar(|p| p.enum_value("FullTypeId", full_type_number))?,
             b"args" => self.args.push(p.message()?),
             b"s" => self.attr = Some(FullTypeAttr::S(p.scalar(|p| p.string("s"))?)),
             b"i" => self.attr = Some(FullTypeAttr::I(p.scalar(Parser::int)?)),
@@ -801,15 +794,63 @@ impl TextMessage for TensorProto {
             b"uint32_val" => p.repeated(&mut self.uint32_val, Parser::int)?,
             b"uint64_val" => p.repeated(&mut self.uint64_val, Parser::int)?,
             b"float8_val" => self.float8_val = p.scalar(Parser::bytes)?,
+            b"resource_handle_val" => self.resource_handle_val.push(p.message()?),
+            b"variant_val" => self.variant_val.push(p.message()?),
             _ => {
                 return Err(unknown_field(
                     "TensorProto",
                     "dtype, tensor_shape, version_number, tensor_content, half_val, float_val, double_val, int_val, \
-                     string_val, scomplex_val, int64_val, bool_val, dcomplex_val, uint32_val, uint64_val, float8_val",
+                     string_val, scomplex_val, int64_val, bool_val, dcomplex_val, uint32_val, uint64_val, float8_val, \
+                     resource_handle_val, variant_val",
                     name,
                     span,
                 ))
             }
+        }
+        Ok(())
+    }
+}
+
+impl TextMessage for ResourceHandleProto {
+    fn field(&mut self, p: &mut Parser<'_>, name: &[u8], span: Span) -> Result<()> {
+        match name {
+            b"device" => self.device = p.scalar(|p| p.string("device"))?,
+            b"container" => self.container = p.scalar(|p| p.string("container"))?,
+            b"name" => self.name = p.scalar(|p| p.string("name"))?,
+            b"hash_code" => self.hash_code = p.scalar(Parser::int)?,
+            b"maybe_type_name" => self.maybe_type_name = p.scalar(|p| p.string("maybe_type_name"))?,
+            b"dtypes_and_shapes" => self.dtypes_and_shapes.push(p.message()?),
+            _ => {
+                return Err(unknown_field(
+                    "ResourceHandleProto",
+                    "device, container, name, hash_code, maybe_type_name, dtypes_and_shapes",
+                    name,
+                    span,
+                ))
+            }
+        }
+        Ok(())
+    }
+}
+
+impl TextMessage for DtypeAndShape {
+    fn field(&mut self, p: &mut Parser<'_>, name: &[u8], span: Span) -> Result<()> {
+        match name {
+            b"dtype" => self.dtype = p.scalar(Parser::data_type)?,
+            b"shape" => self.shape = Some(p.message()?),
+            _ => return Err(unknown_field("ResourceHandleProto.DtypeAndShape", "dtype, shape", name, span)),
+        }
+        Ok(())
+    }
+}
+
+impl TextMessage for VariantTensorDataProto {
+    fn field(&mut self, p: &mut Parser<'_>, name: &[u8], span: Span) -> Result<()> {
+        match name {
+            b"type_name" => self.type_name = p.scalar(|p| p.string("type_name"))?,
+            b"metadata" => self.metadata = p.scalar(Parser::bytes)?,
+            b"tensors" => self.tensors.push(p.message()?),
+            _ => return Err(unknown_field("VariantTensorDataProto", "type_name, metadata, tensors", name, span)),
         }
         Ok(())
     }
@@ -855,14 +896,24 @@ mod tests {
     }
 
     #[test]
-    fn opaque_library_is_kept_as_text() {
-        let src = b"library { function { signature { name: \"f\" } ret { key: \"a\" value: \"b\" } } }";
+    fn library_decodes_fully() {
+        let src = b"library { function { signature { name: \"f\" output_arg { name: \"a\" type: DT_FLOAT } } \
+                    node_def { name: \"c\" op: \"Const\" } ret { key: \"a\" value: \"c:output:0\" } } }";
         let g = parse_graphdef_text(src).expect("parses");
-        assert_eq!(
-            g.opaque.library.as_deref(),
-            Some(
-                "function {\n  signature {\n    name: \"f\"\n  }\n  ret {\n    key: \"a\"\n    value: \"b\"\n  }\n}\n"
-            )
-        );
+        let library = g.graph.library.expect("a library");
+        let f = &library.function[0];
+        let signature = f.signature.as_ref().expect("a signature");
+        assert_eq!(signature.name, "f");
+        assert_eq!(signature.output_arg[0].r#type, 1);
+        assert_eq!(f.node_def[0].op, "Const");
+        assert_eq!(f.ret["a"], "c:output:0");
+    }
+
+    #[test]
+    fn library_errors_point_into_the_whole_text() {
+        let src = b"node { name: \"a\" op: \"X\" }\nlibrary { function { bogus: 1 } }";
+        let err = parse_graphdef_text(src).expect_err("unknown field");
+        let ImportError::TextFormat { span, .. } = err else { panic!("expected a text format error, got {err:?}") };
+        assert_eq!(&src[span.start as usize..span.end as usize], b"bogus");
     }
 }

@@ -7,6 +7,7 @@
 pub mod diagnostics;
 pub mod gen;
 pub mod io;
+pub mod ops;
 mod pipeline;
 pub mod progress;
 pub mod source;
@@ -77,9 +78,18 @@ pub enum GradientPolicyArg {
 /// Options shared by commands that rewrite.
 #[derive(Debug, Clone, clap::Args)]
 pub struct RewriteArgs {
-    /// Run only these passes (comma-separated, in pipeline order).
+    /// Run only these passes (comma-separated, in pipeline order; `help` lists them).
     #[arg(long)]
     pub passes: Option<String>,
+    /// Print the module (to stderr) after every pass.
+    #[arg(long)]
+    pub print_after_all: bool,
+    /// Print the module (to stderr) after this pass (repeatable, or comma-separated).
+    #[arg(long, value_name = "PASS", value_delimiter = ',')]
+    pub print_after: Vec<String>,
+    /// Print the module (to stderr) before this pass (repeatable, or comma-separated).
+    #[arg(long, value_name = "PASS", value_delimiter = ',')]
+    pub print_before: Vec<String>,
     /// How gradient ops colocated with outside-compilation ops are clustered.
     #[arg(long, value_enum, default_value_t = GradientPolicyArg::Nested)]
     pub gradient_cluster_policy: GradientPolicyArg,
@@ -161,12 +171,13 @@ pub enum Command {
         input_format: Option<InputFormat>,
         #[command(flatten)]
         rewrite: RewriteArgs,
-        /// Print the graph after every pass (to stderr).
-        #[arg(long)]
-        print_after_all: bool,
         /// Print a per-pass timing table (to stderr).
         #[arg(long)]
         time_passes: bool,
+        /// Output format of the rewritten graph (`pbtxt`/`pb`: a GraphDef, as
+        /// TensorFlow's tpu.replicate tags it).
+        #[arg(long, value_enum, default_value_t = EmitFormat::Text)]
+        format: EmitFormat,
         /// Write to this file instead of standard output.
         #[arg(short, long)]
         output: Option<PathBuf>,
@@ -182,7 +193,8 @@ pub enum Command {
         rewrite: RewriteArgs,
         #[command(flatten)]
         lower: LowerArgs,
-        /// Output format of the lowered module.
+        /// Output format of the lowered module (`pbtxt`/`pb`: one GraphDef per
+        /// program, into the directory `-o` names).
         #[arg(long, value_enum, default_value_t = EmitFormat::Text)]
         format: EmitFormat,
         /// Print the strategy facts of the device assignment instead of the programs.
@@ -197,6 +209,14 @@ pub enum Command {
     },
     /// Rewrite, lower and execute on a mesh of simulated devices.
     Run(pipeline::RunArgs),
+    /// List the rewrite passes in pipeline order, each with its meaning.
+    Passes,
+    /// List the supported ops with their dtypes and backends.
+    Ops {
+        /// Print a Markdown table (as docs/ops.md holds it).
+        #[arg(long)]
+        markdown: bool,
+    },
     /// Generate a synthetic training-step graph for benchmarks.
     Gen {
         /// Approximate number of ops.
@@ -274,14 +294,19 @@ pub fn run(cli: Cli) -> ExitCode {
                 }
             }
         }
-        Command::Rewrite { file, input_format, rewrite, print_after_all, time_passes, output } => {
-            pipeline::rewrite_command(&file, input_format, &rewrite, print_after_all, time_passes, output)
+        Command::Rewrite { file, input_format, rewrite, time_passes, format, output } => {
+            pipeline::rewrite_command(&file, input_format, &rewrite, time_passes, format, output)
         }
         Command::Lower { file, input_format, rewrite, lower, format, describe, global_batch_size, output } => {
             let describe = describe.then_some(global_batch_size);
             pipeline::lower_command(&file, input_format, &rewrite, &lower, format, describe, output)
         }
         Command::Run(args) => pipeline::run_command(args),
+        Command::Passes => finish(write_output(None, crate::passes::pass_list().as_bytes())),
+        Command::Ops { markdown } => {
+            let text = if markdown { ops::markdown_table() } else { ops::plain_table() };
+            finish(write_output(None, text.as_bytes()))
+        }
         Command::Gen { ops, model, format, replicas, seed, output } => {
             if replicas == 0 {
                 eprintln!("error: --replicas must be at least 1");

@@ -174,11 +174,38 @@ fn graphdef_bytes(graph: &crate::ir::Graph, text: bool) -> Result<Vec<u8>, Vec<A
     }
 }
 
-fn pipeline_config(args: &RewriteArgs, print_after_all: bool) -> Result<PipelineConfig, String> {
-    let passes = match &args.passes {
-        Some(list) => PassSelection::parse(list)?,
+/// The pipeline configuration the flags ask for. `Err` carries the exit
+/// code after the message is printed: 0 for `--passes help` (the list is
+/// printed), 2 for a usage error (an unknown pass or an order the pipeline
+/// will not honour).
+fn pipeline_config(args: &RewriteArgs) -> Result<PipelineConfig, ExitCode> {
+    let usage = |e: passes::SelectionError| {
+        report(vec![Box::new(e)], &Arc::new(WindowedSource::new("<arguments>", b"")));
+        ExitCode::from(2)
+    };
+    let passes = match args.passes.as_deref().map(str::trim) {
+        Some("help") => {
+            eprint!("{}", passes::pass_list());
+            return Err(ExitCode::SUCCESS);
+        }
+        Some(list) => PassSelection::parse(list).map_err(usage)?,
         None => PassSelection::default(),
     };
+    let named = |names: &[String]| -> Result<Vec<passes::Pass>, ExitCode> {
+        names
+            .iter()
+            .map(|n| PassSelection::parse(n).map_err(usage))
+            .map(|sel| match sel? {
+                PassSelection::Only(list) => Ok(list),
+                PassSelection::All => Ok(Vec::new()),
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(|lists| lists.concat())
+    };
+    let after = if args.print_after_all { passes::PIPELINE.to_vec() } else { named(&args.print_after)? };
+    let before = named(&args.print_before)?;
+    let print =
+        if before.is_empty() && after.is_empty() { PrintMode::Never } else { PrintMode::Around { before, after } };
     let policy = match args.gradient_cluster_policy {
         GradientPolicyArg::Nested => GradientClusterPolicy::Nested,
         GradientPolicyArg::Flat => GradientClusterPolicy::Flat,
@@ -186,36 +213,31 @@ fn pipeline_config(args: &RewriteArgs, print_after_all: bool) -> Result<Pipeline
     Ok(PipelineConfig {
         passes,
         verify: if args.verify_each_pass { VerifyMode::AfterEachPass } else { VerifyMode::AtEnd },
-        print: if print_after_all { PrintMode::AfterEachPass } else { PrintMode::Never },
+        print,
         gradients: GradientsConfig { policy },
         ..PipelineConfig::default()
     })
 }
 
-/// Runs the rewrite passes on a loaded module, printing diagnostics.
-/// Returns false when a pass reported an error.
-fn rewrite(loaded: &mut Loaded, args: &RewriteArgs, print_after_all: bool, time_passes: bool) -> bool {
-    rewrite_forming_clusters(loaded, args, print_after_all, time_passes).is_some()
-}
-
-/// Like [`rewrite`], returning the clusters the pipeline formed for the
-/// first graph (empty when cluster formation did not run), or `None` on error.
+/// Runs the rewrite passes on a loaded module, printing diagnostics and
+/// the modules `--print-*` asked for. Returns the clusters the pipeline
+/// formed for the first graph (empty when cluster formation did not run),
+/// or `None` on error.
 fn rewrite_forming_clusters(
     loaded: &mut Loaded,
-    args: &RewriteArgs,
-    print_after_all: bool,
+    config: &PipelineConfig,
     time_passes: bool,
+    progress: &dyn Progress,
 ) -> Option<Vec<ReplicateCluster>> {
-    let config = match pipeline_config(args, print_after_all) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return None;
-        }
-    };
-    let mut report_ = passes::run_pipeline(&mut loaded.module, &config);
-    for (pass, text) in &report_.printed {
-        eprintln!("// ----- after {} -----\n{text}", pass.name());
+    progress.phase("passes", 1);
+    let mut report_ = passes::run_pipeline(&mut loaded.module, config);
+    progress.advance(1);
+    for printed in &report_.printed {
+        let when = match printed.point {
+            passes::PrintPoint::Before => "before",
+            passes::PrintPoint::After => "after",
+        };
+        eprintln!("// ----- {when} {} -----\n{}", printed.pass.name(), printed.text);
     }
     if time_passes {
         eprint!("{}", report_.timing_table());
@@ -242,16 +264,28 @@ pub fn rewrite_command(
     file: &str,
     format: Option<InputFormat>,
     args: &RewriteArgs,
-    print_after_all: bool,
     time_passes: bool,
+    emit: EmitFormat,
     output: Option<PathBuf>,
 ) -> ExitCode {
+    let config = match pipeline_config(args) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
     let input = InputPath::parse(file);
-    let Some(mut loaded) = load_any(&input, format, &DelayedBar::new()) else { return ExitCode::from(1) };
-    if !rewrite(&mut loaded, args, print_after_all, time_passes) {
+    let bar = DelayedBar::new();
+    let Some(mut loaded) = load_any(&input, format, &bar) else { return ExitCode::from(1) };
+    if rewrite_forming_clusters(&mut loaded, &config, time_passes, &bar).is_none() {
         return ExitCode::from(1);
     }
-    finish(write_output(output.as_deref(), crate::emit::print_module(&loaded.module).as_bytes()))
+    drop(bar);
+    match emit_bytes(&loaded.module, emit) {
+        Ok(bytes) => finish(write_output(output.as_deref(), &bytes)),
+        Err(errors) => {
+            report(errors, &loaded.source);
+            ExitCode::from(1)
+        }
+    }
 }
 
 fn lower_config(args: &LowerArgs) -> Result<LowerConfig, lower::LowerError> {
@@ -264,29 +298,32 @@ fn lower_config(args: &LowerArgs) -> Result<LowerConfig, lower::LowerError> {
     })
 }
 
-/// Rewrites and lowers; prints diagnostics; returns the tagged graph and the lowering.
+/// Rewrites and lowers; prints diagnostics; returns the tagged graph and
+/// the lowering, or the exit code.
 fn rewrite_and_lower(
     input: &InputPath,
     format: Option<InputFormat>,
     rewrite_args: &RewriteArgs,
     lower_args: &LowerArgs,
-) -> Option<(Loaded, lower::Lowered)> {
+) -> Result<(Loaded, lower::Lowered), ExitCode> {
+    let pipeline = pipeline_config(rewrite_args)?;
+    let failed = || ExitCode::from(1);
     let timer = PhaseTimer::start(lower_args.time_passes);
     let bar = DelayedBar::new();
-    let mut loaded = load_any(input, format, &bar)?;
+    let mut loaded = load_any(input, format, &bar).ok_or_else(failed)?;
     timer.lap("load");
-    let clusters = rewrite_forming_clusters(&mut loaded, rewrite_args, false, lower_args.time_passes)?;
+    let clusters = rewrite_forming_clusters(&mut loaded, &pipeline, lower_args.time_passes, &bar).ok_or_else(failed)?;
     timer.lap("rewrite");
     let config = match lower_config(lower_args) {
         Ok(c) => c,
         Err(e) => {
             report(vec![Box::new(e)], &loaded.source);
-            return None;
+            return Err(failed());
         }
     };
     let Some(graph) = loaded.module.graphs.first() else {
         eprintln!("error: the module has no graph");
-        return None;
+        return Err(failed());
     };
     let lowered = if clusters.is_empty() {
         lower::lower(graph, &config)
@@ -302,15 +339,15 @@ fn rewrite_and_lower(
                     eprintln!("  {:<22} {:>12.3} ms wall", phase.name, phase.wall.as_secs_f64() * 1e3);
                 }
             }
-            Some((loaded, lowered))
+            Ok((loaded, lowered))
         }
         Err(LowerFailure::Lower(errors)) => {
             report(errors.into_iter().map(|e| Box::new(e) as AnyDiagnostic).collect(), &loaded.source);
-            None
+            Err(failed())
         }
         Err(LowerFailure::Clusters(errors)) => {
             report(errors.into_iter().map(|e| Box::new(e) as AnyDiagnostic).collect(), &loaded.source);
-            None
+            Err(failed())
         }
     }
 }
@@ -326,8 +363,9 @@ pub fn lower_command(
     output: Option<PathBuf>,
 ) -> ExitCode {
     let input = InputPath::parse(file);
-    let Some((loaded, lowered)) = rewrite_and_lower(&input, format, rewrite_args, lower_args) else {
-        return ExitCode::from(1);
+    let (loaded, lowered) = match rewrite_and_lower(&input, format, rewrite_args, lower_args) {
+        Ok(done) => done,
+        Err(code) => return code,
     };
     let lowered = lowered.module;
     if let Some(global_batch_size) = describe {
@@ -635,8 +673,9 @@ fn output_json((reduce, value): &(Option<exec::ReduceOp>, exec::OutputValue)) ->
 /// `tpu-rewrite run`.
 pub fn run_command(args: RunArgs) -> ExitCode {
     let input = InputPath::parse(&args.file);
-    let Some((loaded, lowering)) = rewrite_and_lower(&input, args.input_format, &args.rewrite, &args.lower) else {
-        return ExitCode::from(1);
+    let (loaded, lowering) = match rewrite_and_lower(&input, args.input_format, &args.rewrite, &args.lower) {
+        Ok(done) => done,
+        Err(code) => return code,
     };
     let feeds = match read_feeds(&args, &lowering.module, &loaded.module) {
         Ok(f) => f,

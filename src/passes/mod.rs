@@ -7,7 +7,7 @@
 //! lowering consumes. [`PIPELINE`] lists the passes in order; every pass
 //! but the optional all-reduce fusion leaves graphs without regions
 //! unchanged, so running the default pipeline on its own output changes
-//! nothing. Fusion ([`fuse_all_reduce`]) runs only when
+//! nothing. Fusion ([`fuse_all_reduce()`]) runs only when
 //! [`PipelineConfig::all_reduce_fusion`] asks or the selection names it.
 
 pub mod cluster_cycles;

@@ -17,7 +17,10 @@ pub enum ImportError {
     /// The input is larger than the 4 GiB that spans can address.
     #[error("the input is {size} bytes; at most 4 GiB are supported")]
     #[diagnostic(code(tpu_rewrite::import::too_large))]
-    TooLarge { size: usize },
+    TooLarge {
+        /// The input size in bytes.
+        size: usize,
+    },
 
     /// The binary protobuf does not decode as a GraphDef.
     #[error("not a binary GraphDef: {reason}")]
@@ -25,14 +28,20 @@ pub enum ImportError {
         code(tpu_rewrite::import::decode),
         help("`.pb` files are binary `GraphDef` protos; text files end in `.pbtxt`")
     )]
-    Decode { reason: String },
+    Decode {
+        /// The decoder's reason.
+        reason: String,
+    },
 
     /// A token the text format does not allow at this place.
     #[error("expected {expected}, found {found}")]
     #[diagnostic(code(tpu_rewrite::import::unexpected_token))]
     UnexpectedToken {
+        /// What the grammar allows here.
         expected: String,
+        /// What the text has.
         found: String,
+        /// The offending text.
         #[label("expected {expected}")]
         span: Span,
     },
@@ -41,6 +50,7 @@ pub enum ImportError {
     #[error("invalid character in protobuf text")]
     #[diagnostic(code(tpu_rewrite::import::invalid_character))]
     InvalidCharacter {
+        /// The offending text.
         #[label("not valid here")]
         span: Span,
     },
@@ -49,6 +59,7 @@ pub enum ImportError {
     #[error("unterminated string literal")]
     #[diagnostic(code(tpu_rewrite::import::unterminated_string), help("strings end on the same line they start"))]
     UnterminatedString {
+        /// The offending text.
         #[label("this string has no closing quote")]
         span: Span,
     },
@@ -62,6 +73,7 @@ pub enum ImportError {
         )
     )]
     InvalidEscape {
+        /// The offending text.
         #[label("here")]
         span: Span,
     },
@@ -70,9 +82,13 @@ pub enum ImportError {
     #[error("`{message}` has no field `{field}`")]
     #[diagnostic(code(tpu_rewrite::import::unknown_field), help("known fields: {known}"))]
     UnknownField {
+        /// The message type, or what went wrong.
         message: &'static str,
+        /// The field name.
         field: String,
+        /// The message type's field names.
         known: &'static str,
+        /// The offending text.
         #[label("unknown field")]
         span: Span,
     },
@@ -81,8 +97,11 @@ pub enum ImportError {
     #[error("invalid {kind} value `{text}`")]
     #[diagnostic(code(tpu_rewrite::import::invalid_number))]
     InvalidNumber {
+        /// The number type.
         kind: &'static str,
+        /// The text as written.
         text: String,
+        /// The offending text.
         #[label("not a valid {kind}")]
         span: Span,
     },
@@ -91,8 +110,11 @@ pub enum ImportError {
     #[error("unknown {enum_name} value `{value}`")]
     #[diagnostic(code(tpu_rewrite::import::unknown_enum_value), help("write the value's number instead of its name"))]
     UnknownEnumValue {
+        /// The enum type.
         enum_name: &'static str,
+        /// The value as written.
         value: String,
+        /// The offending text.
         #[label("not a {enum_name}")]
         span: Span,
     },
@@ -101,7 +123,9 @@ pub enum ImportError {
     #[error("field `{field}` must be UTF-8 text")]
     #[diagnostic(code(tpu_rewrite::import::invalid_utf8))]
     InvalidUtf8 {
+        /// The field name.
         field: &'static str,
+        /// The offending text.
         #[label("not UTF-8 after unescaping")]
         span: Span,
     },
@@ -110,7 +134,9 @@ pub enum ImportError {
     #[error("messages nested deeper than {limit} levels")]
     #[diagnostic(code(tpu_rewrite::import::nesting_too_deep))]
     NestingTooDeep {
+        /// The nesting limit.
         limit: usize,
+        /// The offending text.
         #[label("too deep here")]
         span: Span,
     },
@@ -119,7 +145,9 @@ pub enum ImportError {
     #[error("duplicate node name `{name}`")]
     #[diagnostic(code(tpu_rewrite::import::duplicate_node), help("node names are unique within a GraphDef"))]
     DuplicateNode {
+        /// The name.
         name: String,
+        /// The offending text.
         #[label("defined again here")]
         span: Span,
     },
@@ -128,9 +156,13 @@ pub enum ImportError {
     #[error("node `{node}` has input `{input}`, but no node is named `{name}`")]
     #[diagnostic(code(tpu_rewrite::import::unknown_input))]
     UnknownInput {
+        /// The node's name.
         node: String,
+        /// The input string as written.
         input: String,
+        /// The name.
         name: String,
+        /// The offending text.
         #[label("no such node")]
         span: Span,
     },
@@ -142,8 +174,11 @@ pub enum ImportError {
         help("inputs are `name` (output 0), `name:k` (output k) or `^name` (control)")
     )]
     MalformedInput {
+        /// The node's name.
         node: String,
+        /// The input string as written.
         input: String,
+        /// The offending text.
         #[label("malformed")]
         span: Span,
     },
@@ -157,8 +192,11 @@ pub enum ImportError {
         help("TensorFlow lists data inputs first; the export will too")
     )]
     DataAfterControl {
+        /// The node's name.
         node: String,
+        /// The input string as written.
         input: String,
+        /// The offending text.
         #[label("after a `^` input")]
         span: Span,
     },
@@ -167,8 +205,11 @@ pub enum ImportError {
     #[error("node `{node}`: {what} is not supported and is dropped")]
     #[diagnostic(code(tpu_rewrite::import::unsupported_value), severity(Warning))]
     UnsupportedValue {
+        /// The node's name.
         node: String,
+        /// What is dropped or cannot be written.
         what: String,
+        /// The offending text.
         #[label("here")]
         span: Span,
     },
@@ -215,8 +256,11 @@ pub enum ImportError {
         help("run the rewrite passes (`tpu-rewrite rewrite`) before exporting a GraphDef")
     )]
     NotFlat {
+        /// The node's name.
         node: String,
+        /// The number type.
         kind: &'static str,
+        /// The offending text.
         #[label("here")]
         span: Span,
     },
@@ -225,7 +269,9 @@ pub enum ImportError {
     #[error("internal error (a bug in tpu-rewrite): {message}")]
     #[diagnostic(code(tpu_rewrite::import::internal), help("please report this with the input that caused it"))]
     Internal {
+        /// The message type, or what went wrong.
         message: String,
+        /// The offending text.
         #[label("while handling this")]
         span: Span,
     },

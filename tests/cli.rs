@@ -308,9 +308,9 @@ fn run_groups_outputs_by_output_and_returns_marked_outputs_once() {
     assert_eq!(
         v,
         serde_json::json!({"outputs": [
-            {"per_replica": [[3.0, 6.0], [30.0, 60.0]]},
-            {"reduce_op": "SUM", "value": [33.0, 66.0]},
-            {"reduce_op": "MEAN", "value": [16.5, 33.0]},
+            {"name": "count:0", "dtype": "f32", "shape": [2], "per_replica": [[3.0, 6.0], [30.0, 60.0]]},
+            {"name": "count:0", "dtype": "f32", "shape": [2], "reduce_op": "SUM", "value": [33.0, 66.0]},
+            {"name": "count:0", "dtype": "f32", "shape": [2], "reduce_op": "MEAN", "value": [16.5, 33.0]},
         ]})
     );
     let text = run(&["run", &graph, "--topology", "1x2", "--steps-per-run", "3", "--feeds", feeds]);

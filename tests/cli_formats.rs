@@ -219,3 +219,24 @@ fn docs_ops_md_is_current() {
         assert!(plain.lines().any(|l| l.split_whitespace().next() == Some(op)), "{op} missing from `ops`");
     }
 }
+
+#[test]
+fn step_log_counts_the_replicas_it_does_not_show() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("ten.opg");
+    let mut text = String::from("graph @main {\n");
+    for r in 0..10 {
+        text.push_str(&format!("  %x{r} = Const() {{dtype = f32, value = tensor(f32, []) [{r}.0]}}\n"));
+    }
+    let xs: Vec<String> = (0..10).map(|r| format!("%x{r}")).collect();
+    text.push_str(&format!(
+        "  replicate (num_replicas = 10) (%x = [{}]) {{\n    %y = Mul(%x, %x) {{T = f32}}\n    return %y\n  }}\n}}\n",
+        xs.join(", ")
+    ));
+    std::fs::write(&path, text).expect("writes");
+    let o = run(&["run", path.to_str().expect("utf-8"), "--topology", "1x10", "--steps", "2"]);
+    let err = stderr(ok(&o));
+    let line = err.lines().find(|l| l.starts_with("step      2:")).unwrap_or_else(|| panic!("no step log:\n{err}"));
+    assert_eq!(line.matches(" = ").count(), 8, "{line}");
+    assert!(line.ends_with("… and 2 more"), "{line}");
+}

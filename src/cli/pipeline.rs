@@ -656,19 +656,56 @@ fn grouped_outputs(tagged: &Module, fetched: &[(String, Tensor)]) -> Vec<(Option
     grouped.into_iter().enumerate().map(|(i, v)| (reduce.get(i).copied().flatten(), v)).collect()
 }
 
-/// One grouped output as JSON: `{"per_replica": [...]}` or
-/// `{"reduce_op": "SUM", "value": ...}`.
-fn output_json((reduce, value): &(Option<exec::ReduceOp>, exec::OutputValue)) -> serde_json::Value {
+/// The tensor the computation returns as output `i`, as `name:k`: what the
+/// `TPUReplicatedOutput` that `output_<i>_shard_0` reads returns, seen
+/// through the one `Identity` the fan-out (ours and TensorFlow's) wraps each
+/// output in; `output_<i>` when the tagged graph does not show it.
+fn output_name(tagged: &Module, i: usize) -> String {
+    let fallback = || format!("output_{i}");
+    let Some(graph) = tagged.graphs.first() else { return fallback() };
+    let operand = |id| graph.data_inputs(id).into_iter().next();
+    let named = graph
+        .find(&format!("output_{i}_shard_0"))
+        .and_then(operand)
+        .map(|shard| shard.src)
+        .filter(|&fan_out| &*graph.node(fan_out).op == "TPUReplicatedOutput")
+        .and_then(operand)
+        .map(|wrapped| match &*graph.node(wrapped.src).op {
+            "Identity" => operand(wrapped.src).unwrap_or(wrapped),
+            _ => wrapped,
+        })
+        .map(|value| format!("{}:{}", graph.node(value.src).name, value.output.unwrap_or(0)));
+    named.unwrap_or_else(fallback)
+}
+
+/// One grouped output as JSON: its tensor name, dtype and shape, then
+/// `"per_replica": [...]` or `"reduce_op": "SUM", "value": ...`.
+fn output_json(name: String, (reduce, value): &(Option<exec::ReduceOp>, exec::OutputValue)) -> serde_json::Value {
+    let first = match value {
+        exec::OutputValue::PerReplica(values) => values.first(),
+        exec::OutputValue::Reduced(t) => Some(t),
+    };
+    let dtype = first.map(|t| t.dtype().to_string());
+    let shape = first.map(|t| t.shape().to_vec());
     match value {
-        exec::OutputValue::PerReplica(values) => {
-            serde_json::json!({ "per_replica": values.iter().map(exec::tensor_to_json).collect::<Vec<_>>() })
-        }
+        exec::OutputValue::PerReplica(values) => serde_json::json!({
+            "name": name,
+            "dtype": dtype,
+            "shape": shape,
+            "per_replica": values.iter().map(exec::tensor_to_json).collect::<Vec<_>>(),
+        }),
         exec::OutputValue::Reduced(t) => serde_json::json!({
+            "name": name,
+            "dtype": dtype,
+            "shape": shape,
             "reduce_op": reduce.map_or("NONE", exec::ReduceOp::name),
             "value": exec::tensor_to_json(t),
         }),
     }
 }
+
+/// The most scalar fetches one step-log line shows; the rest are counted.
+const STEP_LOG_SCALARS: usize = 8;
 
 /// `tpu-rewrite run`.
 pub fn run_command(args: RunArgs) -> ExitCode {
@@ -725,13 +762,17 @@ pub fn run_command(args: RunArgs) -> ExitCode {
         }
         let last = i + 1 == total;
         if !args.json && total > 1 && ((i + 1).is_multiple_of(log_every) || last) {
-            let scalars: Vec<String> = fetch_names
+            let mut scalars: Vec<String> = fetch_names
                 .iter()
                 .zip(values)
                 .filter(|(_, t)| t.len() == 1)
-                .take(4)
                 .map(|(n, t)| format!("{n} = {}", summary(t)))
                 .collect();
+            if scalars.len() > STEP_LOG_SCALARS {
+                let more = scalars.len() - STEP_LOG_SCALARS;
+                scalars.truncate(STEP_LOG_SCALARS);
+                scalars.push(format!("… and {more} more"));
+            }
             if !scalars.is_empty() {
                 let line = format!("step {:>6}: {}", i + 1, scalars.join(", "));
                 match &progress {
@@ -777,7 +818,13 @@ pub fn run_command(args: RunArgs) -> ExitCode {
     let grouped = args.fetch.is_empty().then(|| grouped_outputs(&loaded.module, &outcome.fetched));
     if args.json {
         let value = match &grouped {
-            Some(outputs) => serde_json::json!({ "outputs": outputs.iter().map(output_json).collect::<Vec<_>>() }),
+            Some(outputs) => serde_json::json!({
+                "outputs": outputs
+                    .iter()
+                    .enumerate()
+                    .map(|(i, o)| output_json(output_name(&loaded.module, i), o))
+                    .collect::<Vec<_>>()
+            }),
             None => serde_json::Value::Object(
                 outcome.fetched.iter().map(|(n, t)| (n.clone(), exec::tensor_to_json(t))).collect(),
             ),

@@ -329,3 +329,18 @@ fn feed_fetch_rule_reads_regions_before_the_rewrite() {
     assert!(error.to_string().contains("feed/fetch rule"), "{error}");
     assert!(rule.check(graph, x0, Access::Feed).is_ok());
 }
+
+#[test]
+fn the_default_pipeline_configuration_verifies_like_the_cli() {
+    // The CLI verifies once after the last pass; so does the library default.
+    assert_eq!(PipelineConfig::default().verify, VerifyMode::AtEnd);
+    // A graph the verifier rejects (a dtype attribute holding an int) fails
+    // the default pipeline, and passes when verification is off.
+    let source = b"graph @main {\n  %x = Placeholder() {dtype = f32}\n  %y = Relu(%x) {T = 3}\n}\n";
+    let (module, errors) = tpu_rewrite::ir::parse_module(source).expect("parses");
+    assert!(!errors.is_empty(), "the verifier rejects `T = 3`");
+    let report = run_pipeline(&mut module.clone(), &PipelineConfig::default());
+    assert!(report.has_errors(), "{:?}", report.diagnostics);
+    let unverified = PipelineConfig { verify: VerifyMode::Never, ..PipelineConfig::default() };
+    assert!(!run_pipeline(&mut module.clone(), &unverified).has_errors());
+}

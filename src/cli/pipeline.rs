@@ -561,7 +561,7 @@ fn summary(t: &Tensor) -> String {
         text
     } else {
         format!(
-            "{}… ({:?} {:?})",
+            "{}… ({} {:?})",
             &text[..text.char_indices().nth(200).map_or(text.len(), |c| c.0)],
             t.dtype(),
             t.shape()

@@ -58,14 +58,14 @@ pub mod cli;
 pub mod emit;
 #[allow(missing_docs)]
 pub mod exec;
-#[allow(missing_docs)] // Error variant fields and AST/lexer items still lack docs.
+#[allow(missing_docs)] // Error variant fields, AST and lexer items are not documented yet.
 pub mod ir;
 #[allow(missing_docs)]
 pub mod lower;
-#[allow(missing_docs)] // Error variant fields and AST/lexer items still lack docs.
+#[allow(missing_docs)] // Error variant fields, AST and lexer items are not documented yet.
 pub mod passes;
 pub mod progress;
-#[allow(missing_docs)] // Error variant fields and AST/lexer items still lack docs.
+#[allow(missing_docs)] // Error variant fields, AST and lexer items are not documented yet.
 pub mod syntax;
 pub mod tf;
 

@@ -753,8 +753,12 @@ pub fn run_command(args: RunArgs) -> ExitCode {
     let steps_per_run = u64::from(args.lower.steps_per_run.max(1));
     let total = u64::from(args.steps.max(1)) * steps_per_run;
     let log_every = args.log_every.unwrap_or((total / 10).max(1));
-    let progress = (total > 1 && !args.json && std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .then(|| indicatif::ProgressBar::new(total));
+    let progress = (total > 1 && !args.json && std::io::IsTerminal::is_terminal(&std::io::stderr())).then(|| {
+        let style = indicatif::ProgressStyle::with_template("{msg:>16} [{bar:40}] {pos}/{len} steps {elapsed_precise}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+            .progress_chars("=> ");
+        indicatif::ProgressBar::new(total).with_style(style).with_message("run")
+    });
     let fetch_names = fetches.clone();
     let mut on_step = |i: u64, values: &[Tensor]| {
         if let Some(p) = &progress {

@@ -136,7 +136,7 @@ pub fn generate_as(model: super::GenModel, format: super::EmitFormat, config: &G
                     return Err("the rewrite passes failed on the generated MLP".to_string());
                 }
             }
-            super::pipeline::emit_bytes(&module, format).map_err(describe)
+            super::formats::emit_bytes(&module, format).map_err(describe)
         }
         GenModel::Transformer => {
             let tc = TransformerConfig { replicas: config.replicas.max(1), ..TransformerConfig::default() };
@@ -146,7 +146,7 @@ pub fn generate_as(model: super::GenModel, format: super::EmitFormat, config: &G
                 EmitFormat::Pb => Ok(prost::Message::encode_to_vec(&graph_def)),
                 other => {
                     let (module, _) = crate::tf::to_ir::graphdef_to_module(graph_def, None);
-                    super::pipeline::emit_bytes(&module, other).map_err(describe)
+                    super::formats::emit_bytes(&module, other).map_err(describe)
                 }
             }
         }

@@ -5,6 +5,7 @@
 //! written atomically.
 
 pub mod diagnostics;
+mod formats;
 pub mod gen;
 pub mod io;
 pub mod ops;
@@ -253,7 +254,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Check { files, input_format } => check(&files, input_format),
         Command::Fmt { file, input_format, write, output } => {
             let input = InputPath::parse(&file);
-            let Some(loaded) = pipeline::load_any(&input, input_format, &progress::DelayedBar::new()) else {
+            let Some(loaded) = formats::load_any(&input, input_format, &progress::DelayedBar::new()) else {
                 return ExitCode::from(1);
             };
             let format = match loaded.format {
@@ -261,7 +262,7 @@ pub fn run(cli: Cli) -> ExitCode {
                 InputFormat::Pbtxt => EmitFormat::Pbtxt,
                 InputFormat::Pb => EmitFormat::Pb,
             };
-            let text = match pipeline::emit_bytes(&loaded.module, format) {
+            let text = match formats::emit_bytes(&loaded.module, format) {
                 Ok(bytes) => bytes,
                 Err(errors) => {
                     report(errors, &loaded.source);
@@ -284,9 +285,9 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Emit { file, input_format, format, output } => {
             let input = InputPath::parse(&file);
             let bar = progress::DelayedBar::new();
-            let Some(loaded) = pipeline::load_any(&input, input_format, &bar) else { return ExitCode::from(1) };
+            let Some(loaded) = formats::load_any(&input, input_format, &bar) else { return ExitCode::from(1) };
             drop(bar);
-            match pipeline::emit_bytes(&loaded.module, format) {
+            match formats::emit_bytes(&loaded.module, format) {
                 Ok(bytes) => finish(write_output(output.as_deref(), &bytes)),
                 Err(errors) => {
                     report(errors, &loaded.source);
@@ -403,7 +404,7 @@ fn check(files: &[String], format: Option<InputFormat>) -> ExitCode {
     let mut failed = false;
     for file in files {
         let input = InputPath::parse(file);
-        match pipeline::load_any(&input, format, &progress::DelayedBar::new()) {
+        match formats::load_any(&input, format, &progress::DelayedBar::new()) {
             Some(loaded) => {
                 let nodes = loaded.module.node_count();
                 eprintln!("{}: ok ({} graph(s), {nodes} node(s))", input.display_name(), loaded.module.graphs.len());

@@ -62,7 +62,6 @@ pub mod exec;
 pub mod ir;
 #[allow(missing_docs)]
 pub mod lower;
-#[allow(missing_docs)] // Error variant fields, AST and lexer items are not documented yet.
 pub mod passes;
 pub mod progress;
 #[allow(missing_docs)] // Error variant fields, AST and lexer items are not documented yet.

@@ -12,6 +12,7 @@
 
 pub mod cluster_cycles;
 pub mod common;
+#[allow(missing_docs)] // The error variants are documented; their fields are not yet.
 pub mod error;
 pub mod fan_in;
 pub mod fan_out;
@@ -38,17 +39,26 @@ use crate::ir::{Graph, IrError, Module};
 /// A pass of the pipeline.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Pass {
+    /// `replicate-clustering`.
     ReplicateClustering,
+    /// `outside-compilation`.
     OutsideCompilation,
+    /// `gradients`.
     Gradients,
+    /// `fan-in`.
     FanIn,
+    /// `metadata`.
     Metadata,
+    /// `fan-out`.
     FanOut,
+    /// `host-compute-core`.
     HostComputeCore,
+    /// `unsupported-ops`.
     UnsupportedOps,
     /// Optional: runs only when [`PipelineConfig::all_reduce_fusion`] is on
     /// or the selection names it.
     FuseAllReduce,
+    /// `form-clusters`.
     FormClusters,
 }
 
@@ -318,10 +328,15 @@ pub enum AllReduceFusion {
 /// Settings of [`run_pipeline`].
 #[derive(Clone, Debug, Default)]
 pub struct PipelineConfig {
+    /// Which passes run (default: all).
     pub passes: PassSelection,
+    /// When the IR verifier runs (default: after the last pass).
     pub verify: VerifyMode,
+    /// When the module is printed (default: never).
     pub print: PrintMode,
+    /// Settings of the gradients pass.
     pub gradients: GradientsConfig,
+    /// Whether the optional all-reduce fusion runs (default: off).
     pub all_reduce_fusion: AllReduceFusion,
 }
 
@@ -350,8 +365,11 @@ pub enum DiagnosticSource {
 /// A diagnostic with the pass and graph it came from.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PassDiagnostic {
+    /// The pass that was running.
     pub pass: Pass,
+    /// The graph it was running on.
     pub graph: String,
+    /// The diagnostic.
     pub source: DiagnosticSource,
 }
 
@@ -378,7 +396,9 @@ impl PassDiagnostic {
 /// The time one pass took over all graphs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PassTiming {
+    /// The pass.
     pub pass: Pass,
+    /// Its wall time over all graphs.
     pub elapsed: Duration,
 }
 

@@ -62,6 +62,7 @@ pub enum GradientClusterPolicy {
 /// Settings of the gradients pass.
 #[derive(Clone, Debug, Default)]
 pub struct GradientsConfig {
+    /// How colocated gradient ops are put into outside-compilation clusters.
     pub policy: GradientClusterPolicy,
 }
 

@@ -202,7 +202,11 @@ fn run_trains_the_mlp_and_prints_json() {
     let o = run(&["run", &example("mlp_train.opg"), "--steps", "3", "--json", "--fetch", "output_0_shard_0:0"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert!(v["output_0_shard_0:0"].as_f64().is_some_and(|loss| loss > 0.0), "{v}");
+    let output = &v["outputs"][0];
+    assert_eq!(output["name"], "output_0_shard_0:0", "{v}");
+    assert_eq!(output["dtype"], "f32", "{v}");
+    assert_eq!(output["shape"], serde_json::json!([]), "{v}");
+    assert!(output["value"].as_f64().is_some_and(|loss| loss > 0.0), "{v}");
 }
 
 #[test]

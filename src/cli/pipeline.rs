@@ -666,9 +666,19 @@ pub fn run_command(args: RunArgs) -> ExitCode {
                     .map(|(i, o)| output_json(output_name(&loaded.module, i), o))
                     .collect::<Vec<_>>()
             }),
-            None => serde_json::Value::Object(
-                outcome.fetched.iter().map(|(n, t)| (n.clone(), exec::tensor_to_json(t))).collect(),
-            ),
+            // `--fetch`: each tensor asked for, named the same way.
+            None => serde_json::json!({
+                "outputs": outcome
+                    .fetched
+                    .iter()
+                    .map(|(name, t)| serde_json::json!({
+                        "name": name,
+                        "dtype": t.dtype().to_string(),
+                        "shape": t.shape(),
+                        "value": exec::tensor_to_json(t),
+                    }))
+                    .collect::<Vec<_>>()
+            }),
         };
         let mut text = serde_json::to_string_pretty(&value).unwrap_or_default();
         text.push('\n');

@@ -22,7 +22,7 @@ fn bench_import(c: &mut Criterion) {
     let config = TransformerConfig::default();
     let graph_def = transformer_graphdef(layers_for_nodes(NODES, &config), &config);
     let pb = graph_def.encode_to_vec();
-    let pbtxt = print_graphdef(&graph_def, &Default::default());
+    let pbtxt = print_graphdef(&graph_def);
     eprintln!(
         "graph: {} nodes; .pb {:.1} MB, .pbtxt {:.1} MB",
         graph_def.node.len(),
@@ -31,6 +31,7 @@ fn bench_import(c: &mut Criterion) {
     );
 
     report_phases(&config);
+    compare_prost_reflect(&config);
 
     let mut group = c.benchmark_group("import_100k");
     group.sample_size(10).measurement_time(Duration::from_secs(8)).warm_up_time(Duration::from_secs(1));
@@ -39,7 +40,7 @@ fn bench_import(c: &mut Criterion) {
     group.bench_function("pbtxt", |b| b.iter(|| import_graphdef(black_box(pbtxt.as_bytes()), GraphDefFormat::Text)));
     let (module, _) = import_graphdef(&pb, GraphDefFormat::Binary).expect("the synthetic graph imports");
     let graph = &module.graphs[0];
-    group.bench_function("export_pb", |b| b.iter(|| to_pb(black_box(graph))));
+    group.bench_function("export_pb", |b| b.iter(|| to_pb(black_box(graph)).expect("exports")));
     group.finish();
 }
 
@@ -50,7 +51,7 @@ fn report_phases(config: &TransformerConfig) {
     for nodes in [10_000, 50_000, NODES] {
         let graph_def = transformer_graphdef(layers_for_nodes(nodes, config), config);
         let pb = graph_def.encode_to_vec();
-        let text = print_graphdef(&graph_def, &Default::default());
+        let text = print_graphdef(&graph_def);
         let t = Timer::start();
         let decoded = decode_pb(&pb).expect("decodes");
         let decode = t.stop();
@@ -58,10 +59,10 @@ fn report_phases(config: &TransformerConfig) {
         let parsed = pbtxt::parse_graphdef_text(text.as_bytes()).expect("parses");
         let parse = t.stop();
         let t = Timer::start();
-        let (module, _) = to_ir::graphdef_to_module(decoded, Default::default(), None);
+        let (module, _) = to_ir::graphdef_to_module(decoded, None);
         let convert = t.stop();
         let t = Timer::start();
-        let exported = to_pb(&module.graphs[0]);
+        let exported = to_pb(&module.graphs[0]).expect("exports");
         let export = t.stop();
         eprintln!(
             "{} nodes (wall / cpu): pb decode {decode}, pbtxt parse {parse}, GraphDef->IR {convert}, IR->pb {export}",
@@ -69,6 +70,49 @@ fn report_phases(config: &TransformerConfig) {
         );
         black_box((parsed, exported));
     }
+}
+
+/// Our text format parser and printer against prost-reflect's on the
+/// 88k-node transformer, best of three each (the figures quoted in
+/// `src/tf/pbtxt.rs`).
+fn compare_prost_reflect(config: &TransformerConfig) {
+    use prost_reflect::DynamicMessage;
+    use tpu_rewrite::tf::{pbtxt, proto::descriptor_pool, GraphDef};
+    let graph_def = transformer_graphdef(layers_for_nodes(88_000, config), config);
+    let text = print_graphdef(&graph_def);
+    let desc = descriptor_pool().get_message_by_name("tensorflow.GraphDef").expect("the schema has GraphDef");
+    let best = |f: &mut dyn FnMut()| {
+        (0..3)
+            .map(|_| {
+                let t = std::time::Instant::now();
+                f();
+                t.elapsed().as_secs_f64() * 1e3
+            })
+            .fold(f64::INFINITY, f64::min)
+    };
+    let ours_parse = best(&mut || {
+        black_box(pbtxt::parse_graphdef_text(text.as_bytes()).expect("parses"));
+    });
+    let theirs_parse = best(&mut || {
+        let m = DynamicMessage::parse_text_format(desc.clone(), &text).expect("prost-reflect parses");
+        black_box(m.transcode_to::<GraphDef>().expect("transcodes"));
+    });
+    let ours_print = best(&mut || {
+        black_box(print_graphdef(&graph_def));
+    });
+    let theirs_print = best(&mut || {
+        let mut m = DynamicMessage::new(desc.clone());
+        m.transcode_from(&graph_def).expect("transcodes");
+        black_box(m.to_text_format_with_options(&prost_reflect::text_format::FormatOptions::new().pretty(true)));
+    });
+    eprintln!(
+        "{} nodes, {:.1} MB text: parse ours {ours_parse:.0} ms, prost-reflect {theirs_parse:.0} ms ({:.1}x); \
+         print ours {ours_print:.0} ms, prost-reflect {theirs_print:.0} ms ({:.1}x)",
+        graph_def.node.len(),
+        text.len() as f64 / 1e6,
+        theirs_parse / ours_parse,
+        theirs_print / ours_print
+    );
 }
 
 criterion_group!(benches, bench_import);

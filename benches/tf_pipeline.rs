@@ -50,7 +50,7 @@ fn bench_pipeline(c: &mut Criterion) {
     let tc = TransformerConfig { replicas: REPLICAS, ..TransformerConfig::default() };
     let graph_def = transformer_graphdef(layers_for_nodes(NODES, &tc), &tc);
     let pb = graph_def.encode_to_vec();
-    let pbtxt = print_graphdef(&graph_def, &Default::default());
+    let pbtxt = print_graphdef(&graph_def);
     let config = lower_config();
     eprintln!(
         "graph: {} nodes, {REPLICAS} replicas; .pb {:.1} MB, .pbtxt {:.1} MB",

@@ -3,21 +3,80 @@
 //! The pipeline, each stage a module, dependencies pointing down it:
 //! `syntax` (text → AST) → `ir` (graph, verifier) → `passes` (rewrites) →
 //! `lower` (per-device programs) → `exec` (the device mesh). `emit` prints
-//! any stage; `tf` reads and writes TensorFlow GraphDefs; `cli` drives it all.
+//! any stage; `tf` reads and writes TensorFlow GraphDefs. The `cli` module
+//! is the `tpu-rewrite` binary's own code and not part of the library API.
+//!
+//! The main types and entry points are re-exported here. The library
+//! brings no global allocator: the binary uses mimalloc, and an embedding
+//! program chooses its own.
+//!
+//! # Example
+//!
+//! Parse a graph, run the rewrite passes, lower it to one program per
+//! device, print the programs and run them on a simulated mesh:
+//!
+//! ```
+//! use tpu_rewrite::{lower, parse_module, print_module, run_pipeline, LowerConfig, PipelineConfig, Topology};
+//!
+//! let source = br#"graph @main {
+//!   %a = Const() {dtype = f32, value = tensor(f32, [2]) [1.0, 2.0]}
+//!   %b = Const() {dtype = f32, value = tensor(f32, [2]) [3.0, 4.0]}
+//!   replicate (num_replicas = 2) (%x = [%a, %b]) {
+//!     %two = Const() {dtype = f32, value = tensor(f32, []) [2.0]}
+//!     %y = Mul(%x, %two) {T = f32}
+//!     return %y
+//!   }
+//! }"#;
+//! let (mut module, errors) = parse_module(source)?;
+//! assert!(errors.is_empty());
+//!
+//! // The default configuration runs every pass and verifies the result.
+//! let report = run_pipeline(&mut module, &PipelineConfig::default());
+//! assert!(!report.has_errors());
+//!
+//! let config = LowerConfig { topology: Topology::parse("1x2")?, steps_per_run: 1, ..LowerConfig::default() };
+//! let (lowered, _) = lower(&module.graphs[0], &config).map_err(|f| format!("{f:?}"))?;
+//! let text = print_module(&lowered.module);
+//! // One program for the cluster, run by both replicas.
+//! assert!(text.contains("graph @cluster (") && text.contains("num_replicas = 2"));
+//!
+//! let fetches = ["output_0_shard_0:0".to_string(), "output_0_shard_1:0".to_string()];
+//! let outcome = tpu_rewrite::exec::driver::run(
+//!     &lowered.module,
+//!     &[],
+//!     &fetches,
+//!     &tpu_rewrite::exec::driver::RunConfig::default(),
+//!     &mut |_, _| {},
+//! )?;
+//! assert_eq!(outcome.fetched[1].1, tpu_rewrite::Tensor::from_vec(&[2], vec![6.0f32, 8.0])?);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
-/// The global allocator (feature `mimalloc`, on by default).
-#[cfg(feature = "mimalloc")]
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+#![warn(missing_docs)]
 
+#[doc(hidden)]
 pub mod cli;
 pub mod emit;
+#[allow(missing_docs)]
 pub mod exec;
+#[allow(missing_docs)]
 pub mod harness;
+#[allow(missing_docs)] // Error variant fields, AST and lexer items are not documented yet.
 pub mod ir;
+#[allow(missing_docs)]
 pub mod lower;
 pub mod passes;
 pub mod progress;
+#[allow(missing_docs)] // Error variant fields, AST and lexer items are not documented yet.
 pub mod syntax;
 pub mod tf;
+#[allow(missing_docs)]
 pub mod xla;
+
+pub use emit::print_module;
+pub use exec::{ExecError, Tensor};
+pub use ir::{parse_module, AttrValue, DType, Graph, IrError, Module, Node, NodeId, Shape};
+pub use lower::{lower, LowerConfig, LowerError, Lowered, Topology};
+pub use passes::{run_pipeline, PassError, PipelineConfig, PipelineReport, SelectionError};
+pub use syntax::{Span, SyntaxError};
+pub use tf::{import_graphdef, GraphDefFormat, ImportError};

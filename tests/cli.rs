@@ -208,7 +208,11 @@ fn run_trains_the_mlp_and_prints_json() {
     let o = run(&["run", &example("mlp_train.opg"), "--steps", "3", "--json", "--fetch", "output_0_shard_0:0"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert!(v["output_0_shard_0:0"].as_f64().is_some_and(|loss| loss > 0.0), "{v}");
+    let output = &v["outputs"][0];
+    assert_eq!(output["name"], "output_0_shard_0:0", "{v}");
+    assert_eq!(output["dtype"], "f32", "{v}");
+    assert_eq!(output["shape"], serde_json::json!([]), "{v}");
+    assert!(output["value"].as_f64().is_some_and(|loss| loss > 0.0), "{v}");
 }
 
 #[test]
@@ -318,9 +322,9 @@ fn run_groups_outputs_by_output_and_returns_marked_outputs_once() {
     assert_eq!(
         v,
         serde_json::json!({"outputs": [
-            {"per_replica": [[3.0, 6.0], [30.0, 60.0]]},
-            {"reduce_op": "SUM", "value": [33.0, 66.0]},
-            {"reduce_op": "MEAN", "value": [16.5, 33.0]},
+            {"name": "count:0", "dtype": "f32", "shape": [2], "per_replica": [[3.0, 6.0], [30.0, 60.0]]},
+            {"name": "count:0", "dtype": "f32", "shape": [2], "reduce_op": "SUM", "value": [33.0, 66.0]},
+            {"name": "count:0", "dtype": "f32", "shape": [2], "reduce_op": "MEAN", "value": [16.5, 33.0]},
         ]})
     );
     let text = run(&["run", &graph, "--topology", "1x2", "--steps-per-run", "3", "--feeds", feeds]);
@@ -429,9 +433,10 @@ fn command_line_errors_have_codes_and_locations() {
     assert_located_failure(&o, "tpu_rewrite::cli::graphdef_graphs");
     assert!(stderr(&o).contains("<stdin>:3:1"), "{}", stderr(&o));
     // A bad option value and an unreadable input.
+    // An unknown pass is a usage error: exit 2.
     let o = run(&["rewrite", &example("two_clusters.opg"), "--passes", "no-such-pass"]);
-    assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("tpu_rewrite::cli::usage"), "{}", stderr(&o));
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("tpu_rewrite::passes::unknown_pass"), "{}", stderr(&o));
     let o = run(&["check", "/nonexistent.opg"]);
     assert_located_failure(&o, "tpu_rewrite::cli::read");
     // No error line without a code anywhere above.

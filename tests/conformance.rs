@@ -218,7 +218,7 @@ fn synthetic_transformer_lowers_the_same_from_both_encodings_and_replicas_agree(
     let config = TransformerConfig { replicas: 4, ..TransformerConfig::default() };
     let graph_def = transformer_graphdef(2, &config);
     let pb = graph_def.encode_to_vec();
-    let pbtxt = print_graphdef(&graph_def, &Default::default());
+    let pbtxt = print_graphdef(&graph_def);
     let lower_bytes = |bytes: &[u8], format| {
         let (module, errors) = import_graphdef(bytes, format).expect("imports");
         assert!(errors.is_empty(), "{errors:?}");

@@ -8,12 +8,13 @@ use std::path::{Path, PathBuf};
 use prost::Message;
 use tpu_rewrite::ir::{self, Module};
 use tpu_rewrite::syntax::Span;
-use tpu_rewrite::tf::export::{export_warnings, to_graphdef, to_pb, to_pbtxt};
+use tpu_rewrite::tf::export::{export_errors, to_graphdef, to_pb, to_pbtxt};
 use tpu_rewrite::tf::pbtxt::{parse_graphdef_text, TextGraphDef};
 use tpu_rewrite::tf::pbtxt_print::print_graphdef;
 use tpu_rewrite::tf::proto::{
-    AttrValue, Dim, ExperimentalDebugInfo, FullTypeAttr, FullTypeDef, GraphDef, ListValue, NameAttrList, NodeDef,
-    TensorProto, TensorShapeProto, Value, VersionDef,
+    graph_debug_info, ArgDef, AttrValue, Dim, ExperimentalDebugInfo, FullTypeAttr, FullTypeDef, FunctionDef,
+    FunctionDefLibrary, GradientDef, GraphDebugInfo, GraphDef, ListValue, NameAttrList, NodeDef, OpDef, TensorProto,
+    TensorShapeProto, Value, VersionDef,
 };
 use tpu_rewrite::tf::synth::{transformer_graphdef, TransformerConfig};
 use tpu_rewrite::tf::{decode_pb, format_for_path, graph_attr, import_graphdef, GraphDefFormat, ImportError};
@@ -61,10 +62,9 @@ fn pbtxt_round_trips_through_the_ir() {
     for (name, text, _) in fixtures() {
         let original = parse_text(&text);
         let module = import(&text, GraphDefFormat::Text);
-        let again = parse_text(to_pbtxt(main_graph(&module)).as_bytes());
+        let again = parse_text(to_pbtxt(main_graph(&module)).expect("exports").as_bytes());
         assert_eq!(original.graph, again.graph, "{name}: pbtxt -> IR -> pbtxt");
-        assert_eq!(original.opaque, again.opaque, "{name}: opaque parts");
-        assert!(export_warnings(main_graph(&module), GraphDefFormat::Text).is_empty());
+        assert!(export_errors(main_graph(&module)).is_empty());
     }
 }
 
@@ -73,7 +73,7 @@ fn pb_round_trips_through_the_ir() {
     for (name, _, binary) in fixtures() {
         let original = decode_pb(&binary).expect("decodes");
         let module = import(&binary, GraphDefFormat::Binary);
-        let again = decode_pb(&to_pb(main_graph(&module))).expect("decodes");
+        let again = decode_pb(&to_pb(main_graph(&module)).expect("exports")).expect("decodes");
         assert_eq!(original, again, "{name}: pb -> IR -> pb");
     }
 }
@@ -82,7 +82,7 @@ fn pb_round_trips_through_the_ir() {
 fn pbtxt_exports_as_the_matching_pb() {
     for (name, text, binary) in fixtures() {
         let module = import(&text, GraphDefFormat::Text);
-        let exported = decode_pb(&to_pb(main_graph(&module))).expect("decodes");
+        let exported = decode_pb(&to_pb(main_graph(&module)).expect("exports")).expect("decodes");
         assert_eq!(exported, decode_pb(&binary).expect("decodes"), "{name}: pbtxt -> IR -> pb vs .pb");
         // The text parser alone already agrees with the binary decoder.
         assert_eq!(parse_text(&text).graph, decode_pb(&binary).expect("decodes"), "{name}: parsers agree");
@@ -239,40 +239,155 @@ fn every_kind_graphdef() -> GraphDef {
     }
 }
 
+/// A library with a While loop's condition and body, a gradient and every
+/// map kind of `FunctionDef`, and debug info with every map kind.
+fn while_library() -> (FunctionDefLibrary, GraphDebugInfo) {
+    let arg = |name: &str| ArgDef { name: name.to_string(), r#type: 3, ..ArgDef::default() };
+    let node = |name: &str, op: &str, input: &[&str]| NodeDef {
+        name: name.to_string(),
+        op: op.to_string(),
+        input: input.iter().map(|s| s.to_string()).collect(),
+        attr: BTreeMap::from([("T".to_string(), AttrValue { value: Some(Value::Type(3)) })]),
+        ..NodeDef::default()
+    };
+    let cond = FunctionDef {
+        signature: Some(OpDef {
+            name: "while_cond".to_string(),
+            input_arg: vec![arg("i")],
+            output_arg: vec![ArgDef { name: "ok".to_string(), r#type: 10, ..ArgDef::default() }],
+            ..OpDef::default()
+        }),
+        node_def: vec![node("limit", "Const", &[]), node("less", "Less", &["i", "limit:output:0"])],
+        ret: BTreeMap::from([("ok".to_string(), "less:z:0".to_string())]),
+        ..FunctionDef::default()
+    };
+    let body = FunctionDef {
+        signature: Some(OpDef {
+            name: "while_body".to_string(),
+            input_arg: vec![arg("i")],
+            output_arg: vec![arg("next")],
+            control_output: vec!["step".to_string()],
+            is_stateful: true,
+            ..OpDef::default()
+        }),
+        node_def: vec![node("one", "Const", &[]), node("add", "AddV2", &["i", "one:output:0", "^step"])],
+        ret: BTreeMap::from([("next".to_string(), "add:z:0".to_string())]),
+        attr: BTreeMap::from([("_noinline".to_string(), AttrValue { value: Some(Value::B(true)) })]),
+        control_ret: BTreeMap::from([("step".to_string(), "add".to_string())]),
+        arg_attr: BTreeMap::from([(
+            0,
+            tpu_rewrite::tf::proto::function_def::ArgAttrs {
+                attr: BTreeMap::from([("_user".to_string(), AttrValue { value: Some(Value::S(b"x\n".to_vec())) })]),
+            },
+        )]),
+        resource_arg_unique_id: BTreeMap::from([(0, 7)]),
+    };
+    let library = FunctionDefLibrary {
+        function: vec![cond, body],
+        gradient: vec![GradientDef { function_name: "while_body".to_string(), gradient_func: "grad".to_string() }],
+        registered_gradients: Vec::new(),
+    };
+    let frame = graph_debug_info::FileLineCol {
+        file_index: Some(0),
+        line: Some(12),
+        col: Some(0),
+        func: Some("train_step".to_string()),
+        code: None,
+    };
+    let trace = graph_debug_info::StackTrace { file_line_cols: vec![frame.clone()], frame_id: vec![1] };
+    let debug_info = GraphDebugInfo {
+        files: vec!["model.py".to_string()],
+        traces: BTreeMap::from([("rich".to_string(), trace.clone())]),
+        frames_by_id: BTreeMap::from([(1, frame)]),
+        name_to_trace_id: BTreeMap::from([("rich".to_string(), u64::MAX)]),
+        traces_by_id: BTreeMap::from([(u64::MAX, trace)]),
+    };
+    (library, debug_info)
+}
+
+/// [`every_kind_graphdef`] with a `While` over [`while_library`].
+fn graphdef_with_library() -> GraphDef {
+    let mut graph_def = every_kind_graphdef();
+    let func = |name: &str| AttrValue {
+        value: Some(Value::Func(NameAttrList { name: name.to_string(), ..Default::default() })),
+    };
+    graph_def.node.push(NodeDef {
+        name: "loop".to_string(),
+        op: "While".to_string(),
+        input: vec!["a".to_string()],
+        attr: BTreeMap::from([("cond".to_string(), func("while_cond")), ("body".to_string(), func("while_body"))]),
+        ..NodeDef::default()
+    });
+    let (library, debug_info) = while_library();
+    graph_def.library = Some(library);
+    graph_def.debug_info = Some(debug_info);
+    graph_def
+}
+
 #[test]
 fn every_attr_kind_round_trips_as_pb() {
-    let mut original = every_kind_graphdef();
-    original.library = Some(vec![10, 3, 10, 1, 102]);
-    original.debug_info = Some(vec![10, 0]);
+    let original = graphdef_with_library();
     let bytes = original.encode_to_vec();
     let (module, errors) = import_graphdef(&bytes, GraphDefFormat::Binary).expect("imports");
     assert!(errors.is_empty(), "{errors:?}");
     let g = main_graph(&module);
-    assert_eq!(to_graphdef(g), original);
-    assert_eq!(decode_pb(&to_pb(g)).expect("decodes"), original);
-    // The text export cannot show the binary library and says so.
-    let warnings = export_warnings(g, GraphDefFormat::Text);
-    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    assert_eq!(to_graphdef(g).expect("exports"), original);
+    assert_eq!(to_pb(g).expect("exports"), bytes, "pb -> IR -> pb is byte-identical");
+    // The text export holds the library too.
+    assert_eq!(parse_text(to_pbtxt(g).expect("exports").as_bytes()).graph, original);
 }
 
 #[test]
 fn every_attr_kind_round_trips_as_pbtxt() {
-    let original = every_kind_graphdef();
-    let opaque = tpu_rewrite::tf::pbtxt::OpaqueText {
-        library: Some("function {\n  signature {\n    name: \"f\"\n  }\n}\n".to_string()),
-        debug_info: None,
-    };
-    let text = print_graphdef(&original, &opaque);
+    let original = graphdef_with_library();
+    let text = print_graphdef(&original);
     let parsed = parse_text(text.as_bytes());
     assert_eq!(parsed.graph, original);
-    assert_eq!(parsed.opaque, opaque);
     let module = import(text.as_bytes(), GraphDefFormat::Text);
     let g = main_graph(&module);
-    assert_eq!(g.attrs.get_str(graph_attr::LIBRARY_PBTXT), opaque.library.as_deref());
-    let again = parse_text(to_pbtxt(g).as_bytes());
-    assert_eq!(again.graph, original);
-    assert_eq!(again.opaque, opaque);
-    assert_eq!(export_warnings(g, GraphDefFormat::Binary).len(), 1);
+    assert_eq!(tpu_rewrite::tf::library(g).expect("decodes"), original.library);
+    assert_eq!(to_pbtxt(g).expect("exports"), text, "pbtxt -> IR -> pbtxt is identical");
+    assert_eq!(decode_pb(&to_pb(g).expect("exports")).expect("decodes"), original);
+}
+
+#[test]
+fn library_round_trips_through_both_formats() {
+    let original = graphdef_with_library();
+    // pb -> pbtxt -> pb, each step through the IR, is byte-identical.
+    let pb = original.encode_to_vec();
+    let as_text = to_pbtxt(main_graph(&import(&pb, GraphDefFormat::Binary))).expect("exports");
+    assert!(as_text.contains("name: \"while_body\""), "the body is printed:\n{as_text}");
+    let back = to_pb(main_graph(&import(as_text.as_bytes(), GraphDefFormat::Text))).expect("exports");
+    assert_eq!(back, pb, "pb -> pbtxt -> pb");
+    // pbtxt -> pb -> pbtxt is identical after canonical formatting: a
+    // hand-written layout (one line, `<>`, `:` before `{`, lists) prints as
+    // the canonical text.
+    let loose = "node { name: 'a' op: 'Placeholder' } library < function: { signature { name: 'while_body' \
+                 input_arg { name: 'i' type: DT_INT32 } } ret: [{ key: 'next' value: 'i' }] \
+                 arg_attr { key: 3 value { attr { key: 'k' value { i: 1 } } } } } >";
+    let canonical = to_pbtxt(main_graph(&import(loose.as_bytes(), GraphDefFormat::Text))).expect("exports");
+    let pb = to_pb(main_graph(&import(canonical.as_bytes(), GraphDefFormat::Text))).expect("exports");
+    let again = to_pbtxt(main_graph(&import(&pb, GraphDefFormat::Binary))).expect("exports");
+    assert_eq!(again, canonical, "pbtxt -> pb -> pbtxt");
+    assert!(canonical.contains("  function {\n    signature {\n      name: \"while_body\"\n"), "{canonical}");
+}
+
+#[test]
+fn what_a_graphdef_cannot_hold_is_an_error() {
+    let src = b"graph @main {\n  %a = Placeholder() {dtype = f32, nested = [[1, 2], [3]]}\n}\n";
+    let (module, errors) = tpu_rewrite::ir::parse_module(src).expect("parses");
+    assert!(errors.is_empty(), "{errors:?}");
+    let errors = export_errors(main_graph(&module));
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    assert!(errors.iter().all(|e| matches!(e, ImportError::NotRepresentable { node, .. } if node == "a")));
+    assert!(to_pb(main_graph(&module)).is_err());
+    assert!(to_pbtxt(main_graph(&module)).is_err());
+
+    let src = b"graph @main {\n  %x = Placeholder() {dtype = f32}\n  replicate (num_replicas = 2) (%i = [%x, %x]) {\n    %y = Identity(%i) {T = f32}\n  }\n}\n";
+    let (module, errors) = tpu_rewrite::ir::parse_module(src).expect("parses");
+    assert!(errors.is_empty(), "{errors:?}");
+    let errors = export_errors(main_graph(&module));
+    assert!(errors.iter().any(|e| matches!(e, ImportError::NotFlat { .. })), "{errors:?}");
 }
 
 #[test]
@@ -383,8 +498,8 @@ fn synthetic_transformer_round_trips() {
     let module = import(&bytes, GraphDefFormat::Binary);
     let g = main_graph(&module);
     assert_eq!(g.node_count(), graph_def.node.len());
-    assert_eq!(to_graphdef(g), graph_def);
-    let text = print_graphdef(&graph_def, &Default::default());
+    assert_eq!(to_graphdef(g).expect("exports"), graph_def);
+    let text = print_graphdef(&graph_def);
     let from_text = import(text.as_bytes(), GraphDefFormat::Text);
     assert!(from_text == module);
     let tagged = g.node_ids().filter(|&id| g.node(id).attrs.get_str("_tpu_replicate") == Some("cluster")).count();

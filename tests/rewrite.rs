@@ -254,24 +254,31 @@ const SMALL: &str = r#"graph @main {
 
 #[test]
 fn pass_names_parse_back() {
-    use tpu_rewrite::passes::{pass_names, Pass, PassSelection, PIPELINE};
+    use tpu_rewrite::passes::{pass_names, Pass, PassSelection, SelectionError, PIPELINE};
     assert_eq!(pass_names().len(), PIPELINE.len());
     for (&name, &pass) in pass_names().iter().zip(PIPELINE) {
         assert_eq!(Pass::from_name(name), Some(pass));
         assert_eq!(pass.name(), name);
     }
     let error = PassSelection::parse("fan-in,bogus").expect_err("`bogus` is no pass");
-    assert!(error.contains("unknown pass `bogus`"), "{error}");
-    assert_eq!(PassSelection::parse("fan-out, fan-in"), Ok(PassSelection::Only(vec![Pass::FanOut, Pass::FanIn])));
+    assert!(error.to_string().contains("unknown pass `bogus`"), "{error}");
+    assert_eq!(PassSelection::parse("fan-in, fan-out"), Ok(PassSelection::Only(vec![Pass::FanIn, Pass::FanOut])));
+    // An order the pipeline would not honour is refused, as is a repeat.
+    let error = PassSelection::parse("fan-out, fan-in").expect_err("out of order");
+    assert!(
+        matches!(error, SelectionError::OutOfOrder { ref name, after: "fan-out", .. } if name == "fan-in"),
+        "{error}"
+    );
+    assert!(matches!(PassSelection::parse("fan-in,fan-in"), Err(SelectionError::Repeated { .. })));
 }
 
 #[test]
 fn selected_passes_run_in_pipeline_order_and_need_their_prerequisites() {
     use tpu_rewrite::passes::{DiagnosticSource, Pass, PassSelection};
     let mut module = parse_case("small", SMALL);
-    let passes = PassSelection::parse("fan-in,replicate-clustering").expect("known passes");
+    let passes = PassSelection::parse("replicate-clustering,fan-in").expect("known passes");
     let report = run_pipeline(&mut module, &PipelineConfig { passes, ..config() });
-    assert!(!report.has_errors(), "clustering runs before fan-in whatever the order given");
+    assert!(!report.has_errors(), "clustering runs before fan-in");
     let ran: Vec<Pass> = report.timings.iter().map(|t| t.pass).collect();
     assert_eq!(ran, vec![Pass::ReplicateClustering, Pass::FanIn]);
 
@@ -299,7 +306,7 @@ fn print_after_all_and_timings_cover_every_pass() {
     assert_eq!(report.printed.len(), default_passes);
     assert_eq!(report.timings.len(), default_passes);
     // After clustering the region is still there, tagged; after fan-out it is gone.
-    let after = |name: &str| &report.printed.iter().find(|(p, _)| p.name() == name).expect("printed").1;
+    let after = |name: &str| &report.printed.iter().find(|p| p.pass.name() == name).expect("printed").text;
     assert!(after("replicate-clustering").contains("replicate (_tpu_replicate = \"cluster\""));
     assert!(!after("fan-out").contains("replicate ("));
     assert_eq!(after("form-clusters"), &print_module(&module));
@@ -321,4 +328,19 @@ fn feed_fetch_rule_reads_regions_before_the_rewrite() {
     let error = rule.check(graph, h, Access::Feed).expect_err("two replicas");
     assert!(error.to_string().contains("feed/fetch rule"), "{error}");
     assert!(rule.check(graph, x0, Access::Feed).is_ok());
+}
+
+#[test]
+fn the_default_pipeline_configuration_verifies_like_the_cli() {
+    // The CLI verifies once after the last pass; so does the library default.
+    assert_eq!(PipelineConfig::default().verify, VerifyMode::AtEnd);
+    // A graph the verifier rejects (a dtype attribute holding an int) fails
+    // the default pipeline, and passes when verification is off.
+    let source = b"graph @main {\n  %x = Placeholder() {dtype = f32}\n  %y = Relu(%x) {T = 3}\n}\n";
+    let (module, errors) = tpu_rewrite::ir::parse_module(source).expect("parses");
+    assert!(!errors.is_empty(), "the verifier rejects `T = 3`");
+    let report = run_pipeline(&mut module.clone(), &PipelineConfig::default());
+    assert!(report.has_errors(), "{:?}", report.diagnostics);
+    let unverified = PipelineConfig { verify: VerifyMode::Never, ..PipelineConfig::default() };
+    assert!(!run_pipeline(&mut module.clone(), &unverified).has_errors());
 }

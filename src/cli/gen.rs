@@ -18,7 +18,9 @@ use rand_chacha::ChaCha8Rng;
 pub struct GenConfig {
     /// Approximate number of ops.
     pub ops: usize,
+    /// Number of replicas of the replicate region.
     pub replicas: usize,
+    /// Random seed: the same seed gives the same graph.
     pub seed: u64,
     /// Feature width of every layer.
     pub width: usize,
@@ -116,31 +118,48 @@ pub fn generate(config: &GenConfig) -> String {
     out
 }
 
-/// Generates `model` in `format`: the MLP as `.opg` text, the transformer
-/// as a GraphDef (`pbtxt`, `pb`) or converted to any module format.
+/// Generates `model` in `format`. The MLP is `.opg` text; as JSON or DOT
+/// it is that module converted, and as a GraphDef (`pbtxt`, `pb`) it is the
+/// graph after the rewrite passes, flat as TensorFlow's tpu.replicate
+/// leaves it. The transformer is a GraphDef, converted for the other
+/// formats. An error names the value as the command line spells it.
 pub fn generate_as(model: super::GenModel, format: super::EmitFormat, config: &GenConfig) -> Result<Vec<u8>, String> {
     use super::{EmitFormat, GenModel};
     use crate::tf::synth::{layers_for_nodes, transformer_graphdef, TransformerConfig};
+    let describe = |errors: Vec<super::diagnostics::AnyDiagnostic>| {
+        let names: Vec<String> = errors.iter().take(3).map(|e| e.to_string()).collect();
+        format!(
+            "the generated {} cannot be written as `{}`: {}",
+            clap::ValueEnum::to_possible_value(&model).map_or_else(String::new, |v| v.get_name().to_string()),
+            clap::ValueEnum::to_possible_value(&format).map_or_else(String::new, |v| v.get_name().to_string()),
+            names.join("; ")
+        )
+    };
     match model {
-        GenModel::Mlp => match format {
-            EmitFormat::Text => Ok(generate(config).into_bytes()),
-            other => Err(format!(
-                "`gen --model mlp` writes `.opg` text only (asked for {other:?}); use `emit` to convert it"
-            )),
-        },
+        GenModel::Mlp => {
+            let text = generate(config);
+            if format == EmitFormat::Text {
+                return Ok(text.into_bytes());
+            }
+            let (mut module, _) = crate::ir::parse_module(text.as_bytes())
+                .map_err(|e| format!("the generated MLP did not parse: {e}"))?;
+            if matches!(format, EmitFormat::Pbtxt | EmitFormat::Pb) {
+                let report = crate::passes::run_pipeline(&mut module, &crate::passes::PipelineConfig::default());
+                if report.has_errors() {
+                    return Err("the rewrite passes failed on the generated MLP".to_string());
+                }
+            }
+            super::formats::emit_bytes(&module, format).map_err(describe)
+        }
         GenModel::Transformer => {
             let tc = TransformerConfig { replicas: config.replicas.max(1), ..TransformerConfig::default() };
             let graph_def = transformer_graphdef(layers_for_nodes(config.ops, &tc), &tc);
             match format {
-                EmitFormat::Pbtxt => {
-                    Ok(crate::tf::pbtxt_print::print_graphdef(&graph_def, &Default::default()).into_bytes())
-                }
+                EmitFormat::Pbtxt => Ok(crate::tf::pbtxt_print::print_graphdef(&graph_def).into_bytes()),
                 EmitFormat::Pb => Ok(prost::Message::encode_to_vec(&graph_def)),
                 other => {
-                    let bytes = prost::Message::encode_to_vec(&graph_def);
-                    let (module, _) = crate::tf::import_graphdef(&bytes, crate::tf::GraphDefFormat::Binary)
-                        .map_err(|e| format!("the generated GraphDef did not import: {e}"))?;
-                    super::pipeline::emit_bytes(&module, other).map_err(|e| e.to_string())
+                    let (module, _) = crate::tf::to_ir::graphdef_to_module(graph_def, None);
+                    super::formats::emit_bytes(&module, other).map_err(describe)
                 }
             }
         }

@@ -8,8 +8,10 @@
 pub mod console;
 pub mod diagnostics;
 pub mod error;
+mod formats;
 pub mod gen;
 pub mod io;
+pub mod ops;
 mod pipeline;
 pub mod progress;
 pub mod source;
@@ -83,9 +85,18 @@ pub enum GradientPolicyArg {
 /// Options shared by commands that rewrite.
 #[derive(Debug, Clone, clap::Args)]
 pub struct RewriteArgs {
-    /// Run only these passes (comma-separated, in pipeline order).
+    /// Run only these passes (comma-separated, in pipeline order; `help` lists them).
     #[arg(long)]
     pub passes: Option<String>,
+    /// Print the module (to stderr) after every pass.
+    #[arg(long)]
+    pub print_after_all: bool,
+    /// Print the module (to stderr) after this pass (repeatable, or comma-separated).
+    #[arg(long, value_name = "PASS", value_delimiter = ',')]
+    pub print_after: Vec<String>,
+    /// Print the module (to stderr) before this pass (repeatable, or comma-separated).
+    #[arg(long, value_name = "PASS", value_delimiter = ',')]
+    pub print_before: Vec<String>,
     /// How gradient ops colocated with outside-compilation ops are clustered.
     #[arg(long, value_enum, default_value_t = GradientPolicyArg::Nested)]
     pub gradient_cluster_policy: GradientPolicyArg,
@@ -126,11 +137,17 @@ pub enum Command {
         /// Files to check (`-` for standard input).
         #[arg(required = true)]
         files: Vec<String>,
+        /// Input format (default: by extension, or sniffed on standard input).
+        #[arg(long, value_enum)]
+        input_format: Option<InputFormat>,
     },
-    /// Print a file in canonical form.
+    /// Print a file in canonical form, in its own format (`.opg`, `.pbtxt` or `.pb`).
     Fmt {
         /// The file (`-` for standard input).
         file: String,
+        /// Input format (default: by extension, or sniffed on standard input).
+        #[arg(long, value_enum)]
+        input_format: Option<InputFormat>,
         /// Rewrite the file in place.
         #[arg(long, conflicts_with = "output")]
         write: bool,
@@ -161,12 +178,13 @@ pub enum Command {
         input_format: Option<InputFormat>,
         #[command(flatten)]
         rewrite: RewriteArgs,
-        /// Print the graph after every pass (to stderr).
-        #[arg(long)]
-        print_after_all: bool,
         /// Print a per-pass timing table (to stderr).
         #[arg(long)]
         time_passes: bool,
+        /// Output format of the rewritten graph (`pbtxt`/`pb`: a GraphDef, as
+        /// TensorFlow's tpu.replicate tags it).
+        #[arg(long, value_enum, default_value_t = EmitFormat::Text)]
+        format: EmitFormat,
         /// Write to this file instead of standard output.
         #[arg(short, long)]
         output: Option<PathBuf>,
@@ -182,7 +200,8 @@ pub enum Command {
         rewrite: RewriteArgs,
         #[command(flatten)]
         lower: LowerArgs,
-        /// Output format of the lowered module.
+        /// Output format of the lowered module (`pbtxt`/`pb`: one GraphDef per
+        /// program, into the directory `-o` names).
         #[arg(long, value_enum, default_value_t = EmitFormat::Text)]
         format: EmitFormat,
         /// Print the strategy facts of the device assignment instead of the programs.
@@ -201,6 +220,14 @@ pub enum Command {
     },
     /// Rewrite, lower and execute on a mesh of simulated devices.
     Run(pipeline::RunArgs),
+    /// List the rewrite passes in pipeline order, each with its meaning.
+    Passes,
+    /// List the supported ops with their dtypes and backends.
+    Ops {
+        /// Print a Markdown table (as docs/ops.md holds it).
+        #[arg(long)]
+        markdown: bool,
+    },
     /// Generate a synthetic training-step graph for benchmarks.
     Gen {
         /// Approximate number of ops.
@@ -234,11 +261,24 @@ pub fn main() -> ExitCode {
 /// Runs a parsed command line.
 pub fn run(cli: Cli) -> ExitCode {
     match cli.command {
-        Command::Check { files } => check(&files),
-        Command::Fmt { file, write, output } => {
+        Command::Check { files, input_format } => check(&files, input_format),
+        Command::Fmt { file, input_format, write, output } => {
             let input = InputPath::parse(&file);
-            let Some(loaded) = load(&input) else { return ExitCode::from(1) };
-            let text = crate::emit::print_module(&loaded.module);
+            let Some(loaded) = formats::load_any(&input, input_format, &progress::DelayedBar::new()) else {
+                return ExitCode::from(1);
+            };
+            let format = match loaded.format {
+                InputFormat::Opg => EmitFormat::Text,
+                InputFormat::Pbtxt => EmitFormat::Pbtxt,
+                InputFormat::Pb => EmitFormat::Pb,
+            };
+            let text = match formats::emit_bytes(&loaded.module, format) {
+                Ok(bytes) => bytes,
+                Err(errors) => {
+                    report(errors, &loaded.source);
+                    return ExitCode::from(1);
+                }
+            };
             let target = if write {
                 match &input {
                     InputPath::File(p) => Some(p.clone()),
@@ -249,23 +289,23 @@ pub fn run(cli: Cli) -> ExitCode {
             } else {
                 output
             };
-            finish(write_output(target.as_deref(), text.as_bytes()))
+            finish(write_output(target.as_deref(), &text))
         }
         Command::Emit { file, input_format, format, output } => {
             let input = InputPath::parse(&file);
             let bar = progress::DelayedBar::new();
-            let Some(loaded) = pipeline::load_any(&input, input_format, &bar) else { return ExitCode::from(1) };
+            let Some(loaded) = formats::load_any(&input, input_format, &bar) else { return ExitCode::from(1) };
             drop(bar);
-            match pipeline::emit_bytes(&loaded.module, format) {
+            match formats::emit_bytes(&loaded.module, format) {
                 Ok(bytes) => finish(write_output(output.as_deref(), &bytes)),
-                Err(e) => {
-                    report(vec![Box::new(e)], &loaded.source);
+                Err(errors) => {
+                    report(errors, &loaded.source);
                     ExitCode::from(1)
                 }
             }
         }
-        Command::Rewrite { file, input_format, rewrite, print_after_all, time_passes, output } => {
-            pipeline::rewrite_command(&file, input_format, &rewrite, print_after_all, time_passes, output)
+        Command::Rewrite { file, input_format, rewrite, time_passes, format, output } => {
+            pipeline::rewrite_command(&file, input_format, &rewrite, time_passes, format, output)
         }
         Command::Lower { file, input_format, rewrite, lower, format, describe, expand, global_batch_size, output } => {
             let describe = describe.then_some(global_batch_size);
@@ -273,6 +313,11 @@ pub fn run(cli: Cli) -> ExitCode {
             pipeline::lower_command(&file, input_format, &rewrite, &lower, (format, view), describe, output)
         }
         Command::Run(args) => pipeline::run_command(args),
+        Command::Passes => finish(write_output(None, crate::passes::pass_list().as_bytes())),
+        Command::Ops { markdown } => {
+            let text = if markdown { ops::markdown_table() } else { ops::plain_table() };
+            finish(write_output(None, text.as_bytes()))
+        }
         Command::Gen { ops, model, format, replicas, seed, output } => {
             if replicas == 0 {
                 return fail_with(CliError::usage("--replicas must be at least 1"), 2);
@@ -308,8 +353,12 @@ pub(crate) fn fail_with(error: CliError, code: u8) -> ExitCode {
 
 /// A parsed and verified input with its source for later diagnostics.
 pub struct Loaded {
+    /// The module (a GraphDef imports as one graph `@main`).
     pub module: Module,
+    /// The input text, for diagnostics (empty for a binary GraphDef).
     pub source: Arc<WindowedSource>,
+    /// The format the input was read as.
+    pub format: InputFormat,
 }
 
 /// The most diagnostics printed for one input; the rest are counted.
@@ -353,11 +402,10 @@ fn read_input(input: &InputPath) -> Option<Vec<u8>> {
         .ok()
 }
 
-/// Reads, parses and verifies an input, printing its diagnostics.
+/// Parses and verifies `.opg` bytes read from `name`, printing diagnostics
+/// (and `note` after a syntax error: how the format was chosen).
 /// Returns `None` (after printing) when the input has errors.
-pub fn load(input: &InputPath) -> Option<Loaded> {
-    let name = input.display_name();
-    let bytes = read_input(input)?;
+fn load_bytes(name: String, bytes: Vec<u8>, note: Option<String>) -> Option<Loaded> {
     let parsed = parse_and_verify(&bytes);
     // The module does not borrow the text, so the bytes move into the source.
     let source = Arc::new(WindowedSource::from_vec(name, bytes));
@@ -365,6 +413,9 @@ pub fn load(input: &InputPath) -> Option<Loaded> {
         Ok(parsed) => parsed,
         Err(diag) => {
             report(vec![diag], &source);
+            if let Some(note) = note {
+                eprintln!("note: {note}");
+            }
             return None;
         }
     };
@@ -372,7 +423,7 @@ pub fn load(input: &InputPath) -> Option<Loaded> {
     if report(diags, &source) {
         return None;
     }
-    Some(Loaded { module, source })
+    Some(Loaded { module, source, format: InputFormat::Opg })
 }
 
 /// Parses and verifies `.opg` bytes; a syntax error comes back as the `Err`.
@@ -380,11 +431,11 @@ pub fn parse_and_verify(bytes: &[u8]) -> Result<(Module, Vec<IrError>), AnyDiagn
     crate::ir::parse_module(bytes).map_err(|e| Box::new(e) as AnyDiagnostic)
 }
 
-fn check(files: &[String]) -> ExitCode {
+fn check(files: &[String], format: Option<InputFormat>) -> ExitCode {
     let mut failed = false;
     for file in files {
         let input = InputPath::parse(file);
-        match load(&input) {
+        match formats::load_any(&input, format, &progress::DelayedBar::new()) {
             Some(loaded) => {
                 let nodes = loaded.module.node_count();
                 errln!("{}: ok ({} graph(s), {nodes} node(s))", input.display_name(), loaded.module.graphs.len());

@@ -1,5 +1,5 @@
-//! The commands that run the pipeline: `rewrite`, `lower`, `run`, and
-//! input loading for every format.
+//! The commands that run the pipeline: `rewrite`, `lower` and `run`
+//! (the input and output formats are in `formats`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -8,10 +8,11 @@ use std::time::Duration;
 
 use super::diagnostics::AnyDiagnostic;
 use super::error::CliError;
+use super::formats::{emit_bytes, load_any, write_programs};
 use super::io::{write_output, InputPath};
 use super::progress::DelayedBar;
 use super::source::WindowedSource;
-use super::{finish, load, report, EmitFormat, GradientPolicyArg, InputFormat, Loaded, LowerArgs, RewriteArgs};
+use super::{finish, report, EmitFormat, GradientPolicyArg, InputFormat, Loaded, LowerArgs, RewriteArgs};
 use crate::exec::{self, driver, Tensor};
 use crate::ir::Module;
 use crate::lower::{self, LowerConfig, LowerFailure, Topology};
@@ -19,7 +20,6 @@ use crate::passes::form_clusters::ReplicateCluster;
 use crate::passes::gradients::{GradientClusterPolicy, GradientsConfig};
 use crate::passes::{self, DiagnosticSource, PassSelection, PipelineConfig, PrintMode, VerifyMode};
 use crate::progress::Progress;
-use crate::tf::{self, GraphDefFormat};
 
 /// Prints the wall and CPU time since the previous lap, when enabled.
 /// CPU time (all threads) tells more than wall time on a busy machine.
@@ -51,73 +51,38 @@ impl PhaseTimer {
     }
 }
 
-/// Loads `.opg` or a GraphDef, by `--input-format` or by extension.
-pub fn load_any(input: &InputPath, format: Option<InputFormat>, progress: &dyn Progress) -> Option<Loaded> {
-    let format = format.or_else(|| match input {
-        InputPath::File(p) => match tf::format_for_path(p) {
-            Some(GraphDefFormat::Text) => Some(InputFormat::Pbtxt),
-            Some(GraphDefFormat::Binary) => Some(InputFormat::Pb),
-            None => None,
-        },
-        InputPath::Stdin => None,
-    });
-    let graphdef = match format {
-        Some(InputFormat::Pbtxt) => GraphDefFormat::Text,
-        Some(InputFormat::Pb) => GraphDefFormat::Binary,
-        Some(InputFormat::Opg) | None => return load(input),
+/// The pipeline configuration the flags ask for. `Err` carries the exit
+/// code after the message is printed: 0 for `--passes help` (the list is
+/// printed), 2 for a usage error (an unknown pass or an order the pipeline
+/// will not honour).
+fn pipeline_config(args: &RewriteArgs) -> Result<PipelineConfig, ExitCode> {
+    let usage = |e: passes::SelectionError| {
+        report(vec![Box::new(e)], &Arc::new(WindowedSource::new("<arguments>", b"")));
+        ExitCode::from(2)
     };
-    let name = input.display_name();
-    let bytes = super::read_input(input)?;
-    let imported = tf::import_graphdef_observed(&bytes, graphdef, progress);
-    // Binary input has no text to point into; show spans against nothing.
-    let source_bytes = if graphdef == GraphDefFormat::Text { bytes } else { Vec::new() };
-    let source = Arc::new(WindowedSource::from_vec(name, source_bytes));
-    match imported {
-        Ok((module, errors)) => {
-            let diags: Vec<AnyDiagnostic> = errors.into_iter().map(|e| Box::new(e) as AnyDiagnostic).collect();
-            if report(diags, &source) {
-                return None;
-            }
-            Some(Loaded { module, source })
+    let passes = match args.passes.as_deref().map(str::trim) {
+        Some("help") => {
+            eprint!("{}", passes::pass_list());
+            return Err(ExitCode::SUCCESS);
         }
-        Err(e) => {
-            report(vec![Box::new(e)], &source);
-            None
-        }
-    }
-}
-
-/// Renders a module in an output format; GraphDef output needs one flat graph.
-pub fn emit_bytes(module: &Module, format: EmitFormat) -> Result<Vec<u8>, CliError> {
-    Ok(match format {
-        EmitFormat::Text => crate::emit::text::print_module_checked(module)?.into_bytes(),
-        EmitFormat::Json => crate::emit::json::to_json_string(module).into_bytes(),
-        EmitFormat::Dot => crate::emit::dot::to_dot(module).into_bytes(),
-        EmitFormat::Stablehlo => {
-            return Err(CliError::usage(
-                "--format stablehlo is an output of `lower` (the device programs), not of a module",
-            ))
-        }
-        EmitFormat::Pbtxt | EmitFormat::Pb => {
-            let [graph] = module.graphs.as_slice() else {
-                // Labelled at the second graph, the first that does not fit.
-                let span = module.graphs.get(1).map(|g| g.span).filter(|s| *s != crate::syntax::Span::DETACHED);
-                return Err(CliError::GraphDefGraphs { graphs: module.graphs.len(), span });
-            };
-            if format == EmitFormat::Pbtxt {
-                crate::tf::export::to_pbtxt(graph).into_bytes()
-            } else {
-                crate::tf::export::to_pb(graph)
-            }
-        }
-    })
-}
-
-fn pipeline_config(args: &RewriteArgs, print_after_all: bool) -> Result<PipelineConfig, String> {
-    let passes = match &args.passes {
-        Some(list) => PassSelection::parse(list)?,
+        Some(list) => PassSelection::parse(list).map_err(usage)?,
         None => PassSelection::default(),
     };
+    let named = |names: &[String]| -> Result<Vec<passes::Pass>, ExitCode> {
+        names
+            .iter()
+            .map(|n| PassSelection::parse(n).map_err(usage))
+            .map(|sel| match sel? {
+                PassSelection::Only(list) => Ok(list),
+                PassSelection::All => Ok(Vec::new()),
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(|lists| lists.concat())
+    };
+    let after = if args.print_after_all { passes::PIPELINE.to_vec() } else { named(&args.print_after)? };
+    let before = named(&args.print_before)?;
+    let print =
+        if before.is_empty() && after.is_empty() { PrintMode::Never } else { PrintMode::Around { before, after } };
     let policy = match args.gradient_cluster_policy {
         GradientPolicyArg::Nested => GradientClusterPolicy::Nested,
         GradientPolicyArg::Flat => GradientClusterPolicy::Flat,
@@ -125,36 +90,31 @@ fn pipeline_config(args: &RewriteArgs, print_after_all: bool) -> Result<Pipeline
     Ok(PipelineConfig {
         passes,
         verify: if args.verify_each_pass { VerifyMode::AfterEachPass } else { VerifyMode::AtEnd },
-        print: if print_after_all { PrintMode::AfterEachPass } else { PrintMode::Never },
+        print,
         gradients: GradientsConfig { policy },
         ..PipelineConfig::default()
     })
 }
 
-/// Runs the rewrite passes on a loaded module, printing diagnostics.
-/// Returns false when a pass reported an error.
-fn rewrite(loaded: &mut Loaded, args: &RewriteArgs, print_after_all: bool, time_passes: bool) -> bool {
-    rewrite_forming_clusters(loaded, args, print_after_all, time_passes).is_some()
-}
-
-/// Like [`rewrite`], returning the clusters the pipeline formed for the
-/// first graph (empty when cluster formation did not run), or `None` on error.
+/// Runs the rewrite passes on a loaded module, printing diagnostics and
+/// the modules `--print-*` asked for. Returns the clusters the pipeline
+/// formed for the first graph (empty when cluster formation did not run),
+/// or `None` on error.
 fn rewrite_forming_clusters(
     loaded: &mut Loaded,
-    args: &RewriteArgs,
-    print_after_all: bool,
+    config: &PipelineConfig,
     time_passes: bool,
+    progress: &dyn Progress,
 ) -> Option<Vec<ReplicateCluster>> {
-    let config = match pipeline_config(args, print_after_all) {
-        Ok(c) => c,
-        Err(e) => {
-            super::fail(CliError::usage(e));
-            return None;
-        }
-    };
-    let mut report_ = passes::run_pipeline(&mut loaded.module, &config);
-    for (pass, text) in &report_.printed {
-        errln!("// ----- after {} -----\n{text}", pass.name());
+    progress.phase("passes", 1);
+    let mut report_ = passes::run_pipeline(&mut loaded.module, config);
+    progress.advance(1);
+    for printed in &report_.printed {
+        let when = match printed.point {
+            passes::PrintPoint::Before => "before",
+            passes::PrintPoint::After => "after",
+        };
+        errln!("// ----- {when} {} -----\n{}", printed.pass.name(), printed.text);
     }
     if time_passes {
         errprint!("{}", report_.timing_table());
@@ -181,16 +141,28 @@ pub fn rewrite_command(
     file: &str,
     format: Option<InputFormat>,
     args: &RewriteArgs,
-    print_after_all: bool,
     time_passes: bool,
+    emit: EmitFormat,
     output: Option<PathBuf>,
 ) -> ExitCode {
+    let config = match pipeline_config(args) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
     let input = InputPath::parse(file);
-    let Some(mut loaded) = load_any(&input, format, &DelayedBar::new()) else { return ExitCode::from(1) };
-    if !rewrite(&mut loaded, args, print_after_all, time_passes) {
+    let bar = DelayedBar::new();
+    let Some(mut loaded) = load_any(&input, format, &bar) else { return ExitCode::from(1) };
+    if rewrite_forming_clusters(&mut loaded, &config, time_passes, &bar).is_none() {
         return ExitCode::from(1);
     }
-    finish(write_output(output.as_deref(), crate::emit::print_module(&loaded.module).as_bytes()))
+    drop(bar);
+    match emit_bytes(&loaded.module, emit) {
+        Ok(bytes) => finish(write_output(output.as_deref(), &bytes)),
+        Err(errors) => {
+            report(errors, &loaded.source);
+            ExitCode::from(1)
+        }
+    }
 }
 
 fn lower_config(args: &LowerArgs) -> Result<LowerConfig, lower::LowerError> {
@@ -203,29 +175,32 @@ fn lower_config(args: &LowerArgs) -> Result<LowerConfig, lower::LowerError> {
     })
 }
 
-/// Rewrites and lowers; prints diagnostics; returns the tagged graph and the lowering.
+/// Rewrites and lowers; prints diagnostics; returns the tagged graph and
+/// the lowering, or the exit code.
 fn rewrite_and_lower(
     input: &InputPath,
     format: Option<InputFormat>,
     rewrite_args: &RewriteArgs,
     lower_args: &LowerArgs,
-) -> Option<(Loaded, lower::Lowered)> {
+) -> Result<(Loaded, lower::Lowered), ExitCode> {
+    let pipeline = pipeline_config(rewrite_args)?;
+    let failed = || ExitCode::from(1);
     let timer = PhaseTimer::start(lower_args.time_passes);
     let bar = DelayedBar::new();
-    let mut loaded = load_any(input, format, &bar)?;
+    let mut loaded = load_any(input, format, &bar).ok_or_else(failed)?;
     timer.lap("load");
-    let clusters = rewrite_forming_clusters(&mut loaded, rewrite_args, false, lower_args.time_passes)?;
+    let clusters = rewrite_forming_clusters(&mut loaded, &pipeline, lower_args.time_passes, &bar).ok_or_else(failed)?;
     timer.lap("rewrite");
     let config = match lower_config(lower_args) {
         Ok(c) => c,
         Err(e) => {
             report(vec![Box::new(e)], &loaded.source);
-            return None;
+            return Err(failed());
         }
     };
     let Some(graph) = loaded.module.graphs.first() else {
         super::fail(CliError::NoGraph);
-        return None;
+        return Err(failed());
     };
     let lowered = if clusters.is_empty() {
         lower::lower(graph, &config)
@@ -241,15 +216,15 @@ fn rewrite_and_lower(
                     errln!("  {:<22} {:>12.3} ms wall", phase.name, phase.wall.as_secs_f64() * 1e3);
                 }
             }
-            Some((loaded, lowered))
+            Ok((loaded, lowered))
         }
         Err(LowerFailure::Lower(errors)) => {
             report(errors.into_iter().map(|e| Box::new(e) as AnyDiagnostic).collect(), &loaded.source);
-            None
+            Err(failed())
         }
         Err(LowerFailure::Clusters(errors)) => {
             report(errors.into_iter().map(|e| Box::new(e) as AnyDiagnostic).collect(), &loaded.source);
-            None
+            Err(failed())
         }
     }
 }
@@ -274,8 +249,9 @@ pub fn lower_command(
     output: Option<PathBuf>,
 ) -> ExitCode {
     let input = InputPath::parse(file);
-    let Some((loaded, lowered)) = rewrite_and_lower(&input, format, rewrite_args, lower_args) else {
-        return ExitCode::from(1);
+    let (loaded, lowered) = match rewrite_and_lower(&input, format, rewrite_args, lower_args) {
+        Ok(done) => done,
+        Err(code) => return code,
     };
     if emit == EmitFormat::Stablehlo {
         let Some(graph) = loaded.module.graphs.first() else { return ExitCode::from(1) };
@@ -317,11 +293,15 @@ pub fn lower_command(
             }
         },
     };
-    let code = match emit_bytes(&lowered, emit) {
-        Ok(bytes) => finish(write_output(output.as_deref(), &bytes)),
-        Err(e) => {
-            report(vec![Box::new(e)], &loaded.source);
-            ExitCode::from(1)
+    let code = if matches!(emit, EmitFormat::Pbtxt | EmitFormat::Pb) && lowered.graphs.len() > 1 {
+        write_programs(&lowered, emit == EmitFormat::Pbtxt, output.as_deref(), &loaded.source)
+    } else {
+        match emit_bytes(&lowered, emit) {
+            Ok(bytes) => finish(write_output(output.as_deref(), &bytes)),
+            Err(errors) => {
+                report(errors, &loaded.source);
+                ExitCode::from(1)
+            }
         }
     };
     // The process exits next: freeing millions of nodes one by one would
@@ -482,7 +462,7 @@ fn summary(t: &Tensor) -> String {
         text
     } else {
         format!(
-            "{}… ({:?} {:?})",
+            "{}… ({} {:?})",
             &text[..text.char_indices().nth(200).map_or(text.len(), |c| c.0)],
             t.dtype(),
             t.shape()
@@ -581,14 +561,48 @@ fn grouped_outputs(tagged: &Module, fetched: &[(String, Tensor)]) -> Vec<(Option
     grouped.into_iter().enumerate().map(|(i, v)| (reduce.get(i).copied().flatten(), v)).collect()
 }
 
-/// One grouped output as JSON: `{"per_replica": [...]}` or
-/// `{"reduce_op": "SUM", "value": ...}`.
-fn output_json((reduce, value): &(Option<exec::ReduceOp>, exec::OutputValue)) -> serde_json::Value {
+/// The tensor the computation returns as output `i`, as `name:k`: what the
+/// `TPUReplicatedOutput` that `output_<i>_shard_0` reads returns, seen
+/// through the one `Identity` the fan-out (ours and TensorFlow's) wraps each
+/// output in; `output_<i>` when the tagged graph does not show it.
+fn output_name(tagged: &Module, i: usize) -> String {
+    let fallback = || format!("output_{i}");
+    let Some(graph) = tagged.graphs.first() else { return fallback() };
+    let operand = |id| graph.data_inputs(id).into_iter().next();
+    let named = graph
+        .find(&format!("output_{i}_shard_0"))
+        .and_then(operand)
+        .map(|shard| shard.src)
+        .filter(|&fan_out| &*graph.node(fan_out).op == "TPUReplicatedOutput")
+        .and_then(operand)
+        .map(|wrapped| match &*graph.node(wrapped.src).op {
+            "Identity" => operand(wrapped.src).unwrap_or(wrapped),
+            _ => wrapped,
+        })
+        .map(|value| format!("{}:{}", graph.node(value.src).name, value.output.unwrap_or(0)));
+    named.unwrap_or_else(fallback)
+}
+
+/// One grouped output as JSON: its tensor name, dtype and shape, then
+/// `"per_replica": [...]` or `"reduce_op": "SUM", "value": ...`.
+fn output_json(name: String, (reduce, value): &(Option<exec::ReduceOp>, exec::OutputValue)) -> serde_json::Value {
+    let first = match value {
+        exec::OutputValue::PerReplica(values) => values.first(),
+        exec::OutputValue::Reduced(t) => Some(t),
+    };
+    let dtype = first.map(|t| t.dtype().to_string());
+    let shape = first.map(|t| t.shape().to_vec());
     match value {
-        exec::OutputValue::PerReplica(values) => {
-            serde_json::json!({ "per_replica": values.iter().map(exec::tensor_to_json).collect::<Vec<_>>() })
-        }
+        exec::OutputValue::PerReplica(values) => serde_json::json!({
+            "name": name,
+            "dtype": dtype,
+            "shape": shape,
+            "per_replica": values.iter().map(exec::tensor_to_json).collect::<Vec<_>>(),
+        }),
         exec::OutputValue::Reduced(t) => serde_json::json!({
+            "name": name,
+            "dtype": dtype,
+            "shape": shape,
             "reduce_op": reduce.map_or("NONE", exec::ReduceOp::name),
             "value": exec::tensor_to_json(t),
         }),
@@ -632,14 +646,18 @@ impl Heartbeat {
     }
 }
 
+/// The most scalar fetches one step-log line shows; the rest are counted.
+const STEP_LOG_SCALARS: usize = 8;
+
 /// `tpu-rewrite run`.
 pub fn run_command(args: RunArgs) -> ExitCode {
     if let Some(bytes) = args.max_tensor_bytes {
         exec::limits::set_max_tensor_bytes(bytes);
     }
     let input = InputPath::parse(&args.file);
-    let Some((loaded, lowering)) = rewrite_and_lower(&input, args.input_format, &args.rewrite, &args.lower) else {
-        return ExitCode::from(1);
+    let (loaded, lowering) = match rewrite_and_lower(&input, args.input_format, &args.rewrite, &args.lower) {
+        Ok(done) => done,
+        Err(code) => return code,
     };
     let feeds = match read_feeds(&args, &lowering.module, &loaded.module) {
         Ok(f) => f,
@@ -683,13 +701,12 @@ pub fn run_command(args: RunArgs) -> ExitCode {
     let log_every = args.log_every.unwrap_or((total / 10).max(1));
     let on_terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let progress = (total > 1 && !args.json && on_terminal).then(|| {
-        let bar = indicatif::ProgressBar::new(total);
-        if let Ok(style) = indicatif::ProgressStyle::with_template(
-            "{bar:40} {human_pos}/{human_len} iterations, {per_sec}, {eta} left",
-        ) {
-            bar.set_style(style);
-        }
-        bar
+        let style = indicatif::ProgressStyle::with_template(
+            "{msg:>16} [{bar:40}] {human_pos}/{human_len} iterations, {per_sec}, {eta} left",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+        .progress_chars("=> ");
+        indicatif::ProgressBar::new(total).with_style(style).with_message("run")
     });
     // Off a terminal, a long run still says how far it is (Ctrl-C ends it).
     let mut heartbeat = Heartbeat::new(total, progress.is_none() && total > 1);
@@ -702,13 +719,17 @@ pub fn run_command(args: RunArgs) -> ExitCode {
         heartbeat.tick(i + 1);
         let last = i + 1 == total;
         if !args.json && total > 1 && ((i + 1).is_multiple_of(log_every) || last) {
-            let scalars: Vec<String> = fetch_names
+            let mut scalars: Vec<String> = fetch_names
                 .iter()
                 .zip(values)
                 .filter(|(_, t)| t.len() == 1)
-                .take(4)
                 .map(|(n, t)| format!("{n} = {}", summary(t)))
                 .collect();
+            if scalars.len() > STEP_LOG_SCALARS {
+                let more = scalars.len() - STEP_LOG_SCALARS;
+                scalars.truncate(STEP_LOG_SCALARS);
+                scalars.push(format!("… and {more} more"));
+            }
             if !scalars.is_empty() {
                 let line = format!("step {:>6}: {}", i + 1, scalars.join(", "));
                 match &progress {
@@ -792,10 +813,26 @@ pub fn run_command(args: RunArgs) -> ExitCode {
     let grouped = args.fetch.is_empty().then(|| grouped_outputs(&loaded.module, &outcome.fetched));
     if args.json {
         let value = match &grouped {
-            Some(outputs) => serde_json::json!({ "outputs": outputs.iter().map(output_json).collect::<Vec<_>>() }),
-            None => serde_json::Value::Object(
-                outcome.fetched.iter().map(|(n, t)| (n.clone(), exec::tensor_to_json(t))).collect(),
-            ),
+            Some(outputs) => serde_json::json!({
+                "outputs": outputs
+                    .iter()
+                    .enumerate()
+                    .map(|(i, o)| output_json(output_name(&loaded.module, i), o))
+                    .collect::<Vec<_>>()
+            }),
+            // `--fetch`: each tensor asked for, named the same way.
+            None => serde_json::json!({
+                "outputs": outcome
+                    .fetched
+                    .iter()
+                    .map(|(name, t)| serde_json::json!({
+                        "name": name,
+                        "dtype": t.dtype().to_string(),
+                        "shape": t.shape(),
+                        "value": exec::tensor_to_json(t),
+                    }))
+                    .collect::<Vec<_>>()
+            }),
         };
         let mut text = serde_json::to_string_pretty(&value).unwrap_or_default();
         text.push('\n');

@@ -12,7 +12,7 @@ use crate::progress::Progress;
 /// How long work runs before the bar is shown.
 const SHOW_AFTER: Duration = Duration::from_secs(1);
 
-/// A [`Progress`] drawn as a bar after [`SHOW_AFTER`].
+/// A [`Progress`] drawn as a bar once the work has taken a second.
 pub struct DelayedBar {
     bar: ProgressBar,
     start: Instant,

@@ -148,8 +148,11 @@ pub fn device_type_and_index(device: &str) -> Option<(&str, Option<u32>)> {
 /// clustering pass gave it (stored in the region's `_tpu_replicate`).
 #[derive(Clone, Debug)]
 pub struct AuthoredCluster {
+    /// The replicate region.
     pub region: RegionId,
+    /// The cluster name.
     pub name: String,
+    /// The region's `num_replicas`.
     pub num_replicas: i64,
 }
 

@@ -20,7 +20,9 @@ use crate::ir::{Graph, NodeId, RegionKind};
 /// Feeding a value into a node or fetching a value out of it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Access {
+    /// A value fed into the node.
     Feed,
+    /// A value fetched out of the node.
     Fetch,
 }
 

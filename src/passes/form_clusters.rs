@@ -35,7 +35,9 @@ use crate::ir::{EdgeKind, Graph, NodeId};
 pub struct ReplicateCluster {
     /// The `_tpu_replicate` value.
     pub name: String,
+    /// The metadata's `num_replicas`.
     pub num_replicas: u32,
+    /// The metadata's `num_cores_per_replica`.
     pub num_cores_per_replica: u32,
     /// The cluster's `TPUReplicateMetadata` op.
     pub metadata: NodeId,

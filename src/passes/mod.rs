@@ -7,11 +7,12 @@
 //! lowering consumes. [`PIPELINE`] lists the passes in order; every pass
 //! but the optional all-reduce fusion leaves graphs without regions
 //! unchanged, so running the default pipeline on its own output changes
-//! nothing. Fusion ([`fuse_all_reduce`]) runs only when
+//! nothing. Fusion ([`fuse_all_reduce()`]) runs only when
 //! [`PipelineConfig::all_reduce_fusion`] asks or the selection names it.
 
 pub mod cluster_cycles;
 pub mod common;
+#[allow(missing_docs)] // The error variants are documented; their fields are not yet.
 pub mod error;
 pub mod fan_in;
 pub mod fan_out;
@@ -39,17 +40,26 @@ use crate::ir::{Graph, IrError, Module};
 /// A pass of the pipeline.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Pass {
+    /// `replicate-clustering`.
     ReplicateClustering,
+    /// `outside-compilation`.
     OutsideCompilation,
+    /// `gradients`.
     Gradients,
+    /// `fan-in`.
     FanIn,
+    /// `metadata`.
     Metadata,
+    /// `fan-out`.
     FanOut,
+    /// `host-compute-core`.
     HostComputeCore,
+    /// `unsupported-ops`.
     UnsupportedOps,
     /// Optional: runs only when [`PipelineConfig::all_reduce_fusion`] is on
     /// or the selection names it.
     FuseAllReduce,
+    /// `form-clusters`.
     FormClusters,
 }
 
@@ -80,9 +90,30 @@ const NAMES: &[&str] = &[
     "form-clusters",
 ];
 
+/// What each pass does, in one line, in pipeline order.
+const SUMMARIES: &[&str] = &[
+    "each `replicate` region becomes a TPU cluster (`_tpu_replicate` tags)",
+    "each `outside_compilation` block becomes an outside-compilation cluster",
+    "expands `gradients(ys, xs)` calls into backward graphs",
+    "replicated inputs become `TPUReplicatedInput` ops",
+    "adds each cluster's `TPUReplicateMetadata`, pivot and compilation result",
+    "records which TPU core each outside-compilation cluster talks to",
+    "computation outputs become `TPUReplicatedOutput` ops",
+    "reports host-only ops placed in a TPU cluster",
+    "(optional) fuses independent `CrossReplicaSum`s into one `AllReduce`",
+    "reads the TPU clusters back from the tags, for lowering",
+];
+
 /// The names of the passes in pipeline order, as `--passes` takes them.
 pub fn pass_names() -> &'static [&'static str] {
     NAMES
+}
+
+/// Every pass with its name and one-line meaning, in pipeline order, as
+/// `tpu-rewrite passes` prints it.
+pub fn pass_list() -> String {
+    let width = NAMES.iter().map(|n| n.len()).max().unwrap_or(0);
+    NAMES.iter().zip(SUMMARIES).map(|(name, summary)| format!("{name:<width$}  {summary}\n")).collect()
 }
 
 impl Pass {
@@ -90,6 +121,12 @@ impl Pass {
     pub fn name(self) -> &'static str {
         let i = PIPELINE.iter().position(|p| *p == self).unwrap_or(0);
         NAMES[i]
+    }
+
+    /// What the pass does, in one line.
+    pub fn summary(self) -> &'static str {
+        let i = PIPELINE.iter().position(|p| *p == self).unwrap_or(0);
+        SUMMARIES[i]
     }
 
     /// The pass called `name`.
@@ -130,19 +167,34 @@ pub enum PassSelection {
     /// The whole pipeline.
     #[default]
     All,
-    /// These passes, run in pipeline order whatever order they are given in.
+    /// These passes, in pipeline order ([`PassSelection::parse`] refuses
+    /// any other order, since the pipeline runs them in its own).
     Only(Vec<Pass>),
 }
 
 impl PassSelection {
-    /// Parses `a,b,c`; the error names the unknown pass and lists the known ones.
-    pub fn parse(list: &str) -> Result<PassSelection, String> {
-        let mut passes = Vec::new();
+    /// Parses `a,b,c`. Refuses an unknown pass (naming the known ones), a
+    /// pass given twice and passes out of pipeline order.
+    pub fn parse(list: &str) -> Result<PassSelection, SelectionError> {
+        let mut passes: Vec<Pass> = Vec::new();
         for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
-            match Pass::from_name(name) {
-                Some(p) => passes.push(p),
-                None => return Err(format!("unknown pass `{name}`; passes are: {}", NAMES.join(", "))),
+            let Some(pass) = Pass::from_name(name) else {
+                return Err(SelectionError::UnknownPass { name: name.to_string(), known: NAMES.join(", ") });
+            };
+            let position = |p: Pass| PIPELINE.iter().position(|q| *q == p);
+            if let Some(&last) = passes.last() {
+                if last == pass || passes.contains(&pass) {
+                    return Err(SelectionError::Repeated { name: name.to_string() });
+                }
+                if position(pass) < position(last) {
+                    return Err(SelectionError::OutOfOrder {
+                        name: name.to_string(),
+                        after: last.name(),
+                        order: NAMES.join(","),
+                    });
+                }
             }
+            passes.push(pass);
         }
         Ok(PassSelection::Only(passes))
     }
@@ -160,23 +212,107 @@ impl PassSelection {
     }
 }
 
+/// A `--passes` list the pipeline cannot run as written.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, miette::Diagnostic)]
+pub enum SelectionError {
+    /// A name that is no pass.
+    #[error("unknown pass `{name}`")]
+    #[diagnostic(
+        code(tpu_rewrite::passes::unknown_pass),
+        help("passes are: {known} (`tpu-rewrite passes` lists them)")
+    )]
+    UnknownPass {
+        /// The name given.
+        name: String,
+        /// The pass names, comma-separated.
+        known: String,
+    },
+    /// A pass named twice.
+    #[error("pass `{name}` is given twice")]
+    #[diagnostic(code(tpu_rewrite::passes::repeated_pass), help("each pass runs at most once"))]
+    Repeated {
+        /// The pass.
+        name: String,
+    },
+    /// A pass given after one that the pipeline runs later.
+    #[error("pass `{name}` is given after `{after}`, but the pipeline runs it before")]
+    #[diagnostic(
+        code(tpu_rewrite::passes::out_of_order),
+        help("passes run in pipeline order; list them in that order: {order}")
+    )]
+    OutOfOrder {
+        /// The pass out of order.
+        name: String,
+        /// The pass it was given after.
+        after: &'static str,
+        /// The pipeline order.
+        order: String,
+    },
+}
+
 /// Whether to run the IR verifier after each pass.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum VerifyMode {
-    #[default]
+    /// Never (for callers that verify themselves).
     Never,
-    /// Once, after the last pass that runs (or the pass that failed).
+    /// Once, after the last pass that runs (or the pass that failed): the
+    /// default, as the CLI does.
+    #[default]
     AtEnd,
     /// After every pass: slower, but names the pass that broke the IR.
     AfterEachPass,
 }
 
-/// Whether to print the module after each pass.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// When to print the module while the passes run (as `mlir-opt`'s
+/// `--print-after-all`, `--print-before`, `--print-after`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum PrintMode {
+    /// Never.
     #[default]
     Never,
+    /// After every pass that runs.
     AfterEachPass,
+    /// Before the passes in `before` and after those in `after` (when they run).
+    Around {
+        /// Print before these passes.
+        before: Vec<Pass>,
+        /// Print after these passes.
+        after: Vec<Pass>,
+    },
+}
+
+impl PrintMode {
+    fn before(&self, pass: Pass) -> bool {
+        matches!(self, PrintMode::Around { before, .. } if before.contains(&pass))
+    }
+
+    fn after(&self, pass: Pass) -> bool {
+        match self {
+            PrintMode::Never => false,
+            PrintMode::AfterEachPass => true,
+            PrintMode::Around { after, .. } => after.contains(&pass),
+        }
+    }
+}
+
+/// Whether a printed module was taken before or after its pass.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PrintPoint {
+    /// Before the pass ran.
+    Before,
+    /// After the pass ran.
+    After,
+}
+
+/// The module as text at one point of the pipeline.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Printed {
+    /// The pass.
+    pub pass: Pass,
+    /// Before or after it.
+    pub point: PrintPoint,
+    /// The module in `.opg` text.
+    pub text: String,
 }
 
 /// Whether the optional all-reduce fusion pass runs.
@@ -193,10 +329,15 @@ pub enum AllReduceFusion {
 /// Settings of [`run_pipeline`].
 #[derive(Clone, Debug, Default)]
 pub struct PipelineConfig {
+    /// Which passes run (default: all).
     pub passes: PassSelection,
+    /// When the IR verifier runs (default: after the last pass).
     pub verify: VerifyMode,
+    /// When the module is printed (default: never).
     pub print: PrintMode,
+    /// Settings of the gradients pass.
     pub gradients: GradientsConfig,
+    /// Whether the optional all-reduce fusion runs (default: off).
     pub all_reduce_fusion: AllReduceFusion,
 }
 
@@ -225,8 +366,11 @@ pub enum DiagnosticSource {
 /// A diagnostic with the pass and graph it came from.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PassDiagnostic {
+    /// The pass that was running.
     pub pass: Pass,
+    /// The graph it was running on.
     pub graph: String,
+    /// The diagnostic.
     pub source: DiagnosticSource,
 }
 
@@ -253,7 +397,9 @@ impl PassDiagnostic {
 /// The time one pass took over all graphs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PassTiming {
+    /// The pass.
     pub pass: Pass,
+    /// Its wall time over all graphs.
     pub elapsed: Duration,
 }
 
@@ -264,8 +410,8 @@ pub struct PipelineReport {
     pub diagnostics: Vec<PassDiagnostic>,
     /// One entry per pass that ran, in order.
     pub timings: Vec<PassTiming>,
-    /// The module printed after each pass, when asked for.
-    pub printed: Vec<(Pass, String)>,
+    /// The module printed around passes, in order, when asked for.
+    pub printed: Vec<Printed>,
     /// The clusters of each graph (by graph name), from `form-clusters`.
     pub clusters: Vec<(String, Vec<ReplicateCluster>)>,
     /// The pass after which the pipeline stopped on errors, if it did.
@@ -321,6 +467,9 @@ pub fn run_pipeline(module: &mut Module, config: &PipelineConfig) -> PipelineRep
     let last = PIPELINE.iter().copied().rfind(|p| config.runs(*p));
     for &pass in PIPELINE.iter().filter(|p| config.runs(**p)) {
         let mut found = Vec::new();
+        if config.print.before(pass) {
+            report.printed.push(Printed { pass, point: PrintPoint::Before, text: crate::emit::print_module(module) });
+        }
         {
             let _timer = TimingGuard::start(pass, &mut report.timings);
             for (graph, formed) in module.graphs.iter_mut().zip(clusters.iter_mut()) {
@@ -335,8 +484,8 @@ pub fn run_pipeline(module: &mut Module, config: &PipelineConfig) -> PipelineRep
         }
         let pass_failed = found.iter().any(PassDiagnostic::is_error);
         verify_if(config.verify, pass, pass_failed || Some(pass) == last, module, &mut found);
-        if config.print == PrintMode::AfterEachPass {
-            report.printed.push((pass, crate::emit::print_module(module)));
+        if config.print.after(pass) {
+            report.printed.push(Printed { pass, point: PrintPoint::After, text: crate::emit::print_module(module) });
         }
         let failed = found.iter().any(PassDiagnostic::is_error);
         report.diagnostics.extend(found);

@@ -1,6 +1,7 @@
 //! Errors and warnings of the GraphDef importer and exporter.
 //!
-//! One enum for the layer, codes `tpu_rewrite::import::*`. Spans are byte
+//! One enum for the layer, codes `tpu_rewrite::import::*` (exporting shares
+//! it: what a GraphDef cannot hold is an error of the same layer). Spans are byte
 //! ranges into the `.pbtxt` text; errors about a binary `.pb` carry
 //! [`Span::DETACHED`] because the binary decoder keeps no offsets.
 //! Syntax and decoding errors stop the import; the others are collected.
@@ -16,7 +17,10 @@ pub enum ImportError {
     /// The input is larger than the 4 GiB that spans can address.
     #[error("the input is {size} bytes; at most 4 GiB are supported")]
     #[diagnostic(code(tpu_rewrite::import::too_large))]
-    TooLarge { size: usize },
+    TooLarge {
+        /// The input size in bytes.
+        size: usize,
+    },
 
     /// The binary protobuf does not decode as a GraphDef.
     #[error("not a binary GraphDef: {reason}")]
@@ -24,14 +28,20 @@ pub enum ImportError {
         code(tpu_rewrite::import::decode),
         help("`.pb` files are binary `GraphDef` protos; text files end in `.pbtxt`")
     )]
-    Decode { reason: String },
+    Decode {
+        /// The decoder's reason.
+        reason: String,
+    },
 
     /// A token the text format does not allow at this place.
     #[error("expected {expected}, found {found}")]
     #[diagnostic(code(tpu_rewrite::import::unexpected_token))]
     UnexpectedToken {
+        /// What the grammar allows here.
         expected: String,
+        /// What the text has.
         found: String,
+        /// The offending text.
         #[label("expected {expected}")]
         span: Span,
     },
@@ -40,6 +50,7 @@ pub enum ImportError {
     #[error("invalid character in protobuf text")]
     #[diagnostic(code(tpu_rewrite::import::invalid_character))]
     InvalidCharacter {
+        /// The offending text.
         #[label("not valid here")]
         span: Span,
     },
@@ -48,6 +59,7 @@ pub enum ImportError {
     #[error("unterminated string literal")]
     #[diagnostic(code(tpu_rewrite::import::unterminated_string), help("strings end on the same line they start"))]
     UnterminatedString {
+        /// The offending text.
         #[label("this string has no closing quote")]
         span: Span,
     },
@@ -61,6 +73,7 @@ pub enum ImportError {
         )
     )]
     InvalidEscape {
+        /// The offending text.
         #[label("here")]
         span: Span,
     },
@@ -69,9 +82,13 @@ pub enum ImportError {
     #[error("`{message}` has no field `{field}`")]
     #[diagnostic(code(tpu_rewrite::import::unknown_field), help("known fields: {known}"))]
     UnknownField {
+        /// The message type, or what went wrong.
         message: &'static str,
+        /// The field name.
         field: String,
+        /// The message type's field names.
         known: &'static str,
+        /// The offending text.
         #[label("unknown field")]
         span: Span,
     },
@@ -80,8 +97,11 @@ pub enum ImportError {
     #[error("invalid {kind} value `{text}`")]
     #[diagnostic(code(tpu_rewrite::import::invalid_number))]
     InvalidNumber {
+        /// The number type.
         kind: &'static str,
+        /// The text as written.
         text: String,
+        /// The offending text.
         #[label("not a valid {kind}")]
         span: Span,
     },
@@ -90,8 +110,11 @@ pub enum ImportError {
     #[error("unknown {enum_name} value `{value}`")]
     #[diagnostic(code(tpu_rewrite::import::unknown_enum_value), help("write the value's number instead of its name"))]
     UnknownEnumValue {
+        /// The enum type.
         enum_name: &'static str,
+        /// The value as written.
         value: String,
+        /// The offending text.
         #[label("not a {enum_name}")]
         span: Span,
     },
@@ -100,7 +123,9 @@ pub enum ImportError {
     #[error("field `{field}` must be UTF-8 text")]
     #[diagnostic(code(tpu_rewrite::import::invalid_utf8))]
     InvalidUtf8 {
+        /// The field name.
         field: &'static str,
+        /// The offending text.
         #[label("not UTF-8 after unescaping")]
         span: Span,
     },
@@ -109,7 +134,9 @@ pub enum ImportError {
     #[error("messages nested deeper than {limit} levels")]
     #[diagnostic(code(tpu_rewrite::import::nesting_too_deep))]
     NestingTooDeep {
+        /// The nesting limit.
         limit: usize,
+        /// The offending text.
         #[label("too deep here")]
         span: Span,
     },
@@ -118,7 +145,9 @@ pub enum ImportError {
     #[error("duplicate node name `{name}`")]
     #[diagnostic(code(tpu_rewrite::import::duplicate_node), help("node names are unique within a GraphDef"))]
     DuplicateNode {
+        /// The name.
         name: String,
+        /// The offending text.
         #[label("defined again here")]
         span: Span,
     },
@@ -127,9 +156,13 @@ pub enum ImportError {
     #[error("node `{node}` has input `{input}`, but no node is named `{name}`")]
     #[diagnostic(code(tpu_rewrite::import::unknown_input))]
     UnknownInput {
+        /// The node's name.
         node: String,
+        /// The input string as written.
         input: String,
+        /// The name.
         name: String,
+        /// The offending text.
         #[label("no such node")]
         span: Span,
     },
@@ -141,8 +174,11 @@ pub enum ImportError {
         help("inputs are `name` (output 0), `name:k` (output k) or `^name` (control)")
     )]
     MalformedInput {
+        /// The node's name.
         node: String,
+        /// The input string as written.
         input: String,
+        /// The offending text.
         #[label("malformed")]
         span: Span,
     },
@@ -156,8 +192,11 @@ pub enum ImportError {
         help("TensorFlow lists data inputs first; the export will too")
     )]
     DataAfterControl {
+        /// The node's name.
         node: String,
+        /// The input string as written.
         input: String,
+        /// The offending text.
         #[label("after a `^` input")]
         span: Span,
     },
@@ -170,9 +209,13 @@ pub enum ImportError {
         help("dimensions are sizes >= 0; a shape attribute may use -1 for an unknown one")
     )]
     NegativeDim {
+        /// The node whose shape or tensor it is.
         node: String,
+        /// Which shape or tensor.
         what: String,
+        /// The negative dimension.
         dim: i64,
+        /// The node.
         #[label("in this node")]
         span: Span,
     },
@@ -181,33 +224,62 @@ pub enum ImportError {
     #[error("node `{node}`: {what} is not supported and is dropped")]
     #[diagnostic(code(tpu_rewrite::import::unsupported_value), severity(Warning))]
     UnsupportedValue {
+        /// The node's name.
         node: String,
+        /// What is dropped or cannot be written.
         what: String,
+        /// The offending text.
         #[label("here")]
         span: Span,
     },
 
-    /// A part of the graph that one format keeps opaque and the other cannot
-    /// hold (e.g. a function library read from `.pbtxt`, exported as `.pb`).
-    #[error("the graph's `{field}` was read as {from} and cannot be written as {to}; it is left out")]
+    /// prost-reflect's text format parser rejected the function library or
+    /// the debug info (the parts of a GraphDef it reads).
+    #[error("{message}")]
+    #[diagnostic(code(tpu_rewrite::import::text_format))]
+    TextFormat {
+        /// prost-reflect's message.
+        message: String,
+        /// Its label for the offending text.
+        label: String,
+        /// prost-reflect's help, when it has one.
+        #[help]
+        help: Option<String>,
+        /// The offending text.
+        #[label("{label}")]
+        span: Span,
+    },
+
+    /// An attribute value a GraphDef cannot hold (a list inside a list, a
+    /// placeholder inside a list); exporting it would drop it.
+    #[error("node `{node}`: {what} cannot be written to a GraphDef")]
     #[diagnostic(
-        code(tpu_rewrite::import::opaque_not_convertible),
-        severity(Warning),
-        help("function libraries are kept opaque: export in the format the graph was read from")
+        code(tpu_rewrite::import::not_representable),
+        help("GraphDef attribute lists hold scalars, shapes, tensors and functions only")
     )]
-    OpaqueNotConvertible { field: &'static str, from: &'static str, to: &'static str },
+    NotRepresentable {
+        /// The node's name.
+        node: String,
+        /// What cannot be written.
+        what: String,
+        /// The node.
+        #[label("here")]
+        span: Span,
+    },
 
     /// A node a GraphDef cannot hold: the graph still has regions or
     /// gradients calls, which the rewrite passes turn into plain ops.
     #[error("node `{node}` is a {kind}, which a GraphDef cannot hold")]
     #[diagnostic(
         code(tpu_rewrite::import::not_flat),
-        severity(Warning),
-        help("run the rewrite passes before exporting a GraphDef")
+        help("run the rewrite passes (`tpu-rewrite rewrite`) before exporting a GraphDef")
     )]
     NotFlat {
+        /// The node's name.
         node: String,
+        /// The number type.
         kind: &'static str,
+        /// The offending text.
         #[label("here")]
         span: Span,
     },
@@ -216,8 +288,26 @@ pub enum ImportError {
     #[error("internal error (a bug in tpu-rewrite): {message}")]
     #[diagnostic(code(tpu_rewrite::import::internal), help("please report this with the input that caused it"))]
     Internal {
+        /// The message type, or what went wrong.
         message: String,
+        /// The offending text.
         #[label("while handling this")]
         span: Span,
     },
+}
+
+impl ImportError {
+    /// Converts prost-reflect's text format error about text that starts at
+    /// byte `offset` of the whole input into an error located in the input.
+    pub fn from_text_format(e: &prost_reflect::text_format::ParseError, offset: usize) -> Self {
+        use miette::Diagnostic as _;
+        let first = e.labels().and_then(|mut labels| labels.next());
+        let (span, label) = match first {
+            Some(l) => {
+                (Span::new(offset + l.offset(), offset + l.offset() + l.len()), l.label().unwrap_or("here").to_string())
+            }
+            None => (Span::new(offset, offset), "here".to_string()),
+        };
+        ImportError::TextFormat { message: e.to_string(), label, help: e.help().map(|h| h.to_string()), span }
+    }
 }

@@ -1,18 +1,19 @@
 //! IR → TensorFlow GraphDef, as binary (`.pb`) or text (`.pbtxt`).
 //!
-//! The inverse of [`crate::import`]: nodes in text order, data inputs then
-//! control inputs (`a`, `a:k`, `^a`), the device when set, every attribute,
-//! the reserved experimental attributes back into their NodeDef fields and
-//! the graph attributes back into `versions`, `version`, `library` and
-//! `debug_info`. A GraphDef imported and exported in the same format is
-//! equal to the original as a protobuf message.
+//! The inverse of [`crate::tf::to_ir`]: nodes in text order, data inputs
+//! then control inputs (`a`, `a:k`, `^a`), the device when set, every
+//! attribute, the reserved experimental attributes back into their NodeDef
+//! fields and the graph attributes back into `versions`, `version`,
+//! `library` and `debug_info`. A GraphDef imported and exported is equal to
+//! the original as a protobuf message, whichever format each step used: the
+//! function library and the debug info are decoded messages, so both
+//! formats hold them.
 //!
-//! The graph must be flat: regions and `gradients` calls are authoring
-//! constructs the rewrite passes remove. If any remain, their nodes export
-//! as ops named after their kind and the region structure is lost.
-//! Values a GraphDef cannot hold are left out: a list nested in a list, a
-//! placeholder inside a list. Opaque parts only export in the format they
-//! were read from; [`export_warnings`] names what a conversion drops.
+//! Nothing is dropped silently: what a GraphDef cannot hold is an error
+//! ([`export_errors`] lists them all, and [`to_graphdef`] fails with them).
+//! That is a graph that is not flat (regions and `gradients` calls, which
+//! the rewrite passes remove) and attribute lists holding lists or
+//! placeholders. Cost: linear in the graph.
 
 use std::collections::BTreeMap;
 
@@ -20,17 +21,18 @@ use prost::Message;
 
 use crate::ir::types::FuncRef;
 use crate::ir::{self, AttrMap, DType, Graph, NodeKind, Shape, TensorData, TensorLit};
+use crate::syntax::Span;
 use crate::tf::error::ImportError;
-use crate::tf::pbtxt::OpaqueText;
 use crate::tf::proto::{
-    self, Dim, ExperimentalDebugInfo, FullTypeDef, GraphDef, ListValue, NameAttrList, NodeDef, TensorProto,
-    TensorShapeProto, Value, VersionDef,
+    self, Dim, ExperimentalDebugInfo, FullTypeDef, FunctionDefLibrary, GraphDebugInfo, GraphDef, ListValue,
+    NameAttrList, NodeDef, TensorProto, TensorShapeProto, Value, VersionDef,
 };
 use crate::tf::to_ir::{graph_attr, DEBUG_INFO_ATTR, FULL_TYPE_ATTR};
-use crate::tf::GraphDefFormat;
 
-/// The GraphDef of a graph; opaque text parts (from `.pbtxt`) are not in it.
-pub fn to_graphdef(graph: &Graph) -> GraphDef {
+/// The GraphDef of a graph, or everything in the graph a GraphDef cannot
+/// hold.
+pub fn to_graphdef(graph: &Graph) -> Result<GraphDef, Vec<ImportError>> {
+    let mut errors = not_flat(graph);
     let order = graph.nodes_in_order();
     let mut nodes = Vec::with_capacity(order.len());
     for id in order {
@@ -47,17 +49,16 @@ pub fn to_graphdef(graph: &Graph) -> GraphDef {
                 }
             })
             .collect();
+        let mut cx = Cx { node: &node.name, span: node.span, errors: &mut errors };
         let mut attr = BTreeMap::new();
         let mut experimental_debug_info = None;
         let mut experimental_type = None;
         for (key, value) in node.attrs.iter() {
             match key {
-                DEBUG_INFO_ATTR => {
-                    experimental_debug_info = as_bytes(value).and_then(|b| ExperimentalDebugInfo::decode(b).ok())
-                }
-                FULL_TYPE_ATTR => experimental_type = as_bytes(value).and_then(|b| FullTypeDef::decode(b).ok()),
+                DEBUG_INFO_ATTR => experimental_debug_info = cx.decode::<ExperimentalDebugInfo>(key, value),
+                FULL_TYPE_ATTR => experimental_type = cx.decode::<FullTypeDef>(key, value),
                 _ => {
-                    attr.insert(key.to_string(), attr_value(value));
+                    attr.insert(key.to_string(), cx.attr_value(value));
                 }
             }
         }
@@ -87,46 +88,34 @@ pub fn to_graphdef(graph: &Graph) -> GraphDef {
             .map(|l| l.into_iter().filter_map(|v| i32::try_from(v).ok()).collect())
             .unwrap_or_default(),
     });
-    GraphDef {
-        node: nodes,
-        library: attrs.get(graph_attr::LIBRARY).and_then(as_bytes).map(<[u8]>::to_vec),
-        version: int(graph_attr::VERSION).unwrap_or(0),
-        versions,
-        debug_info: attrs.get(graph_attr::DEBUG_INFO).and_then(as_bytes).map(<[u8]>::to_vec),
+    let mut cx = Cx { node: &graph.name, span: Span::DETACHED, errors: &mut errors };
+    let library = attrs.get(graph_attr::LIBRARY).and_then(|v| cx.decode::<FunctionDefLibrary>(graph_attr::LIBRARY, v));
+    let debug_info =
+        attrs.get(graph_attr::DEBUG_INFO).and_then(|v| cx.decode::<GraphDebugInfo>(graph_attr::DEBUG_INFO, v));
+    if !errors.is_empty() {
+        return Err(errors);
     }
+    Ok(GraphDef { node: nodes, library, version: int(graph_attr::VERSION).unwrap_or(0), versions, debug_info })
 }
 
 /// The graph as protobuf text, in the style of Python's `str(graph_def)`.
-pub fn to_pbtxt(graph: &Graph) -> String {
-    let graph_def = to_graphdef(graph);
-    let text = |key: &str| graph.attrs.get_str(key).map(str::to_string);
-    let opaque =
-        OpaqueText { library: text(graph_attr::LIBRARY_PBTXT), debug_info: text(graph_attr::DEBUG_INFO_PBTXT) };
-    crate::tf::pbtxt_print::print_graphdef(&graph_def, &opaque)
+pub fn to_pbtxt(graph: &Graph) -> Result<String, Vec<ImportError>> {
+    Ok(crate::tf::pbtxt_print::print_graphdef(&to_graphdef(graph)?))
 }
 
 /// The graph as a binary GraphDef.
-pub fn to_pb(graph: &Graph) -> Vec<u8> {
-    to_graphdef(graph).encode_to_vec()
+pub fn to_pb(graph: &Graph) -> Result<Vec<u8>, Vec<ImportError>> {
+    Ok(to_graphdef(graph)?.encode_to_vec())
 }
 
-/// What exporting `graph` as `format` leaves out: opaque parts read from the
-/// other format, and non-op nodes (regions, gradients calls).
-pub fn export_warnings(graph: &Graph, format: GraphDefFormat) -> Vec<ImportError> {
-    let mut warnings = Vec::new();
-    let opaque = [
-        ("library", graph_attr::LIBRARY, graph_attr::LIBRARY_PBTXT),
-        ("debug_info", graph_attr::DEBUG_INFO, graph_attr::DEBUG_INFO_PBTXT),
-    ];
-    for (field, binary_key, text_key) in opaque {
-        let (key, from, to) = match format {
-            GraphDefFormat::Text => (binary_key, "binary", "text"),
-            GraphDefFormat::Binary => (text_key, "text", "binary"),
-        };
-        if graph.attrs.contains_key(key) {
-            warnings.push(ImportError::OpaqueNotConvertible { field, from, to });
-        }
-    }
+/// Everything in `graph` that a GraphDef cannot hold (empty when it exports).
+pub fn export_errors(graph: &Graph) -> Vec<ImportError> {
+    to_graphdef(graph).err().unwrap_or_default()
+}
+
+/// The nodes that are not plain ops: region members and inputs, gradients calls.
+fn not_flat(graph: &Graph) -> Vec<ImportError> {
+    let mut errors = Vec::new();
     for id in graph.node_ids() {
         let node = graph.node(id);
         let kind = match node.kind {
@@ -135,9 +124,9 @@ pub fn export_warnings(graph: &Graph, format: GraphDefFormat) -> Vec<ImportError
             NodeKind::RegionInput { .. } => "replicate region input",
             NodeKind::Gradients { .. } => "gradients call",
         };
-        warnings.push(ImportError::NotFlat { node: node.name.to_string(), kind, span: node.span });
+        errors.push(ImportError::NotFlat { node: node.name.to_string(), kind, span: node.span });
     }
-    warnings
+    errors
 }
 
 fn as_bytes(value: &ir::AttrValue) -> Option<&[u8]> {
@@ -148,52 +137,84 @@ fn as_bytes(value: &ir::AttrValue) -> Option<&[u8]> {
     }
 }
 
-/// An IR attribute value as a GraphDef `AttrValue`.
-fn attr_value(value: &ir::AttrValue) -> proto::AttrValue {
-    use ir::AttrValue as A;
-    let v = match value {
-        A::Str(s) => Value::S(s.as_bytes().to_vec()),
-        A::Bytes(b) => Value::S(b.clone()),
-        A::Int(i) => Value::I(*i),
-        A::Float(f) => Value::F(*f),
-        A::Bool(b) => Value::B(*b),
-        A::Type(t) => Value::Type(t.number()),
-        A::Shape(s) => Value::Shape(shape(s)),
-        A::Tensor(t) => Value::Tensor(Box::new(tensor(t))),
-        A::List(items) => Value::List(Box::new(list(items))),
-        A::Func(f) => Value::Func(func(f)),
-        A::Placeholder(p) => Value::Placeholder(p.clone()),
-    };
-    proto::AttrValue { value: Some(v) }
+/// The node being exported, for errors.
+struct Cx<'a> {
+    node: &'a str,
+    span: Span,
+    errors: &'a mut Vec<ImportError>,
 }
 
-fn list(items: &[ir::AttrValue]) -> ListValue {
-    use ir::AttrValue as A;
-    let mut l = ListValue::default();
-    for item in items {
-        match item {
-            A::Str(s) => l.s.push(s.as_bytes().to_vec()),
-            A::Bytes(b) => l.s.push(b.clone()),
-            A::Int(i) => l.i.push(*i),
-            A::Float(f) => l.f.push(*f),
-            A::Bool(b) => l.b.push(*b),
-            A::Type(t) => l.r#type.push(t.number()),
-            A::Shape(s) => l.shape.push(shape(s)),
-            A::Tensor(t) => l.tensor.push(tensor(t)),
-            A::Func(f) => l.func.push(func(f)),
-            // A GraphDef list holds no lists or placeholders.
-            A::List(_) | A::Placeholder(_) => {}
+impl Cx<'_> {
+    fn not_representable(&mut self, what: impl Into<String>) {
+        self.errors.push(ImportError::NotRepresentable {
+            node: self.node.to_string(),
+            what: what.into(),
+            span: self.span,
+        });
+    }
+
+    /// Decodes the message a reserved attribute holds as encoded bytes.
+    fn decode<M: Message + Default>(&mut self, key: &str, value: &ir::AttrValue) -> Option<M> {
+        match as_bytes(value).map(M::decode) {
+            Some(Ok(m)) => Some(m),
+            Some(Err(e)) => {
+                self.not_representable(format!("attribute `{key}` ({e})"));
+                None
+            }
+            None => {
+                self.not_representable(format!("attribute `{key}` (not an encoded message)"));
+                None
+            }
         }
     }
-    l
-}
 
-fn func(f: &FuncRef) -> NameAttrList {
-    NameAttrList { name: f.name.clone(), attr: attr_map(&f.attrs) }
-}
+    /// An IR attribute value as a GraphDef `AttrValue`.
+    fn attr_value(&mut self, value: &ir::AttrValue) -> proto::AttrValue {
+        use ir::AttrValue as A;
+        let v = match value {
+            A::Str(s) => Value::S(s.as_bytes().to_vec()),
+            A::Bytes(b) => Value::S(b.clone()),
+            A::Int(i) => Value::I(*i),
+            A::Float(f) => Value::F(*f),
+            A::Bool(b) => Value::B(*b),
+            A::Type(t) => Value::Type(t.number()),
+            A::Shape(s) => Value::Shape(shape(s)),
+            A::Tensor(t) => Value::Tensor(Box::new(tensor(t))),
+            A::List(items) => Value::List(Box::new(self.list(items))),
+            A::Func(f) => Value::Func(self.func(f)),
+            A::Placeholder(p) => Value::Placeholder(p.clone()),
+        };
+        proto::AttrValue { value: Some(v) }
+    }
 
-fn attr_map(attrs: &AttrMap) -> BTreeMap<String, proto::AttrValue> {
-    attrs.iter().map(|(k, v)| (k.to_string(), attr_value(v))).collect()
+    fn list(&mut self, items: &[ir::AttrValue]) -> ListValue {
+        use ir::AttrValue as A;
+        let mut l = ListValue::default();
+        for item in items {
+            match item {
+                A::Str(s) => l.s.push(s.as_bytes().to_vec()),
+                A::Bytes(b) => l.s.push(b.clone()),
+                A::Int(i) => l.i.push(*i),
+                A::Float(f) => l.f.push(*f),
+                A::Bool(b) => l.b.push(*b),
+                A::Type(t) => l.r#type.push(t.number()),
+                A::Shape(s) => l.shape.push(shape(s)),
+                A::Tensor(t) => l.tensor.push(tensor(t)),
+                A::Func(f) => l.func.push(self.func(f)),
+                A::List(_) => self.not_representable("a list inside a list"),
+                A::Placeholder(_) => self.not_representable("a placeholder inside a list"),
+            }
+        }
+        l
+    }
+
+    fn func(&mut self, f: &FuncRef) -> NameAttrList {
+        NameAttrList { name: f.name.clone(), attr: self.attr_map(&f.attrs) }
+    }
+
+    fn attr_map(&mut self, attrs: &AttrMap) -> BTreeMap<String, proto::AttrValue> {
+        attrs.iter().map(|(k, v)| (k.to_string(), self.attr_value(v))).collect()
+    }
 }
 
 fn shape(s: &Shape) -> TensorShapeProto {

@@ -6,24 +6,32 @@
 //!
 //! [`super::pbtxt::parse_graphdef_text`] reads everything this writes back
 //! to an equal message.
+//!
+//! Nodes, versions and attribute values, the bulk of a graph, are printed
+//! from the typed messages directly. The function library, the debug info
+//! and a tensor's resource handles and variants are printed by walking
+//! their prost-reflect [`DynamicMessage`] in the same style; prost-reflect's
+//! own printer is not used because it writes maps in hash order (so the
+//! text would differ from run to run) and repeated fields as `[...]` lists,
+//! unlike TensorFlow.
 
 use std::fmt::Write;
 
-use super::pbtxt::OpaqueText;
+use prost_reflect::{DynamicMessage, Kind, MapKey};
+
 use super::proto::{
-    data_type_name, AttrValue, ExperimentalDebugInfo, FullTypeAttr, FullTypeDef, GraphDef, ListValue, NameAttrList,
-    NodeDef, TensorProto, TensorShapeProto, Value, VersionDef, FULL_TYPE_NAMES,
+    data_type_name, descriptor_pool, full_type_name, AttrValue, ExperimentalDebugInfo, FullTypeAttr, FullTypeDef,
+    GraphDef, ListValue, NameAttrList, NodeDef, TensorProto, TensorShapeProto, Value, VersionDef,
 };
 
-/// Prints a GraphDef; the opaque text parts print where their fields go
-/// unless the GraphDef holds them as bytes, which the text format cannot show.
-pub fn print_graphdef(graph: &GraphDef, opaque: &OpaqueText) -> String {
+/// Prints a GraphDef, every field of it.
+pub fn print_graphdef(graph: &GraphDef) -> String {
     let mut w = Writer { out: String::with_capacity(graph.node.len() * 400), depth: 0 };
     for node in &graph.node {
         w.message("node", |w| w.node(node));
     }
-    if let Some(library) = &opaque.library {
-        w.opaque("library", library);
+    if let Some(library) = &graph.library {
+        w.reflected("library", library, "tensorflow.FunctionDefLibrary");
     }
     if graph.version != 0 {
         w.scalar("version", graph.version);
@@ -31,8 +39,8 @@ pub fn print_graphdef(graph: &GraphDef, opaque: &OpaqueText) -> String {
     if let Some(v) = &graph.versions {
         w.message("versions", |w| w.versions(v));
     }
-    if let Some(debug_info) = &opaque.debug_info {
-        w.opaque("debug_info", debug_info);
+    if let Some(debug_info) = &graph.debug_info {
+        w.reflected("debug_info", debug_info, "tensorflow.GraphDebugInfo");
     }
     w.out
 }
@@ -60,14 +68,81 @@ impl Writer {
         self.out.push_str("}\n");
     }
 
-    fn opaque(&mut self, name: &str, text: &str) {
-        self.message(name, |w| {
-            for line in text.lines() {
-                w.indent();
-                w.out.push_str(line);
-                w.out.push('\n');
+    /// Prints the typed message `value` of type `full_name` (a message of
+    /// our schema) through reflection.
+    fn reflected(&mut self, name: &str, value: &impl prost::Message, full_name: &str) {
+        let decoded = descriptor_pool()
+            .get_message_by_name(full_name)
+            .and_then(|desc| DynamicMessage::decode(desc, value.encode_to_vec().as_slice()).ok());
+        match decoded {
+            Some(message) => self.message(name, |w| w.dynamic(&message)),
+            // Our own types always decode with our own schema.
+            None => self.message(name, |_| {}),
+        }
+    }
+
+    /// Prints the set fields of a message in field-number order, map
+    /// entries sorted by key.
+    fn dynamic(&mut self, message: &DynamicMessage) {
+        let mut fields: Vec<_> = message.fields().collect();
+        fields.sort_by_key(|(f, _)| f.number());
+        for (field, value) in fields {
+            let kind = field.kind();
+            match value {
+                prost_reflect::Value::List(items) => {
+                    for item in items {
+                        self.dynamic_value(field.name(), item, &kind);
+                    }
+                }
+                prost_reflect::Value::Map(map) => {
+                    let mut entries: Vec<(&MapKey, &prost_reflect::Value)> = map.iter().collect();
+                    entries.sort_by(|a, b| a.0.cmp(b.0));
+                    let value_kind = kind.as_message().map(|m| m.map_entry_value_field().kind());
+                    for (key, value) in entries {
+                        self.message(field.name(), |w| {
+                            w.map_key(key);
+                            if let Some(value_kind) = &value_kind {
+                                w.dynamic_value("value", value, value_kind);
+                            }
+                        });
+                    }
+                }
+                value => self.dynamic_value(field.name(), value, &kind),
             }
-        });
+        }
+    }
+
+    fn map_key(&mut self, key: &MapKey) {
+        match key {
+            MapKey::String(s) => self.bytes("key", s.as_bytes()),
+            MapKey::Bool(b) => self.scalar("key", b),
+            MapKey::I32(i) => self.scalar("key", i),
+            MapKey::I64(i) => self.scalar("key", i),
+            MapKey::U32(i) => self.scalar("key", i),
+            MapKey::U64(i) => self.scalar("key", i),
+        }
+    }
+
+    fn dynamic_value(&mut self, name: &str, value: &prost_reflect::Value, kind: &Kind) {
+        use prost_reflect::Value as V;
+        match value {
+            V::Bool(b) => self.scalar(name, b),
+            V::I32(i) => self.scalar(name, i),
+            V::I64(i) => self.scalar(name, i),
+            V::U32(i) => self.scalar(name, i),
+            V::U64(i) => self.scalar(name, i),
+            V::F32(f) => self.f32(name, *f),
+            V::F64(f) => self.f64(name, *f),
+            V::String(s) => self.bytes(name, s.as_bytes()),
+            V::Bytes(b) => self.bytes(name, b),
+            V::EnumNumber(n) => match kind.as_enum().and_then(|e| e.get_value(*n)) {
+                Some(v) => self.scalar(name, v.name()),
+                None => self.scalar(name, n),
+            },
+            V::Message(m) => self.message(name, |w| w.dynamic(m)),
+            // Lists and maps are fields, handled by `dynamic`.
+            V::List(_) | V::Map(_) => {}
+        }
     }
 
     fn scalar(&mut self, name: &str, value: impl std::fmt::Display) {
@@ -144,8 +219,8 @@ impl Writer {
 
     fn full_type(&mut self, t: &FullTypeDef) {
         if t.type_id != 0 {
-            match FULL_TYPE_NAMES.iter().find(|e| e.1 == t.type_id) {
-                Some(e) => self.scalar("type_id", e.0),
+            match full_type_name(t.type_id) {
+                Some(name) => self.scalar("type_id", name),
                 None => self.scalar("type_id", t.type_id),
             }
         }
@@ -274,6 +349,12 @@ impl Writer {
         }
         for v in &t.half_val {
             self.scalar("half_val", v);
+        }
+        for v in &t.resource_handle_val {
+            self.reflected("resource_handle_val", v, "tensorflow.ResourceHandleProto");
+        }
+        for v in &t.variant_val {
+            self.reflected("variant_val", v, "tensorflow.VariantTensorDataProto");
         }
         for v in &t.uint32_val {
             self.scalar("uint32_val", v);

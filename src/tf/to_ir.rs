@@ -26,7 +26,7 @@ use std::sync::Arc;
 use prost::Message;
 
 use super::error::ImportError;
-use super::pbtxt::{NodeSpans, OpaqueText};
+use super::pbtxt::NodeSpans;
 use super::proto::{self, GraphDef, NodeDef, TensorProto, TensorShapeProto, Value};
 use crate::ir::types::FuncRef;
 use crate::ir::{self, AttrMap, DType, Graph, Module, Node, NodeId, Shape, TensorData, TensorLit};
@@ -47,14 +47,11 @@ pub mod graph_attr {
     pub const BAD_CONSUMERS: &str = "bad_consumers";
     /// The deprecated `version`, when not 0.
     pub const VERSION: &str = "version";
-    /// The encoded `FunctionDefLibrary` of a binary GraphDef.
+    /// The `library`: an encoded `FunctionDefLibrary` (bytes). Decode it
+    /// with [`crate::tf::library`].
     pub const LIBRARY: &str = "library";
-    /// The `library` of a text GraphDef, as canonical protobuf text.
-    pub const LIBRARY_PBTXT: &str = "library_pbtxt";
-    /// The encoded `GraphDebugInfo` of a binary GraphDef.
+    /// The `debug_info`: an encoded `GraphDebugInfo` (bytes).
     pub const DEBUG_INFO: &str = "debug_info";
-    /// The `debug_info` of a text GraphDef, as canonical protobuf text.
-    pub const DEBUG_INFO_PBTXT: &str = "debug_info_pbtxt";
 }
 
 /// The name of the imported IR graph.
@@ -62,18 +59,13 @@ pub const GRAPH_NAME: &str = "main";
 
 /// Converts a decoded GraphDef into a module of one graph. `spans`, when
 /// given, has one entry per node (from the text parser).
-pub fn graphdef_to_module(
-    graph_def: GraphDef,
-    opaque: OpaqueText,
-    spans: Option<Vec<NodeSpans>>,
-) -> (Module, Vec<ImportError>) {
-    graphdef_to_module_observed(graph_def, opaque, spans, &crate::progress::NoProgress)
+pub fn graphdef_to_module(graph_def: GraphDef, spans: Option<Vec<NodeSpans>>) -> (Module, Vec<ImportError>) {
+    graphdef_to_module_observed(graph_def, spans, &crate::progress::NoProgress)
 }
 
 /// [`graphdef_to_module`], reporting each node added and each node wired.
 pub fn graphdef_to_module_observed(
     graph_def: GraphDef,
-    opaque: OpaqueText,
     spans: Option<Vec<NodeSpans>>,
     progress: &dyn crate::progress::Progress,
 ) -> (Module, Vec<ImportError>) {
@@ -81,7 +73,7 @@ pub fn graphdef_to_module_observed(
     progress.phase("importing nodes", 2 * graph_def.node.len() as u64);
     let mut errors = Vec::new();
     let mut graph = Graph::new(GRAPH_NAME);
-    graph.attrs = graph_attrs(&graph_def, opaque);
+    graph.attrs = graph_attrs(&graph_def);
     let input_count: usize = graph_def.node.iter().map(|n| n.input.len()).sum();
     graph.reserve(graph_def.node.len(), input_count);
 
@@ -184,7 +176,7 @@ fn parse_input(input: &str) -> Option<(&str, Option<u32>)> {
     (!name.is_empty()).then_some((name, Some(output)))
 }
 
-fn graph_attrs(g: &GraphDef, opaque: OpaqueText) -> AttrMap {
+fn graph_attrs(g: &GraphDef) -> AttrMap {
     use ir::AttrValue as A;
     let mut attrs = AttrMap::new();
     if let Some(v) = &g.versions {
@@ -201,16 +193,10 @@ fn graph_attrs(g: &GraphDef, opaque: OpaqueText) -> AttrMap {
         attrs.insert(graph_attr::VERSION, A::Int(g.version.into()));
     }
     if let Some(lib) = &g.library {
-        attrs.insert(graph_attr::LIBRARY, A::from_bytes(lib.clone()));
-    }
-    if let Some(lib) = opaque.library {
-        attrs.insert(graph_attr::LIBRARY_PBTXT, A::Str(lib.into()));
+        attrs.insert(graph_attr::LIBRARY, A::from_bytes(lib.encode_to_vec()));
     }
     if let Some(info) = &g.debug_info {
-        attrs.insert(graph_attr::DEBUG_INFO, A::from_bytes(info.clone()));
-    }
-    if let Some(info) = opaque.debug_info {
-        attrs.insert(graph_attr::DEBUG_INFO_PBTXT, A::Str(info.into()));
+        attrs.insert(graph_attr::DEBUG_INFO, A::from_bytes(info.encode_to_vec()));
     }
     attrs
 }

@@ -16,7 +16,9 @@ use crate::syntax::Span;
 /// Output `output` of node `node`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Tensor {
+    /// The node.
     pub node: NodeId,
+    /// Its output index.
     pub output: u32,
 }
 

@@ -5,7 +5,7 @@
 //!   visited in reverse topological order, ready when every consumer on the path has been visited;
 //!   the forward walk does not pass through non-differentiable ops (Shape, StopGradient, ...), which
 //!   changes no gradient but keeps shape computations off the path;
-//! - each op type has one gradient function ([`functions`]); an x op whose inputs are off the path
+//! - each op type has one gradient function (in `functions`); an x op whose inputs are off the path
 //!   stops the walk; StopGradient and other non-differentiable ops pass no gradient on;
 //! - several gradients reaching one tensor are summed with an `AddN` named `<scope>/AddN`;
 //! - a missing grad_ys entry defaults to `Fill(Shape(y), 1)` (`<scope>/Shape`,
@@ -63,6 +63,7 @@ pub enum GradientClusterPolicy {
 /// Settings of the gradients pass.
 #[derive(Clone, Debug, Default)]
 pub struct GradientsConfig {
+    /// How colocated gradient ops are put into outside-compilation clusters.
     pub policy: GradientClusterPolicy,
 }
 

@@ -1,0 +1,189 @@
+//! Inputs and outputs in every format: choosing how to read an input
+//! (`--input-format`, the extension, a sniff of the bytes), loading it, and
+//! writing a module as text, JSON, DOT or GraphDefs (one per program for a
+//! lowered module). Nothing a format cannot hold is dropped: it is an error.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::ValueEnum as _;
+
+use super::diagnostics::AnyDiagnostic;
+use super::io::InputPath;
+use super::source::WindowedSource;
+use super::{report, EmitFormat, InputFormat, Loaded};
+use crate::ir::Module;
+use crate::progress::Progress;
+use crate::tf::{self, GraphDefFormat};
+
+/// How an input's format was decided, for error messages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum FormatSource {
+    /// `--input-format`.
+    Flag,
+    /// The file's extension.
+    Extension,
+    /// Sniffed from the first bytes of standard input.
+    Sniffed,
+    /// Nothing said otherwise: `.opg`.
+    Default,
+}
+
+/// The format of an input: `--input-format`, else the extension (`.pbtxt`,
+/// `.pb`, `.opg`), else for standard input a sniff of the bytes (a binary
+/// GraphDef, or text starting with `node {`, `library {`, `versions {`),
+/// else `.opg`.
+fn decide_format(input: &InputPath, flag: Option<InputFormat>, bytes: &[u8]) -> (InputFormat, FormatSource) {
+    if let Some(format) = flag {
+        return (format, FormatSource::Flag);
+    }
+    if let InputPath::File(p) = input {
+        match tf::format_for_path(p) {
+            Some(GraphDefFormat::Text) => return (InputFormat::Pbtxt, FormatSource::Extension),
+            Some(GraphDefFormat::Binary) => return (InputFormat::Pb, FormatSource::Extension),
+            None if p.extension().is_some_and(|e| e == "opg") => return (InputFormat::Opg, FormatSource::Extension),
+            None => {}
+        }
+    }
+    let looks_like_opg = bytes.trim_ascii_start().starts_with(b"graph") || bytes.trim_ascii_start().starts_with(b"//");
+    if matches!(input, InputPath::Stdin) || !looks_like_opg {
+        match tf::sniff_format(bytes) {
+            Some(GraphDefFormat::Text) if !looks_like_opg => return (InputFormat::Pbtxt, FormatSource::Sniffed),
+            Some(GraphDefFormat::Binary) if !looks_like_opg && !bytes.is_empty() => {
+                return (InputFormat::Pb, FormatSource::Sniffed)
+            }
+            _ => {}
+        }
+    }
+    (InputFormat::Opg, FormatSource::Default)
+}
+
+/// Loads `.opg` or a GraphDef, by `--input-format`, the extension or a sniff
+/// of the bytes (see [`decide_format`]); reports errors naming how the
+/// format was chosen.
+pub fn load_any(input: &InputPath, flag: Option<InputFormat>, progress: &dyn Progress) -> Option<Loaded> {
+    let name = input.display_name();
+    progress.phase("reading", 1);
+    let bytes = super::read_input(input)?;
+    let (format, how) = decide_format(input, flag, &bytes);
+    let graphdef = match format {
+        InputFormat::Pbtxt => GraphDefFormat::Text,
+        InputFormat::Pb => GraphDefFormat::Binary,
+        InputFormat::Opg => {
+            progress.phase("parsing", 1);
+            return super::load_bytes(name, bytes, how_note(how, format));
+        }
+    };
+    let imported = tf::import_graphdef_observed(&bytes, graphdef, progress);
+    // Binary input has no text to point into; show spans against nothing.
+    let source_bytes = if graphdef == GraphDefFormat::Text { bytes } else { Vec::new() };
+    let source = Arc::new(WindowedSource::from_vec(name, source_bytes));
+    match imported {
+        Ok((module, errors)) => {
+            let diags: Vec<AnyDiagnostic> = errors.into_iter().map(|e| Box::new(e) as AnyDiagnostic).collect();
+            if report(diags, &source) {
+                return None;
+            }
+            Some(Loaded { module, source, format })
+        }
+        Err(e) => {
+            report(vec![Box::new(e)], &source);
+            if let Some(note) = how_note(how, format) {
+                eprintln!("note: {note}");
+            }
+            None
+        }
+    }
+}
+
+/// Why the input was read as `format`, when the user did not say it.
+fn how_note(how: FormatSource, format: InputFormat) -> Option<String> {
+    let name = format.to_possible_value().map(|v| v.get_name().to_string()).unwrap_or_default();
+    match how {
+        FormatSource::Flag | FormatSource::Extension => None,
+        FormatSource::Sniffed => Some(format!(
+            "standard input was read as `{name}` because of its first bytes; say `--input-format` to choose"
+        )),
+        FormatSource::Default => Some(format!(
+            "the input was read as `{name}` (no `.pbtxt`/`.pb` extension, and it does not start like a GraphDef); \
+             say `--input-format` to choose"
+        )),
+    }
+}
+
+/// Renders a module in an output format. A GraphDef holds one flat graph;
+/// anything it cannot hold is an error, never dropped.
+pub fn emit_bytes(module: &Module, format: EmitFormat) -> Result<Vec<u8>, Vec<AnyDiagnostic>> {
+    Ok(match format {
+        EmitFormat::Text => match crate::emit::text::print_module_checked(module) {
+            Ok(text) => text.into_bytes(),
+            Err(e) => return Err(vec![Box::new(e)]),
+        },
+        EmitFormat::Json => crate::emit::json::to_json_string(module).into_bytes(),
+        EmitFormat::Dot => crate::emit::dot::to_dot(module).into_bytes(),
+        EmitFormat::Stablehlo => {
+            return Err(vec![Box::new(super::error::CliError::usage(
+                "--format stablehlo is an output of `lower` (the device programs), not of a module",
+            ))])
+        }
+        EmitFormat::Pbtxt | EmitFormat::Pb => {
+            let [graph] = module.graphs.as_slice() else {
+                // Labelled at the second graph, the first that does not fit.
+                let span = module.graphs.get(1).map(|g| g.span).filter(|s| *s != crate::syntax::Span::DETACHED);
+                return Err(vec![Box::new(super::error::CliError::GraphDefGraphs {
+                    graphs: module.graphs.len(),
+                    span,
+                })]);
+            };
+            graphdef_bytes(graph, format == EmitFormat::Pbtxt)?
+        }
+    })
+}
+
+/// One graph as a GraphDef, text or binary.
+fn graphdef_bytes(graph: &crate::ir::Graph, text: bool) -> Result<Vec<u8>, Vec<AnyDiagnostic>> {
+    let boxed = |errors: Vec<tf::ImportError>| errors.into_iter().map(|e| Box::new(e) as AnyDiagnostic).collect();
+    if text {
+        tf::to_pbtxt(graph).map(String::into_bytes).map_err(boxed)
+    } else {
+        tf::to_pb(graph).map_err(boxed)
+    }
+}
+
+/// Writes one GraphDef per lowered program (the host and each device) into
+/// the directory `dir`, as `<program>.pbtxt` or `<program>.pb`; a GraphDef
+/// holds one graph, so several programs need a directory.
+pub(super) fn write_programs(
+    lowered: &Module,
+    text: bool,
+    dir: Option<&std::path::Path>,
+    source: &Arc<WindowedSource>,
+) -> ExitCode {
+    let Some(dir) = dir.filter(|d| *d != std::path::Path::new("-")) else {
+        eprintln!(
+            "error: the lowered module has {} programs and a GraphDef holds one: give a directory with `-o DIR` \
+             to get one GraphDef per program",
+            lowered.graphs.len()
+        );
+        return ExitCode::from(2);
+    };
+    if let Err(e) = std::fs::create_dir_all(dir) {
+        eprintln!("error: cannot create {}: {e}", dir.display());
+        return ExitCode::from(1);
+    }
+    let extension = if text { "pbtxt" } else { "pb" };
+    for graph in &lowered.graphs {
+        let bytes = match graphdef_bytes(graph, text) {
+            Ok(b) => b,
+            Err(errors) => {
+                report(errors, source);
+                return ExitCode::from(1);
+            }
+        };
+        let file = format!("{}.{extension}", graph.name.replace(['/', '\\', ':'], "_"));
+        if let Err(e) = super::io::write_file(&dir.join(&file), &bytes) {
+            return super::fail(e);
+        }
+    }
+    ExitCode::SUCCESS
+}

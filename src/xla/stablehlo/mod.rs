@@ -20,9 +20,11 @@
 //! arithmetic, axes, constants) are printed as constants, so `Reshape`,
 //! `Sum` and `Tile` see their shapes and axes at compile time.
 //!
-//! Logical cores: a program with several cores per replica is emitted as
-//! one program per replica (`num_partitions = 1`), which computes the
-//! same values; see docs/xla.md. Cost: linear in the program's size, plus
+//! Logical cores (model parallelism): with several cores per replica the
+//! module has `num_partitions` = cores per replica, and every op carries a
+//! maximal sharding `mhlo.sharding = "{maximal device=k}"` for its logical
+//! core k, as TensorFlow's bridge writes it; XLA's SPMD partitioner moves
+//! values between cores. Cost: linear in the program's size, plus
 //! one host evaluation of it for the trace.
 
 pub mod ops;
@@ -193,13 +195,17 @@ pub fn emit_module(
     let traced = trace::trace(graph, &analysis.whole, &first)?;
     let (programs, host_ops) = stage(graph, &analysis, &traced)?;
     let steps = if programs.len() == 1 { config.steps_per_run.max(1) as usize } else { 1 };
+    let partitions = cluster.num_cores_per_replica.max(1) as usize;
     let device_ids: Vec<Vec<i64>> = assignment
         .cores
         .iter()
         .take(replicas)
         .map(|cores| {
-            let core = cores.first().copied().unwrap_or(crate::lower::PhysicalCore { task: 0, core: 0 });
-            vec![i64::from(core.task * assignment.topology.cores_per_host + core.core)]
+            cores
+                .iter()
+                .take(partitions)
+                .map(|c| i64::from(c.task * assignment.topology.cores_per_host + c.core))
+                .collect()
         })
         .collect();
     let mut stages = Vec::with_capacity(programs.len());
@@ -234,7 +240,7 @@ pub fn emit_module(
                 })
                 .collect(),
             num_replicas: replicas,
-            num_partitions: 1,
+            num_partitions: partitions,
             device_ids: device_ids.clone(),
         });
     }
@@ -547,7 +553,8 @@ fn assemble(
             }
         }
     }
-    let mut emitter = trace::Emitter { graph, traced, env, vars, replicas };
+    let partitions = cluster.num_cores_per_replica.max(1);
+    let mut emitter = trace::Emitter { graph, traced, env, vars, replicas, partitions };
     for &id in &program.nodes {
         emitter.node(&mut ctx, id)?;
     }
@@ -556,6 +563,9 @@ fn assemble(
         let input = graph.data_inputs(out.node).first().map(|i| (i.src, i.output.unwrap_or(0))).ok_or_else(|| {
             XlaError::UnsupportedGraph { message: format!("`{}` reads nothing", graph.node(out.node).name) }
         })?;
+        if partitions > 1 {
+            ctx.sharding = Some(trace::logical_core(graph.node(input.0)));
+        }
         let mut v = emitter.value(&mut ctx, input)?;
         if let Some(reduce) = out.reduce {
             let all = vec![(0..replicas as i64).collect::<Vec<_>>()];
@@ -575,6 +585,7 @@ fn assemble(
             results.push(emitter.vars[h].clone());
         }
     }
+    ctx.sharding = None;
     let result_types: Vec<String> = results.iter().map(|v| v.ty.mlir()).collect();
     let step_body = std::mem::take(&mut ctx.text);
     let mut out = String::new();
@@ -588,7 +599,7 @@ fn assemble(
         num_vars
     ));
     out.push_str(&format!(
-        "module @{} attributes {{mhlo.num_replicas = {replicas} : i32, mhlo.num_partitions = 1 : i32}} {{\n",
+        "module @{} attributes {{mhlo.num_replicas = {replicas} : i32, mhlo.num_partitions = {partitions} : i32}} {{\n",
         mlir_ident(&if program.stages > 1 {
             format!("{}_stage{}", cluster.name, program.stage)
         } else {

@@ -116,7 +116,13 @@ fn mlp_train_with_steps_per_run_matches() {
 
 #[test]
 fn model_parallel_matches() {
+    // Two partitions per replica, each op on its logical core (maximal sharding).
     differential("examples/model_parallel.opg", "1x8", 1, 1);
+}
+
+#[test]
+fn model_parallel_with_steps_per_run_matches() {
+    differential("examples/model_parallel.opg", "1x8", 2, 3);
 }
 
 #[test]
@@ -214,11 +220,18 @@ fn lowered_stablehlo_files_compile_and_run_on_the_plugin() {
                 module.contains("stablehlo.while") || !module.contains(" of 1: "),
                 "{example}: steps_per_run 2 must loop"
             );
-            let exe = client.compile(example, module, replicas, 1).unwrap_or_else(|e| panic!("{example}: {e}"));
+            let partitions: usize = module
+                .split("mhlo.num_partitions = ")
+                .nth(1)
+                .and_then(|s| s.split(' ').next())
+                .and_then(|n| n.parse().ok())
+                .expect("mhlo.num_partitions");
+            let exe =
+                client.compile(example, module, replicas, partitions).unwrap_or_else(|e| panic!("{example}: {e}"));
             // Zeros of every argument type, read back from the signature.
             let sig = module.split("@main(").nth(1).and_then(|s| s.split(") ->").next()).unwrap_or_default();
-            let args: Vec<Vec<_>> = (0..replicas)
-                .map(|r| {
+            let args: Vec<Vec<_>> = (0..replicas * partitions)
+                .map(|d| {
                     sig.split("%arg")
                         .skip(1)
                         .map(|a| {
@@ -232,14 +245,14 @@ fn lowered_stablehlo_files_compile_and_run_on_the_plugin() {
                                 "i32" => Tensor::from_vec(&shape, vec![1i32; n]).unwrap(),
                                 other => panic!("{example}: argument type {other}"),
                             };
-                            client.to_device(&t, r, "arg").unwrap()
+                            client.to_device(&t, d, "arg").unwrap()
                         })
                         .collect()
                 })
                 .collect();
             let refs: Vec<Vec<_>> = args.iter().map(|row| row.iter().collect()).collect();
             let outputs = exe.execute(&refs).unwrap_or_else(|e| panic!("{example}: {e}"));
-            assert_eq!(outputs.len(), replicas);
+            assert_eq!(outputs.len(), replicas * partitions);
             assert_eq!(outputs[0].len(), exe.num_outputs);
         }
     }

@@ -84,3 +84,56 @@ fn a_library_without_get_pjrt_api_is_refused() {
     let err = ffi::load(libc).expect_err("must fail");
     assert!(matches!(err, XlaError::IncompatiblePlugin { .. }), "{err:?}");
 }
+
+/// Builds a shared object whose `GetPjrtApi` returns a table with the given
+/// size and version (the rest zero), with the system C compiler.
+fn fake_plugin(dir: &std::path::Path, size: usize, major: i32, minor: i32) -> std::path::PathBuf {
+    let source = dir.join(format!("fake_{major}_{minor}_{size}.c"));
+    let library = dir.join(format!("fake_{major}_{minor}_{size}.so"));
+    std::fs::write(
+        &source,
+        format!(
+            "#include <stddef.h>\n\
+             struct V {{ size_t s; void* e; int major; int minor; }};\n\
+             struct A {{ size_t s; void* e; struct V v; void* f[200]; }};\n\
+             static struct A api = {{ {size}, 0, {{ 24, 0, {major}, {minor} }}, {{0}} }};\n\
+             const struct A* GetPjrtApi(void) {{ return &api; }}\n"
+        ),
+    )
+    .unwrap();
+    let status = std::process::Command::new("cc")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(&library)
+        .arg(&source)
+        .status()
+        .expect("this test needs a C compiler (`cc`) to build a fake plugin");
+    assert!(status.success(), "cc failed");
+    library
+}
+
+#[test]
+fn an_older_or_newer_major_version_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    for (major, minor) in [(0, 50), (1, 0)] {
+        let err = ffi::load(&fake_plugin(dir.path(), ffi::Api::STRUCT_SIZE, major, minor)).expect_err("must fail");
+        match err {
+            XlaError::IncompatiblePlugin { reason, .. } => {
+                assert!(reason.contains(&format!("{major}.{minor}")), "{reason}")
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn a_short_function_table_or_a_missing_function_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = ffi::load(&fake_plugin(dir.path(), 64, 0, 81)).expect_err("must fail");
+    assert!(matches!(&err, XlaError::IncompatiblePlugin { reason, .. } if reason.contains("bytes")), "{err:?}");
+    // The right size and version, but every entry null.
+    let err = ffi::load(&fake_plugin(dir.path(), ffi::Api::STRUCT_SIZE, 0, 81)).expect_err("must fail");
+    assert!(
+        matches!(&err, XlaError::IncompatiblePlugin { reason, .. } if reason.contains("PJRT_Error_Destroy")),
+        "{err:?}"
+    );
+}

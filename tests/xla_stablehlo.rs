@@ -80,3 +80,12 @@ fn stablehlo_is_refused_where_there_is_no_device_program() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--format stablehlo is an output of `lower`"));
 }
+
+#[test]
+fn model_parallelism_places_each_op_on_its_core_by_maximal_sharding() {
+    let (ok, text, err) = lower(&["examples/model_parallel.opg"]);
+    assert!(ok, "{err}");
+    assert!(text.contains("mhlo.num_partitions = 2 : i32"), "{text}");
+    assert!(text.contains("mhlo.sharding = \"{maximal device=0}\""), "{text}");
+    assert!(text.contains("mhlo.sharding = \"{maximal device=1}\""), "{text}");
+}

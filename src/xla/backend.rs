@@ -120,7 +120,7 @@ pub fn run(graph: &Graph, assignment: &DeviceAssignment, config: &RunConfig) -> 
         .map(|c| (c.task * assignment.topology.cores_per_host + c.core) as usize + 1)
         .max()
         .unwrap_or(1)
-        .max(clusters.iter().map(|c| c.num_replicas as usize).max().unwrap_or(1));
+        .max(clusters.iter().map(|c| (c.num_replicas * c.num_cores_per_replica.max(1)) as usize).max().unwrap_or(1));
     let t = Instant::now();
     let client_config = ClientConfig { cpu_device_count: is_cpu_plugin(&plugin).then_some(devices) };
     let client = Client::new(plugin, &client_config)?;
@@ -146,6 +146,9 @@ pub fn run(graph: &Graph, assignment: &DeviceAssignment, config: &RunConfig) -> 
         let staged = stablehlo::emit_module(graph, cluster, assignment, &emit_config)?;
         timings.emit += t.elapsed();
         let replicas = cluster.num_replicas as usize;
+        // Every logical core of every replica is a device: d = replica * partitions + core.
+        let partitions = cluster.num_cores_per_replica.max(1) as usize;
+        let devices = replicas * partitions;
         let mut stages = Vec::with_capacity(staged.stages.len());
         for (k, emitted) in staged.stages.iter().enumerate() {
             let program = if staged.stages.len() > 1 {
@@ -158,13 +161,13 @@ pub fn run(graph: &Graph, assignment: &DeviceAssignment, config: &RunConfig) -> 
             timings.compile += t.elapsed();
             // Inputs and host tensors go to the devices once.
             let t = Instant::now();
-            let mut fixed: Vec<Vec<Option<DeviceBuffer>>> = Vec::with_capacity(replicas);
-            for r in 0..replicas {
+            let mut fixed: Vec<Vec<Option<DeviceBuffer>>> = Vec::with_capacity(devices);
+            for d in 0..devices {
                 let mut row = Vec::with_capacity(emitted.args.len());
                 for (arg, values) in emitted.args.iter().zip(&emitted.arg_values) {
                     row.push(match arg {
                         ArgSource::Replicated(_) | ArgSource::Host(..) => {
-                            Some(client.to_device(&values[r], r, &stablehlo::arg_name(graph, arg))?)
+                            Some(client.to_device(&values[d / partitions], d, &stablehlo::arg_name(graph, arg))?)
                         }
                         _ => None,
                     });
@@ -180,9 +183,9 @@ pub fn run(graph: &Graph, assignment: &DeviceAssignment, config: &RunConfig) -> 
         for (arg, values) in first.args.iter().zip(&first.arg_values) {
             if let ArgSource::Variable(h) = arg {
                 let name = graph.node(*h).name.to_string();
-                let mut copies = Vec::with_capacity(replicas);
-                for (r, v) in values.iter().enumerate() {
-                    copies.push(client.to_device(v, r, &name)?);
+                let mut copies = Vec::with_capacity(devices);
+                for d in 0..devices {
+                    copies.push(client.to_device(&values[d / partitions], d, &name)?);
                 }
                 vars.insert(*h, copies);
             }
@@ -200,7 +203,7 @@ pub fn run(graph: &Graph, assignment: &DeviceAssignment, config: &RunConfig) -> 
             for (k, ((exe, fixed), emitted)) in stages.iter().zip(&staged.stages).enumerate() {
                 // Carried values computed on the host this round go to the devices.
                 let t = Instant::now();
-                let mut carried: Vec<Vec<DeviceBuffer>> = (0..replicas).map(|_| Vec::new()).collect();
+                let mut carried: Vec<Vec<DeviceBuffer>> = (0..devices).map(|_| Vec::new()).collect();
                 for arg in &emitted.args {
                     if let ArgSource::Carried(id, o) = *arg {
                         let values = host_values.get(&(id, o)).ok_or_else(|| XlaError::UnsupportedGraph {
@@ -209,21 +212,21 @@ pub fn run(graph: &Graph, assignment: &DeviceAssignment, config: &RunConfig) -> 
                                 graph.node(id).name
                             ),
                         })?;
-                        for (r, v) in values.iter().enumerate() {
-                            carried[r].push(client.to_device(v, r, &stablehlo::arg_name(graph, arg))?);
+                        for (d, row) in carried.iter_mut().enumerate() {
+                            row.push(client.to_device(&values[d / partitions], d, &stablehlo::arg_name(graph, arg))?);
                         }
                     }
                 }
                 timings.transfer += t.elapsed();
-                let args: Vec<Vec<&DeviceBuffer>> = (0..replicas)
-                    .map(|r| {
-                        let mut next_carried = carried[r].iter();
+                let args: Vec<Vec<&DeviceBuffer>> = (0..devices)
+                    .map(|d| {
+                        let mut next_carried = carried[d].iter();
                         emitted
                             .args
                             .iter()
-                            .zip(&fixed[r])
+                            .zip(&fixed[d])
                             .filter_map(|(arg, buffer)| match arg {
-                                ArgSource::Variable(h) => vars.get(h).map(|v| &v[r]),
+                                ArgSource::Variable(h) => vars.get(h).map(|v| &v[d]),
                                 ArgSource::Carried(..) => next_carried.next(),
                                 _ => buffer.as_ref(),
                             })
@@ -248,7 +251,7 @@ pub fn run(graph: &Graph, assignment: &DeviceAssignment, config: &RunConfig) -> 
                 for (c, &key) in emitted.carried.iter().enumerate() {
                     let name = format!("{}:{}", graph.node(key.0).name, key.1);
                     let mut values = Vec::with_capacity(replicas);
-                    for row in &outputs {
+                    for row in outputs.iter().step_by(partitions) {
                         values.push(row[emitted.outputs.len() + c].to_host(&name)?);
                     }
                     host_values.insert(key, values);
@@ -261,7 +264,7 @@ pub fn run(graph: &Graph, assignment: &DeviceAssignment, config: &RunConfig) -> 
         for (emitted, outputs) in staged.stages.iter().zip(&last) {
             let Some(outputs) = outputs else { continue };
             for (i, out) in emitted.outputs.iter().enumerate() {
-                for (r, row) in outputs.iter().enumerate() {
+                for (r, row) in outputs.iter().step_by(partitions).enumerate() {
                     let name = output_name(graph, out.node, r);
                     fetched.push((name.clone(), row[i].to_host(&name)?));
                 }
@@ -270,7 +273,7 @@ pub fn run(graph: &Graph, assignment: &DeviceAssignment, config: &RunConfig) -> 
         for (h, copies) in &vars {
             let name = graph.node(*h).name.to_string();
             let mut host_copies = Vec::with_capacity(replicas);
-            for b in copies {
+            for b in copies.iter().step_by(partitions) {
                 host_copies.push(b.to_host(&name)?);
             }
             mirrors.insert(name, host_copies);

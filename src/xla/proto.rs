@@ -35,6 +35,8 @@ pub struct ExecutableBuildOptionsProto {
     pub num_replicas: i64,
     #[prost(int64, tag = "5")]
     pub num_partitions: i64,
+    /// On with several partitions: XLA's SPMD partitioner places the
+    /// maximally sharded ops (XLA:CPU refuses partitions without it).
     #[prost(bool, tag = "6")]
     pub use_spmd_partitioning: bool,
     #[prost(message, optional, tag = "9")]
@@ -59,7 +61,7 @@ pub fn compile_options(num_replicas: usize, num_partitions: usize, devices: &[Ve
             device_ordinal: -1,
             num_replicas: num_replicas as i64,
             num_partitions: num_partitions as i64,
-            use_spmd_partitioning: false,
+            use_spmd_partitioning: num_partitions > 1,
             device_assignment: Some(DeviceAssignmentProto {
                 replica_count: num_replicas as i32,
                 computation_count: num_partitions as i32,

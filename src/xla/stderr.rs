@@ -3,7 +3,9 @@
 //! XLA's CPU plugin logs through absl straight to file descriptor 2:
 //! `WARNING: All log messages before absl::InitializeLog() …`, info lines
 //! (`I0000 … cpu_device_count set via create_options: 8`) and
-//! `library_matcher` notes. While a [`Filter`] lives, descriptor 2 is a
+//! `library_matcher` notes, and the SPMD partitioner's warning that a
+//! maximally sharded value moves whole between cores (what model
+//! parallelism asks for). While a [`Filter`] lives, descriptor 2 is a
 //! pipe whose lines a thread copies to the real stderr, minus those.
 //! Warnings and errors (`W…`, `E…`, `F…` lines) pass. Unix only; elsewhere
 //! [`Filter::install`] does nothing.
@@ -12,6 +14,8 @@
 pub fn is_noise(line: &str) -> bool {
     line.starts_with("WARNING: All log messages before absl::InitializeLog()")
         || line.contains("library_matcher")
+        // Expected with maximal shardings: a value moves whole between cores.
+        || line.contains("[SPMD] Involuntary full rematerialization")
         || (line.starts_with('I') && line.as_bytes().get(1..5).is_some_and(|d| d.iter().all(u8::is_ascii_digit)))
 }
 

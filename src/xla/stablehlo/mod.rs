@@ -20,11 +20,14 @@
 //! arithmetic, axes, constants) are printed as constants, so `Reshape`,
 //! `Sum` and `Tile` see their shapes and axes at compile time.
 //!
-//! Logical cores: a program with several cores per replica is emitted as
-//! one program per replica (`num_partitions = 1`), which computes the
-//! same values; see docs/xla.md. Cost: linear in the program's size, plus
+//! Logical cores (model parallelism): with several cores per replica the
+//! module has `num_partitions` = cores per replica, and every op carries a
+//! maximal sharding `mhlo.sharding = "{maximal device=k}"` for its logical
+//! core k, as TensorFlow's bridge writes it; XLA's SPMD partitioner moves
+//! values between cores. Cost: linear in the program's size, plus
 //! one host evaluation of it for the trace.
 
+mod assemble;
 pub mod ops;
 pub mod text;
 mod trace;
@@ -38,7 +41,6 @@ use crate::ir::{Graph, NodeId};
 use crate::lower::DeviceAssignment;
 use crate::passes::common::OUTSIDE_COMPILATION;
 use crate::passes::ReplicateCluster;
-use text::{Ctx, Ty, Val};
 
 /// Settings of an emission.
 #[derive(Clone, Debug)]
@@ -193,13 +195,17 @@ pub fn emit_module(
     let traced = trace::trace(graph, &analysis.whole, &first)?;
     let (programs, host_ops) = stage(graph, &analysis, &traced)?;
     let steps = if programs.len() == 1 { config.steps_per_run.max(1) as usize } else { 1 };
+    let partitions = cluster.num_cores_per_replica.max(1) as usize;
     let device_ids: Vec<Vec<i64>> = assignment
         .cores
         .iter()
         .take(replicas)
         .map(|cores| {
-            let core = cores.first().copied().unwrap_or(crate::lower::PhysicalCore { task: 0, core: 0 });
-            vec![i64::from(core.task * assignment.topology.cores_per_host + core.core)]
+            cores
+                .iter()
+                .take(partitions)
+                .map(|c| i64::from(c.task * assignment.topology.cores_per_host + c.core))
+                .collect()
         })
         .collect();
     let mut stages = Vec::with_capacity(programs.len());
@@ -218,7 +224,7 @@ pub fn emit_module(
             })
             .collect();
         let first: Vec<Tensor> = arg_values.iter().map(|v| v[0].clone()).collect();
-        let module = assemble(graph, cluster, program, &traced, &first, steps)?;
+        let module = assemble::assemble(graph, cluster, program, &traced, &first, steps)?;
         stages.push(Emitted {
             module,
             args: program.args.clone(),
@@ -234,7 +240,7 @@ pub fn emit_module(
                 })
                 .collect(),
             num_replicas: replicas,
-            num_partitions: 1,
+            num_partitions: partitions,
             device_ids: device_ids.clone(),
         });
     }
@@ -512,213 +518,4 @@ fn stage(
         }
     }
     Ok((programs, host_ops))
-}
-/// Prints the module: `@step`, then `@main`.
-fn assemble(
-    graph: &Graph,
-    cluster: &ReplicateCluster,
-    program: &Program,
-    traced: &trace::Trace,
-    first: &[Tensor],
-    steps: usize,
-) -> Result<String, XlaError> {
-    let replicas = cluster.num_replicas as usize;
-    let arg_types: Vec<Ty> = first.iter().map(Ty::of).collect();
-    let num_vars = program.args.iter().filter(|a| matches!(a, ArgSource::Variable(_))).count();
-    let num_data = program.args.len() - num_vars;
-    // Results before the variables: outputs, then carried values.
-    let num_outputs = program.outputs.len() + program.carried.len();
-    let mut ctx = Ctx::default();
-    ctx.indent = 2;
-    // @step's body.
-    let params: Vec<Val> = arg_types.iter().map(|t| Val { name: ctx.fresh(), ty: t.clone() }).collect();
-    let mut env: HashMap<(NodeId, u32), Val> = HashMap::new();
-    let mut vars: HashMap<NodeId, Val> = HashMap::new();
-    for (arg, p) in program.args.iter().zip(&params) {
-        match *arg {
-            ArgSource::Replicated(id) => {
-                env.insert((id, 0), p.clone());
-            }
-            ArgSource::Host(id, o) | ArgSource::Carried(id, o) => {
-                env.insert((id, o), p.clone());
-            }
-            ArgSource::Variable(id) => {
-                vars.insert(id, p.clone());
-            }
-        }
-    }
-    let mut emitter = trace::Emitter { graph, traced, env, vars, replicas };
-    for &id in &program.nodes {
-        emitter.node(&mut ctx, id)?;
-    }
-    let mut results = Vec::new();
-    for out in &program.outputs {
-        let input = graph.data_inputs(out.node).first().map(|i| (i.src, i.output.unwrap_or(0))).ok_or_else(|| {
-            XlaError::UnsupportedGraph { message: format!("`{}` reads nothing", graph.node(out.node).name) }
-        })?;
-        let mut v = emitter.value(&mut ctx, input)?;
-        if let Some(reduce) = out.reduce {
-            let all = vec![(0..replicas as i64).collect::<Vec<_>>()];
-            v = ctx.all_reduce_sum(&v, &all);
-            if reduce == crate::exec::ReduceOp::Mean {
-                let k = ctx.splat(&v.ty, replicas as f64);
-                v = ctx.elementwise("divide", &[&v, &k]);
-            }
-        }
-        results.push(v);
-    }
-    for &key in &program.carried {
-        results.push(emitter.value(&mut ctx, key)?);
-    }
-    for arg in &program.args {
-        if let ArgSource::Variable(h) = arg {
-            results.push(emitter.vars[h].clone());
-        }
-    }
-    let result_types: Vec<String> = results.iter().map(|v| v.ty.mlir()).collect();
-    let step_body = std::mem::take(&mut ctx.text);
-    let mut out = String::new();
-    out.push_str(&format!(
-        "// The device program of cluster `{}`, stage {} of {}: {} replicas; arguments: {} inputs, {} variables.\n",
-        cluster.name,
-        program.stage + 1,
-        program.stages,
-        replicas,
-        num_data,
-        num_vars
-    ));
-    out.push_str(&format!(
-        "module @{} attributes {{mhlo.num_replicas = {replicas} : i32, mhlo.num_partitions = 1 : i32}} {{\n",
-        mlir_ident(&if program.stages > 1 {
-            format!("{}_stage{}", cluster.name, program.stage)
-        } else {
-            cluster.name.clone()
-        })
-    ));
-    let sig: Vec<String> = params.iter().map(|p| format!("{}: {}", p.name, p.ty.mlir())).collect();
-    out.push_str(&format!("  func.func private @step({}) -> ({}) {{\n", sig.join(", "), result_types.join(", ")));
-    out.push_str(&step_body);
-    let names: Vec<&str> = results.iter().map(|v| v.name.as_str()).collect();
-    out.push_str(&format!("    \"func.return\"({}) : ({}) -> ()\n  }}\n", names.join(", "), result_types.join(", ")));
-
-    // @main.
-    let main_args: Vec<String> = arg_types
-        .iter()
-        .enumerate()
-        .map(|(i, t)| {
-            if i >= num_data {
-                format!("%arg{i}: {} {{tf.aliasing_output = {} : i32}}", t.mlir(), num_outputs + (i - num_data))
-            } else {
-                format!("%arg{i}: {}", t.mlir())
-            }
-        })
-        .collect();
-    out.push_str(&format!("  func.func public @main({}) -> ({}) {{\n", main_args.join(", "), result_types.join(", ")));
-    let arg_names: Vec<String> = (0..arg_types.len()).map(|i| format!("%arg{i}")).collect();
-    let arg_mlir: Vec<String> = arg_types.iter().map(Ty::mlir).collect();
-    let mut body = Ctx::default();
-    body.indent = 2;
-    // Keep SSA names distinct from @step's.
-    for _ in 0..params.len() + results.len() + 1 {
-        body.fresh();
-    }
-    let finals: Vec<String> = if steps == 1 {
-        let r = body.fresh();
-        body.line(&format!(
-            "{r}:{} = \"func.call\"({}) {{callee = @step}} : ({}) -> ({})",
-            results.len(),
-            arg_names.join(", "),
-            arg_mlir.join(", "),
-            result_types.join(", ")
-        ));
-        (0..results.len()).map(|i| format!("{r}#{i}")).collect()
-    } else {
-        while_loop(&mut body, &arg_names, &arg_types, &results, num_data, num_outputs, steps)
-    };
-    out.push_str(&body.text);
-    out.push_str(&format!(
-        "    \"func.return\"({}) : ({}) -> ()\n  }}\n}}\n",
-        finals.join(", "),
-        result_types.join(", ")
-    ));
-    if results.is_empty() {
-        // A call with no results prints without `:0`; keep the form simple.
-        return Ok(out.replace(":0 = \"func.call\"", " = \"func.call\""));
-    }
-    Ok(out)
-}
-
-/// `@main`'s loop: carries (counter, data args, variables, last outputs).
-fn while_loop(
-    c: &mut Ctx,
-    arg_names: &[String],
-    arg_types: &[Ty],
-    results: &[Val],
-    num_data: usize,
-    num_outputs: usize,
-    steps: usize,
-) -> Vec<String> {
-    let counter_ty = Ty::scalar(crate::ir::DType::I64);
-    let zero = c.splat(&counter_ty, 0.0);
-    let mut init = vec![zero.name.clone()];
-    let mut types = vec![counter_ty.clone()];
-    init.extend(arg_names.iter().cloned());
-    types.extend(arg_types.iter().cloned());
-    for v in &results[..num_outputs] {
-        let z = c.splat(&v.ty, 0.0);
-        init.push(z.name);
-        types.push(v.ty.clone());
-    }
-    let mlir: Vec<String> = types.iter().map(Ty::mlir).collect();
-    let n = types.len();
-    let w = c.fresh();
-    let cond_args: Vec<String> = (0..n).map(|_| c.fresh()).collect();
-    let body_args: Vec<String> = (0..n).map(|_| c.fresh()).collect();
-    let block =
-        |names: &[String]| names.iter().zip(&mlir).map(|(a, t)| format!("{a}: {t}")).collect::<Vec<_>>().join(", ");
-    c.line(&format!("{w}:{n} = \"stablehlo.while\"({}) ({{", init.join(", ")));
-    c.line(&format!("^bb0({}):", block(&cond_args)));
-    c.indent += 1;
-    let limit = c.splat(&counter_ty, steps as f64);
-    let counter = Val { name: cond_args[0].clone(), ty: counter_ty.clone() };
-    let p = c.compare(&counter, &limit, text::Cmp::Lt);
-    c.line(&format!("\"stablehlo.return\"({}) : (tensor<i1>) -> ()", p.name));
-    c.indent -= 1;
-    c.line("}, {");
-    c.line(&format!("^bb0({}):", block(&body_args)));
-    c.indent += 1;
-    let step_args = &body_args[1..1 + arg_names.len()];
-    let result_mlir: Vec<String> = results.iter().map(|v| v.ty.mlir()).collect();
-    let r = c.fresh();
-    c.line(&format!(
-        "{r}:{} = \"func.call\"({}) {{callee = @step}} : ({}) -> ({})",
-        results.len(),
-        step_args.join(", "),
-        arg_types.iter().map(Ty::mlir).collect::<Vec<_>>().join(", "),
-        result_mlir.join(", ")
-    ));
-    let one = c.splat(&counter_ty, 1.0);
-    let next = c.elementwise("add", &[&Val { name: body_args[0].clone(), ty: counter_ty.clone() }, &one]);
-    let mut carried = vec![next.name];
-    carried.extend(body_args[1..1 + num_data].iter().cloned());
-    carried.extend((num_outputs..results.len()).map(|i| format!("{r}#{i}")));
-    carried.extend((0..num_outputs).map(|i| format!("{r}#{i}")));
-    c.line(&format!("\"stablehlo.return\"({}) : ({}) -> ()", carried.join(", "), mlir.join(", ")));
-    c.indent -= 1;
-    c.line(&format!("}}) : ({}) -> ({})", mlir.join(", "), mlir.join(", ")));
-    // Results: outputs, then variables.
-    let vars_at = 1 + num_data;
-    let outs_at = 1 + arg_names.len();
-    let mut finals: Vec<String> = (0..num_outputs).map(|i| format!("{w}#{}", outs_at + i)).collect();
-    finals.extend((0..results.len() - num_outputs).map(|i| format!("{w}#{}", vars_at + i)));
-    finals
-}
-
-/// A symbol name MLIR accepts (`@cluster`, `@"odd name"`).
-fn mlir_ident(name: &str) -> String {
-    if !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-        name.to_string()
-    } else {
-        format!("\"{}\"", name.replace('"', "'"))
-    }
 }

@@ -89,6 +89,9 @@ pub struct Ctx {
     next: usize,
     /// Indentation of the current block.
     pub indent: usize,
+    /// The logical core of the ops being printed: each gets
+    /// `mhlo.sharding = "{maximal device=k}"` (model parallelism).
+    pub sharding: Option<u32>,
 }
 
 /// Comparison directions of `stablehlo.compare`.
@@ -116,12 +119,28 @@ impl Ctx {
         format!("%v{}", self.next)
     }
 
-    /// Appends one line at the current indentation.
+    /// Appends one line (or a multi-line op with regions) at the current
+    /// indentation, with the current sharding on an op definition.
     pub fn line(&mut self, text: &str) {
         for _ in 0..self.indent {
             self.text.push_str("  ");
         }
-        self.text.push_str(text);
+        match self.sharding {
+            Some(k) if text.starts_with('%') && text.contains(" = \"stablehlo.") => {
+                // The op's own type follows its last ` : (`; its attributes, if any, end just before.
+                let at = text.rfind(" : (").unwrap_or(text.len());
+                let attr = format!("mhlo.sharding = \"{{maximal device={k}}}\"");
+                if text[..at].ends_with('}') {
+                    self.text.push_str(&text[..at - 1]);
+                    self.text.push_str(&format!(", {attr}}}"));
+                } else {
+                    self.text.push_str(&text[..at]);
+                    self.text.push_str(&format!(" {{{attr}}}"));
+                }
+                self.text.push_str(&text[at..]);
+            }
+            _ => self.text.push_str(text),
+        }
         self.text.push('\n');
     }
 

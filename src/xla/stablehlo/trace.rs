@@ -145,6 +145,17 @@ pub(crate) struct Emitter<'a> {
     /// Each variable's current value.
     pub vars: HashMap<NodeId, Val>,
     pub replicas: usize,
+    /// Logical cores per replica; above 1, every op gets a maximal sharding.
+    pub partitions: u32,
+}
+
+/// The logical core an op is placed on (`…TPU_REPLICATED_CORE:k`), else 0.
+pub(crate) fn logical_core(node: &crate::ir::Node) -> u32 {
+    node.device
+        .as_deref()
+        .and_then(|d| d.rsplit_once("TPU_REPLICATED_CORE:"))
+        .and_then(|(_, k)| k.parse().ok())
+        .unwrap_or(0)
 }
 
 impl Emitter<'_> {
@@ -174,6 +185,9 @@ impl Emitter<'_> {
         let op = &*node.op;
         let inputs = graph.data_inputs(id);
         let key = |i: usize| inputs.get(i).map(|x| (x.src, x.output.unwrap_or(0)));
+        if self.partitions > 1 {
+            ctx.sharding = Some(logical_core(node));
+        }
         // Constant results are printed where they are used.
         let traced_outputs: Vec<&Traced> = (0u32..).map_while(|o| self.traced.values.get(&(id, o))).collect();
         if !traced_outputs.is_empty() && traced_outputs.iter().all(|t| t.constant) {

@@ -8,8 +8,6 @@
 #[path = "support/pjrt.rs"]
 mod support;
 
-use std::path::Path;
-
 use tpu_rewrite::exec::driver::{self, RunOutcome};
 use tpu_rewrite::exec::Tensor;
 use tpu_rewrite::ir::{self, Module};
@@ -176,14 +174,10 @@ fn tensorflow_outside_compilation_gradients_match() {
     differential(&shared("oc_grad_r2.pb"), "1x2", 1, 1);
 }
 
-/// A graph of `../shared/tf-graphs`.
+/// A graph TensorFlow's `tpu.replicate` made (`tests/fixtures/tf-graphs`,
+/// copies of the project's shared GraphDefs).
 fn shared(name: &str) -> String {
-    let path = format!("../shared/tf-graphs/{name}");
-    if Path::new(&path).exists() {
-        path
-    } else {
-        format!("/work/shared/tf-graphs/{name}")
-    }
+    format!("tests/fixtures/tf-graphs/{name}")
 }
 
 #[test]

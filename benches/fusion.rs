@@ -51,7 +51,7 @@ fn setup(fusion: AllReduceFusion) -> (Mesh, Vec<Fetch>) {
     let report = run_pipeline(&mut module, &PipelineConfig { all_reduce_fusion: fusion, ..PipelineConfig::default() });
     assert!(!report.has_errors(), "{:?}", report.diagnostics);
     let config = LowerConfig { topology: Topology::parse("2x4").expect("topology"), ..LowerConfig::default() };
-    let (lowered, _) = lower(&module.graphs[0], &config).unwrap_or_else(|e| panic!("lowering failed: {e:?}"));
+    let lowered = lower(&module.graphs[0], &config).unwrap_or_else(|e| panic!("lowering failed: {e:?}"));
     // Guard the comparison itself: fused, each replica meets once; unfused, 32 times.
     let replica = lowered.module.graphs.iter().find(|g| g.name == "cluster/replica_0").expect("replica 0's program");
     let collectives =

@@ -42,7 +42,7 @@ fn pipeline(bytes: &[u8], format: GraphDefFormat, config: &LowerConfig) -> (Modu
 fn lower_module(module: &Module, config: &LowerConfig) -> Module {
     let graph = module.graph("main").expect("@main");
     let (clusters, _) = form_clusters(graph);
-    let (lowered, _) = lower_clusters(graph, clusters, config).expect("the synthetic graph lowers");
+    let lowered = lower_clusters(graph, clusters, config).expect("the synthetic graph lowers");
     lowered.module
 }
 
@@ -83,7 +83,7 @@ fn report_phases(pb: &[u8], pbtxt: &[u8], config: &LowerConfig) {
         let (clusters, _) = form_clusters(graph);
         let cluster = t.stop();
         let t = Timer::start();
-        let (lowered, _) = lower_clusters(graph, clusters, config).expect("lowers");
+        let lowered = lower_clusters(graph, clusters, config).expect("lowers");
         let lowering = t.stop();
         let total = total.stop();
         let nodes: usize = lowered.module.graphs.iter().map(|g| g.node_count()).sum();

@@ -31,7 +31,7 @@ fn prepare(mut module: Module) -> (Module, Lowered) {
     assert!(!report.has_errors(), "{:?}", report.diagnostics);
     let config = LowerConfig { topology: Topology::parse("1x8").unwrap(), ..LowerConfig::default() };
     let lowered = match lower(&module.graphs[0], &config) {
-        Ok((l, _)) => l,
+        Ok(l) => l,
         Err(_) => panic!("the benchmark graph lowers"),
     };
     (module, lowered)

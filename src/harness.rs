@@ -91,7 +91,7 @@ pub fn check(bytes: &[u8], format: Format, execute: Execute) -> Reached {
         steps_per_run: 1,
         ..LowerConfig::default()
     };
-    let Ok((lowered, _)) = lower::lower(graph, &config) else { return Reached::Lower };
+    let Ok(lowered) = lower::lower(graph, &config) else { return Reached::Lower };
     if execute == Execute::No
         || module.node_count() > MAX_RUN_NODES
         || lowered.clusters.iter().any(|c| c.num_replicas > MAX_RUN_REPLICAS)

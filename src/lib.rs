@@ -35,7 +35,7 @@
 //! assert!(!report.has_errors());
 //!
 //! let config = LowerConfig { topology: Topology::parse("1x2")?, steps_per_run: 1, ..LowerConfig::default() };
-//! let (lowered, _) = lower(&module.graphs[0], &config).map_err(|f| format!("{f:?}"))?;
+//! let lowered = lower(&module.graphs[0], &config)?;
 //! let text = print_module(&lowered.module);
 //! // One program for the cluster, run by both replicas.
 //! assert!(text.contains("graph @cluster (") && text.contains("num_replicas = 2"));

@@ -442,3 +442,12 @@ fn command_line_errors_have_codes_and_locations() {
     // No error line without a code anywhere above.
     assert!(!stderr(&o).lines().any(|l| l.starts_with("error:")), "{}", stderr(&o));
 }
+
+#[test]
+fn nothing_to_lower_is_located_at_the_graph() {
+    let o =
+        run_stdin(&["lower", "-"], b"graph @main {\n  %a = Const() {dtype = f32, value = tensor(f32, [1]) [1.0]}\n}\n");
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(err.contains("tpu_rewrite::lower::no_cluster") && err.contains("<stdin>:1:1"), "{err}");
+}

@@ -15,7 +15,7 @@ fn lower_text(text: &str, topology: &str, config: LowerConfig) -> ir::Module {
     let module = parse(text);
     let config = LowerConfig { topology: Topology::parse(topology).unwrap(), ..config };
     match lower(&module.graphs[0], &config) {
-        Ok((lowered, _)) => lowered.module,
+        Ok(lowered) => lowered.module,
         Err(LowerFailure::Lower(e)) => panic!("{e:?}"),
         Err(LowerFailure::Clusters(e)) => panic!("{e:?}"),
     }
@@ -181,4 +181,30 @@ fn lowering_and_import_report_progress_up_to_their_totals() {
     let done = counting.done.load(Ordering::Relaxed);
     // Placing and wiring report every node; the clones report their share.
     assert!(done * 10 >= total * 9 && done <= total, "{done} of {total}");
+}
+
+#[test]
+fn a_lowering_failure_is_an_error_and_a_diagnostic() {
+    let module = parse(TAGGED);
+    let config = LowerConfig { topology: Topology::parse("1x1").unwrap(), ..LowerConfig::default() };
+    let failure = lower(&module.graphs[0], &config).unwrap_err();
+    let error: &dyn std::error::Error = &failure;
+    assert_eq!(
+        error.to_string(),
+        "num_replicas (2) x num_cores_per_replica (1) needs 2 cores, but the topology has 1 (1 hosts x 1 cores)"
+    );
+    let diagnostic: &dyn miette::Diagnostic = &failure;
+    assert_eq!(diagnostic.code().map(|c| c.to_string()).as_deref(), Some("tpu_rewrite::lower::too_few_cores"));
+}
+
+#[test]
+fn a_typed_device_assignment_places_the_replicas() {
+    let topology = Topology::parse("1x4").unwrap();
+    let table = tpu_rewrite::lower::DeviceAssignment::parse_table(&topology, "0:3; 0:1").unwrap();
+    let config = LowerConfig { topology, device_assignment: Some(table), ..LowerConfig::default() };
+    let module = parse(TAGGED);
+    let m = lower(&module.graphs[0], &config).unwrap().module;
+    let e = expanded(&m);
+    assert_eq!(device_of(&e, "cluster/replica_0"), "/job:worker/replica:0/task:0/device:TPU:3");
+    assert_eq!(device_of(&e, "cluster/replica_1"), "/job:worker/replica:0/task:0/device:TPU:1");
 }

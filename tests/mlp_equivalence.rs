@@ -20,7 +20,7 @@ fn train(text: &str, topology: &str) -> RunOutcome {
     let report = run_pipeline(&mut module, &PipelineConfig::default());
     assert!(!report.has_errors(), "{:?}", report.diagnostics);
     let config = LowerConfig { topology: Topology::parse(topology).unwrap(), ..LowerConfig::default() };
-    let (lowered, _) = lower(&module.graphs[0], &config).unwrap_or_else(|e| panic!("{e:?}"));
+    let lowered = lower(&module.graphs[0], &config).unwrap_or_else(|e| panic!("{e:?}"));
     driver::run(&lowered.module, &[], &[], &RunConfig { steps: STEPS, ..RunConfig::default() }, &mut |_, _| {})
         .unwrap_or_else(|e| panic!("{e:?}"))
 }
@@ -101,7 +101,7 @@ fn loss_falls_over_training() {
     let (mut module, _) = ir::parse_module(EXAMPLE.as_bytes()).unwrap();
     run_pipeline(&mut module, &PipelineConfig::default());
     let config = LowerConfig { topology: Topology::parse("1x8").unwrap(), ..LowerConfig::default() };
-    let (lowered, _) = lower(&module.graphs[0], &config).unwrap();
+    let lowered = lower(&module.graphs[0], &config).unwrap();
     let mut losses = Vec::new();
     driver::run(
         &lowered.module,

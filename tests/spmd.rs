@@ -56,7 +56,7 @@ fn lowered(text: &str, topology: &str) -> Module {
     assert!(!report.has_errors(), "{:?}", report.diagnostics);
     let config = LowerConfig { topology: Topology::parse(topology).expect("topology"), ..LowerConfig::default() };
     match lower(&module.graphs[0], &config) {
-        Ok((l, _)) => l.module,
+        Ok(l) => l.module,
         Err(LowerFailure::Lower(e)) => panic!("{e:?}"),
         Err(LowerFailure::Clusters(e)) => panic!("{e:?}"),
     }

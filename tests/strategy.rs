@@ -26,7 +26,7 @@ fn lowered(text: &str, topology: &str, fusion: AllReduceFusion) -> Module {
     assert!(!report.has_errors(), "{:?}", report.diagnostics);
     let config = LowerConfig { topology: Topology::parse(topology).unwrap(), ..LowerConfig::default() };
     match lower(&module.graphs[0], &config) {
-        Ok((l, _)) => l.module,
+        Ok(l) => l.module,
         Err(LowerFailure::Lower(e)) => panic!("{e:?}"),
         Err(LowerFailure::Clusters(e)) => panic!("{e:?}"),
     }
@@ -288,7 +288,7 @@ fn marked_outputs_are_reduced_on_the_devices_and_returned_once() {
     let tagged = module.graphs[0].clone();
     assert_eq!(tpu_rewrite::exec::output_reduce_ops(&tagged), vec![None, Some(ReduceOp::Sum), Some(ReduceOp::Mean)]);
     let config = LowerConfig { topology: Topology::parse("1x2").unwrap(), steps_per_run: 3, ..LowerConfig::default() };
-    let Ok((lowering, _)) = lower(&tagged, &config) else { panic!("lowering failed") };
+    let Ok(lowering) = lower(&tagged, &config) else { panic!("lowering failed") };
     insta::assert_snapshot!("last_step_lowered", print_module(&lowering.module));
     let feeds = vec![("x0".to_string(), v(&[1.0, 2.0])), ("x1".to_string(), v(&[10.0, 20.0]))];
     // Fetches by replica, then output, as the mesh gives them.

@@ -122,7 +122,7 @@ fn lower_for(case: &str, module: &Module, num_replicas: u32) -> Module {
     };
     let graph = module.graph("main").expect("@main");
     match lower(graph, &config) {
-        Ok((lowered, _warnings)) => lowered.module,
+        Ok(lowered) => lowered.module,
         Err(e) => panic!("{case}: lowering failed: {e:?}"),
     }
 }

@@ -29,7 +29,7 @@ fn prepare(path: &str, topology: &str, steps_per_run: u32) -> (Module, tpu_rewri
     assert!(!report.has_errors(), "{path}: {:?}", report.diagnostics);
     let config = LowerConfig { topology: Topology::parse(topology).unwrap(), steps_per_run, ..LowerConfig::default() };
     let lowered = match lower(&module.graphs[0], &config) {
-        Ok((l, _)) => l,
+        Ok(l) => l,
         Err(LowerFailure::Lower(e)) => panic!("{e:?}"),
         Err(LowerFailure::Clusters(e)) => panic!("{e:?}"),
     };

@@ -166,11 +166,16 @@ pub fn rewrite_command(
 }
 
 fn lower_config(args: &LowerArgs) -> Result<LowerConfig, lower::LowerError> {
+    let topology = Topology::parse(&args.topology)?;
+    let device_assignment = match &args.device_assignment {
+        Some(table) => Some(lower::DeviceAssignment::parse_table(&topology, table)?),
+        None => None,
+    };
     Ok(LowerConfig {
-        topology: Topology::parse(&args.topology)?,
+        topology,
         num_replicas: args.num_replicas,
         cores_per_replica: args.cores_per_replica,
-        device_assignment: args.device_assignment.clone(),
+        device_assignment,
         steps_per_run: args.steps_per_run.max(1),
     })
 }
@@ -210,7 +215,7 @@ fn rewrite_and_lower(
     drop(bar);
     timer.lap("lower");
     match lowered {
-        Ok((lowered, _)) => {
+        Ok(lowered) => {
             if lower_args.time_passes {
                 for phase in &lowered.phases {
                     errln!("  {:<22} {:>12.3} ms wall", phase.name, phase.wall.as_secs_f64() * 1e3);

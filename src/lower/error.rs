@@ -111,7 +111,11 @@ pub enum LowerError {
         code(tpu_rewrite::lower::no_cluster),
         help("wrap the step in `replicate (num_replicas = N) (...) {{ ... }}`")
     )]
-    NoCluster,
+    NoCluster {
+        /// The graph's header.
+        #[label("this graph has no replicate region and no `_tpu_replicate` ops")]
+        span: Span,
+    },
 
     /// num_replicas requested differs from the cluster's metadata.
     #[error("cluster `{cluster}` was built for {built} replica(s), but {requested} were requested")]

@@ -28,8 +28,9 @@ pub struct LowerConfig {
     pub num_replicas: Option<u32>,
     /// Logical cores per replica; defaults to the clusters' own.
     pub cores_per_replica: Option<u32>,
-    /// An explicit device assignment table (see [`DeviceAssignment::parse_table`]).
-    pub device_assignment: Option<String>,
+    /// An explicit device assignment (e.g. from [`DeviceAssignment::parse_table`]);
+    /// TensorFlow's full mesh over `topology` when `None`.
+    pub device_assignment: Option<DeviceAssignment>,
     /// How many steps run on the devices before returning to the host.
     pub steps_per_run: u32,
 }
@@ -45,10 +46,54 @@ pub struct Lowered {
 }
 
 /// Errors that stop lowering, and the wrapped cluster-formation problems.
-#[derive(Debug)]
+///
+/// Each variant holds every error found; as a diagnostic it shows the
+/// first and lists the others as related.
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum LowerFailure {
+    /// The partitioner found these problems.
+    #[error("{}", summary(.0))]
     Lower(Vec<LowerError>),
+    /// The graph's clusters could not be formed.
+    #[error("{}", summary(.0))]
     Clusters(Vec<crate::passes::PassError>),
+}
+
+/// The first error of a list, and how many more there are.
+fn summary<E: std::fmt::Display>(errors: &[E]) -> String {
+    match errors {
+        [] => "lowering failed".to_string(),
+        [one] => one.to_string(),
+        [first, rest @ ..] => format!("{first} (and {} more error(s))", rest.len()),
+    }
+}
+
+impl LowerFailure {
+    /// Every error, as diagnostics.
+    pub fn diagnostics(&self) -> Vec<&dyn miette::Diagnostic> {
+        match self {
+            LowerFailure::Lower(e) => e.iter().map(|e| e as &dyn miette::Diagnostic).collect(),
+            LowerFailure::Clusters(e) => e.iter().map(|e| e as &dyn miette::Diagnostic).collect(),
+        }
+    }
+}
+
+impl miette::Diagnostic for LowerFailure {
+    fn code<'a>(&'a self) -> Option<Box<dyn std::fmt::Display + 'a>> {
+        self.diagnostics().first().and_then(|d| d.code())
+    }
+
+    fn help<'a>(&'a self) -> Option<Box<dyn std::fmt::Display + 'a>> {
+        self.diagnostics().first().and_then(|d| d.help())
+    }
+
+    fn labels(&self) -> Option<Box<dyn Iterator<Item = miette::LabeledSpan> + '_>> {
+        self.diagnostics().first().and_then(|d| d.labels())
+    }
+
+    fn related<'a>(&'a self) -> Option<Box<dyn Iterator<Item = &'a dyn miette::Diagnostic> + 'a>> {
+        Some(Box::new(self.diagnostics().into_iter().skip(1)))
+    }
 }
 
 /// Picks the device assignment for `clusters` under `config`.
@@ -63,8 +108,7 @@ pub fn assignment_for(clusters: &[ReplicateCluster], config: &LowerConfig) -> Re
         .cores_per_replica
         .unwrap_or_else(|| clusters.iter().map(|c| c.num_cores_per_replica).max().unwrap_or(1).max(1));
     match &config.device_assignment {
-        Some(table) => {
-            let a = DeviceAssignment::parse_table(&config.topology, table)?;
+        Some(a) => {
             if a.num_replicas < built || a.cores_per_replica < cores {
                 return Err(LowerError::DeviceAssignment {
                     reason: format!(
@@ -73,14 +117,14 @@ pub fn assignment_for(clusters: &[ReplicateCluster], config: &LowerConfig) -> Re
                     ),
                 });
             }
-            Ok(a)
+            Ok(a.clone())
         }
         None => DeviceAssignment::full_mesh(&config.topology, config.num_replicas.unwrap_or(built), cores),
     }
 }
 
 /// Lowers a rewritten graph to per-device programs.
-pub fn lower(graph: &Graph, config: &LowerConfig) -> Result<(Lowered, Vec<LowerError>), LowerFailure> {
+pub fn lower(graph: &Graph, config: &LowerConfig) -> Result<Lowered, LowerFailure> {
     let (clusters, errors) = form_clusters(graph);
     if errors.iter().any(|e| !e.is_warning()) {
         return Err(LowerFailure::Clusters(errors));
@@ -94,7 +138,7 @@ pub fn lower_clusters(
     graph: &Graph,
     clusters: Vec<ReplicateCluster>,
     config: &LowerConfig,
-) -> Result<(Lowered, Vec<LowerError>), LowerFailure> {
+) -> Result<Lowered, LowerFailure> {
     lower_clusters_observed(graph, clusters, config, &crate::progress::NoProgress)
 }
 
@@ -104,9 +148,9 @@ pub fn lower_clusters_observed(
     mut clusters: Vec<ReplicateCluster>,
     config: &LowerConfig,
     progress: &dyn crate::progress::Progress,
-) -> Result<(Lowered, Vec<LowerError>), LowerFailure> {
+) -> Result<Lowered, LowerFailure> {
     if clusters.is_empty() {
-        return Err(LowerFailure::Lower(vec![LowerError::NoCluster]));
+        return Err(LowerFailure::Lower(vec![LowerError::NoCluster { span: graph.span }]));
     }
     let assignment = assignment_for(&clusters, config).map_err(|e| LowerFailure::Lower(vec![e]))?;
     for c in &mut clusters {
@@ -123,5 +167,5 @@ pub fn lower_clusters_observed(
     if !errors.is_empty() {
         return Err(LowerFailure::Lower(errors));
     }
-    Ok((Lowered { module, clusters, assignment, phases }, Vec::new()))
+    Ok(Lowered { module, clusters, assignment, phases })
 }

@@ -451,3 +451,15 @@ fn nothing_to_lower_is_located_at_the_graph() {
     let err = stderr(&o);
     assert!(err.contains("tpu_rewrite::lower::no_cluster") && err.contains("<stdin>:1:1"), "{err}");
 }
+
+#[test]
+fn a_lowered_module_draws_its_device_assignment_as_a_legend() {
+    let o = run(&["lower", &example("mlp_train.opg"), "--topology", "2x4", "--format", "dot"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let dot = String::from_utf8(o.stdout).unwrap();
+    assert!(dot.contains("legend [shape=note"), "{dot}");
+    assert!(dot.contains("8 replica(s) x 1 core(s) on 2x4"), "{dot}");
+    // Replica 5 is flat core 5: task 1, core 1.
+    assert!(dot.contains("replica 5: core 0 -> task 1 TPU 1"), "{dot}");
+    assert!(dot.contains("runs on each of 8 replicas"), "{dot}");
+}

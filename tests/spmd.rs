@@ -257,3 +257,61 @@ fn a_nul_in_a_cluster_name_and_an_endless_timeout_still_run() {
     assert_eq!(outcome.fetched[0].1, Tensor::vector(vec![0.0f32, 1.0]));
     assert_eq!(outcome.fetched[1].1, Tensor::vector(vec![0.5f32, 1.0]));
 }
+
+#[test]
+fn a_module_lowered_for_1024_replicas_parses_back() {
+    let m = lowered(&step_graph(1024, 1), "128x8");
+    let text = tpu_rewrite::emit::print_module(&m);
+    let (again, errors) = ir::parse_module(text.as_bytes()).expect("parses");
+    assert!(errors.is_empty(), "{errors:?}");
+    assert!(again == m, "the 1024-replica module does not round-trip");
+    let e = spmd::expand(&m).expect("expands");
+    assert_eq!(e.graphs.iter().filter(|g| g.attrs.get_str("role") == Some("replica")).count(), 1024);
+}
+
+/// The CLI on the generated MLP: `gen`, feeds from a JSON file, `run --json`.
+fn run_gen_mlp(replicas: usize, topology: &str, dir: &std::path::Path) -> Vec<f64> {
+    let bin = env!("CARGO_BIN_EXE_tpu-rewrite");
+    let graph = dir.join(format!("mlp{replicas}.opg"));
+    let gen = std::process::Command::new(bin)
+        .args(["gen", "--ops", "300", "--replicas", &replicas.to_string(), "-o"])
+        .arg(&graph)
+        .output()
+        .expect("gen runs");
+    assert!(gen.status.success(), "{}", String::from_utf8_lossy(&gen.stderr));
+    // Replica r's batch depends on r alone, so replicas 0..8 get the same
+    // feeds at any replica count.
+    let mut feeds = serde_json::Map::new();
+    for r in 0..replicas {
+        for (name, offset) in [("x", 0.0), ("y", 0.5)] {
+            let rows: Vec<Vec<f64>> = (0..8)
+                .map(|i| (0..16).map(|j| (((r * 31 + i * 7 + j * 3) % 17) as f64) / 17.0 - offset).collect())
+                .collect();
+            feeds.insert(format!("{name}{r}"), serde_json::json!(rows));
+        }
+    }
+    let feeds_path = dir.join(format!("feeds{replicas}.json"));
+    std::fs::write(&feeds_path, serde_json::Value::Object(feeds).to_string()).expect("writes feeds");
+    let out = std::process::Command::new(bin)
+        .args(["run"])
+        .arg(&graph)
+        .args(["--topology", topology, "--steps", "1", "--json", "--feeds"])
+        .arg(&feeds_path)
+        .output()
+        .expect("run runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let losses = json["outputs"][0]["per_replica"].as_array().expect("per-replica losses");
+    losses.iter().map(|v| v.as_f64().expect("a number")).collect()
+}
+
+#[test]
+fn the_generated_mlp_at_256_replicas_gives_the_8_replica_losses() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let eight = run_gen_mlp(8, "1x8", dir.path());
+    let many = run_gen_mlp(256, "32x8", dir.path());
+    assert_eq!(many.len(), 256);
+    // The loss of a replica depends on its own batch only.
+    assert_eq!(eight[..], many[..8]);
+    assert!(many.iter().all(|l| l.is_finite()), "{many:?}");
+}

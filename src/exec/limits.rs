@@ -19,7 +19,7 @@ static MAX_TENSOR_BYTES: AtomicU64 = AtomicU64::new(0);
 /// The default where the available memory cannot be read.
 const FALLBACK_BYTES: u64 = 8 << 30;
 
-/// Half of `MemAvailable` from `/proc/meminfo`, or [`FALLBACK_BYTES`].
+/// Half of `MemAvailable` from `/proc/meminfo`, or `FALLBACK_BYTES`.
 pub fn default_max_tensor_bytes() -> u64 {
     let available = std::fs::read_to_string("/proc/meminfo").ok().and_then(|text| {
         let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;

@@ -14,7 +14,7 @@
 //! `stablehlo.while` that carries the variables and the last outputs.
 //! The module carries `mhlo.num_replicas` and `mhlo.num_partitions`.
 //!
-//! Static shapes: the program is traced once on the host ([`trace`]) with
+//! Static shapes: the program is traced once on the host (`trace`) with
 //! replica 0's argument values, which gives every value's type; values
 //! that depend on no argument, variable, replica id or collective (shape
 //! arithmetic, axes, constants) are printed as constants, so `Reshape`,

@@ -3,7 +3,7 @@
 //!
 //! A builder receives the op's operands as SSA values (and their values
 //! where they are compile-time constants: axes, shapes, permutations), its
-//! result types (known from the trace, see [`super::trace`]) and its
+//! result types (known from the trace, see `trace`) and its
 //! attributes, and appends StableHLO ops to the context. Ops whose results
 //! are all constants never reach a builder: the emitter prints them as
 //! `stablehlo.constant`. Ops on variables (reads, assignments, updates) are

@@ -109,6 +109,8 @@ def main():
     outputs = job["outputs"]
     results = None
     step_s = []
+    # Compiled and fed: from here on this process is in the step loop.
+    open(os.path.join(a.job, f"running_{a.process_id}"), "w").close()
     for _ in range(job["steps"]):
         t = time.perf_counter()
         results = exe.execute_sharded(args).disassemble_into_single_device_arrays()

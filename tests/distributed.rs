@@ -221,6 +221,7 @@ fn a_killed_process_ends_the_others_and_leaves_no_child() {
         assert!(killed.elapsed() < Duration::from_secs(30), "tpu-rewrite still runs 30 s after process 1 died");
         std::thread::sleep(Duration::from_millis(50));
     };
+    eprintln!("tpu-rewrite ended {:.2} s after process 1 was killed", killed.elapsed().as_secs_f64());
     let mut err = String::new();
     std::io::Read::read_to_string(run.stderr.as_mut().expect("piped"), &mut err).expect("reads stderr");
     assert!(!status.success());
@@ -230,4 +231,15 @@ fn a_killed_process_ends_the_others_and_leaves_no_child() {
         assert!(!Path::new(&format!("/proc/{pid}")).exists(), "process {pid} outlived the run");
     }
     assert!(!Path::new(&job).exists(), "the job directory {job} was left behind");
+}
+
+#[test]
+fn fetch_is_refused_on_the_distributed_backend() {
+    let o = cli()
+        .args(["run", "examples/mlp_train.opg", "--backend", "jax-distributed", "--fetch", "w1"])
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(err.contains("--fetch is for the simulator"), "{err}");
 }

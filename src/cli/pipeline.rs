@@ -735,6 +735,10 @@ pub fn run_command(args: RunArgs) -> ExitCode {
     let outcome = match args.backend {
         Backend::Sim => driver::run(&lowered, &feeds, &fetches, &config, &mut on_step),
         Backend::JaxDistributed => {
+            if !args.fetch.is_empty() {
+                eprintln!("error: --backend jax-distributed fetches the computation outputs and variables; --fetch is for the simulator");
+                return ExitCode::from(1);
+            }
             let Some(graph) = loaded.module.graphs.first() else { return ExitCode::from(1) };
             let config = crate::xla::distributed::Config {
                 processes: args.processes,

@@ -370,6 +370,9 @@ pub struct RunArgs {
     /// The PJRT plugin (default: $TPU_REWRITE_PJRT_PLUGIN, then the cached CPU plugin).
     #[arg(long, value_name = "PATH")]
     pub pjrt_plugin: Option<PathBuf>,
+    /// Processes of `--backend jax-distributed` (docs/distributed.md).
+    #[arg(long, default_value_t = 2)]
+    pub processes: usize,
 }
 
 /// The executor of `run`.
@@ -379,6 +382,8 @@ pub enum Backend {
     Sim,
     /// XLA through a PJRT plugin (docs/xla.md).
     Pjrt,
+    /// JAX's multi-process runtime, `--processes N` on this host (docs/distributed.md).
+    JaxDistributed,
 }
 
 /// The dtype of a fed tensor: the host placeholder's `dtype`, else the
@@ -755,6 +760,27 @@ pub fn run_command(args: RunArgs) -> ExitCode {
     let config = driver::RunConfig { steps: args.steps.max(1), timeout: Duration::from_secs(args.timeout.max(1)) };
     let outcome = match args.backend {
         Backend::Sim => driver::run(&lowered, &feeds, &fetches, &config, &mut on_step),
+        Backend::JaxDistributed => {
+            if !args.fetch.is_empty() {
+                eprintln!("error: --backend jax-distributed fetches the computation outputs and variables; --fetch is for the simulator");
+                return ExitCode::from(1);
+            }
+            let Some(graph) = loaded.module.graphs.first() else { return ExitCode::from(1) };
+            let config = crate::xla::distributed::Config {
+                processes: args.processes,
+                steps: args.steps.max(1),
+                steps_per_run: args.lower.steps_per_run.max(1),
+                feeds: &feeds,
+                deadline: Duration::from_secs(300 + args.timeout),
+            };
+            match crate::xla::distributed::run(graph, &assignment, &config) {
+                Ok(o) => Ok(crate::xla::distributed::in_fetch_order(o.run, &fetches)),
+                Err(e) => {
+                    report(vec![Box::new(e)], &loaded.source);
+                    return ExitCode::from(1);
+                }
+            }
+        }
         Backend::Pjrt => {
             if !args.fetch.is_empty() {
                 eprintln!(

@@ -331,7 +331,7 @@ fn run_host_ops(
 
 /// The fetch name of output `node`'s replica `r`: the tagged graph's
 /// `Identity` reading it (`output_<i>_shard_<r>:0`), else `node:r`.
-fn output_name(graph: &Graph, node: crate::ir::NodeId, r: usize) -> String {
+pub(crate) fn output_name(graph: &Graph, node: crate::ir::NodeId, r: usize) -> String {
     graph
         .uses(node)
         .into_iter()

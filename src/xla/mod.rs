@@ -12,10 +12,12 @@
 //!   variable initialisers), on the simulator's kernels.
 //! - [`backend`]: `run --backend pjrt`: host ops on the simulator's
 //!   kernels, the device program on XLA.
+//! - [`distributed`]: `run --backend jax-distributed`: N JAX processes.
 //! - [`stderr`]: keeps the plugin's info log lines off the terminal.
 
 pub mod backend;
 pub mod client;
+pub mod distributed;
 mod error;
 pub mod ffi;
 pub mod host;

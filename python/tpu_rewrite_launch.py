@@ -1,0 +1,148 @@
+"""One process of `tpu-rewrite run --backend jax-distributed`.
+
+tpu-rewrite writes a job directory (module.mlir, job.json, one .npy per
+argument and replica) and starts N copies of this script, one per process.
+Each copy joins the coordination service, compiles the StableHLO module
+for the global device assignment tpu-rewrite chose (replica r on the
+device it names), feeds the replicas it owns, executes the module `steps`
+times (variables are results that replace their arguments), and process 0
+gathers every replica's results and writes them as out_<i>_<r>.npy.
+
+Usage: tpu_rewrite_launch.py JOB_DIR --process-id P --num-processes N
+       --coordinator 127.0.0.1:PORT --cpu-devices K
+"""
+
+import argparse
+import json
+import os
+import signal
+import sys
+import threading
+import time
+
+
+def die_with_parent():
+    """Ends this process when tpu-rewrite (its parent) ends, so no copy is orphaned."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except Exception:  # not Linux: fall back on polling
+        pass
+    parent = os.getppid()
+
+    def watch():
+        while True:
+            if os.getppid() != parent:
+                os._exit(3)
+            time.sleep(0.5)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("job")
+    p.add_argument("--process-id", type=int, required=True)
+    p.add_argument("--num-processes", type=int, required=True)
+    p.add_argument("--coordinator", required=True)
+    p.add_argument("--cpu-devices", type=int, default=0, help="local CPU devices (0: the platform's devices)")
+    p.add_argument("--heartbeat-timeout", type=int, default=10)
+    a = p.parse_args()
+    die_with_parent()
+
+    import numpy as np
+    import jax
+    import jax.extend.backend
+
+    if a.cpu_devices > 0:
+        jax.config.update("jax_platforms", "cpu")
+        jax.config.update("jax_num_cpu_devices", a.cpu_devices)
+        jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    jax.distributed.initialize(
+        coordinator_address=a.coordinator,
+        num_processes=a.num_processes,
+        process_id=a.process_id,
+        heartbeat_timeout_seconds=a.heartbeat_timeout,
+        initialization_timeout=60,
+    )
+    from jax._src.lib import xla_client as xc
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+    from jax.experimental import multihost_utils
+
+    with open(os.path.join(a.job, "job.json")) as f:
+        job = json.load(f)
+    with open(os.path.join(a.job, "module.mlir")) as f:
+        module = f.read()
+
+    # tpu-rewrite's device d is the d-th device in (process, local id) order.
+    devices = sorted(jax.devices(), key=lambda d: (d.process_index, d.id))
+    replica_devices = [devices[d] for d in job["device_ids"]]
+    replicas = len(replica_devices)
+    mine = [r for r, d in enumerate(replica_devices) if d.process_index == jax.process_index()]
+
+    options = xc.CompileOptions()
+    build = options.executable_build_options
+    build.num_replicas = replicas
+    build.num_partitions = 1
+    build.device_assignment = xc.DeviceAssignment.create(np.array([[d.id] for d in replica_devices]))
+    backend = jax.extend.backend.get_backend()
+    t = time.perf_counter()
+    exe = backend.compile_and_load(module, xc.DeviceList(tuple(replica_devices)), options)
+    compile_s = time.perf_counter() - t
+
+    # One Array per argument over the executable's local devices; each
+    # device holds its own replica's value (shards of a "replicated" layout).
+    local = [replica_devices[r] for r in mine]
+    mesh = Mesh(np.array(local), ("r",))
+    sharding = NamedSharding(mesh, PartitionSpec())
+
+    def array(values):
+        shards = [jax.device_put(v, d) for v, d in zip(values, local)]
+        return jax.make_array_from_single_device_arrays(values[0].shape, sharding, shards)
+
+    def load(arg):
+        return [np.load(os.path.join(a.job, arg["files"][r])) for r in mine]
+
+    args = [array(load(arg)) for arg in job["args"]]
+    variables = [i for i, arg in enumerate(job["args"]) if arg["kind"] == "variable"]
+    outputs = job["outputs"]
+    results = None
+    step_s = []
+    # Compiled and fed: from here on this process is in the step loop.
+    open(os.path.join(a.job, f"running_{a.process_id}"), "w").close()
+    for _ in range(job["steps"]):
+        t = time.perf_counter()
+        results = exe.execute_sharded(args).disassemble_into_single_device_arrays()
+        for out in results:
+            out[0].block_until_ready()
+        step_s.append(time.perf_counter() - t)
+        # Variables (the last results) replace their (donated) arguments.
+        for k, i in enumerate(variables):
+            shards = results[outputs + k]
+            args[i] = jax.make_array_from_single_device_arrays(shards[0].shape, sharding, shards)
+
+    # Process 0 gathers every replica's results.
+    gathered = [
+        multihost_utils.process_allgather(np.stack([np.asarray(s) for s in shards]))
+        for shards in results
+    ]
+    owners = multihost_utils.process_allgather(np.array(mine, dtype=np.int32))
+    if jax.process_index() == 0:
+        for i, g in enumerate(gathered):
+            for p in range(g.shape[0]):
+                for k in range(g.shape[1]):
+                    np.save(os.path.join(a.job, f"out_{i}_{int(owners[p][k])}.npy"), g[p][k])
+        with open(os.path.join(a.job, "timing.json"), "w") as f:
+            json.dump({"compile_s": compile_s, "step_s": step_s}, f)
+    jax.distributed.shutdown()
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except SystemExit:
+        raise
+    except BaseException as e:  # one line for tpu-rewrite, then a non-zero exit
+        print(f"tpu_rewrite_launch: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
+        os._exit(1)

@@ -1,0 +1,414 @@
+//! `run --backend jax-distributed`: the device program on N processes of
+//! JAX's multi-process runtime (coordination service, gloo collectives on
+//! CPU), driven by `python/tpu_rewrite_launch.py`.
+//!
+//! Order of a run, per cluster: emit the StableHLO module
+//! ([`super::stablehlo::emit_module`]), write it with `job.json` (replica
+//! count, the device of every replica, argument kinds, steps) and every
+//! argument's per-replica value as `.npy` into a temporary job directory;
+//! start N launcher processes in one new process group, with a coordinator
+//! on a free 127.0.0.1 port; wait; read back process 0's gathered results
+//! (`out_<result>_<replica>.npy`). The result has the simulator driver's
+//! shape ([`RunOutcome`]).
+//!
+//! Invariants: tpu-rewrite's device `d` (`task * cores_per_host + core`)
+//! is process `d / K`'s local device `d % K`, with K the devices per
+//! process; every process owns at least one replica. Faults: the first
+//! process to exit non-zero, or the run outliving its deadline, ends the
+//! whole group (SIGKILL to the process group) and the error names the
+//! process and quotes its last log lines; the launcher also dies with its
+//! parent (`PR_SET_PDEATHSIG`), so no process outlives tpu-rewrite.
+//! Cost: one emission and one `.npy` per argument and replica; the run
+//! itself is the processes' start (~seconds) plus `steps` executions.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use miette::Diagnostic;
+use thiserror::Error;
+
+use super::host::MissingFeed;
+use super::stablehlo::{self, ArgSource};
+use super::XlaError;
+use crate::exec::driver::RunOutcome;
+use crate::exec::Tensor;
+use crate::ir::Graph;
+use crate::lower::DeviceAssignment;
+use crate::passes::form_clusters;
+
+/// An error of the distributed backend.
+#[derive(Debug, Error, Diagnostic)]
+pub enum DistributedError {
+    /// Emission or host evaluation failed (the PJRT backend's errors).
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Xla(#[from] XlaError),
+
+    /// The device program reads values computed by outside-compilation ops.
+    #[error("cluster `{cluster}` has outside-compilation ops whose results the device program reads ({stages} device stages); the jax-distributed backend runs one device program per cluster")]
+    #[diagnostic(
+        code(tpu_rewrite::distributed::outside_compilation),
+        help("run it with --backend pjrt (which runs the host ops between the stages) or the simulator; on JAX this needs host callbacks (`jax.pure_callback`) or a send/recv pair, see docs/distributed.md")
+    )]
+    OutsideCompilation { cluster: String, stages: usize },
+
+    /// The replicas cannot be spread over the processes.
+    #[error("{replicas} replicas on devices 0..{devices} cannot give each of {processes} processes a replica")]
+    #[diagnostic(
+        code(tpu_rewrite::distributed::placement),
+        help("use --processes N with N no larger than the replica count (and dividing the devices the topology uses)")
+    )]
+    Placement { replicas: usize, devices: usize, processes: usize },
+
+    /// The Python environment could not be made or found.
+    #[error("no Python environment for JAX: {message}")]
+    #[diagnostic(
+        code(tpu_rewrite::distributed::environment),
+        help("run python/setup-venv (needs python3 with venv and pip, and PyPI), or set $TPU_REWRITE_JAX_PYTHON to a python with jax==0.10.2")
+    )]
+    Environment { message: String },
+
+    /// Writing the job directory or reading results failed.
+    #[error("job directory {path}: {message}")]
+    #[diagnostic(code(tpu_rewrite::distributed::job))]
+    Job { path: String, message: String },
+
+    /// A process exited with an error (or was killed); the others were ended.
+    #[error("process {process} of {processes} {status}; the other processes were ended\n{log}")]
+    #[diagnostic(
+        code(tpu_rewrite::distributed::process_failed),
+        help("the lines above are the end of that process's log")
+    )]
+    ProcessFailed { process: usize, processes: usize, status: String, log: String },
+
+    /// The run outlived its deadline; every process was ended.
+    #[error("the {processes} processes did not finish within {seconds} s; they were ended")]
+    #[diagnostic(
+        code(tpu_rewrite::distributed::timeout),
+        help("raise --timeout (the deadline is 300 s plus --timeout), or look for a process that waits for a peer")
+    )]
+    Timeout { processes: usize, seconds: u64 },
+}
+
+/// Settings of a distributed run.
+#[derive(Clone, Debug)]
+pub struct Config<'a> {
+    /// Processes to start (all on this host).
+    pub processes: usize,
+    /// Replicated steps.
+    pub steps: u32,
+    /// Device iterations per step, looped on the device.
+    pub steps_per_run: u32,
+    /// Feeds: tensor name → value.
+    pub feeds: &'a [(String, Tensor)],
+    /// The deadline of the whole run (start, compile, steps).
+    pub deadline: Duration,
+}
+
+/// A distributed run's results and process 0's timings.
+pub struct Outcome {
+    pub run: RunOutcome,
+    /// Seconds of each step (one `execute_sharded`), per cluster, from process 0.
+    pub step_seconds: Vec<Vec<f64>>,
+}
+
+/// The directory of `tpu_rewrite_launch.py`, `requirements.txt` and
+/// `setup-venv`: `$TPU_REWRITE_PYTHON_DIR`, else the source tree's `python/`.
+pub fn python_dir() -> PathBuf {
+    std::env::var_os("TPU_REWRITE_PYTHON_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/python")))
+}
+
+/// The python to run the launcher with: `$TPU_REWRITE_JAX_PYTHON`, else
+/// the venv `python/setup-venv` makes (once) from the pinned requirements.
+pub fn python() -> Result<PathBuf, DistributedError> {
+    if let Some(p) = std::env::var_os("TPU_REWRITE_JAX_PYTHON") {
+        return Ok(PathBuf::from(p));
+    }
+    let script = python_dir().join("setup-venv");
+    let out = Command::new("bash")
+        .arg(&script)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| DistributedError::Environment { message: format!("{}: {e}", script.display()) })?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        let tail: Vec<&str> = err.lines().rev().take(8).collect();
+        return Err(DistributedError::Environment {
+            message: format!(
+                "{} failed ({}):\n{}",
+                script.display(),
+                out.status,
+                tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+            ),
+        });
+    }
+    let path = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    Ok(PathBuf::from(path))
+}
+
+/// Runs every cluster of the tagged `graph` on `config.processes` JAX processes.
+pub fn run(graph: &Graph, assignment: &DeviceAssignment, config: &Config) -> Result<Outcome, DistributedError> {
+    let (clusters, errors) = form_clusters(graph);
+    if let Some(e) = errors.first() {
+        return Err(XlaError::UnsupportedGraph { message: e.to_string() }.into());
+    }
+    if clusters.is_empty() {
+        return Err(XlaError::UnsupportedGraph {
+            message: "the graph has no replicate cluster: nothing runs on a device".into(),
+        }
+        .into());
+    }
+    let emit_config = stablehlo::Config {
+        steps_per_run: config.steps_per_run.max(1),
+        feeds: config.feeds,
+        missing_feed: MissingFeed::Error,
+    };
+    // Emit everything first: a graph this backend refuses starts no process.
+    let mut emitted = Vec::with_capacity(clusters.len());
+    for cluster in &clusters {
+        let mut staged = stablehlo::emit_module(graph, cluster, assignment, &emit_config)?;
+        if staged.stages.len() != 1 {
+            return Err(DistributedError::OutsideCompilation {
+                cluster: cluster.name.to_string(),
+                stages: staged.stages.len(),
+            });
+        }
+        emitted.push(staged.stages.remove(0));
+    }
+    let python = python()?;
+    let launcher = python_dir().join("tpu_rewrite_launch.py");
+    let mut outcome = RunOutcome {
+        fetched: Vec::new(),
+        variables: Default::default(),
+        mirrors: Default::default(),
+        iterations: u64::from(config.steps.max(1)) * u64::from(config.steps_per_run.max(1)),
+    };
+    let mut step_seconds = Vec::new();
+    for e in &emitted {
+        let job = tempfile::Builder::new().prefix("tpu-rewrite-jax-").tempdir().map_err(|err| {
+            DistributedError::Job { path: std::env::temp_dir().display().to_string(), message: err.to_string() }
+        })?;
+        let results = run_job(graph, e, job.path(), &python, &launcher, config)?;
+        step_seconds.push(read_timing(job.path()));
+        let replicas = e.num_replicas;
+        for (i, out) in e.outputs.iter().enumerate() {
+            for (r, t) in results[i].iter().enumerate().take(replicas) {
+                outcome.fetched.push((super::backend::output_name(graph, out.node, r), t.clone()));
+            }
+        }
+        let first_var = e.outputs.len() + e.carried.len();
+        for (k, h) in e.variables.iter().enumerate() {
+            let copies = results[first_var + k].clone();
+            let name = graph.node(*h).name.to_string();
+            if let Some(t) = copies.first() {
+                outcome.variables.insert(name.clone(), t.clone());
+            }
+            outcome.mirrors.insert(name, copies);
+        }
+    }
+    Ok(Outcome { run: outcome, step_seconds })
+}
+
+/// Writes one module's job, runs its processes and reads back
+/// `[result][replica]`.
+fn run_job(
+    graph: &Graph,
+    e: &stablehlo::Emitted,
+    dir: &Path,
+    python: &Path,
+    launcher: &Path,
+    config: &Config,
+) -> Result<Vec<Vec<Tensor>>, DistributedError> {
+    let job_err = |m: String| DistributedError::Job { path: dir.display().to_string(), message: m };
+    let replicas = e.num_replicas;
+    let device_ids: Vec<i64> = e.device_ids.iter().map(|d| d.first().copied().unwrap_or(0)).collect();
+    let processes = config.processes.max(1);
+    let devices = (device_ids.iter().copied().max().unwrap_or(0) as usize + 1).max(replicas);
+    let per_process = devices.div_ceil(processes);
+    let mut owned = vec![0usize; processes];
+    for &d in &device_ids {
+        if let Some(n) = owned.get_mut(d as usize / per_process) {
+            *n += 1;
+        }
+    }
+    if owned.contains(&0) {
+        return Err(DistributedError::Placement { replicas, devices, processes });
+    }
+    std::fs::write(dir.join("module.mlir"), &e.module).map_err(|err| job_err(err.to_string()))?;
+    let mut args = Vec::with_capacity(e.args.len());
+    for (a, (arg, values)) in e.args.iter().zip(&e.arg_values).enumerate() {
+        let kind = match arg {
+            ArgSource::Replicated(_) => "replicated",
+            ArgSource::Host(..) => "host",
+            ArgSource::Carried(..) => "carried",
+            ArgSource::Variable(_) => "variable",
+        };
+        let mut files = Vec::with_capacity(replicas);
+        for (r, t) in values.iter().enumerate() {
+            let file = format!("arg_{a}_{r}.npy");
+            crate::exec::write_npy_file(&dir.join(&file), t).map_err(|err| job_err(err.to_string()))?;
+            files.push(file);
+        }
+        args.push(serde_json::json!({ "kind": kind, "name": stablehlo::arg_name(graph, arg), "files": files }));
+    }
+    let results = e.outputs.len() + e.carried.len() + e.variables.len();
+    let job = serde_json::json!({
+        "device_ids": device_ids,
+        "steps": config.steps.max(1),
+        "args": args,
+        "outputs": e.outputs.len() + e.carried.len(),
+        "results": results,
+    });
+    std::fs::write(dir.join("job.json"), job.to_string()).map_err(|err| job_err(err.to_string()))?;
+    launch(dir, python, launcher, processes, per_process, config.deadline)?;
+    let mut out = Vec::with_capacity(results);
+    for i in 0..results {
+        let mut row = Vec::with_capacity(replicas);
+        for r in 0..replicas {
+            let path = dir.join(format!("out_{i}_{r}.npy"));
+            row.push(crate::exec::read_npy_file(&path).map_err(|err| job_err(err.to_string()))?);
+        }
+        out.push(row);
+    }
+    Ok(out)
+}
+
+/// A free TCP port on 127.0.0.1 for the coordinator.
+fn free_port() -> std::io::Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+/// Starts the processes in one process group and waits for all of them,
+/// ending the group at the first failure or at the deadline.
+fn launch(
+    dir: &Path,
+    python: &Path,
+    launcher: &Path,
+    processes: usize,
+    per_process: usize,
+    deadline: Duration,
+) -> Result<(), DistributedError> {
+    use std::os::unix::process::CommandExt;
+    let job_err = |m: String| DistributedError::Job { path: dir.display().to_string(), message: m };
+    let port = free_port().map_err(|err| job_err(format!("no free port: {err}")))?;
+    let mut group = Group { children: Vec::with_capacity(processes), pgid: 0 };
+    for p in 0..processes {
+        let log =
+            std::fs::File::create(dir.join(format!("process_{p}.log"))).map_err(|err| job_err(err.to_string()))?;
+        let mut cmd = Command::new(python);
+        cmd.arg(launcher)
+            .arg(dir)
+            .args(["--process-id", &p.to_string(), "--num-processes", &processes.to_string()])
+            .args(["--coordinator", &format!("127.0.0.1:{port}"), "--cpu-devices", &per_process.to_string()])
+            .env("PYTHONUNBUFFERED", "1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .process_group(group.pgid);
+        let child = cmd.spawn().map_err(|err| DistributedError::Environment {
+            message: format!("cannot start {}: {err}", python.display()),
+        })?;
+        if p == 0 {
+            group.pgid = child.id() as i32;
+        }
+        group.children.push(Some(child));
+    }
+    let start = Instant::now();
+    loop {
+        let mut running = 0;
+        for p in 0..processes {
+            let Some(child) = group.children[p].as_mut() else { continue };
+            match child.try_wait() {
+                Ok(Some(status)) if status.success() => group.children[p] = None,
+                Ok(Some(status)) => {
+                    group.children[p] = None;
+                    group.end();
+                    return Err(DistributedError::ProcessFailed {
+                        process: p,
+                        processes,
+                        status: describe(status),
+                        log: log_tail(&dir.join(format!("process_{p}.log"))),
+                    });
+                }
+                Ok(None) => running += 1,
+                Err(err) => return Err(job_err(format!("waiting for process {p}: {err}"))),
+            }
+        }
+        if running == 0 {
+            return Ok(());
+        }
+        if start.elapsed() > deadline {
+            group.end();
+            return Err(DistributedError::Timeout { processes, seconds: deadline.as_secs() });
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The launched processes; dropping it ends any still running.
+struct Group {
+    children: Vec<Option<Child>>,
+    pgid: i32,
+}
+
+impl Group {
+    /// SIGKILL to the whole group, then reap every child.
+    fn end(&mut self) {
+        if self.pgid > 0 {
+            // SAFETY: kill(2) with a negative pid signals the group this run created.
+            unsafe {
+                libc::kill(-self.pgid, libc::SIGKILL);
+            }
+        }
+        for child in self.children.iter_mut().filter_map(Option::as_mut) {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        self.children.clear();
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        if self.children.iter().any(Option::is_some) {
+            self.end();
+        }
+    }
+}
+
+/// "exited with code N" or "was killed by signal S".
+fn describe(status: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(c), _) => format!("exited with code {c}"),
+        (None, Some(s)) => format!("was killed by signal {s}"),
+        _ => format!("ended ({status})"),
+    }
+}
+
+/// The last lines of a process's log.
+fn log_tail(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    lines[lines.len().saturating_sub(6)..].join("\n")
+}
+
+/// Process 0's per-step seconds, if it wrote them.
+fn read_timing(dir: &Path) -> Vec<f64> {
+    std::fs::read_to_string(dir.join("timing.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .and_then(|v| v.get("step_s").and_then(|s| s.as_array()).map(|a| a.iter().filter_map(|x| x.as_f64()).collect()))
+        .unwrap_or_default()
+}
+
+/// `run`'s fetched tensors in the order of `fetches` (the simulator's
+/// default fetches), so every backend prints alike.
+pub fn in_fetch_order(mut run: RunOutcome, fetches: &[String]) -> RunOutcome {
+    let mut by_name: std::collections::HashMap<String, Tensor> = run.fetched.drain(..).collect();
+    run.fetched = fetches.iter().filter_map(|n| by_name.remove_entry(n)).collect();
+    run
+}

@@ -44,7 +44,7 @@ fn prepare(path: &str, topology: &str) -> (Module, tpu_rewrite::lower::Lowered) 
     assert!(!report.has_errors(), "{path}: {:?}", report.diagnostics);
     let config = LowerConfig { topology: Topology::parse(topology).unwrap(), ..LowerConfig::default() };
     let lowered = match lower(&module.graphs[0], &config) {
-        Ok((l, _)) => l,
+        Ok(l) => l,
         Err(LowerFailure::Lower(e)) => panic!("{e:?}"),
         Err(LowerFailure::Clusters(e)) => panic!("{e:?}"),
     };

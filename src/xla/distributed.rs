@@ -319,23 +319,30 @@ fn launch(
     let start = Instant::now();
     loop {
         let mut running = 0;
+        let mut failed: Vec<(usize, std::process::ExitStatus)> = Vec::new();
         for p in 0..processes {
             let Some(child) = group.children[p].as_mut() else { continue };
             match child.try_wait() {
                 Ok(Some(status)) if status.success() => group.children[p] = None,
                 Ok(Some(status)) => {
                     group.children[p] = None;
-                    group.end();
-                    return Err(DistributedError::ProcessFailed {
-                        process: p,
-                        processes,
-                        status: describe(status),
-                        log: log_tail(&dir.join(format!("process_{p}.log"))),
-                    });
+                    failed.push((p, status));
                 }
                 Ok(None) => running += 1,
                 Err(err) => return Err(job_err(format!("waiting for process {p}: {err}"))),
             }
+        }
+        // A process that dies takes the others down with it (they lose their
+        // peer): name one killed by a signal first, it is the cause.
+        failed.sort_by_key(|(p, status)| (std::os::unix::process::ExitStatusExt::signal(status).is_none(), *p));
+        if let Some(&(p, status)) = failed.first() {
+            group.end();
+            return Err(DistributedError::ProcessFailed {
+                process: p,
+                processes,
+                status: describe(status),
+                log: log_tail(&dir.join(format!("process_{p}.log"))),
+            });
         }
         if running == 0 {
             return Ok(());

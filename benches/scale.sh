@@ -76,7 +76,7 @@ row "----" "----" "----" "-------"
 gen_once t88k.pb --model transformer --ops 88000 --format pb
 read -r w c m < <(measure "$bin" lower "$work/t88k.pb" --topology 2x4 -o /dev/null)
 py=$(tf_python)
-tf_runs=$("$py" benches/tf_import.py "$work/t88k.pb" "$runs")
+tf_runs=$("$py" benches/tf_import.py "$work/t88k.pb" "$runs" 2>"$work/tf.err") || { cat "$work/tf.err" >&2; exit 1; }
 read -r tw tc _ < <(echo "$tf_runs" | sort -n | awk -v n="$runs" 'NR == int((n + 1) / 2)')
 ratio=$(awk -v a="$tw" -v b="$w" 'BEGIN { printf "%.1f", a / b }')
 cratio=$(awk -v a="$tc" -v b="$c" 'BEGIN { printf "%.1f", a / b }')

@@ -107,11 +107,13 @@ for n in $sizes; do
   gen_once "mlp$n.opg" --ops "$n"
   read -r w c m < <(measure "$bin" lower "$work/mlp$n.opg" --topology 1x8 -o /dev/null)
   b=$(per_op "$m" "$n")
+  [ "$n" = 100000 ] && base_cpu=$c
+  lin=$(awk -v c="$c" -v b="$base_cpu" -v n="$n" 'BEGIN { printf "%.2f", c / b / (n / 100000) }')
   if [ "$n" = 1000000 ]; then
-    ok="$(verdict "$w" 2.5) (time), $(verdict "$b" 1000) (memory)"
+    ok="$(verdict "$w" 2.5) (time), $(verdict "$b" 1000) (memory); CPU per op ${lin}x the 100k row's"
     goal="<= 2.5 s, <= 1000 B/op"
   else
-    ok="-"
+    ok="CPU per op ${lin}x the 100k row's"
     goal="linear"
   fi
   row "gen --ops $n (MLP): lower --topology 1x8" "${w} s / ${c} s CPU, $((m / 1024)) MB = $b B/op" "$goal" "$ok"

@@ -190,7 +190,11 @@ pub fn rewrite_command(
     if !rewrite(&mut loaded, args, print_after_all, time_passes) {
         return ExitCode::from(1);
     }
-    finish(write_output(output.as_deref(), crate::emit::print_module(&loaded.module).as_bytes()))
+    let text = crate::emit::print_module(&loaded.module);
+    let code = finish(write_output(output.as_deref(), text.as_bytes()));
+    // The process exits next: leave the module and its text to the OS.
+    std::mem::forget((loaded, text));
+    code
 }
 
 fn lower_config(args: &LowerArgs) -> Result<LowerConfig, lower::LowerError> {

@@ -23,7 +23,7 @@ def main():
             graph_def = tf.compat.v1.GraphDef.FromString(f.read())
         mlir = tf.mlir.experimental.convert_graph_def(graph_def)
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-        print(f"{wall:.3f} {cpu:.3f} {len(mlir)}", flush=True)
+        print(f"{wall:.2f} {cpu:.2f} {len(mlir)}", flush=True)
 
 
 if __name__ == "__main__":

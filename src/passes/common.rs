@@ -259,3 +259,30 @@ pub fn find_per_cluster(graph: &Graph, clusters: &[AuthoredCluster], key: &str, 
     }
     found
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::Node;
+
+    fn graph_of(names: &[&str]) -> Graph {
+        let mut graph = Graph::new("g".to_string());
+        for name in names {
+            graph.add_node(Node::op(*name, "NoOp")).unwrap();
+        }
+        graph
+    }
+
+    #[test]
+    fn the_case_insensitive_namer_skips_names_taken_in_any_case() {
+        // `Cluster` takes `cluster`; `CLUSTER_1` takes `cluster_1`; the Kelvin
+        // sign lowercases to ASCII `k`, so `\u{212A}luster_2` takes `kluster_2`.
+        let graph = graph_of(&["Cluster", "CLUSTER_1", "\u{212A}luster_2", "other"]);
+        let mut namer = Namer::case_insensitive(&graph, HashSet::from(["Cluster_2".to_string()]));
+        assert_eq!(namer.fresh(&graph, "cluster"), "cluster_3");
+        assert_eq!(namer.fresh(&graph, "cluster"), "cluster_4");
+        assert_eq!(namer.fresh(&graph, "kluster_2"), "kluster_2_1");
+        assert_eq!(namer.fresh(&graph, "fresh"), "fresh");
+        assert_eq!(namer.fresh(&graph, "FRESH"), "FRESH_1");
+    }
+}

@@ -289,20 +289,30 @@ pub fn run(cli: Cli) -> ExitCode {
             } else {
                 output
             };
-            finish(write_output(target.as_deref(), &text))
+            let code = finish(write_output(target.as_deref(), &text));
+            // The process exits next: leave the module and its text to the OS.
+            std::mem::forget((loaded, text));
+            code
         }
         Command::Emit { file, input_format, format, output } => {
             let input = InputPath::parse(&file);
             let bar = progress::DelayedBar::new();
             let Some(loaded) = formats::load_any(&input, input_format, &bar) else { return ExitCode::from(1) };
             drop(bar);
-            match formats::emit_bytes(&loaded.module, format) {
-                Ok(bytes) => finish(write_output(output.as_deref(), &bytes)),
+            let code = match formats::emit_bytes(&loaded.module, format) {
+                Ok(bytes) => {
+                    let code = finish(write_output(output.as_deref(), &bytes));
+                    std::mem::forget(bytes);
+                    code
+                }
                 Err(errors) => {
                     report(errors, &loaded.source);
                     ExitCode::from(1)
                 }
-            }
+            };
+            // The process exits next: leave the module to the OS.
+            std::mem::forget(loaded);
+            code
         }
         Command::Rewrite { file, input_format, rewrite, time_passes, format, output } => {
             pipeline::rewrite_command(&file, input_format, &rewrite, time_passes, format, output)

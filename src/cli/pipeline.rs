@@ -156,13 +156,20 @@ pub fn rewrite_command(
         return ExitCode::from(1);
     }
     drop(bar);
-    match emit_bytes(&loaded.module, emit) {
-        Ok(bytes) => finish(write_output(output.as_deref(), &bytes)),
+    let code = match emit_bytes(&loaded.module, emit) {
+        Ok(bytes) => {
+            let code = finish(write_output(output.as_deref(), &bytes));
+            std::mem::forget(bytes);
+            code
+        }
         Err(errors) => {
             report(errors, &loaded.source);
             ExitCode::from(1)
         }
-    }
+    };
+    // The process exits next: leave the module to the OS.
+    std::mem::forget(loaded);
+    code
 }
 
 fn lower_config(args: &LowerArgs) -> Result<LowerConfig, lower::LowerError> {

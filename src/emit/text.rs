@@ -8,7 +8,7 @@
 use std::fmt::Write;
 
 use crate::ir::graph::{Graph, Module, NodeId, NodeKind, RegionId, RegionKind};
-use crate::ir::types::{AttrValue, TensorData, TensorLit};
+use crate::ir::types::{AttrValue, Shape, TensorData, TensorLit};
 use crate::ir::AttrMap;
 use crate::syntax::literal::{escape_into, is_plain_name};
 
@@ -103,9 +103,18 @@ fn print_graph_into(out: &mut String, graph: &Graph) {
 }
 
 fn indent(out: &mut String, depth: usize) {
-    for _ in 0..depth {
-        out.push_str("  ");
+    const SPACES: &str = "                                ";
+    let mut width = depth * 2;
+    while width > 0 {
+        let n = width.min(SPACES.len());
+        out.push_str(&SPACES[..n]);
+        width -= n;
     }
+}
+
+/// Writes an integer without going through `fmt` (itoa).
+fn push_int(out: &mut String, value: impl itoa::Integer) {
+    out.push_str(itoa::Buffer::new().format(value));
 }
 
 impl Printer<'_> {
@@ -177,7 +186,8 @@ impl Printer<'_> {
                 out.push('%');
                 push_name(out, &self.graph.node(src).name);
                 if k != 0 {
-                    let _ = write!(out, ":{k}");
+                    out.push(':');
+                    push_int(out, k);
                 }
             }
         }
@@ -292,17 +302,13 @@ pub fn push_value(out: &mut String, value: &AttrValue) {
     match value {
         AttrValue::Str(s) => push_str_lit(out, s.as_bytes()),
         AttrValue::Bytes(b) => push_str_lit(out, b),
-        AttrValue::Int(i) => {
-            let _ = write!(out, "{i}");
-        }
+        AttrValue::Int(i) => push_int(out, *i),
         AttrValue::Float(f) => push_f32(out, *f),
         AttrValue::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
         AttrValue::Type(t) => {
             let _ = write!(out, "{t}");
         }
-        AttrValue::Shape(s) => {
-            let _ = write!(out, "{s}");
-        }
+        AttrValue::Shape(s) => push_shape(out, s),
         AttrValue::Tensor(t) => push_tensor(out, t),
         AttrValue::List(items) => {
             out.push('[');
@@ -329,6 +335,27 @@ pub fn push_value(out: &mut String, value: &AttrValue) {
     }
 }
 
+/// Writes a shape as its `Display` does (`shape[2, ?]`, `shape[*]`).
+fn push_shape(out: &mut String, shape: &Shape) {
+    match &shape.dims {
+        None => out.push_str("shape[*]"),
+        Some(dims) => {
+            out.push_str("shape[");
+            for (i, d) in dims.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                if *d < 0 {
+                    out.push('?');
+                } else {
+                    push_int(out, *d);
+                }
+            }
+            out.push(']');
+        }
+    }
+}
+
 fn push_list<T>(out: &mut String, items: &[T], mut each: impl FnMut(&mut String, &T)) {
     out.push('[');
     for (i, item) in items.iter().enumerate() {
@@ -346,7 +373,7 @@ fn push_tensor(out: &mut String, t: &TensorLit) {
         if i > 0 {
             out.push_str(", ");
         }
-        let _ = write!(out, "{d}");
+        push_int(out, *d);
     }
     out.push_str("]) ");
     match &t.data {
@@ -356,18 +383,10 @@ fn push_tensor(out: &mut String, t: &TensorLit) {
         }
         TensorData::Float(v) => push_list(out, v, |o, x| push_f32(o, *x)),
         TensorData::Double(v) => push_list(out, v, |o, x| push_f64(o, *x)),
-        TensorData::Half(v) | TensorData::Int(v) => push_list(out, v, |o, x| {
-            let _ = write!(o, "{x}");
-        }),
-        TensorData::Int64(v) => push_list(out, v, |o, x| {
-            let _ = write!(o, "{x}");
-        }),
-        TensorData::Uint32(v) => push_list(out, v, |o, x| {
-            let _ = write!(o, "{x}");
-        }),
-        TensorData::Uint64(v) => push_list(out, v, |o, x| {
-            let _ = write!(o, "{x}");
-        }),
+        TensorData::Half(v) | TensorData::Int(v) => push_list(out, v, |o, x| push_int(o, *x)),
+        TensorData::Int64(v) => push_list(out, v, |o, x| push_int(o, *x)),
+        TensorData::Uint32(v) => push_list(out, v, |o, x| push_int(o, *x)),
+        TensorData::Uint64(v) => push_list(out, v, |o, x| push_int(o, *x)),
         TensorData::Bool(v) => push_list(out, v, |o, x| o.push_str(if *x { "true" } else { "false" })),
         TensorData::Str(v) => push_list(out, v, |o, x| push_str_lit(o, x)),
     }

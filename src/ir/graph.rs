@@ -611,11 +611,13 @@ impl Graph {
     /// All node ids sorted by their position in the text.
     pub fn nodes_in_order(&self) -> Vec<NodeId> {
         let nodes = self.nodes();
-        let mut keyed: Vec<(u64, NodeId)> = self.node_ids().map(|id| (nodes.get(id.0).seq, id)).collect();
-        // Index order usually is the text order already: nodes are added in it.
-        if !keyed.is_sorted_by_key(|k| k.0) {
-            keyed.sort_unstable_by_key(|k| k.0);
+        // Index order usually is the text order already (nodes are added in
+        // it): then the ids are the answer, with no keyed copy to sort.
+        if self.node_ids().map(|id| nodes.get(id.0).seq).is_sorted() {
+            return self.node_ids().collect();
         }
+        let mut keyed: Vec<(u64, NodeId)> = self.node_ids().map(|id| (nodes.get(id.0).seq, id)).collect();
+        keyed.sort_unstable_by_key(|k| k.0);
         keyed.into_iter().map(|k| k.1).collect()
     }
 

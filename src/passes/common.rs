@@ -3,6 +3,10 @@
 //! and lookups over replicate regions.
 
 use std::collections::{HashMap, HashSet};
+use std::hash::{BuildHasher, Hasher};
+
+use hashbrown::HashTable;
+use rustc_hash::FxBuildHasher;
 
 use crate::ir::{AttrValue, DType, Graph, NodeId, NodeKind, RegionId, RegionKind};
 
@@ -29,7 +33,63 @@ pub struct Namer {
     next_suffix: HashMap<String, u64>,
     reserved: HashSet<String>,
     /// For [`Namer::case_insensitive`]: every name in use, lowercased.
-    folded: Option<HashSet<String>>,
+    folded: Option<FoldedNames>,
+}
+
+/// The names in use, compared as `str::to_lowercase` folds them, without a
+/// lowercased copy per node: the graph's nodes sit in a table by the hash
+/// of their folded name (16 bytes a node), and the few names reserved
+/// later are kept folded.
+#[derive(Debug, Default)]
+struct FoldedNames {
+    nodes: HashTable<(u64, NodeId)>,
+    others: HashSet<String>,
+}
+
+/// The hash of `folded` (an already lowercased name) byte by byte, as
+/// [`folded_hash`] computes it without lowercasing an ASCII name first.
+fn hash_folded(folded: impl Iterator<Item = u8>) -> u64 {
+    let mut h = FxBuildHasher.build_hasher();
+    for b in folded {
+        h.write_u8(b);
+    }
+    h.finish()
+}
+
+/// The hash of `name.to_lowercase()`.
+fn folded_hash(name: &str) -> u64 {
+    if name.is_ascii() {
+        hash_folded(name.bytes().map(|b| b.to_ascii_lowercase()))
+    } else {
+        hash_folded(name.to_lowercase().bytes())
+    }
+}
+
+/// Whether `name.to_lowercase() == folded`.
+fn folds_to(name: &str, folded: &str) -> bool {
+    if name.is_ascii() {
+        name.len() == folded.len() && name.bytes().zip(folded.bytes()).all(|(a, b)| a.to_ascii_lowercase() == b)
+    } else {
+        name.to_lowercase() == folded
+    }
+}
+
+impl FoldedNames {
+    fn of(graph: &Graph) -> FoldedNames {
+        let mut nodes = HashTable::with_capacity(graph.node_count());
+        for id in graph.node_ids() {
+            let hash = folded_hash(&graph.node(id).name);
+            nodes.insert_unique(hash, (hash, id), |e| e.0);
+        }
+        FoldedNames { nodes, others: HashSet::new() }
+    }
+
+    /// Whether a node of `graph` or a reserved name folds to `folded`.
+    fn contains(&self, graph: &Graph, folded: &str) -> bool {
+        let hash = hash_folded(folded.bytes());
+        self.others.contains(folded)
+            || self.nodes.find(hash, |&(h, id)| h == hash && folds_to(&graph.node(id).name, folded)).is_some()
+    }
 }
 
 impl Namer {
@@ -42,19 +102,19 @@ impl Namer {
     /// ignoring case: with a node `Cluster` in `graph`, `cluster` is taken.
     /// Costs one pass over the graph's names.
     pub fn case_insensitive(graph: &Graph, reserved: HashSet<String>) -> Namer {
-        let mut folded: HashSet<String> = graph.node_ids().map(|id| graph.node(id).name.to_lowercase()).collect();
-        folded.extend(reserved.iter().map(|r| r.to_lowercase()));
+        let mut folded = FoldedNames::of(graph);
+        folded.others.extend(reserved.iter().map(|r| r.to_lowercase()));
         Namer { next_suffix: HashMap::new(), reserved, folded: Some(folded) }
     }
 
     fn taken(&self, graph: &Graph, name: &str) -> bool {
-        let folded = self.folded.as_ref().is_some_and(|f| f.contains(&name.to_lowercase()));
+        let folded = self.folded.as_ref().is_some_and(|f| f.contains(graph, &name.to_lowercase()));
         folded || graph.find(name).is_some() || self.reserved.contains(name)
     }
 
     fn reserve(&mut self, name: &str) {
         if let Some(folded) = &mut self.folded {
-            folded.insert(name.to_lowercase());
+            folded.others.insert(name.to_lowercase());
         }
         self.reserved.insert(name.to_string());
     }
@@ -201,4 +261,31 @@ pub fn find_per_cluster(graph: &Graph, clusters: &[AuthoredCluster], key: &str, 
         }
     }
     found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::Node;
+
+    fn graph_of(names: &[&str]) -> Graph {
+        let mut graph = Graph::new("g".to_string());
+        for name in names {
+            graph.add_node(Node::op(*name, "NoOp")).unwrap();
+        }
+        graph
+    }
+
+    #[test]
+    fn the_case_insensitive_namer_skips_names_taken_in_any_case() {
+        // `Cluster` takes `cluster`; `CLUSTER_1` takes `cluster_1`; the Kelvin
+        // sign lowercases to ASCII `k`, so `\u{212A}luster_2` takes `kluster_2`.
+        let graph = graph_of(&["Cluster", "CLUSTER_1", "\u{212A}luster_2", "other"]);
+        let mut namer = Namer::case_insensitive(&graph, HashSet::from(["Cluster_2".to_string()]));
+        assert_eq!(namer.fresh(&graph, "cluster"), "cluster_3");
+        assert_eq!(namer.fresh(&graph, "cluster"), "cluster_4");
+        assert_eq!(namer.fresh(&graph, "kluster_2"), "kluster_2_1");
+        assert_eq!(namer.fresh(&graph, "fresh"), "fresh");
+        assert_eq!(namer.fresh(&graph, "FRESH"), "FRESH_1");
+    }
 }

@@ -90,9 +90,11 @@ pub fn replicate_clustering(graph: &mut Graph) -> Vec<PassError> {
         }
     }
 
+    // One shared string per cluster, not one per tagged node.
+    let tags: Vec<Option<AttrValue>> = cluster_of_region.iter().map(|n| n.as_deref().map(AttrValue::str)).collect();
     let tagged: Vec<_> = graph.node_ids().filter_map(|id| Some((id, graph.node(id).region?))).collect();
     for (id, region) in tagged {
-        let Some(name) = &cluster_of_region[region.0 as usize] else { continue };
+        let Some(tag) = &tags[region.0 as usize] else { continue };
         let node = graph.node_mut(id);
         if let Some(existing) = node.attrs.get_str(TPU_REPLICATE) {
             errors.push(PassError::AlreadyInCluster {
@@ -102,7 +104,7 @@ pub fn replicate_clustering(graph: &mut Graph) -> Vec<PassError> {
             });
             continue;
         }
-        node.attrs.insert(TPU_REPLICATE, AttrValue::str(name.as_str()));
+        node.attrs.insert(TPU_REPLICATE, tag.clone());
     }
     errors
 }

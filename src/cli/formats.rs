@@ -187,3 +187,22 @@ pub(super) fn write_programs(
     }
     ExitCode::SUCCESS
 }
+
+/// Writes `loaded`'s module in `format` to `output` (or standard output)
+/// and gives the exit code. The process exits next, so the module and the
+/// bytes are left to the OS instead of being freed node by node.
+pub(super) fn emit_and_exit(loaded: super::Loaded, format: EmitFormat, output: Option<&std::path::Path>) -> ExitCode {
+    let code = match emit_bytes(&loaded.module, format) {
+        Ok(bytes) => {
+            let code = super::finish(super::io::write_output(output, &bytes));
+            std::mem::forget(bytes);
+            code
+        }
+        Err(errors) => {
+            report(errors, &loaded.source);
+            ExitCode::from(1)
+        }
+    };
+    std::mem::forget(loaded);
+    code
+}

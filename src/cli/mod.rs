@@ -299,20 +299,7 @@ pub fn run(cli: Cli) -> ExitCode {
             let bar = progress::DelayedBar::new();
             let Some(loaded) = formats::load_any(&input, input_format, &bar) else { return ExitCode::from(1) };
             drop(bar);
-            let code = match formats::emit_bytes(&loaded.module, format) {
-                Ok(bytes) => {
-                    let code = finish(write_output(output.as_deref(), &bytes));
-                    std::mem::forget(bytes);
-                    code
-                }
-                Err(errors) => {
-                    report(errors, &loaded.source);
-                    ExitCode::from(1)
-                }
-            };
-            // The process exits next: leave the module to the OS.
-            std::mem::forget(loaded);
-            code
+            formats::emit_and_exit(loaded, format, output.as_deref())
         }
         Command::Rewrite { file, input_format, rewrite, time_passes, format, output } => {
             pipeline::rewrite_command(&file, input_format, &rewrite, time_passes, format, output)

@@ -156,20 +156,7 @@ pub fn rewrite_command(
         return ExitCode::from(1);
     }
     drop(bar);
-    let code = match emit_bytes(&loaded.module, emit) {
-        Ok(bytes) => {
-            let code = finish(write_output(output.as_deref(), &bytes));
-            std::mem::forget(bytes);
-            code
-        }
-        Err(errors) => {
-            report(errors, &loaded.source);
-            ExitCode::from(1)
-        }
-    };
-    // The process exits next: leave the module to the OS.
-    std::mem::forget(loaded);
-    code
+    super::formats::emit_and_exit(loaded, emit, output.as_deref())
 }
 
 fn lower_config(args: &LowerArgs) -> Result<LowerConfig, lower::LowerError> {

@@ -7,8 +7,12 @@
 //! `python/requirements.txt`, into the cache outside git) and fail with the
 //! reason when they cannot.
 
+#[path = "support/lowering.rs"]
+mod lowering;
 #[path = "support/pjrt.rs"]
 mod support;
+
+use lowering::{default_fetches, prepare};
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -16,9 +20,6 @@ use std::time::{Duration, Instant};
 
 use tpu_rewrite::exec::driver::{self, RunOutcome};
 use tpu_rewrite::exec::Tensor;
-use tpu_rewrite::ir::{self, Module};
-use tpu_rewrite::lower::{lower, LowerConfig, LowerFailure, Topology};
-use tpu_rewrite::passes::{run_pipeline, PipelineConfig};
 use tpu_rewrite::xla::distributed;
 
 /// The pinned venv's python, made once; a failure fails the test.
@@ -28,42 +29,6 @@ fn ensure_python() {
         let python = distributed::python().unwrap_or_else(|e| panic!("the pinned JAX venv is required: {e}"));
         assert!(python.exists(), "setup-venv printed {}, which does not exist", python.display());
     });
-}
-
-/// Reads, rewrites and lowers a file; returns the tagged module and the lowering.
-fn prepare(path: &str, topology: &str) -> (Module, tpu_rewrite::lower::Lowered) {
-    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"));
-    let mut module = if path.ends_with(".pb") {
-        tpu_rewrite::tf::import_graphdef(&bytes, tpu_rewrite::tf::GraphDefFormat::Binary).expect("imports").0
-    } else {
-        let (m, errors) = ir::parse_module(&bytes).expect("parses");
-        assert!(errors.is_empty(), "{errors:?}");
-        m
-    };
-    let report = run_pipeline(&mut module, &PipelineConfig::default());
-    assert!(!report.has_errors(), "{path}: {:?}", report.diagnostics);
-    let config = LowerConfig { topology: Topology::parse(topology).unwrap(), ..LowerConfig::default() };
-    let lowered = match lower(&module.graphs[0], &config) {
-        Ok(l) => l,
-        Err(LowerFailure::Lower(e)) => panic!("{e:?}"),
-        Err(LowerFailure::Clusters(e)) => panic!("{e:?}"),
-    };
-    (module, lowered)
-}
-
-/// The simulator's default fetches: `output_<i>_shard_<r>:0` of the host program.
-fn default_fetches(lowered: &Module) -> Vec<String> {
-    let host = lowered.graph(driver::HOST).expect("a host program");
-    let mut outs: Vec<(u64, u64, String)> = host
-        .node_ids()
-        .filter_map(|id| {
-            let name = &host.node(id).name;
-            let (i, r) = name.strip_prefix("output_")?.split_once("_shard_")?;
-            Some((i.parse().ok()?, r.parse().ok()?, format!("{name}:0")))
-        })
-        .collect();
-    outs.sort();
-    outs.into_iter().map(|o| o.2).collect()
 }
 
 /// |a − b| ≤ 1e-6 + 1e-4·|b|, elementwise.
@@ -81,7 +46,7 @@ fn close(a: &Tensor, b: &Tensor, what: &str) {
 /// `steps` steps, and compares every output and every variable copy.
 fn differential(path: &str, topology: &str, processes: usize, steps: u32) -> (RunOutcome, Vec<f64>) {
     ensure_python();
-    let (tagged, lowered) = prepare(path, topology);
+    let (tagged, lowered) = prepare(path, topology, 1);
     let graph = &tagged.graphs[0];
     let feeds = support::synthetic_feeds(graph);
     let fetches = default_fetches(&lowered.module);
@@ -140,7 +105,7 @@ fn cli() -> Command {
 
 /// Runs `path` on `processes` processes and returns its error.
 fn refused(path: &str, topology: &str, processes: usize) -> distributed::DistributedError {
-    let (tagged, lowered) = prepare(path, topology);
+    let (tagged, lowered) = prepare(path, topology, 1);
     let graph = &tagged.graphs[0];
     let feeds = support::synthetic_feeds(graph);
     let config =

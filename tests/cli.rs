@@ -1,37 +1,11 @@
 //! End-to-end tests of the `tpu-rewrite` binary: exit codes, bad input,
 //! atomic outputs, stdin, and the generator.
 
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_tpu-rewrite"))
-}
-
-fn run(args: &[&str]) -> Output {
-    bin().args(args).env("NO_COLOR", "1").output().expect("the binary runs")
-}
-
-fn run_stdin(args: &[&str], input: &[u8]) -> Output {
-    let mut child = bin()
-        .args(args)
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the binary runs");
-    child.stdin.take().unwrap().write_all(input).unwrap();
-    child.wait_with_output().unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn example(name: &str) -> String {
-    format!("{}/examples/{name}", env!("CARGO_MANIFEST_DIR"))
-}
+#[path = "support/cli.rs"]
+mod support_cli;
+use support_cli::{bin, example, run, run_stdin, stderr};
 
 #[test]
 fn check_accepts_examples() {

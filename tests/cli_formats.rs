@@ -3,34 +3,12 @@
 //! a format cannot hold, GraphDef output of `rewrite`, `lower` and `gen`,
 //! pass selection and `--print-*`, and the generated op table.
 
-use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_tpu-rewrite"))
-}
-
-fn run(args: &[&str]) -> Output {
-    bin().args(args).env("NO_COLOR", "1").output().expect("the binary runs")
-}
-
-fn run_stdin(args: &[&str], input: &[u8]) -> Output {
-    let mut child = bin()
-        .args(args)
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the binary runs");
-    child.stdin.take().expect("piped").write_all(input).expect("writes");
-    child.wait_with_output().expect("finishes")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+#[path = "support/cli.rs"]
+mod support_cli;
+use support_cli::{example, run, run_stdin, stderr};
 
 fn ok(o: &Output) -> &Output {
     assert!(o.status.success(), "exit {:?}: {}", o.status.code(), stderr(o));
@@ -39,10 +17,6 @@ fn ok(o: &Output) -> &Output {
 
 fn fixture(name: &str) -> String {
     format!("{}/tests/fixtures/tf-graphs/{name}", env!("CARGO_MANIFEST_DIR"))
-}
-
-fn example(name: &str) -> String {
-    format!("{}/examples/{name}", env!("CARGO_MANIFEST_DIR"))
 }
 
 /// A GraphDef whose While loop calls a condition and a body in its library.

@@ -9,13 +9,18 @@
 //! and index operands are), with the dtype attributes (`T`, `dtype`,
 //! `DstT`) set to it. A dtype is listed when some probe succeeds. Ops that
 //! need particular operands or attributes to run at all show `—` (the mesh
-//! runs the device ops itself and they are not probed).
+//! runs the device ops itself and they are not probed). The *pjrt*
+//! column is the StableHLO lowering table's own answer
+//! ([`crate::xla::stablehlo::ops::lowering_of`]): a builder, a variable
+//! update the emitter threads through the step, a value that must fold to
+//! a constant, or a structural op (arguments, results, metadata).
 //! Cost: a few hundred kernel calls on two-element tensors.
 
 use crate::exec::kernels::{run_kernel, DEVICE_OPS, PURE_OPS};
 use crate::exec::Tensor;
 use crate::ir::ops::{lookup, Placement};
 use crate::ir::{AttrMap, AttrValue, DType};
+use crate::xla::stablehlo::ops::lowering_of;
 
 /// What `tpu-rewrite ops` says of one op.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -30,6 +35,20 @@ pub struct OpSupport {
     /// Its TPU placement from the IR registry: `tpu`, `host-only`,
     /// `tpu-system`, or `-` when the registry does not list it.
     pub placement: &'static str,
+    /// How `--backend pjrt` runs it (`builder`, `variable update`,
+    /// `constant`, `structural`), or `None` when it does not.
+    pub pjrt: Option<&'static str>,
+}
+
+impl OpSupport {
+    /// The backends that run the op: `sim` always, `pjrt` when it lowers.
+    pub fn backends(&self) -> &'static str {
+        if self.pjrt.is_some() {
+            "sim, pjrt"
+        } else {
+            "sim"
+        }
+    }
 }
 
 /// The dtypes probed, in this order.
@@ -56,12 +75,19 @@ const PROBED: &[DType] = &[
 pub fn supported_ops() -> Vec<OpSupport> {
     let mut ops: Vec<OpSupport> = PURE_OPS
         .iter()
-        .map(|&name| OpSupport { name, dtypes: probe(name), backend: "interpreter", placement: placement(name) })
+        .map(|&name| OpSupport {
+            name,
+            dtypes: probe(name),
+            backend: "interpreter",
+            placement: placement(name),
+            pjrt: lowering_of(name),
+        })
         .chain(DEVICE_OPS.iter().filter(|name| !PURE_OPS.contains(name)).map(|&name| OpSupport {
             name,
             dtypes: Vec::new(),
             backend: "mesh",
             placement: placement(name),
+            pjrt: lowering_of(name),
         }))
         .collect();
     ops.sort_by(|a, b| a.name.cmp(b.name));
@@ -124,13 +150,18 @@ fn dtype_list(dtypes: &[DType]) -> String {
 pub fn plain_table() -> String {
     let ops = supported_ops();
     let width = ops.iter().map(|o| o.name.len()).max().unwrap_or(0);
-    let mut out = format!("{:<width$}  {:<11}  {:<10}  dtypes\n", "op", "backend", "placement");
+    let mut out = format!(
+        "{:<width$}  {:<11}  {:<10}  {:<9}  {:<15}  dtypes\n",
+        "op", "backend", "placement", "backends", "pjrt"
+    );
     for op in &ops {
         out.push_str(&format!(
-            "{:<width$}  {:<11}  {:<10}  {}\n",
+            "{:<width$}  {:<11}  {:<10}  {:<9}  {:<15}  {}\n",
             op.name,
             op.backend,
             op.placement,
+            op.backends(),
+            op.pjrt.unwrap_or("-"),
             dtype_list(&op.dtypes)
         ));
     }
@@ -148,11 +179,24 @@ pub fn markdown_table() -> String {
          transfers, feeds) are run by the simulated device mesh. *placement*: where the rewrite \
          may place the op (`host-only` ops inside a TPU cluster need `outside_compilation`). \
          *dtypes*: the dtypes the kernel ran with when probed on small tensors; `—` means the op \
-         needs particular operands and was not probed.\n\n\
-         | op | backend | placement | dtypes |\n|---|---|---|---|\n",
+         needs particular operands and was not probed. *backends*: `sim` is the simulator \
+         (`--backend sim`), `pjrt` is XLA through a PJRT plugin (`--backend pjrt`). *pjrt*: how the \
+         StableHLO emitter handles the op (see [xla.md](xla.md)): `builder` (an entry of the \
+         lowering table), `variable update` (threaded through the step by the emitter), `constant` \
+         (must fold to a compile-time constant), `structural` (an argument, a result or metadata), \
+         `-` (not lowered).\n\n\
+         | op | backend | placement | backends | pjrt | dtypes |\n|---|---|---|---|---|---|\n",
     );
     for op in supported_ops() {
-        out.push_str(&format!("| `{}` | {} | {} | {} |\n", op.name, op.backend, op.placement, dtype_list(&op.dtypes)));
+        out.push_str(&format!(
+            "| `{}` | {} | {} | {} | {} | {} |\n",
+            op.name,
+            op.backend,
+            op.placement,
+            op.backends(),
+            op.pjrt.unwrap_or("-"),
+            dtype_list(&op.dtypes)
+        ));
     }
     out
 }

@@ -262,6 +262,10 @@ fn host_bytes(tensor: &Tensor, what: &str) -> Result<(i32, Vec<u8>), XlaError> {
         Tensor::I32(a) => (ffi::buffer_type::S32, raw(a.iter().copied().collect(), |v: i32| v.to_le_bytes().to_vec())),
         Tensor::I64(a) => (ffi::buffer_type::S64, raw(a.iter().copied().collect(), |v: i64| v.to_le_bytes().to_vec())),
         Tensor::Bool(a) => (ffi::buffer_type::PRED, a.iter().map(|&b| u8::from(b)).collect()),
+        Tensor::BF16(a) => (ffi::buffer_type::BF16, a.iter().flat_map(|v| v.to_bits().to_le_bytes()).collect()),
+        Tensor::F16(a) => (ffi::buffer_type::F16, a.iter().flat_map(|v| v.to_bits().to_le_bytes()).collect()),
+        Tensor::I8(a) => (ffi::buffer_type::S8, a.iter().flat_map(|v| v.to_le_bytes()).collect()),
+        Tensor::U8(a) => (ffi::buffer_type::U8, a.iter().copied().collect()),
         other => return Err(XlaError::DType { what: what.into(), dtype: other.dtype().to_string() }),
     })
 }
@@ -274,6 +278,10 @@ pub fn dtype_of(kind: i32) -> Option<DType> {
         ffi::buffer_type::S32 => Some(DType::I32),
         ffi::buffer_type::S64 => Some(DType::I64),
         ffi::buffer_type::PRED => Some(DType::Bool),
+        ffi::buffer_type::BF16 => Some(DType::BF16),
+        ffi::buffer_type::F16 => Some(DType::F16),
+        ffi::buffer_type::S8 => Some(DType::I8),
+        ffi::buffer_type::U8 => Some(DType::U8),
         _ => None,
     }
 }
@@ -383,7 +391,8 @@ impl DeviceBuffer {
         let count: usize = shape.iter().product();
         let width = match dtype {
             DType::F64 | DType::I64 => 8,
-            DType::Bool => 1,
+            DType::Bool | DType::I8 | DType::U8 => 1,
+            DType::BF16 | DType::F16 => 2,
             _ => 4,
         };
         let mut data = vec![0u8; count * width];
@@ -416,6 +425,16 @@ impl DeviceBuffer {
                 &shape,
                 chunks(8).map(|c| i64::from_le_bytes(c.try_into().unwrap_or_default())).collect(),
             ),
+            DType::BF16 => Tensor::from_vec(
+                &shape,
+                chunks(2).map(|c| half::bf16::from_bits(u16::from_le_bytes([c[0], c[1]]))).collect(),
+            ),
+            DType::F16 => Tensor::from_vec(
+                &shape,
+                chunks(2).map(|c| half::f16::from_bits(u16::from_le_bytes([c[0], c[1]]))).collect(),
+            ),
+            DType::I8 => Tensor::from_vec(&shape, data.iter().map(|&b| b as i8).collect()),
+            DType::U8 => Tensor::from_vec(&shape, data.clone()),
             _ => Tensor::from_vec(&shape, data.iter().map(|&b| b != 0).collect()),
         }
         .map_err(bad)

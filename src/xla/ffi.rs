@@ -324,10 +324,14 @@ const REQUIRED: &[(&str, Entry)] = &[
 /// `PJRT_Buffer_Type` values the backend uses.
 pub mod buffer_type {
     pub const PRED: i32 = 1;
+    pub const S8: i32 = 2;
     pub const S32: i32 = 4;
     pub const S64: i32 = 5;
+    pub const U8: i32 = 6;
+    pub const F16: i32 = 10;
     pub const F32: i32 = 11;
     pub const F64: i32 = 12;
+    pub const BF16: i32 = 13;
 }
 
 /// `PJRT_NamedValue_Type::kInt64`.

@@ -134,6 +134,7 @@ pub(crate) const VARIABLE_OPS: &[&str] = &[
     "AssignAddVariableOp",
     "AssignSubVariableOp",
     "Update",
+    "UpdateNonSlot",
     "VarIsInitializedOp",
 ];
 
@@ -380,7 +381,7 @@ fn source(graph: &Graph, id: NodeId, slot: usize, input: &crate::ir::Input) -> R
     let src = graph.node(input.src);
     if &*src.op == "TPUReplicatedInput" {
         Ok(ArgSource::Replicated(input.src))
-    } else if slot == 0 && VARIABLE_OPS.contains(&&*node.op) {
+    } else if slot < ops::state::handle_operands(&node.op) {
         if &*src.op != "VarHandleOp" {
             return Err(XlaError::UnsupportedGraph {
                 message: format!(

@@ -66,13 +66,33 @@ pub fn element(dtype: DType) -> &'static str {
         DType::I32 => "i32",
         DType::I64 => "i64",
         DType::Bool => "i1",
+        DType::BF16 => "bf16",
+        DType::F16 => "f16",
+        DType::I8 => "i8",
+        DType::U8 => "ui8",
         _ => "none",
     }
 }
 
 /// True for the dtypes a device program can hold.
 pub fn device_dtype(dtype: DType) -> bool {
-    matches!(dtype, DType::F32 | DType::F64 | DType::I32 | DType::I64 | DType::Bool)
+    matches!(
+        dtype,
+        DType::F32
+            | DType::F64
+            | DType::I32
+            | DType::I64
+            | DType::Bool
+            | DType::BF16
+            | DType::F16
+            | DType::I8
+            | DType::U8
+    )
+}
+
+/// True for the floating-point dtypes a device program can hold.
+pub fn float_dtype(dtype: DType) -> bool {
+    matches!(dtype, DType::F32 | DType::F64 | DType::BF16 | DType::F16)
 }
 
 /// An SSA value and its type.
@@ -110,6 +130,45 @@ pub enum Cmp {
 pub enum Reducer {
     Add,
     Max,
+    Min,
+    Mul,
+    And,
+    Or,
+}
+
+impl Reducer {
+    /// The scalar op of the reduction.
+    fn op(self) -> &'static str {
+        match self {
+            Reducer::Add => "stablehlo.add",
+            Reducer::Max => "stablehlo.maximum",
+            Reducer::Min => "stablehlo.minimum",
+            Reducer::Mul => "stablehlo.multiply",
+            Reducer::And => "stablehlo.and",
+            Reducer::Or => "stablehlo.or",
+        }
+    }
+
+    /// The identity of the reduction in `dtype`.
+    fn identity(self, dtype: DType) -> f64 {
+        let int = !float_dtype(dtype) && dtype != DType::Bool;
+        match (self, dtype) {
+            (Reducer::Add | Reducer::Or, _) => 0.0,
+            (Reducer::Mul | Reducer::And, _) => 1.0,
+            (Reducer::Max, DType::I32) => f64::from(i32::MIN),
+            (Reducer::Max, DType::I64) => i64::MIN as f64,
+            (Reducer::Max, DType::I8) => f64::from(i8::MIN),
+            (Reducer::Max, DType::U8 | DType::Bool) => 0.0,
+            (Reducer::Min, DType::I32) => f64::from(i32::MAX),
+            (Reducer::Min, DType::I64) => i64::MAX as f64,
+            (Reducer::Min, DType::I8) => f64::from(i8::MAX),
+            (Reducer::Min, DType::U8) => f64::from(u8::MAX),
+            (Reducer::Min, DType::Bool) => 1.0,
+            (Reducer::Max, _) if !int => f64::NEG_INFINITY,
+            (Reducer::Min, _) => f64::INFINITY,
+            (Reducer::Max, _) => f64::NEG_INFINITY,
+        }
+    }
 }
 
 impl Ctx {
@@ -159,6 +218,63 @@ impl Ctx {
         Val { name: r, ty: result }
     }
 
+    /// An op with regions and any number of results: `%r:n = "name"(operands)
+    /// ({regions}) {attrs} : (types) -> (results)`; returns `%r#i` (or `%r`
+    /// for one result).
+    pub fn op_regions(
+        &mut self,
+        name: &str,
+        operands: &[&Val],
+        regions: &[String],
+        attrs: &str,
+        results: &[Ty],
+    ) -> Vec<Val> {
+        let r = self.fresh();
+        let names: Vec<&str> = operands.iter().map(|v| v.name.as_str()).collect();
+        let types: Vec<String> = operands.iter().map(|v| v.ty.mlir()).collect();
+        let outs: Vec<String> = results.iter().map(Ty::mlir).collect();
+        let regions: Vec<String> =
+            regions.iter().map(|g| self.indent_block(g.trim_start_matches('(').trim_end_matches(')'))).collect();
+        let regions = if regions.is_empty() { String::new() } else { format!(" ({})", regions.join(", ")) };
+        let attrs = if attrs.is_empty() { String::new() } else { format!(" {{{attrs}}}") };
+        let (lhs, result_types) = if results.len() == 1 {
+            (r.clone(), outs[0].clone())
+        } else {
+            (format!("{r}:{}", results.len()), format!("({})", outs.join(", ")))
+        };
+        self.line(&format!(
+            "{lhs} = \"{name}\"({}){regions}{attrs} : ({}) -> {result_types}",
+            names.join(", "),
+            types.join(", ")
+        ));
+        if results.len() == 1 {
+            return vec![Val { name: r, ty: results[0].clone() }];
+        }
+        results.iter().enumerate().map(|(i, ty)| Val { name: format!("{r}#{i}"), ty: ty.clone() }).collect()
+    }
+
+    /// A region `(a, b) -> body` over scalars of `dtype`, where `body`
+    /// appends ops to a scratch context given the two arguments and returns
+    /// the value to yield.
+    pub fn region(&mut self, dtype: DType, body: impl FnOnce(&mut Ctx, &Val, &Val) -> Val) -> String {
+        let t = Ty::scalar(dtype);
+        let a = Val { name: self.fresh(), ty: t.clone() };
+        let b = Val { name: self.fresh(), ty: t.clone() };
+        let mut inner = Ctx { text: String::new(), next: self.next, indent: 1, sharding: None };
+        let out = body(&mut inner, &a, &b);
+        self.next = inner.next;
+        format!(
+            "({{\n^bb0({}: {}, {}: {}):\n{}  \"stablehlo.return\"({}) : ({}) -> ()\n}})",
+            a.name,
+            t.mlir(),
+            b.name,
+            t.mlir(),
+            inner.text,
+            out.name,
+            out.ty.mlir()
+        )
+    }
+
     /// A constant holding `t` (bool tensors go through an i32 constant).
     pub fn constant(&mut self, t: &Tensor) -> Val {
         let ty = Ty::of(t);
@@ -181,6 +297,10 @@ impl Ctx {
             Tensor::F64(a) => a.iter().for_each(|v| push(&v.to_le_bytes())),
             Tensor::I32(a) => a.iter().for_each(|v| push(&v.to_le_bytes())),
             Tensor::I64(a) => a.iter().for_each(|v| push(&v.to_le_bytes())),
+            Tensor::BF16(a) => a.iter().for_each(|v| push(&v.to_bits().to_le_bytes())),
+            Tensor::F16(a) => a.iter().for_each(|v| push(&v.to_bits().to_le_bytes())),
+            Tensor::I8(a) => a.iter().for_each(|v| push(&v.to_le_bytes())),
+            Tensor::U8(a) => a.iter().for_each(|v| push(&v.to_le_bytes())),
             _ => {}
         }
         let r = self.fresh();
@@ -195,6 +315,8 @@ impl Ctx {
             // Bit patterns: exact, and valid for infinities.
             DType::F32 => format!("0x{:08X}", (value as f32).to_bits()),
             DType::F64 => format!("0x{:016X}", value.to_bits()),
+            DType::BF16 => format!("0x{:04X}", half::bf16::from_f64(value).to_bits()),
+            DType::F16 => format!("0x{:04X}", half::f16::from_f64(value).to_bits()),
             DType::Bool => (value != 0.0).to_string(),
             _ => format!("{}", value as i64),
         };
@@ -271,8 +393,8 @@ impl Ctx {
             Cmp::Ge => "GE",
         };
         let kind = match a.ty.dtype {
-            DType::F32 | DType::F64 => "FLOAT",
-            DType::Bool => "UNSIGNED",
+            d if float_dtype(d) => "FLOAT",
+            DType::Bool | DType::U8 => "UNSIGNED",
             _ => "SIGNED",
         };
         let ty = a.ty.with_dtype(DType::Bool);
@@ -293,15 +415,12 @@ impl Ctx {
     }
 
     /// The computation region `(a, b) -> a <op> b` over scalars of `dtype`.
-    fn reducer_region(&mut self, dtype: DType, reducer: Reducer) -> String {
+    pub fn reducer_region(&mut self, dtype: DType, reducer: Reducer) -> String {
         let scalar = Ty::scalar(dtype);
         let (a, b) = (self.fresh(), self.fresh());
         let s = self.fresh();
         let t = scalar.mlir();
-        let op = match reducer {
-            Reducer::Add => "stablehlo.add",
-            Reducer::Max => "stablehlo.maximum",
-        };
+        let op = reducer.op();
         format!(
             "({{\n^bb0({a}: {t}, {b}: {t}):\n  {s} = \"{op}\"({a}, {b}) : ({t}, {t}) -> {t}\n  \"stablehlo.return\"({s}) : ({t}) -> ()\n}})"
         )
@@ -312,15 +431,7 @@ impl Ctx {
         if dims.is_empty() {
             return v.clone();
         }
-        let init_value = match reducer {
-            Reducer::Add => 0.0,
-            Reducer::Max => f64::NEG_INFINITY,
-        };
-        let init = match (reducer, v.ty.dtype) {
-            (Reducer::Max, DType::I32) => self.splat(&Ty::scalar(DType::I32), f64::from(i32::MIN)),
-            (Reducer::Max, DType::I64) => self.splat(&Ty::scalar(DType::I64), i64::MIN as f64),
-            (_, dtype) => self.splat(&Ty::scalar(dtype), init_value),
-        };
+        let init = self.splat(&Ty::scalar(v.ty.dtype), reducer.identity(v.ty.dtype));
         let region = self.reducer_region(v.ty.dtype, reducer);
         let shape: Vec<usize> = (0..v.ty.shape.len()).filter(|d| !dims.contains(d)).map(|d| v.ty.shape[d]).collect();
         let ty = v.ty.with_shape(shape);
@@ -372,7 +483,7 @@ impl Ctx {
     }
 
     /// Indents the inner lines of a region text to the current level.
-    fn indent_block(&self, block: &str) -> String {
+    pub fn indent_block(&self, block: &str) -> String {
         let pad = "  ".repeat(self.indent);
         block.lines().enumerate().map(|(i, l)| if i == 0 { l.to_string() } else { format!("\n{pad}{l}") }).collect()
     }

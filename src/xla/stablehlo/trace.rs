@@ -10,7 +10,7 @@
 
 use std::collections::HashMap;
 
-use super::ops::{builder, Call, FOLD_ONLY, SHAPE_ONLY};
+use super::ops::{builder, state, Call, FOLD_ONLY, SHAPE_ONLY};
 use super::text::{Ctx, Ty, Val};
 use super::{ArgSource, Program, VARIABLE_OPS};
 use crate::exec::{run_kernel, Tensor};
@@ -29,7 +29,8 @@ pub(crate) struct Trace {
 }
 
 /// Ops traced as the identity of their data operands.
-const COLLECTIVES: &[&str] = &["CrossReplicaSum", "AllReduce", "Broadcast"];
+const COLLECTIVES: &[&str] =
+    &["CrossReplicaSum", "AllReduce", "Broadcast", "CollectiveAllReduce", "CollectiveBroadcast"];
 
 fn lowering(graph: &Graph, id: NodeId, message: impl Into<String>) -> XlaError {
     let node = graph.node(id);
@@ -105,6 +106,29 @@ pub(crate) fn trace(graph: &Graph, program: &Program, args: &[Tensor]) -> Result
                 Vec::new()
             }
             "ReplicaId" => vec![Traced { value: Tensor::scalar(0i32), constant: false }],
+            _ if state::has_builder(op) => {
+                let k = state::handle_operands(op);
+                let mut handles = Vec::with_capacity(k);
+                let mut old = Vec::with_capacity(k);
+                for input in inputs.iter().take(k) {
+                    let v = vars
+                        .get(&input.src)
+                        .cloned()
+                        .ok_or_else(|| lowering(graph, id, "names an unknown variable"))?;
+                    handles.push(input.src);
+                    old.push(v);
+                }
+                let mut rest = Vec::with_capacity(inputs.len().saturating_sub(k));
+                for i in k..inputs.len() {
+                    rest.push(operand(&values, i)?.0);
+                }
+                let (new, results) =
+                    state::evaluate(op, &node.attrs, &old, &rest).map_err(|m| lowering(graph, id, m))?;
+                for (h, v) in handles.into_iter().zip(new) {
+                    vars.insert(h, v);
+                }
+                results.into_iter().map(|value| Traced { value, constant: false }).collect()
+            }
             _ if COLLECTIVES.contains(&op) => {
                 let n = if op == "CrossReplicaSum" { 1 } else { inputs.len() };
                 let mut out = Vec::with_capacity(n);
@@ -214,6 +238,9 @@ impl Emitter<'_> {
             }
             return Ok(());
         }
+        if state::has_builder(op) {
+            return self.state_op(ctx, id);
+        }
         if FOLD_ONLY.contains(&op) {
             return Err(lowering(graph, id, "its operands must be compile-time constants (shapes, index lists)"));
         }
@@ -231,6 +258,49 @@ impl Emitter<'_> {
         let call =
             Call { op, attrs: &node.attrs, inputs: vals, consts, outputs: &outputs, num_replicas: self.replicas };
         let results = build(ctx, &call).map_err(|m| lowering(graph, id, m))?;
+        for (i, v) in results.into_iter().enumerate() {
+            self.env.insert((id, i as u32), v);
+        }
+        Ok(())
+    }
+}
+
+impl Emitter<'_> {
+    /// Emits an op of [`state`]: reads the variables it names, calls its
+    /// builder, and keeps the variables' new values.
+    fn state_op(&mut self, ctx: &mut Ctx, id: NodeId) -> Result<(), XlaError> {
+        let graph = self.graph;
+        let node = graph.node(id);
+        let inputs = graph.data_inputs(id);
+        let k = state::handle_operands(&node.op);
+        let mut handles = Vec::with_capacity(k);
+        let mut vars = Vec::with_capacity(k);
+        for input in inputs.iter().take(k) {
+            let v = self.vars.get(&input.src).cloned().ok_or_else(|| lowering(graph, id, "unknown variable"))?;
+            handles.push(input.src);
+            vars.push(v);
+        }
+        let mut vals = Vec::new();
+        let mut consts = Vec::new();
+        for input in inputs.iter().skip(k) {
+            let key = (input.src, input.output.unwrap_or(0));
+            consts.push(self.traced.values.get(&key).filter(|t| t.constant).map(|t| t.value.clone()));
+            vals.push(self.value(ctx, key)?);
+        }
+        let outputs: Vec<Ty> =
+            (0u32..).map_while(|o| self.traced.values.get(&(id, o))).map(|t| Ty::of(&t.value)).collect();
+        let call = Call {
+            op: &node.op,
+            attrs: &node.attrs,
+            inputs: vals,
+            consts,
+            outputs: &outputs,
+            num_replicas: self.replicas,
+        };
+        let (new, results) = state::build(ctx, &call, &vars).map_err(|m| lowering(graph, id, m))?;
+        for (h, v) in handles.into_iter().zip(new) {
+            self.vars.insert(h, v);
+        }
         for (i, v) in results.into_iter().enumerate() {
             self.env.insert((id, i as u32), v);
         }

@@ -1,0 +1,132 @@
+//! Gathers and scatters: `GatherV2` (`batch_dims` = 0), `GatherNd`,
+//! `ScatterNd` (duplicates add up), `TensorScatterUpdate`/`Add`,
+//! `UnsortedSegmentSum` and `OneHot`. Index tensors are device values;
+//! XLA clamps out-of-range gather indices and drops out-of-range scatter
+//! updates where the simulator reports an error. Cost: one gather or
+//! scatter per TF op.
+
+use super::{axis, expand, Call};
+use crate::xla::stablehlo::text::{Cmp, Ctx, Reducer, Ty, Val};
+
+fn ints(items: impl IntoIterator<Item = usize>) -> String {
+    items.into_iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", ")
+}
+
+/// `stablehlo.gather` of `params` along `axis` at every index of
+/// `indices` (an implicit index vector): the result is
+/// `params[..axis] + indices.shape + params[axis + 1..]`.
+pub fn gather(c: &mut Ctx, params: &Val, indices: &Val, axis: usize, out: Ty) -> Val {
+    let rank = params.ty.rank();
+    let batch = indices.ty.rank();
+    let offset: Vec<usize> =
+        (0..rank).filter(|&d| d != axis).map(|d| if d < axis { d } else { d - 1 + batch }).collect();
+    let sizes: Vec<usize> = (0..rank).map(|d| if d == axis { 1 } else { params.ty.shape[d] }).collect();
+    let attrs = format!(
+        "dimension_numbers = #stablehlo.gather<offset_dims = [{}], collapsed_slice_dims = [{axis}], start_index_map = [{axis}], index_vector_dim = {batch}>, slice_sizes = {}, indices_are_sorted = false",
+        ints(offset),
+        super::i64s(&sizes)
+    );
+    c.op("stablehlo.gather", &[params, indices], &attrs, out)
+}
+
+/// `GatherV2(params, indices, axis)`.
+pub(super) fn gather_v2(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
+    if n.int_attr("batch_dims", 0) != 0 {
+        return Err("only batch_dims = 0 lowers".into());
+    }
+    let params = n.input(0)?;
+    let a = axis(*n.ints(2, "axis")?.first().ok_or("axis is empty")?, params.ty.rank(), n.op)?;
+    let out = n.out(0)?.clone();
+    Ok(vec![gather(c, params, n.input(1)?, a, out)])
+}
+
+/// `GatherNd(params, indices)`: the last index dimension addresses the leading params dimensions.
+pub(super) fn gather_nd(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
+    let params = n.input(0)?;
+    let indices = n.input(1)?;
+    let m = *indices.ty.shape.last().ok_or("indices must have rank >= 1")?;
+    let out = n.out(0)?.clone();
+    let batch = indices.ty.rank() - 1;
+    let rank = params.ty.rank();
+    let offset: Vec<usize> = (batch..batch + rank - m).collect();
+    let sizes: Vec<usize> = (0..rank).map(|d| if d < m { 1 } else { params.ty.shape[d] }).collect();
+    let attrs = format!(
+        "dimension_numbers = #stablehlo.gather<offset_dims = [{}], collapsed_slice_dims = [{}], start_index_map = [{}], index_vector_dim = {batch}>, slice_sizes = {}, indices_are_sorted = false",
+        ints(offset),
+        ints(0..m),
+        ints(0..m),
+        super::i64s(&sizes)
+    );
+    Ok(vec![c.op("stablehlo.gather", &[params, indices], &attrs, out)])
+}
+
+/// How scattered updates combine with the operand.
+#[derive(Clone, Copy, Debug)]
+pub enum Combine {
+    Add,
+    Replace,
+}
+
+/// `stablehlo.scatter` of `updates` into `operand` at `indices`, whose last
+/// dimension (of size `m`) addresses the operand's leading dimensions.
+pub fn scatter(c: &mut Ctx, operand: &Val, indices: &Val, updates: &Val, how: Combine) -> Val {
+    let m = indices.ty.shape.last().copied().unwrap_or(1);
+    let batch = indices.ty.rank().saturating_sub(1);
+    let window: Vec<usize> = (batch..updates.ty.rank()).collect();
+    let region = match how {
+        Combine::Add => c.reducer_region(operand.ty.dtype, Reducer::Add),
+        Combine::Replace => c.region(operand.ty.dtype, |_, _, b| b.clone()),
+    };
+    let attrs = format!(
+        "scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = [{}], inserted_window_dims = [{}], scatter_dims_to_operand_dims = [{}], index_vector_dim = {batch}>, indices_are_sorted = false, unique_indices = false",
+        ints(window),
+        ints(0..m),
+        ints(0..m)
+    );
+    let ty = operand.ty.clone();
+    c.op_regions("stablehlo.scatter", &[operand, indices, updates], &[region], &attrs, &[ty]).remove(0)
+}
+
+/// `ScatterNd(indices, updates, shape)`: zeros with the updates added in.
+pub(super) fn scatter_nd(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
+    let out = n.out(0)?.clone();
+    let zeros = c.splat(&out, 0.0);
+    Ok(vec![scatter(c, &zeros, n.input(0)?, n.input(1)?, Combine::Add)])
+}
+
+/// `TensorScatterUpdate`/`Add(tensor, indices, updates)`.
+pub(super) fn tensor_scatter(c: &mut Ctx, n: &Call, add: bool) -> Result<Vec<Val>, String> {
+    let how = if add { Combine::Add } else { Combine::Replace };
+    Ok(vec![scatter(c, n.input(0)?, n.input(1)?, n.input(2)?, how)])
+}
+
+/// `UnsortedSegmentSum(data, ids, num)`: zeros `[num, ...]` with each data
+/// row added at its id.
+pub(super) fn unsorted_segment_sum(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
+    let data = n.input(0)?;
+    let ids = n.input(1)?;
+    let out = n.out(0)?.clone();
+    let zeros = c.splat(&out, 0.0);
+    let mut shape = ids.ty.shape.clone();
+    shape.push(1);
+    let idx = c.reshape(ids, shape);
+    Ok(vec![scatter(c, &zeros, &idx, data, Combine::Add)])
+}
+
+/// `OneHot(indices, depth, on, off) {axis}`: `on` where the iota along the
+/// new axis equals the index, else `off`.
+pub(super) fn one_hot(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
+    let ids = n.input(0)?;
+    let out = n.out(0)?.clone();
+    let a = match n.int_attr("axis", -1) {
+        -1 => out.rank() - 1,
+        k => axis(k, out.rank(), n.op)?,
+    };
+    let iota =
+        c.op("stablehlo.iota", &[], &format!("iota_dimension = {a} : i64"), ids.ty.with_shape(out.shape.clone()));
+    let idb = expand(c, ids, &out.shape, &[a]);
+    let hit = c.compare(&iota, &idb, Cmp::Eq);
+    let on = c.broadcast_to(n.input(2)?, &out.shape);
+    let off = c.broadcast_to(n.input(3)?, &out.shape);
+    Ok(vec![c.select(&hit, &on, &off)])
+}

@@ -1,0 +1,359 @@
+//! Op → builder: one small function per TensorFlow op type, in one table,
+//! in the style of TensorFlow's legalize-tf patterns.
+//!
+//! A builder receives the op's operands as SSA values (and their values
+//! where they are compile-time constants: axes, shapes, permutations), its
+//! result types (known from the trace, see `trace`) and its
+//! attributes, and appends StableHLO ops to the context. Ops whose results
+//! are all constants never reach a builder: the emitter prints them as
+//! `stablehlo.constant`. Ops on variables (reads, assignments, optimizer
+//! updates, gathers and scatters on a resource) are handled by the
+//! emitter, which calls the builders of [`state`] with the variables'
+//! current values.
+//!
+//! The builders live one file per family: [`elementwise`] (arithmetic,
+//! comparisons, math, logic), [`activation`] (activations and their
+//! gradients), [`nn`] (softmax, losses, bias, batch norm), [`linalg`]
+//! (matmuls, einsum), [`reduce`] (reductions, arg max, cumsum), [`shape`]
+//! (reshapes, slices, concatenation, padding), [`gather`] (gathers,
+//! scatters, segment sums, one-hot), [`conv`] (convolutions and pools),
+//! [`collective`] (all-reduce, broadcast, replica id) and [`state`]
+//! (variable updates). [`NOT_LOWERED`] gives the reason for every op the
+//! simulator runs that has no builder. Invariant: [`TABLE`] is sorted by op
+//! name (a test checks it), so lookups are a binary search.
+
+mod activation;
+mod collective;
+mod conv;
+mod elementwise;
+mod gather;
+mod linalg;
+mod nn;
+mod reduce;
+mod shape;
+pub mod state;
+
+use super::text::{Cmp, Ctx, Ty, Val};
+use crate::exec::Tensor;
+use crate::ir::{AttrMap, DType};
+
+use activation as act;
+use elementwise as ew;
+
+/// What a builder gets.
+pub struct Call<'a> {
+    pub op: &'a str,
+    pub attrs: &'a AttrMap,
+    pub inputs: Vec<Val>,
+    /// Operand values known at compile time.
+    pub consts: Vec<Option<Tensor>>,
+    /// Result types, one per output.
+    pub outputs: &'a [Ty],
+    pub num_replicas: usize,
+}
+
+impl Call<'_> {
+    fn input(&self, i: usize) -> Result<&Val, String> {
+        self.inputs.get(i).ok_or_else(|| format!("expected at least {} operands", i + 1))
+    }
+
+    fn out(&self, i: usize) -> Result<&Ty, String> {
+        self.outputs.get(i).ok_or_else(|| format!("no type for output {i}"))
+    }
+
+    /// Operand `i` as a compile-time list of integers.
+    fn ints(&self, i: usize, what: &str) -> Result<Vec<i64>, String> {
+        let t = self
+            .consts
+            .get(i)
+            .and_then(Option::as_ref)
+            .ok_or_else(|| format!("operand {i} ({what}) must be a compile-time constant"))?;
+        t.to_i64_vec(self.op, what).map_err(|e| e.to_string())
+    }
+
+    /// An integer attribute, or `default`.
+    fn int_attr(&self, key: &str, default: i64) -> i64 {
+        self.attrs.get_int(key).unwrap_or(default)
+    }
+
+    /// A float attribute (or an integer one), or `default`.
+    fn float_attr(&self, key: &str, default: f64) -> f64 {
+        match self.attrs.get(key) {
+            Some(crate::ir::AttrValue::Float(f)) => f64::from(*f),
+            Some(crate::ir::AttrValue::Int(i)) => *i as f64,
+            _ => default,
+        }
+    }
+
+    /// A list-of-integers attribute (empty when absent).
+    fn int_list(&self, key: &str) -> Vec<i64> {
+        self.attrs.get(key).and_then(|v| v.as_list()).unwrap_or_default().iter().filter_map(|v| v.as_int()).collect()
+    }
+}
+
+/// A builder: appends the op and returns its results.
+pub type Builder = fn(&mut Ctx, &Call) -> Result<Vec<Val>, String>;
+
+/// The lowering table: op type → builder, sorted by op type.
+pub const TABLE: &[(&str, Builder)] = &[
+    ("Abs", |c, n| ew::unary(c, n, "abs")),
+    ("Add", ew::add),
+    ("AddN", ew::add_n),
+    ("AddV2", ew::add),
+    ("All", |c, n| reduce::reduce(c, n, reduce::Kind::All)),
+    ("AllReduce", collective::all_reduce),
+    ("Any", |c, n| reduce::reduce(c, n, reduce::Kind::Any)),
+    ("ArgMax", |c, n| reduce::arg_extreme(c, n, true)),
+    ("ArgMin", |c, n| reduce::arg_extreme(c, n, false)),
+    ("AvgPool", conv::avg_pool),
+    ("AvgPoolGrad", conv::avg_pool_grad),
+    ("BatchMatMul", linalg::batch_matmul),
+    ("BatchMatMulV2", linalg::batch_matmul),
+    ("BatchMatMulV3", linalg::batch_matmul),
+    ("BiasAdd", nn::bias_add),
+    ("BiasAddGrad", nn::bias_add_grad),
+    ("Broadcast", collective::broadcast),
+    ("BroadcastTo", shape::broadcast_to),
+    ("Cast", ew::cast),
+    ("Ceil", |c, n| ew::unary(c, n, "ceil")),
+    ("CollectiveAllReduce", collective::collective_all_reduce),
+    ("CollectiveBroadcast", collective::broadcast),
+    ("ConcatV2", shape::concat),
+    ("Conv2D", |c, n| conv::conv(c, n, conv::Kind::Forward, false)),
+    ("Conv2DBackpropFilter", |c, n| conv::conv(c, n, conv::Kind::BackpropFilter, false)),
+    ("Conv2DBackpropInput", |c, n| conv::conv(c, n, conv::Kind::BackpropInput, false)),
+    ("CrossReplicaSum", collective::cross_replica_sum),
+    ("Cumsum", reduce::cumsum),
+    ("DepthwiseConv2dNative", |c, n| conv::conv(c, n, conv::Kind::Forward, true)),
+    ("DepthwiseConv2dNativeBackpropFilter", |c, n| conv::conv(c, n, conv::Kind::BackpropFilter, true)),
+    ("DepthwiseConv2dNativeBackpropInput", |c, n| conv::conv(c, n, conv::Kind::BackpropInput, true)),
+    ("Div", ew::div),
+    ("Einsum", linalg::einsum),
+    ("Elu", act::elu),
+    ("EluGrad", act::elu_grad),
+    ("Equal", |c, n| ew::compare(c, n, Cmp::Eq)),
+    ("Erf", |c, n| ew::unary(c, n, "chlo.erf")),
+    ("Erfc", |c, n| ew::unary(c, n, "chlo.erfc")),
+    ("Exp", |c, n| ew::unary(c, n, "exponential")),
+    ("ExpandDims", shape::reshape),
+    ("Expm1", |c, n| ew::unary(c, n, "exponential_minus_one")),
+    ("Fill", shape::fill),
+    ("Floor", |c, n| ew::unary(c, n, "floor")),
+    ("FloorDiv", ew::floor_div),
+    ("FloorMod", ew::floor_mod),
+    ("FusedBatchNorm", nn::batch_norm),
+    ("FusedBatchNormGrad", nn::batch_norm_grad),
+    ("FusedBatchNormGradV2", nn::batch_norm_grad),
+    ("FusedBatchNormGradV3", nn::batch_norm_grad),
+    ("FusedBatchNormV2", nn::batch_norm),
+    ("FusedBatchNormV3", nn::batch_norm),
+    ("GatherNd", gather::gather_nd),
+    ("GatherV2", gather::gather_v2),
+    ("Greater", |c, n| ew::compare(c, n, Cmp::Gt)),
+    ("GreaterEqual", |c, n| ew::compare(c, n, Cmp::Ge)),
+    ("Identity", identity),
+    ("IdentityN", identity),
+    ("IsFinite", |c, n| ew::float_test(c, n, ew::FloatTest::Finite)),
+    ("IsInf", |c, n| ew::float_test(c, n, ew::FloatTest::Inf)),
+    ("IsNan", |c, n| ew::float_test(c, n, ew::FloatTest::Nan)),
+    ("L2Loss", nn::l2_loss),
+    ("LeakyRelu", act::leaky_relu),
+    ("LeakyReluGrad", act::leaky_relu_grad),
+    ("Less", |c, n| ew::compare(c, n, Cmp::Lt)),
+    ("LessEqual", |c, n| ew::compare(c, n, Cmp::Le)),
+    ("Log", |c, n| ew::unary(c, n, "log")),
+    ("Log1p", |c, n| ew::unary(c, n, "log_plus_one")),
+    ("LogSoftmax", nn::log_softmax),
+    ("LogicalAnd", |c, n| ew::binary(c, n, "and")),
+    ("LogicalNot", |c, n| ew::unary(c, n, "not")),
+    ("LogicalOr", |c, n| ew::binary(c, n, "or")),
+    ("MatMul", linalg::matmul),
+    ("Max", |c, n| reduce::reduce(c, n, reduce::Kind::Max)),
+    ("MaxPool", conv::max_pool),
+    ("MaxPoolGrad", conv::max_pool_grad),
+    ("Maximum", |c, n| ew::binary(c, n, "maximum")),
+    ("Mean", |c, n| reduce::reduce(c, n, reduce::Kind::Mean)),
+    ("Min", |c, n| reduce::reduce(c, n, reduce::Kind::Min)),
+    ("Minimum", |c, n| ew::binary(c, n, "minimum")),
+    ("Mul", |c, n| ew::binary(c, n, "multiply")),
+    ("Neg", |c, n| ew::unary(c, n, "negate")),
+    ("NotEqual", |c, n| ew::compare(c, n, Cmp::Ne)),
+    ("OneHot", gather::one_hot),
+    ("Pack", shape::pack),
+    ("Pad", shape::pad),
+    ("PadV2", shape::pad),
+    ("PlaceholderWithDefault", identity),
+    ("Pow", |c, n| ew::binary(c, n, "power")),
+    ("Prod", |c, n| reduce::reduce(c, n, reduce::Kind::Prod)),
+    ("RealDiv", ew::div),
+    ("Reciprocal", ew::reciprocal),
+    ("Relu", act::relu),
+    ("Relu6", act::relu6),
+    ("Relu6Grad", act::relu6_grad),
+    ("ReluGrad", act::relu_grad),
+    ("ReplicaId", collective::replica_id),
+    ("Reshape", shape::reshape),
+    ("Round", |c, n| ew::unary(c, n, "round_nearest_even")),
+    ("Rsqrt", |c, n| ew::unary(c, n, "rsqrt")),
+    ("RsqrtGrad", act::rsqrt_grad),
+    ("ScatterNd", gather::scatter_nd),
+    ("Select", ew::select_v1),
+    ("SelectV2", ew::select),
+    ("Selu", act::selu),
+    ("SeluGrad", act::selu_grad),
+    ("Sigmoid", |c, n| ew::unary(c, n, "logistic")),
+    ("SigmoidGrad", act::sigmoid_grad),
+    ("Sign", ew::sign),
+    ("Slice", shape::slice),
+    ("Snapshot", identity),
+    ("Softmax", nn::softmax),
+    ("SoftmaxCrossEntropyWithLogits", nn::softmax_xent),
+    ("Softplus", act::softplus),
+    ("SoftplusGrad", act::softplus_grad),
+    ("Softsign", act::softsign),
+    ("SoftsignGrad", act::softsign_grad),
+    ("SparseSoftmaxCrossEntropyWithLogits", nn::sparse_softmax_xent),
+    ("Split", shape::split),
+    ("SplitV", shape::split),
+    ("Sqrt", |c, n| ew::unary(c, n, "sqrt")),
+    ("SqrtGrad", act::sqrt_grad),
+    ("Square", ew::square),
+    ("SquaredDifference", ew::squared_difference),
+    ("Squeeze", shape::reshape),
+    ("StopGradient", identity),
+    ("StridedSlice", shape::strided_slice),
+    ("StridedSliceGrad", shape::strided_slice_grad),
+    ("Sub", |c, n| ew::binary(c, n, "subtract")),
+    ("Sum", |c, n| reduce::reduce(c, n, reduce::Kind::Sum)),
+    ("Tanh", |c, n| ew::unary(c, n, "tanh")),
+    ("TanhGrad", act::tanh_grad),
+    ("TensorScatterAdd", |c, n| gather::tensor_scatter(c, n, true)),
+    ("TensorScatterUpdate", |c, n| gather::tensor_scatter(c, n, false)),
+    ("Tile", shape::tile),
+    ("Transpose", shape::transpose),
+    ("Unpack", shape::unpack),
+    ("UnsortedSegmentSum", gather::unsorted_segment_sum),
+];
+
+/// Ops whose results depend only on their operands' shapes: always constants.
+pub const SHAPE_ONLY: &[&str] = &["OnesLike", "Rank", "Shape", "ShapeN", "Size", "ZerosLike"];
+
+/// Ops with no StableHLO builder that must fold to constants (their
+/// operands are shapes or index lists).
+pub const FOLD_ONLY: &[&str] = &[
+    "BroadcastArgs",
+    "BroadcastGradientArgs",
+    "ConcatOffset",
+    "Const",
+    "DynamicStitch",
+    "InvertPermutation",
+    "Range",
+    "Rank",
+    "Shape",
+    "ShapeN",
+    "Size",
+    "Where",
+];
+
+/// Ops the simulator runs that never reach a builder, and why.
+pub const NOT_LOWERED: &[(&str, &str)] = &[
+    ("MirroredVarHandleOp", "a variable handle: the variable is an argument of @main"),
+    ("NoOp", "no computation (control dependencies only)"),
+    ("Placeholder", "a feed: an argument of @main"),
+    ("TPUCompilationResult", "cluster metadata, not computation"),
+    ("TPUReplicateMetadata", "cluster metadata, not computation"),
+    ("TPUReplicatedInput", "a replicated input: an argument of @main"),
+    ("TPUReplicatedOutput", "a replicated output: a result of @main"),
+    ("VarHandleOp", "a variable handle: the variable is an argument of @main"),
+    ("_Recv", "a transfer of the simulator's lowered form; the emitter reads the tagged graph"),
+    ("_Send", "a transfer of the simulator's lowered form; the emitter reads the tagged graph"),
+];
+
+/// The builder of `op`.
+pub fn builder(op: &str) -> Option<Builder> {
+    TABLE.binary_search_by(|(name, _)| name.cmp(&op)).ok().map(|i| TABLE[i].1)
+}
+
+/// How the PJRT backend runs `op`, or `None` when it does not.
+pub fn lowering_of(op: &str) -> Option<&'static str> {
+    if builder(op).is_some() {
+        Some("builder")
+    } else if state::is_state_op(op) {
+        Some("variable update")
+    } else if SHAPE_ONLY.contains(&op) || FOLD_ONLY.contains(&op) {
+        Some("constant")
+    } else {
+        NOT_LOWERED.iter().any(|(name, _)| *name == op).then_some("structural")
+    }
+}
+
+fn identity(_: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
+    Ok(n.inputs.clone())
+}
+
+/// True for floating-point dtypes.
+fn is_float(dtype: DType) -> bool {
+    super::text::float_dtype(dtype)
+}
+
+/// `axis` (negative counts from the end) as an index below `rank`.
+fn axis(axis: i64, rank: usize, op: &str) -> Result<usize, String> {
+    let a = if axis < 0 { axis + rank as i64 } else { axis };
+    if a < 0 || (a as usize >= rank && rank > 0) {
+        return Err(format!("{op}: axis {axis} is out of range for rank {rank}"));
+    }
+    Ok(a as usize)
+}
+
+/// `broadcast_dimensions = array<i64: ...>` keeping every dimension but `skip`.
+fn dims_except(rank: usize, skip: &[usize]) -> String {
+    let dims: Vec<String> = (0..rank).filter(|d| !skip.contains(d)).map(|d| d.to_string()).collect();
+    format!("broadcast_dimensions = array<i64{}>", super::text::list(&dims))
+}
+
+/// `array<i64: a, b>` of a list of integers.
+fn i64s<T: ToString>(items: &[T]) -> String {
+    let items: Vec<String> = items.iter().map(ToString::to_string).collect();
+    format!("array<i64{}>", super::text::list(&items))
+}
+
+/// Broadcasts `v` (of `out`'s shape with dimensions `skip` removed) back to `out`'s shape.
+fn expand(c: &mut Ctx, v: &Val, shape: &[usize], skip: &[usize]) -> Val {
+    c.op("stablehlo.broadcast_in_dim", &[v], &dims_except(shape.len(), skip), v.ty.with_shape(shape.to_vec()))
+}
+
+impl Ty {
+    /// The number of dimensions.
+    pub fn rank(&self) -> usize {
+        self.shape.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_is_sorted_so_lookups_find_every_entry() {
+        for (name, _) in TABLE {
+            assert!(builder(name).is_some(), "{name}");
+        }
+        assert!(TABLE.windows(2).all(|w| w[0].0 < w[1].0), "TABLE is not sorted");
+        assert!(builder("NoSuchOp").is_none());
+    }
+
+    #[test]
+    fn every_simulator_op_lowers_or_has_a_documented_reason() {
+        let ops = crate::exec::kernels::PURE_OPS.iter().chain(crate::exec::kernels::DEVICE_OPS);
+        let missing: Vec<&str> = ops.copied().filter(|op| lowering_of(op).is_none()).collect();
+        assert!(missing.is_empty(), "simulator ops with neither a builder nor a reason: {missing:?}");
+    }
+
+    #[test]
+    fn no_op_is_both_lowered_and_excused() {
+        for (op, _) in NOT_LOWERED {
+            assert!(builder(op).is_none() && !state::is_state_op(op), "{op} has a builder and a reason");
+        }
+        assert_eq!(lowering_of("NoSuchOp"), None);
+    }
+}

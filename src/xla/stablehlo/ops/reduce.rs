@@ -1,0 +1,115 @@
+//! Reductions over constant axes (`Sum`, `Mean`, `Max`, `Min`, `Prod`,
+//! `Any`, `All`), `ArgMax`/`ArgMin` (the first index of the extreme, as
+//! TensorFlow picks it) and `Cumsum` (a `reduce_window` over the axis).
+//! Cost: one `stablehlo.reduce` (two for arg max) per TF op.
+
+use super::{axis, expand, i64s, Call};
+use crate::xla::stablehlo::text::{Cmp, Ctx, Reducer, Val};
+
+/// Which reduction.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Kind {
+    Sum,
+    Mean,
+    Max,
+    Min,
+    Prod,
+    Any,
+    All,
+}
+
+/// The axes of operand 1, normalised, sorted and distinct.
+fn axes(n: &Call, rank: usize) -> Result<Vec<usize>, String> {
+    let mut dims = Vec::new();
+    for a in n.ints(1, "axes")? {
+        dims.push(axis(a, rank, n.op)?);
+    }
+    dims.retain(|&d| d < rank);
+    dims.sort_unstable();
+    dims.dedup();
+    Ok(dims)
+}
+
+/// A reduction over constant axes, keeping dimensions when asked (the traced shape).
+pub(super) fn reduce(c: &mut Ctx, n: &Call, kind: Kind) -> Result<Vec<Val>, String> {
+    let x = n.input(0)?;
+    let dims = axes(n, x.ty.rank())?;
+    let reducer = match kind {
+        Kind::Sum | Kind::Mean => Reducer::Add,
+        Kind::Max => Reducer::Max,
+        Kind::Min => Reducer::Min,
+        Kind::Prod => Reducer::Mul,
+        Kind::Any => Reducer::Or,
+        Kind::All => Reducer::And,
+    };
+    let mut r = c.reduce(x, &dims, reducer);
+    if matches!(kind, Kind::Mean) {
+        let count: usize = dims.iter().map(|&d| x.ty.shape[d]).product();
+        let k = c.splat(&r.ty, count.max(1) as f64);
+        r = c.elementwise("divide", &[&r, &k]);
+    }
+    let out = n.out(0)?.shape.clone();
+    Ok(vec![c.reshape(&r, out)])
+}
+
+/// `ArgMax`/`ArgMin(x, axis)`: the smallest index where `x` equals its extreme.
+pub(super) fn arg_extreme(c: &mut Ctx, n: &Call, max: bool) -> Result<Vec<Val>, String> {
+    let x = n.input(0)?;
+    let shape = x.ty.shape.clone();
+    let a = axis(*n.ints(1, "axis")?.first().ok_or("axis is empty")?, shape.len(), n.op)?;
+    let out = n.out(0)?.clone();
+    let m = c.reduce(x, &[a], if max { Reducer::Max } else { Reducer::Min });
+    let mb = expand(c, &m, &shape, &[a]);
+    let hit = c.compare(x, &mb, Cmp::Eq);
+    let iota = c.op("stablehlo.iota", &[], &format!("iota_dimension = {a} : i64"), out.with_shape(shape.clone()));
+    let big = c.splat(&iota.ty, shape[a] as f64);
+    let idx = c.select(&hit, &iota, &big);
+    Ok(vec![c.reduce(&idx, &[a], Reducer::Min)])
+}
+
+/// `Cumsum(x, axis) {exclusive, reverse}`: a window sum of the axis' length,
+/// padded before the first element; exclusive shifts the input by one first.
+pub(super) fn cumsum(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
+    let x0 = n.input(0)?;
+    let rank = x0.ty.rank();
+    let a = axis(*n.ints(1, "axis")?.first().ok_or("axis is empty")?, rank, n.op)?;
+    let len = x0.ty.shape[a];
+    let reverse = n.attrs.get_bool("reverse").unwrap_or(false);
+    let exclusive = n.attrs.get_bool("exclusive").unwrap_or(false);
+    let rev =
+        |c: &mut Ctx, v: &Val| c.op("stablehlo.reverse", &[v], &format!("dimensions = array<i64: {a}>"), v.ty.clone());
+    let mut x = if reverse { rev(c, x0) } else { x0.clone() };
+    if exclusive && len > 0 {
+        let zero = c.splat(&crate::xla::stablehlo::text::Ty::scalar(x.ty.dtype), 0.0);
+        let low: Vec<i64> = (0..rank).map(|d| i64::from(d == a)).collect();
+        let high: Vec<i64> = (0..rank).map(|d| -i64::from(d == a)).collect();
+        x = c.op(
+            "stablehlo.pad",
+            &[&x, &zero],
+            &format!(
+                "edge_padding_low = {}, edge_padding_high = {}, interior_padding = {}",
+                i64s(&low),
+                i64s(&high),
+                i64s(&vec![0; rank])
+            ),
+            x.ty.clone(),
+        );
+    }
+    let window: Vec<usize> = (0..rank).map(|d| if d == a { len.max(1) } else { 1 }).collect();
+    let pads: Vec<String> =
+        (0..rank).map(|d| if d == a { format!("[{}, 0]", len.saturating_sub(1)) } else { "[0, 0]".into() }).collect();
+    let init = c.splat(&crate::xla::stablehlo::text::Ty::scalar(x.ty.dtype), 0.0);
+    let region = c.reducer_region(x.ty.dtype, Reducer::Add);
+    let attrs = format!(
+        "window_dimensions = {}, window_strides = {}, padding = dense<[{}]> : tensor<{rank}x2xi64>",
+        i64s(&window),
+        i64s(&vec![1; rank]),
+        pads.join(", ")
+    );
+    let ty = x.ty.clone();
+    let mut r = c.op_regions("stablehlo.reduce_window", &[&x, &init], &[region], &attrs, &[ty]).remove(0);
+    if reverse {
+        r = rev(c, &r);
+    }
+    Ok(vec![r])
+}

@@ -1,0 +1,262 @@
+//! Variable updates beyond reads and assignments: the optimizers'
+//! `ResourceApply*` ops, `ResourceGather` and `ResourceScatter{Add,Sub,Update}`.
+//! The emitter keeps each variable's current value as an SSA value; for
+//! these ops it passes the values of the variables the op names (its
+//! leading handle operands) and the other operands, and takes back the
+//! variables' new values and the op's results. [`evaluate`] is the same
+//! step on the host, by the simulator's own kernels, for the trace.
+//!
+//! Optimizer arithmetic follows the simulator (and TensorFlow's CPU
+//! kernels) term by term; bf16 and f16 slots are updated in f32 and
+//! rounded back once. Cost: a few elementwise ops per slot.
+
+use super::gather::{gather, scatter, Combine};
+use super::Call;
+use crate::exec::kernels::{gather as host_gather, optimizers};
+use crate::exec::Tensor;
+use crate::ir::{AttrMap, DType};
+use crate::xla::stablehlo::text::{Ctx, Ty, Val};
+
+/// Ops the emitter itself threads through the step (reads and assignments).
+const EMITTER_OPS: &[&str] = &[
+    "AssignAddVariableOp",
+    "AssignSubVariableOp",
+    "AssignVariableOp",
+    "ReadVariableOp",
+    "Update",
+    "UpdateNonSlot",
+    "VarIsInitializedOp",
+];
+
+/// How many leading operands of `op` are variable handles (0: not a variable op).
+pub fn handle_operands(op: &str) -> usize {
+    if EMITTER_OPS.contains(&op)
+        || matches!(op, "ResourceGather" | "ResourceScatterAdd" | "ResourceScatterSub" | "ResourceScatterUpdate")
+    {
+        return 1;
+    }
+    optimizers::resource_inputs(op).unwrap_or(0)
+}
+
+/// True for ops on variables (the emitter's own and this module's).
+pub fn is_state_op(op: &str) -> bool {
+    handle_operands(op) > 0
+}
+
+/// True for the ops [`build`] lowers (the rest are the emitter's).
+pub fn has_builder(op: &str) -> bool {
+    is_state_op(op) && !EMITTER_OPS.contains(&op)
+}
+
+/// The variables' new values and the op's results, on the host.
+pub(crate) fn evaluate(
+    op: &str,
+    attrs: &AttrMap,
+    vars: &[Tensor],
+    rest: &[Tensor],
+) -> Result<(Vec<Tensor>, Vec<Tensor>), String> {
+    let arg = |i: usize| rest.get(i).ok_or_else(|| format!("missing operand {}", i + 1));
+    let var = vars.first().ok_or("no variable")?;
+    match op {
+        "ResourceGather" => {
+            let axis = Tensor::scalar(0i32);
+            let out = host_gather::gather(op, var, arg(0)?, &axis, attrs.get_int("batch_dims").unwrap_or(0))
+                .map_err(|e| e.to_string())?;
+            Ok((vars.to_vec(), vec![out]))
+        }
+        "ResourceScatterAdd" | "ResourceScatterSub" | "ResourceScatterUpdate" => {
+            let how =
+                if op == "ResourceScatterUpdate" { host_gather::Combine::Replace } else { host_gather::Combine::Add };
+            let new = host_gather::scatter_rows(op, var, arg(0)?, arg(1)?, how, op == "ResourceScatterSub")
+                .map_err(|e| e.to_string())?;
+            Ok((vec![new], Vec::new()))
+        }
+        _ => Ok((optimizers::apply(op, attrs, vars, rest).map_err(|e| e.to_string())?, Vec::new())),
+    }
+}
+
+/// The variables' new values and the op's results, on the device.
+/// `n.inputs` are the operands after the handles.
+pub fn build(c: &mut Ctx, n: &Call, vars: &[Val]) -> Result<(Vec<Val>, Vec<Val>), String> {
+    let var = vars.first().ok_or("no variable")?;
+    match n.op {
+        "ResourceGather" => {
+            if n.int_attr("batch_dims", 0) != 0 {
+                return Err("only batch_dims = 0 lowers".into());
+            }
+            let out = n.out(0)?.clone();
+            Ok((vars.to_vec(), vec![gather(c, var, n.input(0)?, 0, out)]))
+        }
+        "ResourceScatterAdd" | "ResourceScatterSub" | "ResourceScatterUpdate" => {
+            let ids = n.input(0)?;
+            let count = ids.ty.count();
+            let idx = c.reshape(ids, vec![count, 1]);
+            let mut rows = vec![count];
+            rows.extend_from_slice(&var.ty.shape[1..]);
+            let mut updates = c.reshape(n.input(1)?, rows);
+            if n.op == "ResourceScatterSub" {
+                updates = c.elementwise("negate", &[&updates]);
+            }
+            let how = if n.op == "ResourceScatterUpdate" { Combine::Replace } else { Combine::Add };
+            Ok((vec![scatter(c, var, &idx, &updates, how)], Vec::new()))
+        }
+        _ => Ok((optimizer(c, n, vars)?, Vec::new())),
+    }
+}
+
+/// The dtype optimizer arithmetic runs in.
+fn wide(dtype: DType) -> DType {
+    match dtype {
+        DType::BF16 | DType::F16 => DType::F32,
+        d => d,
+    }
+}
+
+/// Elementwise arithmetic on same-typed values, with scalars broadcast.
+struct Ew<'a> {
+    c: &'a mut Ctx,
+    ty: Ty,
+}
+
+impl Ew<'_> {
+    fn v(&mut self, x: &Val) -> Val {
+        let x = self.c.convert(x, self.ty.dtype);
+        self.c.broadcast_to(&x, &self.ty.shape.clone())
+    }
+    fn k(&mut self, value: f64) -> Val {
+        let ty = self.ty.clone();
+        self.c.splat(&ty, value)
+    }
+    fn add(&mut self, a: &Val, b: &Val) -> Val {
+        self.c.elementwise("add", &[a, b])
+    }
+    fn sub(&mut self, a: &Val, b: &Val) -> Val {
+        self.c.elementwise("subtract", &[a, b])
+    }
+    fn mul(&mut self, a: &Val, b: &Val) -> Val {
+        self.c.elementwise("multiply", &[a, b])
+    }
+    fn div(&mut self, a: &Val, b: &Val) -> Val {
+        self.c.elementwise("divide", &[a, b])
+    }
+    fn sqrt(&mut self, a: &Val) -> Val {
+        self.c.elementwise("sqrt", &[a])
+    }
+}
+
+/// `ResourceApply*`: the new slot values (var first).
+fn optimizer(c: &mut Ctx, n: &Call, vars: &[Val]) -> Result<Vec<Val>, String> {
+    let var_ty = vars[0].ty.clone();
+    let ty = var_ty.with_dtype(wide(var_ty.dtype));
+    let nesterov = n.attrs.get_bool("use_nesterov").unwrap_or(false);
+    let update_slots = n.attrs.get_bool("update_slots").unwrap_or(true);
+    let mut e = Ew { c, ty };
+    let mut s: Vec<Val> = vars.iter().map(|v| e.v(v)).collect();
+    let mut r = Vec::with_capacity(n.inputs.len());
+    for x in &n.inputs {
+        r.push(e.v(x));
+    }
+    let get = |i: usize| r.get(i).cloned().ok_or_else(|| format!("missing operand {}", i + vars.len()));
+    let one = e.k(1.0);
+    match n.op {
+        "ResourceApplyGradientDescent" => {
+            let (alpha, g) = (get(0)?, get(1)?);
+            let step = e.mul(&alpha, &g);
+            s[0] = e.sub(&s[0], &step);
+        }
+        "ResourceApplyMomentum" | "ResourceApplyKerasMomentum" => {
+            let (lr, g, momentum) = (get(0)?, get(1)?, get(2)?);
+            let am = e.mul(&s[1], &momentum);
+            if n.op == "ResourceApplyMomentum" {
+                let a = e.add(&am, &g);
+                s[0] = if nesterov {
+                    let gl = e.mul(&g, &lr);
+                    let amo = e.mul(&a, &momentum);
+                    let amol = e.mul(&amo, &lr);
+                    let step = e.add(&gl, &amol);
+                    e.sub(&s[0], &step)
+                } else {
+                    let step = e.mul(&lr, &a);
+                    e.sub(&s[0], &step)
+                };
+                s[1] = a;
+            } else {
+                let gl = e.mul(&g, &lr);
+                let a = e.sub(&am, &gl);
+                s[0] = if nesterov {
+                    let amo = e.mul(&a, &momentum);
+                    let step = e.sub(&amo, &gl);
+                    e.add(&s[0], &step)
+                } else {
+                    e.add(&s[0], &a)
+                };
+                s[1] = a;
+            }
+        }
+        "ResourceApplyAdagrad" | "ResourceApplyAdagradV2" => {
+            let lr = get(0)?;
+            let (eps, g) = if n.op == "ResourceApplyAdagradV2" { (Some(get(1)?), get(2)?) } else { (None, get(1)?) };
+            if update_slots {
+                let g2 = e.mul(&g, &g);
+                s[1] = e.add(&s[1], &g2);
+            }
+            let gl = e.mul(&g, &lr);
+            let mut d = e.sqrt(&s[1]);
+            if let Some(eps) = eps {
+                d = e.add(&d, &eps);
+            }
+            let step = e.div(&gl, &d);
+            s[0] = e.sub(&s[0], &step);
+        }
+        "ResourceApplyAdam" => {
+            let (b1p, b2p, lr, b1, b2, eps, g) = (get(0)?, get(1)?, get(2)?, get(3)?, get(4)?, get(5)?, get(6)?);
+            let c2 = e.sub(&one, &b2p);
+            let r2 = e.sqrt(&c2);
+            let lr2 = e.mul(&lr, &r2);
+            let c1 = e.sub(&one, &b1p);
+            let alpha = e.div(&lr2, &c1);
+            let ob1 = e.sub(&one, &b1);
+            let ob2 = e.sub(&one, &b2);
+            let gm = e.sub(&g, &s[1]);
+            let dm = e.mul(&gm, &ob1);
+            let m = e.add(&s[1], &dm);
+            let g2 = e.mul(&g, &g);
+            let gv = e.sub(&g2, &s[2]);
+            let dv = e.mul(&gv, &ob2);
+            let v = e.add(&s[2], &dv);
+            let step = if nesterov {
+                let a = e.mul(&g, &ob1);
+                let b = e.mul(&b1, &m);
+                let ab = e.add(&a, &b);
+                e.mul(&ab, &alpha)
+            } else {
+                e.mul(&m, &alpha)
+            };
+            let rv = e.sqrt(&v);
+            let d = e.add(&rv, &eps);
+            let q = e.div(&step, &d);
+            s[0] = e.sub(&s[0], &q);
+            s[1] = m;
+            s[2] = v;
+        }
+        "ResourceApplyRMSProp" => {
+            let (lr, rho, momentum, eps, g) = (get(0)?, get(1)?, get(2)?, get(3)?, get(4)?);
+            let orho = e.sub(&one, &rho);
+            let g2 = e.mul(&g, &g);
+            let gm = e.sub(&g2, &s[1]);
+            let dm = e.mul(&gm, &orho);
+            let ms = e.add(&s[1], &dm);
+            let mm = e.mul(&s[2], &momentum);
+            let lg = e.mul(&lr, &g);
+            let me = e.add(&ms, &eps);
+            let rt = e.sqrt(&me);
+            let q = e.div(&lg, &rt);
+            let mom = e.add(&mm, &q);
+            s[0] = e.sub(&s[0], &mom);
+            s[1] = ms;
+            s[2] = mom;
+        }
+        other => return Err(format!("no lowering for variable op {other}")),
+    }
+    Ok(s.iter().map(|v| e.c.convert(v, var_ty.dtype)).collect())
+}

@@ -73,6 +73,8 @@ const ELEMENTWISE: &[Case] = &[
     case2("Relu6Grad", "%k = Const() {dtype = f32, value = tensor(f32, []) [4.0]}\n%m = Mul(%y, %k) {T = f32}\n%out = Relu6Grad(%x, %m) {T = f32}"),
     case2("LeakyReluGrad", "%out = LeakyReluGrad(%x, %y) {T = f32, alpha = 0.1}"),
     case2("SqrtGrad", "%a = Abs(%y) {T = f32}\n%one = Const() {dtype = f32, value = tensor(f32, []) [1.0]}\n%b = AddV2(%a, %one) {T = f32}\n%out = SqrtGrad(%b, %x) {T = f32}"),
+    case2("Comparisons", "%a = GreaterEqual(%x, %y) {T = f32}\n%b = LessEqual(%x, %y) {T = f32}\n%c = NotEqual(%x, %y) {T = f32}\n%d = LogicalAnd(%a, %b)\n%e = LogicalOr(%d, %c)\n%out = SelectV2(%e, %x, %y) {T = f32}"),
+    case2("Arithmetic", "%a = Abs(%x) {T = f32}\n%one = Const() {dtype = f32, value = tensor(f32, []) [1.0]}\n%b = AddV2(%a, %one) {T = f32}\n%l = Log(%b) {T = f32}\n%s = Sqrt(%b) {T = f32}\n%p = Pow(%b, %y) {T = f32}\n%r = Reciprocal(%b) {T = f32}\n%m = Minimum(%l, %s) {T = f32}\n%d = Div(%p, %r) {T = f32}\n%sg = Sigmoid(%y) {T = f32}\n%g = SigmoidGrad(%sg, %x) {T = f32}\n%i = StopGradient(%d) {T = f32}\n%n = Snapshot(%m) {T = f32}\n%id = IdentityN(%i, %n) {T = [f32, f32]}\n%t = AddN(%id:0, %id:1, %g) {T = f32, N = 3}\n%k = Const() {dtype = i32, value = tensor(i32, [2]) [7, -7]}\n%q = Const() {dtype = i32, value = tensor(i32, [2]) [2, 2]}\n%iq = Div(%k, %q) {T = i32}\n%out = Identity(%t) {T = f32}"),
     case2("FloorDivMod", "%a = FloorDiv(%x, %y) {T = f32}\n%b = FloorMod(%x, %y) {T = f32}\n%out = AddV2(%a, %b) {T = f32}"),
 ];
 
@@ -88,8 +90,11 @@ const REDUCE: &[Case] = &[
     case("ArgMin", "%ax = Const() {dtype = i32, value = tensor(i32, []) [0]}\n%out = ArgMin(%x, %ax) {T = f32, output_type = i32}"),
     case("Cumsum", "%ax = Const() {dtype = i32, value = tensor(i32, []) [1]}\n%out = Cumsum(%x, %ax) {T = f32}"),
     case("CumsumExclusiveReverse", "%ax = Const() {dtype = i32, value = tensor(i32, []) [1]}\n%out = Cumsum(%x, %ax) {T = f32, exclusive = true, reverse = true}"),
+    case("CollectiveAllReduce", "%out = CollectiveAllReduce(%x) {T = f32, group = \"g\", group_size = 2, instance = 0, reduce_op = \"MEAN\"}"),
+    case("CollectiveBroadcast", "%out = CollectiveBroadcast(%x) {T = f32, group = \"b\", group_size = 2, instance = 1, source = 1}"),
     case("L2Loss", "%out = L2Loss(%x) {T = f32}"),
     case("CastBf16", "%b = Cast(%x) {SrcT = f32, DstT = bf16}\n%s = Mul(%b, %b) {T = bf16}\n%out = Cast(%s) {SrcT = bf16, DstT = f32}"),
+    Case { name: "CastBf16Rounding", inputs: X23, setup: "", body: "%k = Const() {dtype = f32, value = tensor(f32, [4]) [1.005859375, 1.00390625, 1.01171875, -1.005859375]}\n%b = Cast(%k) {SrcT = f32, DstT = bf16}\n%w = Cast(%x) {SrcT = f32, DstT = bf16}\n%m = MatMul(%w, %w) {T = bf16, transpose_b = true}\n%r = Cast(%m) {SrcT = bf16, DstT = f32}\n%out = Cast(%b) {SrcT = bf16, DstT = f32}", returns: "%out, %r" },
     case("CastF16", "%b = Cast(%x) {SrcT = f32, DstT = f16}\n%out = Add(%b, %b) {T = f16}"),
     case("CastI8U8", "%k = Const() {dtype = f32, value = tensor(f32, []) [10.0]}\n%m = Mul(%x, %k) {T = f32}\n%a = Cast(%m) {SrcT = f32, DstT = i8}\n%b = Cast(%a) {SrcT = i8, DstT = i64}\n%u = Abs(%m) {T = f32}\n%c = Cast(%u) {SrcT = f32, DstT = u8}\n%d = Cast(%c) {SrcT = u8, DstT = i64}\n%out = Add(%b, %d) {T = i64}"),
     case("CastBool", "%b = Cast(%x) {SrcT = f32, DstT = bool}\n%out = Cast(%b) {SrcT = bool, DstT = i32}"),
@@ -105,6 +110,8 @@ const SHAPE: &[Case] = &[
     Case { name: "Split", inputs: X23, setup: "", body: "%ax = Const() {dtype = i32, value = tensor(i32, []) [0]}\n%p = Split(%ax, %x) {T = f32, num_split = 2}", returns: "%p:0, %p:1" },
     Case { name: "SplitV", inputs: X23, setup: "", body: "%sz = Const() {dtype = i32, value = tensor(i32, [2]) [1, -1]}\n%ax = Const() {dtype = i32, value = tensor(i32, []) [1]}\n%p = SplitV(%x, %sz, %ax) {T = f32, num_split = 2, Tlen = i32}", returns: "%p:0, %p:1" },
     Case { name: "Unpack", inputs: X23, setup: "", body: "%p = Unpack(%x) {T = f32, num = 3, axis = 1}", returns: "%p:0, %p:2" },
+    case("TransposeBroadcastTo", "%p = Const() {dtype = i32, value = tensor(i32, [2]) [1, 0]}\n%t = Transpose(%x, %p) {T = f32, Tperm = i32}\n%s = Const() {dtype = i32, value = tensor(i32, [3]) [2, 3, 2]}\n%out = BroadcastTo(%t, %s) {T = f32, Tidx = i32}"),
+    case2("BatchMatMul", "%p = Const() {dtype = i32, value = tensor(i32, [2]) [1, 0]}\n%t = Transpose(%y, %p) {T = f32}\n%a = Const() {dtype = i32, value = tensor(i32, [3]) [1, 2, 3]}\n%x3 = Reshape(%x, %a) {T = f32}\n%b = BatchMatMul(%x3, %t) {T = f32}\n%c = BatchMatMulV2(%x3, %t) {T = f32, adj_x = false, adj_y = false}\n%d = BatchMatMulV3(%x3, %t) {Ta = f32, Tb = f32, Tout = f32}\n%e = Einsum(%x, %y) {T = f32, N = 2, equation = \"ij,kj->ik\"}\n%s = AddV2(%b, %c) {T = f32}\n%u = AddV2(%s, %d) {T = f32}\n%out = AddV2(%u, %e) {T = f32}"),
     case2("Pack", "%out = Pack(%x, %y) {T = f32, N = 2, axis = 1}"),
     case("Pad", "%p = Const() {dtype = i32, value = tensor(i32, [2, 2]) [1, 0, 0, 2]}\n%out = Pad(%x, %p) {T = f32}"),
     case("PadV2", "%p = Const() {dtype = i32, value = tensor(i32, [2, 2]) [0, 1, 2, 0]}\n%v = Const() {dtype = f32, value = tensor(f32, []) [7.0]}\n%out = PadV2(%x, %p, %v) {T = f32}"),
@@ -123,6 +130,13 @@ const NN: &[Case] = &[
         setup: "",
         body: "%sc = Const() {dtype = f32, value = tensor(f32, [2]) [1.5, 0.5]}\n%of = Const() {dtype = f32, value = tensor(f32, [2]) [0.1, -0.2]}\n%e = Const() {dtype = f32, value = tensor(f32, [0]) []}\n%bn = FusedBatchNormV3(%x, %sc, %of, %e, %e) {T = f32, U = f32, epsilon = 0.001, is_training = true, data_format = \"NHWC\"}\n%g = FusedBatchNormGradV3(%x, %x, %sc, %bn:3, %bn:4, %bn:5) {T = f32, U = f32, epsilon = 0.001, is_training = true, data_format = \"NHWC\"}",
         returns: "%bn:0, %bn:1, %bn:2, %g:0, %g:1, %g:2",
+    },
+    Case {
+        name: "FusedBatchNormV1V2",
+        inputs: IMG,
+        setup: "",
+        body: "%sc = Const() {dtype = f32, value = tensor(f32, [2]) [1.5, 0.5]}\n%of = Const() {dtype = f32, value = tensor(f32, [2]) [0.1, -0.2]}\n%e = Const() {dtype = f32, value = tensor(f32, [0]) []}\n%a = FusedBatchNorm(%x, %sc, %of, %e, %e) {T = f32, epsilon = 0.001, is_training = true}\n%b = FusedBatchNormV2(%x, %sc, %of, %e, %e) {T = f32, U = f32, epsilon = 0.01, is_training = true}\n%g = FusedBatchNormGrad(%a:0, %x, %sc, %a:3, %a:4) {T = f32, epsilon = 0.001, is_training = true}\n%h = FusedBatchNormGradV2(%b:0, %x, %sc, %b:3, %b:4) {T = f32, U = f32, epsilon = 0.01, is_training = true}",
+        returns: "%a:0, %a:2, %b:0, %g:0, %g:1, %h:0, %h:2",
     },
     Case {
         name: "FusedBatchNormInference",

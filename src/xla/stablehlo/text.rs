@@ -372,8 +372,24 @@ impl Ctx {
             let zero = self.splat(&v.ty, 0.0);
             return self.compare(v, &zero, Cmp::Ne);
         }
+        // XLA may keep a narrowing float convert at the wider precision
+        // (excess precision); rounding explicitly keeps the simulator's numbers.
+        let bits = match dtype {
+            DType::BF16 => Some((8, 7)),
+            DType::F16 => Some((5, 10)),
+            _ => None,
+        };
+        let v = match bits {
+            Some((e, m)) if float_dtype(v.ty.dtype) => self.op(
+                "stablehlo.reduce_precision",
+                &[v],
+                &format!("exponent_bits = {e} : i32, mantissa_bits = {m} : i32"),
+                v.ty.clone(),
+            ),
+            _ => v.clone(),
+        };
         let ty = v.ty.with_dtype(dtype);
-        self.op("stablehlo.convert", &[v], "", ty)
+        self.op("stablehlo.convert", &[&v], "", ty)
     }
 
     /// An elementwise op on same-shaped operands, result typed as operand 0.

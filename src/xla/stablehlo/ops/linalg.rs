@@ -4,7 +4,20 @@
 //! Cost: one dot per TF op.
 
 use super::Call;
-use crate::xla::stablehlo::text::{Ctx, Reducer, Val};
+use crate::ir::DType;
+use crate::xla::stablehlo::text::{Ctx, Reducer, Ty, Val};
+
+/// `stablehlo.dot_general`; bf16 and f16 operands are widened to f32 (XLA:CPU
+/// would otherwise multiply in the narrow type) and the product is rounded
+/// once, as the simulator computes it.
+fn dot(c: &mut Ctx, a: &Val, b: &Val, attrs: &str, out: Ty) -> Val {
+    if matches!(out.dtype, DType::BF16 | DType::F16) {
+        let (a, b) = (c.convert(a, DType::F32), c.convert(b, DType::F32));
+        let wide = c.op("stablehlo.dot_general", &[&a, &b], attrs, out.with_dtype(DType::F32));
+        return c.convert(&wide, out.dtype);
+    }
+    c.op("stablehlo.dot_general", &[a, b], attrs, out)
+}
 
 pub(super) fn matmul(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
     let ta = n.attrs.get_bool("transpose_a").unwrap_or(false);
@@ -15,7 +28,7 @@ pub(super) fn matmul(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
         if ta { 0 } else { 1 },
         if tb { 1 } else { 0 }
     );
-    Ok(vec![c.op("stablehlo.dot_general", &[n.input(0)?, n.input(1)?], &attrs, out)])
+    Ok(vec![dot(c, n.input(0)?, n.input(1)?, &attrs, out)])
 }
 
 /// Batched matmul; batch dimensions broadcast first (BatchMatMulV2).
@@ -38,7 +51,7 @@ pub(super) fn batch_matmul(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
         if adj_x { batch } else { batch + 1 },
         if adj_y { batch + 1 } else { batch }
     );
-    Ok(vec![c.op("stablehlo.dot_general", &[&a, &b], &attrs, out)])
+    Ok(vec![dot(c, &a, &b, &attrs, out)])
 }
 
 /// Two-operand einsum without repeated letters in one operand: letters in
@@ -87,7 +100,7 @@ pub(super) fn einsum(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
         join(&sa, &contract),
         join(&sb, &contract)
     );
-    let dot = c.op("stablehlo.dot_general", &[&a, &b], &attrs, out_ty.with_shape(shape));
+    let dot = dot(c, &a, &b, &attrs, out_ty.with_shape(shape));
     if product == out {
         return Ok(vec![dot]);
     }

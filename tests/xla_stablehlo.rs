@@ -51,7 +51,11 @@ fn replica_id_and_broadcast_lower_to_their_collectives() {
     assert!(text.contains("\"stablehlo.replica_id\"() : () -> tensor<ui32>"), "{text}");
     let (ok, text, err) = lower(&["--topology", "1x4", "tests/strategy/broadcast.opg"]);
     assert!(ok, "{err}");
-    assert!(text.contains("stablehlo.all_reduce") && text.contains("stablehlo.replica_id"), "{text}");
+    // Three replicas: a doubling tree of two collective permutes, no all-reduce.
+    assert_eq!(text.matches("\"stablehlo.collective_permute\"").count(), 2, "{text}");
+    assert!(text.contains("source_target_pairs = dense<[[0, 1]]>"), "{text}");
+    assert!(text.contains("source_target_pairs = dense<[[0, 2]]>"), "{text}");
+    assert!(!text.contains("stablehlo.all_reduce") && text.contains("stablehlo.replica_id"), "{text}");
 }
 
 #[test]

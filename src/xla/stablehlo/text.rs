@@ -150,8 +150,7 @@ impl Reducer {
     }
 
     /// The identity of the reduction in `dtype`.
-    fn identity(self, dtype: DType) -> f64 {
-        let int = !float_dtype(dtype) && dtype != DType::Bool;
+    pub fn identity(self, dtype: DType) -> f64 {
         match (self, dtype) {
             (Reducer::Add | Reducer::Or, _) => 0.0,
             (Reducer::Mul | Reducer::And, _) => 1.0,
@@ -164,7 +163,6 @@ impl Reducer {
             (Reducer::Min, DType::I8) => f64::from(i8::MAX),
             (Reducer::Min, DType::U8) => f64::from(u8::MAX),
             (Reducer::Min, DType::Bool) => 1.0,
-            (Reducer::Max, _) if !int => f64::NEG_INFINITY,
             (Reducer::Min, _) => f64::INFINITY,
             (Reducer::Max, _) => f64::NEG_INFINITY,
         }

@@ -214,7 +214,7 @@ fn nhwc<T: Copy>(inner: [T; 2], one: T) -> [T; 4] {
 
 /// `stablehlo.reduce_window` of `x` over the pool's window.
 fn reduce_window(c: &mut Ctx, x: &Val, w: &Window, reducer: Reducer, out: Ty) -> Val {
-    let init = c.splat(&Ty::scalar(x.ty.dtype), reducer_identity(reducer));
+    let init = c.splat(&Ty::scalar(x.ty.dtype), reducer.identity(x.ty.dtype));
     let region = c.reducer_region(x.ty.dtype, reducer);
     let attrs = format!(
         "window_dimensions = {}, window_strides = {}, padding = {}",
@@ -223,13 +223,6 @@ fn reduce_window(c: &mut Ctx, x: &Val, w: &Window, reducer: Reducer, out: Ty) ->
         padding(&[(0, 0), w.pad[0], w.pad[1], (0, 0)])
     );
     c.op_regions("stablehlo.reduce_window", &[x, &init], &[region], &attrs, &[out]).remove(0)
-}
-
-fn reducer_identity(r: Reducer) -> f64 {
-    match r {
-        Reducer::Max => f64::NEG_INFINITY,
-        _ => 0.0,
-    }
 }
 
 pub(super) fn max_pool(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {

@@ -53,10 +53,8 @@ pub(super) fn softmax(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
 /// `x - max - log(sum(exp(x - max)))` over the last axis.
 pub(super) fn log_softmax(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
     let x = n.input(0)?;
-    let (m, last) = {
-        let last = x.ty.rank().saturating_sub(1);
-        (c.reduce(x, &[last], Reducer::Max), last)
-    };
+    let last = x.ty.rank().saturating_sub(1);
+    let m = c.reduce(x, &[last], Reducer::Max);
     let mb = expand(c, &m, &x.ty.shape, &[last]);
     let s = c.elementwise("subtract", &[x, &mb]);
     let e = c.elementwise("exponential", &[&s]);

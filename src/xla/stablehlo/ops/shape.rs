@@ -191,8 +191,8 @@ fn strided_indices(n: &Call, shape: &[usize], spec: &[Option<Tensor>]) -> Result
     out.into_iter().next().ok_or_else(|| "the strided slice has no result".to_string())
 }
 
-/// `"stablehlo.gather"` / `"stablehlo.scatter"` dimension numbers for
-/// elements of a flat operand picked by a `[.., 1]` index tensor.
+/// The flat indices `idx` as an i64 constant with a trailing index-vector
+/// dimension of 1, for a gather from (or scatter into) a flat operand.
 fn flat_indices(c: &mut Ctx, idx: &Tensor) -> Result<Val, String> {
     let mut shape = idx.shape().to_vec();
     shape.push(1);

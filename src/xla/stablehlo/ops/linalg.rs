@@ -7,16 +7,34 @@ use super::Call;
 use crate::ir::DType;
 use crate::xla::stablehlo::text::{Ctx, Reducer, Ty, Val};
 
-/// `stablehlo.dot_general`; bf16 and f16 operands are widened to f32 (XLA:CPU
-/// would otherwise multiply in the narrow type) and the product is rounded
-/// once, as the simulator computes it.
-fn dot(c: &mut Ctx, a: &Val, b: &Val, attrs: &str, out: Ty) -> Val {
-    if matches!(out.dtype, DType::BF16 | DType::F16) {
-        let (a, b) = (c.convert(a, DType::F32), c.convert(b, DType::F32));
-        let wide = c.op("stablehlo.dot_general", &[&a, &b], attrs, out.with_dtype(DType::F32));
-        return c.convert(&wide, out.dtype);
+/// How a bf16 product narrows from f32.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Narrow {
+    /// Round to nearest even.
+    Round,
+    /// Drop the low 16 bits, as TensorFlow's CPU `MatMul` kernels (and the
+    /// simulator) do for bf16 results.
+    Truncate,
+}
+
+/// `stablehlo.dot_general`; bf16 and f16 operands are widened to f32 and
+/// the f32 product narrowed once, as the simulator computes it.
+fn dot(c: &mut Ctx, a: &Val, b: &Val, attrs: &str, out: Ty, narrow: Narrow) -> Val {
+    if !matches!(out.dtype, DType::BF16 | DType::F16) {
+        return c.op("stablehlo.dot_general", &[a, b], attrs, out);
     }
-    c.op("stablehlo.dot_general", &[a, b], attrs, out)
+    let (a, b) = (c.convert(a, DType::F32), c.convert(b, DType::F32));
+    let mut wide = c.op("stablehlo.dot_general", &[&a, &b], attrs, out.with_dtype(DType::F32));
+    if out.dtype == DType::BF16 && narrow == Narrow::Truncate {
+        let bits = c.op("stablehlo.bitcast_convert", &[&wide], "", wide.ty.with_dtype(DType::I32));
+        let mask = c.splat(&bits.ty, f64::from(0xFFFF_0000u32 as i32));
+        let kept = c.elementwise("and", &[&bits, &mask]);
+        let cut = c.op("stablehlo.bitcast_convert", &[&kept], "", wide.ty.clone());
+        // NaN stays NaN (its payload may sit in the dropped bits).
+        let nan = c.compare(&wide, &wide, crate::xla::stablehlo::text::Cmp::Ne);
+        wide = c.select(&nan, &wide, &cut);
+    }
+    c.convert(&wide, out.dtype)
 }
 
 pub(super) fn matmul(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
@@ -28,7 +46,7 @@ pub(super) fn matmul(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
         if ta { 0 } else { 1 },
         if tb { 1 } else { 0 }
     );
-    Ok(vec![dot(c, n.input(0)?, n.input(1)?, &attrs, out)])
+    Ok(vec![dot(c, n.input(0)?, n.input(1)?, &attrs, out, Narrow::Truncate)])
 }
 
 /// Batched matmul; batch dimensions broadcast first (BatchMatMulV2).
@@ -51,7 +69,7 @@ pub(super) fn batch_matmul(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
         if adj_x { batch } else { batch + 1 },
         if adj_y { batch + 1 } else { batch }
     );
-    Ok(vec![dot(c, &a, &b, &attrs, out)])
+    Ok(vec![dot(c, &a, &b, &attrs, out, Narrow::Truncate)])
 }
 
 /// Two-operand einsum without repeated letters in one operand: letters in
@@ -100,7 +118,7 @@ pub(super) fn einsum(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
         join(&sa, &contract),
         join(&sb, &contract)
     );
-    let dot = dot(c, &a, &b, &attrs, out_ty.with_shape(shape));
+    let dot = dot(c, &a, &b, &attrs, out_ty.with_shape(shape), Narrow::Round);
     if product == out {
         return Ok(vec![dot]);
     }

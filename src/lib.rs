@@ -57,20 +57,14 @@
 #[doc(hidden)]
 pub mod cli;
 pub mod emit;
-#[allow(missing_docs)]
 pub mod exec;
-#[allow(missing_docs)]
 pub mod harness;
-#[allow(missing_docs)] // Error variant fields, AST and lexer items are not documented yet.
 pub mod ir;
-#[allow(missing_docs)]
 pub mod lower;
 pub mod passes;
 pub mod progress;
-#[allow(missing_docs)] // Error variant fields, AST and lexer items are not documented yet.
 pub mod syntax;
 pub mod tf;
-#[allow(missing_docs)]
 pub mod xla;
 
 pub use emit::print_module;

@@ -28,8 +28,8 @@
 //! one host evaluation of it for the trace.
 
 mod assemble;
-pub mod ops;
-pub mod text;
+pub(crate) mod ops;
+pub(crate) mod text;
 mod trace;
 
 use std::collections::{BTreeSet, HashMap};

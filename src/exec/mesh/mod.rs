@@ -92,7 +92,9 @@ impl Default for MeshConfig {
 /// A tensor or op of one graph: `x` (output 0), `x:1`, or `^x` (the op only, as a target).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Fetch {
+    /// The graph (program) that holds the tensor, without `@`.
     pub graph: String,
+    /// The tensor as written: `x`, `x:k` or `^x`.
     pub tensor: String,
 }
 

@@ -28,8 +28,8 @@
 //! one host evaluation of it for the trace.
 
 mod assemble;
-pub mod ops;
-pub mod text;
+pub(crate) mod ops;
+pub(crate) mod text;
 mod trace;
 
 use std::collections::{BTreeSet, HashMap};
@@ -105,7 +105,9 @@ pub struct Emitted {
     pub carried: Vec<(NodeId, u32)>,
     /// The variables, in argument order (the last results).
     pub variables: Vec<NodeId>,
+    /// How many replicas the module runs as.
     pub num_replicas: usize,
+    /// How many partitions (logical cores) each replica has.
     pub num_partitions: usize,
     /// `device_ids[replica][partition]`: the device of each program copy.
     pub device_ids: Vec<Vec<i64>>,
@@ -118,6 +120,7 @@ pub struct Emitted {
 /// one stage and no host ops.
 #[derive(Clone, Debug)]
 pub struct Staged {
+    /// The modules, in the order they run.
     pub stages: Vec<Emitted>,
     /// Outside-compilation ops to run after each stage, in dependency order.
     pub host_ops: Vec<Vec<NodeId>>,

@@ -202,6 +202,7 @@ fn one_node_with_200k_operands_checks_fast() {
 
 /// Runs the binary and returns its exit status and its own peak resident
 /// memory in bytes (from `wait4`, so tests running beside it do not count).
+#[allow(clippy::zombie_processes)] // `wait4` below reaps the child.
 fn peak_rss(args: &[&str]) -> (std::process::ExitStatus, u64) {
     use std::os::unix::process::ExitStatusExt;
     let child = Command::new(BIN)

@@ -62,7 +62,7 @@ pub enum CliError {
         file: String,
         message: String,
         #[source_code]
-        text: miette::NamedSource<String>,
+        text: std::sync::Arc<miette::NamedSource<String>>,
         #[label("{message}")]
         at: miette::SourceSpan,
     },
@@ -110,7 +110,7 @@ pub struct InFile {
     pub file: String,
     /// The file's text.
     #[source_code]
-    pub text: miette::NamedSource<String>,
+    pub text: std::sync::Arc<miette::NamedSource<String>>,
     /// What is at the place.
     pub label: String,
     /// The place.

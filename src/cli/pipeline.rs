@@ -405,7 +405,7 @@ fn read_json_feeds(
     let text =
         std::fs::read(path).map_err(|e| CliError::Read { path: path.display().to_string(), reason: e.to_string() })?;
     let file = path.display().to_string();
-    let named = |text: &[u8]| miette::NamedSource::new(&file, String::from_utf8_lossy(text).into_owned());
+    let named = |text: &[u8]| Arc::new(miette::NamedSource::new(&file, String::from_utf8_lossy(text).into_owned()));
     let value: serde_json::Value = serde_json::from_slice(&text).map_err(|e| CliError::FeedJson {
         file: file.clone(),
         message: e.to_string(),

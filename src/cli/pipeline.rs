@@ -254,7 +254,8 @@ pub fn lower_command(
     };
     if emit == EmitFormat::Stablehlo {
         let Some(graph) = loaded.module.graphs.first() else { return ExitCode::from(1) };
-        return match crate::xla::stablehlo::emit_all(graph, &lowered.assignment, lower_args.steps_per_run) {
+        let transfer = lower_args.host_transfer.unwrap_or_default();
+        return match crate::xla::stablehlo::emit_all(graph, &lowered.assignment, lower_args.steps_per_run, transfer) {
             Ok(text) => finish(write_output(output.as_deref(), text.as_bytes())),
             Err(e) => {
                 report(vec![Box::new(e)], &loaded.source);
@@ -788,6 +789,7 @@ pub fn run_command(args: RunArgs) -> ExitCode {
                 steps: args.steps.max(1),
                 steps_per_run: args.lower.steps_per_run.max(1),
                 feeds: &feeds,
+                host_transfer: args.lower.host_transfer,
             };
             let filter = crate::xla::stderr::Filter::install();
             let result = crate::xla::backend::run(graph, &assignment, &config);

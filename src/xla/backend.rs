@@ -25,8 +25,8 @@ use std::time::{Duration, Instant};
 use super::client::{Client, ClientConfig, DeviceBuffer};
 use super::error::XlaError;
 use super::host::{Host, MissingFeed};
-use super::stablehlo::{self, ArgSource};
-use super::{ffi, plugin};
+use super::stablehlo::{self, ArgSource, HostTransfer};
+use super::{callback, ffi, plugin};
 use crate::exec::driver::RunOutcome;
 use crate::exec::Tensor;
 use crate::ir::Graph;
@@ -44,6 +44,9 @@ pub struct RunConfig<'a> {
     pub steps_per_run: u32,
     /// Feeds: tensor name → value.
     pub feeds: &'a [(String, Tensor)],
+    /// How outside-compilation ops are reached; `None`: a host callback
+    /// on a CPU plugin, stages on any other.
+    pub host_transfer: Option<HostTransfer>,
 }
 
 /// Where a run spent its time.
@@ -136,15 +139,37 @@ pub fn run(graph: &Graph, assignment: &DeviceAssignment, config: &RunConfig) -> 
 
     let mut fetched = Vec::new();
     let mut mirrors: BTreeMap<String, Vec<Tensor>> = BTreeMap::new();
-    let emit_config = stablehlo::Config {
-        steps_per_run: config.steps_per_run.max(1),
-        feeds: config.feeds,
-        missing_feed: MissingFeed::Error,
-    };
+    let host_transfer = config.host_transfer.unwrap_or(if is_cpu_plugin(client.plugin()) {
+        HostTransfer::Callback
+    } else {
+        HostTransfer::Stages
+    });
+    let mut installed = false;
     for cluster in &clusters {
         let t = Instant::now();
+        let emit_config = stablehlo::Config {
+            steps_per_run: config.steps_per_run.max(1),
+            feeds: config.feeds,
+            missing_feed: MissingFeed::Error,
+            host_transfer,
+            run: callback::next_id(),
+        };
         let staged = stablehlo::emit_module(graph, cluster, assignment, &emit_config)?;
         timings.emit += t.elapsed();
+        // Host calls inside the module: the handler, and this run's host programs.
+        let _registration = if staged.calls.is_empty() {
+            None
+        } else if host_transfer == HostTransfer::SendRecv {
+            return Err(XlaError::SendRecvRun { cluster: cluster.name.clone() });
+        } else {
+            if !installed {
+                callback::install(client.plugin(), callback::CPU_PLATFORM)?;
+                installed = true;
+            }
+            let mut host = Host::new(graph, config.feeds, MissingFeed::Error);
+            let programs = callback::HostPrograms::new(graph, &staged, &mut host)?;
+            Some(callback::Registration::new(emit_config.run, programs))
+        };
         let replicas = cluster.num_replicas as usize;
         // Every logical core of every replica is a device: d = replica * partitions + core.
         let partitions = cluster.num_cores_per_replica.max(1) as usize;

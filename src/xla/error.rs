@@ -95,6 +95,16 @@ pub enum XlaError {
     #[diagnostic(code(tpu_rewrite::xla::dtype), help("devices take f32, f64, i32, i64 and bool tensors"))]
     DType { what: String, dtype: String },
 
+    /// `run --backend pjrt --host-transfer send-recv` on a program with
+    /// host calls: the send/recv form is emitted for TPU and GPU runtimes,
+    /// and this backend does not serve host transfers.
+    #[error("cluster `{cluster}` reaches the host through send/recv, which `run --backend pjrt` cannot serve")]
+    #[diagnostic(
+        code(tpu_rewrite::xla::send_recv_run),
+        help("run with --host-transfer callback (CPU plugin) or stages; `lower --format stablehlo --host-transfer send-recv` writes the send/recv form")
+    )]
+    SendRecvRun { cluster: String },
+
     /// Fetching the pinned plugin failed.
     #[error("cannot fetch the PJRT plugin: {message}")]
     #[diagnostic(

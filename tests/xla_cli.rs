@@ -105,3 +105,24 @@ fn outside_compilation_runs_through_the_host_callback_from_the_cli() {
     let (ok, _, err) = run(&args, plugin.to_str());
     assert!(!ok && err.contains("tpu_rewrite::xla::send_recv_run"), "{err}");
 }
+
+#[test]
+fn fetch_takes_the_device_results_and_refuses_host_tensors() {
+    let plugin = support::plugin_path();
+    let base = ["examples/mlp_train.opg", "--steps", "2", "--fetch", "output_0_shard_1:0"];
+    let (ok, sim, err) = run(&base, None);
+    assert!(ok, "{err}");
+    let args: Vec<&str> = base.iter().chain(&["--backend", "pjrt"]).copied().collect();
+    let (ok, pjrt, err) = run(&args, plugin.to_str());
+    assert!(ok, "{err}");
+    let value = |text: &str| -> f64 {
+        let line = text.lines().find(|l| l.starts_with("output_0_shard_1:0 = ")).unwrap_or_else(|| panic!("{text}"));
+        line.split(" = ").nth(1).unwrap().parse().unwrap()
+    };
+    let (a, b) = (value(&pjrt), value(&sim));
+    assert!((a - b).abs() <= 1e-5 + 1e-4 * b.abs(), "pjrt {a} vs sim {b}");
+    // A host tensor (an initial value) is not a device result.
+    let (ok, _, err) =
+        run(&["examples/mlp_train.opg", "--backend", "pjrt", "--fetch", "w1_init_value:0"], plugin.to_str());
+    assert!(!ok && err.contains("tpu_rewrite::xla::not_fetchable") && err.contains("output_0_shard_0:0"), "{err}");
+}

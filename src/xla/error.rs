@@ -105,6 +105,15 @@ pub enum XlaError {
     )]
     SendRecvRun { cluster: String },
 
+    /// `--fetch` names a tensor the device programs do not return (a host
+    /// op after the step, or a target).
+    #[error("--fetch {name}: `run --backend pjrt` fetches the device programs' results, and this is not one")]
+    #[diagnostic(
+        code(tpu_rewrite::xla::not_fetchable),
+        help("fetch one of: {available}; or run on the simulator (--backend sim)")
+    )]
+    NotFetchable { name: String, available: String },
+
     /// Fetching the pinned plugin failed.
     #[error("cannot fetch the PJRT plugin: {message}")]
     #[diagnostic(

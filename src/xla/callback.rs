@@ -371,11 +371,12 @@ fn dtype(code: i32) -> Option<(DType, usize)> {
     }
 }
 
-/// The shape and raw bytes of an XLA buffer.
+/// The dtype, shape and byte length of an XLA buffer (checked non-null
+/// when it has bytes).
 ///
 /// # Safety
 /// `b` is a live buffer: `rank` dims and `data` of the size they give.
-unsafe fn raw(b: &x::Buffer) -> Result<(DType, Vec<usize>, &mut [u8]), String> {
+unsafe fn layout(b: &x::Buffer) -> Result<(DType, Vec<usize>, usize), String> {
     let (dt, width) = dtype(b.dtype).ok_or_else(|| format!("element type {} is not supported", b.dtype))?;
     let shape: Vec<usize> = if b.rank <= 0 || b.dims.is_null() {
         Vec::new()
@@ -387,22 +388,22 @@ unsafe fn raw(b: &x::Buffer) -> Result<(DType, Vec<usize>, &mut [u8]), String> {
     if b.data.is_null() && len > 0 {
         return Err("null data".into());
     }
-    let bytes = if len == 0 {
-        &mut []
-    } else {
-        // SAFETY: the caller's contract.
-        unsafe { std::slice::from_raw_parts_mut(b.data.cast::<u8>(), len) }
-    };
-    Ok((dt, shape, bytes))
+    Ok((dt, shape, len))
 }
 
 /// A host copy of an argument buffer.
 ///
 /// # Safety
-/// As [`raw`].
+/// As [`layout`].
 unsafe fn read(b: &x::Buffer) -> Result<Tensor, String> {
     // SAFETY: the caller's contract.
-    let (dt, shape, bytes) = unsafe { raw(b) }?;
+    let (dt, shape, len) = unsafe { layout(b) }?;
+    let bytes: &[u8] = if len == 0 {
+        &[]
+    } else {
+        // SAFETY: `len` readable bytes at `data` (the caller's contract).
+        unsafe { std::slice::from_raw_parts(b.data.cast::<u8>(), len) }
+    };
     let t = match dt {
         DType::F32 => Tensor::from_vec(
             &shape,
@@ -428,14 +429,20 @@ unsafe fn read(b: &x::Buffer) -> Result<Tensor, String> {
 /// Copies `t` into a result buffer of the same type and shape.
 ///
 /// # Safety
-/// As [`raw`]; the buffer is writable.
+/// As [`layout`]; the buffer is writable.
 unsafe fn write(b: &x::Buffer, t: &Tensor) -> Result<(), String> {
     // SAFETY: the caller's contract.
-    let (dt, shape, bytes) = unsafe { raw(b) }?;
+    let (dt, shape, len) = unsafe { layout(b) }?;
     if dt != t.dtype() || shape != t.shape() {
         return Err(format!("the host made {} {:?}, the device expects {dt} {shape:?}", t.dtype(), t.shape()));
     }
     let (_, data) = super::client::host_bytes(t, "host result").map_err(|e| e.to_string())?;
-    bytes.copy_from_slice(&data);
+    if data.len() != len {
+        return Err(format!("{} bytes for a {len}-byte buffer", data.len()));
+    }
+    if len > 0 {
+        // SAFETY: `len` writable bytes at `data` (the caller's contract), not aliased by `data`.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), b.data.cast::<u8>(), len) };
+    }
     Ok(())
 }

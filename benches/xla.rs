@@ -74,6 +74,7 @@ fn bench(name: &str, module: Module) {
             steps_per_run,
             feeds: &feeds,
             host_transfer: None,
+            fetch: &[],
         };
         let outcome = backend::run(graph, &lowered.assignment, &config).expect("the PJRT backend runs");
         let t = outcome.timings;

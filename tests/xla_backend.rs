@@ -57,8 +57,14 @@ fn differential_with(
     let config = driver::RunConfig { steps, ..driver::RunConfig::default() };
     let sim = driver::run(&lowered.module, &feeds, &fetches, &config, &mut |_, _| {}).expect("the simulator runs");
     let plugin = support::plugin_path();
-    let pjrt_config =
-        backend::RunConfig { plugin: Some(plugin.as_path()), steps, steps_per_run, feeds: &feeds, host_transfer };
+    let pjrt_config = backend::RunConfig {
+        plugin: Some(plugin.as_path()),
+        steps,
+        steps_per_run,
+        feeds: &feeds,
+        host_transfer,
+        fetch: &[],
+    };
     let outcome = backend::run(graph, &lowered.assignment, &pjrt_config).unwrap_or_else(|e| panic!("{path}: {e}"));
     let pjrt = &outcome.run;
     for (name, want) in &sim.fetched {
@@ -180,6 +186,7 @@ fn send_recv_is_refused_by_the_run() {
         steps_per_run: 1,
         feeds: &feeds,
         host_transfer: Some(HostTransfer::SendRecv),
+        fetch: &[],
     };
     let err = backend::run(graph, &lowered.assignment, &config).err().expect("send/recv cannot run here");
     assert!(matches!(err, tpu_rewrite::xla::XlaError::SendRecvRun { .. }), "{err}");

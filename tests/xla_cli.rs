@@ -107,7 +107,7 @@ fn outside_compilation_runs_through_the_host_callback_from_the_cli() {
 }
 
 #[test]
-fn fetch_takes_the_device_results_and_refuses_host_tensors() {
+fn fetch_takes_the_device_results_and_refuses_targets() {
     let plugin = support::plugin_path();
     let base = ["examples/mlp_train.opg", "--steps", "2", "--fetch", "output_0_shard_1:0"];
     let (ok, sim, err) = run(&base, None);
@@ -121,8 +121,40 @@ fn fetch_takes_the_device_results_and_refuses_host_tensors() {
     };
     let (a, b) = (value(&pjrt), value(&sim));
     assert!((a - b).abs() <= 1e-5 + 1e-4 * b.abs(), "pjrt {a} vs sim {b}");
-    // A host tensor (an initial value) is not a device result.
-    let (ok, _, err) =
-        run(&["examples/mlp_train.opg", "--backend", "pjrt", "--fetch", "w1_init_value:0"], plugin.to_str());
+    // A target is not a device result.
+    let (ok, _, err) = run(&["examples/mlp_train.opg", "--backend", "pjrt", "--fetch", "^w1_init"], plugin.to_str());
     assert!(!ok && err.contains("tpu_rewrite::xla::not_fetchable") && err.contains("output_0_shard_0:0"), "{err}");
+}
+
+#[test]
+fn pure_host_ops_after_the_step_are_fetched_and_variable_reads_refused() {
+    let plugin = support::plugin_path();
+    let dir = tempfile::tempdir().unwrap();
+    let feeds = dir.path().join("feeds.json");
+    std::fs::write(&feeds, r#"{"x0:0": [1.0, -2.0], "x1:0": [3.0, 4.0]}"#).unwrap();
+    let feeds = feeds.to_str().unwrap();
+    let base = [
+        "tests/fixtures/host_after_step.opg",
+        "--topology",
+        "1x2",
+        "--steps",
+        "2",
+        "--feeds",
+        feeds,
+        "--fetch",
+        "total:0",
+    ];
+    let (ok, sim, err) = run(&base, None);
+    assert!(ok, "{err}");
+    let args: Vec<&str> = base.iter().chain(&["--backend", "pjrt"]).copied().collect();
+    let (ok, pjrt, err) = run(&args, plugin.to_str());
+    assert!(ok, "{err}");
+    let last = |text: &str| text.lines().find(|l| l.starts_with("total:0 = ")).map(str::to_string);
+    // relu([1, -2]) + relu([3, 4]) on the host, after the device step.
+    assert_eq!(last(&sim).as_deref(), Some("total:0 = [4.0,4.0]"), "{sim}");
+    assert_eq!(last(&pjrt), last(&sim), "{pjrt}");
+    let args = ["tests/fixtures/host_after_step.opg", "--topology", "1x2", "--feeds", feeds];
+    let args: Vec<&str> = args.iter().chain(&["--backend", "pjrt", "--fetch", "w_host:0"]).copied().collect();
+    let (ok, _, err) = run(&args, plugin.to_str());
+    assert!(!ok && err.contains("tpu_rewrite::xla::host_after_step") && err.contains("w_host"), "{err}");
 }

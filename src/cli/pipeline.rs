@@ -784,6 +784,7 @@ pub fn run_command(args: RunArgs) -> ExitCode {
                 steps_per_run: args.lower.steps_per_run.max(1),
                 feeds: &feeds,
                 host_transfer: args.lower.host_transfer,
+                fetch: &fetches,
             };
             let filter = crate::xla::stderr::Filter::install();
             let result = crate::xla::backend::run(graph, &assignment, &config);

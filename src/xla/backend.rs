@@ -13,7 +13,8 @@
 //!
 //! Host ops the device program reads (feeds, defaults, constants) and
 //! variable initialisers run once on the host with the simulator's
-//! kernels. The result has the simulator driver's shape
+//! kernels; so do pure host ops after the step that `fetch` names, once,
+//! on the last step's outputs. The result has the simulator driver's shape
 //! ([`crate::exec::driver::RunOutcome`]), with outputs named as the
 //! tagged graph's `output_<i>_shard_<r>` fetch identities.
 
@@ -47,6 +48,10 @@ pub struct RunConfig<'a> {
     /// How outside-compilation ops are reached; `None`: a host callback
     /// on a CPU plugin, stages on any other.
     pub host_transfer: Option<HostTransfer>,
+    /// Extra tensors to fetch that the device programs do not return:
+    /// host ops after the step, evaluated once after the last step on its
+    /// outputs with the simulator's kernels (pure ops only).
+    pub fetch: &'a [String],
 }
 
 /// Where a run spent its time.
@@ -138,6 +143,8 @@ pub fn run(graph: &Graph, assignment: &DeviceAssignment, config: &RunConfig) -> 
     timings.client = t.elapsed();
 
     let mut fetched = Vec::new();
+    // Every cluster output's last values, per replica, for host ops after the step.
+    let mut device_outputs: Vec<(crate::ir::NodeId, Vec<Tensor>)> = Vec::new();
     let mut mirrors: BTreeMap<String, Vec<Tensor>> = BTreeMap::new();
     let host_transfer = config.host_transfer.unwrap_or(if is_cpu_plugin(client.plugin()) {
         HostTransfer::Callback
@@ -289,10 +296,14 @@ pub fn run(graph: &Graph, assignment: &DeviceAssignment, config: &RunConfig) -> 
         for (emitted, outputs) in staged.stages.iter().zip(&last) {
             let Some(outputs) = outputs else { continue };
             for (i, out) in emitted.outputs.iter().enumerate() {
+                let mut values = Vec::with_capacity(replicas);
                 for (r, row) in outputs.iter().step_by(partitions).enumerate() {
                     let name = output_name(graph, out.node, r);
-                    fetched.push((name.clone(), row[i].to_host(&name)?));
+                    let t = row[i].to_host(&name)?;
+                    values.push(t.clone());
+                    fetched.push((name, t));
                 }
+                device_outputs.push((out.node, values));
             }
         }
         for (h, copies) in &vars {
@@ -302,6 +313,26 @@ pub fn run(graph: &Graph, assignment: &DeviceAssignment, config: &RunConfig) -> 
                 host_copies.push(b.to_host(&name)?);
             }
             mirrors.insert(name, host_copies);
+        }
+    }
+    // Host ops after the step, on the last step's outputs.
+    let mut after = Host::new(graph, config.feeds, MissingFeed::Error);
+    for (node, values) in device_outputs {
+        after.seed(node, values);
+    }
+    for name in config.fetch {
+        if name.starts_with('^') || fetched.iter().any(|(n, _)| n == name) {
+            continue;
+        }
+        let (node, output) = match name.rsplit_once(':') {
+            Some((n, o)) if o.parse::<u32>().is_ok() => (n, o.parse().unwrap_or(0)),
+            _ => (name.as_str(), 0),
+        };
+        if let Some(id) = graph.find(node) {
+            let value = after
+                .value(id, output)
+                .map_err(|e| XlaError::HostAfterStep { name: name.clone(), message: e.to_string() })?;
+            fetched.push((name.clone(), value));
         }
     }
     let variables = mirrors.iter().filter_map(|(k, v)| v.first().map(|t| (k.clone(), t.clone()))).collect();

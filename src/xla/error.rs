@@ -114,6 +114,16 @@ pub enum XlaError {
     )]
     NotFetchable { name: String, available: String },
 
+    /// A `--fetch` of a host op after the device step that the backend
+    /// cannot evaluate on the step's outputs (a variable read or write on
+    /// the host, an op without a kernel).
+    #[error("--fetch {name}: host ops after the device step cannot compute it here: {message}")]
+    #[diagnostic(
+        code(tpu_rewrite::xla::host_after_step),
+        help("pure host ops on the device results can be fetched; host reads and writes of variables need the simulator (--backend sim)")
+    )]
+    HostAfterStep { name: String, message: String },
+
     /// Fetching the pinned plugin failed.
     #[error("cannot fetch the PJRT plugin: {message}")]
     #[diagnostic(

@@ -3,10 +3,13 @@
 //! Exit codes: 0 on success, 1 when the input has errors (diagnostics on
 //! stderr), 2 for usage errors. Outputs named with `-o` or `--write` are
 //! written atomically.
+//!
+//! This module belongs to the `tpu-rewrite` binary (`src/main.rs` declares
+//! it), not to the library: it reaches the library through the binary's
+//! crate root, which re-exports the library's modules.
 
 #[macro_use]
 pub mod console;
-pub mod diagnostics;
 pub mod error;
 mod formats;
 pub mod gen;
@@ -14,7 +17,9 @@ pub mod io;
 pub mod ops;
 mod pipeline;
 pub mod progress;
-pub mod source;
+
+use crate::diagnostics;
+use crate::diagnostics::source;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -405,8 +405,14 @@ fn read_json_feeds(
 ) -> Result<Vec<(String, Tensor)>, CliError> {
     let text =
         std::fs::read(path).map_err(|e| CliError::Read { path: path.display().to_string(), reason: e.to_string() })?;
-    let value: serde_json::Value =
-        serde_json::from_slice(&text).map_err(|e| CliError::feed(format!("{}: not JSON: {e}", path.display())))?;
+    let file = path.display().to_string();
+    let named = |text: &[u8]| miette::NamedSource::new(&file, String::from_utf8_lossy(text).into_owned());
+    let value: serde_json::Value = serde_json::from_slice(&text).map_err(|e| CliError::FeedJson {
+        file: file.clone(),
+        message: e.to_string(),
+        text: named(&text),
+        at: json_error_offset(&text, &e).into(),
+    })?;
     let object = value.get("feeds").unwrap_or(&value);
     let serde_json::Value::Object(map) = object else {
         return Err(CliError::feed(format!("{}: expected an object mapping tensor names to arrays", path.display())));
@@ -416,16 +422,46 @@ fn read_json_feeds(
             let tensor = exec::tensor_from_json(v, feed_dtype(lowered, tagged, name)).map_err(|e| {
                 let node = name.split(':').next().unwrap_or(name);
                 let span = tagged.graphs.first().and_then(|g| g.find(node).map(|id| g.node(id).span));
-                CliError::FeedValue {
-                    file: path.display().to_string(),
-                    tensor: name.clone(),
-                    message: e.to_string(),
-                    span,
-                }
+                let in_file = json_key_span(&text, name)
+                    .map(|at| crate::cli::error::InFile {
+                        file: file.clone(),
+                        text: named(&text),
+                        label: e.to_string(),
+                        at: at.into(),
+                    })
+                    .into_iter()
+                    .collect();
+                CliError::FeedValue { file: file.clone(), tensor: name.clone(), message: e.to_string(), span, in_file }
             })?;
             Ok((name.clone(), tensor))
         })
         .collect()
+}
+
+/// The byte offset at which `serde_json` stopped (it reports 1-based lines
+/// and columns).
+fn json_error_offset(text: &[u8], error: &serde_json::Error) -> usize {
+    let line_start: usize = text.split(|&b| b == b'\n').take(error.line().saturating_sub(1)).map(|l| l.len() + 1).sum();
+    (line_start + error.column().saturating_sub(1)).min(text.len())
+}
+
+/// The span of object key `key` (a key followed by `:`) in JSON text; the
+/// first such key wins.
+fn json_key_span(text: &[u8], key: &str) -> Option<std::ops::Range<usize>> {
+    let quoted = serde_json::to_string(key).ok()?;
+    let quoted = quoted.as_bytes();
+    let mut from = 0;
+    while let Some(at) = text.get(from..)?.windows(quoted.len()).position(|w| w == quoted) {
+        let start = from + at;
+        let end = start + quoted.len();
+        let rest = &text[end..];
+        let colon = rest.iter().position(|b| !b.is_ascii_whitespace());
+        if colon.is_some_and(|c| rest[c] == b':') {
+            return Some(start..end);
+        }
+        from = end;
+    }
+    None
 }
 
 fn read_feeds(args: &RunArgs, lowered: &Module, tagged: &Module) -> Result<Vec<(String, Tensor)>, CliError> {

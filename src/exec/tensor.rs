@@ -16,7 +16,9 @@ use crate::ir::{DType, TensorData, TensorLit};
 /// A handle to a variable: the device whose store holds it, and its name.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ResourceHandle {
+    /// The device whose variable store holds the variable.
     pub device: Arc<str>,
+    /// The variable's name in that store.
     pub name: Arc<str>,
     /// Further copies `(device, name)` that an assignment also writes: a
     /// mirrored variable seen from outside its cluster. Reads use the
@@ -39,15 +41,25 @@ impl ResourceHandle {
 /// A dense tensor.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Tensor {
+    /// 32-bit floats.
     F32(ArcArray<f32, IxDyn>),
+    /// 64-bit floats.
     F64(ArcArray<f64, IxDyn>),
+    /// 32-bit signed integers.
     I32(ArcArray<i32, IxDyn>),
+    /// 64-bit signed integers.
     I64(ArcArray<i64, IxDyn>),
+    /// Booleans.
     Bool(ArcArray<bool, IxDyn>),
+    /// Brain floats (bfloat16).
     BF16(ArcArray<half::bf16, IxDyn>),
+    /// IEEE half floats.
     F16(ArcArray<half::f16, IxDyn>),
+    /// 8-bit signed integers.
     I8(ArcArray<i8, IxDyn>),
+    /// 8-bit unsigned integers.
     U8(ArcArray<u8, IxDyn>),
+    /// Strings, one per element.
     Str(ArcArray<String, IxDyn>),
     /// A scalar resource handle.
     Resource(ResourceHandle),

@@ -34,9 +34,13 @@ pub enum Placement {
 /// What the registry knows of one op type.
 #[derive(Clone, Copy, Debug)]
 pub struct OpDef {
+    /// The op type, as nodes name it (`MatMul`).
     pub name: &'static str,
+    /// How many outputs a node of this type has.
     pub outputs: Outputs,
+    /// The attributes the verifier checks, with the kind of value each must have.
     pub attrs: &'static [(&'static str, AttrKind)],
+    /// Where the op may run.
     pub placement: Placement,
 }
 

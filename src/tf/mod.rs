@@ -15,6 +15,7 @@ pub mod export;
 pub mod pbtxt;
 pub mod pbtxt_print;
 pub mod proto;
+pub mod stream;
 pub mod synth;
 pub mod to_ir;
 
@@ -66,9 +67,8 @@ pub fn import_graphdef_observed(
     progress.phase("decoding", 1);
     Ok(match format {
         GraphDefFormat::Binary => {
-            let graph = decode_pb(bytes)?;
             progress.advance(1);
-            to_ir::graphdef_to_module_observed(graph, None, progress)
+            to_ir::pb_to_module_observed(bytes, progress)?
         }
         GraphDefFormat::Text => {
             let parsed = pbtxt::parse_graphdef_text(bytes)?;

@@ -65,22 +65,52 @@ pub fn graphdef_to_module(graph_def: GraphDef, spans: Option<Vec<NodeSpans>>) ->
 
 /// [`graphdef_to_module`], reporting each node added and each node wired.
 pub fn graphdef_to_module_observed(
-    graph_def: GraphDef,
+    mut graph_def: GraphDef,
     spans: Option<Vec<NodeSpans>>,
     progress: &dyn crate::progress::Progress,
 ) -> (Module, Vec<ImportError>) {
+    let nodes = std::mem::take(&mut graph_def.node);
+    let input_count: usize = nodes.iter().map(|n| n.input.len()).sum();
+    let count = nodes.len();
+    let (module, errors) = convert(&graph_def, nodes.into_iter().map(Ok), (count, input_count), spans, progress)
+        .unwrap_or_else(|e| (Module { header: Vec::new(), graphs: Vec::new() }, vec![e]));
+    (module, errors)
+}
+
+/// Imports a binary GraphDef decoding one `NodeDef` at a time (see
+/// [`super::stream`]): the decoded nodes never all exist at once.
+pub fn pb_to_module_observed(
+    bytes: &[u8],
+    progress: &dyn crate::progress::Progress,
+) -> Result<(Module, Vec<ImportError>), ImportError> {
+    let split = super::stream::split(bytes)?;
+    let sizes = (split.nodes.len(), split.input_count());
+    let nodes = split.nodes.iter().map(|n| super::stream::decode_node(n));
+    convert(&split.header, nodes, sizes, None, progress)
+}
+
+/// Builds the module from the GraphDef's other fields (`header`) and its
+/// nodes; `sizes` is (nodes, inputs) for reserving storage once. A node
+/// that does not decode ends the import.
+fn convert(
+    header: &GraphDef,
+    nodes: impl Iterator<Item = Result<NodeDef, ImportError>>,
+    (node_count, input_count): (usize, usize),
+    spans: Option<Vec<NodeSpans>>,
+    progress: &dyn crate::progress::Progress,
+) -> Result<(Module, Vec<ImportError>), ImportError> {
     use crate::progress::REPORT_EVERY;
-    progress.phase("importing nodes", 2 * graph_def.node.len() as u64);
+    progress.phase("importing nodes", 2 * node_count as u64);
     let mut errors = Vec::new();
     let mut graph = Graph::new(GRAPH_NAME);
-    graph.attrs = graph_attrs(&graph_def);
-    let input_count: usize = graph_def.node.iter().map(|n| n.input.len()).sum();
-    graph.reserve(graph_def.node.len(), input_count);
+    graph.attrs = graph_attrs(header);
+    graph.reserve(node_count, input_count);
 
     let mut spans = spans.map(Vec::into_iter);
     let mut interned: HashMap<String, Arc<str>> = HashMap::default();
-    let mut pending: Vec<(NodeId, Vec<String>, Vec<Span>)> = Vec::with_capacity(graph_def.node.len());
-    for (n, node_def) in graph_def.node.into_iter().enumerate() {
+    let mut pending: Vec<(NodeId, Vec<String>, Vec<Span>)> = Vec::with_capacity(node_count);
+    for (n, node_def) in nodes.enumerate() {
+        let node_def = node_def?;
         if n as u64 % REPORT_EVERY == REPORT_EVERY - 1 {
             progress.advance(REPORT_EVERY);
         }
@@ -147,7 +177,7 @@ pub fn graphdef_to_module_observed(
         }
     }
     graph.shrink_to_fit();
-    (Module { header: Vec::new(), graphs: vec![graph] }, errors)
+    Ok((Module { header: Vec::new(), graphs: vec![graph] }, errors))
 }
 
 fn intern(map: &mut HashMap<String, Arc<str>>, s: String) -> Arc<str> {

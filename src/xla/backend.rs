@@ -57,19 +57,27 @@ pub struct RunConfig<'a> {
 /// Where a run spent its time.
 #[derive(Clone, Debug, Default)]
 pub struct Timings {
+    /// Loading the plugin.
     pub load: Duration,
+    /// Creating the client.
     pub client: Duration,
+    /// Emitting the StableHLO modules.
     pub emit: Duration,
+    /// Compiling them.
     pub compile: Duration,
+    /// Moving arguments to the devices and results back.
     pub transfer: Duration,
     /// Every `execute` call, summed.
     pub execute: Duration,
+    /// How many `execute` calls were made.
     pub executions: u32,
 }
 
 /// A PJRT run's results and timings.
 pub struct Outcome {
+    /// The fetched values and the final variables, as the simulator reports them.
     pub run: RunOutcome,
+    /// Where the run spent its time.
     pub timings: Timings,
 }
 

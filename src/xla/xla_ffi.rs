@@ -42,10 +42,15 @@ pub const XLA_FFI_ERROR_INVALID_ARGUMENT: i32 = 3;
 
 /// `XLA_FFI_DataType` values (`xla::PrimitiveType`) of the dtypes a device holds.
 pub mod data_type {
+    /// `PRED`: booleans.
     pub const PRED: i32 = 1;
+    /// `S32`.
     pub const S32: i32 = 4;
+    /// `S64`.
     pub const S64: i32 = 5;
+    /// `F32`.
     pub const F32: i32 = 11;
+    /// `F64`.
     pub const F64: i32 = 12;
 }
 
@@ -68,7 +73,7 @@ macro_rules! ffi_structs {
             #[repr(C)]
             #[derive(Debug, Clone, Copy)]
             pub struct $name {
-                $( pub $field: $ty, )*
+                $( #[doc = concat!("The C struct's `", stringify!($field), "` field.")] pub $field: $ty, )*
             }
             impl $name {
                 /// `*_STRUCT_SIZE`: the end of the last field the header names.
@@ -150,7 +155,9 @@ ffi_structs! {
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct ByteSpan {
+    /// The first byte.
     pub ptr: *const u8,
+    /// The length in bytes.
     pub len: usize,
 }
 
@@ -158,6 +165,8 @@ pub struct ByteSpan {
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct Scalar {
+    /// Its `XLA_FFI_DataType`.
     pub dtype: i32,
+    /// The value, of that type.
     pub value: *const c_void,
 }

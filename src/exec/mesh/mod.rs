@@ -92,7 +92,9 @@ impl Default for MeshConfig {
 /// A tensor or op of one graph: `x` (output 0), `x:1`, or `^x` (the op only, as a target).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Fetch {
+    /// The graph (program) that holds the tensor, without `@`.
     pub graph: String,
+    /// The tensor as written: `x`, `x:k` or `^x`.
     pub tensor: String,
 }
 
@@ -489,7 +491,7 @@ impl Mesh {
                             None
                         }
                     };
-                    std::thread::Builder::new().name(thread_name(&instance.name)).spawn_scoped(scope, worker)
+                    spawn_worker(scope, wi, thread_name(&instance.name), worker)
                 })
                 .collect();
             // A worker that could not start fails the step at once, so the
@@ -546,8 +548,79 @@ impl Mesh {
     }
 }
 
+/// Starts worker `index` of a step on its own named thread.
+fn spawn_worker<'scope, 'env, T: Send + 'scope>(
+    scope: &'scope std::thread::Scope<'scope, 'env>,
+    index: usize,
+    name: String,
+    worker: impl FnOnce() -> T + Send + 'scope,
+) -> std::io::Result<std::thread::ScopedJoinHandle<'scope, T>> {
+    #[cfg(test)]
+    if tests::FAIL_SPAWN_AT.with(|at| at.get()) == Some(index) {
+        return Err(std::io::Error::new(std::io::ErrorKind::WouldBlock, "injected by a test"));
+    }
+    #[cfg(not(test))]
+    let _ = index;
+    std::thread::Builder::new().name(name).spawn_scoped(scope, worker)
+}
+
 /// A worker thread's name: the instance's, without the NUL bytes a thread
 /// name cannot hold.
 fn thread_name(instance: &str) -> String {
     instance.replace('\0', "\u{fffd}")
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+    use std::time::{Duration, Instant};
+
+    use super::{Feeds, Fetch, Mesh, MeshConfig};
+    use crate::exec::ExecError;
+
+    thread_local! {
+        /// The worker whose thread fails to start, in tests that ask for it.
+        pub(super) static FAIL_SPAWN_AT: Cell<Option<usize>> = const { Cell::new(None) };
+    }
+
+    /// Four replicas meeting in an all-reduce: a replica whose thread never
+    /// starts would keep the others waiting until the timeout.
+    const ALL_REDUCE: &[u8] = br#"graph @main {
+  %a = Const() {dtype = f32, value = tensor(f32, [2]) [1.0, 2.0]}
+  replicate (num_replicas = 4) (%x = [%a, %a, %a, %a]) {
+    %s = CrossReplicaSum(%x) {T = f32}
+    return %s
+  }
+}"#;
+
+    #[test]
+    fn a_worker_that_cannot_start_fails_the_step_at_once() {
+        let (mut module, errors) = crate::parse_module(ALL_REDUCE).expect("parses");
+        assert!(errors.is_empty(), "{errors:?}");
+        let report = crate::run_pipeline(&mut module, &crate::PipelineConfig::default());
+        assert!(!report.has_errors());
+        let config = crate::LowerConfig {
+            topology: crate::Topology::parse("1x4").expect("a topology"),
+            ..crate::LowerConfig::default()
+        };
+        let lowered = crate::lower(&module.graphs[0], &config).expect("lowers");
+        let mesh = Mesh::new(&lowered.module, MeshConfig { timeout: Duration::from_secs(30) }).expect("a mesh");
+        let fetches: Vec<Fetch> = (0..4).map(|r| Fetch::new("host", format!("output_0_shard_{r}:0"))).collect();
+        // Without the failure the step runs: the fetches are right.
+        let values = mesh.run_step(&Feeds::new(), &fetches).expect("runs");
+        assert_eq!(values[3], crate::Tensor::from_vec(&[2], vec![4.0f32, 8.0]).expect("a tensor"));
+
+        let last = mesh.workers.len() - 1;
+        FAIL_SPAWN_AT.with(|at| at.set(Some(last)));
+        let start = Instant::now();
+        let result = mesh.run_step(&Feeds::new(), &fetches);
+        FAIL_SPAWN_AT.with(|at| at.set(None));
+        match result {
+            Err(ExecError::Internal { message }) => {
+                assert!(message.contains("cannot start a worker thread"), "{message}")
+            }
+            other => panic!("expected a failure to start a worker, got {other:?}"),
+        }
+        assert!(start.elapsed() < Duration::from_secs(10), "the started workers waited {:?}", start.elapsed());
+    }
 }

@@ -128,10 +128,14 @@ enum Peer {
 }
 
 /// Settings of the partitioner.
-pub struct PartitionInput<'a> {
+pub(crate) struct PartitionInput<'a> {
+    /// The rewritten graph.
     pub graph: &'a Graph,
+    /// Its replicate clusters.
     pub clusters: &'a [ReplicateCluster],
+    /// Where each logical core of each replica runs.
     pub assignment: &'a DeviceAssignment,
+    /// How many steps run on the devices before returning to the host.
     pub steps_per_run: u32,
     /// Where to report progress (placing, wiring and cloning nodes).
     pub progress: &'a dyn crate::progress::Progress,
@@ -259,7 +263,7 @@ fn part_index(id: NodeId) -> usize {
 }
 
 /// Partitions `input.graph` into programs.
-pub fn partition(input: &PartitionInput<'_>) -> Partitioned {
+pub(crate) fn partition(input: &PartitionInput<'_>) -> Partitioned {
     let src = input.graph;
     let bound = petgraph::visit::NodeIndexable::node_bound(src.petgraph());
     let mut b = Builder {
@@ -311,8 +315,10 @@ pub fn partition(input: &PartitionInput<'_>) -> Partitioned {
 }
 
 /// The result of [`partition`].
-pub struct Partitioned {
+pub(crate) struct Partitioned {
+    /// The host program and the device programs.
     pub module: Module,
+    /// The problems found; the module is unusable when there is one.
     pub errors: Vec<LowerError>,
     /// The wall time of each phase, in order.
     pub phases: Vec<LowerPhase>,
@@ -321,7 +327,9 @@ pub struct Partitioned {
 /// One phase of the partitioner and its wall time (`--time-passes` prints them).
 #[derive(Clone, Debug)]
 pub struct LowerPhase {
+    /// The phase's name, as `--time-passes` prints it.
     pub name: &'static str,
+    /// How long the phase took.
     pub wall: std::time::Duration,
 }
 

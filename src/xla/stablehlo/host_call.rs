@@ -52,9 +52,15 @@ pub enum HostTransfer {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CallForm {
     /// A custom call carrying the run's registry id.
-    Callback { run: u64 },
-    /// Host send/recv; `first_channel` is the handle of its first transfer.
-    SendRecv { first_channel: i64 },
+    Callback {
+        /// The `run` attribute: the registry id of the run's host programs.
+        run: u64,
+    },
+    /// Host send/recv.
+    SendRecv {
+        /// The channel handle of its first transfer (the next ones follow).
+        first_channel: i64,
+    },
 }
 
 /// One host program call inside the joined `@step`.
@@ -70,6 +76,7 @@ pub struct HostCall {
     pub operands: Vec<(NodeId, u32)>,
     /// Values it returns, in result order.
     pub results: Vec<(NodeId, u32)>,
+    /// Callback or send/recv.
     pub form: CallForm,
 }
 

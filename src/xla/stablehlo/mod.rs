@@ -29,8 +29,8 @@
 
 mod assemble;
 mod host_call;
-pub mod ops;
-pub mod text;
+pub(crate) mod ops;
+pub(crate) mod text;
 mod trace;
 
 use std::collections::{BTreeSet, HashMap};
@@ -112,7 +112,9 @@ pub struct Emitted {
     pub carried: Vec<(NodeId, u32)>,
     /// The variables, in argument order (the last results).
     pub variables: Vec<NodeId>,
+    /// How many replicas the module runs as.
     pub num_replicas: usize,
+    /// How many partitions (logical cores) each replica has.
     pub num_partitions: usize,
     /// `device_ids[replica][partition]`: the device of each program copy.
     pub device_ids: Vec<Vec<i64>>,
@@ -125,6 +127,7 @@ pub struct Emitted {
 /// one stage and no host ops.
 #[derive(Clone, Debug)]
 pub struct Staged {
+    /// The modules, in the order they run.
     pub stages: Vec<Emitted>,
     /// Outside-compilation ops to run after each stage, in dependency order.
     pub host_ops: Vec<Vec<NodeId>>,

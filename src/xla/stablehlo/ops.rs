@@ -15,13 +15,17 @@ use crate::ir::{AttrMap, DType};
 
 /// What a builder gets.
 pub struct Call<'a> {
+    /// The op type.
     pub op: &'a str,
+    /// The node's attributes.
     pub attrs: &'a AttrMap,
+    /// The operands, in order.
     pub inputs: Vec<Val>,
     /// Operand values known at compile time.
     pub consts: Vec<Option<Tensor>>,
     /// Result types, one per output.
     pub outputs: &'a [Ty],
+    /// How many replicas the program runs as.
     pub num_replicas: usize,
 }
 

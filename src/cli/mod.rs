@@ -132,6 +132,12 @@ pub struct LowerArgs {
     /// Print how long each phase took (load, each pass, lowering) to stderr.
     #[arg(long)]
     pub time_passes: bool,
+    /// How a StableHLO device program reaches its outside-compilation ops:
+    /// a host callback (custom_call, XLA FFI), host send/recv (TPU/GPU,
+    /// untested), or one module per stage. Default: callback for `lower`
+    /// and for a CPU plugin; stages for other plugins (docs/xla.md).
+    #[arg(long, value_enum)]
+    pub host_transfer: Option<crate::xla::stablehlo::HostTransfer>,
 }
 
 /// The subcommands.

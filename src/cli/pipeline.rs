@@ -254,7 +254,8 @@ pub fn lower_command(
     };
     if emit == EmitFormat::Stablehlo {
         let Some(graph) = loaded.module.graphs.first() else { return ExitCode::from(1) };
-        return match crate::xla::stablehlo::emit_all(graph, &lowered.assignment, lower_args.steps_per_run) {
+        let transfer = lower_args.host_transfer.unwrap_or_default();
+        return match crate::xla::stablehlo::emit_all(graph, &lowered.assignment, lower_args.steps_per_run, transfer) {
             Ok(text) => finish(write_output(output.as_deref(), text.as_bytes())),
             Err(e) => {
                 report(vec![Box::new(e)], &loaded.source);
@@ -812,18 +813,14 @@ pub fn run_command(args: RunArgs) -> ExitCode {
             }
         }
         Backend::Pjrt => {
-            if !args.fetch.is_empty() {
-                eprintln!(
-                    "error: --backend pjrt fetches the computation outputs and variables; --fetch is for the simulator"
-                );
-                return ExitCode::from(1);
-            }
             let Some(graph) = loaded.module.graphs.first() else { return ExitCode::from(1) };
             let config = crate::xla::backend::RunConfig {
                 plugin: args.pjrt_plugin.as_deref(),
                 steps: args.steps.max(1),
                 steps_per_run: args.lower.steps_per_run.max(1),
                 feeds: &feeds,
+                host_transfer: args.lower.host_transfer,
+                fetch: &fetches,
             };
             let filter = crate::xla::stderr::Filter::install();
             let result = crate::xla::backend::run(graph, &assignment, &config);
@@ -832,6 +829,16 @@ pub fn run_command(args: RunArgs) -> ExitCode {
                 // The simulator's default fetches, in its order, so both backends print alike.
                 Ok(mut o) => {
                     let mut by_name: std::collections::HashMap<String, Tensor> = o.run.fetched.drain(..).collect();
+                    // --fetch names the device program's results; anything else
+                    // (a host op after the step, a target) is not computed here.
+                    if let Some(name) = fetches.iter().find(|n| !by_name.contains_key(*n)) {
+                        let mut available: Vec<&String> = by_name.keys().collect();
+                        available.sort();
+                        let available = available.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ");
+                        let e = crate::xla::XlaError::NotFetchable { name: name.clone(), available };
+                        report(vec![Box::new(e)], &loaded.source);
+                        return ExitCode::from(1);
+                    }
                     o.run.fetched = fetches.iter().filter_map(|n| by_name.remove_entry(n)).collect();
                     Ok(o.run)
                 }

@@ -200,6 +200,8 @@ pub fn run(graph: &Graph, assignment: &DeviceAssignment, config: &Config) -> Res
         steps_per_run: config.steps_per_run.max(1),
         feeds: config.feeds,
         missing_feed: MissingFeed::Error,
+        host_transfer: stablehlo::HostTransfer::Stages,
+        run: 0,
     };
     // Emit everything first: a graph this backend refuses starts no process.
     let mut emitted = Vec::with_capacity(clusters.len());

@@ -164,6 +164,48 @@ pub enum XlaError {
         dtype: String,
     },
 
+    /// `run --backend pjrt --host-transfer send-recv` on a program with
+    /// host calls: the send/recv form is emitted for TPU and GPU runtimes,
+    /// and this backend does not serve host transfers.
+    #[error("cluster `{cluster}` reaches the host through send/recv, which `run --backend pjrt` cannot serve")]
+    #[diagnostic(
+        code(tpu_rewrite::xla::send_recv_run),
+        help("run with --host-transfer callback (CPU plugin) or stages; `lower --format stablehlo --host-transfer send-recv` writes the send/recv form")
+    )]
+    SendRecvRun {
+        /// The cluster whose module has host transfers.
+        cluster: String,
+    },
+
+    /// `--fetch` names a tensor the device programs do not return (a host
+    /// op after the step, or a target).
+    #[error("--fetch {name}: `run --backend pjrt` fetches the device programs' results, and this is not one")]
+    #[diagnostic(
+        code(tpu_rewrite::xla::not_fetchable),
+        help("fetch one of: {available}; or run on the simulator (--backend sim)")
+    )]
+    NotFetchable {
+        /// The fetch name.
+        name: String,
+        /// The device results that can be fetched, comma-separated.
+        available: String,
+    },
+
+    /// A `--fetch` of a host op after the device step that the backend
+    /// cannot evaluate on the step's outputs (a variable read or write on
+    /// the host, an op without a kernel).
+    #[error("--fetch {name}: host ops after the device step cannot compute it here: {message}")]
+    #[diagnostic(
+        code(tpu_rewrite::xla::host_after_step),
+        help("pure host ops on the device results can be fetched; host reads and writes of variables need the simulator (--backend sim)")
+    )]
+    HostAfterStep {
+        /// The fetch name.
+        name: String,
+        /// Why the host evaluation failed.
+        message: String,
+    },
+
     /// Fetching the pinned plugin failed.
     #[error("cannot fetch the PJRT plugin: {message}")]
     #[diagnostic(

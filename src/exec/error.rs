@@ -49,6 +49,14 @@ pub enum KernelError {
     )]
     TooLarge { op: String, shape: String, dtype: DType, bytes: String, limit: u64 },
 
+    /// An `Assert` op's condition was false: TensorFlow's `InvalidArgumentError`.
+    #[error("{op}: {message}")]
+    #[diagnostic(
+        code(tpu_rewrite::exec::assertion_failed),
+        help("the graph's own check failed on these values; the message lists the op's data inputs")
+    )]
+    AssertionFailed { op: String, message: String },
+
     /// The kernel panicked: a bug in tpu-rewrite.
     #[error("{op}: kernel panicked (a bug in tpu-rewrite): {message}")]
     #[diagnostic(code(tpu_rewrite::exec::kernel_panic))]
@@ -91,6 +99,21 @@ pub enum KernelProblem {
         attr: String,
         dtype: DType,
         #[label("{attr} = {dtype} is not supported here")]
+        span: Span,
+    },
+
+    /// A node of a TPU device program makes or takes a string tensor;
+    /// strings live on the host only.
+    #[error("`%{node}` (`@{graph}`): op `{op}` has a string tensor on a TPU device")]
+    #[diagnostic(
+        code(tpu_rewrite::exec::string_on_device),
+        help("string tensors (and StringFormat, PrintV2, Assert, ScalarSummary) run on the host: put them under `outside_compilation` (tpu.outside_compilation in TensorFlow)")
+    )]
+    StringOnDevice {
+        graph: String,
+        node: String,
+        op: String,
+        #[label("a string tensor on the device")]
         span: Span,
     },
 }

@@ -176,7 +176,6 @@ fn replicated_step_prints_formats_asserts_and_summarises_in_outside_compilation(
     check_run(case, &mesh, &feeds, "host", &meta["runs"][0]);
     // One step: each replica's host program printed once to each stream.
     assert_printed(case, &dir, &meta);
-    let _ = std::fs::remove_dir_all(&dir);
     // The summary stays on the host: one outside-compilation program per replica holds it.
     let hosts = mesh.instances_with_node("loss");
     assert_eq!(hosts.len(), 2, "{hosts:?}");
@@ -186,6 +185,7 @@ fn replicated_step_prints_formats_asserts_and_summarises_in_outside_compilation(
             assert_close(&format!("{case}: {tensor} of replica {r}"), &got[0], &tensor_of(want), 0.0);
         }
     }
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -385,4 +385,46 @@ fn prod_and_einsum_gradients_match_tensorflows_numbers() {
     for (g, name) in got.iter().zip(&names) {
         assert_close(name, g, &tensor_of(&want[name.as_str()]), 1e-4);
     }
+}
+
+/// Flat row-major `values` of `shape` as nested JSON arrays.
+fn nest(shape: &[usize], values: &[Value]) -> Value {
+    match shape.split_first() {
+        None => values[0].clone(),
+        Some((&n, rest)) => {
+            let step: usize = rest.iter().product();
+            Value::Array((0..n).map(|i| nest(rest, &values[i * step..(i + 1) * step])).collect())
+        }
+    }
+}
+
+#[test]
+fn the_cli_prints_where_tensorflow_prints() {
+    let case = "host_print_step";
+    let meta = read_json(case);
+    let dir = temp_dir("cli-print");
+    let mut feeds = serde_json::Map::new();
+    for (name, v) in meta["feeds"].as_object().expect("feeds") {
+        let shape: Vec<usize> =
+            v["shape"].as_array().expect("shape").iter().map(|d| d.as_u64().expect("dim") as usize).collect();
+        feeds.insert(name.clone(), nest(&shape, v["values"].as_array().expect("values")));
+    }
+    let feeds_path = dir.join("feeds.json");
+    std::fs::write(&feeds_path, Value::Object(feeds).to_string()).expect("write feeds");
+    let graph = corpus_dir().join(format!("{case}.pbtxt"));
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tpu-rewrite"))
+        .args(["run", graph.to_str().expect("path"), "--topology", "1x2", "--feeds"])
+        .arg(&feeds_path)
+        .args(["--fetch", "output_1_shard_0:0"])
+        .output()
+        .expect("the binary runs");
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{stderr}");
+    for text in meta["printed"]["stderr"].as_array().expect("stderr") {
+        let text = text.as_str().expect("text");
+        assert!(stderr.contains(text), "stderr lacks TensorFlow's {text:?}:\n{stderr}");
+    }
+    let line = meta["printed"]["stdout"][0].as_str().expect("stdout text");
+    assert_eq!(stdout.matches(line).count(), 2, "one line per replica on stdout:\n{stdout}");
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -42,12 +42,12 @@ pub(crate) fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Option<R
 
 /// The one string of a scalar string tensor.
 fn scalar_string<'t>(op: &str, t: &'t Tensor, what: &str) -> Result<&'t [u8], KernelError> {
+    let wrong = || {
+        KernelError::invalid(op, format!("{what} must be a scalar string, got {} of shape {:?}", t.dtype(), t.shape()))
+    };
     match t {
-        Tensor::Str(a) if a.ndim() == 0 => Ok(a.iter().next().expect("a scalar has one element")),
-        other => Err(KernelError::invalid(
-            op,
-            format!("{what} must be a scalar string, got {} of shape {:?}", other.dtype(), other.shape()),
-        )),
+        Tensor::Str(a) if a.ndim() == 0 => a.iter().next().map(Vec::as_slice).ok_or_else(wrong),
+        _ => Err(wrong()),
     }
 }
 

@@ -23,7 +23,8 @@ pub fn gradient(
     g: Tensor,
 ) -> Result<Vec<Option<Tensor>>, Unsupported> {
     let x = |i: usize| inputs.get(i).copied().ok_or_else(|| Some(format!("expected at least {} inputs", i + 1)));
-    let ta = e.t_attr(e.dtype_of(g));
+    let t = e.dtype_of(g);
+    let ta = e.t_attr(t);
     match op_type {
         "Prod" => Ok(vec![Some(prod_grad(e, x(0)?, x(1)?, g, &ta)), None]),
         "Einsum" => {

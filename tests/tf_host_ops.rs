@@ -428,3 +428,49 @@ fn the_cli_prints_where_tensorflow_prints() {
     assert_eq!(stdout.matches(line).count(), 2, "one line per replica on stdout:\n{stdout}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The string `Const`s of `module`'s `@main`, by name, as the executor reads them.
+fn string_consts(module: &Module) -> BTreeMap<String, Tensor> {
+    let graph = module.graph("main").expect("@main");
+    graph
+        .node_ids()
+        .map(|id| graph.node(id))
+        .filter(|n| &*n.op == "Const")
+        .filter_map(|n| {
+            let lit = n.attrs.get("value").and_then(|v| v.as_tensor())?;
+            (lit.dtype == tpu_rewrite::ir::DType::Str)
+                .then(|| (n.name.to_string(), Tensor::from_literal(lit).expect("a literal")))
+        })
+        .collect()
+}
+
+#[test]
+fn string_constants_survive_opg_text_and_graphdef_export() {
+    let module = import("host_string_format");
+    let original = string_consts(&module);
+    assert!(original.values().any(|t| t.to_vec::<Vec<u8>>() == Some(vec![b"x below one:".to_vec()])), "{original:?}");
+    let text = tpu_rewrite::emit::print_module(&module);
+    let (reparsed, errors) = tpu_rewrite::ir::parse_module(text.as_bytes()).expect("the printed text parses");
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(string_consts(&reparsed), original, ".opg text");
+    let pbtxt = tpu_rewrite::tf::export::to_pbtxt(module.graph("main").expect("@main")).expect("exports");
+    assert!(pbtxt.contains("string_val"), "exported as string_val");
+    let (reimported, errors) = import_graphdef(pbtxt.as_bytes(), GraphDefFormat::Text).expect("reimports");
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(string_consts(&reimported), original, "GraphDef");
+}
+
+#[test]
+fn every_host_corpus_graph_passes_the_verifier_and_has_kernels() {
+    let mut checked = 0;
+    for entry in std::fs::read_dir(corpus_dir()).expect("tests/tf/corpus/host exists (run tests/tf/corpus_host.py)") {
+        let name = entry.expect("an entry").file_name().to_string_lossy().into_owned();
+        let Some(case) = name.strip_suffix(".pbtxt") else { continue };
+        let module = import(case);
+        let errors = tpu_rewrite::ir::verify::verify(&module);
+        assert!(errors.is_empty(), "{case}: {errors:?}");
+        assert!(kernel_problems(&module).is_empty(), "{case}: {:?}", kernel_problems(&module));
+        checked += 1;
+    }
+    assert_eq!(checked, 5, "the five host cases");
+}

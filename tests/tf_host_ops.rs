@@ -474,3 +474,51 @@ fn every_host_corpus_graph_passes_the_verifier_and_has_kernels() {
     }
     assert_eq!(checked, 5, "the five host cases");
 }
+
+/// A replicated step whose cluster makes a string: the `Const` and the `Identity` reading it.
+const STRING_IN_CLUSTER: &str = r#"graph @main {
+  %x0 = Placeholder() {dtype = f32, shape = shape[]}
+  %x1 = Placeholder() {dtype = f32, shape = shape[]}
+  replicate (num_replicas = 2) (%x = [%x0, %x1]) {
+    %tag = Const() {dtype = string, value = tensor(string, []) ["loss"]}
+    %same = Identity(%tag) {T = string}
+    %y = Square(%x) {T = f32}
+    return %y
+  }
+}
+"#;
+
+fn cli(args: &[&str]) -> (bool, String, String) {
+    let out =
+        std::process::Command::new(env!("CARGO_BIN_EXE_tpu-rewrite")).args(args).output().expect("the binary runs");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn both_backends_refuse_a_string_on_the_device_and_keep_host_ops_on_the_host() {
+    let dir = temp_dir("string-device");
+    let path = dir.join("string_in_cluster.opg");
+    std::fs::write(&path, STRING_IN_CLUSTER).expect("write");
+    let path = path.to_str().expect("path");
+    let feeds = dir.join("feeds.json");
+    std::fs::write(&feeds, r#"{"x0:0": 1.0, "x1:0": 2.0}"#).expect("write");
+    // The simulator reports both nodes before the run, at their spans.
+    let (ok, _, err) = cli(&["run", path, "--topology", "1x2", "--feeds", feeds.to_str().expect("path")]);
+    assert!(!ok);
+    assert_eq!(err.matches("tpu_rewrite::exec::string_on_device").count(), 2, "{err}");
+    assert!(err.contains("%tag") && err.contains("%same") && err.contains("2 node(s) cannot run\n"), "{err}");
+    // The StableHLO/PJRT path refuses it too.
+    let (ok, _, err) = cli(&["lower", "--format", "stablehlo", "--topology", "1x2", path]);
+    assert!(!ok);
+    assert!(err.contains("tpu_rewrite::xla::dtype") && err.contains("%tag") && err.contains("string"), "{err}");
+    // The TensorFlow step keeps its strings in outside compilation: it lowers to StableHLO.
+    let graph = corpus_dir().join("host_print_step.pbtxt");
+    let (ok, text, err) = cli(&["lower", "--format", "stablehlo", "--topology", "1x2", graph.to_str().expect("path")]);
+    assert!(ok, "{err}");
+    assert!(text.contains("stablehlo") && !text.contains("PrintV2"), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -137,8 +137,13 @@ pub enum ExecError {
 
     /// Some nodes of the module cannot run: their op type has no kernel
     /// (`ops` lists those types), or a dtype attribute names a dtype their
-    /// kernel does not take. `problems` names every such node with its span.
-    #[error("{} node(s) cannot run; no kernel for {} op type(s): {}", problems.len(), ops.len(), ops.join(", "))]
+    /// kernel does not take, or a string tensor sits on a TPU device.
+    /// `problems` names every such node with its span.
+    #[error(
+        "{} node(s) cannot run{}",
+        problems.len(),
+        if ops.is_empty() { String::new() } else { format!("; no kernel for {} op type(s): {}", ops.len(), ops.join(", ")) }
+    )]
     #[diagnostic(
         code(tpu_rewrite::exec::missing_kernels),
         help("docs/ops.md lists the supported op types and dtypes")

@@ -55,7 +55,7 @@ fn scalar_string<'t>(op: &str, t: &'t Tensor, what: &str) -> Result<&'t [u8], Ke
 /// with each placeholder replaced by the next input in the V2 layout.
 fn string_format(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Tensor, KernelError> {
     let template = attrs.get_str("template").unwrap_or("%s");
-    let placeholder = attrs.get_str("placeholder").unwrap_or("{}");
+    let placeholder = attrs.get_str("placeholder").unwrap_or("%s");
     let n = attr_int(attrs, "summarize", 3);
     if placeholder.is_empty() {
         return Err(KernelError::invalid(op, "the placeholder is empty"));

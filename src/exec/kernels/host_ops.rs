@@ -250,6 +250,7 @@ mod tests {
     fn string_format_fills_the_template() {
         let mut attrs = AttrMap::new();
         attrs.insert("template", AttrValue::str("n: {} and {}"));
+        attrs.insert("placeholder", AttrValue::str("{}"));
         let out =
             string_format("StringFormat", &attrs, &[Tensor::vector(vec![1i32, 2]), Tensor::scalar(7i64)]).unwrap();
         assert_eq!(out, Tensor::scalar(b"n: [1 2] and 7".to_vec()));

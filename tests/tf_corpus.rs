@@ -311,6 +311,7 @@ fn kernel_problems_name_every_node_and_dtype_before_the_run() {
                 assert!(spanned(text, *span).contains(&format!("%{node}")), "{node}: span {span:?}");
                 (node.clone(), format!("{attr} = {dtype}"))
             }
+            other => panic!("unexpected problem {other:?}"),
         })
         .collect();
     let want: Vec<(String, String)> = [

@@ -78,6 +78,19 @@ pub enum KernelError {
         limit: u64,
     },
 
+    /// An `Assert` op's condition was false: TensorFlow's `InvalidArgumentError`.
+    #[error("{op}: {message}")]
+    #[diagnostic(
+        code(tpu_rewrite::exec::assertion_failed),
+        help("the graph's own check failed on these values; the message lists the op's data inputs")
+    )]
+    AssertionFailed {
+        /// The `Assert` op's name.
+        op: String,
+        /// TensorFlow's message: the condition and the op's data inputs.
+        message: String,
+    },
+
     /// The kernel panicked: a bug in tpu-rewrite.
     #[error("{op}: kernel panicked (a bug in tpu-rewrite): {message}")]
     #[diagnostic(code(tpu_rewrite::exec::kernel_panic))]
@@ -137,6 +150,25 @@ pub enum KernelProblem {
         #[label("{attr} = {dtype} is not supported here")]
         span: Span,
     },
+
+    /// A node of a TPU device program makes or takes a string tensor;
+    /// strings live on the host only.
+    #[error("`%{node}` (`@{graph}`): op `{op}` has a string tensor on a TPU device")]
+    #[diagnostic(
+        code(tpu_rewrite::exec::string_on_device),
+        help("string tensors (and StringFormat, PrintV2, Assert, ScalarSummary) run on the host: put them under `outside_compilation` (tpu.outside_compilation in TensorFlow)")
+    )]
+    StringOnDevice {
+        /// The device program holding the node.
+        graph: String,
+        /// The node with a string input or output.
+        node: String,
+        /// The node's op type.
+        op: String,
+        /// The node.
+        #[label("a string tensor on the device")]
+        span: Span,
+    },
 }
 
 /// An error of the executor: building a mesh, running a step, converting data.
@@ -161,8 +193,13 @@ pub enum ExecError {
 
     /// Some nodes of the module cannot run: their op type has no kernel
     /// (`ops` lists those types), or a dtype attribute names a dtype their
-    /// kernel does not take. `problems` names every such node with its span.
-    #[error("{} node(s) cannot run; no kernel for {} op type(s): {}", problems.len(), ops.len(), ops.join(", "))]
+    /// kernel does not take, or a string tensor sits on a TPU device.
+    /// `problems` names every such node with its span.
+    #[error(
+        "{} node(s) cannot run{}",
+        problems.len(),
+        if ops.is_empty() { String::new() } else { format!("; no kernel for {} op type(s): {}", ops.len(), ops.join(", ")) }
+    )]
     #[diagnostic(
         code(tpu_rewrite::exec::missing_kernels),
         help("docs/ops.md lists the supported op types and dtypes")

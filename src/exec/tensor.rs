@@ -59,8 +59,8 @@ pub enum Tensor {
     I8(ArcArray<i8, IxDyn>),
     /// 8-bit unsigned integers.
     U8(ArcArray<u8, IxDyn>),
-    /// Strings, one per element.
-    Str(ArcArray<String, IxDyn>),
+    /// Byte strings, as TensorFlow's `string` (not necessarily UTF-8).
+    Str(ArcArray<Vec<u8>, IxDyn>),
     /// A scalar resource handle.
     Resource(ResourceHandle),
 }
@@ -97,7 +97,7 @@ element!(f64, F64, DType::F64);
 element!(i32, I32, DType::I32);
 element!(i64, I64, DType::I64);
 element!(bool, Bool, DType::Bool);
-element!(String, Str, DType::Str);
+element!(Vec<u8>, Str, DType::Str);
 element!(half::bf16, BF16, DType::BF16);
 element!(half::f16, F16, DType::F16);
 element!(i8, I8, DType::I8);
@@ -165,7 +165,7 @@ macro_rules! with_element_type {
                 $body
             }
             Tensor::Str(_) => {
-                type $T = String;
+                type $T = Vec<u8>;
                 $body
             }
             Tensor::Resource(_) => $res,
@@ -315,10 +315,7 @@ impl Tensor {
             (TensorData::Int(v), DType::U8) => {
                 Tensor::from_vec(&shape, fill(v.iter().map(|&x| x as u8).collect(), n, 0))
             }
-            (TensorData::Str(v), DType::Str) => {
-                let strings = v.iter().map(|b| String::from_utf8_lossy(b).into_owned()).collect();
-                Tensor::from_vec(&shape, fill(strings, n, String::new()))
-            }
+            (TensorData::Str(v), DType::Str) => Tensor::from_vec(&shape, fill(v.clone(), n, Vec::new())),
             (TensorData::Content(bytes), dtype) => decode_content(op, dtype, &shape, bytes),
             (TensorData::Float(_), _) => Err(bad("float_val")),
             (TensorData::Double(_), _) => Err(bad("double_val")),

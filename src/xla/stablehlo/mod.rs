@@ -40,7 +40,7 @@ pub use host_call::{CallForm, HostCall, HostTransfer, TARGET};
 use super::error::XlaError;
 use super::host::{Host, MissingFeed};
 use crate::exec::Tensor;
-use crate::ir::{Graph, NodeId};
+use crate::ir::{DType, Graph, NodeId};
 use crate::lower::DeviceAssignment;
 use crate::passes::common::OUTSIDE_COMPILATION;
 use crate::passes::ReplicateCluster;
@@ -208,6 +208,16 @@ pub fn emit_module(
     }
     let first: Vec<Tensor> = analysis.whole.args.iter().map(|a| values[a][0].clone()).collect();
     let traced = trace::trace(graph, &analysis.whole, &first)?;
+    // Strings live on the host: a string value inside the cluster cannot go to the device.
+    let mut strings: Vec<NodeId> =
+        traced.values.iter().filter(|(_, v)| v.value.dtype() == DType::Str).map(|(&(id, _), _)| id).collect();
+    strings.sort_unstable();
+    if let Some(&id) = strings.first() {
+        return Err(XlaError::DType {
+            what: format!("`%{}` (in the cluster)", graph.node(id).name),
+            dtype: "string".into(),
+        });
+    }
     let (mut programs, host_ops) = stage(graph, &analysis, &traced)?;
     let partitions = cluster.num_cores_per_replica.max(1) as usize;
     let mut calls = Vec::new();

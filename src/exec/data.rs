@@ -64,6 +64,7 @@ pub fn tensor_to_json(tensor: &Tensor) -> Value {
         Tensor::U8(a) => nest(&shape, &a.iter().copied().collect::<Vec<_>>(), &|x: &u8| Value::from(*x)),
         Tensor::Str(a) => nest(&shape, &a.iter().cloned().collect::<Vec<_>>(), &|x: &String| Value::String(x.clone())),
         Tensor::Resource(h) => Value::String(format!("<resource {} on {}>", h.name, h.device)),
+        Tensor::Variant(_) => Value::String("<variant>".into()),
     }
 }
 

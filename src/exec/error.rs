@@ -305,6 +305,16 @@ pub enum ExecError {
     )]
     IndivisibleHostBatch { host: usize, input: String, host_batch_size: usize, replicas: usize },
 
+    /// A function of the module (a `role = "function"` graph) that cannot
+    /// be run: its `_Arg` / `_Retval` indices are malformed or its nodes
+    /// form a cycle.
+    #[error("{reason}")]
+    #[diagnostic(
+        code(tpu_rewrite::exec::malformed_function),
+        help("`tpu-rewrite check` reports the problems of a module's functions")
+    )]
+    MalformedFunction { reason: String },
+
     /// A broken internal invariant: a bug in tpu-rewrite, not in the input.
     #[error("internal error (a bug in tpu-rewrite): {message}")]
     #[diagnostic(code(tpu_rewrite::exec::internal), help("please report this with the input that caused it"))]

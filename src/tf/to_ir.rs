@@ -5,6 +5,9 @@
 //! attribute, and the two experimental fields as encoded bytes under the
 //! reserved attribute keys [`DEBUG_INFO_ATTR`] and [`FULL_TYPE_ATTR`].
 //! The GraphDef's own fields become graph attributes (see [`graph_attr`]).
+//! Each function of the library also becomes a graph of the module, after
+//! `@main` ([`super::functions`]); the library itself stays a graph
+//! attribute, which the export writes back unchanged.
 //!
 //! Attribute values map one to one onto [`ir::AttrValue`], with these
 //! choices: a list concatenates its `s, i, f, b, type, shape, tensor, func`
@@ -65,7 +68,7 @@ pub fn graphdef_to_module(graph_def: GraphDef, spans: Option<Vec<NodeSpans>>) ->
 
 /// [`graphdef_to_module`], reporting each node added and each node wired.
 pub fn graphdef_to_module_observed(
-    graph_def: GraphDef,
+    mut graph_def: GraphDef,
     spans: Option<Vec<NodeSpans>>,
     progress: &dyn crate::progress::Progress,
 ) -> (Module, Vec<ImportError>) {
@@ -74,6 +77,7 @@ pub fn graphdef_to_module_observed(
     let mut errors = Vec::new();
     let mut graph = Graph::new(GRAPH_NAME);
     graph.attrs = graph_attrs(&graph_def);
+    let library = graph_def.library.take();
     let input_count: usize = graph_def.node.iter().map(|n| n.input.len()).sum();
     graph.reserve(graph_def.node.len(), input_count);
 
@@ -86,13 +90,7 @@ pub fn graphdef_to_module_observed(
         }
         let node_spans = spans.as_mut().and_then(Iterator::next).unwrap_or_default();
         let NodeDef { name, op, input, device, attr, experimental_debug_info, experimental_type } = node_def;
-        let mut ctx = Ctx { node: &name, span: node_spans.node, errors: &mut errors };
-        let mut attrs = AttrMap::new();
-        for (key, value) in attr {
-            if let Some(v) = ctx.attr_value(value) {
-                attrs.insert_shared(intern(&mut interned, key), v);
-            }
-        }
+        let mut attrs = convert_attrs(&name, node_spans.node, attr, &mut interned, &mut errors);
         if let Some(info) = experimental_debug_info {
             attrs.insert(DEBUG_INFO_ATTR, ir::AttrValue::from_bytes(info.encode_to_vec()));
         }
@@ -147,10 +145,34 @@ pub fn graphdef_to_module_observed(
         }
     }
     graph.shrink_to_fit();
-    (Module { header: Vec::new(), graphs: vec![graph] }, errors)
+    let mut graphs = vec![graph];
+    if let Some(library) = library {
+        graphs.extend(super::functions::function_graphs(library, &mut errors));
+    }
+    (Module { header: Vec::new(), graphs }, errors)
 }
 
-fn intern(map: &mut HashMap<String, Arc<str>>, s: String) -> Arc<str> {
+/// Converts the attributes of a `NodeDef` (of the graph or of a function
+/// body), interning the keys; values a GraphDef attribute cannot carry
+/// over are reported in `errors`.
+pub(super) fn convert_attrs(
+    node: &str,
+    span: Span,
+    attr: std::collections::BTreeMap<String, proto::AttrValue>,
+    interned: &mut HashMap<String, Arc<str>>,
+    errors: &mut Vec<ImportError>,
+) -> AttrMap {
+    let mut ctx = Ctx { node, span, errors };
+    let mut attrs = AttrMap::new();
+    for (key, value) in attr {
+        if let Some(v) = ctx.attr_value(value) {
+            attrs.insert_shared(intern(interned, key), v);
+        }
+    }
+    attrs
+}
+
+pub(super) fn intern(map: &mut HashMap<String, Arc<str>>, s: String) -> Arc<str> {
     if let Some(a) = map.get(&s) {
         return a.clone();
     }
@@ -160,7 +182,7 @@ fn intern(map: &mut HashMap<String, Arc<str>>, s: String) -> Arc<str> {
 }
 
 /// Splits `^a`, `a:k` and `a` into a name and `None` (control) or the output.
-fn parse_input(input: &str) -> Option<(&str, Option<u32>)> {
+pub(super) fn parse_input(input: &str) -> Option<(&str, Option<u32>)> {
     if let Some(name) = input.strip_prefix('^') {
         return (!name.is_empty()).then_some((name, None));
     }

@@ -175,6 +175,9 @@ pub(super) fn device_kernel(
             Ok(Vec::new())
         }
         _ if kernels::optimizers::resource_inputs(op).is_some() => resource_apply(step, &inputs, mesh).map_err(err),
+        _ if kernels::control_flow::is_call_op(op) => {
+            kernels::control_flow::call(op, &step.attrs, inputs, &mesh.functions).map_err(err)
+        }
         _ => kernels::run_kernel(op, &step.attrs, &inputs).map_err(err),
     }
 }

@@ -1,0 +1,108 @@
+"""Writes the functional control-flow cases of tests/tf/corpus/ (TF 2 control flow: While, If, Case,
+PartitionedCall and the TensorList accumulators of tf.while_loop), with TF's own numbers.
+
+Run after setup.sh:  tests/tf/.venv/bin/python tests/tf/corpus_control_flow.py
+
+The file formats are make_corpus.py's (see its docstring); this script only adds cases. Control
+flow v2 is TensorFlow 2's default even with eager execution disabled, so tf.while_loop writes a
+`While` (or `StatelessWhile`) node whose cond and body are functions of the GraphDef's library.
+"""
+
+import sys
+
+
+
+
+from make_corpus import f32, np, plain_case, replicated_case, tf  # noqa: E402  (sets the TF env first)
+
+tf1 = tf.compat.v1
+
+
+def while_loop():
+    """A tf.while_loop with a TensorArray accumulator and the gradient through it."""
+
+    def build():
+        x0 = tf1.placeholder(tf.float32, [2, 3], name="x0")
+        w = tf.constant(f32(201, 3, 3, scale=0.5), name="w")
+        n = tf.constant(4, name="n")
+        ta = tf.TensorArray(tf.float32, size=4, element_shape=[2, 3])
+
+        def cond(i, x, acc):
+            return i < n
+
+        def body(i, x, acc):
+            y = tf.tanh(tf.matmul(x, w)) + 0.1 * tf.cast(i, tf.float32)
+            return i + 1, y, acc.write(i, tf.reduce_sum(y, axis=0, keepdims=True) * tf.ones([2, 1]))
+
+        i, x, acc = tf.while_loop(cond, body, [tf.constant(0), x0, ta], name="loop")
+        stacked = tf.identity(acc.stack(), name="stacked")
+        loss = tf.reduce_sum(x * x) + tf.reduce_sum(stacked)
+        gx, gw = tf.gradients(loss, [x0, w])
+        named = {
+            "i": tf.identity(i, name="i_out"),
+            "x": tf.identity(x, name="x_out"),
+            "stacked": stacked,
+            "gx": tf.identity(gx, name="gx"),
+            "gw": tf.identity(gw, name="gw"),
+        }
+        return {x0: f32(202, 2, 3)}, named
+
+    plain_case("while_loop", build, [([], ["i", "x", "stacked", "gx", "gw"])])
+
+
+def cond():
+    """tf.cond both ways, tf.switch_case, a tf.function call, and gradients through the cond."""
+
+    def build():
+        x = tf1.placeholder(tf.float32, [4], name="x")
+        w = tf.constant(f32(211, 4), name="w")
+        pos = tf.reduce_sum(x) > 0.0
+        a = tf.cond(pos, lambda: tf.square(x * w), lambda: tf.sigmoid(x) - w, name="cond_true")
+        b = tf.cond(tf.logical_not(pos), lambda: x * 3.0, lambda: tf.exp(x * w), name="cond_false")
+        k = tf.constant(2, name="k")
+        c = tf.switch_case(k, [lambda: x + 1.0, lambda: x * w, lambda: tf.tanh(x) * 2.0], name="case")
+
+        @tf.function
+        def affine(v, u):
+            return v * u + 1.0, tf.reduce_sum(v)
+
+        d, s = affine(x, w)
+        loss = tf.reduce_sum(a) + tf.reduce_sum(b * c)
+        gx, gw = tf.gradients(loss, [x, w])
+        named = {
+            "a": tf.identity(a, name="a"),
+            "b": tf.identity(b, name="b"),
+            "c": tf.identity(c, name="c"),
+            "d": tf.identity(d, name="d"),
+            "s": tf.identity(s, name="s"),
+            "gx": tf.identity(gx, name="gx"),
+            "gw": tf.identity(gw, name="gw"),
+        }
+        return {x: np.array([0.5, -0.25, 1.5, 0.75], np.float32)}, named
+
+    plain_case("cond", build, [([], ["a", "b", "c", "d", "s", "gx", "gw"])])
+
+
+def replicated_while():
+    """A tf.while_loop and a tf.cond inside tpu.replicate, 2 replicas, with a gradient step."""
+
+    def step(x, w):
+        def body(i, h):
+            return i + 1, tf.tanh(tf.matmul(h, w))
+
+        _, h = tf.while_loop(lambda i, h: i < 3, body, [tf.constant(0), x])
+        loss = tf.reduce_mean(h * h)
+        h2 = tf.cond(loss > 0.1, lambda: h * 2.0, lambda: h - 1.0)
+        loss2 = loss + tf.reduce_mean(h2)
+        (gw,) = tf.gradients(loss2, [w])
+        return [loss2, h2, w - 0.1 * gw]
+
+    w0 = f32(221, 3, 3, scale=0.7)
+    replicated_case("replicated_while", step, [[f32(222 + r, 2, 3), w0] for r in range(2)])
+
+
+CASES = {"while_loop": while_loop, "cond": cond, "replicated_while": replicated_while}
+
+if __name__ == "__main__":
+    for case in sys.argv[1:] or list(CASES):
+        CASES[case]()

@@ -226,6 +226,7 @@ corpus_tests!(
     while_loop,
     cond,
     replicated_while,
+    stateful_control_flow,
 );
 
 #[test]

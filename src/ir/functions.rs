@@ -7,8 +7,10 @@
 //! the module with the attribute `role = "function"`: its arguments are
 //! `_Arg` nodes (`T` = dtype, `index` = position) and its results
 //! `_Retval` nodes (one data input each, `T`, `index`), as TensorFlow
-//! instantiates a function body. A call node names its functions with
-//! `func "name"` attributes.
+//! instantiates a function body; the graph attribute `control_outputs`
+//! lists the nodes it runs for their effect alone. A function runs only
+//! what its results and control outputs need. A call node names its
+//! functions with `func "name"` attributes.
 //!
 //! [`check_calls`] verifies every call of a module against the functions
 //! it names (existence, argument and result counts, dtypes); the cost is
@@ -22,6 +24,9 @@ use super::types::{AttrValue, DType, FuncRef};
 pub const ROLE_ATTR: &str = "role";
 /// The value of [`ROLE_ATTR`] on a function.
 pub const FUNCTION_ROLE: &str = "function";
+/// The graph attribute listing the nodes a function runs although no
+/// result needs them (TensorFlow's `control_ret`): a list of node names.
+pub const CONTROL_OUTPUTS_ATTR: &str = "control_outputs";
 /// The op of a function argument.
 pub const ARG_OP: &str = "_Arg";
 /// The op of a function result.

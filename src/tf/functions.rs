@@ -6,7 +6,8 @@
 //! the argument (`T` = its dtype, `index = i`); each `node_def` an op node,
 //! its attributes converted as the graph's are; output argument `j` a
 //! `_Retval` node fed by the tensor `ret` maps it to (`T`, `index = j`),
-//! named as the argument unless a node already has that name.
+//! named as the argument unless a node already has that name; the nodes
+//! `control_ret` names are listed in the graph attribute `control_outputs`.
 //!
 //! Inside a function an input is `arg` (an argument), `node:out:k` (the
 //! `k`-th tensor of the output argument `out` of `node`) or `^node`. The
@@ -21,7 +22,7 @@ use std::sync::Arc;
 use super::error::ImportError;
 use super::proto::{FunctionDef, FunctionDefLibrary, NodeDef};
 use super::to_ir::{convert_attrs, intern, parse_input};
-use crate::ir::functions::{ARG_OP, FUNCTION_ROLE, RETVAL_OP, ROLE_ATTR};
+use crate::ir::functions::{ARG_OP, CONTROL_OUTPUTS_ATTR, FUNCTION_ROLE, RETVAL_OP, ROLE_ATTR};
 use crate::ir::{AttrValue, DType, Graph, Node, NodeId};
 use crate::syntax::Span;
 
@@ -153,6 +154,17 @@ fn function_graph(f: FunctionDef, interned: &mut HashMap<String, Arc<str>>, erro
                 Err(reason) => errors.push(problem(&graph.node(id).name.to_string(), reason)),
             }
         }
+    }
+    // `control_ret` maps each control output to a node; the graph lists those nodes.
+    let mut control_outputs = Vec::new();
+    for (out, node) in &f.control_ret {
+        match graph.find(node) {
+            Some(_) => control_outputs.push(AttrValue::Str(node.as_str().into())),
+            None => errors.push(problem(out, format!("control output names no node `{node}`"))),
+        }
+    }
+    if !control_outputs.is_empty() {
+        graph.attrs.insert(CONTROL_OUTPUTS_ATTR, AttrValue::List(control_outputs));
     }
     for (j, arg) in signature.output_arg.iter().enumerate() {
         let Some(text) = f.ret.get(&arg.name) else {

@@ -101,7 +101,44 @@ def replicated_while():
     replicated_case("replicated_while", step, [[f32(222 + r, 2, 3), w0] for r in range(2)])
 
 
-CASES = {"while_loop": while_loop, "cond": cond, "replicated_while": replicated_while}
+def stateful_control_flow():
+    """A loop and a cond that read and update resource variables: TF writes `While` and `If`."""
+
+    def build():
+        x0 = tf1.placeholder(tf.float32, [2, 3], name="x0")
+        v = tf1.Variable(f32(231, 3, 3, scale=0.5), name="v", use_resource=True)
+        total = tf1.Variable(np.zeros([2, 3], np.float32), name="total", use_resource=True)
+
+        def body(i, x):
+            y = tf.tanh(tf.matmul(x, v.read_value()))
+            # A function runs what its results and control outputs need: the update is made a dependency.
+            with tf.control_dependencies([total.assign_add(y)]):
+                y = tf.identity(y)
+            return i + 1, y
+
+        i, x = tf.while_loop(lambda i, x: i < 3, body, [tf.constant(0), x0], name="loop")
+        z = tf.cond(
+            tf.reduce_sum(x) > 0.0, lambda: x + v.read_value()[0], lambda: x - total.read_value(), name="branch"
+        )
+        named = {
+            "init": tf1.global_variables_initializer(),
+            "i": tf.identity(i, name="i_out"),
+            "x": tf.identity(x, name="x_out"),
+            "z": tf.identity(z, name="z_out"),
+        }
+        named["total"] = tf.identity(total.read_value(), name="read_total")
+        return {x0: f32(232, 2, 3)}, named
+
+    # The reads of `total` get a run of their own, after the loop has updated it.
+    plain_case("stateful_control_flow", build, [(["init"], []), ([], ["i", "x", "z"]), ([], ["total"])])
+
+
+CASES = {
+    "while_loop": while_loop,
+    "cond": cond,
+    "replicated_while": replicated_while,
+    "stateful_control_flow": stateful_control_flow,
+}
 
 if __name__ == "__main__":
     for case in sys.argv[1:] or list(CASES):

@@ -9,7 +9,9 @@
 //! order, only those its results depend on, each through [`super::run_kernel`]
 //! or, for a nested call, through [`call`]. Ops with state (variables) or
 //! communication cannot run inside a function body here and fail with
-//! [`KernelError::NeedsDevice`]. A `While` runs its `cond` and `body` once
+//! [`KernelError::NeedsDevice`], except the variable ops of
+//! [`BODY_DEVICE_OPS`], which the caller's device runs (a [`Device`] hook):
+//! that is what TensorFlow's stateful `While` and `If` carry. A `While` runs its `cond` and `body` once
 //! per iteration, so its cost is the iterations times the body's size; a
 //! loop over [`MAX_ITERATIONS`] is stopped with an error.
 
@@ -46,6 +48,20 @@ pub const VARIANT_OPS: &[&str] = &[
     "TensorListStack",
 ];
 
+/// Device ops a function body may hold: the caller's device runs them on
+/// its variables (a loop that reads or updates a variable).
+pub const BODY_DEVICE_OPS: &[&str] = &[
+    "AssignAddVariableOp",
+    "AssignSubVariableOp",
+    "AssignVariableOp",
+    "ReadVariableOp",
+    "ResourceGather",
+    "VarIsInitializedOp",
+];
+
+/// Runs a device op of [`BODY_DEVICE_OPS`] for a function body.
+pub type Device<'a> = &'a dyn Fn(&str, &AttrMap, Vec<Tensor>) -> Result<Vec<Tensor>, KernelError>;
+
 /// Ops the mesh runs with the module's functions: the calls, and the
 /// argument and result nodes of a function body.
 pub fn is_call_op(op: &str) -> bool {
@@ -69,7 +85,7 @@ struct Step {
 }
 
 /// A function body, compiled for the interpreter: the steps its results
-/// need, in a topological order.
+/// and its control outputs need, in a topological order.
 #[derive(Debug)]
 struct Body {
     steps: Vec<Step>,
@@ -96,8 +112,9 @@ impl Functions {
         Ok(Functions { bodies })
     }
 
-    /// Runs function `name` on `args`, returning its results.
-    pub fn run(&self, name: &str, args: Vec<Tensor>) -> Result<Vec<Tensor>, KernelError> {
+    /// Runs function `name` on `args`, returning its results; `device`
+    /// runs the variable ops of the body.
+    pub fn run(&self, name: &str, args: Vec<Tensor>, device: Device<'_>) -> Result<Vec<Tensor>, KernelError> {
         let body = self
             .bodies
             .get(name)
@@ -136,7 +153,8 @@ impl Functions {
                 .collect::<Result<Vec<_>, _>>()?;
             let out = match &*step.op {
                 RETVAL_OP => inputs,
-                op if call_kind(op).is_some() => call(op, &step.attrs, inputs, self)?,
+                op if call_kind(op).is_some() => call(op, &step.attrs, inputs, self, device)?,
+                op if BODY_DEVICE_OPS.contains(&op) => device(op, &step.attrs, inputs)?,
                 op => super::run_kernel(op, &step.attrs, &inputs)?,
             };
             values[i] = Some(out);
@@ -177,6 +195,13 @@ fn compile(graph: &Graph) -> Result<Body, KernelError> {
             }
             _ => {}
         }
+    }
+    // The control outputs run although no result needs them (TensorFlow's `control_ret`).
+    let control_outputs =
+        graph.attrs.get(functions::CONTROL_OUTPUTS_ATTR).and_then(AttrValue::as_list).unwrap_or_default();
+    for name in control_outputs.iter().filter_map(AttrValue::as_str) {
+        let id = graph.find(name).ok_or_else(|| bad(format!("control output `{name}` is not a node")))?;
+        stack.push(index[&id]);
     }
     while let Some(i) = stack.pop() {
         if !std::mem::replace(&mut needed[i], true) {
@@ -255,7 +280,13 @@ fn truth(op: &str, t: &Tensor) -> Result<bool, KernelError> {
 
 /// Runs call op `op` (`While`, `If`, `Case`, `PartitionedCall`, their
 /// stateless and stateful forms) on `inputs` with the module's functions.
-pub fn call(op: &str, attrs: &AttrMap, inputs: Vec<Tensor>, functions: &Functions) -> Result<Vec<Tensor>, KernelError> {
+pub fn call(
+    op: &str,
+    attrs: &AttrMap,
+    inputs: Vec<Tensor>,
+    functions: &Functions,
+    device: Device<'_>,
+) -> Result<Vec<Tensor>, KernelError> {
     let in_op = |e: KernelError| match e {
         KernelError::InvalidArgument { op: o, message } if o == "call" => KernelError::invalid(op, message),
         other => other,
@@ -265,18 +296,18 @@ pub fn call(op: &str, attrs: &AttrMap, inputs: Vec<Tensor>, functions: &Function
             let (cond, body) = (func(op, attrs, "cond")?, func(op, attrs, "body")?);
             let mut vars = inputs;
             for _ in 0..MAX_ITERATIONS {
-                let c = functions.run(cond, vars.clone()).map_err(in_op)?;
+                let c = functions.run(cond, vars.clone(), device).map_err(in_op)?;
                 if !truth(op, arg(op, &c, 0)?)? {
                     return Ok(vars);
                 }
-                vars = functions.run(body, vars).map_err(in_op)?;
+                vars = functions.run(body, vars, device).map_err(in_op)?;
             }
             Err(KernelError::invalid(op, format!("the loop ran {MAX_ITERATIONS} iterations without ending")))
         }
         Some(CallKind::If) => {
             let pred = truth(op, arg(op, &inputs, 0)?)?;
             let branch = func(op, attrs, if pred { "then_branch" } else { "else_branch" })?;
-            functions.run(branch, inputs[1..].to_vec()).map_err(in_op)
+            functions.run(branch, inputs[1..].to_vec(), device).map_err(in_op)
         }
         Some(CallKind::Case) => {
             let index = arg(op, &inputs, 0)?.to_i64_vec(op, "the branch index")?;
@@ -292,9 +323,9 @@ pub fn call(op: &str, attrs: &AttrMap, inputs: Vec<Tensor>, functions: &Function
             let AttrValue::Func(f) = &branches[k] else {
                 return Err(KernelError::invalid(op, format!("branch {k} is not a function")));
             };
-            functions.run(&f.name, inputs[1..].to_vec()).map_err(in_op)
+            functions.run(&f.name, inputs[1..].to_vec(), device).map_err(in_op)
         }
-        Some(CallKind::Call) => functions.run(func(op, attrs, "f")?, inputs).map_err(in_op),
+        Some(CallKind::Call) => functions.run(func(op, attrs, "f")?, inputs, device).map_err(in_op),
         None => Err(KernelError::invalid(op, "`_Arg` and `_Retval` run only inside a function body")),
     }
 }

@@ -151,7 +151,7 @@ fn function_graph(f: FunctionDef, interned: &mut HashMap<String, Arc<str>>, erro
                 Ok((src, None)) => {
                     graph.add_control_input(id, src, Span::DETACHED);
                 }
-                Err(reason) => errors.push(problem(&graph.node(id).name.to_string(), reason)),
+                Err(reason) => errors.push(problem(graph.node(id).name.as_ref(), reason)),
             }
         }
     }

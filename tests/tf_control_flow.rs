@@ -240,3 +240,20 @@ fn a_replicated_while_runs_per_replica_and_stablehlo_refuses_it() {
     assert!(!out.status.success(), "stablehlo lowering of a While must fail");
     assert!(stderr.contains("tpu_rewrite::xla::unsupported_op") && stderr.contains("While"), "{stderr}");
 }
+
+#[test]
+fn opg_functions_cannot_be_emitted_as_a_graphdef_without_a_library() {
+    let dir = std::env::temp_dir().join(format!("tfcf-emit-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join("functions.opg");
+    std::fs::write(&path, PROGRAM).expect("writes");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tpu-rewrite"))
+        .args(["emit", "--format", "pbtxt"])
+        .arg(&path)
+        .output()
+        .expect("the binary runs");
+    let _ = std::fs::remove_dir_all(&dir);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("tpu_rewrite::cli::functions_without_library") && stderr.contains("@cond"), "{stderr}");
+}

@@ -524,3 +524,81 @@ fn variant_kernel(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Te
         _ => Err(KernelError::NoKernel { op: op.to_string() }),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exec::run_kernel;
+
+    fn attrs(dtype: DType) -> AttrMap {
+        let mut a = AttrMap::new();
+        a.insert("element_dtype", AttrValue::Type(dtype));
+        a
+    }
+
+    fn one(op: &str, a: &AttrMap, inputs: &[Tensor]) -> Tensor {
+        run_kernel(op, a, inputs).unwrap_or_else(|e| panic!("{op}: {e}")).remove(0)
+    }
+
+    #[test]
+    fn a_reserved_list_is_set_read_and_stacked() {
+        let a = attrs(DType::F32);
+        let shape = Tensor::vector(vec![2i32]);
+        let list = one("TensorListReserve", &a, &[shape.clone(), Tensor::scalar(3i32)]);
+        assert_eq!(one("TensorListLength", &a, std::slice::from_ref(&list)), Tensor::scalar(3i32));
+        let item = Tensor::vector(vec![1.0f32, 2.0]);
+        let list = one("TensorListSetItem", &a, &[list, Tensor::scalar(1i32), item.clone()]);
+        assert_eq!(one("TensorListGetItem", &a, &[list.clone(), Tensor::scalar(1i32), shape.clone()]), item);
+        // Unset elements read as zeros of the element shape.
+        let stacked = one("TensorListStack", &a, &[list.clone(), shape]);
+        assert_eq!(stacked, Tensor::from_vec(&[3, 2], vec![0.0f32, 0.0, 1.0, 2.0, 0.0, 0.0]).unwrap());
+        let err = run_kernel("TensorListSetItem", &a, &[list, Tensor::scalar(3i32), item]).unwrap_err();
+        assert!(err.to_string().contains("out of range"), "{err}");
+    }
+
+    #[test]
+    fn push_and_pop_are_last_in_first_out_and_keep_narrow_dtypes() {
+        let a = attrs(DType::BF16);
+        let empty = one("EmptyTensorList", &a, &[Tensor::scalar(-1i32), Tensor::scalar(-1i32)]);
+        let x = Tensor::vector(vec![half::bf16::from_f32(1.5)]);
+        let y = Tensor::vector(vec![half::bf16::from_f32(-2.0)]);
+        let list = one("TensorListPushBack", &a, &[empty.clone(), x.clone()]);
+        let list = one("TensorListPushBack", &a, &[list, y.clone()]);
+        let popped = run_kernel("TensorListPopBack", &a, &[list, Tensor::scalar(-1i32)]).unwrap();
+        assert_eq!(popped[1], y, "bf16 elements are not widened");
+        let popped = run_kernel("TensorListPopBack", &a, &[popped[0].clone(), Tensor::scalar(-1i32)]).unwrap();
+        assert_eq!(popped[1], x);
+        assert!(run_kernel("TensorListPopBack", &a, &[popped[0].clone(), Tensor::scalar(-1i32)]).is_err());
+        // An element of the wrong dtype is refused.
+        assert!(run_kernel("TensorListPushBack", &a, &[empty, Tensor::vector(vec![1.0f32])]).is_err());
+    }
+
+    #[test]
+    fn from_tensor_splits_rows_and_reports_its_element_shape() {
+        let a = attrs(DType::I32);
+        let t = Tensor::from_vec(&[2, 3], vec![1i32, 2, 3, 4, 5, 6]).unwrap();
+        let list = one("TensorListFromTensor", &a, &[t.clone(), Tensor::vector(vec![3i32])]);
+        assert_eq!(one("TensorListGetItem", &a, &[list.clone(), Tensor::scalar(1i32)]), Tensor::vector(vec![4, 5, 6]));
+        assert_eq!(
+            one("TensorListElementShape", &AttrMap::new(), std::slice::from_ref(&list)),
+            Tensor::vector(vec![3])
+        );
+        assert_eq!(one("TensorListStack", &a, &[list, Tensor::vector(vec![3i32])]), t);
+    }
+
+    #[test]
+    fn optionals_hold_their_components() {
+        let none = one("OptionalNone", &AttrMap::new(), &[]);
+        assert_eq!(one("OptionalHasValue", &AttrMap::new(), std::slice::from_ref(&none)), Tensor::scalar(false));
+        assert!(run_kernel("OptionalGetValue", &AttrMap::new(), &[none]).is_err());
+        let parts = [Tensor::scalar(1.0f32), Tensor::vector(vec![2i64])];
+        let some = one("OptionalFromValue", &AttrMap::new(), &parts);
+        assert_eq!(run_kernel("OptionalGetValue", &AttrMap::new(), &[some]).unwrap(), parts.to_vec());
+    }
+
+    #[test]
+    fn calls_outside_the_mesh_need_a_device() {
+        let err = run_kernel("While", &AttrMap::new(), &[]).unwrap_err();
+        assert!(matches!(err, KernelError::NeedsDevice { .. }), "{err}");
+    }
+}

@@ -227,6 +227,7 @@ corpus_tests!(
     cond,
     replicated_while,
     stateful_control_flow,
+    tensor_array,
 );
 
 #[test]

@@ -48,6 +48,7 @@ const OUTPUT_ARGS: &[(&str, &[&str])] = &[
     ("MaxPoolWithArgmax", &["output", "argmax"]),
     ("SoftmaxCrossEntropyWithLogits", &["loss", "backprop"]),
     ("SparseSoftmaxCrossEntropyWithLogits", &["loss", "backprop"]),
+    ("TensorListConcatV2", &["tensor", "lengths"]),
     ("TensorListPopBack", &["output_handle", "tensor"]),
     ("TopKV2", &["values", "indices"]),
     ("Unique", &["y", "idx"]),

@@ -133,7 +133,37 @@ def stateful_control_flow():
     plain_case("stateful_control_flow", build, [(["init"], []), ([], ["i", "x", "z"]), ([], ["total"])])
 
 
+def tensor_array():
+    """TensorArray ops as TF writes them: unstack, scatter, gather, concat, a dynamic-size write loop."""
+
+    def build():
+        x = tf1.placeholder(tf.float32, [4, 3], name="x")
+        ta = tf.TensorArray(tf.float32, size=4, element_shape=[3]).unstack(x)
+        scattered = tf.TensorArray(tf.float32, size=3, element_shape=[3])
+        scattered = scattered.scatter([2, 0], tf.stack([x[1], x[3]]))
+        parts = tf.TensorArray(tf.float32, size=2, element_shape=[None, 3], infer_shape=False)
+        parts = parts.write(0, x[:1]).write(1, x[1:] * 2.0)
+
+        def body(i, t):
+            return i + 1, t.write(i, tf.reduce_sum(x, axis=0) * tf.cast(i, tf.float32))
+
+        _, grown = tf.while_loop(
+            lambda i, t: i < 5, body, [0, tf.TensorArray(tf.float32, size=1, dynamic_size=True)], name="loop"
+        )
+        named = {
+            "gathered": tf.identity(ta.gather([3, 1]), name="gathered"),
+            "scattered": tf.identity(scattered.stack(), name="scattered"),
+            "concat": tf.identity(parts.concat(), name="concat"),
+            "grown": tf.identity(grown.stack(), name="grown"),
+            "size": tf.identity(grown.size(), name="size"),
+        }
+        return {x: f32(241, 4, 3)}, named
+
+    plain_case("tensor_array", build, [([], ["gathered", "scattered", "concat", "grown", "size"])])
+
+
 CASES = {
+    "tensor_array": tensor_array,
     "while_loop": while_loop,
     "cond": cond,
     "replicated_while": replicated_while,

@@ -37,13 +37,17 @@ pub const VARIANT_OPS: &[&str] = &[
     "OptionalGetValue",
     "OptionalHasValue",
     "OptionalNone",
+    "TensorListConcatV2",
     "TensorListElementShape",
     "TensorListFromTensor",
+    "TensorListGather",
     "TensorListGetItem",
     "TensorListLength",
     "TensorListPopBack",
     "TensorListPushBack",
     "TensorListReserve",
+    "TensorListResize",
+    "TensorListScatterIntoExistingList",
     "TensorListSetItem",
     "TensorListStack",
 ];
@@ -509,6 +513,76 @@ fn variant_kernel(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Te
                 .collect::<Option<Vec<Tensor>>>()
                 .ok_or_else(|| KernelError::invalid(op, "an unset element has no zeros"))?;
             one(super::shape::pack(op, &items, 0)?)
+        }
+        "TensorListGather" => {
+            let l = list(op, x(0)?)?;
+            let rows = x(1)?.to_i64_vec(op, "indices")?;
+            let mut items = Vec::with_capacity(rows.len());
+            for r in rows {
+                let i = index(op, &Tensor::scalar(r), l.items.len())?;
+                items.push(match &l.items[i] {
+                    Some(t) => t.clone(),
+                    None => zeros(op, l.element_dtype, &known_shape(op, l, inputs.get(2))?)?,
+                });
+            }
+            if items.is_empty() {
+                let mut shape = vec![0];
+                shape.extend(known_shape(op, l, inputs.get(2))?);
+                return one(zeros(op, l.element_dtype, &shape)?);
+            }
+            one(super::shape::pack(op, &items, 0)?)
+        }
+        "TensorListScatterIntoExistingList" => {
+            let mut l = list(op, x(0)?)?.clone();
+            let (t, rows) = (x(1)?, x(2)?.to_i64_vec(op, "indices")?);
+            check_item(op, &l, t)?;
+            let parts = if t.shape().is_empty() { Vec::new() } else { super::layout::unpack(op, t, 0)? };
+            if parts.len() != rows.len() {
+                return Err(KernelError::invalid(op, format!("{} indices for {} rows", rows.len(), parts.len())));
+            }
+            // The list grows to hold the largest index, as TensorFlow's does.
+            if let Some(&max) = rows.iter().max() {
+                let need = usize::try_from(max).map_err(|_| KernelError::invalid(op, format!("index {max}")))? + 1;
+                if need > l.items.len() {
+                    crate::exec::limits::checked_dims(op, DType::Variant, &[need as i64])?;
+                    l.items.resize(need, None);
+                }
+            }
+            for (r, part) in rows.into_iter().zip(parts) {
+                let i = index(op, &Tensor::scalar(r), l.items.len())?;
+                l.items[i] = Some(part);
+            }
+            one(variant(Variant::List(l)))
+        }
+        "TensorListConcatV2" => {
+            let l = list(op, x(0)?)?;
+            let items = l
+                .items
+                .iter()
+                .map(|t| t.clone().ok_or_else(|| KernelError::invalid(op, "an element of the list is not set")))
+                .collect::<Result<Vec<_>, _>>()?;
+            let lengths: Vec<i64> = items.iter().map(|t| t.shape().first().map_or(0, |&d| d as i64)).collect();
+            let out = if items.is_empty() {
+                let mut shape = known_shape(op, l, inputs.get(1))?;
+                match shape.first_mut() {
+                    Some(d) => *d = 0,
+                    None => return Err(KernelError::invalid(op, "the elements must have at least one dimension")),
+                }
+                zeros(op, l.element_dtype, &shape)?
+            } else {
+                let mut args = items;
+                args.push(Tensor::scalar(0i32));
+                super::layout::concat(op, &args)?
+            };
+            Ok(vec![out, Tensor::vector(lengths)])
+        }
+        "TensorListResize" => {
+            let mut l = list(op, x(0)?)?.clone();
+            let n = x(1)?.to_i64_vec(op, "size")?.first().copied().unwrap_or(-1);
+            let n = usize::try_from(n).map_err(|_| KernelError::invalid(op, format!("size is {n}")))?;
+            crate::exec::limits::checked_dims(op, DType::Variant, &[n as i64])?;
+            l.items.resize(n, None);
+            one(variant(Variant::List(l)))
         }
         "OptionalFromValue" => one(variant(Variant::Optional(Some(inputs.to_vec())))),
         "OptionalNone" => one(variant(Variant::Optional(None))),

@@ -136,6 +136,19 @@ fn bad_function_bodies_and_arguments_are_errors_not_panics() {
     assert!(err.contains("PartitionedCall") && err.contains("argument 0"), "{err}");
 }
 
+#[test]
+fn a_function_that_calls_itself_is_stopped_with_an_error() {
+    let source = PROGRAM
+        .replace("%n = Neg(%a) {T = f32}", "%n = PartitionedCall(%a) {Tin = [f32], Tout = [f32], f = func \"negate\"}");
+    let (module, errors) = parse(&source);
+    assert!(errors.is_empty(), "{errors:?}");
+    let mesh = Mesh::new(&module, MeshConfig::default()).expect("the mesh builds");
+    let mut f = Feeds::new();
+    f.insert("main", "x:0".to_string(), Tensor::vector(vec![1.0f32, 2.0]));
+    let err = mesh.run_step(&f, &[Fetch::new("main", "branch:0")]).unwrap_err().to_string();
+    assert!(err.contains("nest deeper than 64") && err.contains("@negate"), "{err}");
+}
+
 fn corpus(name: &str) -> Vec<u8> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/tf/corpus").join(name);
     std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e} (run tests/tf/corpus_control_flow.py)", path.display()))

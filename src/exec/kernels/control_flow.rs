@@ -30,6 +30,38 @@ use crate::ir::{AttrMap, AttrValue, DType, Graph, Module};
 /// The most iterations one `While` may run before it is stopped.
 pub const MAX_ITERATIONS: u64 = 10_000_000;
 
+/// The deepest nesting of calls (a function calling itself would
+/// otherwise overflow the stack).
+pub const MAX_CALL_DEPTH: usize = 64;
+
+thread_local! {
+    /// The calls running on this thread, for [`MAX_CALL_DEPTH`].
+    static DEPTH: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Counts one call while it runs.
+struct DepthGuard;
+
+impl DepthGuard {
+    fn enter(name: &str) -> Result<DepthGuard, KernelError> {
+        let depth = DEPTH.with(|d| d.get());
+        if depth >= MAX_CALL_DEPTH {
+            return Err(KernelError::invalid(
+                "call",
+                format!("calls nest deeper than {MAX_CALL_DEPTH} at `@{name}` (a function calling itself?)"),
+            ));
+        }
+        DEPTH.with(|d| d.set(depth + 1));
+        Ok(DepthGuard)
+    }
+}
+
+impl Drop for DepthGuard {
+    fn drop(&mut self) {
+        DEPTH.with(|d| d.set(d.get().saturating_sub(1)));
+    }
+}
+
 /// The pure `TensorList*` and `Optional*` kernels, sorted.
 pub const VARIANT_OPS: &[&str] = &[
     "EmptyTensorList",
@@ -119,6 +151,7 @@ impl Functions {
     /// Runs function `name` on `args`, returning its results; `device`
     /// runs the variable ops of the body.
     pub fn run(&self, name: &str, args: Vec<Tensor>, device: Device<'_>) -> Result<Vec<Tensor>, KernelError> {
+        let _depth = DepthGuard::enter(name)?;
         let body = self
             .bodies
             .get(name)

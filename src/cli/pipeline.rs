@@ -209,7 +209,9 @@ fn rewrite_and_lower(
     drop(bar);
     timer.lap("lower");
     match lowered {
-        Ok(lowered) => {
+        Ok(mut lowered) => {
+            // The bodies of While / If / calls travel with the programs that call them.
+            crate::ir::functions::carry_functions(&loaded.module, &mut lowered.module);
             if lower_args.time_passes {
                 for phase in &lowered.phases {
                     errln!("  {:<22} {:>12.3} ms wall", phase.name, phase.wall.as_secs_f64() * 1e3);

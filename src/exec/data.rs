@@ -66,6 +66,7 @@ pub fn tensor_to_json(tensor: &Tensor) -> Value {
             Value::String(String::from_utf8_lossy(x).into_owned())
         }),
         Tensor::Resource(h) => Value::String(format!("<resource {} on {}>", h.name, h.device)),
+        Tensor::Variant(_) => Value::String("<variant>".into()),
     }
 }
 

@@ -478,6 +478,19 @@ pub enum ExecError {
         replicas: usize,
     },
 
+    /// A function of the module (a `role = "function"` graph) that cannot
+    /// be run: its `_Arg` / `_Retval` indices are malformed or its nodes
+    /// form a cycle.
+    #[error("{reason}")]
+    #[diagnostic(
+        code(tpu_rewrite::exec::malformed_function),
+        help("`tpu-rewrite check` reports the problems of a module's functions")
+    )]
+    MalformedFunction {
+        /// What is malformed.
+        reason: String,
+    },
+
     /// A broken internal invariant: a bug in tpu-rewrite, not in the input.
     #[error("internal error (a bug in tpu-rewrite): {message}")]
     #[diagnostic(code(tpu_rewrite::exec::internal), help("please report this with the input that caused it"))]

@@ -25,6 +25,7 @@ pub fn split_batch(global: &Tensor, num_replicas: usize) -> Result<Vec<Tensor>, 
         return Err(ExecError::Unbatchable {
             reason: match global {
                 Tensor::Resource(_) => "a resource handle has no batch dimension".into(),
+                Tensor::Variant(_) => "a variant (TensorList or Optional) has no batch dimension".into(),
                 _ => "a scalar has no batch dimension".into(),
             },
         });
@@ -45,8 +46,8 @@ pub fn split_batch(global: &Tensor, num_replicas: usize) -> Result<Vec<Tensor>, 
         Tensor::I8(a) => slices.map(|s| slice(a, s)).collect(),
         Tensor::U8(a) => slices.map(|s| slice(a, s)).collect(),
         Tensor::Str(a) => slices.map(|s| slice(a, s)).collect(),
-        Tensor::Resource(_) => {
-            return Err(ExecError::Internal { message: "a resource handle reported a batch dimension".into() })
+        Tensor::Resource(_) | Tensor::Variant(_) => {
+            return Err(ExecError::Internal { message: "a handle reported a batch dimension".into() })
         }
     })
 }

@@ -4,7 +4,8 @@
 //! cheap and writing to a shared array copies it first, so a value fed to
 //! many devices or read from a variable is never copied until it changes.
 //! Supported dtypes: f32, f64, bf16, f16 (the `half` crate), i8, u8, i32,
-//! i64, bool, string, and resource handles (variables).
+//! i64, bool, string, resource handles (variables) and variant scalars
+//! (TensorLists and Optionals, see [`super::variant`]).
 
 use std::sync::Arc;
 
@@ -63,6 +64,8 @@ pub enum Tensor {
     Str(ArcArray<Vec<u8>, IxDyn>),
     /// A scalar resource handle.
     Resource(ResourceHandle),
+    /// A variant scalar: a TensorList or an Optional.
+    Variant(Arc<super::variant::Variant>),
 }
 
 /// An element type a [`Tensor`] can hold.
@@ -168,7 +171,7 @@ macro_rules! with_element_type {
                 type $T = Vec<u8>;
                 $body
             }
-            Tensor::Resource(_) => $res,
+            Tensor::Resource(_) | Tensor::Variant(_) => $res,
         }
     };
 }
@@ -213,17 +216,18 @@ impl Tensor {
             Tensor::U8(_) => DType::U8,
             Tensor::Str(_) => DType::Str,
             Tensor::Resource(_) => DType::Resource,
+            Tensor::Variant(_) => DType::Variant,
         }
     }
 
     /// The shape (empty for scalars and resources).
     pub fn shape(&self) -> &[usize] {
-        with_array!(self, a => a.shape(), Tensor::Resource(_) => &[])
+        with_array!(self, a => a.shape(), Tensor::Resource(_) | Tensor::Variant(_) => &[])
     }
 
     /// Number of elements.
     pub fn len(&self) -> usize {
-        with_array!(self, a => a.len(), Tensor::Resource(_) => 1)
+        with_array!(self, a => a.len(), Tensor::Resource(_) | Tensor::Variant(_) => 1)
     }
 
     /// True when the tensor has no elements.
@@ -250,6 +254,14 @@ impl Tensor {
     pub fn as_resource(&self) -> Option<&ResourceHandle> {
         match self {
             Tensor::Resource(h) => Some(h),
+            _ => None,
+        }
+    }
+
+    /// The variant value, if this is one.
+    pub fn as_variant(&self) -> Option<&super::variant::Variant> {
+        match self {
+            Tensor::Variant(v) => Some(v),
             _ => None,
         }
     }

@@ -202,6 +202,64 @@ pub enum IrError {
         span: Span,
     },
 
+    /// A call op (`While`, `If`, `Case`, `PartitionedCall`, ...) names a
+    /// function the module does not have.
+    #[error("`%{node}` ({op}) calls `{name}` through `{attr}`, but the module has no function `@{name}`")]
+    #[diagnostic(
+        code(tpu_rewrite::ir::unknown_function),
+        help("functions are graphs with `role = \"function\"`; a GraphDef brings them in its `library`")
+    )]
+    UnknownFunction {
+        /// The call's op type.
+        op: String,
+        /// The call node.
+        node: String,
+        /// The attribute naming the function (`body`, `then_branch`, `f`, ...).
+        attr: String,
+        /// The function it names.
+        name: String,
+        /// The call node.
+        #[label("calls a missing function")]
+        span: Span,
+    },
+
+    /// A call op whose operands or results do not match the function it
+    /// calls (count or dtype), or that names no function.
+    #[error("`%{node}` ({op}) does not match `@{function}`: {reason}")]
+    #[diagnostic(
+        code(tpu_rewrite::ir::call_signature),
+        help("a function takes one `_Arg` per operand and returns one `_Retval` per result, with the dtypes the op declares (`T`, `Tin`, `Tout`)")
+    )]
+    CallSignature {
+        /// The call's op type.
+        op: String,
+        /// The call node.
+        node: String,
+        /// The function it calls.
+        function: String,
+        /// What does not match.
+        reason: String,
+        /// The call node.
+        #[label("{reason}")]
+        span: Span,
+    },
+
+    /// A function whose `_Arg` or `_Retval` nodes are malformed.
+    #[error("function `@{function}` is malformed: {reason}")]
+    #[diagnostic(
+        code(tpu_rewrite::ir::function_signature),
+        help("number the `_Arg` and the `_Retval` nodes 0, 1, ... with an int `index` attribute")
+    )]
+    FunctionSignature {
+        /// The function's graph name.
+        function: String,
+        /// What is malformed.
+        reason: String,
+        /// The function's graph.
+        #[label("in this function")]
+        span: Span,
+    },
+
     /// A broken internal invariant: a bug in tpu-rewrite, not in the input.
     #[error("internal error (a bug in tpu-rewrite): {message}")]
     #[diagnostic(code(tpu_rewrite::ir::internal), help("please report this with the input that caused it"))]

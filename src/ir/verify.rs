@@ -4,7 +4,8 @@
 //! ops, acyclicity over data and control edges (one error per strongly
 //! connected component, with its path), replicate regions (`num_replicas`,
 //! per-replica operand counts), region inputs, gradients calls, and values
-//! that leave a region other than through `return`.
+//! that leave a region other than through `return`, and the calls of
+//! functional control flow against their functions ([`super::functions`]).
 
 use petgraph::algo::tarjan_scc;
 use petgraph::visit::EdgeRef;
@@ -19,6 +20,7 @@ pub fn verify(module: &Module) -> Vec<IrError> {
     for graph in &module.graphs {
         verify_graph(graph, &mut errors);
     }
+    super::functions::check_calls(module, &mut errors);
     errors
 }
 

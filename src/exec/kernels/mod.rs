@@ -15,6 +15,7 @@
 //! [`kernel_problems`] checks a whole module before a run: every node
 //! needs a kernel that takes its dtypes.
 
+pub(crate) mod control_flow;
 mod conv;
 pub(crate) mod dtypes;
 mod elementwise;
@@ -234,7 +235,7 @@ pub const PURE_OPS: &[&str] = &[
 
 /// True when the executor can run op type `op` (as a pure kernel or in the mesh).
 pub fn has_kernel(op: &str) -> bool {
-    PURE_OPS.contains(&op) || DEVICE_OPS.contains(&op)
+    PURE_OPS.contains(&op) || DEVICE_OPS.contains(&op) || control_flow::has_kernel(op)
 }
 
 /// Ops whose kernels compute in floating point only.
@@ -296,6 +297,7 @@ fn holds(d: DType) -> bool {
             | DType::Bool
             | DType::Str
             | DType::Resource
+            | DType::Variant
     )
 }
 
@@ -412,10 +414,17 @@ pub fn missing_kernels(module: &Module) -> Vec<String> {
 /// Returns one tensor per output of the op. A panic inside a kernel (a bug)
 /// is caught and returned as [`KernelError::Panic`].
 pub fn run_kernel(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Tensor>, KernelError> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match dtypes::widen(op, inputs)? {
-        // bf16 / f16 / i8 / u8 inputs: computed in f32 / i32, rounded back.
-        Some((wide, how)) => dtypes::narrow(op, attrs, &how, dispatch(op, attrs, &wide)?),
-        None => dispatch(op, attrs, inputs),
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        // TensorLists hold their elements as they are, narrow dtypes included; calls need the mesh.
+        if control_flow::has_kernel(op) {
+            return control_flow::dispatch(op, attrs, inputs)
+                .unwrap_or_else(|| Err(KernelError::NeedsDevice { op: op.to_string() }));
+        }
+        match dtypes::widen(op, inputs)? {
+            // bf16 / f16 / i8 / u8 inputs: computed in f32 / i32, rounded back.
+            Some((wide, how)) => dtypes::narrow(op, attrs, &how, dispatch(op, attrs, &wide)?),
+            None => dispatch(op, attrs, inputs),
+        }
     }))
     .unwrap_or_else(|payload| Err(KernelError::Panic { op: op.to_string(), message: panic_message(payload.as_ref()) }))
 }

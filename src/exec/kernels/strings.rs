@@ -94,7 +94,8 @@ pub(crate) fn c_escape(bytes: &[u8]) -> String {
     out
 }
 
-/// Every element of `t` as text, in row-major order; `None` for a resource.
+/// Every element of `t` as text, in row-major order; `None` for a resource
+/// or a variant.
 fn elements(t: &Tensor, layout: Layout) -> Option<Vec<String>> {
     let quote = |s: &Vec<u8>| match layout {
         Layout::V2 => format!("\"{}\"", c_escape(s)),
@@ -111,7 +112,7 @@ fn elements(t: &Tensor, layout: Layout) -> Option<Vec<String>> {
         Tensor::U8(a) => a.iter().map(ToString::to_string).collect(),
         Tensor::Bool(a) => a.iter().map(|&b| if b { "1" } else { "0" }.to_string()).collect(),
         Tensor::Str(a) => a.iter().map(quote).collect(),
-        Tensor::Resource(_) => return None,
+        Tensor::Resource(_) | Tensor::Variant(_) => return None,
     })
 }
 

@@ -246,6 +246,8 @@ pub struct Mesh {
     config: MeshConfig,
     /// All-reduce output buffers, reused from step to step.
     buffers: Arc<BufferPool>,
+    /// The module's functions, which `While`, `If` and the calls run.
+    functions: Arc<kernels::control_flow::Functions>,
 }
 
 impl std::fmt::Debug for Mesh {
@@ -294,8 +296,17 @@ impl Mesh {
             Some(a) => Some(a.map_err(|e| ExecError::Internal { message: format!("the module's {e}") })?),
             None => None,
         };
-        let programs =
-            module.graphs.iter().map(|g| build_program(g, assignment.as_ref())).collect::<Result<Vec<_>, _>>()?;
+        // Functions are not programs: the calls of functional control flow run them.
+        let functions = Arc::new(
+            kernels::control_flow::Functions::from_module(module)
+                .map_err(|e| ExecError::MalformedFunction { reason: e.to_string() })?,
+        );
+        let programs = module
+            .graphs
+            .iter()
+            .filter(|g| !crate::ir::functions::is_function(g))
+            .map(|g| build_program(g, assignment.as_ref()))
+            .collect::<Result<Vec<_>, _>>()?;
         let workers: Vec<Worker> =
             programs.iter().enumerate().flat_map(|(pi, p)| (0..p.instances.len()).map(move |ii| (pi, ii))).collect();
         let mut by_instance = HashMap::with_capacity(workers.len());
@@ -311,6 +322,7 @@ impl Mesh {
             stores: Mutex::new(HashMap::new()),
             config,
             buffers: Arc::default(),
+            functions,
         })
     }
 

@@ -105,6 +105,10 @@ pub(crate) fn trace(graph: &Graph, program: &Program, args: &[Tensor]) -> Result
                 Vec::new()
             }
             "ReplicaId" => vec![Traced { value: Tensor::scalar(0i32), constant: false }],
+            // Functional control flow and its TensorLists have no lowering yet (docs/training-ops.md).
+            _ if crate::exec::kernels::control_flow::has_kernel(op) => {
+                return Err(XlaError::UnsupportedOp { node: node.name.to_string(), op: op.into() })
+            }
             _ if COLLECTIVES.contains(&op) => {
                 let n = if op == "CrossReplicaSum" { 1 } else { inputs.len() };
                 let mut out = Vec::with_capacity(n);

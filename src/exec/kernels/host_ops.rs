@@ -1,5 +1,12 @@
-//! Host ops: `StringFormat`, `PrintV2`, `Assert`, `ScalarSummary`, and the
-//! two ops TensorFlow's `Prod` gradient writes (`Cumprod`, `ListDiff`).
+//! Host ops: `StringFormat`, `PrintV2`, TF1's `Print`, `Assert`,
+//! `ScalarSummary`, and the two ops TensorFlow's `Prod` gradient writes
+//! (`Cumprod`, `ListDiff`).
+//!
+//! `Print(input, data...)` passes `input` through and writes `message`
+//! then each data tensor as `[values]` (TensorFlow's `SummarizeValue`
+//! layout, `summarize` elements) and a newline to stderr, as TensorFlow's
+//! kernel does. Kernels here keep no state, so `first_n` > 0 prints on
+//! every run rather than on the first n only; `first_n` = 0 never prints.
 //!
 //! The first four run on the host only (in a cluster they need outside
 //! compilation) and are the only kernels that touch string tensors besides
@@ -28,6 +35,7 @@ pub(crate) fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Option<R
     Some(match op {
         "StringFormat" => string_format(op, attrs, inputs).map(|t| vec![t]),
         "PrintV2" => print_v2(op, attrs, inputs).map(|()| Vec::new()),
+        "Print" => print_v1(op, attrs, inputs).map(|t| vec![t]),
         "Assert" => assert(op, attrs, inputs).map(|()| Vec::new()),
         "ScalarSummary" => scalar_summary(op, inputs).map(|t| vec![t]),
         "Cumprod" => (|| {
@@ -108,6 +116,28 @@ fn print_v2(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<(), KernelEr
             )),
         },
     }
+}
+
+/// `Print(input, data...) {message, first_n, summarize}`: `input`, after
+/// writing the message and the data to stderr.
+fn print_v1(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Tensor, KernelError> {
+    let input = arg(op, inputs, 0)?.clone();
+    if attr_int(attrs, "first_n", -1) == 0 {
+        return Ok(input);
+    }
+    let n = attr_int(attrs, "summarize", 3);
+    let mut text = attrs.get_str("message").unwrap_or("").to_string();
+    for t in &inputs[1..] {
+        text.push('[');
+        text.push_str(&summarize(t, n, Layout::V1));
+        text.push(']');
+    }
+    text.push('\n');
+    std::io::stderr()
+        .lock()
+        .write_all(text.as_bytes())
+        .map_err(|e| KernelError::invalid(op, format!("cannot write to stderr: {e}")))?;
+    Ok(input)
 }
 
 /// `Assert(condition, data...) {summarize}`: nothing when the scalar

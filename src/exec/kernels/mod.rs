@@ -169,6 +169,7 @@ pub const PURE_OPS: &[&str] = &[
     "PadV2",
     "PlaceholderWithDefault",
     "Pow",
+    "Print",
     "PrintV2",
     "Prod",
     "Range",

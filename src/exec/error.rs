@@ -150,6 +150,22 @@ pub enum ExecError {
         span: Span,
     },
 
+    /// TF1 control flow whose frames do not nest as TensorFlow builds them:
+    /// an edge that enters a loop other than through `Enter`, leaves one other
+    /// than through `Exit`, or an `Exit` outside every loop.
+    #[error("graph `@{graph}`: `%{node}` {reason}")]
+    #[diagnostic(
+        code(tpu_rewrite::exec::control_flow),
+        help("a TF1 loop's values enter it through `Enter` and leave it through `Exit`, as `tf.while_loop` builds them")
+    )]
+    ControlFlow {
+        graph: String,
+        node: String,
+        reason: String,
+        #[label("here")]
+        span: Span,
+    },
+
     /// A `_Recv` whose channel no `_Send` of the module writes, or a channel
     /// written by two `_Send`s.
     #[error("graph `@{graph}`: channel `{channel}` {problem}")]

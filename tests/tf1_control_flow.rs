@@ -12,8 +12,8 @@ mod corpus;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
 use corpus::{assert_close, import, read_json, tensor_of};
+use serde_json::Value;
 use tpu_rewrite::exec::{missing_kernels, ExecError, Feeds, Fetch, Mesh, MeshConfig, Tensor};
 use tpu_rewrite::ir::{parse_module, IrError, Module};
 use tpu_rewrite::lower::{lower, LowerConfig, Topology};
@@ -214,10 +214,9 @@ fn the_verifier_accepts_the_back_edge_and_rejects_every_other_cycle() {
     let (_, errors) = parse(LOOP);
     assert!(errors.is_empty(), "{errors:?}");
     // A cycle inside the loop body that does not pass through a back edge.
-    let body_cycle = LOOP.replace("%a2 = AddV2(%sa:1, %ex)", "%a2 = AddV2(%sa:1, %a3)").replace(
-        "  %ni = NextIteration",
-        "  %a3 = Identity(%a2) {T = f32}\n  %ni = NextIteration",
-    );
+    let body_cycle = LOOP
+        .replace("%a2 = AddV2(%sa:1, %ex)", "%a2 = AddV2(%sa:1, %a3)")
+        .replace("  %ni = NextIteration", "  %a3 = Identity(%a2) {T = f32}\n  %ni = NextIteration");
     let (_, errors) = parse(&body_cycle);
     let cycles: Vec<&IrError> = errors.iter().filter(|e| matches!(e, IrError::Cycle { .. })).collect();
     assert_eq!(cycles.len(), 1, "{errors:?}");
@@ -278,7 +277,8 @@ fn run_cond(text: &str, p: Tensor, fetches: &[&str]) -> Result<Vec<Tensor>, Exec
     let (module, errors) = parse(text);
     assert!(errors.is_empty(), "{errors:?}");
     let mesh = Mesh::new(&module, MeshConfig::default())?;
-    let feeds = Feeds::new().with("main", "x", Tensor::from_vec(&[2], vec![1.0f32, -2.0]).unwrap()).with("main", "p", p);
+    let feeds =
+        Feeds::new().with("main", "x", Tensor::from_vec(&[2], vec![1.0f32, -2.0]).unwrap()).with("main", "p", p);
     let fetches: Vec<Fetch> = fetches.iter().map(|f| Fetch::new("main", *f)).collect();
     mesh.run_step(&feeds, &fetches)
 }
@@ -304,9 +304,11 @@ fn a_dead_tensor_that_leaves_its_region_and_a_bad_predicate_are_errors() {
     );
     let (module, _) = parse(&text);
     let mesh = Mesh::new(&module, MeshConfig::default()).expect("builds");
-    let feeds = Feeds::new()
-        .with("main", "x", Tensor::from_vec(&[2], vec![1.0f32, -2.0]).unwrap())
-        .with("main", "p", Tensor::scalar(false));
+    let feeds = Feeds::new().with("main", "x", Tensor::from_vec(&[2], vec![1.0f32, -2.0]).unwrap()).with(
+        "main",
+        "p",
+        Tensor::scalar(false),
+    );
     // The false side is live: %after runs.
     let got = mesh.run_step(&feeds, &[Fetch::new("main", "after")]).expect("runs");
     assert_eq!(got[0], Tensor::from_vec(&[2], vec![1.0f32, -2.0]).unwrap());
@@ -331,7 +333,9 @@ fn the_cluster_cycle_check_ignores_a_loop_back_edge() {
     for line in LOOP.lines() {
         let tagged = line.starts_with("  %") && !line.contains("Placeholder");
         if tagged && line.contains("%a2 =") {
-            text.push_str(&line.replace("{T = f32}", "{T = f32, _tpu_replicate = \"c\", _xla_outside_compilation = \"0\"}"));
+            text.push_str(
+                &line.replace("{T = f32}", "{T = f32, _tpu_replicate = \"c\", _xla_outside_compilation = \"0\"}"),
+            );
         } else if tagged {
             text.push_str(&line.replacen('}', ", _tpu_replicate = \"c\"}", 1).replacen("{, ", "{", 1));
         } else {

@@ -156,7 +156,9 @@ pub enum ExecError {
     #[error("graph `@{graph}`: `%{node}` {reason}")]
     #[diagnostic(
         code(tpu_rewrite::exec::control_flow),
-        help("a TF1 loop's values enter it through `Enter` and leave it through `Exit`, as `tf.while_loop` builds them")
+        help(
+            "a TF1 loop's values enter it through `Enter` and leave it through `Exit`, as `tf.while_loop` builds them"
+        )
     )]
     ControlFlow {
         graph: String,

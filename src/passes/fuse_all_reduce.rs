@@ -124,7 +124,8 @@ fn text_topological_order(graph: &Graph) -> Option<Vec<NodeId>> {
     let mut ready = BinaryHeap::new();
     for id in graph.node_ids() {
         // A TF1 loop's back edges (NextIteration -> Merge) do not order nodes.
-        let n = g.edges_directed(id.0, Direction::Incoming).filter(|e| !graph.is_back_edge(NodeId(e.source()), id)).count();
+        let n =
+            g.edges_directed(id.0, Direction::Incoming).filter(|e| !graph.is_back_edge(NodeId(e.source()), id)).count();
         indegree.insert(id, n);
         if n == 0 {
             ready.push(Reverse((graph.node(id).seq, id.0.index())));

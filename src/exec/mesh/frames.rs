@@ -180,7 +180,11 @@ pub(super) fn collapse(graph: &str, steps: &mut Vec<Step>) -> Result<(), ExecErr
     let frame_of = assign_frames(graph, steps, &kinds, &succs)?;
     // A node no source reaches is on (or after) a cycle without a way in.
     if let Some(i) = (0..n).find(|&i| frame_of.frame[i] == NONE) {
-        return Err(ExecError::Cycle { graph: graph.to_string(), node: steps[i].name.to_string(), span: steps[i].span });
+        return Err(ExecError::Cycle {
+            graph: graph.to_string(),
+            node: steps[i].name.to_string(),
+            span: steps[i].span,
+        });
     }
 
     // Members: every node in a loop frame, and each top-level `Switch`'s reach up to its `Merge`.
@@ -598,7 +602,8 @@ pub(super) fn run_region(
         exited: vec![None; n],
     };
     state.run_plan(0)?;
-    let dead = || Tensor::Resource(ResourceHandle { device: Arc::from(""), name: Arc::from(DEAD), mirrors: Vec::new() });
+    let dead =
+        || Tensor::Resource(ResourceHandle { device: Arc::from(""), name: Arc::from(DEAD), mirrors: Vec::new() });
     Ok(region
         .outputs
         .iter()

@@ -844,15 +844,15 @@ mod tests {
 
     #[test]
     fn the_order_ignores_loop_back_edges_only() {
-        // %late is used before it is written, so text order is not topological; the loop's back
-        // edge (%next -> %merge) must not hold %merge back.
+        // %late and %merge are used before they are written, so text order is not topological;
+        // the loop's back edge (%next -> %merge) must not hold %merge (and so %body) back.
         let text = r#"graph @g {
   %x = Placeholder() {dtype = f32, shape = shape[]}
   %use = Neg(%late) {T = f32}
   %late = Neg(%x) {T = f32}
   %enter = Enter(%x) {T = f32, frame_name = "f", is_constant = false}
-  %merge = Merge(%enter, %next) {T = f32, N = 2}
   %body = Neg(%merge) {T = f32}
+  %merge = Merge(%enter, %next) {T = f32, N = 2}
   %next = NextIteration(%body) {T = f32}
 }
 "#;

@@ -96,7 +96,7 @@ fn replicated_while() {
 
 #[test]
 fn every_case_has_a_test() {
-    let tested = ["cond", "nested_while", "replicated_while", "while_loop"];
+    let tested = ["cond", "nested_while", "replicated_while", "replicated_while_outside_compilation", "while_loop"];
     assert_eq!(cases(), tested);
 }
 
@@ -115,33 +115,84 @@ fn the_tf1_corpus_uses_tf1_control_flow() {
     assert!(!ops.contains("While") && !ops.contains("If"), "{ops:?}");
 }
 
-#[test]
-fn replicated_while_forms_the_clusters_tensorflow_tagged() {
-    let tags = read_json(&corpus_dir().join("replicated_while.tags.json"));
-    let mut want: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    let mut oc = 0;
+/// The cluster members and the outside-compilation members TensorFlow tagged in `case`.
+type Tagged = (BTreeMap<String, BTreeSet<String>>, BTreeMap<(String, String), BTreeSet<String>>);
+
+fn tensorflow_tags(case: &str) -> Tagged {
+    let tags = read_json(&corpus_dir().join(format!("{case}.tags.json")));
+    let (mut clusters, mut outside) = Tagged::default();
     for (name, entry) in tags.as_object().expect("tags") {
         if let Some(cluster) = entry.get("R").and_then(Value::as_str) {
-            want.entry(cluster.to_string()).or_default().insert(name.clone());
+            clusters.entry(cluster.to_string()).or_default().insert(name.clone());
+            if let Some(oc) = entry.get("OC").and_then(Value::as_str) {
+                outside.entry((cluster.to_string(), oc.to_string())).or_default().insert(name.clone());
+            }
         }
-        oc += usize::from(entry.get("OC").is_some());
     }
-    assert_eq!(oc, 0, "TensorFlow tagged no outside compilation here");
-    let module = import(&corpus_dir(), "replicated_while");
-    let graph = module.graph("main").expect("@main");
-    let (clusters, errors) = form_clusters(graph);
-    assert!(errors.iter().all(|e| e.is_warning()), "{errors:?}");
-    let got: BTreeMap<String, BTreeSet<String>> = clusters
-        .iter()
-        .map(|c| (c.name.clone(), c.members.iter().map(|&m| graph.node(m).name.to_string()).collect()))
-        .collect();
-    assert_eq!(got, want);
-    // The loop is in the cluster, every one of its ops.
-    let members = &want["cluster"];
-    for name in ["while/Enter", "while/Merge", "while/Switch", "while/LoopCond", "while/NextIteration", "while/Exit"] {
-        assert!(members.contains(name), "{name} is not in the cluster");
+    (clusters, outside)
+}
+
+#[test]
+fn replicated_cases_form_the_clusters_tensorflow_tagged() {
+    let mut checked = Vec::new();
+    for case in cases() {
+        if !corpus_dir().join(format!("{case}.tags.json")).exists() {
+            continue;
+        }
+        let (want, want_oc) = tensorflow_tags(&case);
+        assert!(!want.is_empty(), "{case}: TensorFlow tagged no cluster");
+        let module = import(&corpus_dir(), &case);
+        let graph = module.graph("main").expect("@main");
+        let (clusters, errors) = form_clusters(graph);
+        assert!(errors.iter().all(|e| e.is_warning()), "{case}: {errors:?}");
+        let name_of = |id| graph.node(id).name.to_string();
+        let got: BTreeMap<String, BTreeSet<String>> =
+            clusters.iter().map(|c| (c.name.clone(), c.members.iter().map(|&m| name_of(m)).collect())).collect();
+        let got_oc: BTreeMap<(String, String), BTreeSet<String>> = clusters
+            .iter()
+            .flat_map(|c| {
+                c.outside_compilation
+                    .iter()
+                    .map(|(oc, members)| ((c.name.clone(), oc.clone()), members.iter().map(|&m| name_of(m)).collect()))
+            })
+            .collect();
+        assert_eq!(got, want, "{case}: cluster members");
+        assert_eq!(got_oc, want_oc, "{case}: outside-compilation members");
+        // The loop is in the cluster, every one of its ops; its back edges close no cluster cycle.
+        let members = &want["cluster"];
+        for name in
+            ["while/Enter", "while/Merge", "while/Switch", "while/LoopCond", "while/NextIteration", "while/Exit"]
+        {
+            assert!(members.contains(name), "{case}: {name} is not in the cluster");
+        }
+        assert!(check_cluster_cycles(graph).is_empty(), "{case}: {:?}", check_cluster_cycles(graph));
+        checked.push(case);
     }
-    assert!(check_cluster_cycles(graph).is_empty());
+    assert_eq!(checked, ["replicated_while", "replicated_while_outside_compilation"]);
+}
+
+#[test]
+fn replicated_while_outside_compilation() {
+    // TensorFlow puts the body's host op in outside-compilation cluster "0", inside the loop.
+    let (_, outside) = tensorflow_tags("replicated_while_outside_compilation");
+    let key = ("cluster".to_string(), "0".to_string());
+    assert!(outside.get(&key).is_some_and(|m| m.contains("while/mul")), "{outside:?}");
+    // Lowering moves the host op to its own program with transfers, once per step: inside a loop
+    // it would need them once per iteration, which the executor refuses with a coded error.
+    let module = import(&corpus_dir(), "replicated_while_outside_compilation");
+    let config = LowerConfig {
+        topology: Topology { hosts: 1, cores_per_host: 2, job: "worker".into() },
+        ..LowerConfig::default()
+    };
+    let lowered = lower(module.graph("main").expect("@main"), &config).expect("lowers");
+    assert!(lowered.module.graph("cluster/oc_0").is_some(), "the host op has its own program");
+    match Mesh::new(&lowered.module, MeshConfig::default()) {
+        Err(e @ ExecError::ControlFlow { .. }) => {
+            let code = miette::Diagnostic::code(&e).map(|c| c.to_string());
+            assert_eq!(code.as_deref(), Some("tpu_rewrite::exec::control_flow"));
+        }
+        other => panic!("expected the control-flow error, got {other:?}"),
+    }
 }
 
 #[test]

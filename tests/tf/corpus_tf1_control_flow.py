@@ -15,6 +15,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import make_corpus as mc  # noqa: E402
 from make_corpus import f32, plain_case, replicated_case, tf, tf1  # noqa: E402
 import numpy as np  # noqa: E402
+from tensorflow.python.tpu import tpu_replication  # noqa: E402
 
 tf1.disable_control_flow_v2()
 mc.OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus", "tf1")
@@ -93,11 +94,26 @@ def replicated_while():
     replicated_case("replicated_while", step, [[f32(141 + r, 2, 3), w0] for r in range(2)])
 
 
+def replicated_while_outside_compilation():
+    """A TF1 loop inside tpu.replicate whose body runs one op outside compilation (the tags)."""
+
+    def step(x):
+        def body(i, h):
+            h2 = tpu_replication.outside_compilation(lambda t: tf.identity(t) * 2.0, tf.tanh(h))
+            return i + 1, h2 + 1.0
+
+        _, h = tf1.while_loop(lambda i, h: i < 3, body, [tf.constant(0), x])
+        return [tf.reduce_sum(h)]
+
+    replicated_case("replicated_while_outside_compilation", step, [[f32(150 + r, 2)] for r in range(2)])
+
+
 CASES = {
     "while_loop": while_loop,
     "nested_while": nested_while,
     "cond": cond,
     "replicated_while": replicated_while,
+    "replicated_while_outside_compilation": replicated_while_outside_compilation,
 }
 
 if __name__ == "__main__":

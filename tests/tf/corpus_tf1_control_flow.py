@@ -64,7 +64,7 @@ def nested_while():
 
 
 def cond():
-    """tf.cond both ways: the untaken branch's tensors are dead, Merge forwards the live one."""
+    """tf.cond both ways, and nested: the untaken branch's tensors are dead, Merge forwards the live one."""
 
     def build():
         x = tf1.placeholder(tf.float32, [4], name="x")
@@ -72,9 +72,13 @@ def cond():
         y = tf.cond(p, lambda: tf.nn.relu(x) * 2.0, lambda: tf.exp(x) - 1.0, name="c")
         s = tf.reduce_sum(x)
         z = tf.cond(s > 0.0, lambda: tf.square(x), lambda: -x, name="c2")
-        return {x: f32(3, 4), p: np.array(False)}, {"y": y, "z": z, "out": y + z}
+        # Nested conds: the inner one is in the untaken branch of the first, the taken one of the second.
+        u = tf.cond(p, lambda: tf.cond(s > 0.0, lambda: x * 3.0, lambda: x + 1.0), lambda: x - 2.0, name="c3")
+        v = tf.cond(tf.logical_not(p), lambda: tf.cond(s > 0.0, lambda: x * 3.0, lambda: x + 1.0), lambda: x - 2.0,
+                    name="c4")
+        return {x: f32(3, 4), p: np.array(False)}, {"y": y, "z": z, "out": y + z, "u": u, "v": v}
 
-    plain_case("cond", build, [([], ["y", "z", "out"])])
+    plain_case("cond", build, [([], ["y", "z", "out", "u", "v"])])
 
 
 def replicated_while():

@@ -380,6 +380,24 @@ fn a_dead_tensor_that_leaves_its_region_and_a_bad_predicate_are_errors() {
 }
 
 #[test]
+fn a_receive_inside_a_region_is_a_coded_error() {
+    // The `_Recv` waits on the taken branch, so it would run inside the cond's region.
+    let text = COND.replace(
+        "  %y = Mul(%m, %m) {T = f32}",
+        "  %y = Mul(%m, %m) {T = f32}\n  %r = _Recv(^%t) {channel = \"c\", dtype = f32}",
+    );
+    let (module, errors) = parse(&text);
+    assert!(errors.is_empty(), "{errors:?}");
+    match Mesh::new(&module, MeshConfig::default()) {
+        Err(ExecError::ControlFlow { node, reason, .. }) => {
+            assert_eq!(node, "r");
+            assert!(reason.contains("`_Recv`"), "{reason}");
+        }
+        other => panic!("expected the control-flow error, got {other:?}"),
+    }
+}
+
+#[test]
 fn the_cluster_cycle_check_ignores_a_loop_back_edge() {
     // A loop inside a cluster whose body runs one op outside compilation: the back edge
     // closes a path device -> host -> device, which is not a cycle between clusters.

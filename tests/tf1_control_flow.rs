@@ -172,6 +172,23 @@ fn replicated_cases_form_the_clusters_tensorflow_tagged() {
 }
 
 #[test]
+fn the_stablehlo_lowering_refuses_tf1_control_flow_with_a_coded_error() {
+    let module = import(&corpus_dir(), "replicated_while");
+    let topology = Topology::parse("1x2").expect("a topology");
+    let assignment = tpu_rewrite::lower::DeviceAssignment::full_mesh(&topology, 2, 1).expect("an assignment");
+    let graph = module.graph("main").expect("@main");
+    match tpu_rewrite::xla::stablehlo::emit_all(graph, &assignment, 1) {
+        Err(e @ tpu_rewrite::xla::XlaError::Lowering { .. }) => {
+            let code = miette::Diagnostic::code(&e).map(|c| c.to_string());
+            assert_eq!(code.as_deref(), Some("tpu_rewrite::xla::lowering"));
+            assert!(e.to_string().contains("TF1 control flow"), "{e}");
+        }
+        Err(other) => panic!("expected the lowering error, got {other:?}"),
+        Ok(_) => panic!("TF1 control flow was lowered to StableHLO"),
+    }
+}
+
+#[test]
 fn replicated_while_outside_compilation() {
     // TensorFlow puts the body's host op in outside-compilation cluster "0", inside the loop.
     let (_, outside) = tensorflow_tags("replicated_while_outside_compilation");

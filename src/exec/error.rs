@@ -243,6 +243,31 @@ pub enum ExecError {
         span: Span,
     },
 
+    /// TF1 control flow whose frames do not nest as TensorFlow builds them:
+    /// an edge that enters a loop other than through `Enter`, leaves one other
+    /// than through `Exit`, or an `Exit` outside every loop (also what a
+    /// lowered outside compilation inside a loop looks like: its transfers
+    /// belong to no frame).
+    #[error("graph `@{graph}`: `%{node}` {reason}")]
+    #[diagnostic(
+        code(tpu_rewrite::exec::control_flow),
+        help(
+            "a TF1 loop's values enter it through `Enter` and leave it through `Exit`, as `tf.while_loop` builds \
+             them; outside compilation inside a TF1 loop is not supported (its transfers run once per step)"
+        )
+    )]
+    ControlFlow {
+        /// The program holding the node.
+        graph: String,
+        /// The node where the control flow breaks.
+        node: String,
+        /// What is wrong with it.
+        reason: String,
+        /// The node.
+        #[label("here")]
+        span: Span,
+    },
+
     /// A `_Recv` whose channel no `_Send` of the module writes, or a channel
     /// written by two `_Send`s.
     #[error("graph `@{graph}`: channel `{channel}` {problem}")]

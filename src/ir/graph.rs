@@ -881,6 +881,13 @@ impl Graph {
         &self.graph
     }
 
+    /// Whether the edge `src -> dst` is a TF1 loop back edge (`NextIteration`
+    /// into `Merge`): the one edge a cycle may pass through. Topological
+    /// orders ignore it; the executor carries its value to the next iteration.
+    pub fn is_back_edge(&self, src: NodeId, dst: NodeId) -> bool {
+        &*self.node(src).op == "NextIteration" && &*self.node(dst).op == "Merge"
+    }
+
     /// `name` or `name:k` for a tensor, `^name` for a control reference.
     pub fn value_name(&self, v: &ValueRef) -> String {
         let name = &self.node(v.node).name;

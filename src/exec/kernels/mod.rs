@@ -41,14 +41,19 @@ use crate::ir::{AttrMap, DType, Module, NodeKind};
 
 pub(crate) use math::Num;
 
-/// Op types the mesh runs itself (state, communication, feeds).
+/// Op types the mesh runs itself (state, communication, feeds, TF1 control flow).
 pub const DEVICE_OPS: &[&str] = &[
     "AssignAddVariableOp",
     "AssignSubVariableOp",
     "AssignVariableOp",
     "CollectiveAllReduce",
     "CollectiveBroadcast",
+    "Enter",
+    "Exit",
+    "LoopCond",
+    "Merge",
     "MirroredVarHandleOp",
+    "NextIteration",
     "Placeholder",
     "ReadVariableOp",
     "ReplicaId",
@@ -63,6 +68,7 @@ pub const DEVICE_OPS: &[&str] = &[
     "ResourceScatterAdd",
     "ResourceScatterSub",
     "ResourceScatterUpdate",
+    "Switch",
     "TPUReplicatedInput",
     "Update",
     "UpdateNonSlot",

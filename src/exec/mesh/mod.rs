@@ -14,6 +14,11 @@
 //!   wait for it), as a TensorFlow session would. Variable initialisation
 //!   in a driver graph therefore runs only when targeted.
 //!
+//! TF1 control flow (`Switch`, `Merge`, `Enter`, `Exit`, `NextIteration`,
+//! `LoopCond`) runs region by region: each loop or top-level `tf.cond` is
+//! one step that [`frames`] interprets with TensorFlow's dead-tensor and
+//! iteration semantics.
+//!
 //! Within a program, nodes run one at a time as their inputs (data and
 //! control) become ready: computing nodes first, in text order; then any
 //! `_Recv` whose value has arrived; then the program's next collective, in
@@ -62,6 +67,7 @@ use crate::lower::spmd;
 use crate::syntax::Span;
 
 mod device;
+mod frames;
 mod program;
 mod worker;
 
@@ -174,6 +180,8 @@ struct Step {
     succs: Vec<usize>,
     seq: u64,
     class: Class,
+    /// A node, a TF1 control-flow region or one of its nodes ([`frames`]).
+    unit: frames::Unit,
 }
 
 /// Whether a program runs whole or only what is needed.
@@ -521,6 +529,7 @@ impl Mesh {
             .zip(fetches)
             .map(|(&(wi, node, output), f)| {
                 let output = output.unwrap_or(0);
+                let step = &self.programs[self.workers[wi].0].steps[node];
                 results[wi]
                     .as_ref()
                     .and_then(|values| values[node].as_ref())
@@ -528,7 +537,11 @@ impl Mesh {
                     .ok_or_else(|| ExecError::UnknownTensor {
                         graph: f.graph.clone(),
                         tensor: f.tensor.clone(),
-                        reason: format!("the op has no output {output}"),
+                        reason: if frames::is_dead_member(step) {
+                            "it is dead (the untaken side of a TF1 `Switch`) or inside a loop".into()
+                        } else {
+                            format!("the op has no output {output}")
+                        },
                     })
             })
             .collect()

@@ -788,12 +788,16 @@ fn topological_text_order(graph: &Graph, order: &[NodeId]) -> Vec<NodeId> {
     use std::cmp::Reverse;
     let pg = graph.petgraph();
     let seq = |id: NodeIndex| pg[id].seq;
-    if pg.edge_references().all(|e| seq(e.source()) < seq(e.target())) {
+    // A TF1 loop's back edges (NextIteration -> Merge) do not order nodes.
+    let forward = |e: &petgraph::stable_graph::EdgeReference<'_, crate::ir::Edge, u32>| {
+        !graph.is_back_edge(NodeId(e.source()), NodeId(e.target()))
+    };
+    if pg.edge_references().filter(forward).all(|e| seq(e.source()) < seq(e.target())) {
         return order.to_vec();
     }
     let bound = petgraph::visit::NodeIndexable::node_bound(pg);
     let mut remaining = vec![0usize; bound];
-    for e in pg.edge_references() {
+    for e in pg.edge_references().filter(forward) {
         remaining[e.target().index()] += 1;
     }
     let mut ready: std::collections::BinaryHeap<Reverse<(u64, u32)>> = order
@@ -805,7 +809,7 @@ fn topological_text_order(graph: &Graph, order: &[NodeId]) -> Vec<NodeId> {
     while let Some(Reverse((_, i))) = ready.pop() {
         let id = NodeIndex::new(i as usize);
         sorted.push(NodeId(id));
-        for next in pg.neighbors_directed(id, petgraph::Direction::Outgoing) {
+        for next in pg.edges_directed(id, petgraph::Direction::Outgoing).filter(forward).map(|e| e.target()) {
             remaining[next.index()] -= 1;
             if remaining[next.index()] == 0 {
                 ready.push(Reverse((seq(next), next.index() as u32)));
@@ -840,4 +844,31 @@ pub fn output_dtype(graph: &Graph, id: NodeId) -> Option<DType> {
 /// Convenience for tests: the names of a program's nodes in order.
 pub fn node_names(graph: &Graph) -> Vec<Arc<str>> {
     graph.nodes_in_order().into_iter().map(|id| graph.node(id).name.clone()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_order_ignores_loop_back_edges_only() {
+        // %late and %merge are used before they are written, so text order is not topological;
+        // the loop's back edge (%next -> %merge) must not hold %merge (and so %body) back.
+        let text = r#"graph @g {
+  %x = Placeholder() {dtype = f32, shape = shape[]}
+  %use = Neg(%late) {T = f32}
+  %late = Neg(%x) {T = f32}
+  %enter = Enter(%x) {T = f32, frame_name = "f", is_constant = false}
+  %body = Neg(%merge) {T = f32}
+  %merge = Merge(%enter, %next) {T = f32, N = 2}
+  %next = NextIteration(%body) {T = f32}
+}
+"#;
+        let (module, errors) = crate::ir::parse_module(text.as_bytes()).expect("parses");
+        assert!(errors.is_empty(), "{errors:?}");
+        let graph = &module.graphs[0];
+        let order = topological_text_order(graph, &graph.nodes_in_order());
+        let names: Vec<&str> = order.iter().map(|&id| &*graph.node(id).name).collect();
+        assert_eq!(names, ["x", "late", "use", "enter", "merge", "body", "next"]);
+    }
 }

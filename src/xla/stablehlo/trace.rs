@@ -55,6 +55,16 @@ fn update_kind(graph: &Graph, id: NodeId) -> Result<&'static str, XlaError> {
 
 /// Runs the program on the host with `args` (replica 0's argument values).
 pub(crate) fn trace(graph: &Graph, program: &Program, args: &[Tensor]) -> Result<Trace, XlaError> {
+    // TF1 control flow has no StableHLO lowering (yet): refused before anything is traced.
+    const TF1_CONTROL_FLOW: &[&str] = &["Enter", "Exit", "LoopCond", "Merge", "NextIteration", "Switch"];
+    if let Some(&id) = program.nodes.iter().find(|&&id| TF1_CONTROL_FLOW.contains(&&*graph.node(id).op)) {
+        return Err(lowering(
+            graph,
+            id,
+            "TF1 control flow (Switch, Merge, Enter, Exit, NextIteration, LoopCond) has no StableHLO lowering; \
+             the simulator (`--backend sim`) runs it",
+        ));
+    }
     let mut values: HashMap<(NodeId, u32), Traced> = HashMap::new();
     let mut vars: HashMap<NodeId, Tensor> = HashMap::new();
     for (arg, v) in program.args.iter().zip(args) {

@@ -7,11 +7,11 @@
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use tpu_rewrite::cli::gen::{generate, GenConfig};
 use tpu_rewrite::ir::{parse_module, AttrValue, DType, Graph, Node, NodeId, NodeKind};
 use tpu_rewrite::passes::gradients::{expand_gradients, GradientsConfig};
 use tpu_rewrite::passes::{run_pipeline, Pass, PassSelection, PipelineConfig};
 use tpu_rewrite::syntax::Span;
+use tpu_rewrite::synth::{generate, GenConfig};
 
 fn op(graph: &mut Graph, name: String, op_type: &str, inputs: &[NodeId]) -> NodeId {
     let node = Node::op(name, op_type).with_attr("T", AttrValue::Type(DType::F32));

@@ -6,9 +6,9 @@
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use logos::Logos;
-use tpu_rewrite::cli::gen::{generate, GenConfig};
 use tpu_rewrite::ir;
 use tpu_rewrite::syntax::lexer::Token;
+use tpu_rewrite::synth::{generate, GenConfig};
 
 fn ops() -> usize {
     std::env::var("TPU_BENCH_OPS").ok().and_then(|s| s.parse().ok()).unwrap_or(100_000)

@@ -68,7 +68,14 @@ fn bench(name: &str, module: Module) {
     // PJRT twice: one host round trip per step, and all steps in one
     // device loop (steps_per_run), which is how a TPU runs a training loop.
     let pjrt = |steps: u32, steps_per_run: u32| {
-        let config = backend::RunConfig { plugin: Some(plugin.as_path()), steps, steps_per_run, feeds: &feeds };
+        let config = backend::RunConfig {
+            plugin: Some(plugin.as_path()),
+            steps,
+            steps_per_run,
+            feeds: &feeds,
+            host_transfer: None,
+            fetch: &[],
+        };
         let outcome = backend::run(graph, &lowered.assignment, &config).expect("the PJRT backend runs");
         let t = outcome.timings;
         let per_step = t.execute.as_secs_f64() / f64::from(t.executions.max(1) * steps_per_run);

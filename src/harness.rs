@@ -20,8 +20,11 @@ use crate::tf::{self, GraphDefFormat};
 /// How to read the bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
+    /// `.opg` text.
     Opg,
+    /// A TensorFlow GraphDef in protobuf text format.
     Pbtxt,
+    /// A TensorFlow GraphDef in binary protobuf.
     Pb,
 }
 

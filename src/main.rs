@@ -1,4 +1,11 @@
-//! The `tpu-rewrite` binary: see `tpu_rewrite::cli`.
+//! The `tpu-rewrite` binary: the command-line interface in `cli` over the
+//! `tpu_rewrite` library.
+
+mod cli;
+
+// The CLI names library items as `crate::<module>::...`: the library's
+// modules, re-exported at the binary's root, give those paths.
+use tpu_rewrite::{diagnostics, emit, exec, ir, lower, passes, progress, syntax, tf, xla};
 
 /// The global allocator (feature `mimalloc`, on by default): graphs of
 /// millions of small nodes spend a fifth of their time in malloc/free with
@@ -8,7 +15,7 @@
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> std::process::ExitCode {
-    tpu_rewrite::cli::main()
+    cli::main()
 }
 
 /// Runs before `main` and before Rust's runtime reopens a closed stdout
@@ -19,7 +26,7 @@ fn main() -> std::process::ExitCode {
 #[link_section = ".init_array"]
 static RECORD_STDOUT: extern "C" fn() = {
     extern "C" fn record() {
-        tpu_rewrite::cli::console::record_stdout_at_start();
+        cli::console::record_stdout_at_start();
     }
     record
 };

@@ -8,7 +8,7 @@
 use std::fmt::Write;
 use std::path::Path;
 
-use tpu_rewrite::cli::diagnostics::{render_plain, AnyDiagnostic};
+use tpu_rewrite::diagnostics::{render_plain, AnyDiagnostic};
 use tpu_rewrite::emit::print_module;
 use tpu_rewrite::ir::{self, Module};
 

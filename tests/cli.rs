@@ -400,6 +400,13 @@ fn command_line_errors_have_codes_and_locations() {
     let o = run(&["run", &example("two_clusters.opg"), "--feeds", feeds.to_str().unwrap()]);
     assert_located_failure(&o, "tpu_rewrite::cli::feed_value");
     assert!(stderr(&o).contains("two_clusters.opg:5:3"), "{}", stderr(&o));
+    // The related note points into the JSON file, at the feed's key.
+    assert!(stderr(&o).contains("bad.json:1:2"), "{}", stderr(&o));
+    // A feed file that is not JSON: coded, and labelled where the parser stopped.
+    std::fs::write(&feeds, "{\n  \"a0:0\": [1, 2,,]\n}\n").unwrap();
+    let o = run(&["run", &example("two_clusters.opg"), "--feeds", feeds.to_str().unwrap()]);
+    assert_located_failure(&o, "tpu_rewrite::cli::feed_json");
+    assert!(stderr(&o).contains("bad.json:2:17"), "{}", stderr(&o));
     let o = run(&["run", &example("two_clusters.opg"), "--feeds", "/nonexistent.json"]);
     assert_located_failure(&o, "tpu_rewrite::cli::read");
     // A two-graph module as a GraphDef: coded, at the second graph.

@@ -1008,3 +1008,31 @@ fn max_min_pow_pad_and_batch_matmul_v3() {
     let forward = "%out = BatchMatMulV3(%a, %b) {Ta = f64, Tb = f64, Tout = f64, adj_x = false, adj_y = true}";
     check(case("batch_matmul_v3", vec![input("a", &[2, 2, 3]), input("b", &[4, 3])], forward, &[2, 2, 4]));
 }
+
+#[test]
+fn prod_over_one_axis_several_axes_and_all_with_kept_dims() {
+    let forward = i32_const("axis", &[], &[1]) + "%out = Prod(%a, %axis) {T = f64, Tidx = i32, keep_dims = false}";
+    check(case("prod_axis", vec![input("a", &[3, 4])], forward, &[3]));
+    let forward = i32_const("axes", &[2], &[0, -1]) + "%out = Prod(%a, %axes) {T = f64, Tidx = i32, keep_dims = true}";
+    check(case("prod_axes", vec![input("a", &[2, 3, 2])], forward, &[1, 3, 1]));
+    let forward = i32_const("axes", &[2], &[1, 0]) + "%out = Prod(%a, %axes) {T = f64, Tidx = i32, keep_dims = false}";
+    check(case("prod_all", vec![input("a", &[2, 3])], forward, &[]));
+}
+
+#[test]
+fn einsum_contractions_outer_products_transposes_and_reductions() {
+    let einsum = |eq: &str, n: usize| {
+        format!("%out = Einsum({}) {{equation = \"{eq}\", N = {n}, T = f64}}", if n == 2 { "%a, %b" } else { "%a" })
+    };
+    check(case(
+        "einsum_bmm",
+        vec![input("a", &[2, 2, 3]), input("b", &[2, 3, 4])],
+        einsum("bij,bjk->bik", 2),
+        &[2, 2, 4],
+    ));
+    check(case("einsum_outer", vec![input("a", &[3]), input("b", &[2, 2])], einsum("i,jk->ijk", 2), &[3, 2, 2]));
+    // `j` is summed in `a` alone and `m` in `b` alone: their gradients broadcast back.
+    check(case("einsum_summed", vec![input("a", &[2, 3]), input("b", &[4, 2])], einsum("ij,km->ik", 2), &[2, 4]));
+    check(case("einsum_transpose", vec![input("a", &[2, 3])], einsum("ij->ji", 1), &[3, 2]));
+    check(case("einsum_reduce", vec![input("a", &[2, 3, 4])], einsum("bij->j", 1), &[4]));
+}

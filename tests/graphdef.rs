@@ -270,7 +270,7 @@ fn while_library() -> (FunctionDefLibrary, GraphDebugInfo) {
             is_stateful: true,
             ..OpDef::default()
         }),
-        node_def: vec![node("one", "Const", &[]), node("add", "AddV2", &["i", "one:output:0", "^step"])],
+        node_def: vec![node("one", "Const", &[]), node("add", "AddV2", &["i", "one:output:0", "^one"])],
         ret: BTreeMap::from([("next".to_string(), "add:z:0".to_string())]),
         attr: BTreeMap::from([("_noinline".to_string(), AttrValue { value: Some(Value::B(true)) })]),
         control_ret: BTreeMap::from([("step".to_string(), "add".to_string())]),

@@ -1,7 +1,8 @@
 //! Resource limits, checked before anything is allocated: tensor sizes
 //! (`--max-tensor-bytes`), negative dims, replica counts, numbers parsed
 //! out of names, `.npy` headers, long tokens in diagnostics, and operand
-//! counts (adding an input is O(1)).
+//! counts (adding an input is O(1)), and memory that grows linearly with
+//! the graph when lowering.
 
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
@@ -197,4 +198,46 @@ fn one_node_with_200k_operands_checks_fast() {
     assert!(o.status.success(), "{}", stderr(&o));
     // Quadratic counting took 36 s; linear takes well under a second.
     assert!(start.elapsed() < Duration::from_secs(15), "{:?}", start.elapsed());
+}
+
+/// Runs the binary and returns its exit status and its own peak resident
+/// memory in bytes (from `wait4`, so tests running beside it do not count).
+#[allow(clippy::zombie_processes)] // `wait4` below reaps the child.
+fn peak_rss(args: &[&str]) -> (std::process::ExitStatus, u64) {
+    use std::os::unix::process::ExitStatusExt;
+    let child = Command::new(BIN)
+        .args(args)
+        .env("NO_COLOR", "1")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut status = 0;
+    // SAFETY: zeroed rusage is a valid value, and the pid is this test's own child.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
+    assert_eq!(pid, child.id() as i32, "wait4 failed");
+    (std::process::ExitStatus::from_raw(status), usage.ru_maxrss as u64 * 1024)
+}
+
+#[test]
+fn lowering_the_generated_mlp_grows_linearly_in_memory() {
+    // Every 64 layers the MLP has an outside-compilation block, so its
+    // number of host programs grows with its size. A per-program table of
+    // every node made lowering quadratic: 22.9 GB at 1M ops, where 1.8 GB
+    // is linear. Here 8x the ops take under 5x the memory (the binary's own
+    // footprint is shared); that table would make it about 12x.
+    let dir = tempfile::tempdir().unwrap();
+    let mut peaks = Vec::new();
+    for ops in [25_000, 200_000] {
+        let input = dir.path().join(format!("mlp{ops}.opg"));
+        let o =
+            Command::new(BIN).args(["gen", "--ops", &ops.to_string(), "-o", input.to_str().unwrap()]).output().unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        let (status, peak) = peak_rss(&["lower", input.to_str().unwrap(), "--topology", "1x8", "-o", "/dev/null"]);
+        assert!(status.success(), "lower of {ops} ops failed: {status:?}");
+        peaks.push(peak);
+    }
+    let ratio = peaks[1] as f64 / peaks[0] as f64;
+    assert!(ratio < 7.0, "8x the ops took {ratio:.1}x the memory ({} vs {} bytes)", peaks[1], peaks[0]);
 }

@@ -1,5 +1,6 @@
 //! The TensorFlow corpus (`tests/tf/corpus/`, written by
-//! `tests/tf/make_corpus.py` with tensorflow-cpu 2.21.0): one graph per op
+//! `tests/tf/make_corpus.py` and `tests/tf/corpus_control_flow.py` with
+//! tensorflow-cpu 2.21.0): one graph per op
 //! family, with the numbers TensorFlow computed. Each graph is imported and
 //! run on the simulator, and every fetched tensor is compared with TF's to
 //! a relative 1e-4 (bf16 and f16 to their own precision). Plain graphs run
@@ -122,7 +123,11 @@ fn lower_for(case: &str, module: &Module, num_replicas: u32) -> Module {
     };
     let graph = module.graph("main").expect("@main");
     match lower(graph, &config) {
-        Ok(lowered) => lowered.module,
+        Ok(mut lowered) => {
+            // The bodies of While / If / calls travel with the programs.
+            tpu_rewrite::ir::functions::carry_functions(module, &mut lowered.module);
+            lowered.module
+        }
         Err(e) => panic!("{case}: lowering failed: {e:?}"),
     }
 }
@@ -217,6 +222,12 @@ corpus_tests!(
     replicated_cnn,
     replicated_mixed_precision,
     replicated_optimizer,
+    // Functional control flow (tests/tf/corpus_control_flow.py).
+    while_loop,
+    cond,
+    replicated_while,
+    stateful_control_flow,
+    tensor_array,
 );
 
 #[test]
@@ -311,6 +322,7 @@ fn kernel_problems_name_every_node_and_dtype_before_the_run() {
                 assert!(spanned(text, *span).contains(&format!("%{node}")), "{node}: span {span:?}");
                 (node.clone(), format!("{attr} = {dtype}"))
             }
+            other => panic!("unexpected problem {other:?}"),
         })
         .collect();
     let want: Vec<(String, String)> = [

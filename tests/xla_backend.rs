@@ -12,9 +12,10 @@ mod support;
 
 use lowering::{default_fetches, prepare};
 
-use tpu_rewrite::exec::driver::{self, RunOutcome};
+use tpu_rewrite::exec::driver;
 use tpu_rewrite::exec::Tensor;
 use tpu_rewrite::xla::backend;
+use tpu_rewrite::xla::stablehlo::HostTransfer;
 
 fn close(a: &Tensor, b: &Tensor, what: &str) {
     assert_eq!(a.shape(), b.shape(), "{what}: shapes differ");
@@ -35,7 +36,19 @@ fn close(a: &Tensor, b: &Tensor, what: &str) {
 }
 
 /// Runs `path` on both backends and compares every output and variable copy.
-fn differential(path: &str, topology: &str, steps: u32, steps_per_run: u32) -> RunOutcome {
+fn differential(path: &str, topology: &str, steps: u32, steps_per_run: u32) -> backend::Outcome {
+    differential_with(path, topology, steps, steps_per_run, None)
+}
+
+/// As [`differential`], with outside-compilation ops reached by `transfer`
+/// (`None`: the backend's default, a host callback on the CPU plugin).
+fn differential_with(
+    path: &str,
+    topology: &str,
+    steps: u32,
+    steps_per_run: u32,
+    host_transfer: Option<HostTransfer>,
+) -> backend::Outcome {
     let (tagged, lowered) = prepare(path, topology, steps_per_run);
     let graph = &tagged.graphs[0];
     let feeds = support::synthetic_feeds(graph);
@@ -44,8 +57,16 @@ fn differential(path: &str, topology: &str, steps: u32, steps_per_run: u32) -> R
     let config = driver::RunConfig { steps, ..driver::RunConfig::default() };
     let sim = driver::run(&lowered.module, &feeds, &fetches, &config, &mut |_, _| {}).expect("the simulator runs");
     let plugin = support::plugin_path();
-    let pjrt_config = backend::RunConfig { plugin: Some(plugin.as_path()), steps, steps_per_run, feeds: &feeds };
-    let pjrt = backend::run(graph, &lowered.assignment, &pjrt_config).unwrap_or_else(|e| panic!("{path}: {e}")).run;
+    let pjrt_config = backend::RunConfig {
+        plugin: Some(plugin.as_path()),
+        steps,
+        steps_per_run,
+        feeds: &feeds,
+        host_transfer,
+        fetch: &[],
+    };
+    let outcome = backend::run(graph, &lowered.assignment, &pjrt_config).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let pjrt = &outcome.run;
     for (name, want) in &sim.fetched {
         let got = pjrt.fetched.iter().find(|(n, _)| n == name).unwrap_or_else(|| panic!("{path}: pjrt has no {name}"));
         close(&got.1, want, &format!("{path} {name}"));
@@ -58,13 +79,13 @@ fn differential(path: &str, topology: &str, steps: u32, steps_per_run: u32) -> R
         }
     }
     assert_eq!(pjrt.iterations, sim.iterations);
-    pjrt
+    outcome
 }
 
 #[test]
 fn mlp_train_matches_the_simulator() {
     let out = differential("examples/mlp_train.opg", "1x8", 1, 1);
-    assert_eq!(out.mirrors.len(), 3);
+    assert_eq!(out.run.mirrors.len(), 3);
 }
 
 #[test]
@@ -121,22 +142,54 @@ fn replica_id_matches() {
 #[test]
 fn mirrored_variable_updates_and_reduced_outputs_match() {
     let out = differential("tests/strategy/last_step.opg", "1x2", 3, 2);
-    assert_eq!(out.mirrors["c"].len(), 2);
+    assert_eq!(out.run.mirrors["c"].len(), 2);
 }
+
+// Outside compilation through the host callback: one module, so one
+// `execute` per step (the stages form needs one per stage and iteration).
 
 #[test]
 fn outside_compilation_with_second_order_gradients_matches() {
-    differential("examples/second_order.opg", "1x8", 2, 1);
+    let out = differential("examples/second_order.opg", "1x8", 2, 1);
+    assert_eq!(out.timings.executions, 2, "one execution per step: the host callback, not stages");
 }
 
 #[test]
 fn outside_compilation_with_steps_per_run_matches() {
-    differential("examples/second_order.opg", "1x8", 1, 3);
+    let out = differential("examples/second_order.opg", "1x8", 1, 3);
+    assert_eq!(out.timings.executions, 1, "steps_per_run loops on the device around the callbacks");
 }
 
 #[test]
 fn tensorflow_outside_compilation_gradients_match() {
-    differential(&shared("oc_grad_r2.pb"), "1x2", 1, 1);
+    let out = differential(&shared("oc_grad_r2.pb"), "1x2", 1, 1);
+    assert_eq!(out.timings.executions, 1, "one execution: the host callback, not stages");
+}
+
+#[test]
+fn outside_compilation_by_stages_still_matches() {
+    let out = differential_with("examples/second_order.opg", "1x8", 1, 2, Some(HostTransfer::Stages));
+    assert!(out.timings.executions > 2, "stages: one execution per stage and iteration");
+    let out = differential_with(&shared("oc_grad_r2.pb"), "1x2", 1, 1, Some(HostTransfer::Stages));
+    assert!(out.timings.executions > 1);
+}
+
+#[test]
+fn send_recv_is_refused_by_the_run() {
+    let (tagged, lowered) = prepare("examples/second_order.opg", "1x8", 1);
+    let graph = &tagged.graphs[0];
+    let feeds = support::synthetic_feeds(graph);
+    let plugin = support::plugin_path();
+    let config = backend::RunConfig {
+        plugin: Some(plugin.as_path()),
+        steps: 1,
+        steps_per_run: 1,
+        feeds: &feeds,
+        host_transfer: Some(HostTransfer::SendRecv),
+        fetch: &[],
+    };
+    let err = backend::run(graph, &lowered.assignment, &config).err().expect("send/recv cannot run here");
+    assert!(matches!(err, tpu_rewrite::xla::XlaError::SendRecvRun { .. }), "{err}");
 }
 
 /// A graph TensorFlow's `tpu.replicate` made (`tests/fixtures/tf-graphs`,
@@ -157,10 +210,21 @@ fn lowered_stablehlo_files_compile_and_run_on_the_plugin() {
     let exe = env!("CARGO_BIN_EXE_tpu-rewrite");
     let dir = tempfile::tempdir().unwrap();
     let client = Client::new(support::loaded(), &ClientConfig { cpu_device_count: Some(8) }).expect("client");
-    for example in ["mlp_train", "model_parallel", "tf_tagged", "two_clusters", "second_order"] {
-        let out = dir.path().join(format!("{example}.mlir"));
+    // A module with host callbacks compiles only once the handler is registered.
+    tpu_rewrite::xla::callback::install(client.plugin(), tpu_rewrite::xla::callback::CPU_PLATFORM).expect("handler");
+    let cases = [
+        ("mlp_train", "callback"),
+        ("model_parallel", "callback"),
+        ("tf_tagged", "callback"),
+        ("two_clusters", "callback"),
+        ("second_order", "callback"),
+        ("second_order", "stages"),
+        ("second_order", "send-recv"),
+    ];
+    for (example, transfer) in cases {
+        let out = dir.path().join(format!("{example}_{transfer}.mlir"));
         let status = std::process::Command::new(exe)
-            .args(["lower", "--format", "stablehlo", "--steps-per-run", "2", "-o"])
+            .args(["lower", "--format", "stablehlo", "--steps-per-run", "2", "--host-transfer", transfer, "-o"])
             .arg(&out)
             .arg(format!("examples/{example}.opg"))
             .status()
@@ -185,6 +249,13 @@ fn lowered_stablehlo_files_compile_and_run_on_the_plugin() {
                 .and_then(|s| s.split(' ').next())
                 .and_then(|n| n.parse().ok())
                 .expect("mhlo.num_partitions");
+            if transfer == "send-recv" {
+                // XLA:CPU parses the module and converts it to HLO, then
+                // its backend refuses host transfers: the form is for TPU/GPU.
+                let err = client.compile(example, module, replicas, partitions).err().expect("CPU has no Send");
+                assert!(err.to_string().contains("Send is not implemented on CPU"), "{example}: {err}");
+                continue;
+            }
             let exe =
                 client.compile(example, module, replicas, partitions).unwrap_or_else(|e| panic!("{example}: {e}"));
             // Zeros of every argument type, read back from the signature.
@@ -210,6 +281,13 @@ fn lowered_stablehlo_files_compile_and_run_on_the_plugin() {
                 })
                 .collect();
             let refs: Vec<Vec<_>> = args.iter().map(|row| row.iter().collect()).collect();
+            if module.contains("stablehlo.custom_call") {
+                // Run 0 (what `lower` prints) has no host programs in this
+                // process: the handler is reached and refuses, by name.
+                let err = exe.execute(&refs).err().unwrap_or_else(|| panic!("{example}: run 0 is not registered"));
+                assert!(err.to_string().contains("no run 0 is registered"), "{example}: {err}");
+                continue;
+            }
             let outputs = exe.execute(&refs).unwrap_or_else(|e| panic!("{example}: {e}"));
             assert_eq!(outputs.len(), replicas * partitions);
             assert_eq!(outputs[0].len(), exe.num_outputs);

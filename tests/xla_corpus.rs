@@ -117,7 +117,14 @@ fn differential(case: &str) {
     let sim = driver::run(&lowered.module, &feeds, &fetches, &RunConfig::default(), &mut |_, _| {})
         .unwrap_or_else(|e| panic!("{case}: the simulator failed: {e}"));
     let plugin = support::plugin_path();
-    let pjrt_config = backend::RunConfig { plugin: Some(plugin.as_path()), steps: 1, steps_per_run: 1, feeds: &feeds };
+    let pjrt_config = backend::RunConfig {
+        plugin: Some(plugin.as_path()),
+        steps: 1,
+        steps_per_run: 1,
+        feeds: &feeds,
+        host_transfer: None,
+        fetch: &[],
+    };
     let pjrt = backend::run(graph, &lowered.assignment, &pjrt_config).unwrap_or_else(|e| panic!("{case}: {e:?}")).run;
     for (name, want) in &wanted {
         let got = pjrt.fetched.iter().find(|(n, _)| n == *name).unwrap_or_else(|| panic!("{case}: pjrt has no {name}"));
@@ -160,6 +167,52 @@ fn replicated_mixed_precision_matches() {
     differential("replicated_mixed_precision");
 }
 
+/// A replicated case PJRT cannot run yet: the run fails with an
+/// unsupported-op error naming an op the lowering table documents as not
+/// lowered (functional control flow and TensorLists), never a crash.
+fn refused(case: &str) {
+    let dir = corpus_dir();
+    let meta: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join(format!("{case}.json"))).unwrap()).unwrap();
+    let bytes = std::fs::read(dir.join(format!("{case}.pbtxt"))).expect("the corpus graph");
+    let (module, _) = import_graphdef(&bytes, GraphDefFormat::Text).unwrap_or_else(|e| panic!("{case}: {e:?}"));
+    let replicas = meta["num_replicas"].as_u64().expect("num_replicas") as u32;
+    let graph = module.graph("main").expect("@main");
+    let config = LowerConfig {
+        topology: Topology { hosts: 1, cores_per_host: replicas, job: "worker".into() },
+        ..LowerConfig::default()
+    };
+    let lowered = lower(graph, &config).unwrap_or_else(|e| panic!("{case}: lowering failed: {e:?}"));
+    let feeds: Vec<(String, Tensor)> =
+        meta["feeds"].as_object().expect("feeds").iter().map(|(n, v)| (n.clone(), tensor_of(v))).collect();
+    let plugin = support::plugin_path();
+    let pjrt_config = backend::RunConfig {
+        plugin: Some(plugin.as_path()),
+        steps: 1,
+        steps_per_run: 1,
+        feeds: &feeds,
+        host_transfer: None,
+        fetch: &[],
+    };
+    match backend::run(graph, &lowered.assignment, &pjrt_config) {
+        Ok(_) => panic!("{case}: PJRT ran it; turn this into a differential test"),
+        Err(e) => {
+            let text = format!("{e:?}");
+            let op = text.split("op: \"").nth(1).and_then(|r| r.split('"').next()).unwrap_or_default();
+            assert!(text.starts_with("UnsupportedOp"), "{case}: {text}");
+            assert!(
+                tpu_rewrite::xla::stablehlo::unlowered_reason(op).is_some(),
+                "{case}: {op} is not documented: {text}"
+            );
+        }
+    }
+}
+
+#[test]
+fn replicated_while_is_refused_with_a_documented_unsupported_op() {
+    refused("replicated_while");
+}
+
 #[test]
 fn every_replicated_corpus_case_has_a_pjrt_test() {
     let source = include_str!("xla_corpus.rs");
@@ -170,7 +223,9 @@ fn every_replicated_corpus_case_has_a_pjrt_test() {
         let meta: Value = serde_json::from_str(&std::fs::read_to_string(entry.path()).unwrap()).unwrap();
         if meta["kind"] == "replicated" {
             found += 1;
-            assert!(source.contains(&format!("differential(\"{case}\")")), "{case} has no PJRT test");
+            let tested = source.contains(&format!("differential(\"{case}\")"))
+                || source.contains(&format!("refused(\"{case}\""));
+            assert!(tested, "{case} has no PJRT test");
         }
     }
     assert!(found > 0, "the corpus has replicated cases");

@@ -163,3 +163,77 @@ fn api_entries_match_the_header_in_order() {
     assert!(text.contains(&format!("#define PJRT_API_MAJOR {}", ffi::API_MAJOR)));
     assert!(text.contains(&format!("#define PJRT_API_MINOR {}", ffi::API_MINOR_MIN)));
 }
+
+/// The XLA FFI and PJRT FFI extension structs (`src/xla/xla_ffi.rs`): their
+/// headers are not in the wheel, so each `*_STRUCT_SIZE` below is worked
+/// out by hand from the C definitions in OpenXLA's `xla/ffi/api/c_api.h`
+/// and `xla/pjrt/c/pjrt_c_api_ffi_extension.h` (x86-64: pointers and
+/// `size_t` 8 bytes, enums and `int` 4, padded to the next field's alignment).
+#[test]
+fn xla_ffi_struct_sizes_match_the_c_definitions() {
+    use tpu_rewrite::xla::xla_ffi::STRUCT_SIZES;
+    let want: HashMap<&str, usize> = [
+        ("PJRT_Extension_Base", 24),            // size, type (+4), next
+        ("PJRT_FFI_Extension", 48),             // base, three entries
+        ("PJRT_FFI_Register_Handler_Args", 52), // six 8-byte fields, traits
+        ("XLA_FFI_Api_Version", 24),            // size, extension, major, minor
+        ("XLA_FFI_Api (head)", 56),             // size, extension, version, internal, Error_Create
+        ("XLA_FFI_Error_Create_Args", 28),      // size, extension, message, errc
+        ("XLA_FFI_Buffer", 48),                 // size, extension, dtype (+4), data, rank, dims
+        ("XLA_FFI_Args", 40),                   // size, extension, size, types, args
+        ("XLA_FFI_Rets", 40),                   // as args
+        ("XLA_FFI_Attrs", 48),                  // size, extension, size, types, names, attrs
+        ("XLA_FFI_CallFrame", 168),             // 4 words, stage (+4), args, rets, attrs
+        ("XLA_FFI_Metadata", 36),               // size, version, traits
+        ("XLA_FFI_Metadata_Extension", 32),     // base, metadata
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(STRUCT_SIZES.len(), want.len());
+    for &(name, ours) in STRUCT_SIZES {
+        assert_eq!(Some(&ours), want.get(name), "{name}");
+    }
+}
+
+/// The plugin's own view: its FFI extension is as large as ours, and it
+/// takes a `PJRT_FFI_Register_Handler_Args` of our size but not one byte less.
+#[test]
+fn the_plugin_agrees_with_the_ffi_extension_layout() {
+    use tpu_rewrite::xla::callback;
+    use tpu_rewrite::xla::xla_ffi as x;
+    let plugin = support::loaded();
+    let mut ext = plugin.api().extension_start.cast::<x::ExtensionBase>();
+    let mut found = None;
+    // SAFETY: the plugin's extension chain of static structs.
+    unsafe {
+        while !ext.is_null() {
+            if (*ext).kind == x::PJRT_EXTENSION_TYPE_FFI {
+                found = Some(ext.cast::<x::PjrtFfiExtension>());
+            }
+            ext = (*ext).next;
+        }
+    }
+    let ffi_ext = found.expect("the CPU plugin has the FFI extension");
+    // SAFETY: as above.
+    let (size, register) = unsafe { ((*ffi_ext).base.struct_size, (*ffi_ext).register_handler) };
+    assert_eq!(size, x::PjrtFfiExtension::STRUCT_SIZE);
+    let register = register.expect("register_handler");
+    let target = "tpu_rewrite_size_probe";
+    for (struct_size, accepted) in
+        [(x::RegisterHandlerArgs::STRUCT_SIZE, true), (x::RegisterHandlerArgs::STRUCT_SIZE - 1, false)]
+    {
+        let mut args = x::RegisterHandlerArgs {
+            struct_size,
+            target_name: target.as_ptr(),
+            target_name_size: target.len(),
+            handler: Some(callback::handler),
+            platform_name: callback::CPU_PLATFORM.as_ptr(),
+            platform_name_size: callback::CPU_PLATFORM.len(),
+            traits: 0,
+        };
+        // SAFETY: valid args for the call.
+        let err = unsafe { register(&mut args) };
+        let result = ffi::check(&plugin, err);
+        assert_eq!(result.is_ok(), accepted, "struct_size {struct_size}: {result:?}");
+    }
+}

@@ -60,7 +60,7 @@ fn replica_id_and_broadcast_lower_to_their_collectives() {
 
 #[test]
 fn outside_compilation_splits_the_program_into_stages() {
-    let (ok, text, err) = lower(&["examples/second_order.opg"]);
+    let (ok, text, err) = lower(&["--host-transfer", "stages", "examples/second_order.opg"]);
     assert!(ok, "{err}");
     let modules: Vec<&str> = text.split("// -----\n").collect();
     assert!(modules.len() >= 2, "{text}");
@@ -92,4 +92,45 @@ fn model_parallelism_places_each_op_on_its_core_by_maximal_sharding() {
     assert!(text.contains("mhlo.num_partitions = 2 : i32"), "{text}");
     assert!(text.contains("mhlo.sharding = \"{maximal device=0}\""), "{text}");
     assert!(text.contains("mhlo.sharding = \"{maximal device=1}\""), "{text}");
+}
+
+#[test]
+fn outside_compilation_calls_the_host_from_one_module() {
+    let (ok, text, err) = lower(&["--steps-per-run", "2", "examples/second_order.opg"]);
+    assert!(ok, "{err}");
+    assert!(!text.contains("// -----"), "one module: {text}");
+    assert!(text.contains("stablehlo.while"), "steps_per_run loops on the device around the calls: {text}");
+    let calls: Vec<&str> = text.lines().filter(|l| l.contains("\"stablehlo.custom_call\"")).collect();
+    // The forward Square and its two gradient clusters: three host programs.
+    assert_eq!(calls.len(), 3, "{text}");
+    for (k, call) in calls.iter().enumerate() {
+        assert!(call.contains("call_target_name = \"tpu_rewrite_host\""), "{call}");
+        assert!(call.contains("api_version = 4 : i32") && call.contains("has_side_effect = true"), "{call}");
+        assert!(call.contains(&format!("backend_config = {{oc_program = {k} : i64, run = 0 : i64}}")), "{call}");
+        // Operand 0: the replica id, converted to i32 just before.
+        assert!(call.contains(": (tensor<i32>, tensor<3xf32>"), "{call}");
+    }
+}
+
+#[test]
+fn send_recv_form_has_host_transfers_with_distinct_channels() {
+    let (ok, text, err) = lower(&["--host-transfer", "send-recv", "examples/second_order.opg"]);
+    assert!(ok, "{err}");
+    assert!(!text.contains("custom_call"), "{text}");
+    let transfers: Vec<&str> =
+        text.lines().filter(|l| l.contains("\"stablehlo.send\"") || l.contains("\"stablehlo.recv\"")).collect();
+    assert!(transfers.len() >= 4, "{text}");
+    let mut handles = std::collections::BTreeSet::new();
+    for t in &transfers {
+        assert!(t.contains("is_host_transfer = true"), "{t}");
+        assert!(t.contains("_xla_host_transfer_handler_name = \"tf_rendezvous\""), "{t}");
+        assert!(t.contains("_xla_host_transfer_rendezvous = \"cluster_oc"), "{t}");
+        // Device-to-host sends are channel type 2, host-to-device receives type 3.
+        let kind = if t.contains("\"stablehlo.send\"") { "type = 2>" } else { "type = 3>" };
+        assert!(t.contains(kind), "{t}");
+        let handle = t.split("<handle = ").nth(1).and_then(|s| s.split(',').next()).expect("a handle");
+        assert!(handles.insert(handle.to_string()), "channel {handle} used twice");
+    }
+    // Every send and receive is threaded on a token that starts at after_all.
+    assert_eq!(text.matches("\"stablehlo.after_all\"").count(), 3, "{text}");
 }

@@ -37,7 +37,8 @@ pub enum CliError {
     #[diagnostic(code(tpu_rewrite::cli::feed))]
     Feed { message: String },
 
-    /// A feed's value cannot be decoded as its tensor (labelled at the node it feeds).
+    /// A feed's value cannot be decoded as its tensor. Labelled at the node
+    /// it feeds; the related note points at the value in the feed file.
     #[error("{file}: feed `{tensor}`: {message}")]
     #[diagnostic(code(tpu_rewrite::cli::feed_value), help("a feed is a number, or nested arrays of one shape"))]
     FeedValue {
@@ -45,6 +46,38 @@ pub enum CliError {
         tensor: String,
         message: String,
         #[label("fed here from {file}")]
+        span: Option<crate::syntax::Span>,
+        /// Where the value sits in the feed file.
+        #[related]
+        in_file: Vec<InFile>,
+    },
+
+    /// A JSON feed file is not JSON (labelled where the parser stopped).
+    #[error("{file}: not JSON: {message}")]
+    #[diagnostic(
+        code(tpu_rewrite::cli::feed_json),
+        help("a feed file is a JSON object mapping tensor names to nested arrays")
+    )]
+    FeedJson {
+        file: String,
+        message: String,
+        #[source_code]
+        text: std::sync::Arc<miette::NamedSource<String>>,
+        #[label("{message}")]
+        at: miette::SourceSpan,
+    },
+
+    /// The module has functions (graphs with `role = "function"`) but its
+    /// graph has no `library` attribute to write them in: the export writes
+    /// the library a GraphDef was imported with and cannot build one.
+    #[error("function `@{function}` cannot be written to a GraphDef: the graph has no imported `library`")]
+    #[diagnostic(
+        code(tpu_rewrite::cli::functions_without_library),
+        help("functions written in .opg run on the simulator; a GraphDef export needs a module imported from a GraphDef with its library")
+    )]
+    FunctionsWithoutLibrary {
+        function: String,
+        #[label("this function")]
         span: Option<crate::syntax::Span>,
     },
 
@@ -81,4 +114,20 @@ impl CliError {
     pub fn feed(message: impl Into<String>) -> CliError {
         CliError::Feed { message: message.into() }
     }
+}
+
+/// A place in a file other than the graph's (a feed file), for a related note.
+#[derive(Debug, Error, Diagnostic)]
+#[error("in {file}")]
+pub struct InFile {
+    /// The file's path as the user gave it.
+    pub file: String,
+    /// The file's text.
+    #[source_code]
+    pub text: std::sync::Arc<miette::NamedSource<String>>,
+    /// What is at the place.
+    pub label: String,
+    /// The place.
+    #[label("{label}")]
+    pub at: miette::SourceSpan,
 }

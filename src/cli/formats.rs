@@ -127,14 +127,22 @@ pub fn emit_bytes(module: &Module, format: EmitFormat) -> Result<Vec<u8>, Vec<An
             ))])
         }
         EmitFormat::Pbtxt | EmitFormat::Pb => {
-            let [graph] = module.graphs.as_slice() else {
+            // Functions travel in the graph's `library`, not as graphs of the GraphDef.
+            use crate::ir::functions::is_function;
+            let graphs: Vec<&crate::ir::Graph> = module.graphs.iter().filter(|g| !is_function(g)).collect();
+            let [graph] = graphs.as_slice() else {
                 // Labelled at the second graph, the first that does not fit.
-                let span = module.graphs.get(1).map(|g| g.span).filter(|s| *s != crate::syntax::Span::DETACHED);
-                return Err(vec![Box::new(super::error::CliError::GraphDefGraphs {
-                    graphs: module.graphs.len(),
-                    span,
-                })]);
+                let span = graphs.get(1).map(|g| g.span).filter(|s| *s != crate::syntax::Span::DETACHED);
+                return Err(vec![Box::new(super::error::CliError::GraphDefGraphs { graphs: graphs.len(), span })]);
             };
+            if let Some(f) = module.graphs.iter().find(|g| is_function(g)) {
+                if graph.attrs.get(tf::graph_attr::LIBRARY).is_none() {
+                    return Err(vec![Box::new(super::error::CliError::FunctionsWithoutLibrary {
+                        function: f.name.clone(),
+                        span: Some(f.span).filter(|s| *s != crate::syntax::Span::DETACHED),
+                    })]);
+                }
+            }
             graphdef_bytes(graph, format == EmitFormat::Pbtxt)?
         }
     })

@@ -3,10 +3,13 @@
 //! Exit codes: 0 on success, 1 when the input has errors (diagnostics on
 //! stderr), 2 for usage errors. Outputs named with `-o` or `--write` are
 //! written atomically.
+//!
+//! This module belongs to the `tpu-rewrite` binary (`src/main.rs` declares
+//! it), not to the library: it reaches the library through the binary's
+//! crate root, which re-exports the library's modules.
 
 #[macro_use]
 pub mod console;
-pub mod diagnostics;
 pub mod error;
 mod formats;
 pub mod gen;
@@ -14,7 +17,9 @@ pub mod io;
 pub mod ops;
 mod pipeline;
 pub mod progress;
-pub mod source;
+
+use crate::diagnostics;
+use crate::diagnostics::source;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -127,6 +132,12 @@ pub struct LowerArgs {
     /// Print how long each phase took (load, each pass, lowering) to stderr.
     #[arg(long)]
     pub time_passes: bool,
+    /// How a StableHLO device program reaches its outside-compilation ops:
+    /// a host callback (custom_call, XLA FFI), host send/recv (TPU/GPU,
+    /// untested), or one module per stage. Default: callback for `lower`
+    /// and for a CPU plugin; stages for other plugins (docs/xla.md).
+    #[arg(long, value_enum)]
+    pub host_transfer: Option<crate::xla::stablehlo::HostTransfer>,
 }
 
 /// The subcommands.

@@ -11,7 +11,7 @@
 //! need particular operands or attributes to run at all show `—` (the mesh
 //! runs the device ops itself and they are not probed). The *pjrt*
 //! column is the StableHLO lowering table's own answer
-//! ([`crate::xla::stablehlo::ops::lowering_of`]): a builder, a variable
+//! ([`crate::xla::stablehlo::lowering_of`]): a builder, a variable
 //! update the emitter threads through the step, a value that must fold to
 //! a constant, or a structural op (arguments, results, metadata).
 //! Cost: a few hundred kernel calls on two-element tensors.
@@ -20,7 +20,7 @@ use crate::exec::kernels::{run_kernel, DEVICE_OPS, PURE_OPS};
 use crate::exec::Tensor;
 use crate::ir::ops::{lookup, Placement};
 use crate::ir::{AttrMap, AttrValue, DType};
-use crate::xla::stablehlo::ops::lowering_of;
+use crate::xla::stablehlo::{lowering_of, unlowered_reason};
 
 /// What `tpu-rewrite ops` says of one op.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -161,7 +161,10 @@ pub fn plain_table() -> String {
             op.backend,
             op.placement,
             op.backends(),
-            op.pjrt.unwrap_or("-"),
+            op.pjrt.map(str::to_string).unwrap_or_else(|| match unlowered_reason(op.name) {
+                Some(why) => format!("- ({why})"),
+                None => "-".to_string(),
+            }),
             dtype_list(&op.dtypes)
         ));
     }
@@ -194,7 +197,10 @@ pub fn markdown_table() -> String {
             op.backend,
             op.placement,
             op.backends(),
-            op.pjrt.unwrap_or("-"),
+            op.pjrt.map(str::to_string).unwrap_or_else(|| match unlowered_reason(op.name) {
+                Some(why) => format!("- ({why})"),
+                None => "-".to_string(),
+            }),
             dtype_list(&op.dtypes)
         ));
     }

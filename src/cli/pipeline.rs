@@ -209,7 +209,9 @@ fn rewrite_and_lower(
     drop(bar);
     timer.lap("lower");
     match lowered {
-        Ok(lowered) => {
+        Ok(mut lowered) => {
+            // The bodies of While / If / calls travel with the programs that call them.
+            crate::ir::functions::carry_functions(&loaded.module, &mut lowered.module);
             if lower_args.time_passes {
                 for phase in &lowered.phases {
                     errln!("  {:<22} {:>12.3} ms wall", phase.name, phase.wall.as_secs_f64() * 1e3);
@@ -254,7 +256,8 @@ pub fn lower_command(
     };
     if emit == EmitFormat::Stablehlo {
         let Some(graph) = loaded.module.graphs.first() else { return ExitCode::from(1) };
-        return match crate::xla::stablehlo::emit_all(graph, &lowered.assignment, lower_args.steps_per_run) {
+        let transfer = lower_args.host_transfer.unwrap_or_default();
+        return match crate::xla::stablehlo::emit_all(graph, &lowered.assignment, lower_args.steps_per_run, transfer) {
             Ok(text) => finish(write_output(output.as_deref(), text.as_bytes())),
             Err(e) => {
                 report(vec![Box::new(e)], &loaded.source);
@@ -404,8 +407,14 @@ fn read_json_feeds(
 ) -> Result<Vec<(String, Tensor)>, CliError> {
     let text =
         std::fs::read(path).map_err(|e| CliError::Read { path: path.display().to_string(), reason: e.to_string() })?;
-    let value: serde_json::Value =
-        serde_json::from_slice(&text).map_err(|e| CliError::feed(format!("{}: not JSON: {e}", path.display())))?;
+    let file = path.display().to_string();
+    let named = |text: &[u8]| Arc::new(miette::NamedSource::new(&file, String::from_utf8_lossy(text).into_owned()));
+    let value: serde_json::Value = serde_json::from_slice(&text).map_err(|e| CliError::FeedJson {
+        file: file.clone(),
+        message: e.to_string(),
+        text: named(&text),
+        at: json_error_offset(&text, &e).into(),
+    })?;
     let object = value.get("feeds").unwrap_or(&value);
     let serde_json::Value::Object(map) = object else {
         return Err(CliError::feed(format!("{}: expected an object mapping tensor names to arrays", path.display())));
@@ -415,16 +424,46 @@ fn read_json_feeds(
             let tensor = exec::tensor_from_json(v, feed_dtype(lowered, tagged, name)).map_err(|e| {
                 let node = name.split(':').next().unwrap_or(name);
                 let span = tagged.graphs.first().and_then(|g| g.find(node).map(|id| g.node(id).span));
-                CliError::FeedValue {
-                    file: path.display().to_string(),
-                    tensor: name.clone(),
-                    message: e.to_string(),
-                    span,
-                }
+                let in_file = json_key_span(&text, name)
+                    .map(|at| crate::cli::error::InFile {
+                        file: file.clone(),
+                        text: named(&text),
+                        label: e.to_string(),
+                        at: at.into(),
+                    })
+                    .into_iter()
+                    .collect();
+                CliError::FeedValue { file: file.clone(), tensor: name.clone(), message: e.to_string(), span, in_file }
             })?;
             Ok((name.clone(), tensor))
         })
         .collect()
+}
+
+/// The byte offset at which `serde_json` stopped (it reports 1-based lines
+/// and columns).
+fn json_error_offset(text: &[u8], error: &serde_json::Error) -> usize {
+    let line_start: usize = text.split(|&b| b == b'\n').take(error.line().saturating_sub(1)).map(|l| l.len() + 1).sum();
+    (line_start + error.column().saturating_sub(1)).min(text.len())
+}
+
+/// The span of object key `key` (a key followed by `:`) in JSON text; the
+/// first such key wins.
+fn json_key_span(text: &[u8], key: &str) -> Option<std::ops::Range<usize>> {
+    let quoted = serde_json::to_string(key).ok()?;
+    let quoted = quoted.as_bytes();
+    let mut from = 0;
+    while let Some(at) = text.get(from..)?.windows(quoted.len()).position(|w| w == quoted) {
+        let start = from + at;
+        let end = start + quoted.len();
+        let rest = &text[end..];
+        let colon = rest.iter().position(|b| !b.is_ascii_whitespace());
+        if colon.is_some_and(|c| rest[c] == b':') {
+            return Some(start..end);
+        }
+        from = end;
+    }
+    None
 }
 
 fn read_feeds(args: &RunArgs, lowered: &Module, tagged: &Module) -> Result<Vec<(String, Tensor)>, CliError> {
@@ -776,18 +815,14 @@ pub fn run_command(args: RunArgs) -> ExitCode {
             }
         }
         Backend::Pjrt => {
-            if !args.fetch.is_empty() {
-                eprintln!(
-                    "error: --backend pjrt fetches the computation outputs and variables; --fetch is for the simulator"
-                );
-                return ExitCode::from(1);
-            }
             let Some(graph) = loaded.module.graphs.first() else { return ExitCode::from(1) };
             let config = crate::xla::backend::RunConfig {
                 plugin: args.pjrt_plugin.as_deref(),
                 steps: args.steps.max(1),
                 steps_per_run: args.lower.steps_per_run.max(1),
                 feeds: &feeds,
+                host_transfer: args.lower.host_transfer,
+                fetch: &fetches,
             };
             let filter = crate::xla::stderr::Filter::install();
             let result = crate::xla::backend::run(graph, &assignment, &config);
@@ -796,6 +831,16 @@ pub fn run_command(args: RunArgs) -> ExitCode {
                 // The simulator's default fetches, in its order, so both backends print alike.
                 Ok(mut o) => {
                     let mut by_name: std::collections::HashMap<String, Tensor> = o.run.fetched.drain(..).collect();
+                    // --fetch names the device program's results; anything else
+                    // (a host op after the step, a target) is not computed here.
+                    if let Some(name) = fetches.iter().find(|n| !by_name.contains_key(*n)) {
+                        let mut available: Vec<&String> = by_name.keys().collect();
+                        available.sort();
+                        let available = available.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ");
+                        let e = crate::xla::XlaError::NotFetchable { name: name.clone(), available };
+                        report(vec![Box::new(e)], &loaded.source);
+                        return ExitCode::from(1);
+                    }
                     o.run.fetched = fetches.iter().filter_map(|n| by_name.remove_entry(n)).collect();
                     Ok(o.run)
                 }

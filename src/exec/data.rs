@@ -62,8 +62,11 @@ pub fn tensor_to_json(tensor: &Tensor) -> Value {
         }
         Tensor::I8(a) => nest(&shape, &a.iter().copied().collect::<Vec<_>>(), &|x: &i8| Value::from(*x)),
         Tensor::U8(a) => nest(&shape, &a.iter().copied().collect::<Vec<_>>(), &|x: &u8| Value::from(*x)),
-        Tensor::Str(a) => nest(&shape, &a.iter().cloned().collect::<Vec<_>>(), &|x: &String| Value::String(x.clone())),
+        Tensor::Str(a) => nest(&shape, &a.iter().cloned().collect::<Vec<_>>(), &|x: &Vec<u8>| {
+            Value::String(String::from_utf8_lossy(x).into_owned())
+        }),
         Tensor::Resource(h) => Value::String(format!("<resource {} on {}>", h.name, h.device)),
+        Tensor::Variant(_) => Value::String("<variant>".into()),
     }
 }
 
@@ -110,7 +113,7 @@ pub fn tensor_from_json(value: &Value, dtype: DType) -> Result<Tensor, ExecError
         DType::I32 => convert(&shape, &leaves, |v| v.as_i64().and_then(|x| i32::try_from(x).ok()), "an i32 integer"),
         DType::I64 => convert(&shape, &leaves, Value::as_i64, "an i64 integer"),
         DType::Bool => convert(&shape, &leaves, Value::as_bool, "a bool"),
-        DType::Str => convert(&shape, &leaves, |v| v.as_str().map(str::to_string), "a string"),
+        DType::Str => convert(&shape, &leaves, |v| v.as_str().map(|s| s.as_bytes().to_vec()), "a string"),
         other => Err(ExecError::data(JSON, format!("dtype {other} cannot be read from JSON"))),
     }
 }

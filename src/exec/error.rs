@@ -19,12 +19,24 @@ pub enum KernelError {
     /// The inputs or attributes do not fit the op (bad shape, bad axis, ...).
     #[error("{op}: {message}")]
     #[diagnostic(code(tpu_rewrite::exec::invalid_argument))]
-    InvalidArgument { op: String, message: String },
+    InvalidArgument {
+        /// The op type.
+        op: String,
+        /// What does not fit.
+        message: String,
+    },
 
     /// An input has a dtype the kernel does not handle.
     #[error("{op}: unsupported dtype {dtype} ({what})")]
     #[diagnostic(code(tpu_rewrite::exec::unsupported_dtype))]
-    UnsupportedDType { op: String, dtype: DType, what: String },
+    UnsupportedDType {
+        /// The op type.
+        op: String,
+        /// The dtype the kernel does not handle.
+        dtype: DType,
+        /// Which input or attribute has it.
+        what: String,
+    },
 
     /// No kernel is registered for this op type.
     #[error("no kernel for op `{op}`")]
@@ -32,13 +44,19 @@ pub enum KernelError {
         code(tpu_rewrite::exec::no_kernel),
         help("see `exec::missing_kernels` for every op type of a module that has no kernel")
     )]
-    NoKernel { op: String },
+    NoKernel {
+        /// The op type.
+        op: String,
+    },
 
     /// The op needs the mesh (variables, channels, collectives, feeds) and
     /// was called through [`crate::exec::run_kernel`], which has no device.
     #[error("{op}: this op needs a device of the mesh and cannot run as a plain kernel")]
     #[diagnostic(code(tpu_rewrite::exec::needs_device))]
-    NeedsDevice { op: String },
+    NeedsDevice {
+        /// The op type.
+        op: String,
+    },
 
     /// A tensor the op would make is larger than the tensor-size limit, or
     /// its size overflows.
@@ -47,12 +65,41 @@ pub enum KernelError {
         code(tpu_rewrite::exec::too_large),
         help("the limit is half the available memory by default; `run --max-tensor-bytes N` changes it")
     )]
-    TooLarge { op: String, shape: String, dtype: DType, bytes: String, limit: u64 },
+    TooLarge {
+        /// The op type.
+        op: String,
+        /// The tensor's shape, as printed.
+        shape: String,
+        /// The tensor's dtype.
+        dtype: DType,
+        /// The bytes it needs, as printed.
+        bytes: String,
+        /// The tensor-size limit in bytes.
+        limit: u64,
+    },
+
+    /// An `Assert` op's condition was false: TensorFlow's `InvalidArgumentError`.
+    #[error("{op}: {message}")]
+    #[diagnostic(
+        code(tpu_rewrite::exec::assertion_failed),
+        help("the graph's own check failed on these values; the message lists the op's data inputs")
+    )]
+    AssertionFailed {
+        /// The `Assert` op's name.
+        op: String,
+        /// TensorFlow's message: the condition and the op's data inputs.
+        message: String,
+    },
 
     /// The kernel panicked: a bug in tpu-rewrite.
     #[error("{op}: kernel panicked (a bug in tpu-rewrite): {message}")]
     #[diagnostic(code(tpu_rewrite::exec::kernel_panic))]
-    Panic { op: String, message: String },
+    Panic {
+        /// The op type.
+        op: String,
+        /// The panic's message.
+        message: String,
+    },
 }
 
 impl KernelError {
@@ -74,9 +121,13 @@ pub enum KernelProblem {
     #[error("`%{node}` (`@{graph}`): no kernel for op `{op}`")]
     #[diagnostic(code(tpu_rewrite::exec::no_kernel_for_node))]
     NoKernel {
+        /// The device program's name, without `@`.
         graph: String,
+        /// The node's name.
         node: String,
+        /// The op type.
         op: String,
+        /// The node.
         #[label("no kernel for `{op}`")]
         span: Span,
     },
@@ -85,12 +136,37 @@ pub enum KernelProblem {
     #[error("`%{node}` (`@{graph}`): op `{op}` has no kernel for {attr} = {dtype}")]
     #[diagnostic(code(tpu_rewrite::exec::unsupported_node_dtype))]
     UnsupportedDType {
+        /// The device program's name, without `@`.
         graph: String,
+        /// The node's name.
         node: String,
+        /// The op type.
         op: String,
+        /// The dtype attribute's name.
         attr: String,
+        /// The dtype it names.
         dtype: DType,
+        /// The node.
         #[label("{attr} = {dtype} is not supported here")]
+        span: Span,
+    },
+
+    /// A node of a TPU device program makes or takes a string tensor;
+    /// strings live on the host only.
+    #[error("`%{node}` (`@{graph}`): op `{op}` has a string tensor on a TPU device")]
+    #[diagnostic(
+        code(tpu_rewrite::exec::string_on_device),
+        help("string tensors (and StringFormat, PrintV2, Assert, ScalarSummary) run on the host: put them under `outside_compilation` (tpu.outside_compilation in TensorFlow)")
+    )]
+    StringOnDevice {
+        /// The device program holding the node.
+        graph: String,
+        /// The node with a string input or output.
+        node: String,
+        /// The node's op type.
+        op: String,
+        /// The node.
+        #[label("a string tensor on the device")]
         span: Span,
     },
 }
@@ -106,22 +182,32 @@ pub enum ExecError {
         help("run the rewrite passes and the lowering before executing")
     )]
     NotLowered {
+        /// The device program's name, without `@`.
         graph: String,
+        /// What authoring construct is left.
         reason: String,
+        /// The construct.
         #[label("here")]
         span: Span,
     },
 
     /// Some nodes of the module cannot run: their op type has no kernel
     /// (`ops` lists those types), or a dtype attribute names a dtype their
-    /// kernel does not take. `problems` names every such node with its span.
-    #[error("{} node(s) cannot run; no kernel for {} op type(s): {}", problems.len(), ops.len(), ops.join(", "))]
+    /// kernel does not take, or a string tensor sits on a TPU device.
+    /// `problems` names every such node with its span.
+    #[error(
+        "{} node(s) cannot run{}",
+        problems.len(),
+        if ops.is_empty() { String::new() } else { format!("; no kernel for {} op type(s): {}", ops.len(), ops.join(", ")) }
+    )]
     #[diagnostic(
         code(tpu_rewrite::exec::missing_kernels),
         help("docs/ops.md lists the supported op types and dtypes")
     )]
     MissingKernels {
+        /// The op types without a kernel.
         ops: Vec<String>,
+        /// Every node that cannot run, with its span.
         #[related]
         problems: Vec<KernelProblem>,
     },
@@ -133,9 +219,13 @@ pub enum ExecError {
         help("the executor cannot run this op type; `lower` still prints its programs")
     )]
     NoKernel {
+        /// The op type.
         op: String,
+        /// The node's name.
         node: String,
+        /// How many nodes have this op type.
         nodes: usize,
+        /// The first such node.
         #[label("no kernel for `{op}`")]
         span: Span,
     },
@@ -144,9 +234,37 @@ pub enum ExecError {
     #[error("graph `@{graph}` has a cycle through `%{node}`")]
     #[diagnostic(code(tpu_rewrite::exec::cycle))]
     Cycle {
+        /// The device program's name, without `@`.
         graph: String,
+        /// The node's name.
         node: String,
+        /// A node on the cycle.
         #[label("on a cycle")]
+        span: Span,
+    },
+
+    /// TF1 control flow whose frames do not nest as TensorFlow builds them:
+    /// an edge that enters a loop other than through `Enter`, leaves one other
+    /// than through `Exit`, or an `Exit` outside every loop (also what a
+    /// lowered outside compilation inside a loop looks like: its transfers
+    /// belong to no frame).
+    #[error("graph `@{graph}`: `%{node}` {reason}")]
+    #[diagnostic(
+        code(tpu_rewrite::exec::control_flow),
+        help(
+            "a TF1 loop's values enter it through `Enter` and leave it through `Exit`, as `tf.while_loop` builds \
+             them; outside compilation inside a TF1 loop is not supported (its transfers run once per step)"
+        )
+    )]
+    ControlFlow {
+        /// The program holding the node.
+        graph: String,
+        /// The node where the control flow breaks.
+        node: String,
+        /// What is wrong with it.
+        reason: String,
+        /// The node.
+        #[label("here")]
         span: Span,
     },
 
@@ -155,9 +273,13 @@ pub enum ExecError {
     #[error("graph `@{graph}`: channel `{channel}` {problem}")]
     #[diagnostic(code(tpu_rewrite::exec::channel))]
     Channel {
+        /// The device program's name, without `@`.
         graph: String,
+        /// The channel's key.
         channel: String,
+        /// What is wrong: no writer, or two writers.
         problem: String,
+        /// The `_Recv` or `_Send`.
         #[label("this op")]
         span: Span,
     },
@@ -165,23 +287,39 @@ pub enum ExecError {
     /// A feed or fetch names a graph that does not exist.
     #[error("unknown graph `@{graph}`")]
     #[diagnostic(code(tpu_rewrite::exec::unknown_graph))]
-    UnknownGraph { graph: String },
+    UnknownGraph {
+        /// The graph's name as given, without `@`.
+        graph: String,
+    },
 
     /// A feed or fetch names a tensor that does not exist.
     #[error("graph `@{graph}` has no tensor `{tensor}`: {reason}")]
     #[diagnostic(code(tpu_rewrite::exec::unknown_tensor))]
-    UnknownTensor { graph: String, tensor: String, reason: String },
+    UnknownTensor {
+        /// The graph's name, without `@`.
+        graph: String,
+        /// The tensor as given (`node:output`).
+        tensor: String,
+        /// Why the tensor does not exist.
+        reason: String,
+    },
 
     /// A kernel failed on one device; the step was cancelled.
     #[error("on `@{graph}` ({device}), op `{op}` (`%{node}`) failed: {source}")]
     #[diagnostic(code(tpu_rewrite::exec::kernel))]
     Kernel {
+        /// The device program's name, without `@`.
         graph: String,
+        /// The device the program runs on.
         device: String,
+        /// The node's name.
         node: String,
+        /// The op type.
         op: String,
+        /// The kernel's error.
         #[source]
         source: KernelError,
+        /// The node.
         #[label("this op failed")]
         span: Span,
     },
@@ -190,11 +328,17 @@ pub enum ExecError {
     #[error("on `@{graph}` ({device}), op `{op}` (`%{node}`) panicked: {message}")]
     #[diagnostic(code(tpu_rewrite::exec::panic), help("a panic is a bug in tpu-rewrite; please report it"))]
     Panic {
+        /// The device program's name, without `@`.
         graph: String,
+        /// The device the program runs on.
         device: String,
+        /// The node's name.
         node: String,
+        /// The op type.
         op: String,
+        /// The panic's message.
         message: String,
+        /// The node.
         #[label("while running this op")]
         span: Span,
     },
@@ -206,12 +350,19 @@ pub enum ExecError {
         help("a peer never sent, or the programs wait on each other; MeshConfig::timeout sets the limit")
     )]
     Timeout {
+        /// The device program's name, without `@`.
         graph: String,
+        /// The device the program runs on.
         device: String,
+        /// The node's name.
         node: String,
+        /// The op type.
         op: String,
+        /// What the op waited for.
         what: String,
+        /// How long it waited.
         waited: Duration,
+        /// The node.
         #[label("waiting here")]
         span: Span,
     },
@@ -220,11 +371,17 @@ pub enum ExecError {
     #[error("on `@{graph}`, collective `%{node}` (group `{group}`, instance {instance}): {message}")]
     #[diagnostic(code(tpu_rewrite::exec::collective))]
     Collective {
+        /// The device program's name, without `@`.
         graph: String,
+        /// The node's name.
         node: String,
+        /// The collective's group key.
         group: String,
+        /// The collective's instance key.
         instance: i64,
+        /// How the members disagree.
         message: String,
+        /// The node.
         #[label("this collective")]
         span: Span,
     },
@@ -232,7 +389,12 @@ pub enum ExecError {
     /// A tensor could not be read from or written to JSON or `.npy`.
     #[error("cannot convert tensor data ({format}): {message}")]
     #[diagnostic(code(tpu_rewrite::exec::data))]
-    Data { format: String, message: String },
+    Data {
+        /// The format (`json` or `npy`).
+        format: String,
+        /// What could not be read or written.
+        message: String,
+    },
 
     /// A feed or fetch that the feed/fetch rule forbids.
     #[error(transparent)]
@@ -246,7 +408,9 @@ pub enum ExecError {
         help("feed it with `--feed {node}:0=FILE.npy` or `--feeds FILE.json`")
     )]
     MissingFeed {
+        /// The Placeholder's name.
         node: String,
+        /// The Placeholder.
         #[label("this Placeholder is not fed")]
         span: Span,
     },
@@ -255,10 +419,15 @@ pub enum ExecError {
     #[error("feed `{tensor}` is {found}, but `%{node}` takes {expected}")]
     #[diagnostic(code(tpu_rewrite::exec::feed_mismatch), help("feed a tensor of the placeholder's dtype and shape"))]
     FeedMismatch {
+        /// The feed as given (`node:output`).
         tensor: String,
+        /// The Placeholder's name.
         node: String,
+        /// The dtype and shape it takes.
         expected: String,
+        /// The dtype and shape fed.
         found: String,
+        /// The Placeholder.
         #[label("takes {expected}")]
         span: Span,
     },
@@ -271,12 +440,20 @@ pub enum ExecError {
         code(tpu_rewrite::exec::indivisible_batch),
         help("feed a global batch whose first dimension is a multiple of the replica count")
     )]
-    IndivisibleBatch { global_batch_size: usize, num_replicas_in_sync: usize },
+    IndivisibleBatch {
+        /// The size of the batch's first dimension.
+        global_batch_size: usize,
+        /// The replica count it must divide by.
+        num_replicas_in_sync: usize,
+    },
 
     /// A value fed as a global batch has no batch dimension.
     #[error("cannot split a global batch: {reason}")]
     #[diagnostic(code(tpu_rewrite::exec::unbatchable), help("a global batch needs at least one dimension"))]
-    Unbatchable { reason: String },
+    Unbatchable {
+        /// Why the value cannot be split.
+        reason: String,
+    },
 
     /// `--feed-per-host` was given a different number of feeds than the
     /// topology has input hosts.
@@ -285,7 +462,12 @@ pub enum ExecError {
         code(tpu_rewrite::exec::host_feed_count),
         help("give one feed per host, in host order (the order `lower --describe` lists the input workers)")
     )]
-    HostFeedCount { given: usize, hosts: usize },
+    HostFeedCount {
+        /// How many per-host feeds were given.
+        given: usize,
+        /// How many input hosts the device assignment has.
+        hosts: usize,
+    },
 
     /// A per-host feed lacks a computation input that another host feeds.
     #[error("the feed of host {host} has no `{input}`, which host {other} feeds")]
@@ -293,7 +475,14 @@ pub enum ExecError {
         code(tpu_rewrite::exec::host_feed_missing),
         help("every host feeds every computation input for its own replicas")
     )]
-    HostFeedMissing { host: usize, input: String, other: usize },
+    HostFeedMissing {
+        /// The host whose feed lacks the input.
+        host: usize,
+        /// The computation input it lacks.
+        input: String,
+        /// A host that feeds the input.
+        other: usize,
+    },
 
     /// A host's batch does not split evenly among that host's replicas.
     #[error(
@@ -303,12 +492,37 @@ pub enum ExecError {
         code(tpu_rewrite::exec::indivisible_host_batch),
         help("each host's batch is split along dimension 0 among the replicas it feeds")
     )]
-    IndivisibleHostBatch { host: usize, input: String, host_batch_size: usize, replicas: usize },
+    IndivisibleHostBatch {
+        /// The host.
+        host: usize,
+        /// The computation input.
+        input: String,
+        /// The rows of the host's batch.
+        host_batch_size: usize,
+        /// How many replicas the host feeds.
+        replicas: usize,
+    },
+
+    /// A function of the module (a `role = "function"` graph) that cannot
+    /// be run: its `_Arg` / `_Retval` indices are malformed or its nodes
+    /// form a cycle.
+    #[error("{reason}")]
+    #[diagnostic(
+        code(tpu_rewrite::exec::malformed_function),
+        help("`tpu-rewrite check` reports the problems of a module's functions")
+    )]
+    MalformedFunction {
+        /// What is malformed.
+        reason: String,
+    },
 
     /// A broken internal invariant: a bug in tpu-rewrite, not in the input.
     #[error("internal error (a bug in tpu-rewrite): {message}")]
     #[diagnostic(code(tpu_rewrite::exec::internal), help("please report this with the input that caused it"))]
-    Internal { message: String },
+    Internal {
+        /// The invariant that broke.
+        message: String,
+    },
 }
 
 impl ExecError {

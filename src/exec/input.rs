@@ -25,6 +25,7 @@ pub fn split_batch(global: &Tensor, num_replicas: usize) -> Result<Vec<Tensor>, 
         return Err(ExecError::Unbatchable {
             reason: match global {
                 Tensor::Resource(_) => "a resource handle has no batch dimension".into(),
+                Tensor::Variant(_) => "a variant (TensorList or Optional) has no batch dimension".into(),
                 _ => "a scalar has no batch dimension".into(),
             },
         });
@@ -45,8 +46,8 @@ pub fn split_batch(global: &Tensor, num_replicas: usize) -> Result<Vec<Tensor>, 
         Tensor::I8(a) => slices.map(|s| slice(a, s)).collect(),
         Tensor::U8(a) => slices.map(|s| slice(a, s)).collect(),
         Tensor::Str(a) => slices.map(|s| slice(a, s)).collect(),
-        Tensor::Resource(_) => {
-            return Err(ExecError::Internal { message: "a resource handle reported a batch dimension".into() })
+        Tensor::Resource(_) | Tensor::Variant(_) => {
+            return Err(ExecError::Internal { message: "a handle reported a batch dimension".into() })
         }
     })
 }
@@ -132,8 +133,8 @@ mod tests {
         assert_eq!(parts[0], Tensor::from_vec(&[2, 2], vec![0.0f32, 1.0, 2.0, 3.0]).unwrap());
         assert_eq!(parts[1], Tensor::from_vec(&[2, 2], vec![4.0f32, 5.0, 6.0, 7.0]).unwrap());
         assert_eq!(parts[2], Tensor::from_vec(&[2, 2], vec![8.0f32, 9.0, 10.0, 11.0]).unwrap());
-        let strings = Tensor::vector(vec!["a".to_string(), "b".to_string()]);
-        assert_eq!(split_batch(&strings, 2).unwrap()[1], Tensor::vector(vec!["b".to_string()]));
+        let strings = Tensor::vector(vec![b"a".to_vec(), b"b".to_vec()]);
+        assert_eq!(split_batch(&strings, 2).unwrap()[1], Tensor::vector(vec![b"b".to_vec()]));
     }
 
     #[test]

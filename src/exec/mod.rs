@@ -1,7 +1,8 @@
 //! The executor: tensors, kernels, collectives and the device mesh.
 //!
 //! - [`Tensor`]: n-dimensional arrays (f32, f64, bf16, f16, i8, u8, i32,
-//!   i64, bool, string, resource handles) on ndarray, cheap to clone.
+//!   i64, bool, string, resource handles, variants) on ndarray, cheap to
+//!   clone.
 //! - [`run_kernel`]: the pure ops; [`missing_kernels`] lists the op types
 //!   of a module the executor cannot run.
 //! - [`Mesh`]: runs a lowered module, one worker thread per graph (device
@@ -25,6 +26,7 @@ mod mesh;
 pub mod outputs;
 pub mod preflight;
 mod tensor;
+pub mod variant;
 
 pub use data::{read_npy, read_npy_file, tensor_from_json, tensor_to_json, write_npy, write_npy_file};
 pub use error::{ExecError, KernelError, KernelProblem};

@@ -19,6 +19,7 @@ use crate::ir::Graph;
 /// A reduction a user asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ReduceOp {
+    /// The sum over the replicas.
     Sum,
     /// The sum divided by the number of replicas.
     Mean,

@@ -4,7 +4,8 @@
 //! cheap and writing to a shared array copies it first, so a value fed to
 //! many devices or read from a variable is never copied until it changes.
 //! Supported dtypes: f32, f64, bf16, f16 (the `half` crate), i8, u8, i32,
-//! i64, bool, string, and resource handles (variables).
+//! i64, bool, string, resource handles (variables) and variant scalars
+//! (TensorLists and Optionals, see [`super::variant`]).
 
 use std::sync::Arc;
 
@@ -16,7 +17,9 @@ use crate::ir::{DType, TensorData, TensorLit};
 /// A handle to a variable: the device whose store holds it, and its name.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ResourceHandle {
+    /// The device whose variable store holds the variable.
     pub device: Arc<str>,
+    /// The variable's name in that store.
     pub name: Arc<str>,
     /// Further copies `(device, name)` that an assignment also writes: a
     /// mirrored variable seen from outside its cluster. Reads use the
@@ -39,18 +42,30 @@ impl ResourceHandle {
 /// A dense tensor.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Tensor {
+    /// 32-bit floats.
     F32(ArcArray<f32, IxDyn>),
+    /// 64-bit floats.
     F64(ArcArray<f64, IxDyn>),
+    /// 32-bit signed integers.
     I32(ArcArray<i32, IxDyn>),
+    /// 64-bit signed integers.
     I64(ArcArray<i64, IxDyn>),
+    /// Booleans.
     Bool(ArcArray<bool, IxDyn>),
+    /// Brain floats (bfloat16).
     BF16(ArcArray<half::bf16, IxDyn>),
+    /// IEEE half floats.
     F16(ArcArray<half::f16, IxDyn>),
+    /// 8-bit signed integers.
     I8(ArcArray<i8, IxDyn>),
+    /// 8-bit unsigned integers.
     U8(ArcArray<u8, IxDyn>),
-    Str(ArcArray<String, IxDyn>),
+    /// Byte strings, as TensorFlow's `string` (not necessarily UTF-8).
+    Str(ArcArray<Vec<u8>, IxDyn>),
     /// A scalar resource handle.
     Resource(ResourceHandle),
+    /// A variant scalar: a TensorList or an Optional.
+    Variant(Arc<super::variant::Variant>),
 }
 
 /// An element type a [`Tensor`] can hold.
@@ -85,7 +100,7 @@ element!(f64, F64, DType::F64);
 element!(i32, I32, DType::I32);
 element!(i64, I64, DType::I64);
 element!(bool, Bool, DType::Bool);
-element!(String, Str, DType::Str);
+element!(Vec<u8>, Str, DType::Str);
 element!(half::bf16, BF16, DType::BF16);
 element!(half::f16, F16, DType::F16);
 element!(i8, I8, DType::I8);
@@ -153,10 +168,10 @@ macro_rules! with_element_type {
                 $body
             }
             Tensor::Str(_) => {
-                type $T = String;
+                type $T = Vec<u8>;
                 $body
             }
-            Tensor::Resource(_) => $res,
+            Tensor::Resource(_) | Tensor::Variant(_) => $res,
         }
     };
 }
@@ -201,17 +216,18 @@ impl Tensor {
             Tensor::U8(_) => DType::U8,
             Tensor::Str(_) => DType::Str,
             Tensor::Resource(_) => DType::Resource,
+            Tensor::Variant(_) => DType::Variant,
         }
     }
 
     /// The shape (empty for scalars and resources).
     pub fn shape(&self) -> &[usize] {
-        with_array!(self, a => a.shape(), Tensor::Resource(_) => &[])
+        with_array!(self, a => a.shape(), Tensor::Resource(_) | Tensor::Variant(_) => &[])
     }
 
     /// Number of elements.
     pub fn len(&self) -> usize {
-        with_array!(self, a => a.len(), Tensor::Resource(_) => 1)
+        with_array!(self, a => a.len(), Tensor::Resource(_) | Tensor::Variant(_) => 1)
     }
 
     /// True when the tensor has no elements.
@@ -238,6 +254,14 @@ impl Tensor {
     pub fn as_resource(&self) -> Option<&ResourceHandle> {
         match self {
             Tensor::Resource(h) => Some(h),
+            _ => None,
+        }
+    }
+
+    /// The variant value, if this is one.
+    pub fn as_variant(&self) -> Option<&super::variant::Variant> {
+        match self {
+            Tensor::Variant(v) => Some(v),
             _ => None,
         }
     }
@@ -303,10 +327,7 @@ impl Tensor {
             (TensorData::Int(v), DType::U8) => {
                 Tensor::from_vec(&shape, fill(v.iter().map(|&x| x as u8).collect(), n, 0))
             }
-            (TensorData::Str(v), DType::Str) => {
-                let strings = v.iter().map(|b| String::from_utf8_lossy(b).into_owned()).collect();
-                Tensor::from_vec(&shape, fill(strings, n, String::new()))
-            }
+            (TensorData::Str(v), DType::Str) => Tensor::from_vec(&shape, fill(v.clone(), n, Vec::new())),
             (TensorData::Content(bytes), dtype) => decode_content(op, dtype, &shape, bytes),
             (TensorData::Float(_), _) => Err(bad("float_val")),
             (TensorData::Double(_), _) => Err(bad("double_val")),

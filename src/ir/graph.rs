@@ -58,25 +58,42 @@ pub enum NodeKind {
     Op,
     /// Computation input `index` of a replicate region; its data inputs are
     /// the per-replica operands, in replica order.
-    RegionInput { region: RegionId, index: u32 },
+    RegionInput {
+        /// The replicate region the input belongs to.
+        region: RegionId,
+        /// The input's position among the region's inputs.
+        index: u32,
+    },
     /// A `gradients(ys, xs, grad_ys)` call; its data inputs are ys, then xs,
     /// then grad_ys. Output `i` is the gradient with respect to `xs[i]`.
-    Gradients { num_ys: u32, num_xs: u32, has_grad_ys: bool },
+    Gradients {
+        /// How many values are differentiated.
+        num_ys: u32,
+        /// How many values the gradients are taken with respect to.
+        num_xs: u32,
+        /// Whether initial gradients for the ys are given (one per y).
+        has_grad_ys: bool,
+    },
 }
 
 /// A node: an op, a region input or a gradients call.
 #[derive(Clone, Debug)]
 pub struct Node {
+    /// The node's name, unique in its graph (`%name` without `%`).
     pub name: Arc<str>,
+    /// Whether the node is an op, a region input or a gradients call.
     pub kind: NodeKind,
     /// The op type (`MatMul`); empty for region inputs, `gradients` for calls.
     pub op: Arc<str>,
+    /// The requested device (`@"/device:TPU:0"`), if any.
     pub device: Option<Arc<str>>,
+    /// The node's attributes.
     pub attrs: AttrMap,
     /// The innermost region the node sits in.
     pub region: Option<RegionId>,
     /// Position in the text order.
     pub seq: u64,
+    /// Where the node is defined in the source.
     pub span: Span,
 }
 
@@ -118,24 +135,36 @@ impl Node {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum EdgeKind {
     /// Output `output` of the source feeds data input `slot` of the target.
-    Data { output: u32, slot: u32 },
+    Data {
+        /// The producer's output index.
+        output: u32,
+        /// The consumer's data input index.
+        slot: u32,
+    },
     /// The target runs after the source; `slot` orders control inputs.
-    Control { slot: u32 },
+    Control {
+        /// The position among the consumer's control inputs.
+        slot: u32,
+    },
 }
 
 /// An edge with the span of the operand that wrote it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Edge {
+    /// Whether the edge carries data or only orders execution.
     pub kind: EdgeKind,
+    /// The operand in the source that wrote the edge.
     pub span: Span,
 }
 
 /// One operand of a node, as returned by [`Graph::inputs`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Input {
+    /// The producer.
     pub src: NodeId,
     /// `None` for a control input.
     pub output: Option<u32>,
+    /// The operand in the source.
     pub span: Span,
 }
 
@@ -149,8 +178,11 @@ impl Input {
 /// A reference to a tensor or, with `output == None`, to an op for control.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ValueRef {
+    /// The producer.
     pub node: NodeId,
+    /// Which output of the producer; `None` for a control reference.
     pub output: Option<u32>,
+    /// The reference in the source.
     pub span: Span,
 }
 
@@ -159,7 +191,12 @@ pub struct ValueRef {
 pub enum RegionKind {
     /// `replicate (...) (...) { ... }`: the inputs are region-input nodes,
     /// the outputs the values named by `return`.
-    Replicate { inputs: Vec<NodeId>, outputs: Vec<ValueRef> },
+    Replicate {
+        /// The region-input nodes, in order.
+        inputs: Vec<NodeId>,
+        /// The values the region returns, in order.
+        outputs: Vec<ValueRef>,
+    },
     /// `outside_compilation (...) { ... }`.
     OutsideCompilation,
 }
@@ -167,10 +204,15 @@ pub enum RegionKind {
 /// A region: an authoring construct that groups ops.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Region {
+    /// Replicate or outside_compilation, with the kind's own data.
     pub kind: RegionKind,
+    /// The region's attributes (`num_replicas`, `output_reduce_ops`, ...).
     pub attrs: AttrMap,
+    /// The region this one is nested in, if any.
     pub parent: Option<RegionId>,
+    /// Position in the text order, shared with the nodes.
     pub seq: u64,
+    /// The whole region in the source.
     pub span: Span,
     /// The span of the keyword, for short labels.
     pub keyword_span: Span,
@@ -188,9 +230,13 @@ impl Region {
 /// A graph of a module.
 #[derive(Clone, Debug, Default)]
 pub struct Graph {
+    /// The graph's name, without `@`.
     pub name: String,
+    /// The graph's attributes.
     pub attrs: AttrMap,
+    /// The whole graph in the source.
     pub span: Span,
+    /// The graph's regions, indexed by [`RegionId`].
     pub regions: Vec<Region>,
     /// The nodes and edges, shared with the graph's clones until one of
     /// them changes its structure (copy on write).
@@ -372,6 +418,7 @@ impl NameTable {
 pub struct Module {
     /// Comment lines printed at the top of the file (without `//`).
     pub header: Vec<String>,
+    /// The graphs, in source order.
     pub graphs: Vec<Graph>,
 }
 
@@ -832,6 +879,13 @@ impl Graph {
     /// shared the storage is current there, not in this graph's weights.
     pub fn petgraph(&self) -> &StableDiGraph<Node, Edge, u32> {
         &self.graph
+    }
+
+    /// Whether the edge `src -> dst` is a TF1 loop back edge (`NextIteration`
+    /// into `Merge`): the one edge a cycle may pass through. Topological
+    /// orders ignore it; the executor carries its value to the next iteration.
+    pub fn is_back_edge(&self, src: NodeId, dst: NodeId) -> bool {
+        &*self.node(src).op == "NextIteration" && &*self.node(dst).op == "Merge"
     }
 
     /// `name` or `name:k` for a tensor, `^name` for a control reference.

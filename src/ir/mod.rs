@@ -7,6 +7,7 @@ pub mod attrs;
 pub mod eq;
 pub mod error;
 pub mod from_ast;
+pub mod functions;
 pub mod graph;
 pub mod ops;
 pub mod types;

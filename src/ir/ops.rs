@@ -34,9 +34,13 @@ pub enum Placement {
 /// What the registry knows of one op type.
 #[derive(Clone, Copy, Debug)]
 pub struct OpDef {
+    /// The op type, as nodes name it (`MatMul`).
     pub name: &'static str,
+    /// How many outputs a node of this type has.
     pub outputs: Outputs,
+    /// The attributes the verifier checks, with the kind of value each must have.
     pub attrs: &'static [(&'static str, AttrKind)],
+    /// Where the op may run.
     pub placement: Placement,
 }
 
@@ -61,6 +65,7 @@ static REGISTRY: &[OpDef] = ops! {
     "Any" => Fixed(1), Tpu, ["Tidx": Type, "keep_dims": Bool];
     "ArgMax" => Fixed(1), Tpu, ["T": Type, "Tidx": Type, "output_type": Type];
     "ArgMin" => Fixed(1), Tpu, ["T": Type, "Tidx": Type, "output_type": Type];
+    "Assert" => Fixed(0), HostOnly, ["T": List, "summarize": Int];
     "AssignAddVariableOp" => Fixed(0), Tpu, ["dtype": Type];
     "AssignSubVariableOp" => Fixed(0), Tpu, ["dtype": Type];
     "AssignVariableOp" => Fixed(0), Tpu, ["dtype": Type];
@@ -75,6 +80,7 @@ static REGISTRY: &[OpDef] = ops! {
     "BroadcastArgs" => Fixed(1), Tpu, ["T": Type];
     "BroadcastGradientArgs" => Fixed(2), Tpu, ["T": Type];
     "BroadcastTo" => Fixed(1), Tpu, ["T": Type, "Tidx": Type];
+    "Case" => FromListAttr("Tout"), Tpu, ["Tin": List, "Tout": List, "branches": List];
     "Cast" => Fixed(1), Tpu, ["SrcT": Type, "DstT": Type, "Truncate": Bool];
     "Ceil" => Fixed(1), Tpu, ["T": Type];
     "ConcatOffset" => FromAttr("N"), Tpu, ["N": Int, "shape_type": Type];
@@ -84,6 +90,7 @@ static REGISTRY: &[OpDef] = ops! {
     "Conv2DBackpropFilter" => Fixed(1), Tpu, ["T": Type, "strides": List, "padding": Str, "explicit_paddings": List, "data_format": Str, "dilations": List, "use_cudnn_on_gpu": Bool];
     "Conv2DBackpropInput" => Fixed(1), Tpu, ["T": Type, "strides": List, "padding": Str, "explicit_paddings": List, "data_format": Str, "dilations": List, "use_cudnn_on_gpu": Bool];
     "CrossReplicaSum" => Fixed(1), Tpu, ["T": Type];
+    "Cumprod" => Fixed(1), Tpu, ["T": Type, "Tidx": Type, "exclusive": Bool, "reverse": Bool];
     "Cumsum" => Fixed(1), Tpu, ["T": Type, "Tidx": Type, "exclusive": Bool, "reverse": Bool];
     "DecodeJpeg" => Fixed(1), HostOnly, [];
     "DepthwiseConv2dNative" => Fixed(1), Tpu, ["T": Type, "strides": List, "padding": Str, "explicit_paddings": List, "data_format": Str, "dilations": List];
@@ -93,9 +100,12 @@ static REGISTRY: &[OpDef] = ops! {
     "Einsum" => Fixed(1), Tpu, ["equation": Str, "N": Int, "T": Type];
     "Elu" => Fixed(1), Tpu, ["T": Type];
     "EluGrad" => Fixed(1), Tpu, ["T": Type];
+    "EmptyTensorList" => Fixed(1), Tpu, ["element_dtype": Type, "shape_type": Type];
+    "Enter" => Fixed(1), Tpu, ["T": Type, "frame_name": Str, "is_constant": Bool, "parallel_iterations": Int];
     "Equal" => Fixed(1), Tpu, ["T": Type, "incompatible_shape_error": Bool];
     "Erf" => Fixed(1), Tpu, ["T": Type];
     "Erfc" => Fixed(1), Tpu, ["T": Type];
+    "Exit" => Fixed(1), Tpu, ["T": Type];
     "Exp" => Fixed(1), Tpu, ["T": Type];
     "ExpandDims" => Fixed(1), Tpu, ["T": Type, "Tdim": Type];
     "Expm1" => Fixed(1), Tpu, ["T": Type];
@@ -115,6 +125,7 @@ static REGISTRY: &[OpDef] = ops! {
     "GreaterEqual" => Fixed(1), Tpu, ["T": Type];
     "Identity" => Fixed(1), Tpu, ["T": Type];
     "IdentityN" => FromListAttr("T"), Tpu, ["T": List];
+    "If" => FromListAttr("Tout"), Tpu, ["Tcond": Type, "Tin": List, "Tout": List, "then_branch": Func, "else_branch": Func];
     "InvertPermutation" => Fixed(1), Tpu, ["T": Type];
     "IsFinite" => Fixed(1), Tpu, ["T": Type];
     "IsInf" => Fixed(1), Tpu, ["T": Type];
@@ -124,30 +135,39 @@ static REGISTRY: &[OpDef] = ops! {
     "LeakyReluGrad" => Fixed(1), Tpu, ["T": Type, "alpha": Float];
     "Less" => Fixed(1), Tpu, ["T": Type];
     "LessEqual" => Fixed(1), Tpu, ["T": Type];
+    "ListDiff" => Fixed(2), Tpu, ["T": Type, "out_idx": Type];
     "Log" => Fixed(1), Tpu, ["T": Type];
     "Log1p" => Fixed(1), Tpu, ["T": Type];
     "LogSoftmax" => Fixed(1), Tpu, ["T": Type];
     "LogicalAnd" => Fixed(1), Tpu, [];
     "LogicalNot" => Fixed(1), Tpu, [];
     "LogicalOr" => Fixed(1), Tpu, [];
+    "LoopCond" => Fixed(1), Tpu, [];
     "MatMul" => Fixed(1), Tpu, ["T": Type, "transpose_a": Bool, "transpose_b": Bool];
     "Max" => Fixed(1), Tpu, ["T": Type, "Tidx": Type, "keep_dims": Bool];
     "MaxPool" => Fixed(1), Tpu, ["T": Type, "ksize": List, "strides": List, "padding": Str, "explicit_paddings": List, "data_format": Str];
     "MaxPoolGrad" => Fixed(1), Tpu, ["T": Type, "ksize": List, "strides": List, "padding": Str, "explicit_paddings": List, "data_format": Str];
     "Maximum" => Fixed(1), Tpu, ["T": Type];
     "Mean" => Fixed(1), Tpu, ["T": Type, "Tidx": Type, "keep_dims": Bool];
+    "Merge" => Fixed(2), Tpu, ["T": Type, "N": Int];
     "Min" => Fixed(1), Tpu, ["T": Type, "Tidx": Type, "keep_dims": Bool];
     "Minimum" => Fixed(1), Tpu, ["T": Type];
     "MirroredVarHandleOp" => Fixed(1), HostOnly, ["dtype": Type, "shape": Shape, "devices": List, "shared_names": List];
     "Mul" => Fixed(1), Tpu, ["T": Type];
     "Neg" => Fixed(1), Tpu, ["T": Type];
+    "NextIteration" => Fixed(1), Tpu, ["T": Type];
     "NoOp" => Fixed(0), Tpu, [];
     "NotEqual" => Fixed(1), Tpu, ["T": Type, "incompatible_shape_error": Bool];
     "OneHot" => Fixed(1), Tpu, ["T": Type, "TI": Type, "axis": Int];
     "OnesLike" => Fixed(1), Tpu, ["T": Type];
+    "OptionalFromValue" => Fixed(1), Tpu, ["Toutput_types": List];
+    "OptionalGetValue" => FromListAttr("output_types"), Tpu, ["output_types": List, "output_shapes": List];
+    "OptionalHasValue" => Fixed(1), Tpu, [];
+    "OptionalNone" => Fixed(1), Tpu, [];
     "Pack" => Fixed(1), Tpu, ["N": Int, "T": Type, "axis": Int];
     "Pad" => Fixed(1), Tpu, ["T": Type, "Tpaddings": Type];
     "PadV2" => Fixed(1), Tpu, ["T": Type, "Tpaddings": Type];
+    "PartitionedCall" => FromListAttr("Tout"), Tpu, ["Tin": List, "Tout": List, "f": Func];
     "Placeholder" => Fixed(1), HostOnly, ["dtype": Type, "shape": Shape];
     "PlaceholderWithDefault" => Fixed(1), HostOnly, ["dtype": Type, "shape": Shape];
     "Pow" => Fixed(1), Tpu, ["T": Type];
@@ -173,13 +193,14 @@ static REGISTRY: &[OpDef] = ops! {
     "ResourceApplyKerasMomentum" => Fixed(0), Tpu, ["T": Type, "use_locking": Bool, "use_nesterov": Bool];
     "ResourceApplyMomentum" => Fixed(0), Tpu, ["T": Type, "use_locking": Bool, "use_nesterov": Bool];
     "ResourceApplyRMSProp" => Fixed(0), Tpu, ["T": Type, "use_locking": Bool];
+    "ResourceGather" => Fixed(1), Tpu, ["dtype": Type, "Tindices": Type, "batch_dims": Int, "validate_indices": Bool];
     "ResourceScatterAdd" => Fixed(0), Tpu, ["dtype": Type, "Tindices": Type];
     "ResourceScatterSub" => Fixed(0), Tpu, ["dtype": Type, "Tindices": Type];
     "ResourceScatterUpdate" => Fixed(0), Tpu, ["dtype": Type, "Tindices": Type];
-    "ResourceGather" => Fixed(1), Tpu, ["dtype": Type, "Tindices": Type, "batch_dims": Int, "validate_indices": Bool];
     "Round" => Fixed(1), Tpu, ["T": Type];
     "Rsqrt" => Fixed(1), Tpu, ["T": Type];
     "RsqrtGrad" => Fixed(1), Tpu, ["T": Type];
+    "ScalarSummary" => Fixed(1), HostOnly, ["T": Type];
     "ScatterNd" => Fixed(1), Tpu, ["T": Type, "Tindices": Type];
     "Select" => Fixed(1), Tpu, ["T": Type];
     "SelectV2" => Fixed(1), Tpu, ["T": Type];
@@ -206,19 +227,37 @@ static REGISTRY: &[OpDef] = ops! {
     "Square" => Fixed(1), Tpu, ["T": Type];
     "SquaredDifference" => Fixed(1), Tpu, ["T": Type];
     "Squeeze" => Fixed(1), Tpu, ["T": Type, "squeeze_dims": List];
+    "StatefulPartitionedCall" => FromListAttr("Tout"), Tpu, ["Tin": List, "Tout": List, "f": Func];
+    "StatelessCase" => FromListAttr("Tout"), Tpu, ["Tin": List, "Tout": List, "branches": List];
+    "StatelessIf" => FromListAttr("Tout"), Tpu, ["Tcond": Type, "Tin": List, "Tout": List, "then_branch": Func, "else_branch": Func];
+    "StatelessWhile" => SameAsInputs, Tpu, ["T": List, "cond": Func, "body": Func, "parallel_iterations": Int];
     "StopGradient" => Fixed(1), Tpu, ["T": Type];
     "StridedSlice" => Fixed(1), Tpu, ["T": Type, "Index": Type, "begin_mask": Int, "end_mask": Int, "ellipsis_mask": Int, "new_axis_mask": Int, "shrink_axis_mask": Int];
     "StridedSliceGrad" => Fixed(1), Tpu, ["T": Type, "Index": Type, "begin_mask": Int, "end_mask": Int, "ellipsis_mask": Int, "new_axis_mask": Int, "shrink_axis_mask": Int];
-    "StringFormat" => Fixed(1), HostOnly, ["template": Str];
+    "StringFormat" => Fixed(1), HostOnly, ["T": List, "template": Str, "placeholder": Str, "summarize": Int];
     "StringJoin" => Fixed(1), HostOnly, ["N": Int, "separator": Str];
     "Sub" => Fixed(1), Tpu, ["T": Type];
     "Sum" => Fixed(1), Tpu, ["T": Type, "Tidx": Type, "keep_dims": Bool];
+    "Switch" => Fixed(2), Tpu, ["T": Type];
     "TPUCompilationResult" => Fixed(1), TpuSystem, [];
     "TPUReplicateMetadata" => Fixed(0), TpuSystem, ["num_replicas": Int, "num_cores_per_replica": Int, "topology": Str, "use_tpu": Bool, "device_assignment": List, "computation_shape": List, "host_compute_core": List, "padding_map": List, "allow_soft_placement": Bool];
     "TPUReplicatedInput" => Fixed(1), TpuSystem, ["N": Int, "T": Type, "index": Int, "is_mirrored_variable": Bool, "is_packed": Bool];
     "TPUReplicatedOutput" => FromAttr("num_replicas"), TpuSystem, ["num_replicas": Int, "T": Type, "reduce_op": Str];
     "Tanh" => Fixed(1), Tpu, ["T": Type];
     "TanhGrad" => Fixed(1), Tpu, ["T": Type];
+    "TensorListConcatV2" => Fixed(2), Tpu, ["element_dtype": Type, "shape_type": Type];
+    "TensorListElementShape" => Fixed(1), Tpu, ["shape_type": Type];
+    "TensorListFromTensor" => Fixed(1), Tpu, ["element_dtype": Type, "shape_type": Type];
+    "TensorListGather" => Fixed(1), Tpu, ["element_dtype": Type];
+    "TensorListGetItem" => Fixed(1), Tpu, ["element_dtype": Type];
+    "TensorListLength" => Fixed(1), Tpu, [];
+    "TensorListPopBack" => Fixed(2), Tpu, ["element_dtype": Type];
+    "TensorListPushBack" => Fixed(1), Tpu, ["element_dtype": Type];
+    "TensorListReserve" => Fixed(1), Tpu, ["element_dtype": Type, "shape_type": Type];
+    "TensorListResize" => Fixed(1), Tpu, [];
+    "TensorListScatterIntoExistingList" => Fixed(1), Tpu, ["element_dtype": Type];
+    "TensorListSetItem" => Fixed(1), Tpu, ["element_dtype": Type];
+    "TensorListStack" => Fixed(1), Tpu, ["element_dtype": Type, "num_elements": Int];
     "TensorScatterAdd" => Fixed(1), Tpu, ["T": Type, "Tindices": Type];
     "TensorScatterUpdate" => Fixed(1), Tpu, ["T": Type, "Tindices": Type];
     "Tile" => Fixed(1), Tpu, ["T": Type, "Tmultiples": Type];
@@ -230,7 +269,10 @@ static REGISTRY: &[OpDef] = ops! {
     "VarHandleOp" => Fixed(1), Tpu, ["dtype": Type, "shape": Shape, "container": Str, "shared_name": Str];
     "VarIsInitializedOp" => Fixed(1), Tpu, [];
     "Where" => Fixed(1), Tpu, ["T": Type];
+    "While" => SameAsInputs, Tpu, ["T": List, "cond": Func, "body": Func, "parallel_iterations": Int];
     "ZerosLike" => Fixed(1), Tpu, ["T": Type];
+    "_Arg" => Fixed(1), Tpu, ["T": Type, "index": Int];
+    "_Retval" => Fixed(0), Tpu, ["T": Type, "index": Int];
 };
 
 /// The registry entry for `op`, if the op type is known.

@@ -13,23 +13,41 @@ use serde::{Deserialize, Serialize};
 /// A tensor element type. Numbers match TensorFlow's `DataType` enum.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum DType {
+    /// 32-bit float (`f32`, `DT_FLOAT`).
     F32,
+    /// 64-bit float (`f64`, `DT_DOUBLE`).
     F64,
+    /// 32-bit signed integer (`i32`, `DT_INT32`).
     I32,
+    /// 8-bit unsigned integer (`u8`, `DT_UINT8`).
     U8,
+    /// 16-bit signed integer (`i16`, `DT_INT16`).
     I16,
+    /// 8-bit signed integer (`i8`, `DT_INT8`).
     I8,
+    /// Byte string (`string`, `DT_STRING`).
     Str,
+    /// Complex of two 32-bit floats (`c64`, `DT_COMPLEX64`).
     C64,
+    /// 64-bit signed integer (`i64`, `DT_INT64`).
     I64,
+    /// Boolean (`bool`, `DT_BOOL`).
     Bool,
+    /// Brain float, 8 exponent and 7 mantissa bits (`bf16`, `DT_BFLOAT16`).
     BF16,
+    /// 16-bit unsigned integer (`u16`, `DT_UINT16`).
     U16,
+    /// Complex of two 64-bit floats (`c128`, `DT_COMPLEX128`).
     C128,
+    /// IEEE half float (`f16`, `DT_HALF`).
     F16,
+    /// A handle to a resource such as a variable (`resource`, `DT_RESOURCE`).
     Resource,
+    /// An opaque value such as a tensor list (`variant`, `DT_VARIANT`).
     Variant,
+    /// 32-bit unsigned integer (`u32`, `DT_UINT32`).
     U32,
+    /// 64-bit unsigned integer (`u64`, `DT_UINT64`).
     U64,
     /// Any other `DataType` number, kept as is (e.g. reference types, 101+).
     Other(i32),
@@ -109,14 +127,23 @@ impl fmt::Display for DType {
 /// Which repeated field of a `TensorProto` holds a dtype's values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Storage {
+    /// `float_val`.
     Float,
+    /// `double_val`.
     Double,
+    /// `half_val`: f16 and bf16 bit patterns widened to `int32`.
     Half,
+    /// `int_val`: the integer types of 32 bits and fewer.
     Int,
+    /// `int64_val`.
     Int64,
+    /// `uint32_val`.
     Uint32,
+    /// `uint64_val`.
     Uint64,
+    /// `bool_val`.
     Bool,
+    /// `string_val`.
     Str,
     /// No value list in the text format (complex, resource, variant); only `bytes`.
     Opaque,
@@ -125,6 +152,7 @@ pub enum Storage {
 /// A tensor shape; `dims == None` is an unknown rank, a dim of -1 is unknown.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 pub struct Shape {
+    /// The size of each dimension, outermost first; `None` when the rank is unknown.
     pub dims: Option<Vec<i64>>,
 }
 
@@ -172,15 +200,23 @@ impl fmt::Display for Shape {
 pub enum TensorData {
     /// Raw little-endian `tensor_content` bytes.
     Content(Vec<u8>),
+    /// `float_val`.
     Float(Vec<f32>),
+    /// `double_val`.
     Double(Vec<f64>),
     /// `half_val`: f16 / bf16 bit patterns.
     Half(Vec<i32>),
+    /// `int_val`: the integer types of 32 bits and fewer.
     Int(Vec<i32>),
+    /// `int64_val`.
     Int64(Vec<i64>),
+    /// `uint32_val`.
     Uint32(Vec<u32>),
+    /// `uint64_val`.
     Uint64(Vec<u64>),
+    /// `bool_val`.
     Bool(Vec<bool>),
+    /// `string_val`: one byte string per element.
     Str(Vec<Vec<u8>>),
 }
 
@@ -210,8 +246,11 @@ impl TensorData {
 /// A dense tensor literal: dtype, fully known shape and values.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TensorLit {
+    /// The element type.
     pub dtype: DType,
+    /// The size of each dimension, outermost first; all known.
     pub shape: Vec<i64>,
+    /// The values; a single value fills the whole shape, and none means zeros.
     pub data: TensorData,
 }
 
@@ -279,7 +318,9 @@ fn decode_content(dtype: DType, bytes: &[u8]) -> Option<Vec<f64>> {
 /// A function reference: `func "name" {attrs}`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FuncRef {
+    /// The name of the function in the module's library.
     pub name: String,
+    /// The attributes the function is instantiated with.
     pub attrs: super::attrs::AttrMap,
 }
 
@@ -291,30 +332,48 @@ pub enum AttrValue {
     Str(Arc<str>),
     /// A byte string that is not valid UTF-8.
     Bytes(Vec<u8>),
+    /// An integer.
     Int(i64),
+    /// A float.
     Float(f32),
+    /// A boolean.
     Bool(bool),
+    /// A dtype (`T = f32`).
     Type(DType),
+    /// A shape, possibly partly unknown.
     Shape(Shape),
     /// A tensor literal (shared: cloning a `Const` copies no data).
     Tensor(Arc<TensorLit>),
+    /// A list of values (`[1, 2]`).
     List(Vec<AttrValue>),
+    /// A function reference, as `While` and `If` bodies are given.
     Func(Box<FuncRef>),
+    /// A reference to an attribute of the enclosing function, to be substituted when it is instantiated (TensorFlow's `placeholder`).
     Placeholder(String),
 }
 
 /// The kind of an attribute value, for type checks and messages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AttrKind {
+    /// A string or byte string.
     Str,
+    /// An integer.
     Int,
+    /// A float.
     Float,
+    /// A boolean.
     Bool,
+    /// A dtype.
     Type,
+    /// A shape.
     Shape,
+    /// A tensor literal.
     Tensor,
+    /// A list of values.
     List,
+    /// A function reference.
     Func,
+    /// A reference to an enclosing function's attribute.
     Placeholder,
 }
 

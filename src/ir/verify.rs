@@ -2,12 +2,15 @@
 //!
 //! Checks: output indices of registered ops, attribute kinds of registered
 //! ops, acyclicity over data and control edges (one error per strongly
-//! connected component, with its path), replicate regions (`num_replicas`,
+//! connected component, with its path; a TF1 loop's `NextIteration` ->
+//! `Merge` back edge is the one edge a cycle may pass through, see
+//! [`Graph::is_back_edge`]), replicate regions (`num_replicas`,
 //! per-replica operand counts), region inputs, gradients calls, and values
-//! that leave a region other than through `return`.
+//! that leave a region other than through `return`, and the calls of
+//! functional control flow against their functions ([`super::functions`]).
 
 use petgraph::algo::tarjan_scc;
-use petgraph::visit::EdgeRef;
+use petgraph::visit::{EdgeFiltered, EdgeRef, IntoEdges};
 
 use super::error::IrError;
 use super::graph::{EdgeKind, Graph, Module, NodeId, NodeKind, RegionId, RegionKind};
@@ -19,6 +22,7 @@ pub fn verify(module: &Module) -> Vec<IrError> {
     for graph in &module.graphs {
         verify_graph(graph, &mut errors);
     }
+    super::functions::check_calls(module, &mut errors);
     errors
 }
 
@@ -201,12 +205,14 @@ fn check_regions(graph: &Graph, errors: &mut Vec<IrError>) {
 
 fn check_cycles(graph: &Graph, errors: &mut Vec<IrError>) {
     let pg = graph.petgraph();
+    // Back edges do not order nodes: every cycle must pass through one.
+    let forward = EdgeFiltered::from_fn(pg, |e| !graph.is_back_edge(NodeId(e.source()), NodeId(e.target())));
     // A fast path: most graphs are acyclic, and toposort says so quickly.
-    if petgraph::algo::toposort(pg, None).is_ok() {
+    if petgraph::algo::toposort(&forward, None).is_ok() {
         return;
     }
-    for scc in tarjan_scc(pg) {
-        let cyclic = scc.len() > 1 || pg.find_edge(scc[0], scc[0]).is_some();
+    for scc in tarjan_scc(&forward) {
+        let cyclic = scc.len() > 1 || forward.edges(scc[0]).any(|e| e.target() == scc[0]);
         if !cyclic {
             continue;
         }
@@ -231,6 +237,9 @@ fn cycle_path(graph: &Graph, members: &[NodeId]) -> String {
     while let Some(n) = queue.pop_front() {
         for e in pg.edges_directed(n.0, petgraph::Direction::Outgoing) {
             let t = NodeId(e.target());
+            if graph.is_back_edge(n, t) {
+                continue;
+            }
             if t == start {
                 found = Some(n);
                 break;

@@ -36,8 +36,11 @@ pub struct InputWorker {
 /// What the input function of one input pipeline is told.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct InputContext {
+    /// How many input pipelines there are: one per input worker.
     pub num_input_pipelines: u32,
+    /// This pipeline's index, from 0.
     pub input_pipeline_id: u32,
+    /// How many replicas train in lockstep.
     pub num_replicas_in_sync: u32,
     /// The per-replica batch size, when a global batch size was given.
     pub per_replica_batch_size: Option<u64>,
@@ -54,6 +57,7 @@ impl InputContext {
 /// The devices and host of one replica.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReplicaFacts {
+    /// The replica's index, from 0.
     pub replica: u32,
     /// The host of the replica's logical core 0.
     pub host: String,
@@ -64,16 +68,25 @@ pub struct ReplicaFacts {
 /// The strategy facts of a device assignment.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StrategyFacts {
+    /// How many replicas train in lockstep.
     pub num_replicas_in_sync: u32,
+    /// How many hosts feed input (the input workers).
     pub num_hosts: u32,
+    /// How many replicas fit on one host.
     pub num_replicas_per_host: u32,
+    /// How many cores each replica spans (model parallelism).
     pub logical_devices_per_replica: u32,
     /// The strategy's host device (non-slot variables, `update_non_slot`).
     pub host_device: String,
+    /// Each replica's logical core 0, in replica order.
     pub worker_devices: Vec<String>,
+    /// Where mirrored variables live: the same devices as the workers.
     pub parameter_devices: Vec<String>,
+    /// The devices and host of each replica, in replica order.
     pub replicas: Vec<ReplicaFacts>,
+    /// The hosts that feed input, each with its replicas.
     pub input_workers: Vec<InputWorker>,
+    /// What each input pipeline's input function is told, one per input worker.
     pub input_contexts: Vec<InputContext>,
     /// The global batch size the contexts' per-replica sizes are for.
     pub global_batch_size: Option<u64>,

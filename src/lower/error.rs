@@ -14,7 +14,12 @@ pub enum LowerError {
     /// A topology string that is not `HOSTSxCORES`.
     #[error("invalid topology `{text}`: {reason}")]
     #[diagnostic(code(tpu_rewrite::lower::topology), help("write the topology as HOSTSxCORES_PER_HOST, e.g. `2x4`"))]
-    Topology { text: String, reason: String },
+    Topology {
+        /// The topology as given.
+        text: String,
+        /// What is wrong with it.
+        reason: String,
+    },
 
     /// More cores are needed than the topology has.
     #[error(
@@ -25,11 +30,17 @@ pub enum LowerError {
         help("use a larger --topology, or fewer --num-replicas / --cores-per-replica")
     )]
     TooFewCores {
+        /// The replica count asked for.
         num_replicas: u32,
+        /// The logical cores per replica asked for.
         cores_per_replica: u32,
+        /// Their product: the cores needed.
         needed: u32,
+        /// The cores the topology has.
         available: u32,
+        /// The topology's hosts.
         hosts: u32,
+        /// The topology's cores per host.
         cores_per_host: u32,
     },
 
@@ -42,9 +53,13 @@ pub enum LowerError {
         help("raise num_cores_per_replica, or place the op on TPU_REPLICATED_CORE:0..{max}")
     )]
     LogicalDevice {
+        /// The logical core the op is placed on.
         logical: u32,
+        /// How many logical cores a replica has.
         per_replica: u32,
+        /// The highest valid logical core.
         max: u32,
+        /// The op's definition.
         #[label("placed on TPU_REPLICATED_CORE:{logical}")]
         span: Span,
     },
@@ -57,13 +72,18 @@ pub enum LowerError {
             "give one `task:core` per logical core, cores separated by `,` and replicas by `;`, e.g. `0:0,0:1;0:2,0:3`"
         )
     )]
-    DeviceAssignment { reason: String },
+    DeviceAssignment {
+        /// Why the assignment does not fit the topology or the module.
+        reason: String,
+    },
 
     /// A reduction other than SUM or MEAN.
     #[error("unsupported reduce op `{op}`: only SUM and MEAN are supported")]
     #[diagnostic(code(tpu_rewrite::lower::reduce_op), help("use reduce_op = \"SUM\" or \"MEAN\""))]
     ReduceOp {
+        /// The reduction as given.
         op: String,
+        /// The op that asks for it.
         #[label("reduce_op = {op:?}")]
         span: Span,
     },
@@ -75,8 +95,11 @@ pub enum LowerError {
         help("write e.g. `Update(%var, %delta) {{fn = \"AssignAdd\"}}`")
     )]
     UpdateFn {
+        /// The op type (`Update` or `UpdateNonSlot`).
         op: String,
+        /// The `fn` attribute as given.
         value: String,
+        /// The update op.
         #[label("this update")]
         span: Span,
     },
@@ -89,7 +112,12 @@ pub enum LowerError {
         code(tpu_rewrite::lower::indivisible_batch),
         help("choose a global batch size that is a multiple of the replica count")
     )]
-    IndivisibleBatch { global_batch_size: u64, num_replicas_in_sync: u32 },
+    IndivisibleBatch {
+        /// The global batch size asked for.
+        global_batch_size: u64,
+        /// The replica count it must divide by.
+        num_replicas_in_sync: u32,
+    },
 
     /// A value leaves a replicate cluster other than through TPUReplicatedOutput.
     #[error("`{consumer}` outside cluster `{cluster}` reads `{producer}` inside it")]
@@ -98,9 +126,13 @@ pub enum LowerError {
         help("per-replica values leave a cluster through TPUReplicatedOutput (a region's `return`)")
     )]
     ClusterEscape {
+        /// The cluster the value belongs to.
         cluster: String,
+        /// The node outside the cluster that reads the value.
         consumer: String,
+        /// The node inside the cluster that makes the value.
         producer: String,
+        /// The read.
         #[label("reads a per-replica value")]
         span: Span,
     },
@@ -123,10 +155,20 @@ pub enum LowerError {
         code(tpu_rewrite::lower::replica_mismatch),
         help("drop --num-replicas, or rewrite the graph for the requested count")
     )]
-    ReplicaMismatch { cluster: String, built: u32, requested: u32 },
+    ReplicaMismatch {
+        /// The cluster's name.
+        cluster: String,
+        /// The replica count in the cluster's metadata.
+        built: u32,
+        /// The replica count asked for.
+        requested: u32,
+    },
 
     /// A broken internal invariant: a bug in tpu-rewrite, not in the input.
     #[error("internal error (a bug in tpu-rewrite): {message}")]
     #[diagnostic(code(tpu_rewrite::lower::internal), help("please report this with the input that caused it"))]
-    Internal { message: String },
+    Internal {
+        /// The invariant that broke.
+        message: String,
+    },
 }

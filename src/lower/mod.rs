@@ -23,6 +23,7 @@ use crate::passes::form_clusters::{form_clusters, ReplicateCluster};
 /// Settings of the lowering.
 #[derive(Clone, Debug, Default)]
 pub struct LowerConfig {
+    /// The TPU hosts and cores to lower for.
     pub topology: Topology,
     /// The replica count; defaults to the clusters' own.
     pub num_replicas: Option<u32>,
@@ -38,8 +39,11 @@ pub struct LowerConfig {
 /// A lowered module with what was decided on the way.
 #[derive(Debug)]
 pub struct Lowered {
+    /// The host program and the device programs of each cluster.
     pub module: Module,
+    /// The clusters that were lowered.
     pub clusters: Vec<ReplicateCluster>,
+    /// Where each logical core of each replica runs.
     pub assignment: DeviceAssignment,
     /// How long each phase of the partitioner took.
     pub phases: Vec<program::LowerPhase>,

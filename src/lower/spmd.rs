@@ -59,7 +59,9 @@ pub fn mirrored_name(name: &str, replica: u32) -> String {
 pub struct Member {
     /// The key every member of the replica's group shares.
     pub group: String,
+    /// How many replicas the group holds.
     pub group_size: i64,
+    /// The replica's position in its group, from 0.
     pub rank: i64,
 }
 

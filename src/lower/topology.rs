@@ -14,8 +14,11 @@ use super::error::LowerError;
 /// A mesh of TPU hosts.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Topology {
+    /// How many hosts (tasks) there are.
     pub hosts: u32,
+    /// How many TPU cores each host has.
     pub cores_per_host: u32,
+    /// The job the hosts belong to, as in `/job:<job>`.
     pub job: String,
 }
 
@@ -68,15 +71,20 @@ pub fn host_for_device(device: &str) -> String {
 /// One physical core.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct PhysicalCore {
+    /// The host (task) the core is on.
     pub task: u32,
+    /// The core's index on its host.
     pub core: u32,
 }
 
 /// Where each logical core of each replica runs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DeviceAssignment {
+    /// The hosts and cores assigned from.
     pub topology: Topology,
+    /// How many replicas there are.
     pub num_replicas: u32,
+    /// How many logical cores each replica has.
     pub cores_per_replica: u32,
     /// `cores[replica][logical]`.
     pub cores: Vec<Vec<PhysicalCore>>,

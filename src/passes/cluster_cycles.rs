@@ -14,6 +14,9 @@
 //! host → device, the normal use of outside compilation) and is meant for inspecting the
 //! cluster-level structure, not as a correctness check.
 //!
+//! A TF1 loop's back edge (`NextIteration` -> `Merge`) is left out: a loop inside a cluster that
+//! runs outside compilation in its body is not a cycle between clusters.
+//!
 //! Each cycle (one per strongly connected component of the contracted graph) is reported once,
 //! with its path, and a help line naming the gradient cluster policy. Linear in the graph size.
 
@@ -82,6 +85,11 @@ pub fn check_cluster_cycles_with(graph: &Graph, contraction: Contraction) -> Vec
     }
     let mut seen_edges: HashSet<(u32, u32)> = HashSet::new();
     for e in graph.petgraph().edge_references() {
+        // A TF1 loop's back edge (NextIteration -> Merge) carries a value to the next iteration:
+        // it orders nothing within a step, so it closes no cycle between clusters.
+        if graph.is_back_edge(NodeId(e.source()), NodeId(e.target())) {
+            continue;
+        }
         let (Some(&a), Some(&b)) = (group_of.get(&NodeId(e.source())), group_of.get(&NodeId(e.target()))) else {
             continue;
         };

@@ -20,8 +20,10 @@ pub enum PassError {
         help("move the inner `replicate` out of the outer one; a TPU computation is replicated exactly once")
     )]
     NestedReplicate {
+        /// The inner region.
         #[label("this replicate region")]
         span: Span,
+        /// The region it is nested in.
         #[label("is inside this replicate region")]
         outer: Span,
     },
@@ -33,8 +35,11 @@ pub enum PassError {
         help("remove the `_tpu_replicate` attribute; the rewrite assigns it")
     )]
     AlreadyInCluster {
+        /// The op's name.
         node: String,
+        /// The cluster its `_tpu_replicate` names.
         cluster: String,
+        /// The op.
         #[label("already tagged `_tpu_replicate = \"{cluster}\"`")]
         span: Span,
     },
@@ -46,8 +51,10 @@ pub enum PassError {
         help("merge the inner block into the outer one, or place them one after the other")
     )]
     NestedOutsideCompilation {
+        /// The inner block.
         #[label("this outside_compilation block")]
         span: Span,
+        /// The block it is nested in.
         #[label("is inside this outside_compilation block")]
         outer: Span,
     },
@@ -60,6 +67,7 @@ pub enum PassError {
         help("outside_compilation only has meaning inside a `replicate` region; outside one, ops already run on the host")
     )]
     OutsideCompilationOutsideCluster {
+        /// The block.
         #[label("not inside a replicate region")]
         span: Span,
     },
@@ -68,7 +76,9 @@ pub enum PassError {
     #[error("malformed replicate region: {reason}")]
     #[diagnostic(code(tpu_rewrite::passes::malformed_region))]
     MalformedRegion {
+        /// What the pass cannot rewrite.
         reason: String,
+        /// The region or the node concerned.
         #[label("{reason}")]
         span: Span,
     },
@@ -80,9 +90,13 @@ pub enum PassError {
         help("give one operand per replica, in replica order")
     )]
     ReplicatedInputCount {
+        /// The input's name.
         input: String,
+        /// The replica count.
         expected: i64,
+        /// How many operands the input has.
         found: usize,
+        /// The input.
         #[label("{found} operand(s)")]
         span: Span,
     },
@@ -96,10 +110,15 @@ pub enum PassError {
         help("set `num_replicas` of the TPUReplicatedOutput to the cluster's replica count")
     )]
     ReplicatedOutputCount {
+        /// The TPUReplicatedOutput's name.
         output: String,
+        /// The cluster it reads from.
         cluster: String,
+        /// The cluster's replica count.
         expected: i64,
+        /// The output's `num_replicas`.
         found: i64,
+        /// The output op.
         #[label("{found} result(s)")]
         span: Span,
     },
@@ -111,6 +130,7 @@ pub enum PassError {
         help("list the tensors first, then the `^%op` control outputs")
     )]
     ReturnOrder {
+        /// The first tensor listed after an operation.
         #[label("a tensor after an operation")]
         span: Span,
     },
@@ -122,8 +142,11 @@ pub enum PassError {
         help("run the passes in pipeline order; `--passes` keeps that order but does not add missing passes")
     )]
     MissingPrerequisite {
+        /// The pass that ran.
         pass: &'static str,
+        /// The pass that should have run before it.
         needs: &'static str,
+        /// The first node the missing pass would have handled.
         #[label("not yet handled by `{needs}`")]
         span: Span,
     },
@@ -136,10 +159,13 @@ pub enum PassError {
         help("wrap host-only ops in `outside_compilation {{ ... }}` so they run on the host")
     )]
     UnsupportedOps {
+        /// The cluster holding the ops.
         cluster: String,
+        /// How many of its ops are unsupported.
         count: usize,
         /// `  Type (name)` lines, at most five, then `... and M more`.
         listing: String,
+        /// The first unsupported op.
         #[label("first unsupported operation in cluster `{cluster}`")]
         span: Span,
     },
@@ -157,8 +183,11 @@ pub enum PassError {
     FeedFetch {
         /// `feed` or `fetch`.
         access: &'static str,
+        /// The node fed or fetched.
         node: String,
+        /// Why the rule forbids it.
         reason: String,
+        /// The node.
         #[label("compiled as part of a TPU cluster")]
         span: Span,
     },
@@ -170,7 +199,9 @@ pub enum PassError {
         help("every `_tpu_replicate` cluster needs one `TPUReplicateMetadata` op carrying `num_replicas`")
     )]
     MissingMetadata {
+        /// The cluster's name.
         cluster: String,
+        /// The cluster's first op.
         #[label("first op of cluster `{cluster}`")]
         span: Span,
     },
@@ -179,9 +210,12 @@ pub enum PassError {
     #[error("TPU cluster `{cluster}` has more than one TPUReplicateMetadata op")]
     #[diagnostic(code(tpu_rewrite::passes::duplicate_metadata), help("keep exactly one metadata op per cluster"))]
     DuplicateMetadata {
+        /// The cluster's name.
         cluster: String,
+        /// A later metadata op.
         #[label("another metadata op")]
         span: Span,
+        /// The first metadata op.
         #[label("first metadata op")]
         first: Span,
     },
@@ -190,8 +224,11 @@ pub enum PassError {
     #[error("TPUReplicateMetadata of cluster `{cluster}` is invalid: {reason}")]
     #[diagnostic(code(tpu_rewrite::passes::invalid_metadata))]
     InvalidMetadata {
+        /// The cluster's name.
         cluster: String,
+        /// Which attribute is unusable and why.
         reason: String,
+        /// The metadata op.
         #[label("{reason}")]
         span: Span,
     },
@@ -203,9 +240,13 @@ pub enum PassError {
         help("group_assignment lists every replica 0..num_replicas exactly once, in groups of equal size")
     )]
     InvalidReplicaGroups {
+        /// The collective's name.
         node: String,
+        /// Its cluster.
         cluster: String,
+        /// How the groups fail to partition the replicas.
         reason: String,
+        /// The collective.
         #[label("{reason}")]
         span: Span,
     },
@@ -217,8 +258,11 @@ pub enum PassError {
         help("an outside_compilation cluster lives inside a TPU cluster; add `_tpu_replicate` or drop the tag")
     )]
     OutsideCompilationWithoutCluster {
+        /// The op's name.
         node: String,
+        /// Its `_xla_outside_compilation` value.
         oc: String,
+        /// The op.
         #[label("tagged outside_compilation only")]
         span: Span,
     },
@@ -227,9 +271,13 @@ pub enum PassError {
     #[error("malformed `{op}` op `%{node}`: {reason}")]
     #[diagnostic(code(tpu_rewrite::passes::malformed_tpu_op))]
     MalformedTpuOp {
+        /// The op type.
         op: String,
+        /// The node's name.
         node: String,
+        /// What is wrong with its operands or attributes.
         reason: String,
+        /// The node.
         #[label("{reason}")]
         span: Span,
     },
@@ -241,8 +289,11 @@ pub enum PassError {
         help("a cluster runs as one step: nothing outside it may both consume its results and feed it")
     )]
     ClusterDependencyCycle {
+        /// The cluster's name.
         cluster: String,
+        /// The cycle, node by node, joined by `->`.
         path: String,
+        /// An op on the cycle outside the cluster.
         #[label("leaves the cluster and comes back")]
         span: Span,
     },
@@ -251,7 +302,9 @@ pub enum PassError {
     #[error("internal error (a bug in tpu-rewrite): {message}")]
     #[diagnostic(code(tpu_rewrite::passes::internal), help("please report this with the input that caused it"))]
     Internal {
+        /// The invariant that broke.
         message: String,
+        /// The node being handled when it broke.
         #[label("while handling this")]
         span: Span,
     },
@@ -267,6 +320,7 @@ pub enum PassError {
         op: String,
         /// The op whose colocation is still open.
         outer: String,
+        /// The op whose colocation was entered.
         #[label("gradient colocation with this op")]
         span: Span,
     },
@@ -283,6 +337,7 @@ pub enum PassError {
         op: String,
         /// Its `_xla_outside_compilation` value.
         cluster: String,
+        /// The colocated op.
         #[label("gradient colocation with this op has no uid")]
         span: Span,
     },
@@ -294,7 +349,9 @@ pub enum PassError {
         help("please report this with the input that caused it")
     )]
     BadlyNestedColocation {
+        /// How the stack was misused.
         message: String,
+        /// The op whose colocation was being left.
         #[label("while leaving the gradient colocation of this op")]
         span: Span,
     },
@@ -310,6 +367,7 @@ pub enum PassError {
         x: String,
         /// What became of the call's output for this x.
         what: String,
+        /// The x.
         #[label("no gradient reaches this x")]
         span: Span,
     },
@@ -321,12 +379,16 @@ pub enum PassError {
         help("differentiate through registered op types only, or stop the gradient with StopGradient")
     )]
     NoGradient {
+        /// The op's name.
         op: String,
+        /// The op's type.
         op_type: String,
         /// Empty, or `: <why>` when the type is known but this use is not supported.
         reason: String,
+        /// The op.
         #[label("a gradient reaches this op")]
         span: Span,
+        /// The gradients call.
         #[label("in this gradients call")]
         call: Span,
     },
@@ -335,8 +397,11 @@ pub enum PassError {
     #[error("cannot expand gradients call `%{call}`: {reason}")]
     #[diagnostic(code(tpu_rewrite::passes::malformed_gradients_call))]
     MalformedGradientsCall {
+        /// The gradients call's name.
         call: String,
+        /// Why it cannot be expanded.
         reason: String,
+        /// The gradients call.
         #[label("{reason}")]
         span: Span,
     },
@@ -348,7 +413,9 @@ pub enum PassError {
     OutsideCompilationCycle {
         /// The cycle, cluster by cluster.
         path: String,
+        /// How to break the cycle, suited to how the clusters were made.
         help: String,
+        /// An op of the first cluster on the path.
         #[label("an op of cluster {first}")]
         span: Span,
         /// The first cluster on the path.

@@ -116,13 +116,16 @@ pub fn fuse_all_reduce(graph: &mut Graph, config: &FusionConfig) -> Vec<PassErro
 }
 
 /// A topological order that follows the text order where edges allow
-/// (Kahn's algorithm, smallest `seq` first); `None` on a cycle.
+/// (Kahn's algorithm, smallest `seq` first), TF1 loop back edges aside;
+/// `None` on a cycle.
 fn text_topological_order(graph: &Graph) -> Option<Vec<NodeId>> {
     let g = graph.petgraph();
     let mut indegree: HashMap<NodeId, usize> = HashMap::new();
     let mut ready = BinaryHeap::new();
     for id in graph.node_ids() {
-        let n = g.edges_directed(id.0, Direction::Incoming).count();
+        // A TF1 loop's back edges (NextIteration -> Merge) do not order nodes.
+        let n =
+            g.edges_directed(id.0, Direction::Incoming).filter(|e| !graph.is_back_edge(NodeId(e.source()), id)).count();
         indegree.insert(id, n);
         if n == 0 {
             ready.push(Reverse((graph.node(id).seq, id.0.index())));
@@ -134,6 +137,9 @@ fn text_topological_order(graph: &Graph) -> Option<Vec<NodeId>> {
         order.push(id);
         for e in g.edges_directed(id.0, Direction::Outgoing) {
             let target = NodeId(e.target());
+            if graph.is_back_edge(id, target) {
+                continue;
+            }
             if let Some(d) = indegree.get_mut(&target) {
                 *d -= 1;
                 if *d == 0 {
@@ -383,6 +389,29 @@ graph @g {
         assert_eq!((inputs[1].src, inputs[1].output), (fused, Some(1)));
         assert!(petgraph::algo::toposort(g.petgraph(), None).is_ok());
         assert!(ops(&g).contains(&"y=Neg".to_string()));
+    }
+
+    #[test]
+    fn a_loop_back_edge_does_not_stop_fusion() {
+        // Two independent sums after a TF1 loop: the back edge is no cycle, so they still fuse.
+        let text = r#"
+graph @g {
+  %x = Placeholder() {dtype = f32, shape = shape[4]}
+  %groups = Const() {dtype = i32, value = tensor(i32, [1, 2]) [0, 1], _tpu_replicate = "c"}
+  %enter = Enter(%x) {T = f32, frame_name = "f", is_constant = false, _tpu_replicate = "c"}
+  %merge = Merge(%enter, %next) {T = f32, N = 2, _tpu_replicate = "c"}
+  %body = Neg(%merge) {T = f32, _tpu_replicate = "c"}
+  %next = NextIteration(%body) {T = f32, _tpu_replicate = "c"}
+  %a = CrossReplicaSum(%x, %groups) {T = f32, _tpu_replicate = "c"}
+  %b = CrossReplicaSum(%x, %groups) {T = f32, _tpu_replicate = "c"}
+}
+"#;
+        let mut g = parse(text);
+        let order = text_topological_order(&g).expect("a back edge is no cycle");
+        let position = |name: &str| order.iter().position(|&id| &*g.node(id).name == name).unwrap();
+        assert!(position("merge") < position("body") && position("body") < position("next"));
+        fuse_all_reduce(&mut g, &FusionConfig::default());
+        assert!(g.find("a").is_none() && g.find("b").is_none(), "{:?}", ops(&g));
     }
 
     #[test]

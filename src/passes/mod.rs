@@ -12,7 +12,6 @@
 
 pub mod cluster_cycles;
 pub mod common;
-#[allow(missing_docs)] // The error variants are documented; their fields are not yet.
 pub mod error;
 pub mod fan_in;
 pub mod fan_out;

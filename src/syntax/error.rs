@@ -18,6 +18,7 @@ pub enum SyntaxError {
         help("`.opg` files are UTF-8 text; write arbitrary bytes in strings as `\\xNN` escapes")
     )]
     InvalidUtf8 {
+        /// The first byte sequence that is not UTF-8.
         #[label("invalid byte sequence here")]
         span: Span,
     },
@@ -29,6 +30,7 @@ pub enum SyntaxError {
         help("a module holds at least one graph, e.g. `graph @main {{ %x = Placeholder() {{dtype = f32}} }}`")
     )]
     Empty {
+        /// The end of the input.
         #[label("expected a graph here")]
         span: Span,
     },
@@ -40,6 +42,7 @@ pub enum SyntaxError {
         help("this looks like a binary file; a GraphDef `.pb` is read with `--input-format pb`")
     )]
     NulByte {
+        /// The first NUL byte.
         #[label("NUL byte")]
         span: Span,
     },
@@ -48,8 +51,11 @@ pub enum SyntaxError {
     #[error("unexpected character {text:?}")]
     #[diagnostic(code(tpu_rewrite::syntax::invalid_token), help("{help}"))]
     InvalidToken {
+        /// The characters that start no token.
         text: String,
+        /// A hint suited to the characters, such as the token the user may have meant.
         help: String,
+        /// The characters.
         #[label("not a token")]
         span: Span,
     },
@@ -61,6 +67,7 @@ pub enum SyntaxError {
         help("a string literal ends with `\"` on the same line; write a newline as `\\n`")
     )]
     UnterminatedString {
+        /// The string, from its opening quote to the end of the line.
         #[label("this string is not closed")]
         span: Span,
     },
@@ -69,8 +76,11 @@ pub enum SyntaxError {
     #[error("unexpected {found}")]
     #[diagnostic(code(tpu_rewrite::syntax::unexpected_token), help("expected one of: {expected}"))]
     UnexpectedToken {
+        /// The token found, as users know it.
         found: String,
+        /// The tokens the grammar allows here, comma-separated.
         expected: String,
+        /// The token found.
         #[label("unexpected here")]
         span: Span,
     },
@@ -79,7 +89,9 @@ pub enum SyntaxError {
     #[error("unexpected end of input")]
     #[diagnostic(code(tpu_rewrite::syntax::unexpected_eof), help("expected one of: {expected}"))]
     UnexpectedEof {
+        /// The tokens the grammar allows here, comma-separated.
         expected: String,
+        /// The last character of the input.
         #[label("input ends here")]
         span: Span,
     },
@@ -91,7 +103,9 @@ pub enum SyntaxError {
         help("flatten the nested lists or regions; the limit guards against stack exhaustion")
     )]
     TooDeep {
+        /// The deepest nesting allowed ([`MAX_NESTING`](super::lexer::MAX_NESTING)).
         limit: usize,
+        /// The first bracket past the limit.
         #[label("this bracket is too deep")]
         span: Span,
     },
@@ -100,7 +114,9 @@ pub enum SyntaxError {
     #[error("invalid literal: {reason}")]
     #[diagnostic(code(tpu_rewrite::syntax::invalid_literal))]
     InvalidLiteral {
+        /// Why the literal does not decode.
         reason: String,
+        /// The literal.
         #[label("{reason}")]
         span: Span,
     },
@@ -109,6 +125,7 @@ pub enum SyntaxError {
     #[error("the input is larger than 4 GiB")]
     #[diagnostic(code(tpu_rewrite::syntax::too_large), help("split the module into several files"))]
     TooLarge {
+        /// The last addressable byte.
         #[label("the limit is reached here")]
         span: Span,
     },

@@ -16,38 +16,55 @@ pub const MAX_NESTING: usize = 128;
 #[derive(Logos, Clone, Copy, Debug, PartialEq)]
 #[logos(skip r"[ \t\r\n\f]+")]
 pub enum Token<'src> {
+    /// `graph`, which opens a graph definition.
     #[token("graph")]
     KwGraph,
+    /// `replicate`, which opens a replicate region.
     #[token("replicate")]
     KwReplicate,
+    /// `outside_compilation`, which opens a host-side block inside a replicate region.
     #[token("outside_compilation")]
     KwOutsideCompilation,
+    /// `gradients`, the gradients statement.
     #[token("gradients")]
     KwGradients,
+    /// `return`, which names a replicate region's outputs.
     #[token("return")]
     KwReturn,
+    /// `on`, which introduces a node's device.
     #[token("on")]
     KwOn,
+    /// The boolean literal `true`.
     #[token("true")]
     KwTrue,
+    /// The boolean literal `false`.
     #[token("false")]
     KwFalse,
+    /// `shape`, which opens a shape literal.
     #[token("shape")]
     KwShape,
+    /// `tensor`, which opens a tensor literal.
     #[token("tensor")]
     KwTensor,
+    /// `bytes`, which gives a tensor literal as raw little-endian content.
     #[token("bytes")]
     KwBytes,
+    /// `func`, which opens a function reference.
     #[token("func")]
     KwFunc,
+    /// `placeholder`, which opens a reference to an enclosing function's attribute.
     #[token("placeholder")]
     KwPlaceholder,
+    /// `dtype`, which opens a dtype given by its TensorFlow number.
     #[token("dtype")]
     KwDtype,
+    /// `ys`, the gradients statement's values to differentiate.
     #[token("ys")]
     KwYs,
+    /// `xs`, the gradients statement's values to differentiate with respect to.
     #[token("xs")]
     KwXs,
+    /// `grad_ys`, the gradients statement's initial gradients.
     #[token("grad_ys")]
     KwGradYs,
 
@@ -76,28 +93,40 @@ pub enum Token<'src> {
     #[token("//", line_comment)]
     Comment,
 
+    /// `=`, after a node name or an attribute key.
     #[token("=")]
     Eq,
+    /// `,`, between list items.
     #[token(",")]
     Comma,
+    /// `:`, before an output index.
     #[token(":")]
     Colon,
+    /// `^`, which marks a control input.
     #[token("^")]
     Caret,
+    /// `?`, an unknown dimension.
     #[token("?")]
     Question,
+    /// `*`, an unknown rank.
     #[token("*")]
     Star,
+    /// `(`.
     #[token("(")]
     LParen,
+    /// `)`.
     #[token(")")]
     RParen,
+    /// `[`.
     #[token("[")]
     LBracket,
+    /// `]`.
     #[token("]")]
     RBracket,
+    /// `{`.
     #[token("{")]
     LBrace,
+    /// `}`.
     #[token("}")]
     RBrace,
 }

@@ -167,6 +167,26 @@ pub enum ImportError {
         span: Span,
     },
 
+    /// A malformed part of a function of the library: an input that names
+    /// no argument or node, an unknown output argument, a name used twice,
+    /// an output argument without a `ret` entry. It is dropped.
+    #[error("function `{function}`: `{node}`: {reason}")]
+    #[diagnostic(
+        code(tpu_rewrite::import::function_body),
+        help("inside a function an input is `arg`, `node:output_arg:index` or `^node`")
+    )]
+    FunctionBody {
+        /// The function's name.
+        function: String,
+        /// The node or argument.
+        node: String,
+        /// What is wrong.
+        reason: String,
+        /// The library (function bodies carry no spans).
+        #[label("here")]
+        span: Span,
+    },
+
     /// An input string that is not `name`, `name:k` or `^name`; it is dropped.
     #[error("node `{node}` has malformed input `{input}`")]
     #[diagnostic(

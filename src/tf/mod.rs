@@ -5,16 +5,19 @@
 //! (binary with `prost`, text with the parser in [`pbtxt`]) and converts the
 //! GraphDef into a module with one graph `@main` ([`to_ir`]); the function
 //! library travels with the graph as a graph attribute and [`library`]
-//! decodes it. [`export`] writes a graph back as a GraphDef in either
+//! decodes it; each of its functions also becomes a graph of the module
+//! ([`functions`]), which `While`, `If` and the call ops run. [`export`] writes a graph back as a GraphDef in either
 //! format ([`pbtxt_print`] for text) and fails on anything a GraphDef
 //! cannot hold; [`synth`] builds large transformer-like GraphDefs for
 //! benchmarks and tests. [`sniff_format`] tells the two encodings apart.
 
 pub mod error;
 pub mod export;
+pub mod functions;
 pub mod pbtxt;
 pub mod pbtxt_print;
 pub mod proto;
+pub mod stream;
 pub mod synth;
 pub mod to_ir;
 
@@ -66,9 +69,8 @@ pub fn import_graphdef_observed(
     progress.phase("decoding", 1);
     Ok(match format {
         GraphDefFormat::Binary => {
-            let graph = decode_pb(bytes)?;
             progress.advance(1);
-            to_ir::graphdef_to_module_observed(graph, None, progress)
+            to_ir::pb_to_module_observed(bytes, progress)?
         }
         GraphDefFormat::Text => {
             let parsed = pbtxt::parse_graphdef_text(bytes)?;

@@ -5,6 +5,9 @@
 //! attribute, and the two experimental fields as encoded bytes under the
 //! reserved attribute keys [`DEBUG_INFO_ATTR`] and [`FULL_TYPE_ATTR`].
 //! The GraphDef's own fields become graph attributes (see [`graph_attr`]).
+//! Each function of the library also becomes a graph of the module, after
+//! `@main` ([`super::functions`]); the library itself stays a graph
+//! attribute, which the export writes back unchanged.
 //!
 //! Attribute values map one to one onto [`ir::AttrValue`], with these
 //! choices: a list concatenates its `s, i, f, b, type, shape, tensor, func`
@@ -65,34 +68,59 @@ pub fn graphdef_to_module(graph_def: GraphDef, spans: Option<Vec<NodeSpans>>) ->
 
 /// [`graphdef_to_module`], reporting each node added and each node wired.
 pub fn graphdef_to_module_observed(
-    graph_def: GraphDef,
+    mut graph_def: GraphDef,
     spans: Option<Vec<NodeSpans>>,
     progress: &dyn crate::progress::Progress,
 ) -> (Module, Vec<ImportError>) {
+    let nodes = std::mem::take(&mut graph_def.node);
+    let input_count: usize = nodes.iter().map(|n| n.input.len()).sum();
+    let count = nodes.len();
+    let (module, errors) = convert(graph_def, nodes.into_iter().map(Ok), (count, input_count), spans, progress)
+        .unwrap_or_else(|e| (Module { header: Vec::new(), graphs: Vec::new() }, vec![e]));
+    (module, errors)
+}
+
+/// Imports a binary GraphDef decoding one `NodeDef` at a time (see
+/// [`super::stream`]): the decoded nodes never all exist at once.
+pub fn pb_to_module_observed(
+    bytes: &[u8],
+    progress: &dyn crate::progress::Progress,
+) -> Result<(Module, Vec<ImportError>), ImportError> {
+    let split = super::stream::split(bytes)?;
+    let sizes = (split.nodes.len(), split.input_count());
+    let nodes = split.nodes.iter().map(|n| super::stream::decode_node(n));
+    convert(split.header, nodes, sizes, None, progress)
+}
+
+/// Builds the module from the GraphDef's other fields (`header`) and its
+/// nodes; `sizes` is (nodes, inputs) for reserving storage once. A node
+/// that does not decode ends the import.
+fn convert(
+    header: GraphDef,
+    nodes: impl Iterator<Item = Result<NodeDef, ImportError>>,
+    (node_count, input_count): (usize, usize),
+    spans: Option<Vec<NodeSpans>>,
+    progress: &dyn crate::progress::Progress,
+) -> Result<(Module, Vec<ImportError>), ImportError> {
     use crate::progress::REPORT_EVERY;
-    progress.phase("importing nodes", 2 * graph_def.node.len() as u64);
+    progress.phase("importing nodes", 2 * node_count as u64);
     let mut errors = Vec::new();
     let mut graph = Graph::new(GRAPH_NAME);
-    graph.attrs = graph_attrs(&graph_def);
-    let input_count: usize = graph_def.node.iter().map(|n| n.input.len()).sum();
-    graph.reserve(graph_def.node.len(), input_count);
+    graph.attrs = graph_attrs(&header);
+    let library = header.library;
+    graph.reserve(node_count, input_count);
 
     let mut spans = spans.map(Vec::into_iter);
     let mut interned: HashMap<String, Arc<str>> = HashMap::default();
-    let mut pending: Vec<(NodeId, Vec<String>, Vec<Span>)> = Vec::with_capacity(graph_def.node.len());
-    for (n, node_def) in graph_def.node.into_iter().enumerate() {
+    let mut pending: Vec<(NodeId, Vec<String>, Vec<Span>)> = Vec::with_capacity(node_count);
+    for (n, node_def) in nodes.enumerate() {
+        let node_def = node_def?;
         if n as u64 % REPORT_EVERY == REPORT_EVERY - 1 {
             progress.advance(REPORT_EVERY);
         }
         let node_spans = spans.as_mut().and_then(Iterator::next).unwrap_or_default();
         let NodeDef { name, op, input, device, attr, experimental_debug_info, experimental_type } = node_def;
-        let mut ctx = Ctx { node: &name, span: node_spans.node, errors: &mut errors };
-        let mut attrs = AttrMap::new();
-        for (key, value) in attr {
-            if let Some(v) = ctx.attr_value(value) {
-                attrs.insert_shared(intern(&mut interned, key), v);
-            }
-        }
+        let mut attrs = convert_attrs(&name, node_spans.node, attr, &mut interned, &mut errors);
         if let Some(info) = experimental_debug_info {
             attrs.insert(DEBUG_INFO_ATTR, ir::AttrValue::from_bytes(info.encode_to_vec()));
         }
@@ -147,10 +175,34 @@ pub fn graphdef_to_module_observed(
         }
     }
     graph.shrink_to_fit();
-    (Module { header: Vec::new(), graphs: vec![graph] }, errors)
+    let mut graphs = vec![graph];
+    if let Some(library) = library {
+        graphs.extend(super::functions::function_graphs(library, &mut errors));
+    }
+    Ok((Module { header: Vec::new(), graphs }, errors))
 }
 
-fn intern(map: &mut HashMap<String, Arc<str>>, s: String) -> Arc<str> {
+/// Converts the attributes of a `NodeDef` (of the graph or of a function
+/// body), interning the keys; values a GraphDef attribute cannot carry
+/// over are reported in `errors`.
+pub(super) fn convert_attrs(
+    node: &str,
+    span: Span,
+    attr: std::collections::BTreeMap<String, proto::AttrValue>,
+    interned: &mut HashMap<String, Arc<str>>,
+    errors: &mut Vec<ImportError>,
+) -> AttrMap {
+    let mut ctx = Ctx { node, span, errors };
+    let mut attrs = AttrMap::new();
+    for (key, value) in attr {
+        if let Some(v) = ctx.attr_value(value) {
+            attrs.insert_shared(intern(interned, key), v);
+        }
+    }
+    attrs
+}
+
+pub(super) fn intern(map: &mut HashMap<String, Arc<str>>, s: String) -> Arc<str> {
     if let Some(a) = map.get(&s) {
         return a.clone();
     }
@@ -160,7 +212,7 @@ fn intern(map: &mut HashMap<String, Arc<str>>, s: String) -> Arc<str> {
 }
 
 /// Splits `^a`, `a:k` and `a` into a name and `None` (control) or the output.
-fn parse_input(input: &str) -> Option<(&str, Option<u32>)> {
+pub(super) fn parse_input(input: &str) -> Option<(&str, Option<u32>)> {
     if let Some(name) = input.strip_prefix('^') {
         return (!name.is_empty()).then_some((name, None));
     }

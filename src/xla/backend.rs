@@ -13,7 +13,8 @@
 //!
 //! Host ops the device program reads (feeds, defaults, constants) and
 //! variable initialisers run once on the host with the simulator's
-//! kernels. The result has the simulator driver's shape
+//! kernels; so do pure host ops after the step that `fetch` names, once,
+//! on the last step's outputs. The result has the simulator driver's shape
 //! ([`crate::exec::driver::RunOutcome`]), with outputs named as the
 //! tagged graph's `output_<i>_shard_<r>` fetch identities.
 
@@ -25,8 +26,8 @@ use std::time::{Duration, Instant};
 use super::client::{Client, ClientConfig, DeviceBuffer};
 use super::error::XlaError;
 use super::host::{Host, MissingFeed};
-use super::stablehlo::{self, ArgSource};
-use super::{ffi, plugin};
+use super::stablehlo::{self, ArgSource, HostTransfer};
+use super::{callback, ffi, plugin};
 use crate::exec::driver::RunOutcome;
 use crate::exec::Tensor;
 use crate::ir::Graph;
@@ -44,24 +45,39 @@ pub struct RunConfig<'a> {
     pub steps_per_run: u32,
     /// Feeds: tensor name → value.
     pub feeds: &'a [(String, Tensor)],
+    /// How outside-compilation ops are reached; `None`: a host callback
+    /// on a CPU plugin, stages on any other.
+    pub host_transfer: Option<HostTransfer>,
+    /// Extra tensors to fetch that the device programs do not return:
+    /// host ops after the step, evaluated once after the last step on its
+    /// outputs with the simulator's kernels (pure ops only).
+    pub fetch: &'a [String],
 }
 
 /// Where a run spent its time.
 #[derive(Clone, Debug, Default)]
 pub struct Timings {
+    /// Loading the plugin.
     pub load: Duration,
+    /// Creating the client.
     pub client: Duration,
+    /// Emitting the StableHLO modules.
     pub emit: Duration,
+    /// Compiling them.
     pub compile: Duration,
+    /// Moving arguments to the devices and results back.
     pub transfer: Duration,
     /// Every `execute` call, summed.
     pub execute: Duration,
+    /// How many `execute` calls were made.
     pub executions: u32,
 }
 
 /// A PJRT run's results and timings.
 pub struct Outcome {
+    /// The fetched values and the final variables, as the simulator reports them.
     pub run: RunOutcome,
+    /// Where the run spent its time.
     pub timings: Timings,
 }
 
@@ -135,16 +151,40 @@ pub fn run(graph: &Graph, assignment: &DeviceAssignment, config: &RunConfig) -> 
     timings.client = t.elapsed();
 
     let mut fetched = Vec::new();
+    // Every cluster output's last values, per replica, for host ops after the step.
+    let mut device_outputs: Vec<(crate::ir::NodeId, Vec<Tensor>)> = Vec::new();
     let mut mirrors: BTreeMap<String, Vec<Tensor>> = BTreeMap::new();
-    let emit_config = stablehlo::Config {
-        steps_per_run: config.steps_per_run.max(1),
-        feeds: config.feeds,
-        missing_feed: MissingFeed::Error,
-    };
+    let host_transfer = config.host_transfer.unwrap_or(if is_cpu_plugin(client.plugin()) {
+        HostTransfer::Callback
+    } else {
+        HostTransfer::Stages
+    });
+    let mut installed = false;
     for cluster in &clusters {
         let t = Instant::now();
+        let emit_config = stablehlo::Config {
+            steps_per_run: config.steps_per_run.max(1),
+            feeds: config.feeds,
+            missing_feed: MissingFeed::Error,
+            host_transfer,
+            run: callback::next_id(),
+        };
         let staged = stablehlo::emit_module(graph, cluster, assignment, &emit_config)?;
         timings.emit += t.elapsed();
+        // Host calls inside the module: the handler, and this run's host programs.
+        let _registration = if staged.calls.is_empty() {
+            None
+        } else if host_transfer == HostTransfer::SendRecv {
+            return Err(XlaError::SendRecvRun { cluster: cluster.name.clone() });
+        } else {
+            if !installed {
+                callback::install(client.plugin(), callback::CPU_PLATFORM)?;
+                installed = true;
+            }
+            let mut host = Host::new(graph, config.feeds, MissingFeed::Error);
+            let programs = callback::HostPrograms::new(graph, &staged, &mut host)?;
+            Some(callback::Registration::new(emit_config.run, programs))
+        };
         let replicas = cluster.num_replicas as usize;
         // Every logical core of every replica is a device: d = replica * partitions + core.
         let partitions = cluster.num_cores_per_replica.max(1) as usize;
@@ -264,10 +304,14 @@ pub fn run(graph: &Graph, assignment: &DeviceAssignment, config: &RunConfig) -> 
         for (emitted, outputs) in staged.stages.iter().zip(&last) {
             let Some(outputs) = outputs else { continue };
             for (i, out) in emitted.outputs.iter().enumerate() {
+                let mut values = Vec::with_capacity(replicas);
                 for (r, row) in outputs.iter().step_by(partitions).enumerate() {
                     let name = output_name(graph, out.node, r);
-                    fetched.push((name.clone(), row[i].to_host(&name)?));
+                    let t = row[i].to_host(&name)?;
+                    values.push(t.clone());
+                    fetched.push((name, t));
                 }
+                device_outputs.push((out.node, values));
             }
         }
         for (h, copies) in &vars {
@@ -277,6 +321,26 @@ pub fn run(graph: &Graph, assignment: &DeviceAssignment, config: &RunConfig) -> 
                 host_copies.push(b.to_host(&name)?);
             }
             mirrors.insert(name, host_copies);
+        }
+    }
+    // Host ops after the step, on the last step's outputs.
+    let mut after = Host::new(graph, config.feeds, MissingFeed::Error);
+    for (node, values) in device_outputs {
+        after.seed(node, values);
+    }
+    for name in config.fetch {
+        if name.starts_with('^') || fetched.iter().any(|(n, _)| n == name) {
+            continue;
+        }
+        let (node, output) = match name.rsplit_once(':') {
+            Some((n, o)) if o.parse::<u32>().is_ok() => (n, o.parse().unwrap_or(0)),
+            _ => (name.as_str(), 0),
+        };
+        if let Some(id) = graph.find(node) {
+            let value = after
+                .value(id, output)
+                .map_err(|e| XlaError::HostAfterStep { name: name.clone(), message: e.to_string() })?;
+            fetched.push((name.clone(), value));
         }
     }
     let variables = mirrors.iter().filter_map(|(k, v)| v.first().map(|t| (k.clone(), t.clone()))).collect();

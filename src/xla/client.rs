@@ -252,7 +252,7 @@ unsafe fn bytes(ptr: *const u8, size: usize) -> String {
 }
 
 /// The PJRT element type and row-major bytes of a host tensor.
-fn host_bytes(tensor: &Tensor, what: &str) -> Result<(i32, Vec<u8>), XlaError> {
+pub(crate) fn host_bytes(tensor: &Tensor, what: &str) -> Result<(i32, Vec<u8>), XlaError> {
     fn raw<T: Copy>(values: Vec<T>, to: fn(T) -> Vec<u8>) -> Vec<u8> {
         values.into_iter().flat_map(to).collect()
     }

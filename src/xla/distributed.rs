@@ -51,7 +51,12 @@ pub enum DistributedError {
         code(tpu_rewrite::distributed::outside_compilation),
         help("run it with --backend pjrt (which runs the host ops between the stages) or the simulator; on JAX this needs host callbacks (`jax.pure_callback`) or a send/recv pair, see docs/distributed.md")
     )]
-    OutsideCompilation { cluster: String, stages: usize },
+    OutsideCompilation {
+        /// The cluster's name.
+        cluster: String,
+        /// How many device stages the host ops split it into.
+        stages: usize,
+    },
 
     /// The replicas cannot be spread over the processes.
     #[error("{replicas} replicas on devices 0..{devices} cannot give each of {processes} processes a replica")]
@@ -59,7 +64,14 @@ pub enum DistributedError {
         code(tpu_rewrite::distributed::placement),
         help("use --processes N with N no larger than the replica count (and dividing the devices the topology uses)")
     )]
-    Placement { replicas: usize, devices: usize, processes: usize },
+    Placement {
+        /// The replica count.
+        replicas: usize,
+        /// How many devices the topology uses.
+        devices: usize,
+        /// How many processes were asked for.
+        processes: usize,
+    },
 
     /// The Python environment could not be made or found.
     #[error("no Python environment for JAX: {message}")]
@@ -67,12 +79,20 @@ pub enum DistributedError {
         code(tpu_rewrite::distributed::environment),
         help("run python/setup-venv (needs python3 with venv and pip, and PyPI), or set $TPU_REWRITE_JAX_PYTHON to a python with jax==0.10.2")
     )]
-    Environment { message: String },
+    Environment {
+        /// What failed while making or finding it.
+        message: String,
+    },
 
     /// Writing the job directory or reading results failed.
     #[error("job directory {path}: {message}")]
     #[diagnostic(code(tpu_rewrite::distributed::job))]
-    Job { path: String, message: String },
+    Job {
+        /// The job directory.
+        path: String,
+        /// What failed.
+        message: String,
+    },
 
     /// A process exited with an error (or was killed); the others were ended.
     #[error("process {process} of {processes} {status}; the other processes were ended\n{log}")]
@@ -80,7 +100,16 @@ pub enum DistributedError {
         code(tpu_rewrite::distributed::process_failed),
         help("the lines above are the end of that process's log")
     )]
-    ProcessFailed { process: usize, processes: usize, status: String, log: String },
+    ProcessFailed {
+        /// The failed process's index.
+        process: usize,
+        /// How many processes ran.
+        processes: usize,
+        /// How it ended (exit status or signal), as printed.
+        status: String,
+        /// The end of its log.
+        log: String,
+    },
 
     /// The run outlived its deadline; every process was ended.
     #[error("the {processes} processes did not finish within {seconds} s; they were ended")]
@@ -88,7 +117,12 @@ pub enum DistributedError {
         code(tpu_rewrite::distributed::timeout),
         help("raise --timeout (the deadline is 300 s plus --timeout), or look for a process that waits for a peer")
     )]
-    Timeout { processes: usize, seconds: u64 },
+    Timeout {
+        /// How many processes ran.
+        processes: usize,
+        /// The deadline in seconds.
+        seconds: u64,
+    },
 }
 
 /// Settings of a distributed run.
@@ -108,6 +142,7 @@ pub struct Config<'a> {
 
 /// A distributed run's results and process 0's timings.
 pub struct Outcome {
+    /// The fetched values, as the simulator reports them.
     pub run: RunOutcome,
     /// Seconds of each step (one `execute_sharded`), per cluster, from process 0.
     pub step_seconds: Vec<Vec<f64>>,
@@ -165,6 +200,8 @@ pub fn run(graph: &Graph, assignment: &DeviceAssignment, config: &Config) -> Res
         steps_per_run: config.steps_per_run.max(1),
         feeds: config.feeds,
         missing_feed: MissingFeed::Error,
+        host_transfer: stablehlo::HostTransfer::Stages,
+        run: 0,
     };
     // Emit everything first: a graph this backend refuses starts no process.
     let mut emitted = Vec::with_capacity(clusters.len());

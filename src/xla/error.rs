@@ -21,17 +21,28 @@ pub enum XlaError {
             "run `.ci/fetch-pjrt` to download the pinned CPU plugin (xla-cpu-pjrt 0.0.1), or pass --pjrt-plugin PATH"
         )
     )]
-    NoPlugin { cached: String },
+    NoPlugin {
+        /// Where the cached plugin was looked for.
+        cached: String,
+    },
 
     /// The plugin path names no file.
     #[error("PJRT plugin {path} does not exist")]
     #[diagnostic(code(tpu_rewrite::xla::plugin_not_found), help("pass the path of a PJRT plugin shared object"))]
-    PluginNotFound { path: String },
+    PluginNotFound {
+        /// The path as given.
+        path: String,
+    },
 
     /// `dlopen` failed.
     #[error("cannot load PJRT plugin {path}: {message}")]
     #[diagnostic(code(tpu_rewrite::xla::plugin_load))]
-    PluginLoad { path: String, message: String },
+    PluginLoad {
+        /// The plugin's path.
+        path: String,
+        /// The loader's error.
+        message: String,
+    },
 
     /// The plugin is not a PJRT plugin tpu-rewrite can drive.
     #[error("PJRT plugin {path} is incompatible: {reason}")]
@@ -39,12 +50,24 @@ pub enum XlaError {
         code(tpu_rewrite::xla::incompatible_plugin),
         help("tpu-rewrite speaks PJRT C API 0.81 and later 0.x versions; use a matching plugin")
     )]
-    IncompatiblePlugin { path: String, reason: String },
+    IncompatiblePlugin {
+        /// The plugin's path.
+        path: String,
+        /// Why tpu-rewrite cannot drive it.
+        reason: String,
+    },
 
     /// A PJRT call failed; `message` is the plugin's.
     #[error("PJRT {call} failed for {program}: {message}")]
     #[diagnostic(code(tpu_rewrite::xla::pjrt))]
-    Pjrt { call: String, program: String, message: String },
+    Pjrt {
+        /// The C API function that failed.
+        call: String,
+        /// The program being handled.
+        program: String,
+        /// The plugin's error message.
+        message: String,
+    },
 
     /// The plugin could not compile a program; `message` is the compiler's.
     #[error("XLA could not compile {program}:\n{message}")]
@@ -52,7 +75,12 @@ pub enum XlaError {
         code(tpu_rewrite::xla::compile),
         help("`tpu-rewrite lower --format stablehlo` prints the module that was compiled")
     )]
-    Compile { program: String, message: String },
+    Compile {
+        /// The program that did not compile.
+        program: String,
+        /// The compiler's error message.
+        message: String,
+    },
 
     /// The client has fewer devices than the program needs.
     #[error("{program} needs {needed} devices, but the {platform} client has {available}")]
@@ -60,7 +88,16 @@ pub enum XlaError {
         code(tpu_rewrite::xla::devices),
         help("on a TPU or GPU host, run with a smaller --num-replicas or a larger slice; on CPU the device count is set for you")
     )]
-    Devices { program: String, needed: usize, available: usize, platform: String },
+    Devices {
+        /// The program.
+        program: String,
+        /// How many devices it needs: replicas times partitions.
+        needed: usize,
+        /// How many devices the client has.
+        available: usize,
+        /// The client's platform name.
+        platform: String,
+    },
 
     /// The plugin drives hardware this machine does not have.
     #[error("PJRT plugin {path} needs {kind} devices, and this machine has none (looked for {looked})")]
@@ -68,32 +105,106 @@ pub enum XlaError {
         code(tpu_rewrite::xla::no_devices),
         help("run on a {kind} host, or use the CPU plugin (omit --pjrt-plugin to use the cached one)")
     )]
-    NoDevices { path: String, kind: String, looked: String },
+    NoDevices {
+        /// The plugin's path.
+        path: String,
+        /// The kind of device it drives (`TPU`, `GPU`).
+        kind: String,
+        /// Where the devices were looked for.
+        looked: String,
+    },
 
     /// An op of the device program has no StableHLO lowering.
     #[error("{node}: op `{op}` has no StableHLO lowering")]
     #[diagnostic(code(tpu_rewrite::xla::unsupported_op), help("see docs/xla.md for the ops the emitter lowers"))]
-    UnsupportedOp { node: String, op: String },
+    UnsupportedOp {
+        /// The node's name.
+        node: String,
+        /// The op type.
+        op: String,
+    },
 
     /// An op cannot be lowered with these operands (dynamic shape, bad attribute, ...).
     #[error("{node} ({op}): {message}")]
     #[diagnostic(code(tpu_rewrite::xla::lowering))]
-    Lowering { node: String, op: String, message: String },
+    Lowering {
+        /// The node's name.
+        node: String,
+        /// The op type.
+        op: String,
+        /// Why it cannot be lowered.
+        message: String,
+    },
 
     /// The graph has nothing the backend can run, or a form it does not take.
     #[error("{message}")]
     #[diagnostic(code(tpu_rewrite::xla::unsupported_graph))]
-    UnsupportedGraph { message: String },
+    UnsupportedGraph {
+        /// What the backend cannot take.
+        message: String,
+    },
 
     /// A host-side op (outside the cluster) failed in the simulator's kernels.
     #[error("host op {node}: {message}")]
     #[diagnostic(code(tpu_rewrite::xla::host))]
-    Host { node: String, message: String },
+    Host {
+        /// The host op's name.
+        node: String,
+        /// The kernel's error.
+        message: String,
+    },
 
     /// A tensor has a dtype the device cannot hold.
     #[error("{what}: dtype {dtype} cannot go to an XLA device")]
     #[diagnostic(code(tpu_rewrite::xla::dtype), help("devices take f32, f64, i32, i64 and bool tensors"))]
-    DType { what: String, dtype: String },
+    DType {
+        /// The tensor: a feed, an argument or a fetch.
+        what: String,
+        /// Its dtype.
+        dtype: String,
+    },
+
+    /// `run --backend pjrt --host-transfer send-recv` on a program with
+    /// host calls: the send/recv form is emitted for TPU and GPU runtimes,
+    /// and this backend does not serve host transfers.
+    #[error("cluster `{cluster}` reaches the host through send/recv, which `run --backend pjrt` cannot serve")]
+    #[diagnostic(
+        code(tpu_rewrite::xla::send_recv_run),
+        help("run with --host-transfer callback (CPU plugin) or stages; `lower --format stablehlo --host-transfer send-recv` writes the send/recv form")
+    )]
+    SendRecvRun {
+        /// The cluster whose module has host transfers.
+        cluster: String,
+    },
+
+    /// `--fetch` names a tensor the device programs do not return (a host
+    /// op after the step, or a target).
+    #[error("--fetch {name}: `run --backend pjrt` fetches the device programs' results, and this is not one")]
+    #[diagnostic(
+        code(tpu_rewrite::xla::not_fetchable),
+        help("fetch one of: {available}; or run on the simulator (--backend sim)")
+    )]
+    NotFetchable {
+        /// The fetch name.
+        name: String,
+        /// The device results that can be fetched, comma-separated.
+        available: String,
+    },
+
+    /// A `--fetch` of a host op after the device step that the backend
+    /// cannot evaluate on the step's outputs (a variable read or write on
+    /// the host, an op without a kernel).
+    #[error("--fetch {name}: host ops after the device step cannot compute it here: {message}")]
+    #[diagnostic(
+        code(tpu_rewrite::xla::host_after_step),
+        help("pure host ops on the device results can be fetched; host reads and writes of variables need the simulator (--backend sim)")
+    )]
+    HostAfterStep {
+        /// The fetch name.
+        name: String,
+        /// Why the host evaluation failed.
+        message: String,
+    },
 
     /// Fetching the pinned plugin failed.
     #[error("cannot fetch the PJRT plugin: {message}")]
@@ -101,5 +212,8 @@ pub enum XlaError {
         code(tpu_rewrite::xla::fetch),
         help("the fetch runs `pip download`; check that pip and the network to PyPI work")
     )]
-    Fetch { message: String },
+    Fetch {
+        /// What failed.
+        message: String,
+    },
 }

@@ -30,13 +30,21 @@ pub struct Opaque {
     _private: [u8; 0],
 }
 
+/// A `PJRT_Error`: a failure the plugin reports.
 pub type Error = Opaque;
+/// A `PJRT_Client`: the plugin's connection to its devices.
 pub type Client = Opaque;
+/// A `PJRT_Device`: one device of a client.
 pub type Device = Opaque;
+/// A `PJRT_DeviceDescription`: a device's kind and attributes.
 pub type DeviceDescription = Opaque;
+/// A `PJRT_LoadedExecutable`: a compiled program loaded on devices.
 pub type LoadedExecutable = Opaque;
+/// A `PJRT_Executable`: a compiled program.
 pub type Executable = Opaque;
+/// A `PJRT_Buffer`: a tensor on a device.
 pub type Buffer = Opaque;
+/// A `PJRT_Event`: the completion of an asynchronous operation.
 pub type Event = Opaque;
 
 /// A C API function: one argument struct in, an error (or null) out.
@@ -65,7 +73,7 @@ macro_rules! c_structs {
             #[repr(C)]
             #[derive(Debug)]
             pub struct $name {
-                $( pub $field: $ty, )*
+                $( #[doc = concat!("The header's `", stringify!($field), "` field.")] pub $field: $ty, )*
             }
             impl $name {
                 /// `*_STRUCT_SIZE`: the end of the last field the header names.
@@ -238,10 +246,13 @@ macro_rules! api_struct {
         /// `PJRT_Api`: the plugin's function table.
         #[repr(C)]
         pub struct Api {
+            /// The size of the table the plugin fills, in bytes.
             pub struct_size: usize,
+            /// The first extension the plugin offers, if any.
             pub extension_start: Ext,
+            /// The C API version the plugin implements.
             pub pjrt_api_version: ApiVersion,
-            $( pub $field: Option<Fn>, )*
+            $( #[doc = concat!("The `", stringify!($field), "` entry point; `None` when the plugin lacks it.")] pub $field: Option<Fn>, )*
         }
         /// The function-pointer entries of [`Api`], in order (header names, lower case).
         pub const API_FIELDS: &[&str] = &[$(stringify!($field)),*];
@@ -323,14 +334,23 @@ const REQUIRED: &[(&str, Entry)] = &[
 
 /// `PJRT_Buffer_Type` values the backend uses.
 pub mod buffer_type {
+    /// `PRED`: booleans.
     pub const PRED: i32 = 1;
+    /// `S8`: 8-bit signed integers.
     pub const S8: i32 = 2;
+    /// `S32`: 32-bit signed integers.
     pub const S32: i32 = 4;
+    /// `S64`: 64-bit signed integers.
     pub const S64: i32 = 5;
+    /// `U8`: 8-bit unsigned integers.
     pub const U8: i32 = 6;
+    /// `F16`: 16-bit IEEE floats.
     pub const F16: i32 = 10;
+    /// `F32`: 32-bit floats.
     pub const F32: i32 = 11;
+    /// `F64`: 64-bit floats.
     pub const F64: i32 = 12;
+    /// `BF16`: bfloat16.
     pub const BF16: i32 = 13;
 }
 

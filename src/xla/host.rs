@@ -40,6 +40,13 @@ impl<'a> Host<'a> {
         Host { graph, feeds, missing, memo: HashMap::new() }
     }
 
+    /// Gives node `id` the values `outputs` (a device result, e.g. a
+    /// `TPUReplicatedOutput`'s per-replica values), so host ops after the
+    /// device step read them.
+    pub fn seed(&mut self, id: NodeId, outputs: Vec<Tensor>) {
+        self.memo.insert(id, outputs);
+    }
+
     /// Output `output` of host node `id`.
     pub fn value(&mut self, id: NodeId, output: u32) -> Result<Tensor, XlaError> {
         let name = &self.graph.node(id).name;
@@ -76,7 +83,7 @@ impl<'a> Host<'a> {
             if node.attrs.get_str(TPU_REPLICATE).is_some() {
                 return Err(XlaError::UnsupportedGraph {
                     message: format!(
-                        "host op depends on `{}`, an op of cluster `{}`; the pjrt backend runs host ops only before the device step",
+                        "host op depends on `{}`, an op of cluster `{}`; the pjrt backend runs host ops before the device step and, for --fetch, pure host ops on its results after it",
                         node.name,
                         node.attrs.get_str(TPU_REPLICATE).unwrap_or_default()
                     ),

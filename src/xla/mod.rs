@@ -1,5 +1,8 @@
 //! XLA interop: StableHLO out, and a PJRT backend that runs it.
 //!
+//! - [`callback`]: the host callback (XLA FFI handler) that runs
+//!   outside-compilation ops from inside the device program.
+//! - [`xla_ffi`]: the XLA FFI and PJRT FFI extension structs it uses.
 //! - [`ffi`]: the subset of the PJRT C API tpu-rewrite calls, and the
 //!   plugin loader (version, table size and function checks).
 //! - [`plugin`]: where the plugin is found, and the fetch of the pinned
@@ -16,6 +19,7 @@
 //! - [`stderr`]: keeps the plugin's info log lines off the terminal.
 
 pub mod backend;
+pub mod callback;
 pub mod client;
 pub mod distributed;
 mod error;
@@ -25,5 +29,6 @@ pub mod plugin;
 pub mod proto;
 pub mod stablehlo;
 pub mod stderr;
+pub mod xla_ffi;
 
 pub use error::XlaError;

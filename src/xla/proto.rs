@@ -10,6 +10,7 @@ use prost::Message;
 /// for one computation (logical core).
 #[derive(Clone, PartialEq, Message)]
 pub struct ComputationDevice {
+    /// The device of each replica, in replica order.
     #[prost(int64, repeated, tag = "1")]
     pub replica_device_ids: Vec<i64>,
 }
@@ -17,10 +18,13 @@ pub struct ComputationDevice {
 /// `xla.DeviceAssignmentProto`.
 #[derive(Clone, PartialEq, Message)]
 pub struct DeviceAssignmentProto {
+    /// How many replicas there are.
     #[prost(int32, tag = "1")]
     pub replica_count: i32,
+    /// How many computations (partitions) each replica has.
     #[prost(int32, tag = "2")]
     pub computation_count: i32,
+    /// The devices of each computation, in computation order.
     #[prost(message, repeated, tag = "3")]
     pub computation_devices: Vec<ComputationDevice>,
 }
@@ -31,14 +35,17 @@ pub struct ExecutableBuildOptionsProto {
     /// -1: not set (the device assignment decides).
     #[prost(int64, tag = "1")]
     pub device_ordinal: i64,
+    /// How many replicas the program runs as.
     #[prost(int64, tag = "4")]
     pub num_replicas: i64,
+    /// How many partitions (logical cores) each replica has.
     #[prost(int64, tag = "5")]
     pub num_partitions: i64,
     /// On with several partitions: XLA's SPMD partitioner places the
     /// maximally sharded ops (XLA:CPU refuses partitions without it).
     #[prost(bool, tag = "6")]
     pub use_spmd_partitioning: bool,
+    /// Which device runs each replica and partition.
     #[prost(message, optional, tag = "9")]
     pub device_assignment: Option<DeviceAssignmentProto>,
 }
@@ -46,6 +53,7 @@ pub struct ExecutableBuildOptionsProto {
 /// `xla.CompileOptionsProto`.
 #[derive(Clone, PartialEq, Message)]
 pub struct CompileOptionsProto {
+    /// The build options of the executable.
     #[prost(message, optional, tag = "3")]
     pub executable_build_options: Option<ExecutableBuildOptionsProto>,
 }

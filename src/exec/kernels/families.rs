@@ -54,8 +54,8 @@ pub(crate) fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Option<R
     let red = |r: R| -> Result<Vec<Tensor>, KernelError> {
         one(super::reduce::reduce(op, r, x(0)?, x(1)?, attr_bool(attrs, "keep_dims", false))?)
     };
-    let conv = |k: ConvKind, depthwise: bool| one(super::conv::conv(op, k, depthwise, attrs, inputs)?);
-    let pool = |k: PoolKind| one(super::conv::pool(op, k, attrs, inputs)?);
+    let conv = |k: ConvKind, depthwise: bool| one(super::nchw::conv(op, k, depthwise, attrs, inputs)?);
+    let pool = |k: PoolKind| one(super::nchw::pool(op, k, attrs, inputs)?);
     Some(match op {
         "Round" => un(U::Round),
         "Floor" => un(U::Floor),

@@ -23,7 +23,10 @@ fn index(op: &str, i: i64, n: usize, what: &str) -> Result<usize, KernelError> {
         .ok_or_else(|| KernelError::invalid(op, format!("{what} {i} is outside [0, {n})")))
 }
 
-/// `GatherV2(params, indices, axis) {batch_dims = 0}`.
+/// `GatherV2(params, indices, axis) {batch_dims}`: for each of the leading
+/// `batch_dims` dimensions (shared by `params` and `indices`) separately,
+/// the slices of `params` along `axis` that `indices` name. Output shape:
+/// `params[..axis] ++ indices[batch_dims..] ++ params[axis + 1..]`.
 pub(crate) fn gather(
     op: &str,
     params: &Tensor,
@@ -31,39 +34,63 @@ pub(crate) fn gather(
     axis: &Tensor,
     batch_dims: i64,
 ) -> Result<Tensor, KernelError> {
-    if batch_dims != 0 {
-        return Err(KernelError::invalid(op, format!("batch_dims {batch_dims} is not supported (only 0)")));
-    }
     let rank = params.shape().len();
     let axis = match axis.to_i64_vec(op, "axis")?.as_slice() {
         &[a] if a >= -(rank as i64) && a < rank as i64 => (if a < 0 { a + rank as i64 } else { a }) as usize,
         other => return Err(KernelError::invalid(op, format!("axis {other:?} is out of range for rank {rank}"))),
     };
-    let ids = indices.to_i64_vec(op, "indices")?;
+    let index_rank = indices.shape().len() as i64;
+    let b = if batch_dims < 0 { batch_dims + index_rank } else { batch_dims };
+    let b = usize::try_from(b).ok().filter(|&b| b as i64 <= index_rank && b <= axis).ok_or_else(|| {
+        KernelError::invalid(
+            op,
+            format!("batch_dims {batch_dims} must lie in [-{index_rank}, {index_rank}] and not exceed axis {axis}"),
+        )
+    })?;
     let shape = params.shape();
-    let (outer, n, inner) =
-        (shape[..axis].iter().product::<usize>(), shape[axis], shape[axis + 1..].iter().product::<usize>());
-    let rows: Vec<usize> = ids.iter().map(|&i| index(op, i, n, "index")).collect::<Result<_, _>>()?;
+    if shape[..b] != indices.shape()[..b] {
+        return Err(KernelError::invalid(
+            op,
+            format!("the first {b} dimensions of params {shape:?} and indices {:?} differ", indices.shape()),
+        ));
+    }
+    let ids = indices.to_i64_vec(op, "indices")?;
+    let dims = Dims {
+        batch: shape[..b].iter().product(),
+        outer: shape[b..axis].iter().product(),
+        n: shape[axis],
+        inner: shape[axis + 1..].iter().product(),
+        per_batch: indices.shape()[b..].iter().product(),
+    };
+    let rows: Vec<usize> = ids.iter().map(|&i| index(op, i, dims.n, "index")).collect::<Result<_, _>>()?;
     let mut out_shape = shape[..axis].to_vec();
-    out_shape.extend_from_slice(indices.shape());
+    out_shape.extend_from_slice(&indices.shape()[b..]);
     out_shape.extend_from_slice(&shape[axis + 1..]);
-    fn run<T: Element>(
-        params: &Tensor,
-        rows: &[usize],
-        (outer, n, inner): (usize, usize, usize),
-        out_shape: &[usize],
-    ) -> Result<Tensor, KernelError> {
+    fn run<T: Element>(params: &Tensor, rows: &[usize], d: &Dims, out_shape: &[usize]) -> Result<Tensor, KernelError> {
         let flat = params.to_vec::<T>().expect("dispatched on this dtype");
-        let mut out = Vec::with_capacity(outer * rows.len() * inner);
-        for o in 0..outer {
-            for &r in rows {
-                let start = (o * n + r) * inner;
-                out.extend_from_slice(&flat[start..start + inner]);
+        let mut out = Vec::with_capacity(d.batch * d.outer * d.per_batch * d.inner);
+        for batch in 0..d.batch {
+            let rows = &rows[batch * d.per_batch..(batch + 1) * d.per_batch];
+            for o in 0..d.outer {
+                for &r in rows {
+                    let start = (((batch * d.outer) + o) * d.n + r) * d.inner;
+                    out.extend_from_slice(&flat[start..start + d.inner]);
+                }
             }
         }
         Tensor::from_vec(out_shape, out)
     }
-    with_element_type!(params, T => run::<T>(params, &rows, (outer, n, inner), &out_shape), resource => Err(no_elements(op)))
+    with_element_type!(params, T => run::<T>(params, &rows, &dims, &out_shape), resource => Err(no_elements(op)))
+}
+
+/// The sizes a gather walks: batches, dimensions between the batch and the
+/// axis, the axis, the slice after it, and indices per batch.
+struct Dims {
+    batch: usize,
+    outer: usize,
+    n: usize,
+    inner: usize,
+    per_batch: usize,
 }
 
 /// For `indices` of shape `[..., k]` into `shape`: the flat offsets of the addressed slices, and the slice size.

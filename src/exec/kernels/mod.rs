@@ -15,19 +15,23 @@
 //! [`kernel_problems`] checks a whole module before a run: every node
 //! needs a kernel that takes its dtypes.
 
+pub(crate) mod control_flow;
 mod conv;
 pub(crate) mod dtypes;
 mod elementwise;
 mod families;
 pub(crate) mod gather;
+mod host_ops;
 mod layout;
 mod linalg;
 mod math;
+mod nchw;
 mod nn;
 mod norm;
 pub(crate) mod optimizers;
 mod reduce;
 mod shape;
+mod strings;
 
 use std::collections::BTreeSet;
 
@@ -37,14 +41,19 @@ use crate::ir::{AttrMap, DType, Module, NodeKind};
 
 pub(crate) use math::Num;
 
-/// Op types the mesh runs itself (state, communication, feeds).
+/// Op types the mesh runs itself (state, communication, feeds, TF1 control flow).
 pub const DEVICE_OPS: &[&str] = &[
     "AssignAddVariableOp",
     "AssignSubVariableOp",
     "AssignVariableOp",
     "CollectiveAllReduce",
     "CollectiveBroadcast",
+    "Enter",
+    "Exit",
+    "LoopCond",
+    "Merge",
     "MirroredVarHandleOp",
+    "NextIteration",
     "Placeholder",
     "ReadVariableOp",
     "ReplicaId",
@@ -59,6 +68,7 @@ pub const DEVICE_OPS: &[&str] = &[
     "ResourceScatterAdd",
     "ResourceScatterSub",
     "ResourceScatterUpdate",
+    "Switch",
     "TPUReplicatedInput",
     "Update",
     "UpdateNonSlot",
@@ -78,6 +88,7 @@ pub const PURE_OPS: &[&str] = &[
     "Any",
     "ArgMax",
     "ArgMin",
+    "Assert",
     "AvgPool",
     "AvgPoolGrad",
     "BatchMatMul",
@@ -97,6 +108,7 @@ pub const PURE_OPS: &[&str] = &[
     "Conv2DBackpropFilter",
     "Conv2DBackpropInput",
     "CrossReplicaSum",
+    "Cumprod",
     "Cumsum",
     "DepthwiseConv2dNative",
     "DepthwiseConv2dNativeBackpropFilter",
@@ -137,6 +149,7 @@ pub const PURE_OPS: &[&str] = &[
     "LeakyReluGrad",
     "Less",
     "LessEqual",
+    "ListDiff",
     "Log",
     "Log1p",
     "LogSoftmax",
@@ -162,6 +175,8 @@ pub const PURE_OPS: &[&str] = &[
     "PadV2",
     "PlaceholderWithDefault",
     "Pow",
+    "Print",
+    "PrintV2",
     "Prod",
     "Range",
     "Rank",
@@ -175,6 +190,7 @@ pub const PURE_OPS: &[&str] = &[
     "Round",
     "Rsqrt",
     "RsqrtGrad",
+    "ScalarSummary",
     "ScatterNd",
     "Select",
     "SelectV2",
@@ -205,6 +221,7 @@ pub const PURE_OPS: &[&str] = &[
     "StopGradient",
     "StridedSlice",
     "StridedSliceGrad",
+    "StringFormat",
     "Sub",
     "Sum",
     "TPUCompilationResult",
@@ -225,7 +242,7 @@ pub const PURE_OPS: &[&str] = &[
 
 /// True when the executor can run op type `op` (as a pure kernel or in the mesh).
 pub fn has_kernel(op: &str) -> bool {
-    PURE_OPS.contains(&op) || DEVICE_OPS.contains(&op)
+    PURE_OPS.contains(&op) || DEVICE_OPS.contains(&op) || control_flow::has_kernel(op)
 }
 
 /// Ops whose kernels compute in floating point only.
@@ -287,6 +304,7 @@ fn holds(d: DType) -> bool {
             | DType::Bool
             | DType::Str
             | DType::Resource
+            | DType::Variant
     )
 }
 
@@ -294,7 +312,8 @@ fn holds(d: DType) -> bool {
 /// types without a kernel, and dtype attributes (`T`, `dtype`, `DstT`, ...)
 /// naming a dtype the executor cannot hold (complex, 16- and 32-bit
 /// unsigned, i16, variant) or an integer where the kernel computes in
-/// floating point. A node cloned into several programs (one per replica)
+/// floating point; string tensors in a TPU device program (`role =
+/// "replica"`). A node cloned into several programs (one per replica)
 /// is reported once, for the first. Cost: one pass over the nodes and
 /// their attributes.
 pub fn kernel_problems(module: &Module) -> Vec<KernelProblem> {
@@ -302,6 +321,8 @@ pub fn kernel_problems(module: &Module) -> Vec<KernelProblem> {
     // (node, op, attribute) already reported.
     let mut seen: std::collections::HashSet<(String, String, &str)> = std::collections::HashSet::new();
     for graph in &module.graphs {
+        // A TPU device program of a lowered module (the host and init programs run on the host).
+        let on_device = graph.attrs.get_str("role") == Some("replica");
         for id in graph.nodes_in_order() {
             let node = graph.node(id);
             if matches!(node.kind, NodeKind::RegionInput { .. }) {
@@ -312,6 +333,13 @@ pub fn kernel_problems(module: &Module) -> Vec<KernelProblem> {
                 let (graph, node, op, span) = at(&node.op);
                 if seen.insert((node.clone(), op.clone(), "")) {
                     problems.push(KernelProblem::NoKernel { graph, node, op, span });
+                }
+                continue;
+            }
+            if on_device && carries_string(&node.op, &node.attrs) {
+                let (graph, node, op, span) = at(&node.op);
+                if seen.insert((node.clone(), op.clone(), "string")) {
+                    problems.push(KernelProblem::StringOnDevice { graph, node, op, span });
                 }
                 continue;
             }
@@ -342,6 +370,21 @@ pub fn kernel_problems(module: &Module) -> Vec<KernelProblem> {
         }
     }
     problems
+}
+
+/// Ops whose values are strings whatever their attributes say.
+const STRING_OPS: &[&str] = &["PrintV2", "ScalarSummary", "StringFormat", "StringJoin"];
+
+/// True when a node of op `op` makes or takes a string tensor: a string op,
+/// a dtype attribute (or list of them) naming `string`, or a string `Const`.
+fn carries_string(op: &str, attrs: &AttrMap) -> bool {
+    let is_str = |v: &crate::ir::AttrValue| match v.as_list() {
+        Some(items) => items.iter().any(|i| i.as_type() == Some(DType::Str)),
+        None => v.as_type() == Some(DType::Str),
+    };
+    STRING_OPS.contains(&op)
+        || DTYPE_ATTRS.iter().chain(&["U", "Tin"]).filter_map(|k| attrs.get(k)).any(is_str)
+        || attrs.get("value").and_then(|v| v.as_tensor()).is_some_and(|lit| lit.dtype == DType::Str)
 }
 
 /// [`kernel_problems`] as an error, or `Ok` when every node can run.
@@ -378,10 +421,17 @@ pub fn missing_kernels(module: &Module) -> Vec<String> {
 /// Returns one tensor per output of the op. A panic inside a kernel (a bug)
 /// is caught and returned as [`KernelError::Panic`].
 pub fn run_kernel(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Tensor>, KernelError> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match dtypes::widen(op, inputs)? {
-        // bf16 / f16 / i8 / u8 inputs: computed in f32 / i32, rounded back.
-        Some((wide, how)) => dtypes::narrow(op, attrs, &how, dispatch(op, attrs, &wide)?),
-        None => dispatch(op, attrs, inputs),
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        // TensorLists hold their elements as they are, narrow dtypes included; calls need the mesh.
+        if control_flow::has_kernel(op) {
+            return control_flow::dispatch(op, attrs, inputs)
+                .unwrap_or_else(|| Err(KernelError::NeedsDevice { op: op.to_string() }));
+        }
+        match dtypes::widen(op, inputs)? {
+            // bf16 / f16 / i8 / u8 inputs: computed in f32 / i32, rounded back.
+            Some((wide, how)) => dtypes::narrow(op, attrs, &how, dispatch(op, attrs, &wide)?),
+            None => dispatch(op, attrs, inputs),
+        }
     }))
     .unwrap_or_else(|payload| Err(KernelError::Panic { op: op.to_string(), message: panic_message(payload.as_ref()) }))
 }
@@ -408,7 +458,7 @@ fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Tensor>,
         "Identity" | "StopGradient" | "Snapshot" | "PlaceholderWithDefault" => one(arg(op, inputs, 0)?.clone()),
         "IdentityN" => Ok(inputs.to_vec()),
         "NoOp" | "TPUReplicateMetadata" => Ok(Vec::new()),
-        "TPUCompilationResult" => one(Tensor::scalar(String::new())),
+        "TPUCompilationResult" => one(Tensor::scalar(Vec::<u8>::new())),
         // Outside a mesh there is one replica: pass operand 0 (the mesh picks the graph's replica).
         "TPUReplicatedInput" => one(arg(op, inputs, 0)?.clone()),
         "TPUReplicatedOutput" => {
@@ -515,7 +565,9 @@ fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Tensor>,
         "OnesLike" => one(shape::filled_like(op, arg(op, inputs, 0)?, 1)?),
 
         _ if DEVICE_OPS.contains(&op) => Err(KernelError::NeedsDevice { op: op.to_string() }),
-        _ => families::dispatch(op, attrs, inputs).unwrap_or_else(|| Err(KernelError::NoKernel { op: op.to_string() })),
+        _ => families::dispatch(op, attrs, inputs)
+            .or_else(|| host_ops::dispatch(op, attrs, inputs))
+            .unwrap_or_else(|| Err(KernelError::NoKernel { op: op.to_string() })),
     }
 }
 
@@ -616,7 +668,7 @@ mod tests {
         assert_eq!(run_kernel("IdentityN", &none, &[x.clone(), y.clone()]).unwrap(), vec![x, y]);
         assert!(run_kernel("NoOp", &none, &[]).unwrap().is_empty());
         assert!(run_kernel("TPUReplicateMetadata", &none, &[]).unwrap().is_empty());
-        assert_eq!(run_kernel("TPUCompilationResult", &none, &[]).unwrap(), vec![Tensor::scalar(String::new())]);
+        assert_eq!(run_kernel("TPUCompilationResult", &none, &[]).unwrap(), vec![Tensor::scalar(Vec::<u8>::new())]);
     }
 
     #[test]

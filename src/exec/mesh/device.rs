@@ -175,6 +175,30 @@ pub(super) fn device_kernel(
             Ok(Vec::new())
         }
         _ if kernels::optimizers::resource_inputs(op).is_some() => resource_apply(step, &inputs, mesh).map_err(err),
+        _ if kernels::control_flow::is_call_op(op) => {
+            // The variable ops of a function body run here, as nodes of this program would.
+            let device = |body_op: &str, attrs: &AttrMap, inputs: Vec<Tensor>| {
+                let inner = Step {
+                    name: step.name.clone(),
+                    op: body_op.into(),
+                    attrs: attrs.clone(),
+                    channel: None,
+                    span: step.span,
+                    device: step.device.clone(),
+                    inputs: Vec::new(),
+                    preds: Vec::new(),
+                    succs: Vec::new(),
+                    seq: step.seq,
+                    class: Class::Compute,
+                    unit: super::frames::Unit::Node,
+                };
+                device_kernel(run, &inner, inputs, shared).map_err(|stop| match stop {
+                    Stop::Failed(e) => KernelError::invalid(body_op, e.to_string()),
+                    Stop::Cancelled => KernelError::invalid(body_op, "the step was cancelled"),
+                })
+            };
+            kernels::control_flow::call(op, &step.attrs, inputs, &mesh.functions, &device).map_err(err)
+        }
         _ => kernels::run_kernel(op, &step.attrs, &inputs).map_err(err),
     }
 }

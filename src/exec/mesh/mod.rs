@@ -14,6 +14,11 @@
 //!   wait for it), as a TensorFlow session would. Variable initialisation
 //!   in a driver graph therefore runs only when targeted.
 //!
+//! TF1 control flow (`Switch`, `Merge`, `Enter`, `Exit`, `NextIteration`,
+//! `LoopCond`) runs region by region: each loop or top-level `tf.cond` is
+//! one step that [`frames`] interprets with TensorFlow's dead-tensor and
+//! iteration semantics.
+//!
 //! Within a program, nodes run one at a time as their inputs (data and
 //! control) become ready: computing nodes first, in text order; then any
 //! `_Recv` whose value has arrived; then the program's next collective, in
@@ -62,6 +67,7 @@ use crate::lower::spmd;
 use crate::syntax::Span;
 
 mod device;
+mod frames;
 mod program;
 mod worker;
 
@@ -92,7 +98,9 @@ impl Default for MeshConfig {
 /// A tensor or op of one graph: `x` (output 0), `x:1`, or `^x` (the op only, as a target).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Fetch {
+    /// The graph (program) that holds the tensor, without `@`.
     pub graph: String,
+    /// The tensor as written: `x`, `x:k` or `^x`.
     pub tensor: String,
 }
 
@@ -172,6 +180,8 @@ struct Step {
     succs: Vec<usize>,
     seq: u64,
     class: Class,
+    /// A node, a TF1 control-flow region or one of its nodes ([`frames`]).
+    unit: frames::Unit,
 }
 
 /// Whether a program runs whole or only what is needed.
@@ -244,6 +254,8 @@ pub struct Mesh {
     config: MeshConfig,
     /// All-reduce output buffers, reused from step to step.
     buffers: Arc<BufferPool>,
+    /// The module's functions, which `While`, `If` and the calls run.
+    functions: Arc<kernels::control_flow::Functions>,
 }
 
 impl std::fmt::Debug for Mesh {
@@ -292,8 +304,17 @@ impl Mesh {
             Some(a) => Some(a.map_err(|e| ExecError::Internal { message: format!("the module's {e}") })?),
             None => None,
         };
-        let programs =
-            module.graphs.iter().map(|g| build_program(g, assignment.as_ref())).collect::<Result<Vec<_>, _>>()?;
+        // Functions are not programs: the calls of functional control flow run them.
+        let functions = Arc::new(
+            kernels::control_flow::Functions::from_module(module)
+                .map_err(|e| ExecError::MalformedFunction { reason: e.to_string() })?,
+        );
+        let programs = module
+            .graphs
+            .iter()
+            .filter(|g| !crate::ir::functions::is_function(g))
+            .map(|g| build_program(g, assignment.as_ref()))
+            .collect::<Result<Vec<_>, _>>()?;
         let workers: Vec<Worker> =
             programs.iter().enumerate().flat_map(|(pi, p)| (0..p.instances.len()).map(move |ii| (pi, ii))).collect();
         let mut by_instance = HashMap::with_capacity(workers.len());
@@ -309,6 +330,7 @@ impl Mesh {
             stores: Mutex::new(HashMap::new()),
             config,
             buffers: Arc::default(),
+            functions,
         })
     }
 
@@ -489,7 +511,7 @@ impl Mesh {
                             None
                         }
                     };
-                    std::thread::Builder::new().name(thread_name(&instance.name)).spawn_scoped(scope, worker)
+                    spawn_worker(scope, wi, thread_name(&instance.name), worker)
                 })
                 .collect();
             // A worker that could not start fails the step at once, so the
@@ -507,6 +529,7 @@ impl Mesh {
             .zip(fetches)
             .map(|(&(wi, node, output), f)| {
                 let output = output.unwrap_or(0);
+                let step = &self.programs[self.workers[wi].0].steps[node];
                 results[wi]
                     .as_ref()
                     .and_then(|values| values[node].as_ref())
@@ -514,7 +537,11 @@ impl Mesh {
                     .ok_or_else(|| ExecError::UnknownTensor {
                         graph: f.graph.clone(),
                         tensor: f.tensor.clone(),
-                        reason: format!("the op has no output {output}"),
+                        reason: if frames::is_dead_member(step) {
+                            "it is dead (the untaken side of a TF1 `Switch`) or inside a loop".into()
+                        } else {
+                            format!("the op has no output {output}")
+                        },
                     })
             })
             .collect()
@@ -546,8 +573,79 @@ impl Mesh {
     }
 }
 
+/// Starts worker `index` of a step on its own named thread.
+fn spawn_worker<'scope, 'env, T: Send + 'scope>(
+    scope: &'scope std::thread::Scope<'scope, 'env>,
+    index: usize,
+    name: String,
+    worker: impl FnOnce() -> T + Send + 'scope,
+) -> std::io::Result<std::thread::ScopedJoinHandle<'scope, T>> {
+    #[cfg(test)]
+    if tests::FAIL_SPAWN_AT.with(|at| at.get()) == Some(index) {
+        return Err(std::io::Error::new(std::io::ErrorKind::WouldBlock, "injected by a test"));
+    }
+    #[cfg(not(test))]
+    let _ = index;
+    std::thread::Builder::new().name(name).spawn_scoped(scope, worker)
+}
+
 /// A worker thread's name: the instance's, without the NUL bytes a thread
 /// name cannot hold.
 fn thread_name(instance: &str) -> String {
     instance.replace('\0', "\u{fffd}")
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+    use std::time::{Duration, Instant};
+
+    use super::{Feeds, Fetch, Mesh, MeshConfig};
+    use crate::exec::ExecError;
+
+    thread_local! {
+        /// The worker whose thread fails to start, in tests that ask for it.
+        pub(super) static FAIL_SPAWN_AT: Cell<Option<usize>> = const { Cell::new(None) };
+    }
+
+    /// Four replicas meeting in an all-reduce: a replica whose thread never
+    /// starts would keep the others waiting until the timeout.
+    const ALL_REDUCE: &[u8] = br#"graph @main {
+  %a = Const() {dtype = f32, value = tensor(f32, [2]) [1.0, 2.0]}
+  replicate (num_replicas = 4) (%x = [%a, %a, %a, %a]) {
+    %s = CrossReplicaSum(%x) {T = f32}
+    return %s
+  }
+}"#;
+
+    #[test]
+    fn a_worker_that_cannot_start_fails_the_step_at_once() {
+        let (mut module, errors) = crate::parse_module(ALL_REDUCE).expect("parses");
+        assert!(errors.is_empty(), "{errors:?}");
+        let report = crate::run_pipeline(&mut module, &crate::PipelineConfig::default());
+        assert!(!report.has_errors());
+        let config = crate::LowerConfig {
+            topology: crate::Topology::parse("1x4").expect("a topology"),
+            ..crate::LowerConfig::default()
+        };
+        let lowered = crate::lower(&module.graphs[0], &config).expect("lowers");
+        let mesh = Mesh::new(&lowered.module, MeshConfig { timeout: Duration::from_secs(30) }).expect("a mesh");
+        let fetches: Vec<Fetch> = (0..4).map(|r| Fetch::new("host", format!("output_0_shard_{r}:0"))).collect();
+        // Without the failure the step runs: the fetches are right.
+        let values = mesh.run_step(&Feeds::new(), &fetches).expect("runs");
+        assert_eq!(values[3], crate::Tensor::from_vec(&[2], vec![4.0f32, 8.0]).expect("a tensor"));
+
+        let last = mesh.workers.len() - 1;
+        FAIL_SPAWN_AT.with(|at| at.set(Some(last)));
+        let start = Instant::now();
+        let result = mesh.run_step(&Feeds::new(), &fetches);
+        FAIL_SPAWN_AT.with(|at| at.set(None));
+        match result {
+            Err(ExecError::Internal { message }) => {
+                assert!(message.contains("cannot start a worker thread"), "{message}")
+            }
+            other => panic!("expected a failure to start a worker, got {other:?}"),
+        }
+        assert!(start.elapsed() < Duration::from_secs(10), "the started workers waited {:?}", start.elapsed());
+    }
 }

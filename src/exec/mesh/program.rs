@@ -62,8 +62,10 @@ pub(super) fn build_program(
             succs: Vec::new(),
             seq: node.seq,
             class,
+            unit: frames::Unit::Node,
         });
     }
+    frames::collapse(&graph.name, &mut steps)?;
     for i in 0..steps.len() {
         for p in steps[i].preds.clone() {
             steps[p].succs.push(i);
@@ -90,7 +92,12 @@ pub(super) fn build_program(
             span: steps[stuck].span,
         });
     }
-    let by_name = steps.iter().enumerate().map(|(i, s)| (s.name.clone(), i)).collect();
+    let by_name = steps
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| !matches!(s.unit, frames::Unit::Region(_)))
+        .map(|(i, s)| (s.name.clone(), i))
+        .collect();
     let mode = match graph.attrs.get_str("role") {
         Some("replica") | Some("host") => Mode::Whole,
         _ => Mode::Needed,

@@ -275,17 +275,33 @@ pub(super) fn run_node(
         .map(|&(src, output)| {
             values[src].as_ref().and_then(|outs| outs.get(output as usize)).cloned().ok_or_else(|| {
                 let producer = &program.steps[src];
+                let why = if frames::is_dead_member(producer) {
+                    "is dead: it depends on the untaken side of a TF1 `Switch`"
+                } else {
+                    "has no value (its op has no such output)"
+                };
                 node_error(
                     run,
                     step,
-                    KernelError::invalid(
-                        &step.op,
-                        format!("input `%{}:{output}` has no value (its op has no such output)", producer.name),
-                    ),
+                    KernelError::invalid(&step.op, format!("input `%{}:{output}` {why}", producer.name)),
                 )
             })
         })
         .collect::<Result<_, _>>()?;
+    match &step.unit {
+        frames::Unit::Node => call_kernel(run, step, inputs, shared),
+        frames::Unit::Region(region) => frames::run_region(run, region, inputs, shared),
+        frames::Unit::Member => Ok(frames::member_outputs(inputs)),
+    }
+}
+
+/// Runs the kernel of `step` on `inputs`; panics become errors.
+pub(super) fn call_kernel(
+    run: Run<'_>,
+    step: &Step,
+    inputs: Vec<Tensor>,
+    shared: &StepShared<'_>,
+) -> Result<Vec<Tensor>, Stop> {
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| device_kernel(run, step, inputs, shared)));
     match result {
         Ok(r) => r,

@@ -128,10 +128,14 @@ enum Peer {
 }
 
 /// Settings of the partitioner.
-pub struct PartitionInput<'a> {
+pub(crate) struct PartitionInput<'a> {
+    /// The rewritten graph.
     pub graph: &'a Graph,
+    /// Its replicate clusters.
     pub clusters: &'a [ReplicateCluster],
+    /// Where each logical core of each replica runs.
     pub assignment: &'a DeviceAssignment,
+    /// How many steps run on the devices before returning to the host.
     pub steps_per_run: u32,
     /// Where to report progress (placing, wiring and cloning nodes).
     pub progress: &'a dyn crate::progress::Progress,
@@ -259,7 +263,7 @@ fn part_index(id: NodeId) -> usize {
 }
 
 /// Partitions `input.graph` into programs.
-pub fn partition(input: &PartitionInput<'_>) -> Partitioned {
+pub(crate) fn partition(input: &PartitionInput<'_>) -> Partitioned {
     let src = input.graph;
     let bound = petgraph::visit::NodeIndexable::node_bound(src.petgraph());
     let mut b = Builder {
@@ -311,8 +315,10 @@ pub fn partition(input: &PartitionInput<'_>) -> Partitioned {
 }
 
 /// The result of [`partition`].
-pub struct Partitioned {
+pub(crate) struct Partitioned {
+    /// The host program and the device programs.
     pub module: Module,
+    /// The problems found; the module is unusable when there is one.
     pub errors: Vec<LowerError>,
     /// The wall time of each phase, in order.
     pub phases: Vec<LowerPhase>,
@@ -321,7 +327,9 @@ pub struct Partitioned {
 /// One phase of the partitioner and its wall time (`--time-passes` prints them).
 #[derive(Clone, Debug)]
 pub struct LowerPhase {
+    /// The phase's name, as `--time-passes` prints it.
     pub name: &'static str,
+    /// How long the phase took.
     pub wall: std::time::Duration,
 }
 
@@ -780,12 +788,16 @@ fn topological_text_order(graph: &Graph, order: &[NodeId]) -> Vec<NodeId> {
     use std::cmp::Reverse;
     let pg = graph.petgraph();
     let seq = |id: NodeIndex| pg[id].seq;
-    if pg.edge_references().all(|e| seq(e.source()) < seq(e.target())) {
+    // A TF1 loop's back edges (NextIteration -> Merge) do not order nodes.
+    let forward = |e: &petgraph::stable_graph::EdgeReference<'_, crate::ir::Edge, u32>| {
+        !graph.is_back_edge(NodeId(e.source()), NodeId(e.target()))
+    };
+    if pg.edge_references().filter(forward).all(|e| seq(e.source()) < seq(e.target())) {
         return order.to_vec();
     }
     let bound = petgraph::visit::NodeIndexable::node_bound(pg);
     let mut remaining = vec![0usize; bound];
-    for e in pg.edge_references() {
+    for e in pg.edge_references().filter(forward) {
         remaining[e.target().index()] += 1;
     }
     let mut ready: std::collections::BinaryHeap<Reverse<(u64, u32)>> = order
@@ -797,7 +809,7 @@ fn topological_text_order(graph: &Graph, order: &[NodeId]) -> Vec<NodeId> {
     while let Some(Reverse((_, i))) = ready.pop() {
         let id = NodeIndex::new(i as usize);
         sorted.push(NodeId(id));
-        for next in pg.neighbors_directed(id, petgraph::Direction::Outgoing) {
+        for next in pg.edges_directed(id, petgraph::Direction::Outgoing).filter(forward).map(|e| e.target()) {
             remaining[next.index()] -= 1;
             if remaining[next.index()] == 0 {
                 ready.push(Reverse((seq(next), next.index() as u32)));
@@ -832,4 +844,31 @@ pub fn output_dtype(graph: &Graph, id: NodeId) -> Option<DType> {
 /// Convenience for tests: the names of a program's nodes in order.
 pub fn node_names(graph: &Graph) -> Vec<Arc<str>> {
     graph.nodes_in_order().into_iter().map(|id| graph.node(id).name.clone()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_order_ignores_loop_back_edges_only() {
+        // %late and %merge are used before they are written, so text order is not topological;
+        // the loop's back edge (%next -> %merge) must not hold %merge (and so %body) back.
+        let text = r#"graph @g {
+  %x = Placeholder() {dtype = f32, shape = shape[]}
+  %use = Neg(%late) {T = f32}
+  %late = Neg(%x) {T = f32}
+  %enter = Enter(%x) {T = f32, frame_name = "f", is_constant = false}
+  %body = Neg(%merge) {T = f32}
+  %merge = Merge(%enter, %next) {T = f32, N = 2}
+  %next = NextIteration(%body) {T = f32}
+}
+"#;
+        let (module, errors) = crate::ir::parse_module(text.as_bytes()).expect("parses");
+        assert!(errors.is_empty(), "{errors:?}");
+        let graph = &module.graphs[0];
+        let order = topological_text_order(graph, &graph.nodes_in_order());
+        let names: Vec<&str> = order.iter().map(|&id| &*graph.node(id).name).collect();
+        assert_eq!(names, ["x", "late", "use", "enter", "merge", "body", "next"]);
+    }
 }

@@ -455,7 +455,7 @@ fn reduced_shape(e: &mut Emitter<'_>, x: Tensor, axes: Tensor) -> (Tensor, Tenso
 
 /// The gradient of `Sum(x, axes)`: reshape `g` to the reduced shape with kept dims, then tile it
 /// back to the shape of `x`.
-fn sum_grad(e: &mut Emitter<'_>, x: Tensor, axes: Tensor, g: Tensor, ta: &TAttr) -> Tensor {
+pub(super) fn sum_grad(e: &mut Emitter<'_>, x: Tensor, axes: Tensor, g: Tensor, ta: &TAttr) -> Tensor {
     let i32_t = e.t_attr(Some(DType::I32));
     let (kept, input_shape) = reduced_shape(e, x, axes);
     let max = e.fresh_name("Maximum");

@@ -33,6 +33,7 @@ pub mod colocation;
 mod emitter;
 mod functions;
 mod nn_functions;
+mod product_functions;
 
 use std::collections::VecDeque;
 

@@ -49,8 +49,15 @@ pub(super) fn assemble(
     }
     let partitions = cluster.num_cores_per_replica.max(1);
     let mut emitter = trace::Emitter { graph, traced, env, vars, replicas, partitions };
-    for &id in &program.nodes {
+    let mut calls = program.calls.iter().peekable();
+    for (i, &id) in program.nodes.iter().enumerate() {
+        while let Some(call) = calls.next_if(|c| c.at == i) {
+            super::host_call::emit(&mut emitter, &mut ctx, call, &cluster.name)?;
+        }
         emitter.node(&mut ctx, id)?;
+    }
+    for call in calls {
+        super::host_call::emit(&mut emitter, &mut ctx, call, &cluster.name)?;
     }
     let mut results = Vec::new();
     for out in &program.outputs {

@@ -28,16 +28,36 @@
 //! one host evaluation of it for the trace.
 
 mod assemble;
-pub mod ops;
-pub mod text;
+mod host_call;
+pub(crate) mod ops;
+pub(crate) mod text;
+
+/// The op types the StableHLO lowering table has a builder for, sorted.
+pub fn lowered_ops() -> impl Iterator<Item = &'static str> {
+    ops::TABLE.iter().map(|(name, _)| *name)
+}
+
+/// How `--backend pjrt` runs op type `op`: `builder`, `variable update`,
+/// `constant`, `structural`, or `None` when it does not.
+pub fn lowering_of(op: &str) -> Option<&'static str> {
+    ops::lowering_of(op)
+}
+
+/// Why op type `op` has no lowering (host-only, TF1 or functional control
+/// flow, the simulator's transfers), or `None`.
+pub fn unlowered_reason(op: &str) -> Option<&'static str> {
+    ops::reason(op)
+}
 mod trace;
 
 use std::collections::{BTreeSet, HashMap};
 
+pub use host_call::{CallForm, HostCall, HostTransfer, TARGET};
+
 use super::error::XlaError;
 use super::host::{Host, MissingFeed};
 use crate::exec::Tensor;
-use crate::ir::{Graph, NodeId};
+use crate::ir::{DType, Graph, NodeId};
 use crate::lower::DeviceAssignment;
 use crate::passes::common::OUTSIDE_COMPILATION;
 use crate::passes::ReplicateCluster;
@@ -52,6 +72,10 @@ pub struct Config<'a> {
     pub feeds: &'a [(String, Tensor)],
     /// What an unfed placeholder becomes.
     pub missing_feed: MissingFeed,
+    /// How the device program reaches outside-compilation ops.
+    pub host_transfer: HostTransfer,
+    /// The registry id host callbacks carry (`run` in `backend_config`).
+    pub run: u64,
 }
 
 /// Where an argument of `@main` comes from.
@@ -105,7 +129,9 @@ pub struct Emitted {
     pub carried: Vec<(NodeId, u32)>,
     /// The variables, in argument order (the last results).
     pub variables: Vec<NodeId>,
+    /// How many replicas the module runs as.
     pub num_replicas: usize,
+    /// How many partitions (logical cores) each replica has.
     pub num_partitions: usize,
     /// `device_ids[replica][partition]`: the device of each program copy.
     pub device_ids: Vec<Vec<i64>>,
@@ -118,11 +144,15 @@ pub struct Emitted {
 /// one stage and no host ops.
 #[derive(Clone, Debug)]
 pub struct Staged {
+    /// The modules, in the order they run.
     pub stages: Vec<Emitted>,
     /// Outside-compilation ops to run after each stage, in dependency order.
     pub host_ops: Vec<Vec<NodeId>>,
     /// Compile-time values host ops read from the cluster (constants).
     pub folded: HashMap<(NodeId, u32), Tensor>,
+    /// The host calls inside the (single) module, when the stages were
+    /// joined ([`HostTransfer::Callback`], [`HostTransfer::SendRecv`]).
+    pub calls: Vec<HostCall>,
 }
 
 /// The ops of a cluster that are not computation.
@@ -148,6 +178,8 @@ pub(crate) struct Program {
     /// This program's stage and the stage count, for its name.
     pub stage: usize,
     pub stages: usize,
+    /// Host calls inside the program (joined stages).
+    pub calls: Vec<HostCall>,
 }
 
 /// Emits the device program of `cluster` as StableHLO, one module per stage.
@@ -194,9 +226,28 @@ pub fn emit_module(
     }
     let first: Vec<Tensor> = analysis.whole.args.iter().map(|a| values[a][0].clone()).collect();
     let traced = trace::trace(graph, &analysis.whole, &first)?;
-    let (programs, host_ops) = stage(graph, &analysis, &traced)?;
-    let steps = if programs.len() == 1 { config.steps_per_run.max(1) as usize } else { 1 };
+    // Strings live on the host: a string value inside the cluster cannot go to the device.
+    let mut strings: Vec<NodeId> =
+        traced.values.iter().filter(|(_, v)| v.value.dtype() == DType::Str).map(|(&(id, _), _)| id).collect();
+    strings.sort_unstable();
+    if let Some(&id) = strings.first() {
+        return Err(XlaError::DType {
+            what: format!("`%{}` (in the cluster)", graph.node(id).name),
+            dtype: "string".into(),
+        });
+    }
+    let (mut programs, host_ops) = stage(graph, &analysis, &traced)?;
     let partitions = cluster.num_cores_per_replica.max(1) as usize;
+    let mut calls = Vec::new();
+    // Joined stages need one program copy per replica: the callback routes
+    // by replica id (model parallelism keeps the stages).
+    if programs.len() > 1 && config.host_transfer != HostTransfer::Stages && partitions == 1 {
+        let (joined, c) =
+            host_call::join(graph, &analysis, programs, &host_ops, &traced, config.host_transfer, config.run);
+        programs = vec![joined];
+        calls = c;
+    }
+    let steps = if programs.len() == 1 { config.steps_per_run.max(1) as usize } else { 1 };
     let device_ids: Vec<Vec<i64>> = assignment
         .cores
         .iter()
@@ -256,14 +307,21 @@ pub fn emit_module(
             }
         }
     }
-    Ok(Staged { stages, host_ops, folded })
+    // Joined stages: the host ops run inside the calls, not between executions.
+    let host_ops = if calls.is_empty() { host_ops } else { vec![Vec::new()] };
+    Ok(Staged { stages, host_ops, folded, calls })
 }
 
 /// Every cluster's modules, for `lower --format stablehlo`: unfed
 /// placeholders are zeros of their declared shapes (their values do not
 /// appear in the module), and modules are separated by `// -----` lines
 /// (MLIR's split-input-file marker).
-pub fn emit_all(graph: &Graph, assignment: &DeviceAssignment, steps_per_run: u32) -> Result<String, XlaError> {
+pub fn emit_all(
+    graph: &Graph,
+    assignment: &DeviceAssignment,
+    steps_per_run: u32,
+    host_transfer: HostTransfer,
+) -> Result<String, XlaError> {
     let (clusters, errors) = crate::passes::form_clusters(graph);
     if let Some(e) = errors.into_iter().next() {
         return Err(XlaError::UnsupportedGraph { message: e.to_string() });
@@ -271,7 +329,7 @@ pub fn emit_all(graph: &Graph, assignment: &DeviceAssignment, steps_per_run: u32
     if clusters.is_empty() {
         return Err(XlaError::UnsupportedGraph { message: "the graph has no replicate cluster".into() });
     }
-    let config = Config { steps_per_run, feeds: &[], missing_feed: MissingFeed::Zeros };
+    let config = Config { steps_per_run, feeds: &[], missing_feed: MissingFeed::Zeros, host_transfer, run: 0 };
     let mut modules = Vec::new();
     for cluster in &clusters {
         modules.extend(emit_module(graph, cluster, assignment, &config)?.stages.into_iter().map(|s| s.module));
@@ -371,7 +429,7 @@ fn analyse(graph: &Graph, cluster: &ReplicateCluster) -> Result<Analysis, XlaErr
             reduce: graph.node(id).attrs.get_str("reduce_op").and_then(crate::exec::ReduceOp::parse),
         })
         .collect();
-    let whole = Program { nodes: order, args, outputs, carried: Vec::new(), stage: 0, stages: 1 };
+    let whole = Program { nodes: order, args, outputs, carried: Vec::new(), stage: 0, stages: 1, calls: Vec::new() };
     Ok(Analysis { whole, device, oc })
 }
 
@@ -443,6 +501,7 @@ fn stage(
             carried: Vec::new(),
             stage: k,
             stages,
+            calls: Vec::new(),
         })
         .collect();
     let mut host_ops = vec![Vec::new(); stages];

@@ -15,7 +15,9 @@ use crate::ir::DType;
 /// A tensor type: element type and static shape.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Ty {
+    /// The element type.
     pub dtype: DType,
+    /// The size of each dimension, outermost first.
     pub shape: Vec<usize>,
 }
 
@@ -98,13 +100,16 @@ pub fn float_dtype(dtype: DType) -> bool {
 /// An SSA value and its type.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Val {
+    /// The SSA name, `%` included.
     pub name: String,
+    /// The value's type.
     pub ty: Ty,
 }
 
 /// The text being built and the SSA counter.
 #[derive(Debug, Default)]
 pub struct Ctx {
+    /// The module text written so far.
     pub text: String,
     next: usize,
     /// Indentation of the current block.
@@ -117,18 +122,26 @@ pub struct Ctx {
 /// Comparison directions of `stablehlo.compare`.
 #[derive(Clone, Copy, Debug)]
 pub enum Cmp {
+    /// Equal.
     Eq,
+    /// Not equal.
     Ne,
+    /// Less than.
     Lt,
+    /// Less than or equal.
     Le,
+    /// Greater than.
     Gt,
+    /// Greater than or equal.
     Ge,
 }
 
 /// The reductions the builders use.
 #[derive(Clone, Copy, Debug)]
 pub enum Reducer {
+    /// Sum.
     Add,
+    /// Maximum.
     Max,
     Min,
     Mul,

@@ -56,6 +56,16 @@ fn update_kind(graph: &Graph, id: NodeId) -> Result<&'static str, XlaError> {
 
 /// Runs the program on the host with `args` (replica 0's argument values).
 pub(crate) fn trace(graph: &Graph, program: &Program, args: &[Tensor]) -> Result<Trace, XlaError> {
+    // TF1 control flow has no StableHLO lowering (yet): refused before anything is traced.
+    const TF1_CONTROL_FLOW: &[&str] = &["Enter", "Exit", "LoopCond", "Merge", "NextIteration", "Switch"];
+    if let Some(&id) = program.nodes.iter().find(|&&id| TF1_CONTROL_FLOW.contains(&&*graph.node(id).op)) {
+        return Err(lowering(
+            graph,
+            id,
+            "TF1 control flow (Switch, Merge, Enter, Exit, NextIteration, LoopCond) has no StableHLO lowering; \
+             the simulator (`--backend sim`) runs it",
+        ));
+    }
     let mut values: HashMap<(NodeId, u32), Traced> = HashMap::new();
     let mut vars: HashMap<NodeId, Tensor> = HashMap::new();
     for (arg, v) in program.args.iter().zip(args) {
@@ -128,6 +138,10 @@ pub(crate) fn trace(graph: &Graph, program: &Program, args: &[Tensor]) -> Result
                     vars.insert(h, v);
                 }
                 results.into_iter().map(|value| Traced { value, constant: false }).collect()
+            }
+            // Functional control flow and its TensorLists have no lowering yet (docs/training-ops.md).
+            _ if crate::exec::kernels::control_flow::has_kernel(op) => {
+                return Err(XlaError::UnsupportedOp { node: node.name.to_string(), op: op.into() })
             }
             _ if COLLECTIVES.contains(&op) => {
                 let n = if op == "CrossReplicaSum" { 1 } else { inputs.len() };

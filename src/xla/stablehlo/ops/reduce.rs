@@ -1,6 +1,6 @@
 //! Reductions over constant axes (`Sum`, `Mean`, `Max`, `Min`, `Prod`,
 //! `Any`, `All`), `ArgMax`/`ArgMin` (the first index of the extreme, as
-//! TensorFlow picks it) and `Cumsum` (a `reduce_window` over the axis).
+//! TensorFlow picks it) and `Cumsum`/`Cumprod` (a `reduce_window` over the axis).
 //! Cost: one `stablehlo.reduce` (two for arg max) per TF op.
 
 use super::{axis, expand, i64s, Call};
@@ -67,9 +67,10 @@ pub(super) fn arg_extreme(c: &mut Ctx, n: &Call, max: bool) -> Result<Vec<Val>, 
     Ok(vec![c.reduce(&idx, &[a], Reducer::Min)])
 }
 
-/// `Cumsum(x, axis) {exclusive, reverse}`: a window sum of the axis' length,
-/// padded before the first element; exclusive shifts the input by one first.
-pub(super) fn cumsum(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
+/// `Cumsum`/`Cumprod(x, axis) {exclusive, reverse}`: a window sum (or
+/// product) of the axis' length, padded before the first element with the
+/// reduction's identity; exclusive shifts the input by one first.
+pub(super) fn cumulative(c: &mut Ctx, n: &Call, reducer: Reducer) -> Result<Vec<Val>, String> {
     let x0 = n.input(0)?;
     let rank = x0.ty.rank();
     let a = axis(*n.ints(1, "axis")?.first().ok_or("axis is empty")?, rank, n.op)?;
@@ -80,7 +81,7 @@ pub(super) fn cumsum(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
         |c: &mut Ctx, v: &Val| c.op("stablehlo.reverse", &[v], &format!("dimensions = array<i64: {a}>"), v.ty.clone());
     let mut x = if reverse { rev(c, x0) } else { x0.clone() };
     if exclusive && len > 0 {
-        let zero = c.splat(&crate::xla::stablehlo::text::Ty::scalar(x.ty.dtype), 0.0);
+        let zero = c.splat(&crate::xla::stablehlo::text::Ty::scalar(x.ty.dtype), reducer.identity(x.ty.dtype));
         let low: Vec<i64> = (0..rank).map(|d| i64::from(d == a)).collect();
         let high: Vec<i64> = (0..rank).map(|d| -i64::from(d == a)).collect();
         x = c.op(
@@ -98,8 +99,8 @@ pub(super) fn cumsum(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
     let window: Vec<usize> = (0..rank).map(|d| if d == a { len.max(1) } else { 1 }).collect();
     let pads: Vec<String> =
         (0..rank).map(|d| if d == a { format!("[{}, 0]", len.saturating_sub(1)) } else { "[0, 0]".into() }).collect();
-    let init = c.splat(&crate::xla::stablehlo::text::Ty::scalar(x.ty.dtype), 0.0);
-    let region = c.reducer_region(x.ty.dtype, Reducer::Add);
+    let init = c.splat(&crate::xla::stablehlo::text::Ty::scalar(x.ty.dtype), reducer.identity(x.ty.dtype));
+    let region = c.reducer_region(x.ty.dtype, reducer);
     let attrs = format!(
         "window_dimensions = {}, window_strides = {}, padding = dense<[{}]> : tensor<{rank}x2xi64>",
         i64s(&window),

@@ -1,14 +1,31 @@
 //! Rendering of diagnostics: the only place that attaches source text.
 //!
-//! The library returns concrete error types; here they become
-//! `miette::Report`s with a [`WindowedSource`], rendered in colour on a
-//! terminal and as plain text at a fixed width for snapshots.
+//! The library returns concrete error types, each a `miette::Diagnostic`
+//! with spans into the input. Here they become `miette::Report`s with a
+//! [`WindowedSource`], rendered in colour on a terminal and as plain text at
+//! a fixed width for snapshots, exactly as the `tpu-rewrite` binary prints
+//! them. Messages, help and labels are cut to [`MAX_MESSAGE_CHARS`] and
+//! [`MAX_LABEL_CHARS`], so rendering costs time linear in the snippet shown,
+//! not in the input.
+//!
+//! ```
+//! use tpu_rewrite::diagnostics::{render_plain, AnyDiagnostic};
+//!
+//! let source = b"graph @main { %y = Relu(%x) {T = f32} }";
+//! let (_, errors) = tpu_rewrite::parse_module(source)?;
+//! let diagnostics: Vec<AnyDiagnostic> = errors.into_iter().map(|e| Box::new(e) as AnyDiagnostic).collect();
+//! let text = render_plain(diagnostics, "main.opg", source, 100);
+//! assert!(text.contains("unknown input `%x`") && text.contains("main.opg:1:"));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 use std::sync::Arc;
 
 use miette::{Diagnostic, GraphicalReportHandler, GraphicalTheme, Report, Severity};
 
-use super::source::WindowedSource;
+pub mod source;
+
+pub use source::WindowedSource;
 
 /// How to render.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -16,12 +33,17 @@ pub enum Style {
     /// Unicode, colours when the terminal supports them.
     Terminal,
     /// Unicode without colour at a fixed width: stable for snapshots.
-    Plain { width: usize },
+    Plain {
+        /// The line width in columns.
+        width: usize,
+    },
 }
 
 /// A diagnostic with its source attached, ready to print.
 pub struct Rendered {
+    /// The rendered report.
     pub text: String,
+    /// Whether the diagnostic is an error (not a warning or advice).
     pub is_error: bool,
 }
 

@@ -1,0 +1,248 @@
+//! Functions: the graphs of a module that functional control flow runs.
+//!
+//! TensorFlow 2 writes `tf.while_loop` as one `While` (or `StatelessWhile`)
+//! node whose `cond` and `body` attributes name functions of the GraphDef's
+//! library; `tf.cond` is an `If`, `tf.switch_case` a `Case`, a
+//! `tf.function` call a `PartitionedCall`. Here a function is a graph of
+//! the module with the attribute `role = "function"`: its arguments are
+//! `_Arg` nodes (`T` = dtype, `index` = position) and its results
+//! `_Retval` nodes (one data input each, `T`, `index`), as TensorFlow
+//! instantiates a function body; the graph attribute `control_outputs`
+//! lists the nodes it runs for their effect alone. A function runs only
+//! what its results and control outputs need. A call node names its
+//! functions with `func "name"` attributes.
+//!
+//! [`check_calls`] verifies every call of a module against the functions
+//! it names (existence, argument and result counts, dtypes); the cost is
+//! one pass over the nodes of the module.
+
+use super::error::IrError;
+use super::graph::{Graph, Module, Node, NodeKind};
+use super::types::{AttrValue, DType, FuncRef};
+
+/// The graph attribute that marks a function (`role = "function"`).
+pub const ROLE_ATTR: &str = "role";
+/// The value of [`ROLE_ATTR`] on a function.
+pub const FUNCTION_ROLE: &str = "function";
+/// The graph attribute listing the nodes a function runs although no
+/// result needs them (TensorFlow's `control_ret`): a list of node names.
+pub const CONTROL_OUTPUTS_ATTR: &str = "control_outputs";
+/// The op of a function argument.
+pub const ARG_OP: &str = "_Arg";
+/// The op of a function result.
+pub const RETVAL_OP: &str = "_Retval";
+
+/// The family of a call op.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CallKind {
+    /// `While`, `StatelessWhile`: `cond` and `body`; inputs are the loop variables.
+    While,
+    /// `If`, `StatelessIf`: input 0 is the predicate, `then_branch` and `else_branch`.
+    If,
+    /// `Case`, `StatelessCase`: input 0 is the branch index, `branches`.
+    Case,
+    /// `PartitionedCall`, `StatefulPartitionedCall`: `f`.
+    Call,
+}
+
+/// The call ops, with their family.
+pub const CALL_OPS: &[(&str, CallKind)] = &[
+    ("Case", CallKind::Case),
+    ("If", CallKind::If),
+    ("PartitionedCall", CallKind::Call),
+    ("StatefulPartitionedCall", CallKind::Call),
+    ("StatelessCase", CallKind::Case),
+    ("StatelessIf", CallKind::If),
+    ("StatelessWhile", CallKind::While),
+    ("While", CallKind::While),
+];
+
+/// The family of call op `op`, if it is one.
+pub fn call_kind(op: &str) -> Option<CallKind> {
+    CALL_OPS.iter().find(|(name, _)| *name == op).map(|&(_, kind)| kind)
+}
+
+/// True when `graph` is a function.
+pub fn is_function(graph: &Graph) -> bool {
+    graph.attrs.get_str(ROLE_ATTR) == Some(FUNCTION_ROLE)
+}
+
+/// The functions of `module`.
+pub fn functions(module: &Module) -> impl Iterator<Item = &Graph> {
+    module.graphs.iter().filter(|g| is_function(g))
+}
+
+/// Appends the functions of `from` that `to` does not have yet, so that a
+/// lowered module keeps the bodies its `While` and `If` nodes run.
+pub fn carry_functions(from: &Module, to: &mut Module) {
+    for f in functions(from) {
+        if to.graph(&f.name).is_none() {
+            to.graphs.push(f.clone());
+        }
+    }
+}
+
+/// A function's arguments and results: the `T` of each `_Arg` and
+/// `_Retval` by `index` (`None` for an index with no node or no `T`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Signature {
+    /// The dtype of each argument, by `_Arg` index.
+    pub args: Vec<Option<DType>>,
+    /// The dtype of each result, by `_Retval` index.
+    pub rets: Vec<Option<DType>>,
+}
+
+/// The signature of `graph`, or a message naming what is malformed (an
+/// index missing, negative or used twice).
+pub fn signature(graph: &Graph) -> Result<Signature, String> {
+    let mut args: Vec<(i64, Option<DType>)> = Vec::new();
+    let mut rets: Vec<(i64, Option<DType>)> = Vec::new();
+    for id in graph.node_ids() {
+        let node = graph.node(id);
+        let list = match &*node.op {
+            ARG_OP => &mut args,
+            RETVAL_OP => &mut rets,
+            _ => continue,
+        };
+        let index = node.attrs.get_int("index").ok_or_else(|| format!("`%{}` has no int `index`", node.name))?;
+        list.push((index, node.attrs.get("T").and_then(AttrValue::as_type)));
+    }
+    let dense = |mut list: Vec<(i64, Option<DType>)>, what: &str| -> Result<Vec<Option<DType>>, String> {
+        list.sort_by_key(|&(i, _)| i);
+        for (k, &(i, _)) in list.iter().enumerate() {
+            if i != k as i64 {
+                return Err(format!("its {what} indices are not 0..{} each once (found {i})", list.len()));
+            }
+        }
+        Ok(list.into_iter().map(|(_, t)| t).collect())
+    };
+    Ok(Signature { args: dense(args, "_Arg")?, rets: dense(rets, "_Retval")? })
+}
+
+/// The functions a node calls: `(attribute, function)` pairs, in the
+/// order the op defines them (`cond`, `body`; `then_branch`,
+/// `else_branch`; each of `branches`; `f`).
+pub fn callees(node: &Node) -> Vec<(&'static str, &FuncRef)> {
+    let keys: &[&'static str] = match call_kind(&node.op) {
+        Some(CallKind::While) => &["cond", "body"],
+        Some(CallKind::If) => &["then_branch", "else_branch"],
+        Some(CallKind::Case) => &["branches"],
+        Some(CallKind::Call) => &["f"],
+        None => return Vec::new(),
+    };
+    let mut out = Vec::new();
+    for &key in keys {
+        match node.attrs.get(key) {
+            Some(AttrValue::Func(f)) => out.push((key, &**f)),
+            Some(AttrValue::List(items)) => {
+                out.extend(items.iter().filter_map(|v| match v {
+                    AttrValue::Func(f) => Some((key, &**f)),
+                    _ => None,
+                }));
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The dtypes of a type-list attribute, if present.
+fn type_list(node: &Node, key: &str) -> Option<Vec<Option<DType>>> {
+    Some(node.attrs.get(key)?.as_list()?.iter().map(AttrValue::as_type).collect())
+}
+
+/// Verifies every call of `module` against the functions it names, and
+/// every function's signature; appends the problems to `errors`.
+pub fn check_calls(module: &Module, errors: &mut Vec<IrError>) {
+    let mut signatures = std::collections::HashMap::new();
+    for f in functions(module) {
+        match signature(f) {
+            Ok(s) => {
+                signatures.insert(f.name.as_str(), s);
+            }
+            Err(reason) => errors.push(IrError::FunctionSignature { function: f.name.clone(), reason, span: f.span }),
+        }
+    }
+    for graph in &module.graphs {
+        for id in graph.node_ids() {
+            let node = graph.node(id);
+            let Some(kind) = (node.kind == NodeKind::Op).then(|| call_kind(&node.op)).flatten() else { continue };
+            let inputs = graph.data_inputs(id).len();
+            // The operands the functions receive, and the dtypes the node declares for them and its results.
+            let (operands, declared_in, declared_out) = match kind {
+                CallKind::While => (inputs, type_list(node, "T"), type_list(node, "T")),
+                CallKind::If | CallKind::Case => {
+                    (inputs.saturating_sub(1), type_list(node, "Tin"), type_list(node, "Tout"))
+                }
+                CallKind::Call => (inputs, type_list(node, "Tin"), type_list(node, "Tout")),
+            };
+            let callees = callees(node);
+            if callees.is_empty() {
+                errors.push(IrError::CallSignature {
+                    op: node.op.to_string(),
+                    node: node.name.to_string(),
+                    function: String::new(),
+                    reason: "it names no function (a `func` attribute)".into(),
+                    span: node.span,
+                });
+            }
+            for (key, f) in callees {
+                let Some(sig) = signatures.get(f.name.as_str()) else {
+                    // A function whose own signature is malformed was reported above.
+                    if !module.graph(&f.name).is_some_and(is_function) {
+                        errors.push(IrError::UnknownFunction {
+                            op: node.op.to_string(),
+                            node: node.name.to_string(),
+                            attr: key.to_string(),
+                            name: f.name.clone(),
+                            span: node.span,
+                        });
+                    }
+                    continue;
+                };
+                let mut bad = |reason: String| {
+                    errors.push(IrError::CallSignature {
+                        op: node.op.to_string(),
+                        node: node.name.to_string(),
+                        function: f.name.clone(),
+                        reason,
+                        span: node.span,
+                    })
+                };
+                if sig.args.len() != operands {
+                    bad(format!("it passes {operands} operand(s) to `{key}`, which takes {}", sig.args.len()));
+                    continue;
+                }
+                let want_rets = match (kind, key) {
+                    (CallKind::While, "cond") => Some(1),
+                    (CallKind::While, _) => Some(operands),
+                    _ => declared_out.as_ref().map(Vec::len),
+                };
+                if let Some(n) = want_rets {
+                    if sig.rets.len() != n {
+                        bad(format!("`{key}` returns {} value(s), the op expects {n}", sig.rets.len()));
+                        continue;
+                    }
+                }
+                let mismatch = |declared: &Option<Vec<Option<DType>>>, actual: &[Option<DType>]| {
+                    declared.as_ref().and_then(|d| {
+                        d.iter().zip(actual).enumerate().find_map(|(i, (a, b))| match (a, b) {
+                            (Some(a), Some(b)) if a != b => Some((i, *a, *b)),
+                            _ => None,
+                        })
+                    })
+                };
+                if let Some((i, want, got)) = mismatch(&declared_in, &sig.args) {
+                    bad(format!("operand {i} is {want} but argument {i} of `{key}` is {got}"));
+                } else if key != "cond" {
+                    if let Some((i, want, got)) = mismatch(&declared_out, &sig.rets) {
+                        bad(format!("result {i} is declared {want} but `{key}` returns {got}"));
+                    }
+                }
+                if key == "cond" && sig.rets.first().copied().flatten().is_some_and(|d| d != DType::Bool) {
+                    bad("`cond` must return a bool".into());
+                }
+            }
+        }
+    }
+}

@@ -444,3 +444,18 @@ fn a_lowered_module_draws_its_device_assignment_as_a_legend() {
     assert!(dot.contains("replica 5: core 0 -> task 1 TPU 1"), "{dot}");
     assert!(dot.contains("runs on each of 8 replicas"), "{dot}");
 }
+
+#[test]
+fn the_outside_compilation_example_prints_on_the_host_as_tensorflow_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let feeds = dir.path().join("feeds.json");
+    std::fs::write(&feeds, r#"{"x0:0": [[0, 0], [0, 0]], "x1:0": [[1, 2], [3, 4]]}"#).unwrap();
+    let o = run(&["run", &example("outside_compilation.opg"), "--feeds", feeds.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // TF1 `Print`: the message, then each data tensor in `SummarizeValue`'s layout.
+    let err = stderr(&o);
+    assert!(err.contains("h = [[0 0][0 0]]\n"), "{err}");
+    assert!(err.contains("h = [[0.761594176 0.964027584][0.995054781 0.999329329]]\n"), "{err}");
+    // `%y = Print(h) * h`, then `Square(y) + y`: zero for replica 0.
+    assert!(String::from_utf8_lossy(&o.stdout).contains("output 0 replica 0 = [[0.0,0.0],[0.0,0.0]]"));
+}

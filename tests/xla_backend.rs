@@ -115,6 +115,14 @@ fn tf_tagged_matches() {
 }
 
 #[test]
+fn outside_compilation_example_with_a_host_print_matches() {
+    // Two outside-compilation blocks: TF1 `Print` (passes its input through)
+    // and a `Square` placed under logical core 0, both reached by callback.
+    differential("examples/outside_compilation.opg", "1x2", 1, 1);
+    differential("examples/outside_compilation.opg", "1x2", 2, 3);
+}
+
+#[test]
 fn two_clusters_match() {
     differential("examples/two_clusters.opg", "1x8", 1, 1);
 }

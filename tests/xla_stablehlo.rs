@@ -69,10 +69,16 @@ fn outside_compilation_splits_the_program_into_stages() {
 
 #[test]
 fn an_op_without_a_kernel_is_a_diagnostic() {
-    // `Print` (host side) has no kernel: the trace cannot run it.
-    let (ok, _, err) = lower(&["examples/outside_compilation.opg"]);
+    // A host op with no kernel: the trace cannot run it.
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("frobnicate.opg");
+    let text = std::fs::read_to_string("examples/outside_compilation.opg")
+        .expect("the example")
+        .replace("Print(%h, %h)", "FrobnicateOp(%h, %h)");
+    std::fs::write(&path, text).expect("writes");
+    let (ok, _, err) = lower(&[path.to_str().expect("a UTF-8 path")]);
     assert!(!ok);
-    assert!(err.contains("tpu_rewrite::xla::") && err.contains("Print"), "{err}");
+    assert!(err.contains("tpu_rewrite::xla::") && err.contains("FrobnicateOp"), "{err}");
 }
 
 #[test]

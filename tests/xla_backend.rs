@@ -228,6 +228,8 @@ fn lowered_stablehlo_files_compile_and_run_on_the_plugin() {
         ("second_order", "callback"),
         ("second_order", "stages"),
         ("second_order", "send-recv"),
+        ("outside_compilation", "callback"),
+        ("outside_compilation", "stages"),
     ];
     for (example, transfer) in cases {
         let out = dir.path().join(format!("{example}_{transfer}.mlir"));

@@ -79,16 +79,23 @@ fn bmm<T: Num>(
     let bad = || KernelError::invalid(op, "batch dimensions do not broadcast");
     let a3 = av.broadcast(full([m, k])).ok_or_else(bad)?;
     let b3 = bv.broadcast(full([k, n])).ok_or_else(bad)?;
-    let to3 = |v: ndarray::ArrayViewD<'_, T>, r: usize, c: usize| {
-        v.as_standard_layout()
-            .into_owned()
-            .into_shape_with_order((count, r, c))
-            .map_err(|e| KernelError::invalid(op, e.to_string()))
-    };
-    let (a3, b3) = (to3(a3, m, k)?, to3(b3, k, n)?);
+    // Each product reads its operands through their (possibly transposed or
+    // broadcast) strides and writes its slice of the result: no copies.
+    fn matrix<'a, T>(
+        op: &str,
+        v: &ndarray::ArrayViewD<'a, T>,
+        index: &[usize],
+    ) -> Result<ndarray::ArrayView2<'a, T>, KernelError> {
+        let mut v = v.clone();
+        for &i in index {
+            v = v.index_axis_move(ndarray::Axis(0), i);
+        }
+        v.into_dimensionality::<ndarray::Ix2>().map_err(|e| KernelError::invalid(op, e.to_string()))
+    }
     let mut out = Array3::<T>::from_elem((count, m, n), T::zero());
-    for ((mut o, x), y) in out.outer_iter_mut().zip(a3.outer_iter()).zip(b3.outer_iter()) {
-        o.assign(&T::matmul(x, y));
+    for (o, index) in out.outer_iter_mut().zip(ndarray::indices(IxDyn(&batch))) {
+        let index = ndarray::Dimension::slice(&index);
+        T::matmul_into(matrix(op, &a3, index)?, matrix(op, &b3, index)?, o);
     }
     out.into_shape_with_order(full([m, n])).map_err(|e| KernelError::invalid(op, e.to_string()))
 }

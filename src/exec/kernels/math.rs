@@ -32,6 +32,10 @@ pub(crate) trait Num: Element + Copy + PartialOrd + Default {
     fn as_i64(self) -> i64;
     /// The matrix product `a · b` of 2-D views.
     fn matmul(a: ArrayView2<'_, Self>, b: ArrayView2<'_, Self>) -> Array2<Self>;
+    /// `out = a · b`, written in place; the views may have any strides.
+    fn matmul_into(a: ArrayView2<'_, Self>, b: ArrayView2<'_, Self>, mut out: ndarray::ArrayViewMut2<'_, Self>) {
+        out.assign(&Self::matmul(a, b));
+    }
 }
 
 macro_rules! float_num {
@@ -88,6 +92,13 @@ macro_rules! float_num {
             }
             fn matmul(a: ArrayView2<'_, Self>, b: ArrayView2<'_, Self>) -> Array2<Self> {
                 a.dot(&b)
+            }
+            fn matmul_into(
+                a: ArrayView2<'_, Self>,
+                b: ArrayView2<'_, Self>,
+                mut out: ndarray::ArrayViewMut2<'_, Self>,
+            ) {
+                ndarray::linalg::general_mat_mul(1.0, &a, &b, 0.0, &mut out);
             }
         }
     };

@@ -64,6 +64,7 @@ fn differential_with(
         feeds: &feeds,
         host_transfer,
         fetch: &[],
+        library: Some(&tagged),
     };
     let outcome = backend::run(graph, &lowered.assignment, &pjrt_config).unwrap_or_else(|e| panic!("{path}: {e}"));
     let pjrt = &outcome.run;
@@ -120,6 +121,21 @@ fn outside_compilation_example_with_a_host_print_matches() {
     // and a `Square` placed under logical core 0, both reached by callback.
     differential("examples/outside_compilation.opg", "1x2", 1, 1);
     differential("examples/outside_compilation.opg", "1x2", 2, 3);
+}
+
+/// TF2 functional control flow in a cluster: a While whose body calls a
+/// function, an If, a Case with an out-of-range index on one replica
+/// (the last branch) and a PartitionedCall, lowered to `stablehlo.while`,
+/// `stablehlo.if`, `stablehlo.case` and `func.call`.
+#[test]
+fn functional_control_flow_matches() {
+    let out = differential("tests/fixtures/replicated_control_flow.opg", "1x2", 1, 1);
+    assert_eq!(out.run.fetched.len(), 6, "three outputs on two replicas");
+}
+
+#[test]
+fn functional_control_flow_with_steps_per_run_matches() {
+    differential("tests/fixtures/replicated_control_flow.opg", "1x2", 2, 3);
 }
 
 #[test]
@@ -195,6 +211,7 @@ fn send_recv_is_refused_by_the_run() {
         feeds: &feeds,
         host_transfer: Some(HostTransfer::SendRecv),
         fetch: &[],
+        library: None,
     };
     let err = backend::run(graph, &lowered.assignment, &config).err().expect("send/recv cannot run here");
     assert!(matches!(err, tpu_rewrite::xla::XlaError::SendRecvRun { .. }), "{err}");

@@ -124,6 +124,7 @@ fn differential(case: &str) {
         feeds: &feeds,
         host_transfer: None,
         fetch: &[],
+        library: Some(&module),
     };
     let pjrt = backend::run(graph, &lowered.assignment, &pjrt_config).unwrap_or_else(|e| panic!("{case}: {e:?}")).run;
     for (name, want) in &wanted {
@@ -193,6 +194,7 @@ fn refused(case: &str) {
         feeds: &feeds,
         host_transfer: None,
         fetch: &[],
+        library: Some(&module),
     };
     match backend::run(graph, &lowered.assignment, &pjrt_config) {
         Ok(_) => panic!("{case}: PJRT ran it; turn this into a differential test"),

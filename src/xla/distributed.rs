@@ -202,6 +202,8 @@ pub fn run(graph: &Graph, assignment: &DeviceAssignment, config: &Config) -> Res
         missing_feed: MissingFeed::Error,
         host_transfer: stablehlo::HostTransfer::Stages,
         run: 0,
+        // The distributed runner takes one graph: calls into functions are refused.
+        library: None,
     };
     // Emit everything first: a graph this backend refuses starts no process.
     let mut emitted = Vec::with_capacity(clusters.len());

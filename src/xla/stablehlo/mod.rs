@@ -28,6 +28,7 @@
 //! one host evaluation of it for the trace.
 
 mod assemble;
+mod calls;
 mod host_call;
 pub(crate) mod ops;
 pub(crate) mod text;
@@ -76,6 +77,9 @@ pub struct Config<'a> {
     pub host_transfer: HostTransfer,
     /// The registry id host callbacks carry (`run` in `backend_config`).
     pub run: u64,
+    /// The module whose functions (`role = "function"`) the graph's
+    /// `While`, `If`, `Case` and call ops name; `None`: no functions.
+    pub library: Option<&'a crate::ir::Module>,
 }
 
 /// Where an argument of `@main` comes from.
@@ -225,7 +229,8 @@ pub fn emit_module(
         values.insert(arg.clone(), v);
     }
     let first: Vec<Tensor> = analysis.whole.args.iter().map(|a| values[a][0].clone()).collect();
-    let traced = trace::trace(graph, &analysis.whole, &first)?;
+    let lib = calls::Library::new(config.library)?;
+    let traced = trace::trace(graph, &analysis.whole, &first, &lib)?;
     // Strings live on the host: a string value inside the cluster cannot go to the device.
     let mut strings: Vec<NodeId> =
         traced.values.iter().filter(|(_, v)| v.value.dtype() == DType::Str).map(|(&(id, _), _)| id).collect();
@@ -276,7 +281,7 @@ pub fn emit_module(
             })
             .collect();
         let first: Vec<Tensor> = arg_values.iter().map(|v| v[0].clone()).collect();
-        let module = assemble::assemble(graph, cluster, program, &traced, &first, steps)?;
+        let module = assemble::assemble(graph, cluster, program, &traced, &first, steps, &lib)?;
         stages.push(Emitted {
             module,
             args: program.args.clone(),
@@ -321,6 +326,7 @@ pub fn emit_all(
     assignment: &DeviceAssignment,
     steps_per_run: u32,
     host_transfer: HostTransfer,
+    library: Option<&crate::ir::Module>,
 ) -> Result<String, XlaError> {
     let (clusters, errors) = crate::passes::form_clusters(graph);
     if let Some(e) = errors.into_iter().next() {
@@ -329,7 +335,7 @@ pub fn emit_all(
     if clusters.is_empty() {
         return Err(XlaError::UnsupportedGraph { message: "the graph has no replicate cluster".into() });
     }
-    let config = Config { steps_per_run, feeds: &[], missing_feed: MissingFeed::Zeros, host_transfer, run: 0 };
+    let config = Config { steps_per_run, feeds: &[], missing_feed: MissingFeed::Zeros, host_transfer, run: 0, library };
     let mut modules = Vec::new();
     for cluster in &clusters {
         modules.extend(emit_module(graph, cluster, assignment, &config)?.stages.into_iter().map(|s| s.module));

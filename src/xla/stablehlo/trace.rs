@@ -10,6 +10,7 @@
 
 use std::collections::HashMap;
 
+use super::calls::Library;
 use super::ops::{builder, state, Call, FOLD_ONLY, SHAPE_ONLY};
 use super::text::{Ctx, Ty, Val};
 use super::{ArgSource, Program, VARIABLE_OPS};
@@ -55,7 +56,7 @@ fn update_kind(graph: &Graph, id: NodeId) -> Result<&'static str, XlaError> {
 }
 
 /// Runs the program on the host with `args` (replica 0's argument values).
-pub(crate) fn trace(graph: &Graph, program: &Program, args: &[Tensor]) -> Result<Trace, XlaError> {
+pub(crate) fn trace(graph: &Graph, program: &Program, args: &[Tensor], lib: &Library) -> Result<Trace, XlaError> {
     // TF1 control flow has no StableHLO lowering (yet): refused before anything is traced.
     const TF1_CONTROL_FLOW: &[&str] = &["Enter", "Exit", "LoopCond", "Merge", "NextIteration", "Switch"];
     if let Some(&id) = program.nodes.iter().find(|&&id| TF1_CONTROL_FLOW.contains(&&*graph.node(id).op)) {
@@ -139,7 +140,18 @@ pub(crate) fn trace(graph: &Graph, program: &Program, args: &[Tensor]) -> Result
                 }
                 results.into_iter().map(|value| Traced { value, constant: false }).collect()
             }
-            // Functional control flow and its TensorLists have no lowering yet (docs/training-ops.md).
+            // Calls run the simulator's interpreter; their results are never constant.
+            _ if crate::ir::functions::call_kind(op).is_some() => {
+                let mut args = Vec::with_capacity(inputs.len());
+                for i in 0..inputs.len() {
+                    args.push(operand(&values, i)?.0);
+                }
+                super::calls::trace_call(lib, graph, id, args)?
+                    .into_iter()
+                    .map(|value| Traced { value, constant: false })
+                    .collect()
+            }
+            // TensorLists and Optionals (variants) have no device type (docs/xla.md).
             _ if crate::exec::kernels::control_flow::has_kernel(op) => {
                 return Err(XlaError::UnsupportedOp { node: node.name.to_string(), op: op.into() })
             }
@@ -185,6 +197,8 @@ pub(crate) struct Emitter<'a> {
     pub replicas: usize,
     /// Logical cores per replica; above 1, every op gets a maximal sharding.
     pub partitions: u32,
+    /// The module's functions, for call ops.
+    pub lib: &'a Library<'a>,
 }
 
 /// The logical core an op is placed on (`…TPU_REPLICATED_CORE:k`), else 0.
@@ -254,6 +268,9 @@ impl Emitter<'_> {
         }
         if state::has_builder(op) {
             return self.state_op(ctx, id);
+        }
+        if crate::ir::functions::call_kind(op).is_some() {
+            return self.call_op(ctx, id);
         }
         if FOLD_ONLY.contains(&op) {
             return Err(lowering(graph, id, "its operands must be compile-time constants (shapes, index lists)"));

@@ -39,13 +39,14 @@ pub fn lowered_ops() -> impl Iterator<Item = &'static str> {
 }
 
 /// How `--backend pjrt` runs op type `op`: `builder`, `variable update`,
-/// `constant`, `structural`, or `None` when it does not.
+/// `constant`, `structural`, `control flow` (call ops), `function
+/// signature` (`_Arg`, `_Retval`), or `None` when it does not.
 pub fn lowering_of(op: &str) -> Option<&'static str> {
     ops::lowering_of(op)
 }
 
-/// Why op type `op` has no lowering (host-only, TF1 or functional control
-/// flow, the simulator's transfers), or `None`.
+/// Why op type `op` has no lowering (host-only, TF1 control flow,
+/// TensorLists and Optionals, the simulator's transfers), or `None`.
 pub fn unlowered_reason(op: &str) -> Option<&'static str> {
     ops::reason(op)
 }

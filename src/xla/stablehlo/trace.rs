@@ -153,7 +153,7 @@ pub(crate) fn trace(graph: &Graph, program: &Program, args: &[Tensor], lib: &Lib
             }
             // TensorLists and Optionals (variants) have no device type (docs/xla.md).
             _ if crate::exec::kernels::control_flow::has_kernel(op) => {
-                return Err(XlaError::UnsupportedOp { node: node.name.to_string(), op: op.into() })
+                return Err(XlaError::unsupported(&node.name, op))
             }
             _ if COLLECTIVES.contains(&op) => {
                 let n = if op == "CrossReplicaSum" { 1 } else { inputs.len() };
@@ -275,8 +275,7 @@ impl Emitter<'_> {
         if FOLD_ONLY.contains(&op) {
             return Err(lowering(graph, id, "its operands must be compile-time constants (shapes, index lists)"));
         }
-        let build =
-            builder(op).ok_or_else(|| XlaError::UnsupportedOp { node: node.name.to_string(), op: op.into() })?;
+        let build = builder(op).ok_or_else(|| XlaError::unsupported(&node.name, op))?;
         let mut vals = Vec::with_capacity(inputs.len());
         let mut consts = Vec::with_capacity(inputs.len());
         for i in 0..inputs.len() {

@@ -138,6 +138,38 @@ fn functional_control_flow_with_steps_per_run_matches() {
     differential("tests/fixtures/replicated_control_flow.opg", "1x2", 2, 3);
 }
 
+/// A While whose body grows its carried value (a ConcatV2 of it with
+/// itself) runs on the simulator, but StableHLO needs loop-invariant
+/// shapes: the emission is refused with a coded lowering error naming the
+/// loop, before any plugin is loaded.
+#[test]
+fn a_while_whose_shapes_change_is_refused() {
+    let fixture = std::fs::read_to_string("tests/fixtures/replicated_control_flow.opg").expect("the fixture");
+    let growing = fixture.replace(
+        r#"%twice = PartitionedCall(%v) {Tin = [f32], Tout = [f32], f = func "double"}"#,
+        r#"%twice = ConcatV2(%v, %v, %zero) {N = 2, T = f32, Tidx = i32}
+  %zero = Const() {dtype = i32, value = tensor(i32, []) [0]}"#,
+    );
+    assert_ne!(growing, fixture, "the body was rewritten");
+    let path = std::env::temp_dir().join(format!("xcf_growing_{}.opg", std::process::id()));
+    std::fs::write(&path, growing).expect("writes the graph");
+    let (tagged, lowered) = prepare(path.to_str().expect("a UTF-8 path"), "1x2", 1);
+    std::fs::remove_file(&path).ok();
+    let err = tpu_rewrite::xla::stablehlo::emit_all(
+        &tagged.graphs[0],
+        &lowered.assignment,
+        1,
+        HostTransfer::default(),
+        Some(&tagged),
+    )
+    .expect_err("a loop whose shapes change is refused");
+    let code = miette::Diagnostic::code(&err).map(|c| c.to_string()).unwrap_or_default();
+    assert_eq!(code, "tpu_rewrite::xla::lowering", "{err}");
+    let text = err.to_string();
+    assert!(text.starts_with("loop (StatelessWhile)") && text.contains("must be invariant"), "{text}");
+    assert!(text.contains("tensor<2xf32>") && text.contains("tensor<4xf32>"), "{text}");
+}
+
 #[test]
 fn two_clusters_match() {
     differential("examples/two_clusters.opg", "1x8", 1, 1);

@@ -370,6 +370,7 @@ fn tpu_rewrite_lowered_text(case: &Case, replicas: usize) -> String {
         &lowered.assignment,
         1,
         tpu_rewrite::xla::stablehlo::HostTransfer::default(),
+        Some(&tagged),
     )
     .expect("emits")
 }

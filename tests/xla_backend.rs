@@ -277,9 +277,11 @@ fn lowered_stablehlo_files_compile_and_run_on_the_plugin() {
         ("second_order", "callback"),
         ("second_order", "stages"),
         ("second_order", "send-recv"),
+        // Functional control flow: stablehlo.while/if/case over private functions.
+        ("../tests/fixtures/replicated_control_flow", "callback"),
     ];
     for (example, transfer) in cases {
-        let out = dir.path().join(format!("{example}_{transfer}.mlir"));
+        let out = dir.path().join(format!("{}_{transfer}.mlir", example.replace(['.', '/'], "_")));
         let status = std::process::Command::new(exe)
             .args(["lower", "--format", "stablehlo", "--steps-per-run", "2", "--host-transfer", transfer, "-o"])
             .arg(&out)

@@ -138,6 +138,21 @@ fn functional_control_flow_with_steps_per_run_matches() {
     differential("tests/fixtures/replicated_control_flow.opg", "1x2", 2, 3);
 }
 
+/// Stateful `While` and `If` (TensorFlow's form with resource arguments):
+/// the bodies read and update a variable; PJRT threads its value through
+/// the functions and matches the simulator's outputs and every replica's
+/// copy of the variable.
+#[test]
+fn stateful_functional_control_flow_matches() {
+    let out = differential("tests/fixtures/replicated_stateful_control_flow.opg", "1x2", 1, 1);
+    assert_eq!(out.run.mirrors.len(), 1, "the variable w");
+}
+
+#[test]
+fn stateful_functional_control_flow_over_several_steps_matches() {
+    differential("tests/fixtures/replicated_stateful_control_flow.opg", "1x2", 2, 2);
+}
+
 /// A While whose body grows its carried value (a ConcatV2 of it with
 /// itself) runs on the simulator, but StableHLO needs loop-invariant
 /// shapes: the emission is refused with a coded lowering error naming the
@@ -279,6 +294,7 @@ fn lowered_stablehlo_files_compile_and_run_on_the_plugin() {
         ("second_order", "send-recv"),
         // Functional control flow: stablehlo.while/if/case over private functions.
         ("../tests/fixtures/replicated_control_flow", "callback"),
+        ("../tests/fixtures/replicated_stateful_control_flow", "callback"),
     ];
     for (example, transfer) in cases {
         let out = dir.path().join(format!("{}_{transfer}.mlir", example.replace(['.', '/'], "_")));

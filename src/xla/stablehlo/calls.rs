@@ -72,16 +72,65 @@ fn lowering(graph: &Graph, id: NodeId, message: impl Into<String>) -> XlaError {
     XlaError::Lowering { node: node.name.to_string(), op: node.op.to_string(), message: message.into() }
 }
 
-/// Runs call op `id` on the host for the trace (the simulator's interpreter).
-pub(crate) fn trace_call(lib: &Library, graph: &Graph, id: NodeId, args: Vec<Tensor>) -> Result<Vec<Tensor>, XlaError> {
+/// The handle tensor the host trace passes for the variable at call operand `i`.
+pub(crate) fn handle_tensor(i: usize) -> Tensor {
+    Tensor::Resource(crate::exec::ResourceHandle::new("trace".into(), i.to_string().into()))
+}
+
+/// Runs call op `id` on the host for the trace (the simulator's
+/// interpreter). `state` holds the value of the variable at each handle
+/// operand; the body's variable ops read and update it. Returns the
+/// results and the variables' final values.
+pub(crate) fn trace_call(
+    lib: &Library,
+    graph: &Graph,
+    id: NodeId,
+    args: Vec<Tensor>,
+    state: Vec<(usize, Tensor)>,
+) -> Result<(Vec<Tensor>, Vec<(usize, Tensor)>), XlaError> {
+    use crate::exec::KernelError;
     let node = graph.node(id);
-    let device: control_flow::Device<'_> = &|op, _, _| {
-        Err(crate::exec::KernelError::invalid(
-            op,
-            "variable ops inside a function body are not lowered to StableHLO; the simulator runs them",
-        ))
+    let state = RefCell::new(state);
+    let device = |op: &str, attrs: &crate::ir::AttrMap, inputs: Vec<Tensor>| -> Result<Vec<Tensor>, KernelError> {
+        let slot = inputs
+            .first()
+            .and_then(Tensor::as_resource)
+            .and_then(|h| h.name.parse::<usize>().ok())
+            .ok_or_else(|| KernelError::invalid(op, "operand 0 is not a variable the call passes"))?;
+        let mut state = state.borrow_mut();
+        let var = state
+            .iter_mut()
+            .find(|(i, _)| *i == slot)
+            .map(|(_, v)| v)
+            .ok_or_else(|| KernelError::invalid(op, "unknown variable"))?;
+        let value = || inputs.get(1).cloned().ok_or_else(|| KernelError::invalid(op, "has no value operand"));
+        match op {
+            "ReadVariableOp" => Ok(vec![var.clone()]),
+            "VarIsInitializedOp" => Ok(vec![Tensor::scalar(true)]),
+            "AssignVariableOp" => {
+                *var = value()?;
+                Ok(Vec::new())
+            }
+            "AssignAddVariableOp" | "AssignSubVariableOp" => {
+                let k = if op == "AssignAddVariableOp" { "AddV2" } else { "Sub" };
+                *var = crate::exec::run_kernel(k, attrs, &[var.clone(), value()?])?.remove(0);
+                Ok(Vec::new())
+            }
+            _ => Err(KernelError::invalid(op, "this variable op inside a function body is not lowered to StableHLO")),
+        }
     };
-    control_flow::call(&node.op, &node.attrs, args, &lib.host, device).map_err(|e| lowering(graph, id, e.to_string()))
+    let results = control_flow::call(&node.op, &node.attrs, args, &lib.host, &device)
+        .map_err(|e| lowering(graph, id, e.to_string()))?;
+    Ok((results, state.into_inner()))
+}
+
+/// Whether a function returns its variables' final values after its results.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Finals {
+    /// No (a `While` body returns them in the variables' own slots).
+    InPlace,
+    /// Yes (`If`, `Case`, calls).
+    Append,
 }
 
 /// A symbol MLIR accepts without quotes.
@@ -92,9 +141,25 @@ fn symbol(name: &str, k: usize) -> String {
 
 /// Prints function `name` specialised to `args` (once), returning its
 /// symbol and result types.
-fn define(lib: &Library, name: &str, args: &[Tensor], replicas: usize) -> Result<(String, Vec<Ty>), XlaError> {
+///
+/// Arguments marked in `resource` are variables: `args` holds their values,
+/// the body's variable ops use them, a result that passes such an argument
+/// through returns the variable's final value, and with
+/// [`Finals::Append`] every variable's final value follows the results.
+fn define(
+    lib: &Library,
+    name: &str,
+    args: &[Tensor],
+    resource: &[bool],
+    finals: Finals,
+    replicas: usize,
+) -> Result<(String, Vec<Ty>), XlaError> {
     let arg_types: Vec<Ty> = args.iter().map(Ty::of).collect();
-    let key = (name.to_string(), arg_types.iter().map(Ty::mlir).collect::<Vec<_>>().join(","));
+    let mask: String = resource.iter().map(|&r| if r { 'r' } else { 'v' }).collect();
+    let key = (
+        name.to_string(),
+        format!("{}|{mask}|{finals:?}", arg_types.iter().map(Ty::mlir).collect::<Vec<_>>().join(",")),
+    );
     if let Some(found) = lib.defs.borrow().names.get(&key) {
         return Ok(found.clone());
     }
@@ -106,6 +171,7 @@ fn define(lib: &Library, name: &str, args: &[Tensor], replicas: usize) -> Result
     if sig.args.len() != args.len() {
         return Err(bad(format!("takes {} arguments, the call passes {}", sig.args.len(), args.len())));
     }
+    let mut roots = Vec::new();
     let mut arg_nodes = vec![None; sig.args.len()];
     let mut ret_inputs = vec![None; sig.rets.len()];
     for id in graph.node_ids() {
@@ -114,6 +180,7 @@ fn define(lib: &Library, name: &str, args: &[Tensor], replicas: usize) -> Result
         match &*node.op {
             ARG_OP => arg_nodes[slot] = Some(id),
             RETVAL_OP => {
+                roots.push(id);
                 let input = graph.data_inputs(id).first().map(|i| (i.src, i.output.unwrap_or(0)));
                 ret_inputs[slot] = Some(input.ok_or_else(|| bad(format!("result {slot} reads nothing")))?);
             }
@@ -130,10 +197,16 @@ fn define(lib: &Library, name: &str, args: &[Tensor], replicas: usize) -> Result
         .enumerate()
         .map(|(i, r)| r.ok_or_else(|| bad(format!("no `_Retval` {i}"))))
         .collect::<Result<_, _>>()?;
-    // The nodes the results need, in dependency order (depth first from the results).
+    // The nodes the results and control outputs need, in dependency order
+    // (depth first from the `_Retval` nodes, control edges included).
     let mut order = Vec::new();
     let mut seen = std::collections::HashSet::new();
-    for &(root, _) in &ret_inputs {
+    // The control outputs run although no result needs them (TensorFlow's `control_ret`).
+    let control_outputs = graph.attrs.get(fns::CONTROL_OUTPUTS_ATTR).and_then(AttrValue::as_list).unwrap_or_default();
+    for name in control_outputs.iter().filter_map(AttrValue::as_str) {
+        roots.push(graph.find(name).ok_or_else(|| bad(format!("control output `{name}` is not a node")))?);
+    }
+    for &root in &roots {
         let mut stack = vec![(root, false)];
         while let Some((id, done)) = stack.pop() {
             if done {
@@ -151,10 +224,15 @@ fn define(lib: &Library, name: &str, args: &[Tensor], replicas: usize) -> Result
             }
         }
     }
-    order.retain(|&id| &*graph.node(id).op != ARG_OP);
+    order.retain(|&id| !matches!(&*graph.node(id).op, ARG_OP | RETVAL_OP));
+    // A result that passes a variable argument through returns its final value.
     let program = Program {
         nodes: order,
-        args: arg_nodes.iter().map(|&id| ArgSource::Host(id, 0)).collect(),
+        args: arg_nodes
+            .iter()
+            .zip(resource)
+            .map(|(&id, &r)| if r { ArgSource::Variable(id) } else { ArgSource::Host(id, 0) })
+            .collect(),
         outputs: Vec::new(),
         carried: Vec::new(),
         stage: 0,
@@ -165,12 +243,43 @@ fn define(lib: &Library, name: &str, args: &[Tensor], replicas: usize) -> Result
     let mut ctx = Ctx::default();
     ctx.indent = 2;
     let params: Vec<Val> = arg_types.iter().map(|t| Val { name: ctx.fresh(), ty: t.clone() }).collect();
-    let env = arg_nodes.iter().zip(&params).map(|(&id, p)| ((id, 0), p.clone())).collect();
-    let mut emitter = Emitter { graph, traced: &traced, env, vars: HashMap::new(), replicas, partitions: 1, lib };
+    let mut env = HashMap::new();
+    let mut vars = HashMap::new();
+    for ((&id, p), &r) in arg_nodes.iter().zip(&params).zip(resource) {
+        if r {
+            vars.insert(id, p.clone());
+        } else {
+            env.insert((id, 0), p.clone());
+        }
+    }
+    let mut emitter = Emitter { graph, traced: &traced, env, vars, replicas, partitions: 1, lib };
     for &id in &program.nodes {
         emitter.node(&mut ctx, id)?;
     }
-    let results: Vec<Val> = ret_inputs.iter().map(|&k| emitter.value(&mut ctx, k)).collect::<Result<_, _>>()?;
+    let mut results = Vec::with_capacity(ret_inputs.len());
+    for &k in &ret_inputs {
+        results.push(match emitter.vars.get(&k.0) {
+            Some(v) => v.clone(),
+            None => emitter.value(&mut ctx, k)?,
+        });
+    }
+    for ((&id, &r), ty) in arg_nodes.iter().zip(resource).zip(&arg_types) {
+        if !r {
+            continue;
+        }
+        let v = emitter.vars[&id].clone();
+        if &v.ty != ty {
+            return Err(bad(format!(
+                "variable argument {} changes type from {} to {}",
+                graph.node(id).name,
+                ty.mlir(),
+                v.ty.mlir()
+            )));
+        }
+        if finals == Finals::Append {
+            results.push(v);
+        }
+    }
     let result_types: Vec<Ty> = results.iter().map(|v| v.ty.clone()).collect();
     let mlir: Vec<String> = result_types.iter().map(Ty::mlir).collect();
     let sym = {
@@ -285,8 +394,17 @@ impl Emitter<'_> {
         let inputs = graph.data_inputs(id);
         let mut vals = Vec::with_capacity(inputs.len());
         let mut traced = Vec::with_capacity(inputs.len());
-        for input in &inputs {
+        // Variable operands: (operand, handle); they pass their current values.
+        let mut handles: Vec<(usize, NodeId)> = Vec::new();
+        for (i, input) in inputs.iter().enumerate() {
             let key = (input.src, input.output.unwrap_or(0));
+            if let Some(v) = self.vars.get(&input.src) {
+                let t = self.traced.call_vars.get(&(id, i)).cloned();
+                traced.push(t.ok_or_else(|| lowering(graph, id, "a variable operand has no traced value"))?);
+                vals.push(v.clone());
+                handles.push((i, input.src));
+                continue;
+            }
             traced.push(
                 self.traced
                     .values
@@ -296,10 +414,24 @@ impl Emitter<'_> {
             );
             vals.push(self.value(ctx, key)?);
         }
-        let expected: Vec<Ty> =
-            (0u32..).map_while(|o| self.traced.values.get(&(id, o))).map(|t| Ty::of(&t.value)).collect();
+        let resource: Vec<bool> = (0..inputs.len()).map(|i| handles.iter().any(|&(k, _)| k == i)).collect();
+        // The op's result types; a variable passed through a result has its value's type.
+        let mut expected: Vec<Ty> = Vec::new();
+        for (o, t) in (0u32..).map_while(|o| self.traced.values.get(&(id, o)).map(|t| (o, t))) {
+            let ty = match (&t.value, kind) {
+                (Tensor::Resource(_), CallKind::While) => vals
+                    .get(o as usize)
+                    .map(|v| v.ty.clone())
+                    .ok_or_else(|| lowering(graph, id, "a variable result has no operand"))?,
+                (Tensor::Resource(_), _) => {
+                    return Err(lowering(graph, id, "returns a variable handle, which is not lowered"))
+                }
+                _ => Ty::of(&t.value),
+            };
+            expected.push(ty);
+        }
         let check = |what: &str, got: &[Ty]| {
-            if got != expected.as_slice() {
+            if got.get(..expected.len()) != Some(expected.as_slice()) {
                 let show = |t: &[Ty]| t.iter().map(Ty::mlir).collect::<Vec<_>>().join(", ");
                 return Err(lowering(
                     graph,
@@ -309,17 +441,21 @@ impl Emitter<'_> {
             }
             Ok(())
         };
+        let n = expected.len();
+        // Results past the op's own: the variables' final values (If, Case, calls).
+        let mut finals_at: Vec<NodeId> = Vec::new();
         let results = match kind {
             CallKind::Call => {
                 let f = branches(graph, id, &["f"])?.remove(0);
-                let (sym, tys) = define(lib, &f, &traced, self.replicas)?;
+                let (sym, tys) = define(lib, &f, &traced, &resource, Finals::Append, self.replicas)?;
                 check(&format!("`{f}`"), &tys)?;
+                finals_at = handles.iter().map(|&(_, h)| h).collect();
                 call(ctx, &sym, &vals, &tys)
             }
             CallKind::While => {
                 let names = branches(graph, id, &["cond", "body"])?;
-                let (cond, ctys) = define(lib, &names[0], &traced, self.replicas)?;
-                let (body, btys) = define(lib, &names[1], &traced, self.replicas)?;
+                let (cond, ctys) = define(lib, &names[0], &traced, &resource, Finals::InPlace, self.replicas)?;
+                let (body, btys) = define(lib, &names[1], &traced, &resource, Finals::InPlace, self.replicas)?;
                 let carried: Vec<Ty> = vals.iter().map(|v| v.ty.clone()).collect();
                 if btys != carried {
                     let show = |t: &[Ty]| t.iter().map(Ty::mlir).collect::<Vec<_>>().join(", ");
@@ -350,11 +486,19 @@ impl Emitter<'_> {
                 ctx.resume(&br);
                 let regions = [format!("{{\n{}}}", cr.text), format!("{{\n{}}}", br.text)];
                 let refs: Vec<&Val> = vals.iter().collect();
-                self.multi(ctx, "stablehlo.while", &refs, &regions, &carried)
+                let out = self.multi(ctx, "stablehlo.while", &refs, &regions, &carried);
+                // A variable's slot carries its final value.
+                for &(i, h) in &handles {
+                    self.vars.insert(h, out[i].clone());
+                }
+                out
             }
             CallKind::If | CallKind::Case => {
                 let keys: &[&str] = if kind == CallKind::If { &["then_branch", "else_branch"] } else { &["branches"] };
                 let names = branches(graph, id, keys)?;
+                if resource.first() == Some(&true) {
+                    return Err(lowering(graph, id, "the predicate or index is a variable handle"));
+                }
                 let selector = vals.first().ok_or_else(|| lowering(graph, id, "has no predicate or index"))?;
                 let selector = if kind == CallKind::If {
                     scalar(ctx, selector, DType::Bool)
@@ -363,16 +507,23 @@ impl Emitter<'_> {
                 }
                 .map_err(|m| lowering(graph, id, m))?;
                 let mut regions = Vec::with_capacity(names.len());
+                let mut all = Vec::new();
                 for name in &names {
-                    let (sym, tys) = define(lib, name, &traced[1..], self.replicas)?;
+                    let (sym, tys) = define(lib, name, &traced[1..], &resource[1..], Finals::Append, self.replicas)?;
                     check(&format!("branch `{name}`"), &tys)?;
                     regions.push(call_region(ctx, &sym, &vals[1..], &tys));
+                    all = tys;
                 }
+                finals_at = handles.iter().map(|&(_, h)| h).collect();
                 // `stablehlo.if` takes the true branch first, as TensorFlow's `then_branch`.
                 let name = if kind == CallKind::If { "stablehlo.if" } else { "stablehlo.case" };
-                self.multi(ctx, name, &[&selector], &regions, &expected)
+                self.multi(ctx, name, &[&selector], &regions, &all)
             }
         };
+        for (h, v) in finals_at.into_iter().zip(results.iter().skip(n)) {
+            self.vars.insert(h, v.clone());
+        }
+        let results: Vec<Val> = results.into_iter().take(n).collect();
         for (i, v) in results.into_iter().enumerate() {
             self.env.insert((id, i as u32), v);
         }

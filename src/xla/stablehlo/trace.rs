@@ -27,6 +27,8 @@ pub(crate) struct Traced {
 /// Every traced value, by (node, output).
 pub(crate) struct Trace {
     pub values: HashMap<(NodeId, u32), Traced>,
+    /// The value of each variable a call op passes, by (call, operand).
+    pub call_vars: HashMap<(NodeId, usize), Tensor>,
 }
 
 /// Ops traced as the identity of their data operands.
@@ -69,6 +71,7 @@ pub(crate) fn trace(graph: &Graph, program: &Program, args: &[Tensor], lib: &Lib
     }
     let mut values: HashMap<(NodeId, u32), Traced> = HashMap::new();
     let mut vars: HashMap<NodeId, Tensor> = HashMap::new();
+    let mut call_vars = HashMap::new();
     for (arg, v) in program.args.iter().zip(args) {
         match *arg {
             ArgSource::Replicated(id) => {
@@ -142,14 +145,24 @@ pub(crate) fn trace(graph: &Graph, program: &Program, args: &[Tensor], lib: &Lib
             }
             // Calls run the simulator's interpreter; their results are never constant.
             _ if crate::ir::functions::call_kind(op).is_some() => {
+                // Variables pass by handle: the body's variable ops use their values.
                 let mut args = Vec::with_capacity(inputs.len());
-                for i in 0..inputs.len() {
-                    args.push(operand(&values, i)?.0);
+                let mut handles = Vec::new();
+                for (i, input) in inputs.iter().enumerate() {
+                    if let Some(v) = vars.get(&input.src) {
+                        call_vars.insert((id, i), v.clone());
+                        handles.push((i, input.src, v.clone()));
+                        args.push(super::calls::handle_tensor(i));
+                    } else {
+                        args.push(operand(&values, i)?.0);
+                    }
                 }
-                super::calls::trace_call(lib, graph, id, args)?
-                    .into_iter()
-                    .map(|value| Traced { value, constant: false })
-                    .collect()
+                let state: Vec<(usize, Tensor)> = handles.iter().map(|(i, _, v)| (*i, v.clone())).collect();
+                let (results, state) = super::calls::trace_call(lib, graph, id, args, state)?;
+                for ((_, h, _), (_, v)) in handles.iter().zip(state) {
+                    vars.insert(*h, v);
+                }
+                results.into_iter().map(|value| Traced { value, constant: false }).collect()
             }
             // TensorLists and Optionals (variants) have no device type (docs/xla.md).
             _ if crate::exec::kernels::control_flow::has_kernel(op) => {
@@ -183,7 +196,7 @@ pub(crate) fn trace(graph: &Graph, program: &Program, args: &[Tensor], lib: &Lib
             values.insert((id, i as u32), t);
         }
     }
-    Ok(Trace { values })
+    Ok(Trace { values, call_vars })
 }
 
 /// Walks the program, appending StableHLO for each op.

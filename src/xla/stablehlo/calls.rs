@@ -10,8 +10,14 @@
 //! invariance): the body is traced once with the loop's initial values and
 //! its result types must equal its argument types, else the lowering is
 //! refused. A `Case` index outside `0..n` runs the last branch, as both
-//! TensorFlow and `stablehlo.case` do. Bodies that hold variable ops or
-//! TensorList/Optional values are refused (the trace names the op).
+//! TensorFlow and `stablehlo.case` do. Variables (TensorFlow's stateful
+//! `While`/`If` take them as resource operands) pass by value: a function
+//! gets the variable's current value, its variable ops
+//! (`ReadVariableOp`, `Assign{,Add,Sub}VariableOp`) work on it, and the
+//! final value comes back: in the variable's own slot for a `While`,
+//! after the results for the others. Other variable ops in a body (the
+//! optimizers, `ResourceGather`) and TensorList/Optional values are
+//! refused (the trace names the op).
 //! Cost: each specialisation is traced and printed once; the host trace
 //! of a call runs the simulator's interpreter (a `While` costs its
 //! iterations times its body).

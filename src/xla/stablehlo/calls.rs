@@ -78,6 +78,9 @@ fn lowering(graph: &Graph, id: NodeId, message: impl Into<String>) -> XlaError {
     XlaError::Lowering { node: node.name.to_string(), op: node.op.to_string(), message: message.into() }
 }
 
+/// Variables a call passes: (operand, value).
+pub(crate) type CallVars = Vec<(usize, Tensor)>;
+
 /// The handle tensor the host trace passes for the variable at call operand `i`.
 pub(crate) fn handle_tensor(i: usize) -> Tensor {
     Tensor::Resource(crate::exec::ResourceHandle::new("trace".into(), i.to_string().into()))
@@ -92,8 +95,8 @@ pub(crate) fn trace_call(
     graph: &Graph,
     id: NodeId,
     args: Vec<Tensor>,
-    state: Vec<(usize, Tensor)>,
-) -> Result<(Vec<Tensor>, Vec<(usize, Tensor)>), XlaError> {
+    state: CallVars,
+) -> Result<(Vec<Tensor>, CallVars), XlaError> {
     use crate::exec::KernelError;
     let node = graph.node(id);
     let state = RefCell::new(state);

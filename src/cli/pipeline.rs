@@ -811,6 +811,7 @@ pub fn run_command(args: RunArgs) -> ExitCode {
                 steps_per_run: args.lower.steps_per_run.max(1),
                 feeds: &feeds,
                 deadline: Duration::from_secs(300 + args.timeout),
+                library: Some(&loaded.module),
             };
             match crate::xla::distributed::run(graph, &assignment, &config) {
                 Ok(o) => Ok(crate::xla::distributed::in_fetch_order(o.run, &fetches)),

@@ -13,6 +13,9 @@
 //! `@main` calls it once, or runs it `steps_per_run` times in a
 //! `stablehlo.while` that carries the variables and the last outputs.
 //! The module carries `mhlo.num_replicas` and `mhlo.num_partitions`.
+//! Functional control flow (`While`, `If`, `Case`, calls) becomes
+//! `stablehlo.while`/`if`/`case` and `func.call` over private functions
+//! printed after `@step` (`calls.rs`).
 //!
 //! Static shapes: the program is traced once on the host (`trace`) with
 //! replica 0's argument values, which gives every value's type; values

@@ -6,7 +6,10 @@
 //! constant, or when its op reads only its operands' shapes ([`SHAPE_ONLY`]).
 //! Arguments, variable reads, the replica id and collectives are never
 //! constant. Collectives are traced as the identity (their shape is their
-//! operand's); their values are not used. Cost: one kernel call per op.
+//! operand's); their values are not used. Call ops (`While`, `If`, …) run
+//! the simulator's interpreter on their functions (`calls.rs`); their
+//! results are never constant. Cost: one kernel call per op, plus each
+//! call's interpretation.
 
 use std::collections::HashMap;
 

@@ -75,6 +75,7 @@ fn bench(name: &str, module: Module) {
             feeds: &feeds,
             host_transfer: None,
             fetch: &[],
+            library: None,
         };
         let outcome = backend::run(graph, &lowered.assignment, &config).expect("the PJRT backend runs");
         let t = outcome.timings;

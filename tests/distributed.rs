@@ -53,8 +53,14 @@ fn differential(path: &str, topology: &str, processes: usize, steps: u32) -> (Ru
     assert!(!fetches.is_empty(), "{path}: no outputs to compare");
     let config = driver::RunConfig { steps, ..driver::RunConfig::default() };
     let sim = driver::run(&lowered.module, &feeds, &fetches, &config, &mut |_, _| {}).expect("the simulator runs");
-    let dist_config =
-        distributed::Config { processes, steps, steps_per_run: 1, feeds: &feeds, deadline: Duration::from_secs(300) };
+    let dist_config = distributed::Config {
+        processes,
+        steps,
+        steps_per_run: 1,
+        feeds: &feeds,
+        deadline: Duration::from_secs(300),
+        library: None,
+    };
     let out = distributed::run(graph, &lowered.assignment, &dist_config).unwrap_or_else(|e| panic!("{path}: {e}"));
     let jax = distributed::in_fetch_order(out.run, &fetches);
     assert_eq!(jax.fetched.len(), sim.fetched.len(), "{path}: output count");
@@ -108,8 +114,14 @@ fn refused(path: &str, topology: &str, processes: usize) -> distributed::Distrib
     let (tagged, lowered) = prepare(path, topology, 1);
     let graph = &tagged.graphs[0];
     let feeds = support::synthetic_feeds(graph);
-    let config =
-        distributed::Config { processes, steps: 1, steps_per_run: 1, feeds: &feeds, deadline: Duration::from_secs(60) };
+    let config = distributed::Config {
+        processes,
+        steps: 1,
+        steps_per_run: 1,
+        feeds: &feeds,
+        deadline: Duration::from_secs(60),
+        library: None,
+    };
     match distributed::run(graph, &lowered.assignment, &config) {
         Ok(_) => panic!("{path} ran on {processes} processes"),
         Err(e) => e,

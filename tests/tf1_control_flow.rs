@@ -182,6 +182,7 @@ fn the_stablehlo_lowering_refuses_tf1_control_flow_with_a_coded_error() {
         &assignment,
         1,
         tpu_rewrite::xla::stablehlo::HostTransfer::Callback,
+        Some(&module),
     ) {
         Err(e @ tpu_rewrite::xla::XlaError::Lowering { .. }) => {
             let code = miette::Diagnostic::code(&e).map(|c| c.to_string());

@@ -198,7 +198,8 @@ fn library_with_while_bodies_round_trips_through_pb_and_pbtxt() {
 }
 
 /// A While inside a replicate region: the simulator runs it per replica;
-/// the StableHLO emitter refuses it with a coded diagnostic.
+/// the StableHLO emitter lowers it to a `stablehlo.while` over the cond and
+/// body functions (tests/xla_backend.rs runs such a loop on PJRT).
 const REPLICATED: &str = r#"graph @main {
   %a = Const() {dtype = f32, value = tensor(f32, [2]) [1.0, 2.0]}
   %b = Const() {dtype = f32, value = tensor(f32, [2]) [3.0, -4.0]}
@@ -216,7 +217,7 @@ fn replicated_program() -> String {
 }
 
 #[test]
-fn a_replicated_while_runs_per_replica_and_stablehlo_refuses_it() {
+fn a_replicated_while_runs_per_replica_and_lowers_to_a_stablehlo_while() {
     use tpu_rewrite::lower::{lower, LowerConfig, Topology};
     let source = replicated_program();
     let (mut module, errors) = parse(&source);
@@ -250,8 +251,13 @@ fn a_replicated_while_runs_per_replica_and_stablehlo_refuses_it() {
         .expect("the binary runs");
     let _ = std::fs::remove_dir_all(&dir);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "stablehlo lowering of a While must fail");
-    assert!(stderr.contains("tpu_rewrite::xla::unsupported_op") && stderr.contains("While"), "{stderr}");
+    assert!(out.status.success(), "{stderr}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("\"stablehlo.while\"("), "{text}");
+    for f in ["@f_cond_", "@f_body_"] {
+        assert!(text.contains(&format!("func.func private {f}")), "{f} is defined: {text}");
+        assert!(text.contains(&format!("{{callee = {f}")), "{f} is called: {text}");
+    }
 }
 
 #[test]

@@ -64,6 +64,7 @@ fn differential_with(
         feeds: &feeds,
         host_transfer,
         fetch: &[],
+        library: Some(&tagged),
     };
     let outcome = backend::run(graph, &lowered.assignment, &pjrt_config).unwrap_or_else(|e| panic!("{path}: {e}"));
     let pjrt = &outcome.run;
@@ -120,6 +121,68 @@ fn outside_compilation_example_with_a_host_print_matches() {
     // and a `Square` placed under logical core 0, both reached by callback.
     differential("examples/outside_compilation.opg", "1x2", 1, 1);
     differential("examples/outside_compilation.opg", "1x2", 2, 3);
+}
+
+/// TF2 functional control flow in a cluster: a While whose body calls a
+/// function, an If, a Case with an out-of-range index on one replica
+/// (the last branch) and a PartitionedCall, lowered to `stablehlo.while`,
+/// `stablehlo.if`, `stablehlo.case` and `func.call`.
+#[test]
+fn functional_control_flow_matches() {
+    let out = differential("tests/fixtures/replicated_control_flow.opg", "1x2", 1, 1);
+    assert_eq!(out.run.fetched.len(), 6, "three outputs on two replicas");
+}
+
+#[test]
+fn functional_control_flow_with_steps_per_run_matches() {
+    differential("tests/fixtures/replicated_control_flow.opg", "1x2", 2, 3);
+}
+
+/// Stateful `While` and `If` (TensorFlow's form with resource arguments):
+/// the bodies read and update a variable; PJRT threads its value through
+/// the functions and matches the simulator's outputs and every replica's
+/// copy of the variable.
+#[test]
+fn stateful_functional_control_flow_matches() {
+    let out = differential("tests/fixtures/replicated_stateful_control_flow.opg", "1x2", 1, 1);
+    assert_eq!(out.run.mirrors.len(), 1, "the variable w");
+}
+
+#[test]
+fn stateful_functional_control_flow_over_several_steps_matches() {
+    differential("tests/fixtures/replicated_stateful_control_flow.opg", "1x2", 2, 2);
+}
+
+/// A While whose body grows its carried value (a ConcatV2 of it with
+/// itself) runs on the simulator, but StableHLO needs loop-invariant
+/// shapes: the emission is refused with a coded lowering error naming the
+/// loop, before any plugin is loaded.
+#[test]
+fn a_while_whose_shapes_change_is_refused() {
+    let fixture = std::fs::read_to_string("tests/fixtures/replicated_control_flow.opg").expect("the fixture");
+    let growing = fixture.replace(
+        r#"%twice = PartitionedCall(%v) {Tin = [f32], Tout = [f32], f = func "double"}"#,
+        r#"%twice = ConcatV2(%v, %v, %zero) {N = 2, T = f32, Tidx = i32}
+  %zero = Const() {dtype = i32, value = tensor(i32, []) [0]}"#,
+    );
+    assert_ne!(growing, fixture, "the body was rewritten");
+    let path = std::env::temp_dir().join(format!("xcf_growing_{}.opg", std::process::id()));
+    std::fs::write(&path, growing).expect("writes the graph");
+    let (tagged, lowered) = prepare(path.to_str().expect("a UTF-8 path"), "1x2", 1);
+    std::fs::remove_file(&path).ok();
+    let err = tpu_rewrite::xla::stablehlo::emit_all(
+        &tagged.graphs[0],
+        &lowered.assignment,
+        1,
+        HostTransfer::default(),
+        Some(&tagged),
+    )
+    .expect_err("a loop whose shapes change is refused");
+    let code = miette::Diagnostic::code(&err).map(|c| c.to_string()).unwrap_or_default();
+    assert_eq!(code, "tpu_rewrite::xla::lowering", "{err}");
+    let text = err.to_string();
+    assert!(text.starts_with("loop (StatelessWhile)") && text.contains("must be invariant"), "{text}");
+    assert!(text.contains("tensor<2xf32>") && text.contains("tensor<4xf32>"), "{text}");
 }
 
 #[test]
@@ -195,6 +258,7 @@ fn send_recv_is_refused_by_the_run() {
         feeds: &feeds,
         host_transfer: Some(HostTransfer::SendRecv),
         fetch: &[],
+        library: None,
     };
     let err = backend::run(graph, &lowered.assignment, &config).err().expect("send/recv cannot run here");
     assert!(matches!(err, tpu_rewrite::xla::XlaError::SendRecvRun { .. }), "{err}");
@@ -230,9 +294,12 @@ fn lowered_stablehlo_files_compile_and_run_on_the_plugin() {
         ("second_order", "send-recv"),
         ("outside_compilation", "callback"),
         ("outside_compilation", "stages"),
+        // Functional control flow: stablehlo.while/if/case over private functions.
+        ("../tests/fixtures/replicated_control_flow", "callback"),
+        ("../tests/fixtures/replicated_stateful_control_flow", "callback"),
     ];
     for (example, transfer) in cases {
-        let out = dir.path().join(format!("{example}_{transfer}.mlir"));
+        let out = dir.path().join(format!("{}_{transfer}.mlir", example.replace(['.', '/'], "_")));
         let status = std::process::Command::new(exe)
             .args(["lower", "--format", "stablehlo", "--steps-per-run", "2", "--host-transfer", transfer, "-o"])
             .arg(&out)

@@ -283,6 +283,7 @@ fn run(case: &Case, replicas: usize) -> Result<(), String> {
         feeds: &feeds,
         host_transfer: None,
         fetch: &[],
+        library: None,
     };
     let pjrt = backend::run(graph, &lowered.assignment, &config).map_err(|e| format!("pjrt failed: {e:?}"))?.run;
     if sim.fetched.is_empty() || sim.fetched.len() != pjrt.fetched.len() {
@@ -369,6 +370,7 @@ fn tpu_rewrite_lowered_text(case: &Case, replicas: usize) -> String {
         &lowered.assignment,
         1,
         tpu_rewrite::xla::stablehlo::HostTransfer::default(),
+        Some(&tagged),
     )
     .expect("emits")
 }

@@ -257,7 +257,13 @@ pub fn lower_command(
     if emit == EmitFormat::Stablehlo {
         let Some(graph) = loaded.module.graphs.first() else { return ExitCode::from(1) };
         let transfer = lower_args.host_transfer.unwrap_or_default();
-        return match crate::xla::stablehlo::emit_all(graph, &lowered.assignment, lower_args.steps_per_run, transfer) {
+        return match crate::xla::stablehlo::emit_all(
+            graph,
+            &lowered.assignment,
+            lower_args.steps_per_run,
+            transfer,
+            Some(&loaded.module),
+        ) {
             Ok(text) => finish(write_output(output.as_deref(), text.as_bytes())),
             Err(e) => {
                 report(vec![Box::new(e)], &loaded.source);
@@ -805,6 +811,7 @@ pub fn run_command(args: RunArgs) -> ExitCode {
                 steps_per_run: args.lower.steps_per_run.max(1),
                 feeds: &feeds,
                 deadline: Duration::from_secs(300 + args.timeout),
+                library: Some(&loaded.module),
             };
             match crate::xla::distributed::run(graph, &assignment, &config) {
                 Ok(o) => Ok(crate::xla::distributed::in_fetch_order(o.run, &fetches)),
@@ -823,6 +830,7 @@ pub fn run_command(args: RunArgs) -> ExitCode {
                 feeds: &feeds,
                 host_transfer: args.lower.host_transfer,
                 fetch: &fetches,
+                library: Some(&loaded.module),
             };
             let filter = crate::xla::stderr::Filter::install();
             let result = crate::xla::backend::run(graph, &assignment, &config);

@@ -52,6 +52,9 @@ pub struct RunConfig<'a> {
     /// host ops after the step, evaluated once after the last step on its
     /// outputs with the simulator's kernels (pure ops only).
     pub fetch: &'a [String],
+    /// The module whose functions the graph's control-flow and call ops
+    /// name (`None`: the graph calls no function).
+    pub library: Option<&'a crate::ir::Module>,
 }
 
 /// Where a run spent its time.
@@ -168,6 +171,7 @@ pub fn run(graph: &Graph, assignment: &DeviceAssignment, config: &RunConfig) -> 
             missing_feed: MissingFeed::Error,
             host_transfer,
             run: callback::next_id(),
+            library: config.library,
         };
         let staged = stablehlo::emit_module(graph, cluster, assignment, &emit_config)?;
         timings.emit += t.elapsed();

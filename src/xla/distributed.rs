@@ -138,6 +138,9 @@ pub struct Config<'a> {
     pub feeds: &'a [(String, Tensor)],
     /// The deadline of the whole run (start, compile, steps).
     pub deadline: Duration,
+    /// The module whose functions the graph's control-flow and call ops
+    /// name (`None`: the graph calls no function).
+    pub library: Option<&'a crate::ir::Module>,
 }
 
 /// A distributed run's results and process 0's timings.
@@ -202,6 +205,7 @@ pub fn run(graph: &Graph, assignment: &DeviceAssignment, config: &Config) -> Res
         missing_feed: MissingFeed::Error,
         host_transfer: stablehlo::HostTransfer::Stages,
         run: 0,
+        library: config.library,
     };
     // Emit everything first: a graph this backend refuses starts no process.
     let mut emitted = Vec::with_capacity(clusters.len());

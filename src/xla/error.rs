@@ -115,13 +115,15 @@ pub enum XlaError {
     },
 
     /// An op of the device program has no StableHLO lowering.
-    #[error("{node}: op `{op}` has no StableHLO lowering")]
+    #[error("{node}: op `{op}` has no StableHLO lowering ({reason})")]
     #[diagnostic(code(tpu_rewrite::xla::unsupported_op), help("see docs/xla.md for the ops the emitter lowers"))]
     UnsupportedOp {
         /// The node's name.
         node: String,
         /// The op type.
         op: String,
+        /// Why: the lowering table's documented reason for the op.
+        reason: String,
     },
 
     /// An op cannot be lowered with these operands (dynamic shape, bad attribute, ...).
@@ -216,4 +218,13 @@ pub enum XlaError {
         /// What failed.
         message: String,
     },
+}
+
+impl XlaError {
+    /// [`XlaError::UnsupportedOp`] for node `node` of op type `op`, with the
+    /// lowering table's reason (or "no builder in the lowering table").
+    pub fn unsupported(node: &str, op: &str) -> XlaError {
+        let reason = super::stablehlo::unlowered_reason(op).unwrap_or("no builder in the lowering table");
+        XlaError::UnsupportedOp { node: node.to_string(), op: op.to_string(), reason: reason.to_string() }
+    }
 }

@@ -20,11 +20,13 @@ pub fn prepare(path: &str, topology: &str, steps_per_run: u32) -> (Module, Lower
     let report = run_pipeline(&mut module, &PipelineConfig::default());
     assert!(!report.has_errors(), "{path}: {:?}", report.diagnostics);
     let config = LowerConfig { topology: Topology::parse(topology).unwrap(), steps_per_run, ..LowerConfig::default() };
-    let lowered = match lower(&module.graphs[0], &config) {
+    let mut lowered = match lower(&module.graphs[0], &config) {
         Ok(l) => l,
         Err(LowerFailure::Lower(e)) => panic!("{e:?}"),
         Err(LowerFailure::Clusters(e)) => panic!("{e:?}"),
     };
+    // The simulator runs the functions that call ops name from the lowered module.
+    tpu_rewrite::ir::functions::carry_functions(&module, &mut lowered.module);
     (module, lowered)
 }
 

@@ -6,6 +6,7 @@
 
 use std::collections::HashMap;
 
+use super::calls::Library;
 use super::text::{self, Ctx, Ty, Val};
 use super::{trace, ArgSource, Program};
 use crate::exec::Tensor;
@@ -21,7 +22,9 @@ pub(super) fn assemble(
     traced: &trace::Trace,
     first: &[Tensor],
     steps: usize,
+    lib: &Library,
 ) -> Result<String, XlaError> {
+    lib.reset();
     let replicas = cluster.num_replicas as usize;
     let arg_types: Vec<Ty> = first.iter().map(Ty::of).collect();
     let num_vars = program.args.iter().filter(|a| matches!(a, ArgSource::Variable(_))).count();
@@ -48,7 +51,7 @@ pub(super) fn assemble(
         }
     }
     let partitions = cluster.num_cores_per_replica.max(1);
-    let mut emitter = trace::Emitter { graph, traced, env, vars, replicas, partitions };
+    let mut emitter = trace::Emitter { graph, traced, env, vars, replicas, partitions, lib };
     let mut calls = program.calls.iter().peekable();
     for (i, &id) in program.nodes.iter().enumerate() {
         while let Some(call) = calls.next_if(|c| c.at == i) {
@@ -112,6 +115,8 @@ pub(super) fn assemble(
     out.push_str(&step_body);
     let names: Vec<&str> = results.iter().map(|v| v.name.as_str()).collect();
     out.push_str(&format!("    \"func.return\"({}) : ({}) -> ()\n  }}\n", names.join(", "), result_types.join(", ")));
+    // The functions the program's call ops name, each specialised to its argument types.
+    out.push_str(&lib.definitions());
 
     // @main.
     let main_args: Vec<String> = arg_types

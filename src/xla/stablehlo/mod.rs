@@ -13,6 +13,9 @@
 //! `@main` calls it once, or runs it `steps_per_run` times in a
 //! `stablehlo.while` that carries the variables and the last outputs.
 //! The module carries `mhlo.num_replicas` and `mhlo.num_partitions`.
+//! Functional control flow (`While`, `If`, `Case`, calls) becomes
+//! `stablehlo.while`/`if`/`case` and `func.call` over private functions
+//! printed after `@step` (`calls.rs`).
 //!
 //! Static shapes: the program is traced once on the host (`trace`) with
 //! replica 0's argument values, which gives every value's type; values
@@ -28,6 +31,7 @@
 //! one host evaluation of it for the trace.
 
 mod assemble;
+mod calls;
 mod host_call;
 pub(crate) mod ops;
 pub(crate) mod text;
@@ -38,13 +42,14 @@ pub fn lowered_ops() -> impl Iterator<Item = &'static str> {
 }
 
 /// How `--backend pjrt` runs op type `op`: `builder`, `variable update`,
-/// `constant`, `structural`, or `None` when it does not.
+/// `constant`, `structural`, `control flow` (call ops), `function
+/// signature` (`_Arg`, `_Retval`), or `None` when it does not.
 pub fn lowering_of(op: &str) -> Option<&'static str> {
     ops::lowering_of(op)
 }
 
-/// Why op type `op` has no lowering (host-only, TF1 or functional control
-/// flow, the simulator's transfers), or `None`.
+/// Why op type `op` has no lowering (host-only, TF1 control flow,
+/// TensorLists and Optionals, the simulator's transfers), or `None`.
 pub fn unlowered_reason(op: &str) -> Option<&'static str> {
     ops::reason(op)
 }
@@ -76,6 +81,9 @@ pub struct Config<'a> {
     pub host_transfer: HostTransfer,
     /// The registry id host callbacks carry (`run` in `backend_config`).
     pub run: u64,
+    /// The module whose functions (`role = "function"`) the graph's
+    /// `While`, `If`, `Case` and call ops name; `None`: no functions.
+    pub library: Option<&'a crate::ir::Module>,
 }
 
 /// Where an argument of `@main` comes from.
@@ -225,7 +233,8 @@ pub fn emit_module(
         values.insert(arg.clone(), v);
     }
     let first: Vec<Tensor> = analysis.whole.args.iter().map(|a| values[a][0].clone()).collect();
-    let traced = trace::trace(graph, &analysis.whole, &first)?;
+    let lib = calls::Library::new(config.library)?;
+    let traced = trace::trace(graph, &analysis.whole, &first, &lib)?;
     // Strings live on the host: a string value inside the cluster cannot go to the device.
     let mut strings: Vec<NodeId> =
         traced.values.iter().filter(|(_, v)| v.value.dtype() == DType::Str).map(|(&(id, _), _)| id).collect();
@@ -276,7 +285,7 @@ pub fn emit_module(
             })
             .collect();
         let first: Vec<Tensor> = arg_values.iter().map(|v| v[0].clone()).collect();
-        let module = assemble::assemble(graph, cluster, program, &traced, &first, steps)?;
+        let module = assemble::assemble(graph, cluster, program, &traced, &first, steps, &lib)?;
         stages.push(Emitted {
             module,
             args: program.args.clone(),
@@ -321,6 +330,7 @@ pub fn emit_all(
     assignment: &DeviceAssignment,
     steps_per_run: u32,
     host_transfer: HostTransfer,
+    library: Option<&crate::ir::Module>,
 ) -> Result<String, XlaError> {
     let (clusters, errors) = crate::passes::form_clusters(graph);
     if let Some(e) = errors.into_iter().next() {
@@ -329,7 +339,7 @@ pub fn emit_all(
     if clusters.is_empty() {
         return Err(XlaError::UnsupportedGraph { message: "the graph has no replicate cluster".into() });
     }
-    let config = Config { steps_per_run, feeds: &[], missing_feed: MissingFeed::Zeros, host_transfer, run: 0 };
+    let config = Config { steps_per_run, feeds: &[], missing_feed: MissingFeed::Zeros, host_transfer, run: 0, library };
     let mut modules = Vec::new();
     for cluster in &clusters {
         modules.extend(emit_module(graph, cluster, assignment, &config)?.stages.into_iter().map(|s| s.module));
@@ -437,9 +447,10 @@ fn analyse(graph: &Graph, cluster: &ReplicateCluster) -> Result<Analysis, XlaErr
 fn source(graph: &Graph, id: NodeId, slot: usize, input: &crate::ir::Input) -> Result<ArgSource, XlaError> {
     let node = graph.node(id);
     let src = graph.node(input.src);
+    let call_handle = crate::ir::functions::call_kind(&node.op).is_some() && &*src.op == "VarHandleOp";
     if &*src.op == "TPUReplicatedInput" {
         Ok(ArgSource::Replicated(input.src))
-    } else if slot < ops::state::handle_operands(&node.op) {
+    } else if slot < ops::state::handle_operands(&node.op) || call_handle {
         if &*src.op != "VarHandleOp" {
             return Err(XlaError::UnsupportedGraph {
                 message: format!(

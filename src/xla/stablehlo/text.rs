@@ -509,6 +509,17 @@ impl Ctx {
         Val { name: converted, ty }
     }
 
+    /// A scratch context for a region's body (indent 1, no sharding) that
+    /// continues this one's SSA numbering.
+    pub fn scratch(&self) -> Ctx {
+        Ctx { text: String::new(), next: self.next, indent: 1, sharding: None }
+    }
+
+    /// Continues the SSA numbering after a scratch context's names.
+    pub fn resume(&mut self, inner: &Ctx) {
+        self.next = self.next.max(inner.next);
+    }
+
     /// Indents the inner lines of a region text to the current level.
     pub fn indent_block(&self, block: &str) -> String {
         let pad = "  ".repeat(self.indent);

@@ -6,10 +6,14 @@
 //! constant, or when its op reads only its operands' shapes ([`SHAPE_ONLY`]).
 //! Arguments, variable reads, the replica id and collectives are never
 //! constant. Collectives are traced as the identity (their shape is their
-//! operand's); their values are not used. Cost: one kernel call per op.
+//! operand's); their values are not used. Call ops (`While`, `If`, …) run
+//! the simulator's interpreter on their functions (`calls.rs`); their
+//! results are never constant. Cost: one kernel call per op, plus each
+//! call's interpretation.
 
 use std::collections::HashMap;
 
+use super::calls::Library;
 use super::ops::{builder, state, Call, FOLD_ONLY, SHAPE_ONLY};
 use super::text::{Ctx, Ty, Val};
 use super::{ArgSource, Program, VARIABLE_OPS};
@@ -26,6 +30,8 @@ pub(crate) struct Traced {
 /// Every traced value, by (node, output).
 pub(crate) struct Trace {
     pub values: HashMap<(NodeId, u32), Traced>,
+    /// The value of each variable a call op passes, by (call, operand).
+    pub call_vars: HashMap<(NodeId, usize), Tensor>,
 }
 
 /// Ops traced as the identity of their data operands.
@@ -55,7 +61,7 @@ fn update_kind(graph: &Graph, id: NodeId) -> Result<&'static str, XlaError> {
 }
 
 /// Runs the program on the host with `args` (replica 0's argument values).
-pub(crate) fn trace(graph: &Graph, program: &Program, args: &[Tensor]) -> Result<Trace, XlaError> {
+pub(crate) fn trace(graph: &Graph, program: &Program, args: &[Tensor], lib: &Library) -> Result<Trace, XlaError> {
     // TF1 control flow has no StableHLO lowering (yet): refused before anything is traced.
     const TF1_CONTROL_FLOW: &[&str] = &["Enter", "Exit", "LoopCond", "Merge", "NextIteration", "Switch"];
     if let Some(&id) = program.nodes.iter().find(|&&id| TF1_CONTROL_FLOW.contains(&&*graph.node(id).op)) {
@@ -68,6 +74,7 @@ pub(crate) fn trace(graph: &Graph, program: &Program, args: &[Tensor]) -> Result
     }
     let mut values: HashMap<(NodeId, u32), Traced> = HashMap::new();
     let mut vars: HashMap<NodeId, Tensor> = HashMap::new();
+    let mut call_vars = HashMap::new();
     for (arg, v) in program.args.iter().zip(args) {
         match *arg {
             ArgSource::Replicated(id) => {
@@ -139,9 +146,30 @@ pub(crate) fn trace(graph: &Graph, program: &Program, args: &[Tensor]) -> Result
                 }
                 results.into_iter().map(|value| Traced { value, constant: false }).collect()
             }
-            // Functional control flow and its TensorLists have no lowering yet (docs/training-ops.md).
+            // Calls run the simulator's interpreter; their results are never constant.
+            _ if crate::ir::functions::call_kind(op).is_some() => {
+                // Variables pass by handle: the body's variable ops use their values.
+                let mut args = Vec::with_capacity(inputs.len());
+                let mut handles = Vec::new();
+                for (i, input) in inputs.iter().enumerate() {
+                    if let Some(v) = vars.get(&input.src) {
+                        call_vars.insert((id, i), v.clone());
+                        handles.push((i, input.src, v.clone()));
+                        args.push(super::calls::handle_tensor(i));
+                    } else {
+                        args.push(operand(&values, i)?.0);
+                    }
+                }
+                let state: Vec<(usize, Tensor)> = handles.iter().map(|(i, _, v)| (*i, v.clone())).collect();
+                let (results, state) = super::calls::trace_call(lib, graph, id, args, state)?;
+                for ((_, h, _), (_, v)) in handles.iter().zip(state) {
+                    vars.insert(*h, v);
+                }
+                results.into_iter().map(|value| Traced { value, constant: false }).collect()
+            }
+            // TensorLists and Optionals (variants) have no device type (docs/xla.md).
             _ if crate::exec::kernels::control_flow::has_kernel(op) => {
-                return Err(XlaError::UnsupportedOp { node: node.name.to_string(), op: op.into() })
+                return Err(XlaError::unsupported(&node.name, op))
             }
             _ if COLLECTIVES.contains(&op) => {
                 let n = if op == "CrossReplicaSum" { 1 } else { inputs.len() };
@@ -171,7 +199,7 @@ pub(crate) fn trace(graph: &Graph, program: &Program, args: &[Tensor]) -> Result
             values.insert((id, i as u32), t);
         }
     }
-    Ok(Trace { values })
+    Ok(Trace { values, call_vars })
 }
 
 /// Walks the program, appending StableHLO for each op.
@@ -185,6 +213,8 @@ pub(crate) struct Emitter<'a> {
     pub replicas: usize,
     /// Logical cores per replica; above 1, every op gets a maximal sharding.
     pub partitions: u32,
+    /// The module's functions, for call ops.
+    pub lib: &'a Library<'a>,
 }
 
 /// The logical core an op is placed on (`…TPU_REPLICATED_CORE:k`), else 0.
@@ -255,11 +285,13 @@ impl Emitter<'_> {
         if state::has_builder(op) {
             return self.state_op(ctx, id);
         }
+        if crate::ir::functions::call_kind(op).is_some() {
+            return self.call_op(ctx, id);
+        }
         if FOLD_ONLY.contains(&op) {
             return Err(lowering(graph, id, "its operands must be compile-time constants (shapes, index lists)"));
         }
-        let build =
-            builder(op).ok_or_else(|| XlaError::UnsupportedOp { node: node.name.to_string(), op: op.into() })?;
+        let build = builder(op).ok_or_else(|| XlaError::unsupported(&node.name, op))?;
         let mut vals = Vec::with_capacity(inputs.len());
         let mut consts = Vec::with_capacity(inputs.len());
         for i in 0..inputs.len() {

@@ -303,8 +303,10 @@ pub fn reason(op: &str) -> Option<&'static str> {
     if let Some((_, why)) = NOT_LOWERED.iter().find(|(name, _)| *name == op) {
         return Some(why);
     }
-    crate::exec::kernels::control_flow::has_kernel(op)
-        .then_some("functional control flow and TensorLists are not lowered yet (the trace refuses them)")
+    crate::exec::kernels::control_flow::VARIANT_OPS.contains(&op).then_some(
+        "TensorList/Optional values (variants, e.g. a tf.while_loop's gradient accumulators) have no device type; \
+         the simulator runs them",
+    )
 }
 
 /// The builder of `op`.
@@ -312,7 +314,8 @@ pub fn builder(op: &str) -> Option<Builder> {
     TABLE.binary_search_by(|(name, _)| name.cmp(&op)).ok().map(|i| TABLE[i].1)
 }
 
-/// How the PJRT backend runs `op`, or `None` when it does not (the
+/// How the PJRT backend runs `op` (`control flow`: a call op over private
+/// functions, see `calls.rs`), or `None` when it does not (the
 /// simulator's transfer ops, which no program PJRT runs contains).
 pub fn lowering_of(op: &str) -> Option<&'static str> {
     if builder(op).is_some() {
@@ -321,6 +324,10 @@ pub fn lowering_of(op: &str) -> Option<&'static str> {
         Some("variable update")
     } else if SHAPE_ONLY.contains(&op) || FOLD_ONLY.contains(&op) {
         Some("constant")
+    } else if crate::ir::functions::call_kind(op).is_some() {
+        Some("control flow")
+    } else if op == crate::ir::functions::ARG_OP || op == crate::ir::functions::RETVAL_OP {
+        Some("function signature")
     } else {
         STRUCTURAL.contains(&op).then_some("structural")
     }
@@ -384,10 +391,24 @@ mod tests {
     #[test]
     fn every_simulator_op_lowers_or_has_a_documented_reason() {
         use crate::exec::kernels::{control_flow, DEVICE_OPS, PURE_OPS};
-        let ops =
-            PURE_OPS.iter().chain(DEVICE_OPS).chain(control_flow::VARIANT_OPS).chain(["While", "If", "Case"].iter());
+        let ops = PURE_OPS
+            .iter()
+            .chain(DEVICE_OPS)
+            .chain(control_flow::VARIANT_OPS)
+            .chain(["While", "If", "Case", "_Arg", "_Retval"].iter());
         let missing: Vec<&str> = ops.copied().filter(|op| lowering_of(op).is_none() && reason(op).is_none()).collect();
         assert!(missing.is_empty(), "simulator ops with neither a builder nor a reason: {missing:?}");
+    }
+
+    #[test]
+    fn call_ops_lower_and_variants_are_excused() {
+        for op in ["While", "StatelessWhile", "If", "StatelessIf", "Case", "PartitionedCall", "StatefulPartitionedCall"]
+        {
+            assert_eq!(lowering_of(op), Some("control flow"), "{op}");
+            assert_eq!(reason(op), None, "{op}");
+        }
+        assert!(reason("TensorListPushBack").is_some_and(|r| r.contains("TensorList")));
+        assert_eq!(lowering_of("EmptyTensorList"), None);
     }
 
     #[test]

@@ -1,0 +1,558 @@
+//! Functional control flow: `While`, `If`, `Case` and the call ops as
+//! `func.call`, `stablehlo.while`, `stablehlo.if` and `stablehlo.case`
+//! over private functions of the module.
+//!
+//! Meaning: each function a call names (a graph of the module with
+//! `role = "function"`) is printed once per distinct list of argument
+//! types as `func.func private @f_<name>_<k>`, its body emitted op by op
+//! like the device program, with the types the call site's traced values
+//! give. A `While`'s carried values must keep their types (shape
+//! invariance): the body is traced once with the loop's initial values and
+//! its result types must equal its argument types, else the lowering is
+//! refused. A `Case` index outside `0..n` runs the last branch, as both
+//! TensorFlow and `stablehlo.case` do. Variables (TensorFlow's stateful
+//! `While`/`If` take them as resource operands) pass by value: a function
+//! gets the variable's current value, its variable ops
+//! (`ReadVariableOp`, `Assign{,Add,Sub}VariableOp`) work on it, and the
+//! final value comes back: in the variable's own slot for a `While`,
+//! after the results for the others. Other variable ops in a body (the
+//! optimizers, `ResourceGather`) and TensorList/Optional values are
+//! refused (the trace names the op).
+//! Cost: each specialisation is traced and printed once; the host trace
+//! of a call runs the simulator's interpreter (a `While` costs its
+//! iterations times its body).
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+use super::text::{Cmp, Ctx, Ty, Val};
+use super::trace::{self, Emitter};
+use super::{ArgSource, Program};
+use crate::exec::kernels::control_flow::{self, Functions};
+use crate::exec::Tensor;
+use crate::ir::functions::{self as fns, call_kind, CallKind, ARG_OP, RETVAL_OP};
+use crate::ir::{AttrValue, DType, Graph, Module, NodeId};
+use crate::xla::error::XlaError;
+
+/// The module's functions: their graphs, the simulator's compiled bodies
+/// (for the host trace) and the definitions printed so far.
+pub(crate) struct Library<'a> {
+    graphs: HashMap<&'a str, &'a Graph>,
+    host: Functions,
+    defs: RefCell<Defs>,
+}
+
+/// Printed definitions of one module.
+#[derive(Default)]
+struct Defs {
+    /// `func.func` texts, in the order they were printed.
+    texts: Vec<String>,
+    /// (function, argument types) → (symbol, result types).
+    names: HashMap<(String, String), (String, Vec<Ty>)>,
+}
+
+impl<'a> Library<'a> {
+    /// The functions of `module` (none without one).
+    pub fn new(module: Option<&'a Module>) -> Result<Library<'a>, XlaError> {
+        let Some(module) = module else {
+            return Ok(Library { graphs: HashMap::new(), host: Functions::default(), defs: RefCell::default() });
+        };
+        let host = Functions::from_module(module).map_err(|e| XlaError::UnsupportedGraph { message: e.to_string() })?;
+        let graphs = fns::functions(module).map(|g| (g.name.as_str(), g)).collect();
+        Ok(Library { graphs, host, defs: RefCell::default() })
+    }
+
+    /// Forgets the printed definitions (a new module starts).
+    pub fn reset(&self) {
+        *self.defs.borrow_mut() = Defs::default();
+    }
+
+    /// The definitions printed since the last [`Library::reset`].
+    pub fn definitions(&self) -> String {
+        self.defs.borrow().texts.concat()
+    }
+}
+
+fn lowering(graph: &Graph, id: NodeId, message: impl Into<String>) -> XlaError {
+    let node = graph.node(id);
+    XlaError::Lowering { node: node.name.to_string(), op: node.op.to_string(), message: message.into() }
+}
+
+/// Variables a call passes: (operand, value).
+pub(crate) type CallVars = Vec<(usize, Tensor)>;
+
+/// The handle tensor the host trace passes for the variable at call operand `i`.
+pub(crate) fn handle_tensor(i: usize) -> Tensor {
+    Tensor::Resource(crate::exec::ResourceHandle::new("trace".into(), i.to_string().into()))
+}
+
+/// Runs call op `id` on the host for the trace (the simulator's
+/// interpreter). `state` holds the value of the variable at each handle
+/// operand; the body's variable ops read and update it. Returns the
+/// results and the variables' final values.
+pub(crate) fn trace_call(
+    lib: &Library,
+    graph: &Graph,
+    id: NodeId,
+    args: Vec<Tensor>,
+    state: CallVars,
+) -> Result<(Vec<Tensor>, CallVars), XlaError> {
+    use crate::exec::KernelError;
+    let node = graph.node(id);
+    let state = RefCell::new(state);
+    let device = |op: &str, attrs: &crate::ir::AttrMap, inputs: Vec<Tensor>| -> Result<Vec<Tensor>, KernelError> {
+        let slot = inputs
+            .first()
+            .and_then(Tensor::as_resource)
+            .and_then(|h| h.name.parse::<usize>().ok())
+            .ok_or_else(|| KernelError::invalid(op, "operand 0 is not a variable the call passes"))?;
+        let mut state = state.borrow_mut();
+        let var = state
+            .iter_mut()
+            .find(|(i, _)| *i == slot)
+            .map(|(_, v)| v)
+            .ok_or_else(|| KernelError::invalid(op, "unknown variable"))?;
+        let value = || inputs.get(1).cloned().ok_or_else(|| KernelError::invalid(op, "has no value operand"));
+        match op {
+            "ReadVariableOp" => Ok(vec![var.clone()]),
+            "VarIsInitializedOp" => Ok(vec![Tensor::scalar(true)]),
+            "AssignVariableOp" => {
+                *var = value()?;
+                Ok(Vec::new())
+            }
+            "AssignAddVariableOp" | "AssignSubVariableOp" => {
+                let k = if op == "AssignAddVariableOp" { "AddV2" } else { "Sub" };
+                *var = crate::exec::run_kernel(k, attrs, &[var.clone(), value()?])?.remove(0);
+                Ok(Vec::new())
+            }
+            _ => Err(KernelError::invalid(op, "this variable op inside a function body is not lowered to StableHLO")),
+        }
+    };
+    let results = control_flow::call(&node.op, &node.attrs, args, &lib.host, &device)
+        .map_err(|e| lowering(graph, id, e.to_string()))?;
+    Ok((results, state.into_inner()))
+}
+
+/// Whether a function returns its variables' final values after its results.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Finals {
+    /// No (a `While` body returns them in the variables' own slots).
+    InPlace,
+    /// Yes (`If`, `Case`, calls).
+    Append,
+}
+
+/// A symbol MLIR accepts without quotes.
+fn symbol(name: &str, k: usize) -> String {
+    let clean: String = name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect();
+    format!("f_{clean}_{k}")
+}
+
+/// Prints function `name` specialised to `args` (once), returning its
+/// symbol and result types.
+///
+/// Arguments marked in `resource` are variables: `args` holds their values,
+/// the body's variable ops use them, a result that passes such an argument
+/// through returns the variable's final value, and with
+/// [`Finals::Append`] every variable's final value follows the results.
+fn define(
+    lib: &Library,
+    name: &str,
+    args: &[Tensor],
+    resource: &[bool],
+    finals: Finals,
+    replicas: usize,
+) -> Result<(String, Vec<Ty>), XlaError> {
+    let arg_types: Vec<Ty> = args.iter().map(Ty::of).collect();
+    let mask: String = resource.iter().map(|&r| if r { 'r' } else { 'v' }).collect();
+    let key = (
+        name.to_string(),
+        format!("{}|{mask}|{finals:?}", arg_types.iter().map(Ty::mlir).collect::<Vec<_>>().join(",")),
+    );
+    if let Some(found) = lib.defs.borrow().names.get(&key) {
+        return Ok(found.clone());
+    }
+    let graph = *lib.graphs.get(name).ok_or_else(|| XlaError::UnsupportedGraph {
+        message: format!("a call names function `{name}`, which the module does not have"),
+    })?;
+    let bad = |m: String| XlaError::UnsupportedGraph { message: format!("function `{name}`: {m}") };
+    let sig = fns::signature(graph).map_err(bad)?;
+    if sig.args.len() != args.len() {
+        return Err(bad(format!("takes {} arguments, the call passes {}", sig.args.len(), args.len())));
+    }
+    let mut roots = Vec::new();
+    let mut arg_nodes = vec![None; sig.args.len()];
+    let mut ret_inputs = vec![None; sig.rets.len()];
+    for id in graph.node_ids() {
+        let node = graph.node(id);
+        let slot = node.attrs.get_int("index").and_then(|k| usize::try_from(k).ok()).unwrap_or(0);
+        match &*node.op {
+            ARG_OP => arg_nodes[slot] = Some(id),
+            RETVAL_OP => {
+                roots.push(id);
+                let input = graph.data_inputs(id).first().map(|i| (i.src, i.output.unwrap_or(0)));
+                ret_inputs[slot] = Some(input.ok_or_else(|| bad(format!("result {slot} reads nothing")))?);
+            }
+            _ => {}
+        }
+    }
+    let arg_nodes: Vec<NodeId> = arg_nodes
+        .into_iter()
+        .enumerate()
+        .map(|(i, a)| a.ok_or_else(|| bad(format!("no `_Arg` {i}"))))
+        .collect::<Result<_, _>>()?;
+    let ret_inputs: Vec<(NodeId, u32)> = ret_inputs
+        .into_iter()
+        .enumerate()
+        .map(|(i, r)| r.ok_or_else(|| bad(format!("no `_Retval` {i}"))))
+        .collect::<Result<_, _>>()?;
+    // The nodes the results and control outputs need, in dependency order
+    // (depth first from the `_Retval` nodes, control edges included).
+    let mut order = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    // The control outputs run although no result needs them (TensorFlow's `control_ret`).
+    let control_outputs = graph.attrs.get(fns::CONTROL_OUTPUTS_ATTR).and_then(AttrValue::as_list).unwrap_or_default();
+    for name in control_outputs.iter().filter_map(AttrValue::as_str) {
+        roots.push(graph.find(name).ok_or_else(|| bad(format!("control output `{name}` is not a node")))?);
+    }
+    for &root in &roots {
+        let mut stack = vec![(root, false)];
+        while let Some((id, done)) = stack.pop() {
+            if done {
+                order.push(id);
+                continue;
+            }
+            if !seen.insert(id) {
+                continue;
+            }
+            stack.push((id, true));
+            for i in graph.inputs(id).iter().rev() {
+                if !seen.contains(&i.src) {
+                    stack.push((i.src, false));
+                }
+            }
+        }
+    }
+    order.retain(|&id| !matches!(&*graph.node(id).op, ARG_OP | RETVAL_OP));
+    // A result that passes a variable argument through returns its final value.
+    let program = Program {
+        nodes: order,
+        args: arg_nodes
+            .iter()
+            .zip(resource)
+            .map(|(&id, &r)| if r { ArgSource::Variable(id) } else { ArgSource::Host(id, 0) })
+            .collect(),
+        outputs: Vec::new(),
+        carried: Vec::new(),
+        stage: 0,
+        stages: 1,
+        calls: Vec::new(),
+    };
+    let traced = trace::trace(graph, &program, args, lib)?;
+    let mut ctx = Ctx::default();
+    ctx.indent = 2;
+    let params: Vec<Val> = arg_types.iter().map(|t| Val { name: ctx.fresh(), ty: t.clone() }).collect();
+    let mut env = HashMap::new();
+    let mut vars = HashMap::new();
+    for ((&id, p), &r) in arg_nodes.iter().zip(&params).zip(resource) {
+        if r {
+            vars.insert(id, p.clone());
+        } else {
+            env.insert((id, 0), p.clone());
+        }
+    }
+    let mut emitter = Emitter { graph, traced: &traced, env, vars, replicas, partitions: 1, lib };
+    for &id in &program.nodes {
+        emitter.node(&mut ctx, id)?;
+    }
+    let mut results = Vec::with_capacity(ret_inputs.len());
+    for &k in &ret_inputs {
+        results.push(match emitter.vars.get(&k.0) {
+            Some(v) => v.clone(),
+            None => emitter.value(&mut ctx, k)?,
+        });
+    }
+    for ((&id, &r), ty) in arg_nodes.iter().zip(resource).zip(&arg_types) {
+        if !r {
+            continue;
+        }
+        let v = emitter.vars[&id].clone();
+        if &v.ty != ty {
+            return Err(bad(format!(
+                "variable argument {} changes type from {} to {}",
+                graph.node(id).name,
+                ty.mlir(),
+                v.ty.mlir()
+            )));
+        }
+        if finals == Finals::Append {
+            results.push(v);
+        }
+    }
+    let result_types: Vec<Ty> = results.iter().map(|v| v.ty.clone()).collect();
+    let mlir: Vec<String> = result_types.iter().map(Ty::mlir).collect();
+    let sym = {
+        let defs = lib.defs.borrow();
+        symbol(name, defs.texts.len())
+    };
+    let sig_text: Vec<String> = params.iter().map(|p| format!("{}: {}", p.name, p.ty.mlir())).collect();
+    let names: Vec<&str> = results.iter().map(|v| v.name.as_str()).collect();
+    let text = format!(
+        "  func.func private @{sym}({}) -> ({}) {{\n{}    \"func.return\"({}) : ({}) -> ()\n  }}\n",
+        sig_text.join(", "),
+        mlir.join(", "),
+        ctx.text,
+        names.join(", "),
+        mlir.join(", ")
+    );
+    let mut defs = lib.defs.borrow_mut();
+    defs.texts.push(text);
+    defs.names.insert(key, (sym.clone(), result_types.clone()));
+    Ok((sym, result_types))
+}
+
+/// `"func.call"` of `sym` on `args`, returning its results.
+fn call(c: &mut Ctx, sym: &str, args: &[Val], results: &[Ty]) -> Vec<Val> {
+    let names: Vec<&str> = args.iter().map(|v| v.name.as_str()).collect();
+    let types: Vec<String> = args.iter().map(|v| v.ty.mlir()).collect();
+    let outs: Vec<String> = results.iter().map(Ty::mlir).collect();
+    let head = format!(
+        "\"func.call\"({}) {{callee = @{sym}}} : ({}) -> ({})",
+        names.join(", "),
+        types.join(", "),
+        outs.join(", ")
+    );
+    if results.is_empty() {
+        c.line(&head);
+        return Vec::new();
+    }
+    let r = c.fresh();
+    c.line(&format!("{r}:{} = {head}", results.len()));
+    results.iter().enumerate().map(|(i, ty)| Val { name: format!("{r}#{i}"), ty: ty.clone() }).collect()
+}
+
+/// A predicate or index as the scalar `stablehlo.while`/`if`/`case` want:
+/// a one-element tensor reshaped to a scalar, then `!= 0` (`pred`) or
+/// converted to i32 (index).
+fn scalar(c: &mut Ctx, v: &Val, want: DType) -> Result<Val, String> {
+    if v.ty.count() != 1 {
+        return Err(format!("the predicate or index must have one element, not shape {:?}", v.ty.shape));
+    }
+    let v = if v.ty.shape.is_empty() { v.clone() } else { c.reshape(v, Vec::new()) };
+    Ok(match (want, v.ty.dtype) {
+        (DType::Bool, DType::Bool) | (DType::I32, DType::I32) => v,
+        (DType::Bool, _) => {
+            let zero = c.splat(&v.ty, 0.0);
+            c.compare(&v, &zero, Cmp::Ne)
+        }
+        (_, _) => c.convert(&v, want),
+    })
+}
+
+/// The block `^bb0(args):` of a region, with fresh argument names.
+fn block(c: &mut Ctx, types: &[Ty]) -> (String, Vec<Val>) {
+    let vals: Vec<Val> = types.iter().map(|t| Val { name: c.fresh(), ty: t.clone() }).collect();
+    let head = vals.iter().map(|v| format!("{}: {}", v.name, v.ty.mlir())).collect::<Vec<_>>().join(", ");
+    (format!("^bb0({head}):"), vals)
+}
+
+/// `"stablehlo.return"(vals)`.
+fn ret(c: &mut Ctx, vals: &[Val]) {
+    let names: Vec<&str> = vals.iter().map(|v| v.name.as_str()).collect();
+    let types: Vec<String> = vals.iter().map(|v| v.ty.mlir()).collect();
+    c.line(&format!("\"stablehlo.return\"({}) : ({}) -> ()", names.join(", "), types.join(", ")));
+}
+
+/// A region that calls `sym` on `args` (values of the enclosing function) and returns its results.
+fn call_region(c: &mut Ctx, sym: &str, args: &[Val], results: &[Ty]) -> String {
+    let mut r = c.scratch();
+    let out = call(&mut r, sym, args, results);
+    ret(&mut r, &out);
+    c.resume(&r);
+    format!("{{\n{}}}", r.text)
+}
+
+/// The functions a call op names, in order.
+fn branches(graph: &Graph, id: NodeId, keys: &[&str]) -> Result<Vec<String>, XlaError> {
+    let node = graph.node(id);
+    let mut out = Vec::new();
+    for key in keys {
+        match node.attrs.get(key) {
+            Some(AttrValue::Func(f)) => out.push(f.name.to_string()),
+            Some(AttrValue::List(items)) => {
+                for item in items {
+                    let AttrValue::Func(f) = item else {
+                        return Err(lowering(graph, id, format!("`{key}` holds a non-function")));
+                    };
+                    out.push(f.name.to_string());
+                }
+            }
+            _ => return Err(lowering(graph, id, format!("has no function attribute `{key}`"))),
+        }
+    }
+    Ok(out)
+}
+
+impl Emitter<'_> {
+    /// Emits call op `id` (`While`, `If`, `Case`, `PartitionedCall`, …).
+    pub(crate) fn call_op(&mut self, ctx: &mut Ctx, id: NodeId) -> Result<(), XlaError> {
+        let graph = self.graph;
+        let lib = self.lib;
+        let op = &*graph.node(id).op;
+        let kind = call_kind(op).ok_or_else(|| lowering(graph, id, "is not a call"))?;
+        let inputs = graph.data_inputs(id);
+        let mut vals = Vec::with_capacity(inputs.len());
+        let mut traced = Vec::with_capacity(inputs.len());
+        // Variable operands: (operand, handle); they pass their current values.
+        let mut handles: Vec<(usize, NodeId)> = Vec::new();
+        for (i, input) in inputs.iter().enumerate() {
+            let key = (input.src, input.output.unwrap_or(0));
+            if let Some(v) = self.vars.get(&input.src) {
+                let t = self.traced.call_vars.get(&(id, i)).cloned();
+                traced.push(t.ok_or_else(|| lowering(graph, id, "a variable operand has no traced value"))?);
+                vals.push(v.clone());
+                handles.push((i, input.src));
+                continue;
+            }
+            traced.push(
+                self.traced
+                    .values
+                    .get(&key)
+                    .map(|t| t.value.clone())
+                    .ok_or_else(|| lowering(graph, id, "an operand has no traced value"))?,
+            );
+            vals.push(self.value(ctx, key)?);
+        }
+        let resource: Vec<bool> = (0..inputs.len()).map(|i| handles.iter().any(|&(k, _)| k == i)).collect();
+        // The op's result types; a variable passed through a result has its value's type.
+        let mut expected: Vec<Ty> = Vec::new();
+        for (o, t) in (0u32..).map_while(|o| self.traced.values.get(&(id, o)).map(|t| (o, t))) {
+            let ty = match (&t.value, kind) {
+                (Tensor::Resource(_), CallKind::While) => vals
+                    .get(o as usize)
+                    .map(|v| v.ty.clone())
+                    .ok_or_else(|| lowering(graph, id, "a variable result has no operand"))?,
+                (Tensor::Resource(_), _) => {
+                    return Err(lowering(graph, id, "returns a variable handle, which is not lowered"))
+                }
+                _ => Ty::of(&t.value),
+            };
+            expected.push(ty);
+        }
+        let check = |what: &str, got: &[Ty]| {
+            if got.get(..expected.len()) != Some(expected.as_slice()) {
+                let show = |t: &[Ty]| t.iter().map(Ty::mlir).collect::<Vec<_>>().join(", ");
+                return Err(lowering(
+                    graph,
+                    id,
+                    format!("{what} returns ({}) but the op's results are ({})", show(got), show(&expected)),
+                ));
+            }
+            Ok(())
+        };
+        let n = expected.len();
+        // Results past the op's own: the variables' final values (If, Case, calls).
+        let mut finals_at: Vec<NodeId> = Vec::new();
+        let results = match kind {
+            CallKind::Call => {
+                let f = branches(graph, id, &["f"])?.remove(0);
+                let (sym, tys) = define(lib, &f, &traced, &resource, Finals::Append, self.replicas)?;
+                check(&format!("`{f}`"), &tys)?;
+                finals_at = handles.iter().map(|&(_, h)| h).collect();
+                call(ctx, &sym, &vals, &tys)
+            }
+            CallKind::While => {
+                let names = branches(graph, id, &["cond", "body"])?;
+                let (cond, ctys) = define(lib, &names[0], &traced, &resource, Finals::InPlace, self.replicas)?;
+                let (body, btys) = define(lib, &names[1], &traced, &resource, Finals::InPlace, self.replicas)?;
+                let carried: Vec<Ty> = vals.iter().map(|v| v.ty.clone()).collect();
+                if btys != carried {
+                    let show = |t: &[Ty]| t.iter().map(Ty::mlir).collect::<Vec<_>>().join(", ");
+                    return Err(lowering(
+                        graph,
+                        id,
+                        format!(
+                            "loop-carried shapes must be invariant: the loop enters with ({}) and the body `{}` returns ({})",
+                            show(&carried),
+                            names[1],
+                            show(&btys)
+                        ),
+                    ));
+                }
+                check(&format!("`{}`", names[1]), &btys)?;
+                let mut cr = ctx.scratch();
+                let (head, args) = block(&mut cr, &carried);
+                cr.line(&head);
+                let p = call(&mut cr, &cond, &args, &ctys);
+                let p = p.first().ok_or_else(|| lowering(graph, id, format!("`{}` returns nothing", names[0])))?;
+                let p = scalar(&mut cr, p, DType::Bool).map_err(|m| lowering(graph, id, m))?;
+                ret(&mut cr, &[p]);
+                let (head, args) = block(&mut cr, &carried);
+                let mut br = cr.scratch();
+                br.line(&head);
+                let out = call(&mut br, &body, &args, &btys);
+                ret(&mut br, &out);
+                ctx.resume(&br);
+                let regions = [format!("{{\n{}}}", cr.text), format!("{{\n{}}}", br.text)];
+                let refs: Vec<&Val> = vals.iter().collect();
+                let out = self.multi(ctx, "stablehlo.while", &refs, &regions, &carried);
+                // A variable's slot carries its final value.
+                for &(i, h) in &handles {
+                    self.vars.insert(h, out[i].clone());
+                }
+                out
+            }
+            CallKind::If | CallKind::Case => {
+                let keys: &[&str] = if kind == CallKind::If { &["then_branch", "else_branch"] } else { &["branches"] };
+                let names = branches(graph, id, keys)?;
+                if resource.first() == Some(&true) {
+                    return Err(lowering(graph, id, "the predicate or index is a variable handle"));
+                }
+                let selector = vals.first().ok_or_else(|| lowering(graph, id, "has no predicate or index"))?;
+                let selector = if kind == CallKind::If {
+                    scalar(ctx, selector, DType::Bool)
+                } else {
+                    scalar(ctx, selector, DType::I32)
+                }
+                .map_err(|m| lowering(graph, id, m))?;
+                let mut regions = Vec::with_capacity(names.len());
+                let mut all = Vec::new();
+                for name in &names {
+                    let (sym, tys) = define(lib, name, &traced[1..], &resource[1..], Finals::Append, self.replicas)?;
+                    check(&format!("branch `{name}`"), &tys)?;
+                    regions.push(call_region(ctx, &sym, &vals[1..], &tys));
+                    all = tys;
+                }
+                finals_at = handles.iter().map(|&(_, h)| h).collect();
+                // `stablehlo.if` takes the true branch first, as TensorFlow's `then_branch`.
+                let name = if kind == CallKind::If { "stablehlo.if" } else { "stablehlo.case" };
+                self.multi(ctx, name, &[&selector], &regions, &all)
+            }
+        };
+        for (h, v) in finals_at.into_iter().zip(results.iter().skip(n)) {
+            self.vars.insert(h, v.clone());
+        }
+        let results: Vec<Val> = results.into_iter().take(n).collect();
+        for (i, v) in results.into_iter().enumerate() {
+            self.env.insert((id, i as u32), v);
+        }
+        Ok(())
+    }
+
+    /// An op with regions and any number of results (none included).
+    fn multi(&self, ctx: &mut Ctx, name: &str, operands: &[&Val], regions: &[String], results: &[Ty]) -> Vec<Val> {
+        if results.is_empty() {
+            let names: Vec<&str> = operands.iter().map(|v| v.name.as_str()).collect();
+            let types: Vec<String> = operands.iter().map(|v| v.ty.mlir()).collect();
+            let regions: Vec<String> = regions.iter().map(|g| ctx.indent_block(g)).collect();
+            ctx.line(&format!(
+                "\"{name}\"({}) ({}) : ({}) -> ()",
+                names.join(", "),
+                regions.join(", "),
+                types.join(", ")
+            ));
+            return Vec::new();
+        }
+        ctx.op_regions(name, operands, regions, "", results)
+    }
+}

@@ -11,13 +11,15 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use half::{bf16, f16};
 use serde_json::Value;
 use tpu_rewrite::exec::{missing_kernels, Feeds, Fetch, Mesh, MeshConfig, Tensor};
 use tpu_rewrite::ir::Module;
-use tpu_rewrite::lower::{lower, LowerConfig, Topology};
 use tpu_rewrite::passes::form_clusters::form_clusters;
 use tpu_rewrite::tf::{import_graphdef, GraphDefFormat};
+
+#[path = "support/corpus.rs"]
+mod corpus;
+use corpus::{assert_close, lower_for, read_json, tensor_of};
 
 fn corpus_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/tf/corpus")
@@ -36,100 +38,8 @@ fn cases() -> Vec<String> {
     out
 }
 
-fn read_json(path: &Path) -> Value {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
 fn import(case: &str) -> Module {
-    let path = corpus_dir().join(format!("{case}.pbtxt"));
-    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let (module, errors) = import_graphdef(&bytes, GraphDefFormat::Text).unwrap_or_else(|e| panic!("{case}: {e:?}"));
-    assert!(errors.is_empty(), "{case}: import problems: {errors:?}");
-    module
-}
-
-fn float_of(v: &Value) -> f64 {
-    match v {
-        Value::String(s) if s == "nan" => f64::NAN,
-        Value::String(s) if s == "inf" => f64::INFINITY,
-        Value::String(s) if s == "-inf" => f64::NEG_INFINITY,
-        other => other.as_f64().unwrap_or_else(|| panic!("not a number: {other}")),
-    }
-}
-
-/// A tensor from the corpus encoding `{"dtype", "shape", "values"}`.
-fn tensor_of(v: &Value) -> Tensor {
-    let dtype = v["dtype"].as_str().expect("dtype");
-    let shape: Vec<usize> =
-        v["shape"].as_array().expect("shape").iter().map(|d| d.as_u64().expect("dim") as usize).collect();
-    let values = v["values"].as_array().expect("values");
-    let ints = || values.iter().map(|x| x.as_i64().expect("an integer"));
-    let t = match dtype {
-        "float32" => Tensor::from_vec(&shape, values.iter().map(|x| float_of(x) as f32).collect()),
-        "float64" => Tensor::from_vec(&shape, values.iter().map(float_of).collect()),
-        "bfloat16" => Tensor::from_vec(&shape, values.iter().map(|x| bf16::from_f64(float_of(x))).collect()),
-        "float16" => Tensor::from_vec(&shape, values.iter().map(|x| f16::from_f64(float_of(x))).collect()),
-        "int32" => Tensor::from_vec(&shape, ints().map(|x| x as i32).collect()),
-        "int64" => Tensor::from_vec(&shape, ints().collect()),
-        "int8" => Tensor::from_vec(&shape, ints().map(|x| x as i8).collect()),
-        "uint8" => Tensor::from_vec(&shape, ints().map(|x| x as u8).collect()),
-        "bool" => Tensor::from_vec(&shape, values.iter().map(|x| x.as_bool().expect("a bool")).collect()),
-        other => panic!("dtype {other} is not in the corpus encoding"),
-    };
-    t.expect("values fill the shape")
-}
-
-/// The elements of a float tensor as f64 with the tolerance of its dtype, or `None` for exact dtypes.
-fn floats(t: &Tensor) -> Option<(Vec<f64>, f64)> {
-    if let Some(v) = t.to_vec::<f32>() {
-        return Some((v.into_iter().map(f64::from).collect(), 1e-4));
-    }
-    if let Some(v) = t.to_vec::<f64>() {
-        return Some((v, 1e-4));
-    }
-    // bf16 has 8 significant bits, f16 11: allow two units in the last place.
-    if let Some(v) = t.to_vec::<bf16>() {
-        return Some((v.into_iter().map(f64::from).collect(), 2.0 * 2f64.powi(-8)));
-    }
-    t.to_vec::<f16>().map(|v| (v.into_iter().map(f64::from).collect(), 2.0 * 2f64.powi(-11)))
-}
-
-/// Compares `got` with TensorFlow's `want`: same dtype and shape; floats to the tolerance relative to
-/// the magnitude (at least 1), NaNs and infinities exactly; everything else exactly.
-fn assert_close(label: &str, got: &Tensor, want: &Tensor, rtol: f64) {
-    assert_eq!(got.dtype(), want.dtype(), "{label}: dtype");
-    assert_eq!(got.shape(), want.shape(), "{label}: shape");
-    match (floats(got), floats(want)) {
-        (Some((g, tol)), Some((w, _))) => {
-            let tol = tol.max(rtol);
-            for (k, (a, b)) in g.iter().zip(&w).enumerate() {
-                let ok = if b.is_finite() {
-                    (a - b).abs() <= tol * b.abs().max(1.0)
-                } else {
-                    a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
-                };
-                assert!(ok, "{label}[{k}]: got {a}, TensorFlow computed {b} (tolerance {tol})");
-            }
-        }
-        _ => assert_eq!(got, want, "{label}"),
-    }
-}
-
-fn lower_for(case: &str, module: &Module, num_replicas: u32) -> Module {
-    let config = LowerConfig {
-        topology: Topology { hosts: 1, cores_per_host: num_replicas.max(1), job: "worker".into() },
-        ..LowerConfig::default()
-    };
-    let graph = module.graph("main").expect("@main");
-    match lower(graph, &config) {
-        Ok(mut lowered) => {
-            // The bodies of While / If / calls travel with the programs.
-            tpu_rewrite::ir::functions::carry_functions(module, &mut lowered.module);
-            lowered.module
-        }
-        Err(e) => panic!("{case}: lowering failed: {e:?}"),
-    }
+    corpus::import(&corpus_dir(), case)
 }
 
 /// Runs one corpus case and compares every fetch of every run.

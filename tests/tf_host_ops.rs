@@ -15,9 +15,12 @@ use tpu_rewrite::exec::{
     kernel_problems, ExecError, Feeds, Fetch, KernelError, KernelProblem, Mesh, MeshConfig, Tensor,
 };
 use tpu_rewrite::ir::{AttrValue, Module};
-use tpu_rewrite::lower::{lower, LowerConfig, Topology};
 use tpu_rewrite::passes::form_clusters::form_clusters;
 use tpu_rewrite::passes::gradients::{expand_gradients, GradientsConfig};
+
+#[path = "support/corpus.rs"]
+mod corpus;
+use corpus::{assert_close, float_of, lower_for, tensor_of};
 use tpu_rewrite::tf::{import_graphdef, GraphDefFormat};
 
 fn corpus_dir() -> PathBuf {
@@ -25,78 +28,11 @@ fn corpus_dir() -> PathBuf {
 }
 
 fn read_json(case: &str) -> Value {
-    let path = corpus_dir().join(format!("{case}.json"));
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    corpus::read_json(&corpus_dir().join(format!("{case}.json")))
 }
 
 fn import(case: &str) -> Module {
-    let path = corpus_dir().join(format!("{case}.pbtxt"));
-    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let (module, errors) = import_graphdef(&bytes, GraphDefFormat::Text).unwrap_or_else(|e| panic!("{case}: {e:?}"));
-    assert!(errors.is_empty(), "{case}: import problems: {errors:?}");
-    module
-}
-
-fn float_of(v: &Value) -> f64 {
-    match v {
-        Value::String(s) if s == "nan" => f64::NAN,
-        Value::String(s) if s == "inf" => f64::INFINITY,
-        Value::String(s) if s == "-inf" => f64::NEG_INFINITY,
-        other => other.as_f64().unwrap_or_else(|| panic!("not a number: {other}")),
-    }
-}
-
-/// A tensor from the corpus encoding; strings are lists of byte values.
-fn tensor_of(v: &Value) -> Tensor {
-    let shape: Vec<usize> =
-        v["shape"].as_array().expect("shape").iter().map(|d| d.as_u64().expect("dim") as usize).collect();
-    let values = v["values"].as_array().expect("values");
-    let ints = || values.iter().map(|x| x.as_i64().expect("an integer"));
-    match v["dtype"].as_str().expect("dtype") {
-        "float32" => Tensor::from_vec(&shape, values.iter().map(|x| float_of(x) as f32).collect()),
-        "float64" => Tensor::from_vec(&shape, values.iter().map(float_of).collect()),
-        "int32" => Tensor::from_vec(&shape, ints().map(|x| x as i32).collect()),
-        "int64" => Tensor::from_vec(&shape, ints().collect()),
-        "bool" => Tensor::from_vec(&shape, values.iter().map(|x| x.as_bool().expect("a bool")).collect()),
-        "string" => Tensor::from_vec(
-            &shape,
-            values
-                .iter()
-                .map(|s| s.as_array().expect("bytes").iter().map(|b| b.as_u64().expect("a byte") as u8).collect())
-                .collect::<Vec<Vec<u8>>>(),
-        ),
-        other => panic!("dtype {other} is not in the corpus encoding"),
-    }
-    .expect("values fill the shape")
-}
-
-/// Compares with TensorFlow's value: floats to `rtol` relative to max(|want|, 1), the rest exactly.
-fn assert_close(label: &str, got: &Tensor, want: &Tensor, rtol: f64) {
-    assert_eq!(got.dtype(), want.dtype(), "{label}: dtype");
-    assert_eq!(got.shape(), want.shape(), "{label}: shape");
-    let floats =
-        |t: &Tensor| t.to_vec::<f32>().map(|v| v.into_iter().map(f64::from).collect()).or_else(|| t.to_vec::<f64>());
-    match (floats(got), floats(want)) {
-        (Some(g), Some(w)) => {
-            for (k, (a, b)) in g.iter().zip(&w).enumerate() {
-                let ok = (a - b).abs() <= rtol * b.abs().max(1.0) || (a.is_nan() && b.is_nan());
-                assert!(ok, "{label}[{k}]: got {a}, TensorFlow computed {b}");
-            }
-        }
-        _ => assert_eq!(got, want, "{label}"),
-    }
-}
-
-fn lower_for(case: &str, module: &Module, num_replicas: u32) -> Module {
-    let config = LowerConfig {
-        topology: Topology { hosts: 1, cores_per_host: num_replicas, job: "worker".into() },
-        ..LowerConfig::default()
-    };
-    match lower(module.graph("main").expect("@main"), &config) {
-        Ok(lowered) => lowered.module,
-        Err(e) => panic!("{case}: lowering failed: {e:?}"),
-    }
+    corpus::import(&corpus_dir(), case)
 }
 
 /// Points every `PrintV2` of `module` at a file of `dir` named after its stream.

@@ -12,6 +12,10 @@
 #[path = "support/pjrt.rs"]
 mod support;
 
+#[path = "support/corpus.rs"]
+mod corpus;
+use corpus::tensor_of;
+
 use std::path::{Path, PathBuf};
 
 use half::{bf16, f16};
@@ -24,36 +28,6 @@ use tpu_rewrite::xla::backend;
 
 fn corpus_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/tf/corpus")
-}
-
-fn float_of(v: &Value) -> f64 {
-    match v {
-        Value::String(s) if s == "nan" => f64::NAN,
-        Value::String(s) if s == "inf" => f64::INFINITY,
-        Value::String(s) if s == "-inf" => f64::NEG_INFINITY,
-        other => other.as_f64().unwrap_or_else(|| panic!("not a number: {other}")),
-    }
-}
-
-/// A tensor from the corpus encoding `{"dtype", "shape", "values"}`.
-fn tensor_of(v: &Value) -> Tensor {
-    let shape: Vec<usize> =
-        v["shape"].as_array().expect("shape").iter().map(|d| d.as_u64().expect("dim") as usize).collect();
-    let values = v["values"].as_array().expect("values");
-    let ints = || values.iter().map(|x| x.as_i64().expect("an integer"));
-    let t = match v["dtype"].as_str().expect("dtype") {
-        "float32" => Tensor::from_vec(&shape, values.iter().map(|x| float_of(x) as f32).collect()),
-        "float64" => Tensor::from_vec(&shape, values.iter().map(float_of).collect()),
-        "bfloat16" => Tensor::from_vec(&shape, values.iter().map(|x| bf16::from_f64(float_of(x))).collect()),
-        "float16" => Tensor::from_vec(&shape, values.iter().map(|x| f16::from_f64(float_of(x))).collect()),
-        "int32" => Tensor::from_vec(&shape, ints().map(|x| x as i32).collect()),
-        "int64" => Tensor::from_vec(&shape, ints().collect()),
-        "int8" => Tensor::from_vec(&shape, ints().map(|x| x as i8).collect()),
-        "uint8" => Tensor::from_vec(&shape, ints().map(|x| x as u8).collect()),
-        "bool" => Tensor::from_vec(&shape, values.iter().map(|x| x.as_bool().expect("a bool")).collect()),
-        other => panic!("dtype {other} is not in the corpus encoding"),
-    };
-    t.expect("values fill the shape")
 }
 
 /// The elements as f64 and the relative tolerance of the dtype (0 for exact dtypes).

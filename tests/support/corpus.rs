@@ -27,7 +27,8 @@ pub fn import(dir: &Path, case: &str) -> Module {
     module
 }
 
-fn float_of(v: &Value) -> f64 {
+/// A number of the corpus encoding (`"nan"`, `"inf"` and `"-inf"` as strings).
+pub fn float_of(v: &Value) -> f64 {
     match v {
         Value::String(s) if s == "nan" => f64::NAN,
         Value::String(s) if s == "inf" => f64::INFINITY,
@@ -36,7 +37,8 @@ fn float_of(v: &Value) -> f64 {
     }
 }
 
-/// A tensor from the corpus encoding `{"dtype", "shape", "values"}`.
+/// A tensor from the corpus encoding `{"dtype", "shape", "values"}`;
+/// strings are lists of byte values.
 pub fn tensor_of(v: &Value) -> Tensor {
     let dtype = v["dtype"].as_str().expect("dtype");
     let shape: Vec<usize> =
@@ -50,30 +52,73 @@ pub fn tensor_of(v: &Value) -> Tensor {
         "float16" => Tensor::from_vec(&shape, values.iter().map(|x| f16::from_f64(float_of(x))).collect()),
         "int32" => Tensor::from_vec(&shape, ints().map(|x| x as i32).collect()),
         "int64" => Tensor::from_vec(&shape, ints().collect()),
+        "int8" => Tensor::from_vec(&shape, ints().map(|x| x as i8).collect()),
+        "uint8" => Tensor::from_vec(&shape, ints().map(|x| x as u8).collect()),
         "bool" => Tensor::from_vec(&shape, values.iter().map(|x| x.as_bool().expect("a bool")).collect()),
+        "string" => Tensor::from_vec(
+            &shape,
+            values
+                .iter()
+                .map(|s| s.as_array().expect("bytes").iter().map(|b| b.as_u64().expect("a byte") as u8).collect())
+                .collect::<Vec<Vec<u8>>>(),
+        ),
         other => panic!("dtype {other} is not in the corpus encoding"),
     };
     t.expect("values fill the shape")
 }
 
-fn floats(t: &Tensor) -> Option<Vec<f64>> {
+/// The elements of a float tensor as f64 with the tolerance of its dtype,
+/// or `None` for exact dtypes.
+fn floats(t: &Tensor) -> Option<(Vec<f64>, f64)> {
     if let Some(v) = t.to_vec::<f32>() {
-        return Some(v.into_iter().map(f64::from).collect());
+        return Some((v.into_iter().map(f64::from).collect(), 1e-4));
     }
-    t.to_vec::<f64>()
+    if let Some(v) = t.to_vec::<f64>() {
+        return Some((v, 1e-4));
+    }
+    // bf16 has 8 significant bits, f16 11: allow two units in the last place.
+    if let Some(v) = t.to_vec::<bf16>() {
+        return Some((v.into_iter().map(f64::from).collect(), 2.0 * 2f64.powi(-8)));
+    }
+    t.to_vec::<f16>().map(|v| (v.into_iter().map(f64::from).collect(), 2.0 * 2f64.powi(-11)))
 }
 
 /// Compares `got` with TensorFlow's `want`: same dtype and shape; floats to
-/// `rtol` relative to the magnitude (at least 1); everything else exactly.
+/// the larger of `rtol` and the dtype's tolerance, relative to the magnitude
+/// (at least 1), NaNs and infinities exactly; everything else exactly.
 pub fn assert_close(label: &str, got: &Tensor, want: &Tensor, rtol: f64) {
     assert_eq!(got.dtype(), want.dtype(), "{label}: dtype");
     assert_eq!(got.shape(), want.shape(), "{label}: shape");
     match (floats(got), floats(want)) {
-        (Some(g), Some(w)) => {
+        (Some((g, tol)), Some((w, _))) => {
+            let tol = tol.max(rtol);
             for (k, (a, b)) in g.iter().zip(&w).enumerate() {
-                assert!((a - b).abs() <= rtol * b.abs().max(1.0), "{label}[{k}]: got {a}, TensorFlow computed {b}");
+                let ok = if b.is_finite() {
+                    (a - b).abs() <= tol * b.abs().max(1.0)
+                } else {
+                    a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
+                };
+                assert!(ok, "{label}[{k}]: got {a}, TensorFlow computed {b} (tolerance {tol})");
             }
         }
         _ => assert_eq!(got, want, "{label}"),
+    }
+}
+
+/// Lowers `@main` of a replicated case for `num_replicas` replicas on one
+/// host, with the module's functions carried to the programs.
+pub fn lower_for(case: &str, module: &Module, num_replicas: u32) -> Module {
+    let config = tpu_rewrite::lower::LowerConfig {
+        topology: tpu_rewrite::lower::Topology { hosts: 1, cores_per_host: num_replicas.max(1), job: "worker".into() },
+        ..tpu_rewrite::lower::LowerConfig::default()
+    };
+    let graph = module.graph("main").expect("@main");
+    match tpu_rewrite::lower::lower(graph, &config) {
+        Ok(mut lowered) => {
+            // The bodies of While / If / calls travel with the programs.
+            tpu_rewrite::ir::functions::carry_functions(module, &mut lowered.module);
+            lowered.module
+        }
+        Err(e) => panic!("{case}: lowering failed: {e:?}"),
     }
 }

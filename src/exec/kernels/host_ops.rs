@@ -19,11 +19,8 @@
 
 use std::io::Write;
 
-use ndarray::{ArcArray, Axis, IxDyn};
 use prost::Message;
 
-use super::math::Num;
-use super::reduce::norm_axes;
 use super::strings::{summarize, Layout};
 use super::{arg, attr_bool, attr_int};
 use crate::exec::error::KernelError;
@@ -220,36 +217,7 @@ pub(crate) fn cumprod(
     exclusive: bool,
     reverse: bool,
 ) -> Result<Tensor, KernelError> {
-    let axes = norm_axes(op, axis, x.shape().len())?;
-    let &[ax] = axes.as_slice() else {
-        return Err(KernelError::invalid(op, "axis must be a scalar within the rank"));
-    };
-    fn run<T: Num>(a: &ArcArray<T, IxDyn>, ax: usize, exclusive: bool, reverse: bool) -> Tensor {
-        let mut out = a.to_owned();
-        for mut lane in out.lanes_mut(Axis(ax)) {
-            let n = lane.len();
-            let mut acc = T::one();
-            for k in 0..n {
-                let i = if reverse { n - 1 - k } else { k };
-                let v = lane[i];
-                if exclusive {
-                    lane[i] = acc;
-                    acc = acc.mul(v);
-                } else {
-                    acc = acc.mul(v);
-                    lane[i] = acc;
-                }
-            }
-        }
-        Tensor::from_array(out)
-    }
-    match x {
-        Tensor::F32(a) => Ok(run(a, ax, exclusive, reverse)),
-        Tensor::F64(a) => Ok(run(a, ax, exclusive, reverse)),
-        Tensor::I32(a) => Ok(run(a, ax, exclusive, reverse)),
-        Tensor::I64(a) => Ok(run(a, ax, exclusive, reverse)),
-        other => Err(KernelError::dtype(op, other.dtype(), "a numeric input is required")),
-    }
+    super::reduce::scan(op, x, axis, super::reduce::Scan::Product, exclusive, reverse)
 }
 
 /// `ListDiff(x, y) {out_idx}`: the elements of 1-D `x` not in `y`, in order, and their indices.

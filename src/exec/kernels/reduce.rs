@@ -145,6 +145,15 @@ pub(crate) fn arg_extreme(op: &str, max: bool, x: &Tensor, axis: &Tensor, out: D
     }
 }
 
+/// The combining step of a running scan along one axis.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Scan {
+    /// `Cumsum`: running sums, starting from 0.
+    Sum,
+    /// `Cumprod`: running products, starting from 1.
+    Product,
+}
+
 /// `Cumsum(x, axis) {exclusive, reverse}`.
 pub(crate) fn cumsum(
     op: &str,
@@ -153,35 +162,50 @@ pub(crate) fn cumsum(
     exclusive: bool,
     reverse: bool,
 ) -> Result<Tensor, KernelError> {
+    scan(op, x, axis, Scan::Sum, exclusive, reverse)
+}
+
+/// A running sum or product of `x` along the scalar `axis`; `exclusive`
+/// leaves each element out of its own result, `reverse` scans from the end.
+pub(crate) fn scan(
+    op: &str,
+    x: &Tensor,
+    axis: &Tensor,
+    how: Scan,
+    exclusive: bool,
+    reverse: bool,
+) -> Result<Tensor, KernelError> {
     let rank = x.shape().len();
     let axes = norm_axes(op, axis, rank)?;
     let &[ax] = axes.as_slice() else {
-        return Err(KernelError::invalid(op, "axis must be a scalar"));
+        return Err(KernelError::invalid(op, "axis must be a scalar within the rank"));
     };
-    fn run<T: Num>(a: &ArcArray<T, IxDyn>, ax: usize, exclusive: bool, reverse: bool) -> Tensor {
+    fn run<T: Num>(a: &ArcArray<T, IxDyn>, ax: usize, how: Scan, exclusive: bool, reverse: bool) -> Tensor {
         let mut out = a.to_owned();
         for mut lane in out.lanes_mut(Axis(ax)) {
             let n = lane.len();
-            let mut acc = T::zero();
+            let mut acc = match how {
+                Scan::Sum => T::zero(),
+                Scan::Product => T::one(),
+            };
             for k in 0..n {
                 let i = if reverse { n - 1 - k } else { k };
                 let v = lane[i];
-                if exclusive {
-                    lane[i] = acc;
-                    acc = acc.add(v);
-                } else {
-                    acc = acc.add(v);
-                    lane[i] = acc;
-                }
+                let next = match how {
+                    Scan::Sum => acc.add(v),
+                    Scan::Product => acc.mul(v),
+                };
+                lane[i] = if exclusive { acc } else { next };
+                acc = next;
             }
         }
         Tensor::from_array(out)
     }
     match x {
-        Tensor::F32(a) => Ok(run(a, ax, exclusive, reverse)),
-        Tensor::F64(a) => Ok(run(a, ax, exclusive, reverse)),
-        Tensor::I32(a) => Ok(run(a, ax, exclusive, reverse)),
-        Tensor::I64(a) => Ok(run(a, ax, exclusive, reverse)),
+        Tensor::F32(a) => Ok(run(a, ax, how, exclusive, reverse)),
+        Tensor::F64(a) => Ok(run(a, ax, how, exclusive, reverse)),
+        Tensor::I32(a) => Ok(run(a, ax, how, exclusive, reverse)),
+        Tensor::I64(a) => Ok(run(a, ax, how, exclusive, reverse)),
         other => Err(KernelError::dtype(op, other.dtype(), "a numeric input is required")),
     }
 }

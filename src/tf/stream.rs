@@ -24,6 +24,8 @@ use super::proto::{GraphDef, NodeDef};
 const NODE_FIELD: u32 = 1;
 /// The `input` field's number in `NodeDef`.
 const INPUT_FIELD: u32 = 3;
+/// The `attr` field's number in `NodeDef`.
+const ATTR_FIELD: u32 = 5;
 
 /// A binary GraphDef split at its top level.
 pub struct Split<'a> {
@@ -70,6 +72,52 @@ pub fn split(bytes: &[u8]) -> Result<Split<'_>, ImportError> {
 /// Decodes one node's bytes.
 pub fn decode_node(bytes: &[u8]) -> Result<NodeDef, ImportError> {
     NodeDef::decode(bytes).map_err(|e| ImportError::Decode { reason: e.to_string() })
+}
+
+/// A node decoded without its attributes, which stay encoded.
+pub struct SplitNode<'a> {
+    /// The node; its `attr` map is empty when `attrs` is `Some`.
+    pub def: NodeDef,
+    /// The encoded `attr` entries, when they form one run of the node's bytes
+    /// (TensorFlow writes them so). Equal bytes decode to equal attributes,
+    /// so the importer converts each distinct run once; decoding the run as a
+    /// `NodeDef` yields exactly the node's `attr` map.
+    pub attrs: Option<&'a [u8]>,
+}
+
+/// Decodes one node's bytes except for its attributes ([`SplitNode`]); a
+/// node whose attributes are not one run of bytes is decoded whole.
+pub fn decode_node_split(bytes: &[u8]) -> Result<SplitNode<'_>, ImportError> {
+    match attr_run(bytes) {
+        Some((start, end)) => {
+            let rest = (&bytes[..start]).chain(&bytes[end..]);
+            let def = NodeDef::decode(rest).map_err(|e| ImportError::Decode { reason: e.to_string() })?;
+            Ok(SplitNode { def, attrs: Some(&bytes[start..end]) })
+        }
+        None => Ok(SplitNode { def: decode_node(bytes)?, attrs: None }),
+    }
+}
+
+/// The byte range of a node's `attr` fields when they are one unbroken run
+/// (`None` for no attributes, attributes in several runs, or a malformed
+/// message, which the whole decode then reports).
+fn attr_run(bytes: &[u8]) -> Option<(usize, usize)> {
+    let mut buf = bytes;
+    let mut run: Option<(usize, usize)> = None;
+    while buf.has_remaining() {
+        let start = bytes.len() - buf.remaining();
+        let (number, wire_type) = decode_key(&mut buf).ok()?;
+        skip_field(wire_type, &mut buf).ok()?;
+        let end = bytes.len() - buf.remaining();
+        if number == ATTR_FIELD {
+            run = match run {
+                None => Some((start, end)),
+                Some((first, last)) if last == start => Some((first, end)),
+                Some(_) => return None,
+            };
+        }
+    }
+    run
 }
 
 /// Skips one field's value of `wire_type`.
@@ -138,6 +186,36 @@ mod tests {
         assert_eq!(nodes, graph.node);
         assert_eq!(split.input_count(), 3);
         assert_eq!(split.header, GraphDef { node: Vec::new(), ..graph });
+    }
+
+    #[test]
+    fn a_node_splits_into_its_attribute_bytes_and_the_rest() {
+        use crate::tf::proto::{attr_value, AttrValue};
+        let mut with_attrs = node("m", &["a", "^b"]);
+        with_attrs.device = "/device:CPU:0".into();
+        for (key, ty) in [("T", 1), ("Tidx", 3)] {
+            with_attrs.attr.insert(key.into(), AttrValue { value: Some(attr_value::Value::Type(ty)) });
+        }
+        let bytes = with_attrs.encode_to_vec();
+        let split = decode_node_split(&bytes).expect("decodes");
+        let attrs = split.attrs.expect("one run of attributes");
+        assert!(split.def.attr.is_empty());
+        assert_eq!(NodeDef::decode(attrs).expect("the run decodes").attr, with_attrs.attr);
+        assert_eq!(NodeDef { attr: with_attrs.attr.clone(), ..split.def }, with_attrs);
+
+        // Attributes split by another field are decoded with the node.
+        let mut broken = node("n", &[]).encode_to_vec();
+        let (key_t, key_u) = (
+            NodeDef { attr: [("T".into(), AttrValue::default())].into(), ..NodeDef::default() }.encode_to_vec(),
+            NodeDef { attr: [("U".into(), AttrValue::default())].into(), ..NodeDef::default() }.encode_to_vec(),
+        );
+        broken.extend_from_slice(&key_t);
+        broken.extend_from_slice(&NodeDef { device: "d".into(), ..NodeDef::default() }.encode_to_vec());
+        broken.extend_from_slice(&key_u);
+        let split = decode_node_split(&broken).expect("decodes");
+        assert!(split.attrs.is_none());
+        assert_eq!(split.def.attr.len(), 2);
+        assert_eq!(split.def, decode_node(&broken).expect("decodes"));
     }
 
     #[test]

@@ -20,8 +20,10 @@
 //! imports as a scalar and exports with an empty shape. An input `a:0`
 //! imports as output 0 and exports as `a`, TensorFlow's canonical spelling.
 //!
-//! Inputs are resolved after all nodes exist, so GraphDefs in any order
-//! import; a name lookup per input keeps the whole import linear.
+//! Edges are added after all nodes exist, in node order, so GraphDefs in
+//! any order import; an input whose producer comes earlier is resolved as
+//! its node is added, while its producer is still in cache. A name lookup
+//! per input keeps the whole import linear.
 
 use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
@@ -31,6 +33,7 @@ use prost::Message;
 use super::error::ImportError;
 use super::pbtxt::NodeSpans;
 use super::proto::{self, GraphDef, NodeDef, TensorProto, TensorShapeProto, Value};
+use super::stream::SplitNode;
 use crate::ir::types::FuncRef;
 use crate::ir::{self, AttrMap, DType, Graph, Module, Node, NodeId, Shape, TensorData, TensorLit};
 use crate::syntax::Span;
@@ -60,6 +63,11 @@ pub mod graph_attr {
 /// The name of the imported IR graph.
 pub const GRAPH_NAME: &str = "main";
 
+/// How many distinct encoded attribute maps [`convert`] remembers before it
+/// starts over; bounds the table when most maps are distinct (the `value`
+/// of every weight's `Const`).
+const SHARED_ATTRS_LIMIT: usize = 1 << 16;
+
 /// Converts a decoded GraphDef into a module of one graph. `spans`, when
 /// given, has one entry per node (from the text parser).
 pub fn graphdef_to_module(graph_def: GraphDef, spans: Option<Vec<NodeSpans>>) -> (Module, Vec<ImportError>) {
@@ -75,7 +83,8 @@ pub fn graphdef_to_module_observed(
     let nodes = std::mem::take(&mut graph_def.node);
     let input_count: usize = nodes.iter().map(|n| n.input.len()).sum();
     let count = nodes.len();
-    let (module, errors) = convert(graph_def, nodes.into_iter().map(Ok), (count, input_count), spans, progress)
+    let nodes = nodes.into_iter().map(|def| Ok(SplitNode { def, attrs: None }));
+    let (module, errors) = convert(graph_def, nodes, (count, input_count), spans, progress)
         .unwrap_or_else(|e| (Module { header: Vec::new(), graphs: Vec::new() }, vec![e]));
     (module, errors)
 }
@@ -88,16 +97,22 @@ pub fn pb_to_module_observed(
 ) -> Result<(Module, Vec<ImportError>), ImportError> {
     let split = super::stream::split(bytes)?;
     let sizes = (split.nodes.len(), split.input_count());
-    let nodes = split.nodes.iter().map(|n| super::stream::decode_node(n));
+    let nodes = split.nodes.iter().map(|n| super::stream::decode_node_split(n));
     convert(split.header, nodes, sizes, None, progress)
 }
 
 /// Builds the module from the GraphDef's other fields (`header`) and its
 /// nodes; `sizes` is (nodes, inputs) for reserving storage once. A node
 /// that does not decode ends the import.
-fn convert(
+///
+/// Nodes whose attributes come encoded ([`SplitNode::attrs`]) share one
+/// [`AttrMap`] per distinct encoding: most ops of a model carry the same
+/// few attributes (`T`, the cluster tag), so this saves a map per node and
+/// its decoding. A map whose conversion reported anything is not shared,
+/// so that each node reports its own.
+fn convert<'a>(
     header: GraphDef,
-    nodes: impl Iterator<Item = Result<NodeDef, ImportError>>,
+    nodes: impl Iterator<Item = Result<SplitNode<'a>, ImportError>>,
     (node_count, input_count): (usize, usize),
     spans: Option<Vec<NodeSpans>>,
     progress: &dyn crate::progress::Progress,
@@ -112,15 +127,34 @@ fn convert(
 
     let mut spans = spans.map(Vec::into_iter);
     let mut interned: HashMap<String, Arc<str>> = HashMap::default();
-    let mut pending: Vec<(NodeId, Vec<String>, Vec<Span>)> = Vec::with_capacity(node_count);
-    for (n, node_def) in nodes.enumerate() {
-        let node_def = node_def?;
+    let mut pending = PendingInputs::with_capacity(node_count, input_count);
+    let mut shared_attrs: HashMap<&[u8], AttrMap> = HashMap::default();
+    for (n, node) in nodes.enumerate() {
+        let SplitNode { def: node_def, attrs: encoded_attrs } = node?;
         if n as u64 % REPORT_EVERY == REPORT_EVERY - 1 {
             progress.advance(REPORT_EVERY);
         }
         let node_spans = spans.as_mut().and_then(Iterator::next).unwrap_or_default();
         let NodeDef { name, op, input, device, attr, experimental_debug_info, experimental_type } = node_def;
-        let mut attrs = convert_attrs(&name, node_spans.node, attr, &mut interned, &mut errors);
+        let mut attrs = match encoded_attrs {
+            None => convert_attrs(&name, node_spans.node, attr, &mut interned, &mut errors),
+            Some(encoded) => match shared_attrs.get(encoded) {
+                Some(shared) => shared.clone(),
+                None => {
+                    let attr =
+                        NodeDef::decode(encoded).map_err(|e| ImportError::Decode { reason: e.to_string() })?.attr;
+                    let reported = errors.len();
+                    let attrs = convert_attrs(&name, node_spans.node, attr, &mut interned, &mut errors);
+                    if errors.len() == reported {
+                        if shared_attrs.len() >= SHARED_ATTRS_LIMIT {
+                            shared_attrs.clear();
+                        }
+                        shared_attrs.insert(encoded, attrs.clone());
+                    }
+                    attrs
+                }
+            },
+        };
         if let Some(info) = experimental_debug_info {
             attrs.insert(DEBUG_INFO_ATTR, ir::AttrValue::from_bytes(info.encode_to_vec()));
         }
@@ -134,31 +168,34 @@ fn convert(
         node.attrs = attrs;
         node.span = node_spans.node;
         match graph.add_node(node) {
-            Ok(id) => pending.push((id, input, node_spans.inputs)),
+            Ok(id) => pending.push(&graph, id, input, node_spans.inputs),
             Err(_) => errors.push(ImportError::DuplicateNode { name, span: node_spans.node }),
         }
     }
 
-    for (n, (id, inputs, input_spans)) in pending.into_iter().enumerate() {
+    for (n, (id, operands, input_spans)) in pending.nodes().enumerate() {
         if n as u64 % REPORT_EVERY == REPORT_EVERY - 1 {
             progress.advance(REPORT_EVERY);
         }
         let mut seen_control = false;
-        for (i, input) in inputs.iter().enumerate() {
+        for (i, operand) in operands.iter().enumerate() {
             let span = input_spans.get(i).copied().unwrap_or(graph.node(id).span);
             let node_name = || graph.node(id).name.to_string();
-            let Some((name, output)) = parse_input(input) else {
-                errors.push(ImportError::MalformedInput { node: node_name(), input: input.clone(), span });
-                continue;
-            };
-            let Some(src) = graph.find(name) else {
-                errors.push(ImportError::UnknownInput {
-                    node: node_name(),
-                    input: input.clone(),
-                    name: name.to_string(),
-                    span,
-                });
-                continue;
+            let (src, output) = match pending.resolve(&graph, operand) {
+                Ok(resolved) => resolved,
+                Err(Unresolved::Malformed(input)) => {
+                    errors.push(ImportError::MalformedInput { node: node_name(), input: input.to_string(), span });
+                    continue;
+                }
+                Err(Unresolved::Unknown(input, name)) => {
+                    errors.push(ImportError::UnknownInput {
+                        node: node_name(),
+                        input: input.to_string(),
+                        name: name.to_string(),
+                        span,
+                    });
+                    continue;
+                }
             };
             match output {
                 None => {
@@ -167,7 +204,8 @@ fn convert(
                 }
                 Some(k) => {
                     if seen_control {
-                        errors.push(ImportError::DataAfterControl { node: node_name(), input: input.clone(), span });
+                        let input = pending.spelling(&graph, operand);
+                        errors.push(ImportError::DataAfterControl { node: node_name(), input, span });
                     }
                     graph.add_data_input(id, src, k, span);
                 }
@@ -180,6 +218,109 @@ fn convert(
         graphs.extend(super::functions::function_graphs(library, &mut errors));
     }
     Ok((Module { header: Vec::new(), graphs }, errors))
+}
+
+/// The inputs of the imported nodes, kept from the first pass (adding
+/// nodes) to the second (adding edges in node order, so that edge order and
+/// error order do not depend on the GraphDef's node order).
+///
+/// An input whose producer already exists when its node is added (every
+/// input of a GraphDef in topological order, TensorFlow's usual order) is
+/// stored resolved, in 8 bytes; only the others keep their string.
+struct PendingInputs {
+    /// Per node: its id, the end of its operands in `operands`, its input spans.
+    nodes: Vec<(NodeId, u32, Vec<Span>)>,
+    operands: Vec<Operand>,
+    /// The spelling of every input that was not resolved in the first pass.
+    strings: Vec<String>,
+}
+
+/// One input: `src` and `output` (`CONTROL` for `^src`), or, with `src ==
+/// UNRESOLVED`, `output` is the index of its spelling in `strings`.
+#[derive(Clone, Copy)]
+struct Operand {
+    src: u32,
+    output: u32,
+}
+
+impl Operand {
+    const CONTROL: u32 = u32::MAX;
+    const UNRESOLVED: u32 = u32::MAX;
+}
+
+/// Why an input does not name an existing output.
+enum Unresolved<'a> {
+    /// Not `a`, `a:k` or `^a`.
+    Malformed(&'a str),
+    /// The input, and the node name it asks for, which no node has.
+    Unknown(&'a str, &'a str),
+}
+
+impl PendingInputs {
+    fn with_capacity(nodes: usize, inputs: usize) -> PendingInputs {
+        PendingInputs { nodes: Vec::with_capacity(nodes), operands: Vec::with_capacity(inputs), strings: Vec::new() }
+    }
+
+    /// Records the inputs of node `id`, resolving those whose producer `graph` already has.
+    /// A data input after a control input is kept as written, for its error.
+    fn push(&mut self, graph: &Graph, id: NodeId, inputs: Vec<String>, spans: Vec<Span>) {
+        let mut seen_control = false;
+        for input in inputs {
+            let parsed = parse_input(&input);
+            let data_after_control = seen_control && matches!(parsed, Some((_, Some(_))));
+            seen_control |= matches!(parsed, Some((_, None)));
+            let resolved = parsed
+                .filter(|_| !data_after_control)
+                .and_then(|(name, output)| Some((graph.find(name)?, output)))
+                .filter(|(src, _)| src.0.index() < Operand::UNRESOLVED as usize);
+            self.operands.push(match resolved {
+                Some((src, output)) => {
+                    Operand { src: src.0.index() as u32, output: output.unwrap_or(Operand::CONTROL) }
+                }
+                None => {
+                    self.strings.push(input);
+                    Operand { src: Operand::UNRESOLVED, output: self.strings.len() as u32 - 1 }
+                }
+            });
+        }
+        self.nodes.push((id, self.operands.len() as u32, spans));
+    }
+
+    /// Every recorded node with its operands, in the order they were pushed.
+    fn nodes(&self) -> impl Iterator<Item = (NodeId, &[Operand], &[Span])> + '_ {
+        let mut start = 0;
+        self.nodes.iter().map(move |(id, end, spans)| {
+            let operands = &self.operands[start as usize..*end as usize];
+            start = *end;
+            (*id, operands, spans.as_slice())
+        })
+    }
+
+    /// The producer and output (`None`: control) of an operand.
+    fn resolve<'a>(&'a self, graph: &Graph, operand: &Operand) -> Result<(NodeId, Option<u32>), Unresolved<'a>> {
+        if operand.src != Operand::UNRESOLVED {
+            let output = (operand.output != Operand::CONTROL).then_some(operand.output);
+            return Ok((NodeId(operand.src.into()), output));
+        }
+        let input = self.strings[operand.output as usize].as_str();
+        let (name, output) = parse_input(input).ok_or(Unresolved::Malformed(input))?;
+        let src = graph.find(name).ok_or(Unresolved::Unknown(input, name))?;
+        Ok((src, output))
+    }
+
+    /// The input as the GraphDef spelled it (exact for the inputs [`PendingInputs::push`] keeps as
+    /// written; TensorFlow's canonical spelling for the others).
+    fn spelling(&self, graph: &Graph, operand: &Operand) -> String {
+        if operand.src == Operand::UNRESOLVED {
+            return self.strings[operand.output as usize].clone();
+        }
+        let name = &graph.node(NodeId(operand.src.into())).name;
+        match operand.output {
+            Operand::CONTROL => format!("^{name}"),
+            0 => name.to_string(),
+            k => format!("{name}:{k}"),
+        }
+    }
 }
 
 /// Converts the attributes of a `NodeDef` (of the graph or of a function

@@ -176,18 +176,46 @@ fn lower_config(args: &LowerArgs) -> Result<LowerConfig, lower::LowerError> {
 
 /// Rewrites and lowers; prints diagnostics; returns the tagged graph and
 /// the lowering, or the exit code.
+/// How `run` treats a plain graph (no replicate cluster): as one
+/// single-replica cluster for these fetches (`passes::single_replica`).
+struct PlainRun<'a> {
+    fetches: &'a [String],
+    unlowered: passes::single_replica::Unlowered,
+}
+
+/// What [`rewrite_and_lower`] made: the loaded (tagged) module, its
+/// lowering, and what single-replica clustering did to a plain graph.
+type Prepared = (Loaded, lower::Lowered, Option<passes::single_replica::SingleReplica>);
+
 fn rewrite_and_lower(
     input: &InputPath,
     format: Option<InputFormat>,
     rewrite_args: &RewriteArgs,
     lower_args: &LowerArgs,
-) -> Result<(Loaded, lower::Lowered), ExitCode> {
+    plain: Option<&PlainRun>,
+) -> Result<Prepared, ExitCode> {
     let pipeline = pipeline_config(rewrite_args)?;
     let failed = || ExitCode::from(1);
     let timer = PhaseTimer::start(lower_args.time_passes);
     let bar = DelayedBar::new();
     let mut loaded = load_any(input, format, &bar).ok_or_else(failed)?;
     timer.lap("load");
+    // A plain graph runs as one single-replica cluster, then the normal pipeline.
+    let mut single = None;
+    if let (Some(plain), Some(graph)) = (plain, loaded.module.graphs.first_mut()) {
+        let config = passes::single_replica::SingleReplicaConfig {
+            fetches: plain.fetches,
+            variables: &[],
+            unlowered: plain.unlowered,
+        };
+        match passes::single_replica::single_replica(graph, &config) {
+            Ok(done) => single = done,
+            Err(errors) => {
+                report(errors.into_iter().map(|e| Box::new(e) as AnyDiagnostic).collect(), &loaded.source);
+                return Err(failed());
+            }
+        }
+    }
     let clusters = rewrite_forming_clusters(&mut loaded, &pipeline, lower_args.time_passes, &bar).ok_or_else(failed)?;
     timer.lap("rewrite");
     let config = match lower_config(lower_args) {
@@ -217,7 +245,7 @@ fn rewrite_and_lower(
                     errln!("  {:<22} {:>12.3} ms wall", phase.name, phase.wall.as_secs_f64() * 1e3);
                 }
             }
-            Ok((loaded, lowered))
+            Ok((loaded, lowered, single))
         }
         Err(LowerFailure::Lower(errors)) => {
             report(errors.into_iter().map(|e| Box::new(e) as AnyDiagnostic).collect(), &loaded.source);
@@ -250,7 +278,7 @@ pub fn lower_command(
     output: Option<PathBuf>,
 ) -> ExitCode {
     let input = InputPath::parse(file);
-    let (loaded, lowered) = match rewrite_and_lower(&input, format, rewrite_args, lower_args) {
+    let (loaded, lowered, _) = match rewrite_and_lower(&input, format, rewrite_args, lower_args, None) {
         Ok(done) => done,
         Err(code) => return code,
     };
@@ -487,6 +515,22 @@ fn read_feeds(args: &RunArgs, lowered: &Module, tagged: &Module) -> Result<Vec<(
     Ok(feeds)
 }
 
+/// What `run` says about a plain graph: one single-replica cluster, and
+/// the ops it placed on the host.
+fn describe_single_replica(single: &passes::single_replica::SingleReplica) -> String {
+    let mut text =
+        format!("plain graph: compiled as one single-replica cluster ({} ops on the device)", single.device_ops);
+    if single.host_ops.is_empty() {
+        text.push_str("; no op on the host");
+    } else {
+        text.push_str("; on the host:");
+        for op in &single.host_ops {
+            text.push_str(&format!("\n  {} ({}): {}", op.op, op.node, op.placement.describe()));
+        }
+    }
+    text
+}
+
 /// Every `output_<i>_shard_<r>` of the host program, ordered by output then replica.
 fn default_fetches(lowered: &Module) -> Vec<String> {
     let Some(host) = lowered.graph(driver::HOST) else { return Vec::new() };
@@ -704,10 +748,19 @@ pub fn run_command(args: RunArgs) -> ExitCode {
         exec::limits::set_max_tensor_bytes(bytes);
     }
     let input = InputPath::parse(&args.file);
-    let (loaded, lowering) = match rewrite_and_lower(&input, args.input_format, &args.rewrite, &args.lower) {
-        Ok(done) => done,
-        Err(code) => return code,
+    let unlowered = match args.backend {
+        Backend::Sim => passes::single_replica::Unlowered::InCluster,
+        _ => passes::single_replica::Unlowered::Refuse,
     };
+    let plain = PlainRun { fetches: &args.fetch, unlowered };
+    let (loaded, lowering, single) =
+        match rewrite_and_lower(&input, args.input_format, &args.rewrite, &args.lower, Some(&plain)) {
+            Ok(done) => done,
+            Err(code) => return code,
+        };
+    if let Some(single) = &single {
+        errln!("{}", describe_single_replica(single));
+    }
     let feeds = match read_feeds(&args, &lowering.module, &loaded.module) {
         Ok(f) => f,
         Err(e) => {
@@ -737,7 +790,13 @@ pub fn run_command(args: RunArgs) -> ExitCode {
     }
     let assignment = lowering.assignment.clone();
     let lowered = lowering.module;
-    let fetches = if args.fetch.is_empty() { default_fetches(&lowered) } else { args.fetch.clone() };
+    // A plain graph's fetches are carried by the cluster's outputs.
+    let carrier = |name: &String| match &single {
+        Some(single) => single.fetches.iter().find(|(f, _)| f == name).map_or_else(|| name.clone(), |(_, c)| c.clone()),
+        None => name.clone(),
+    };
+    let fetches =
+        if args.fetch.is_empty() { default_fetches(&lowered) } else { args.fetch.iter().map(carrier).collect() };
     let feed_names: Vec<String> = feeds.iter().map(|f| f.0.clone()).collect();
     if let Some(tagged) = loaded.module.graphs.first() {
         if let Err(e) = driver::check_feeds_and_fetches(tagged, &feed_names, &fetches) {
@@ -841,7 +900,9 @@ pub fn run_command(args: RunArgs) -> ExitCode {
                     let mut by_name: std::collections::HashMap<String, Tensor> = o.run.fetched.drain(..).collect();
                     // --fetch names the device program's results; anything else
                     // (a host op after the step, a target) is not computed here.
-                    if let Some(name) = fetches.iter().find(|n| !by_name.contains_key(*n)) {
+                    // A plain graph's targets ran in the device program or on the host after it.
+                    let ran = |n: &String| single.is_some() && n.starts_with('^');
+                    if let Some(name) = fetches.iter().find(|n| !by_name.contains_key(*n) && !ran(n)) {
                         let mut available: Vec<&String> = by_name.keys().collect();
                         available.sort();
                         let available = available.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ");
@@ -869,6 +930,15 @@ pub fn run_command(args: RunArgs) -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    // A plain graph's fetches under the names they were asked by.
+    let mut outcome = outcome;
+    if let Some(single) = &single {
+        for (name, _) in outcome.fetched.iter_mut() {
+            if let Some((asked, _)) = single.fetches.iter().find(|(_, c)| c == name) {
+                name.clone_from(asked);
+            }
+        }
+    }
     if let Some(dir) = &args.npy_dir {
         if let Err(e) = std::fs::create_dir_all(dir) {
             return super::fail(CliError::Write { path: dir.display().to_string(), reason: e.to_string() });

@@ -25,6 +25,7 @@ pub mod metadata;
 pub mod outside_compilation;
 pub mod replica_groups;
 pub mod replicate_clustering;
+pub mod single_replica;
 pub mod unsupported_ops;
 
 use std::time::{Duration, Instant};

@@ -333,7 +333,20 @@ pub fn run(graph: &Graph, assignment: &DeviceAssignment, config: &RunConfig) -> 
         after.seed(node, values);
     }
     for name in config.fetch {
-        if name.starts_with('^') || fetched.iter().any(|(n, _)| n == name) {
+        // A host target (a print or an assert after the step) runs for its effect.
+        if let Some(target) = name.strip_prefix('^') {
+            let host_op = graph.find(target).filter(|&id| {
+                let attrs = &graph.node(id).attrs;
+                attrs.get_str(crate::passes::common::TPU_REPLICATE).is_none() && &*graph.node(id).op != "NoOp"
+            });
+            if let Some(id) = host_op {
+                after
+                    .evaluate(id)
+                    .map_err(|e| XlaError::HostAfterStep { name: name.clone(), message: e.to_string() })?;
+            }
+            continue;
+        }
+        if fetched.iter().any(|(n, _)| n == name) {
             continue;
         }
         let (node, output) = match name.rsplit_once(':') {

@@ -62,6 +62,12 @@ impl<'a> Host<'a> {
             .ok_or_else(|| XlaError::Host { node: name.to_string(), message: format!("has no output {output}") })
     }
 
+    /// Runs host node `id` (and the host nodes it reads) for its effect,
+    /// e.g. a `PrintV2` or `Assert` target after the device step.
+    pub fn evaluate(&mut self, id: NodeId) -> Result<(), XlaError> {
+        self.outputs(id).map(|_| ())
+    }
+
     fn outputs(&mut self, root: NodeId) -> Result<Vec<Tensor>, XlaError> {
         // Iterative post-order: a long chain of host ops must not overflow the stack.
         let mut stack = vec![(root, false)];

@@ -15,6 +15,9 @@
 //!   when it reads no device value, *outside-compiled* (tagged
 //!   `_xla_outside_compilation`, one cluster per connected group) when a
 //!   device op reads its result, and *after* the device program otherwise;
+//! - ops whose result shape depends on their operands' values (`Where`,
+//!   `ListDiff`, `Unique`) are host ops (folded when their operands are
+//!   constants);
 //! - a `Const` that only host ops read is a host op too;
 //! - anything else (no lowering and not a host op: TF1 control flow,
 //!   TensorLists, ops without any kernel) is refused with a diagnostic
@@ -125,6 +128,10 @@ pub fn has_cluster(graph: &Graph) -> bool {
 /// Ops that are arguments of the device program.
 const ARGUMENTS: &[&str] = &["Placeholder", "PlaceholderWithDefault", "VarHandleOp", "MirroredVarHandleOp"];
 
+/// Ops whose result shape depends on their operands' values: XLA cannot
+/// compile them unless they fold, so they are host ops.
+const DYNAMIC_SHAPE: &[&str] = &["ListDiff", "Unique", "Where"];
+
 /// True when an attribute of `node` is or lists the `string` dtype.
 fn has_string_type(node: &Node) -> bool {
     node.attrs.iter().any(|(_, v)| match v {
@@ -197,6 +204,9 @@ pub fn single_replica(
         let op = &*node.op;
         let k = if ARGUMENTS.contains(&op) {
             Kind::Argument
+        } else if DYNAMIC_SHAPE.contains(&op) && crate::exec::kernels::has_kernel(op) {
+            // Folded at compile time when its operands are constants, else run on the host.
+            Kind::Host
         } else if crate::xla::stablehlo::lowering_of(op).is_some() && !has_string_type(node) {
             Kind::Device
         } else if crate::exec::kernels::has_kernel(op) && (crate::ir::ops::is_host_only(op) || has_string_type(node)) {

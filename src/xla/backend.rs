@@ -164,6 +164,10 @@ pub fn run(graph: &Graph, assignment: &DeviceAssignment, config: &RunConfig) -> 
     });
     let mut installed = false;
     for cluster in &clusters {
+        // A cluster of metadata alone (a plain graph whose ops all run on the host) computes nothing.
+        if cluster.members.iter().all(|&m| &*graph.node(m).op == "TPUReplicateMetadata") {
+            continue;
+        }
         let t = Instant::now();
         let emit_config = stablehlo::Config {
             steps_per_run: config.steps_per_run.max(1),

@@ -21,7 +21,6 @@ mod support;
 mod corpus;
 use corpus::{read_json, tensor_of};
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use half::{bf16, f16};
@@ -286,13 +285,12 @@ fn check(case: &str) {
     let rtol = meta["rtol"].as_f64().expect("rtol");
     let module = corpus::import(dir, &stem);
     let result = if meta["kind"] == "replicated" {
-        run_replicated(case, &meta, &module).map(|both| {
+        run_replicated(case, &meta, &module).inspect(|both| {
             compare(case, &both.sim, &both.pjrt, rtol);
             for (name, want) in meta["runs"][0]["fetches"].as_object().expect("fetches") {
                 let got = &both.pjrt.fetched.iter().find(|(n, _)| n == name).expect("fetched").1;
                 corpus::assert_close(&format!("{case}: {name} (pjrt vs TensorFlow)"), got, &tensor_of(want), rtol);
             }
-            both
         })
     } else {
         run_plain(case, &meta, &module)

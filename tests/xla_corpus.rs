@@ -442,3 +442,27 @@ fn an_op_that_neither_compiles_nor_runs_on_the_host_is_named() {
     };
     assert!(text[span.start as usize..span.end as usize].contains("%y"), "the span is the node");
 }
+
+/// A host `Assert` that fails fails the run on both backends, with
+/// TensorFlow's message.
+#[test]
+fn a_failing_host_assert_fails_the_run_on_both_backends() {
+    let dir = corpus_dir().join("host");
+    let meta = read_json(&dir.join("host_string_format.json"));
+    let module = corpus::import(&dir, "host_string_format");
+    let feeds = feeds_of(&meta);
+    let targets: Vec<String> = meta["failing"]["targets"]
+        .as_array()
+        .expect("targets")
+        .iter()
+        .map(|t| format!("^{}", t.as_str().unwrap()))
+        .collect();
+    let want = meta["assert_error"].as_str().expect("TensorFlow's message");
+    let head = want.split(" [[").next().unwrap_or(want);
+    for pjrt in [false, true] {
+        match run_plain_once(&module, &feeds, &targets, &[], pjrt) {
+            Ok(_) => panic!("the assert passed (pjrt: {pjrt})"),
+            Err(e) => assert!(e.text.contains(head), "pjrt: {pjrt}: {}: {}", e.code, e.text),
+        }
+    }
+}

@@ -200,23 +200,30 @@ fn rewrite_and_lower(
     let bar = DelayedBar::new();
     let mut loaded = load_any(input, format, &bar).ok_or_else(failed)?;
     timer.lap("load");
-    // A plain graph runs as one single-replica cluster, then the normal pipeline.
+    let mut clusters =
+        rewrite_forming_clusters(&mut loaded, &pipeline, lower_args.time_passes, &bar).ok_or_else(failed)?;
+    // A graph the pipeline found no cluster in (gradients expanded) runs as one single-replica cluster.
     let mut single = None;
-    if let (Some(plain), Some(graph)) = (plain, loaded.module.graphs.first_mut()) {
+    if let (Some(plain), Some(graph), true) = (plain, loaded.module.graphs.first_mut(), clusters.is_empty()) {
         let config = passes::single_replica::SingleReplicaConfig {
             fetches: plain.fetches,
             variables: &[],
             unlowered: plain.unlowered,
         };
+        let fail = |errors: Vec<passes::PassError>, loaded: &Loaded| {
+            report(errors.into_iter().map(|e| Box::new(e) as AnyDiagnostic).collect(), &loaded.source);
+            failed()
+        };
         match passes::single_replica::single_replica(graph, &config) {
             Ok(done) => single = done,
-            Err(errors) => {
-                report(errors.into_iter().map(|e| Box::new(e) as AnyDiagnostic).collect(), &loaded.source);
-                return Err(failed());
-            }
+            Err(errors) => return Err(fail(errors, &loaded)),
         }
+        let (formed, errors) = passes::form_clusters(graph);
+        if errors.iter().any(|e| !e.is_warning()) {
+            return Err(fail(errors, &loaded));
+        }
+        clusters = formed;
     }
-    let clusters = rewrite_forming_clusters(&mut loaded, &pipeline, lower_args.time_passes, &bar).ok_or_else(failed)?;
     timer.lap("rewrite");
     let config = match lower_config(lower_args) {
         Ok(c) => c,
@@ -438,6 +445,7 @@ fn read_json_feeds(
     path: &std::path::Path,
     lowered: &Module,
     tagged: &Module,
+    pruned: &[String],
 ) -> Result<Vec<(String, Tensor)>, CliError> {
     let text =
         std::fs::read(path).map_err(|e| CliError::Read { path: path.display().to_string(), reason: e.to_string() })?;
@@ -453,7 +461,9 @@ fn read_json_feeds(
     let serde_json::Value::Object(map) = object else {
         return Err(CliError::feed(format!("{}: expected an object mapping tensor names to arrays", path.display())));
     };
+    // Feeds of placeholders a plain graph's run does not need are dropped, as `Session.run` ignores them.
     map.iter()
+        .filter(|(name, _)| !pruned.iter().any(|p| name.split(':').next() == Some(p.as_str())))
         .map(|(name, v)| {
             let tensor = exec::tensor_from_json(v, feed_dtype(lowered, tagged, name)).map_err(|e| {
                 let node = name.split(':').next().unwrap_or(name);
@@ -500,14 +510,22 @@ fn json_key_span(text: &[u8], key: &str) -> Option<std::ops::Range<usize>> {
     None
 }
 
-fn read_feeds(args: &RunArgs, lowered: &Module, tagged: &Module) -> Result<Vec<(String, Tensor)>, CliError> {
+fn read_feeds(
+    args: &RunArgs,
+    lowered: &Module,
+    tagged: &Module,
+    pruned: &[String],
+) -> Result<Vec<(String, Tensor)>, CliError> {
     let mut feeds = Vec::new();
     if let Some(path) = &args.feeds {
-        feeds = read_json_feeds(path, lowered, tagged)?;
+        feeds = read_json_feeds(path, lowered, tagged, pruned)?;
     }
     for item in &args.feed {
         let (name, file) =
             item.split_once('=').ok_or_else(|| CliError::usage(format!("--feed takes NAME=FILE.npy, got `{item}`")))?;
+        if pruned.iter().any(|p| name.split(':').next() == Some(p.as_str())) {
+            continue;
+        }
         let tensor =
             exec::read_npy_file(std::path::Path::new(file)).map_err(|e| CliError::feed(format!("{file}: {e}")))?;
         feeds.push((name.to_string(), tensor));
@@ -606,7 +624,8 @@ fn per_host_feeds(
     let host_replicas: Vec<Vec<u32>> = workers.into_iter().map(|w| w.replicas).collect();
     let mut host_feeds = Vec::with_capacity(args.feed_per_host.len());
     for path in &args.feed_per_host {
-        let feeds = read_json_feeds(path, &lowered.module, &loaded.module).map_err(|e| Box::new(e) as AnyDiagnostic)?;
+        let feeds =
+            read_json_feeds(path, &lowered.module, &loaded.module, &[]).map_err(|e| Box::new(e) as AnyDiagnostic)?;
         if let Some((input, _)) = feeds.iter().find(|(name, _)| replica_operands(&loaded.module, name).is_none()) {
             return Err(message(format!(
                 "{}: per-host feeds name replicated inputs (`input0:0`); `{input}` is not a `TPUReplicatedInput`",
@@ -760,8 +779,15 @@ pub fn run_command(args: RunArgs) -> ExitCode {
         };
     if let Some(single) = &single {
         errln!("{}", describe_single_replica(single));
+        if !single.uninitialized.is_empty() {
+            errln!(
+                "note: no value for variable(s) {} in this run: they start as zeros",
+                single.uninitialized.join(", ")
+            );
+        }
     }
-    let feeds = match read_feeds(&args, &lowering.module, &loaded.module) {
+    let pruned = single.as_ref().map(|s| s.pruned_feeds.as_slice()).unwrap_or_default();
+    let feeds = match read_feeds(&args, &lowering.module, &loaded.module, pruned) {
         Ok(f) => f,
         Err(e) => {
             report(vec![Box::new(e)], &loaded.source);

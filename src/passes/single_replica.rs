@@ -31,9 +31,11 @@
 //! [`SingleReplica::fetches`] maps each fetch to the tensor that now
 //! carries it. Variables with a value from an earlier run get a host
 //! initialiser (`Const` + `AssignVariableOp`), which is how the lowering
-//! and the PJRT backend load variables; a variable with none starts as
-//! zeros of its declared shape (it must be assigned before it is read,
-//! as TensorFlow requires).
+//! and the PJRT backend load variables. A variable with none that the run
+//! assigns from constants (its initialiser) and also uses otherwise is
+//! initialised on the host before the device program, as a replicated
+//! graph's init program does; any other starts as zeros of its declared
+//! shape (it must be assigned before it is read, as TensorFlow requires).
 //!
 //! A graph that already has a cluster (a tag or a `replicate` region) is
 //! left alone. Cost: O(nodes + edges) for the pruned graph.
@@ -118,6 +120,8 @@ pub struct SingleReplica {
     pub device_ops: usize,
     /// Variables with no earlier value, which start as zeros.
     pub uninitialized: Vec<String>,
+    /// The placeholders the run does not need (pruned away): their feeds are ignored.
+    pub pruned_feeds: Vec<String>,
 }
 
 /// True when `graph` has a cluster already (a tag or a `replicate` region).
@@ -192,8 +196,11 @@ pub fn single_replica(
         }
     }
     let unused: Vec<NodeId> = graph.node_ids().filter(|id| !needed.contains(id)).collect();
+    let mut pruned_feeds = Vec::new();
     for id in unused {
-        graph.remove_node(id);
+        if let Some(node) = graph.remove_node(id).filter(|n| ARGUMENTS[..2].contains(&&*n.op)) {
+            pruned_feeds.push(node.name.to_string());
+        }
     }
     let order = topological(graph);
 
@@ -231,6 +238,29 @@ pub fn single_replica(
     }
     if !errors.is_empty() {
         return Err(errors);
+    }
+    // Initialisers: a variable with no earlier value that the run assigns
+    // from constants and also uses otherwise is initialised on the host
+    // first, as the init program does for a replicated graph.
+    let mut initialized: BTreeSet<NodeId> = BTreeSet::new();
+    for &id in &order {
+        if &*graph.node(id).op != "AssignVariableOp" {
+            continue;
+        }
+        let inputs = graph.data_inputs(id);
+        let (Some(handle), Some(value)) = (inputs.first(), inputs.get(1)) else { continue };
+        let var = graph.node(handle.src);
+        let has_value = config.variables.iter().any(|(n, _)| *n == *var.name);
+        let used_otherwise = graph.uses(handle.src).iter().any(|(u, _)| *u != id);
+        if &*var.op != "VarHandleOp" || has_value || !used_otherwise || initialized.contains(&handle.src) {
+            continue;
+        }
+        let Some(ancestors) = constant_ancestors(graph, value.src) else { continue };
+        for a in ancestors {
+            kind.insert(a, Kind::Host);
+        }
+        kind.insert(id, Kind::Host);
+        initialized.insert(handle.src);
     }
     // A constant only host ops read is a host op.
     for &id in &order {
@@ -285,7 +315,7 @@ pub fn single_replica(
         group.insert(id, g);
     }
     // Tags.
-    let mut report = SingleReplica::default();
+    let mut report = SingleReplica { pruned_feeds, ..SingleReplica::default() };
     for &id in &order {
         let p = placed[&id];
         let node = graph.node_mut(id);
@@ -378,7 +408,7 @@ pub fn single_replica(
     // Variables: host initialisers with the earlier values, else zeros.
     for &id in &order {
         let node = graph.node(id);
-        if &*node.op != "VarHandleOp" {
+        if &*node.op != "VarHandleOp" || initialized.contains(&id) {
             continue;
         }
         let name = node.name.to_string();
@@ -415,6 +445,24 @@ pub fn single_replica(
     }
     report.host_ops.sort_by_key(|h| graph.find(&h.node).map(|id| graph.node(id).seq));
     Ok(Some(report))
+}
+
+/// `id` and its data ancestors when none of them is a feed or touches a
+/// variable (a value computed from constants alone), else `None`.
+fn constant_ancestors(graph: &Graph, id: NodeId) -> Option<Vec<NodeId>> {
+    let mut seen = BTreeSet::new();
+    let mut stack = vec![id];
+    while let Some(n) = stack.pop() {
+        if !seen.insert(n) {
+            continue;
+        }
+        let op = &*graph.node(n).op;
+        if ARGUMENTS.contains(&op) || op.contains("Variable") || !crate::exec::kernels::has_kernel(op) {
+            return None;
+        }
+        stack.extend(graph.data_inputs(n).into_iter().map(|i| i.src));
+    }
+    Some(seen.into_iter().collect())
 }
 
 /// The nodes in an order where every op follows its operands (back edges of

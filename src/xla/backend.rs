@@ -339,9 +339,12 @@ pub fn run(graph: &Graph, assignment: &DeviceAssignment, config: &RunConfig) -> 
     for name in config.fetch {
         // A host target (a print or an assert after the step) runs for its effect.
         if let Some(target) = name.strip_prefix('^') {
+            // Variable ops on the host (initialisers) are not after the step: they are not run here.
             let host_op = graph.find(target).filter(|&id| {
-                let attrs = &graph.node(id).attrs;
-                attrs.get_str(crate::passes::common::TPU_REPLICATE).is_none() && &*graph.node(id).op != "NoOp"
+                let node = graph.node(id);
+                node.attrs.get_str(crate::passes::common::TPU_REPLICATE).is_none()
+                    && &*node.op != "NoOp"
+                    && !node.op.contains("Variable")
             });
             if let Some(id) = host_op {
                 after

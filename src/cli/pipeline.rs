@@ -821,8 +821,19 @@ pub fn run_command(args: RunArgs) -> ExitCode {
         Some(single) => single.fetches.iter().find(|(f, _)| f == name).map_or_else(|| name.clone(), |(_, c)| c.clone()),
         None => name.clone(),
     };
-    let fetches =
+    let mut fetches =
         if args.fetch.is_empty() { default_fetches(&lowered) } else { args.fetch.iter().map(carrier).collect() };
+    // A plain graph's targets in the cluster run with the device program.
+    if let (Some(_), Some(tagged)) = (&single, loaded.module.graphs.first()) {
+        let in_cluster = |target: &str| {
+            tagged.find(target).is_some_and(|id| {
+                let attrs = &tagged.node(id).attrs;
+                attrs.get_str(passes::common::TPU_REPLICATE).is_some()
+                    && attrs.get_str(passes::common::OUTSIDE_COMPILATION).is_none()
+            })
+        };
+        fetches.retain(|f| !f.strip_prefix('^').is_some_and(in_cluster));
+    }
     let feed_names: Vec<String> = feeds.iter().map(|f| f.0.clone()).collect();
     if let Some(tagged) = loaded.module.graphs.first() {
         if let Err(e) = driver::check_feeds_and_fetches(tagged, &feed_names, &fetches) {

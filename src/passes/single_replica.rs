@@ -38,7 +38,8 @@
 //! shape (it must be assigned before it is read, as TensorFlow requires).
 //!
 //! A graph that already has a cluster (a tag or a `replicate` region) is
-//! left alone. Cost: O(nodes + edges) for the pruned graph.
+//! left alone. Run it after the pipeline (which expands `gradients`
+//! calls), then form the clusters. Cost: O(nodes + edges).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 

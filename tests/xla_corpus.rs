@@ -466,3 +466,35 @@ fn a_failing_host_assert_fails_the_run_on_both_backends() {
         }
     }
 }
+
+/// A host op between device ops is outside-compiled: `Where` (its result
+/// shape depends on the values) reads a device result, and device ops read
+/// its result; both backends agree.
+#[test]
+fn a_host_op_between_device_ops_is_outside_compiled() {
+    use tpu_rewrite::passes::single_replica::Placement;
+    let text = r#"graph @main {
+  %x = Placeholder() {dtype = f32, shape = shape[5]}
+  %y = Relu(%x) {T = f32}
+  %where = Where(%y) {T = f32}
+  %idx = Cast(%where) {SrcT = i64, DstT = f32}
+  %axes = Const() {dtype = i32, value = tensor(i32, [2]) [0, 1]}
+  %total = Sum(%idx, %axes) {T = f32, Tidx = i32, keep_dims = false}
+  %scaled = Mul(%total, %total) {T = f32}
+}
+"#;
+    let (module, errors) = tpu_rewrite::ir::parse_module(text.as_bytes()).expect("parses");
+    assert!(errors.is_empty(), "{errors:?}");
+    let fetches = ["scaled:0".to_string()];
+    let mut graph = module.graphs[0].clone();
+    let config = SingleReplicaConfig { fetches: &fetches, variables: &[], unlowered: Unlowered::Refuse };
+    let single = single_replica(&mut graph, &config).expect("clusters").expect("a plain graph");
+    let placed: Vec<(&str, Placement)> = single.host_ops.iter().map(|h| (h.node.as_str(), h.placement)).collect();
+    assert_eq!(placed, [("where", Placement::OutsideCompiled)]);
+    let feeds = vec![("x:0".to_string(), Tensor::vector(vec![1.0f32, -2.0, 3.0, 0.0, 4.0]))];
+    let sim = run_plain_once(&module, &feeds, &fetches, &[], false).unwrap_or_else(|e| panic!("{}", e.text));
+    let pjrt = run_plain_once(&module, &feeds, &fetches, &[], true).unwrap_or_else(|e| panic!("{}", e.text));
+    compare("outside compilation", &sim, &pjrt, 1e-4);
+    // Where(relu(x)) = [[0], [2], [4]]: (0 + 2 + 4)² = 36.
+    assert_eq!(pjrt.fetched, vec![("scaled:0".to_string(), Tensor::scalar(36f32))]);
+}

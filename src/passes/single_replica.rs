@@ -532,3 +532,31 @@ fn zeros_of(node: &Node) -> Option<TensorLit> {
     };
     Some(TensorLit { dtype, shape: dims, data })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_variable_value_survives_the_literal_round_trip() {
+        let values = [
+            Tensor::from_vec(&[2, 2], vec![1.5f32, -2.0, 0.0, 7.25]),
+            Tensor::from_vec(&[3], vec![1.0f64, -1e-300, 3.5]),
+            Tensor::from_vec(&[2], vec![i32::MIN, 5]),
+            Tensor::from_vec(&[2], vec![i64::MAX, -3]),
+            Tensor::from_vec(&[2], vec![-128i8, 127]),
+            Tensor::from_vec(&[2], vec![0u8, 255]),
+            Tensor::from_vec(&[3], vec![true, false, true]),
+            Tensor::from_vec(&[2], vec![half::bf16::from_f32(1.5), half::bf16::from_f32(-3.0e38)]),
+            Tensor::from_vec(&[2], vec![half::f16::from_f32(0.1), half::f16::from_f32(-65504.0)]),
+        ];
+        for t in values {
+            let t = t.expect("a tensor");
+            let literal = literal_of(&t).unwrap_or_else(|| panic!("{:?} has a literal", t.dtype()));
+            let back = Tensor::from_literal(&literal).expect("reads back");
+            assert!(back.bit_eq(&t), "{t:?} came back as {back:?}");
+        }
+        let strings = Tensor::from_vec(&[1], vec![b"s".to_vec()]).expect("a tensor");
+        assert!(literal_of(&strings).is_none(), "strings are not variable values here");
+    }
+}

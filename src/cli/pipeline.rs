@@ -176,13 +176,6 @@ fn lower_config(args: &LowerArgs) -> Result<LowerConfig, lower::LowerError> {
 
 /// Rewrites and lowers; prints diagnostics; returns the tagged graph and
 /// the lowering, or the exit code.
-/// How `run` treats a plain graph (no replicate cluster): as one
-/// single-replica cluster for these fetches (`passes::single_replica`).
-struct PlainRun<'a> {
-    fetches: &'a [String],
-    unlowered: passes::single_replica::Unlowered,
-}
-
 /// What [`rewrite_and_lower`] made: the loaded (tagged) module, its
 /// lowering, and what single-replica clustering did to a plain graph.
 type Prepared = (Loaded, lower::Lowered, Option<passes::single_replica::SingleReplica>);
@@ -192,7 +185,7 @@ fn rewrite_and_lower(
     format: Option<InputFormat>,
     rewrite_args: &RewriteArgs,
     lower_args: &LowerArgs,
-    plain: Option<&PlainRun>,
+    plain: Option<&super::plain::PlainRun>,
 ) -> Result<Prepared, ExitCode> {
     let pipeline = pipeline_config(rewrite_args)?;
     let failed = || ExitCode::from(1);
@@ -204,25 +197,18 @@ fn rewrite_and_lower(
         rewrite_forming_clusters(&mut loaded, &pipeline, lower_args.time_passes, &bar).ok_or_else(failed)?;
     // A graph the pipeline found no cluster in (gradients expanded) runs as one single-replica cluster.
     let mut single = None;
-    if let (Some(plain), Some(graph), true) = (plain, loaded.module.graphs.first_mut(), clusters.is_empty()) {
-        let config = passes::single_replica::SingleReplicaConfig {
-            fetches: plain.fetches,
-            variables: &[],
-            unlowered: plain.unlowered,
-        };
-        let fail = |errors: Vec<passes::PassError>, loaded: &Loaded| {
-            report(errors.into_iter().map(|e| Box::new(e) as AnyDiagnostic).collect(), &loaded.source);
-            failed()
-        };
-        match passes::single_replica::single_replica(graph, &config) {
-            Ok(done) => single = done,
-            Err(errors) => return Err(fail(errors, &loaded)),
+    if let (Some(plain), true) = (plain, clusters.is_empty()) {
+        match super::plain::cluster(&mut loaded, plain) {
+            Ok(Some((done, formed))) => {
+                single = Some(done);
+                clusters = formed;
+            }
+            Ok(None) => {}
+            Err(errors) => {
+                report(errors, &loaded.source);
+                return Err(failed());
+            }
         }
-        let (formed, errors) = passes::form_clusters(graph);
-        if errors.iter().any(|e| !e.is_warning()) {
-            return Err(fail(errors, &loaded));
-        }
-        clusters = formed;
     }
     timer.lap("rewrite");
     let config = match lower_config(lower_args) {
@@ -533,22 +519,6 @@ fn read_feeds(
     Ok(feeds)
 }
 
-/// What `run` says about a plain graph: one single-replica cluster, and
-/// the ops it placed on the host.
-fn describe_single_replica(single: &passes::single_replica::SingleReplica) -> String {
-    let mut text =
-        format!("plain graph: compiled as one single-replica cluster ({} ops on the device)", single.device_ops);
-    if single.host_ops.is_empty() {
-        text.push_str("; no op on the host");
-    } else {
-        text.push_str("; on the host:");
-        for op in &single.host_ops {
-            text.push_str(&format!("\n  {} ({}): {}", op.op, op.node, op.placement.describe()));
-        }
-    }
-    text
-}
-
 /// Every `output_<i>_shard_<r>` of the host program, ordered by output then replica.
 fn default_fetches(lowered: &Module) -> Vec<String> {
     let Some(host) = lowered.graph(driver::HOST) else { return Vec::new() };
@@ -771,20 +741,14 @@ pub fn run_command(args: RunArgs) -> ExitCode {
         Backend::Sim => passes::single_replica::Unlowered::InCluster,
         _ => passes::single_replica::Unlowered::Refuse,
     };
-    let plain = PlainRun { fetches: &args.fetch, unlowered };
+    let plain = super::plain::PlainRun { fetches: &args.fetch, unlowered };
     let (loaded, lowering, single) =
         match rewrite_and_lower(&input, args.input_format, &args.rewrite, &args.lower, Some(&plain)) {
             Ok(done) => done,
             Err(code) => return code,
         };
     if let Some(single) = &single {
-        errln!("{}", describe_single_replica(single));
-        if !single.uninitialized.is_empty() {
-            errln!(
-                "note: no value for variable(s) {} in this run: they start as zeros",
-                single.uninitialized.join(", ")
-            );
-        }
+        errln!("{}", super::plain::describe(single));
     }
     let pruned = single.as_ref().map(|s| s.pruned_feeds.as_slice()).unwrap_or_default();
     let feeds = match read_feeds(&args, &lowering.module, &loaded.module, pruned) {
@@ -816,24 +780,12 @@ pub fn run_command(args: RunArgs) -> ExitCode {
     }
     let assignment = lowering.assignment.clone();
     let lowered = lowering.module;
-    // A plain graph's fetches are carried by the cluster's outputs.
-    let carrier = |name: &String| match &single {
-        Some(single) => single.fetches.iter().find(|(f, _)| f == name).map_or_else(|| name.clone(), |(_, c)| c.clone()),
-        None => name.clone(),
+    let fetches = match (&single, loaded.module.graphs.first()) {
+        // A plain graph's fetches are carried by the cluster's outputs.
+        (Some(single), Some(tagged)) if !args.fetch.is_empty() => super::plain::fetches(single, tagged, &args.fetch),
+        _ if args.fetch.is_empty() => default_fetches(&lowered),
+        _ => args.fetch.clone(),
     };
-    let mut fetches =
-        if args.fetch.is_empty() { default_fetches(&lowered) } else { args.fetch.iter().map(carrier).collect() };
-    // A plain graph's targets in the cluster run with the device program.
-    if let (Some(_), Some(tagged)) = (&single, loaded.module.graphs.first()) {
-        let in_cluster = |target: &str| {
-            tagged.find(target).is_some_and(|id| {
-                let attrs = &tagged.node(id).attrs;
-                attrs.get_str(passes::common::TPU_REPLICATE).is_some()
-                    && attrs.get_str(passes::common::OUTSIDE_COMPILATION).is_none()
-            })
-        };
-        fetches.retain(|f| !f.strip_prefix('^').is_some_and(in_cluster));
-    }
     let feed_names: Vec<String> = feeds.iter().map(|f| f.0.clone()).collect();
     if let Some(tagged) = loaded.module.graphs.first() {
         if let Err(e) = driver::check_feeds_and_fetches(tagged, &feed_names, &fetches) {
@@ -967,14 +919,9 @@ pub fn run_command(args: RunArgs) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    // A plain graph's fetches under the names they were asked by.
     let mut outcome = outcome;
     if let Some(single) = &single {
-        for (name, _) in outcome.fetched.iter_mut() {
-            if let Some((asked, _)) = single.fetches.iter().find(|(_, c)| c == name) {
-                name.clone_from(asked);
-            }
-        }
+        super::plain::rename_fetched(single, &mut outcome.fetched);
     }
     if let Some(dir) = &args.npy_dir {
         if let Err(e) = std::fs::create_dir_all(dir) {

@@ -158,3 +158,98 @@ fn pure_host_ops_after_the_step_are_fetched_and_variable_reads_refused() {
     let (ok, _, err) = run(&args, plugin.to_str());
     assert!(!ok && err.contains("tpu_rewrite::xla::host_after_step") && err.contains("w_host"), "{err}");
 }
+
+/// The values of a nested JSON array, flattened.
+fn flat(v: &serde_json::Value, out: &mut Vec<f64>) {
+    match v {
+        serde_json::Value::Array(items) => items.iter().for_each(|i| flat(i, out)),
+        other => out.push(other.as_f64().unwrap_or_else(|| panic!("not a number: {other}"))),
+    }
+}
+
+/// Nests flat corpus values into the feed JSON's arrays of `shape`.
+fn nest(values: &[serde_json::Value], shape: &[usize]) -> serde_json::Value {
+    match shape {
+        [] => values[0].clone(),
+        [_] => serde_json::Value::Array(values.to_vec()),
+        [n, rest @ ..] => {
+            let step = values.len() / n;
+            serde_json::Value::Array((0..*n).map(|i| nest(&values[i * step..(i + 1) * step], rest)).collect())
+        }
+    }
+}
+
+/// A plain TensorFlow graph (no replicate cluster) runs end to end with
+/// `--backend pjrt` as one single-replica cluster, with TensorFlow's numbers.
+#[test]
+fn a_plain_tensorflow_graph_runs_on_pjrt_from_the_command_line() {
+    let plugin = support::plugin_path();
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string("tests/tf/corpus/math.json").unwrap()).unwrap();
+    let mut feeds = serde_json::Map::new();
+    for name in ["x:0", "p:0"] {
+        let feed = &meta["feeds"][name];
+        let shape: Vec<usize> =
+            feed["shape"].as_array().unwrap().iter().map(|d| d.as_u64().unwrap() as usize).collect();
+        feeds.insert(name.to_string(), nest(feed["values"].as_array().unwrap(), &shape));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("feeds.json");
+    std::fs::write(&path, serde_json::Value::Object(feeds).to_string()).unwrap();
+    let args = [
+        "tests/tf/corpus/math.pbtxt",
+        "--backend",
+        "pjrt",
+        "--feeds",
+        path.to_str().unwrap(),
+        "--fetch",
+        "max:0",
+        "--fetch",
+        "sqrt:0",
+        "--json",
+    ];
+    let (ok, out, err) = run(&args, plugin.to_str());
+    assert!(ok, "{err}");
+    assert!(
+        err.contains("plain graph: compiled as one single-replica cluster") && err.contains("no op on the host"),
+        "{err}"
+    );
+    let printed: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    let outputs = printed["outputs"].as_array().expect("outputs");
+    assert_eq!(outputs.len(), 2, "{out}");
+    for output in outputs {
+        let name = output["name"].as_str().expect("a name");
+        let (mut got, mut want) = (Vec::new(), Vec::new());
+        flat(&output["value"], &mut got);
+        flat(&meta["runs"][0]["fetches"][name]["values"], &mut want);
+        assert_eq!(got.len(), want.len(), "{name}");
+        for (a, b) in got.iter().zip(&want) {
+            assert!((a - b).abs() <= 1e-5 + 1e-4 * b.abs(), "{name}: pjrt {a}, TensorFlow {b}");
+        }
+    }
+}
+
+/// Host ops of a plain graph run on the host, and the CLI lists them; an
+/// op that neither compiles nor runs on the host is refused by name.
+#[test]
+fn a_plain_graph_lists_its_host_ops_and_refuses_what_cannot_run() {
+    let plugin = support::plugin_path();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("feeds.json");
+    std::fs::write(&path, r#"{"x:0": [[0.5, -1.25, 0.0], [2.0, 0.001, 7.0]], "n:0": [1, 2, 3, 4]}"#).unwrap();
+    let file = "tests/tf/corpus/host/host_string_format.pbtxt";
+    let base = [file, "--feeds", path.to_str().unwrap(), "--fetch", "all:0", "--fetch", "^print"];
+    let (ok, sim, err) = run(&base, None);
+    assert!(ok, "{err}");
+    let args: Vec<&str> = base.iter().chain(&["--backend", "pjrt"]).copied().collect();
+    let (ok, pjrt, err) = run(&args, plugin.to_str());
+    assert!(ok, "{err}");
+    assert_eq!(pjrt, sim, "the same string on both backends");
+    assert!(pjrt.starts_with("all:0 = \"[[0.5 -1.25 0]"), "{pjrt}");
+    assert!(err.contains("PrintV2 (print): host"), "the CLI says where the print runs: {err}");
+    assert!(err.contains("\"x = [[0.5 -1.25 0]"), "the print ran: {err}");
+    // TF1 control flow neither lowers nor runs on the host.
+    let (ok, _, err) = run(&["tests/tf/corpus/tf1/while_loop.pbtxt", "--backend", "pjrt"], plugin.to_str());
+    assert!(!ok && err.contains("tpu_rewrite::passes::not_compilable") && err.contains("TF1 control flow"), "{err}");
+    assert!(err.contains("tf1/while_loop.pbtxt:"), "located in the file: {err}");
+}

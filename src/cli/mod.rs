@@ -16,6 +16,7 @@ pub mod gen;
 pub mod io;
 pub mod ops;
 mod pipeline;
+mod plain;
 pub mod progress;
 
 use crate::diagnostics;

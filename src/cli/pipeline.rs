@@ -176,19 +176,40 @@ fn lower_config(args: &LowerArgs) -> Result<LowerConfig, lower::LowerError> {
 
 /// Rewrites and lowers; prints diagnostics; returns the tagged graph and
 /// the lowering, or the exit code.
+/// What [`rewrite_and_lower`] made: the loaded (tagged) module, its
+/// lowering, and what single-replica clustering did to a plain graph.
+type Prepared = (Loaded, lower::Lowered, Option<passes::single_replica::SingleReplica>);
+
 fn rewrite_and_lower(
     input: &InputPath,
     format: Option<InputFormat>,
     rewrite_args: &RewriteArgs,
     lower_args: &LowerArgs,
-) -> Result<(Loaded, lower::Lowered), ExitCode> {
+    plain: Option<&super::plain::PlainRun>,
+) -> Result<Prepared, ExitCode> {
     let pipeline = pipeline_config(rewrite_args)?;
     let failed = || ExitCode::from(1);
     let timer = PhaseTimer::start(lower_args.time_passes);
     let bar = DelayedBar::new();
     let mut loaded = load_any(input, format, &bar).ok_or_else(failed)?;
     timer.lap("load");
-    let clusters = rewrite_forming_clusters(&mut loaded, &pipeline, lower_args.time_passes, &bar).ok_or_else(failed)?;
+    let mut clusters =
+        rewrite_forming_clusters(&mut loaded, &pipeline, lower_args.time_passes, &bar).ok_or_else(failed)?;
+    // A graph the pipeline found no cluster in (gradients expanded) runs as one single-replica cluster.
+    let mut single = None;
+    if let (Some(plain), true) = (plain, clusters.is_empty()) {
+        match super::plain::cluster(&mut loaded, plain) {
+            Ok(Some((done, formed))) => {
+                single = Some(done);
+                clusters = formed;
+            }
+            Ok(None) => {}
+            Err(errors) => {
+                report(errors, &loaded.source);
+                return Err(failed());
+            }
+        }
+    }
     timer.lap("rewrite");
     let config = match lower_config(lower_args) {
         Ok(c) => c,
@@ -217,7 +238,7 @@ fn rewrite_and_lower(
                     errln!("  {:<22} {:>12.3} ms wall", phase.name, phase.wall.as_secs_f64() * 1e3);
                 }
             }
-            Ok((loaded, lowered))
+            Ok((loaded, lowered, single))
         }
         Err(LowerFailure::Lower(errors)) => {
             report(errors.into_iter().map(|e| Box::new(e) as AnyDiagnostic).collect(), &loaded.source);
@@ -250,7 +271,7 @@ pub fn lower_command(
     output: Option<PathBuf>,
 ) -> ExitCode {
     let input = InputPath::parse(file);
-    let (loaded, lowered) = match rewrite_and_lower(&input, format, rewrite_args, lower_args) {
+    let (loaded, lowered, _) = match rewrite_and_lower(&input, format, rewrite_args, lower_args, None) {
         Ok(done) => done,
         Err(code) => return code,
     };
@@ -410,6 +431,7 @@ fn read_json_feeds(
     path: &std::path::Path,
     lowered: &Module,
     tagged: &Module,
+    pruned: &[String],
 ) -> Result<Vec<(String, Tensor)>, CliError> {
     let text =
         std::fs::read(path).map_err(|e| CliError::Read { path: path.display().to_string(), reason: e.to_string() })?;
@@ -425,7 +447,9 @@ fn read_json_feeds(
     let serde_json::Value::Object(map) = object else {
         return Err(CliError::feed(format!("{}: expected an object mapping tensor names to arrays", path.display())));
     };
+    // Feeds of placeholders a plain graph's run does not need are dropped, as `Session.run` ignores them.
     map.iter()
+        .filter(|(name, _)| !pruned.iter().any(|p| name.split(':').next() == Some(p.as_str())))
         .map(|(name, v)| {
             let tensor = exec::tensor_from_json(v, feed_dtype(lowered, tagged, name)).map_err(|e| {
                 let node = name.split(':').next().unwrap_or(name);
@@ -472,14 +496,22 @@ fn json_key_span(text: &[u8], key: &str) -> Option<std::ops::Range<usize>> {
     None
 }
 
-fn read_feeds(args: &RunArgs, lowered: &Module, tagged: &Module) -> Result<Vec<(String, Tensor)>, CliError> {
+fn read_feeds(
+    args: &RunArgs,
+    lowered: &Module,
+    tagged: &Module,
+    pruned: &[String],
+) -> Result<Vec<(String, Tensor)>, CliError> {
     let mut feeds = Vec::new();
     if let Some(path) = &args.feeds {
-        feeds = read_json_feeds(path, lowered, tagged)?;
+        feeds = read_json_feeds(path, lowered, tagged, pruned)?;
     }
     for item in &args.feed {
         let (name, file) =
             item.split_once('=').ok_or_else(|| CliError::usage(format!("--feed takes NAME=FILE.npy, got `{item}`")))?;
+        if pruned.iter().any(|p| name.split(':').next() == Some(p.as_str())) {
+            continue;
+        }
         let tensor =
             exec::read_npy_file(std::path::Path::new(file)).map_err(|e| CliError::feed(format!("{file}: {e}")))?;
         feeds.push((name.to_string(), tensor));
@@ -562,7 +594,8 @@ fn per_host_feeds(
     let host_replicas: Vec<Vec<u32>> = workers.into_iter().map(|w| w.replicas).collect();
     let mut host_feeds = Vec::with_capacity(args.feed_per_host.len());
     for path in &args.feed_per_host {
-        let feeds = read_json_feeds(path, &lowered.module, &loaded.module).map_err(|e| Box::new(e) as AnyDiagnostic)?;
+        let feeds =
+            read_json_feeds(path, &lowered.module, &loaded.module, &[]).map_err(|e| Box::new(e) as AnyDiagnostic)?;
         if let Some((input, _)) = feeds.iter().find(|(name, _)| replica_operands(&loaded.module, name).is_none()) {
             return Err(message(format!(
                 "{}: per-host feeds name replicated inputs (`input0:0`); `{input}` is not a `TPUReplicatedInput`",
@@ -704,11 +737,21 @@ pub fn run_command(args: RunArgs) -> ExitCode {
         exec::limits::set_max_tensor_bytes(bytes);
     }
     let input = InputPath::parse(&args.file);
-    let (loaded, lowering) = match rewrite_and_lower(&input, args.input_format, &args.rewrite, &args.lower) {
-        Ok(done) => done,
-        Err(code) => return code,
+    let unlowered = match args.backend {
+        Backend::Sim => passes::single_replica::Unlowered::InCluster,
+        _ => passes::single_replica::Unlowered::Refuse,
     };
-    let feeds = match read_feeds(&args, &lowering.module, &loaded.module) {
+    let plain = super::plain::PlainRun { fetches: &args.fetch, unlowered };
+    let (loaded, lowering, single) =
+        match rewrite_and_lower(&input, args.input_format, &args.rewrite, &args.lower, Some(&plain)) {
+            Ok(done) => done,
+            Err(code) => return code,
+        };
+    if let Some(single) = &single {
+        errln!("{}", super::plain::describe(single));
+    }
+    let pruned = single.as_ref().map(|s| s.pruned_feeds.as_slice()).unwrap_or_default();
+    let feeds = match read_feeds(&args, &lowering.module, &loaded.module, pruned) {
         Ok(f) => f,
         Err(e) => {
             report(vec![Box::new(e)], &loaded.source);
@@ -737,7 +780,12 @@ pub fn run_command(args: RunArgs) -> ExitCode {
     }
     let assignment = lowering.assignment.clone();
     let lowered = lowering.module;
-    let fetches = if args.fetch.is_empty() { default_fetches(&lowered) } else { args.fetch.clone() };
+    let fetches = match (&single, loaded.module.graphs.first()) {
+        // A plain graph's fetches are carried by the cluster's outputs.
+        (Some(single), Some(tagged)) if !args.fetch.is_empty() => super::plain::fetches(single, tagged, &args.fetch),
+        _ if args.fetch.is_empty() => default_fetches(&lowered),
+        _ => args.fetch.clone(),
+    };
     let feed_names: Vec<String> = feeds.iter().map(|f| f.0.clone()).collect();
     if let Some(tagged) = loaded.module.graphs.first() {
         if let Err(e) = driver::check_feeds_and_fetches(tagged, &feed_names, &fetches) {
@@ -841,7 +889,9 @@ pub fn run_command(args: RunArgs) -> ExitCode {
                     let mut by_name: std::collections::HashMap<String, Tensor> = o.run.fetched.drain(..).collect();
                     // --fetch names the device program's results; anything else
                     // (a host op after the step, a target) is not computed here.
-                    if let Some(name) = fetches.iter().find(|n| !by_name.contains_key(*n)) {
+                    // A plain graph's targets ran in the device program or on the host after it.
+                    let ran = |n: &String| single.is_some() && n.starts_with('^');
+                    if let Some(name) = fetches.iter().find(|n| !by_name.contains_key(*n) && !ran(n)) {
                         let mut available: Vec<&String> = by_name.keys().collect();
                         available.sort();
                         let available = available.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ");
@@ -869,6 +919,10 @@ pub fn run_command(args: RunArgs) -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    let mut outcome = outcome;
+    if let Some(single) = &single {
+        super::plain::rename_fetched(single, &mut outcome.fetched);
+    }
     if let Some(dir) = &args.npy_dir {
         if let Err(e) = std::fs::create_dir_all(dir) {
             return super::fail(CliError::Write { path: dir.display().to_string(), reason: e.to_string() });

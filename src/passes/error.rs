@@ -421,6 +421,38 @@ pub enum PassError {
         /// The first cluster on the path.
         first: String,
     },
+    /// An op of a plain graph that the device cannot compile and the host cannot run.
+    #[error("`%{node}` ({op}) can neither be compiled for the device nor run on the host: {reason}")]
+    #[diagnostic(
+        code(tpu_rewrite::passes::not_compilable),
+        help(
+            "a plain graph runs as one single-replica cluster: ops with a StableHLO lowering go to the device, \
+             host-only ops (strings, prints, asserts) to the host; run it with `--backend sim`, or rewrite the op \
+             (`tpu-rewrite ops` lists what each backend runs)"
+        )
+    )]
+    NotCompilable {
+        /// The node.
+        node: String,
+        /// Its op type.
+        op: String,
+        /// Why it cannot run.
+        reason: String,
+        /// The node.
+        #[label("neither compiled nor run on the host")]
+        span: Span,
+    },
+
+    /// A fetch or target that names no node of the graph.
+    #[error("fetch `{fetch}` names no node of the graph")]
+    #[diagnostic(
+        code(tpu_rewrite::passes::unknown_fetch),
+        help("fetch tensors as `name:output` and targets as `^name`, with the node names of the graph")
+    )]
+    UnknownFetch {
+        /// The fetch as given.
+        fetch: String,
+    },
 }
 
 impl PassError {

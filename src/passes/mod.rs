@@ -9,6 +9,9 @@
 //! unchanged, so running the default pipeline on its own output changes
 //! nothing. Fusion ([`fuse_all_reduce()`]) runs only when
 //! [`PipelineConfig::all_reduce_fusion`] asks or the selection names it.
+//! [`single_replica`] is not in the pipeline: `run` applies it to a graph
+//! in which the pipeline found no cluster (a plain TensorFlow graph), to
+//! compile it as one single-replica cluster.
 
 pub mod cluster_cycles;
 pub mod common;
@@ -25,6 +28,7 @@ pub mod metadata;
 pub mod outside_compilation;
 pub mod replica_groups;
 pub mod replicate_clustering;
+pub mod single_replica;
 pub mod unsupported_ops;
 
 use std::time::{Duration, Instant};

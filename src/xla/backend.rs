@@ -164,6 +164,10 @@ pub fn run(graph: &Graph, assignment: &DeviceAssignment, config: &RunConfig) -> 
     });
     let mut installed = false;
     for cluster in &clusters {
+        // A cluster of metadata alone (a plain graph whose ops all run on the host) computes nothing.
+        if cluster.members.iter().all(|&m| &*graph.node(m).op == "TPUReplicateMetadata") {
+            continue;
+        }
         let t = Instant::now();
         let emit_config = stablehlo::Config {
             steps_per_run: config.steps_per_run.max(1),
@@ -333,7 +337,23 @@ pub fn run(graph: &Graph, assignment: &DeviceAssignment, config: &RunConfig) -> 
         after.seed(node, values);
     }
     for name in config.fetch {
-        if name.starts_with('^') || fetched.iter().any(|(n, _)| n == name) {
+        // A host target (a print or an assert after the step) runs for its effect.
+        if let Some(target) = name.strip_prefix('^') {
+            // Variable ops on the host (initialisers) are not after the step: they are not run here.
+            let host_op = graph.find(target).filter(|&id| {
+                let node = graph.node(id);
+                node.attrs.get_str(crate::passes::common::TPU_REPLICATE).is_none()
+                    && &*node.op != "NoOp"
+                    && !node.op.contains("Variable")
+            });
+            if let Some(id) = host_op {
+                after
+                    .evaluate(id)
+                    .map_err(|e| XlaError::HostAfterStep { name: name.clone(), message: e.to_string() })?;
+            }
+            continue;
+        }
+        if fetched.iter().any(|(n, _)| n == name) {
             continue;
         }
         let (node, output) = match name.rsplit_once(':') {

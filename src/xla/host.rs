@@ -62,6 +62,12 @@ impl<'a> Host<'a> {
             .ok_or_else(|| XlaError::Host { node: name.to_string(), message: format!("has no output {output}") })
     }
 
+    /// Runs host node `id` (and the host nodes it reads) for its effect,
+    /// e.g. a `PrintV2` or `Assert` target after the device step.
+    pub fn evaluate(&mut self, id: NodeId) -> Result<(), XlaError> {
+        self.outputs(id).map(|_| ())
+    }
+
     fn outputs(&mut self, root: NodeId) -> Result<Vec<Tensor>, XlaError> {
         // Iterative post-order: a long chain of host ops must not overflow the stack.
         let mut stack = vec![(root, false)];
@@ -94,7 +100,10 @@ impl<'a> Host<'a> {
                 args.push(self.value(i.src, i.output.unwrap_or(0))?);
             }
             let result = match &*node.op {
-                "Placeholder" => vec![self.unfed(id)?],
+                "Placeholder" => match self.fed(id) {
+                    Some(t) => vec![t],
+                    None => vec![self.unfed(id)?],
+                },
                 "VarHandleOp" | "MirroredVarHandleOp" => Vec::new(),
                 op => run_kernel(op, &node.attrs, &args)
                     .map_err(|e| XlaError::Host { node: node.name.to_string(), message: e.to_string() })?,
@@ -102,6 +111,12 @@ impl<'a> Host<'a> {
             self.memo.insert(id, result);
         }
         Ok(self.memo.get(&root).cloned().unwrap_or_default())
+    }
+
+    /// The fed value of placeholder `id` (`name:0` or `name`).
+    fn fed(&self, id: NodeId) -> Option<Tensor> {
+        let name = &self.graph.node(id).name;
+        self.feeds.get(&format!("{name}:0")).or_else(|| self.feeds.get(&**name)).cloned()
     }
 
     /// An unfed placeholder: zeros of its shape, or an error.

@@ -76,10 +76,37 @@ pub(super) fn batch_matmul(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
 /// both operands and the output are batch dimensions, in both but not the
 /// output are contracted; letters of one operand only that the output
 /// drops are summed first. The product is then transposed to the output.
+/// A one-operand einsum (`bij->j`, `bij->bji`): sums away the letters the
+/// output drops, then transposes to the output's order. Repeated letters
+/// (diagonals) do not lower.
+fn einsum_unary(c: &mut Ctx, n: &Call, spec: &str, out_spec: &str) -> Result<Vec<Val>, String> {
+    let out_ty = n.out(0)?.clone();
+    let mut s: Vec<char> = spec.chars().collect();
+    let out: Vec<char> = out_spec.chars().collect();
+    let distinct = |l: &[char]| l.iter().enumerate().all(|(i, x)| !l[..i].contains(x));
+    if !distinct(&s) || !distinct(&out) || out.iter().any(|l| !s.contains(l)) {
+        return Err(format!("a one-operand einsum lowers with distinct letters only; got `{spec}->{out_spec}`"));
+    }
+    let mut v = n.input(0)?.clone();
+    let drop: Vec<usize> = (0..s.len()).filter(|&i| !out.contains(&s[i])).collect();
+    if !drop.is_empty() {
+        v = c.reduce(&v, &drop, Reducer::Add);
+        s.retain(|l| out.contains(l));
+    }
+    if s == out {
+        return Ok(vec![v]);
+    }
+    let perm: Vec<String> = out.iter().map(|&l| s.iter().position(|&x| x == l).unwrap_or(0).to_string()).collect();
+    Ok(vec![c.op("stablehlo.transpose", &[&v], &format!("permutation = array<i64: {}>", perm.join(", ")), out_ty)])
+}
+
 pub(super) fn einsum(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
     let equation = n.attrs.get_str("equation").ok_or("missing attribute `equation`")?.replace(' ', "");
     let (lhs, out_spec) = equation.split_once("->").ok_or("the equation has no `->`")?;
     let specs: Vec<&str> = lhs.split(',').collect();
+    if specs.len() == 1 && n.inputs.len() == 1 && !equation.contains('.') {
+        return einsum_unary(c, n, specs[0], out_spec);
+    }
     if specs.len() != 2 || specs.len() != n.inputs.len() || equation.contains('.') {
         return Err(format!("only two-operand einsum equations without ellipses lower; got `{equation}`"));
     }

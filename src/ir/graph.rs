@@ -476,14 +476,32 @@ impl Graph {
     /// gives the node back with the node that holds the name.
     pub fn try_add_node(&mut self, mut node: Node) -> Result<NodeId, (Node, NodeId)> {
         let hash = hash_name(&node.name);
-        if let Some(existing) = self.names.get_hashed(self.nodes(), hash, &node.name) {
-            return Err((node, existing));
+        if !self.overrides.is_empty() || Arc::strong_count(&self.graph) > 1 {
+            // Keep a shared storage shared when the name is taken.
+            if let Some(existing) = self.names.get_hashed(self.nodes(), hash, &node.name) {
+                return Err((node, existing));
+            }
         }
-        node.seq = self.next_seq;
-        self.next_seq += 1;
-        let id = NodeId(self.storage_mut().add_node(node));
-        self.names.insert_hashed(hash, id);
-        Ok(id)
+        let storage = Arc::make_mut(&mut self.graph);
+        if !self.overrides.is_empty() {
+            self.overrides.fold_into(storage);
+        }
+        // One probe of the name table both checks the name and finds its slot.
+        let entry = self.names.table.entry(
+            spread(hash),
+            |s| s.hash == hash && storage[s.id.0].name == node.name,
+            |s| spread(s.hash),
+        );
+        match entry {
+            hashbrown::hash_table::Entry::Occupied(taken) => Err((node, taken.get().id)),
+            hashbrown::hash_table::Entry::Vacant(free) => {
+                node.seq = self.next_seq;
+                self.next_seq += 1;
+                let id = NodeId(storage.add_node(node));
+                free.insert(NameSlot { id, hash });
+                Ok(id)
+            }
+        }
     }
 
     /// Adds `nodes` at the end of the text order: the same as

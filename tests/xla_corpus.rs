@@ -83,7 +83,9 @@ fn differential(case: &str) {
         topology: Topology { hosts: 1, cores_per_host: replicas, job: "worker".into() },
         ..LowerConfig::default()
     };
-    let lowered = lower(graph, &config).unwrap_or_else(|e| panic!("{case}: lowering failed: {e:?}"));
+    let mut lowered = lower(graph, &config).unwrap_or_else(|e| panic!("{case}: lowering failed: {e:?}"));
+    // The simulator runs the While/If bodies from the lowered module.
+    tpu_rewrite::ir::functions::carry_functions(&module, &mut lowered.module);
     let feeds: Vec<(String, Tensor)> =
         meta["feeds"].as_object().expect("feeds").iter().map(|(n, v)| (n.clone(), tensor_of(v))).collect();
     let wanted: Vec<(&String, &Value)> = meta["runs"][0]["fetches"].as_object().expect("fetches").iter().collect();
@@ -142,53 +144,12 @@ fn replicated_mixed_precision_matches() {
     differential("replicated_mixed_precision");
 }
 
-/// A replicated case PJRT cannot run yet: the run fails with an
-/// unsupported-op error naming an op the lowering table documents as not
-/// lowered (TensorLists and Optionals: `replicated_while`'s loops lower,
-/// but its gradient loop accumulates in TensorLists), never a crash.
-fn refused(case: &str) {
-    let dir = corpus_dir();
-    let meta: Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join(format!("{case}.json"))).unwrap()).unwrap();
-    let bytes = std::fs::read(dir.join(format!("{case}.pbtxt"))).expect("the corpus graph");
-    let (module, _) = import_graphdef(&bytes, GraphDefFormat::Text).unwrap_or_else(|e| panic!("{case}: {e:?}"));
-    let replicas = meta["num_replicas"].as_u64().expect("num_replicas") as u32;
-    let graph = module.graph("main").expect("@main");
-    let config = LowerConfig {
-        topology: Topology { hosts: 1, cores_per_host: replicas, job: "worker".into() },
-        ..LowerConfig::default()
-    };
-    let lowered = lower(graph, &config).unwrap_or_else(|e| panic!("{case}: lowering failed: {e:?}"));
-    let feeds: Vec<(String, Tensor)> =
-        meta["feeds"].as_object().expect("feeds").iter().map(|(n, v)| (n.clone(), tensor_of(v))).collect();
-    let plugin = support::plugin_path();
-    let pjrt_config = backend::RunConfig {
-        plugin: Some(plugin.as_path()),
-        steps: 1,
-        steps_per_run: 1,
-        feeds: &feeds,
-        host_transfer: None,
-        fetch: &[],
-        library: Some(&module),
-    };
-    match backend::run(graph, &lowered.assignment, &pjrt_config) {
-        Ok(_) => panic!("{case}: PJRT ran it; turn this into a differential test"),
-        Err(e) => {
-            let text = format!("{e:?}");
-            let op = text.split("op: \"").nth(1).and_then(|r| r.split('"').next()).unwrap_or_default();
-            assert!(text.starts_with("UnsupportedOp"), "{case}: {text}");
-            assert!(text.contains("reason: \""), "{case}: the error gives the table's reason: {text}");
-            assert!(
-                tpu_rewrite::xla::stablehlo::unlowered_reason(op).is_some(),
-                "{case}: {op} is not documented: {text}"
-            );
-        }
-    }
-}
-
+/// A `tf.while_loop` and its gradient: the gradient loop pops the
+/// TensorList accumulators the forward loop pushes (lowered as buffers
+/// with a compile-time capacity, see `src/xla/stablehlo/lists.rs`).
 #[test]
-fn replicated_while_is_refused_with_a_documented_unsupported_op() {
-    refused("replicated_while");
+fn replicated_while_matches() {
+    differential("replicated_while");
 }
 
 #[test]

@@ -456,10 +456,18 @@ fn variant_kernel(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Te
                 0
             };
             crate::exec::limits::checked_dims(op, DType::Variant, &[n as i64])?;
+            // EmptyTensorList's `max_num_elements` (-1: unbounded).
+            let max_num_elements = if op == "EmptyTensorList" {
+                let m = x(1)?.to_i64_vec(op, "max_num_elements")?.first().copied().unwrap_or(-1);
+                usize::try_from(m).ok()
+            } else {
+                None
+            };
             one(variant(Variant::List(TensorList {
                 element_dtype: element_dtype(op, attrs)?,
                 element_shape,
                 items: vec![None; n],
+                max_num_elements,
             })))
         }
         "TensorListFromTensor" => {
@@ -469,7 +477,12 @@ fn variant_kernel(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Te
             }
             let items = super::layout::unpack(op, t, 0)?.into_iter().map(Some).collect();
             let element_shape = Some(t.shape()[1..].iter().map(|&d| d as i64).collect());
-            one(variant(Variant::List(TensorList { element_dtype: t.dtype(), element_shape, items })))
+            one(variant(Variant::List(TensorList {
+                element_dtype: t.dtype(),
+                element_shape,
+                items,
+                max_num_elements: None,
+            })))
         }
         "TensorListSetItem" => {
             let mut l = list(op, x(0)?)?.clone();
@@ -501,6 +514,12 @@ fn variant_kernel(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Te
             let mut l = list(op, x(0)?)?.clone();
             let item = x(1)?.clone();
             check_item(op, &l, &item)?;
+            if l.max_num_elements.is_some_and(|m| l.items.len() >= m) {
+                return Err(KernelError::invalid(
+                    op,
+                    format!("the list is full: it holds its max_num_elements ({})", l.items.len()),
+                ));
+            }
             l.items.push(Some(item));
             one(variant(Variant::List(l)))
         }

@@ -25,7 +25,7 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 
-use super::text::{Cmp, Ctx, Ty, Val};
+use super::text::{leaf_count, Cmp, Ctx, Ty, Val};
 use super::trace::{self, Emitter};
 use super::{ArgSource, Program};
 use crate::exec::kernels::control_flow::{self, Functions};
@@ -60,6 +60,11 @@ impl<'a> Library<'a> {
         let host = Functions::from_module(module).map_err(|e| XlaError::UnsupportedGraph { message: e.to_string() })?;
         let graphs = fns::functions(module).map(|g| (g.name.as_str(), g)).collect();
         Ok(Library { graphs, host, defs: RefCell::default() })
+    }
+
+    /// The function called `name`.
+    pub fn graph(&self, name: &str) -> Option<&'a Graph> {
+        self.graphs.get(name).copied()
     }
 
     /// Forgets the printed definitions (a new module starts).
@@ -251,7 +256,7 @@ fn define(
     let traced = trace::trace(graph, &program, args, lib)?;
     let mut ctx = Ctx::default();
     ctx.indent = 2;
-    let params: Vec<Val> = arg_types.iter().map(|t| Val { name: ctx.fresh(), ty: t.clone() }).collect();
+    let (params, sig_text) = Val::params(&mut ctx, &arg_types);
     let mut env = HashMap::new();
     let mut vars = HashMap::new();
     for ((&id, p), &r) in arg_nodes.iter().zip(&params).zip(resource) {
@@ -295,11 +300,10 @@ fn define(
         let defs = lib.defs.borrow();
         symbol(name, defs.texts.len())
     };
-    let sig_text: Vec<String> = params.iter().map(|p| format!("{}: {}", p.name, p.ty.mlir())).collect();
     let names: Vec<&str> = results.iter().map(|v| v.name.as_str()).collect();
     let text = format!(
         "  func.func private @{sym}({}) -> ({}) {{\n{}    \"func.return\"({}) : ({}) -> ()\n  }}\n",
-        sig_text.join(", "),
+        sig_text,
         mlir.join(", "),
         ctx.text,
         names.join(", "),
@@ -327,8 +331,11 @@ fn call(c: &mut Ctx, sym: &str, args: &[Val], results: &[Ty]) -> Vec<Val> {
         return Vec::new();
     }
     let r = c.fresh();
-    c.line(&format!("{r}:{} = {head}", results.len()));
-    results.iter().enumerate().map(|(i, ty)| Val { name: format!("{r}#{i}"), ty: ty.clone() }).collect()
+    match leaf_count(results) {
+        1 => c.line(&format!("{r} = {head}")),
+        n => c.line(&format!("{r}:{n} = {head}")),
+    }
+    Val::results(&r, results)
 }
 
 /// A predicate or index as the scalar `stablehlo.while`/`if`/`case` want:
@@ -351,8 +358,7 @@ fn scalar(c: &mut Ctx, v: &Val, want: DType) -> Result<Val, String> {
 
 /// The block `^bb0(args):` of a region, with fresh argument names.
 fn block(c: &mut Ctx, types: &[Ty]) -> (String, Vec<Val>) {
-    let vals: Vec<Val> = types.iter().map(|t| Val { name: c.fresh(), ty: t.clone() }).collect();
-    let head = vals.iter().map(|v| format!("{}: {}", v.name, v.ty.mlir())).collect::<Vec<_>>().join(", ");
+    let (vals, head) = Val::params(c, types);
     (format!("^bb0({head}):"), vals)
 }
 

@@ -28,6 +28,7 @@ mod conv;
 mod elementwise;
 mod gather;
 mod linalg;
+mod list;
 mod nn;
 mod reduce;
 mod shape;
@@ -136,6 +137,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("Einsum", linalg::einsum),
     ("Elu", act::elu),
     ("EluGrad", act::elu_grad),
+    ("EmptyTensorList", list::empty),
     ("Equal", |c, n| ew::compare(c, n, Cmp::Eq)),
     ("Erf", |c, n| ew::unary(c, n, "chlo.erf")),
     ("Erfc", |c, n| ew::unary(c, n, "chlo.erfc")),
@@ -232,6 +234,15 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("Sum", |c, n| reduce::reduce(c, n, reduce::Kind::Sum)),
     ("Tanh", |c, n| ew::unary(c, n, "tanh")),
     ("TanhGrad", act::tanh_grad),
+    ("TensorListFromTensor", list::from_tensor),
+    ("TensorListGather", list::gather_rows),
+    ("TensorListGetItem", list::get_item),
+    ("TensorListLength", list::length),
+    ("TensorListPopBack", list::pop_back),
+    ("TensorListPushBack", list::push_back),
+    ("TensorListReserve", list::reserve),
+    ("TensorListSetItem", list::set_item),
+    ("TensorListStack", list::stack),
     ("TensorScatterAdd", |c, n| gather::tensor_scatter(c, n, true)),
     ("TensorScatterUpdate", |c, n| gather::tensor_scatter(c, n, false)),
     ("Tile", shape::tile),
@@ -241,7 +252,7 @@ pub const TABLE: &[(&str, Builder)] = &[
 ];
 
 /// Ops whose results depend only on their operands' shapes: always constants.
-pub const SHAPE_ONLY: &[&str] = &["OnesLike", "Rank", "Shape", "ShapeN", "Size", "ZerosLike"];
+pub const SHAPE_ONLY: &[&str] = &["OnesLike", "Rank", "Shape", "ShapeN", "Size", "TensorListElementShape", "ZerosLike"];
 
 /// Ops with no StableHLO builder that must fold to constants (their
 /// operands are shapes or index lists).
@@ -303,9 +314,18 @@ pub fn reason(op: &str) -> Option<&'static str> {
     if let Some((_, why)) = NOT_LOWERED.iter().find(|(name, _)| *name == op) {
         return Some(why);
     }
+    if lowering_of(op).is_some() {
+        return None;
+    }
+    if op.starts_with("Optional") {
+        return Some(
+            "Optional values (tf.cond's gradient intermediates outside XLA) have no device form; \
+             the simulator runs them",
+        );
+    }
     crate::exec::kernels::control_flow::VARIANT_OPS.contains(&op).then_some(
-        "TensorList/Optional values (variants, e.g. a tf.while_loop's gradient accumulators) have no device type; \
-         the simulator runs them",
+        "this TensorList op has no StableHLO lowering (lists lower as a buffer and a size: see docs/xla.md); \
+         the simulator runs it",
     )
 }
 
@@ -407,8 +427,12 @@ mod tests {
             assert_eq!(lowering_of(op), Some("control flow"), "{op}");
             assert_eq!(reason(op), None, "{op}");
         }
-        assert!(reason("TensorListPushBack").is_some_and(|r| r.contains("TensorList")));
-        assert_eq!(lowering_of("EmptyTensorList"), None);
+        assert!(reason("TensorListConcatV2").is_some_and(|r| r.contains("TensorList")));
+        assert!(reason("OptionalGetValue").is_some_and(|r| r.contains("Optional")));
+        for op in ["EmptyTensorList", "TensorListPushBack", "TensorListPopBack", "TensorListElementShape"] {
+            assert!(lowering_of(op).is_some(), "{op}");
+            assert_eq!(reason(op), None, "{op}");
+        }
     }
 
     #[test]

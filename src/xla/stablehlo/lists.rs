@@ -11,10 +11,12 @@
 //! without a bound (`max_num_elements = -1`, as `tf.while_loop`'s
 //! gradient accumulators are when `maximum_iterations` is not given) gets
 //! the largest length the trace sees it reach, provided that length cannot
-//! depend on run-time values: every loop it grows in must have a trip
-//! count fixed at compile time (its predicate depends only on loop values
-//! that start as constants and stay computed from constants, see
-//! [`static_trip_count`]), and it must not grow in an `If`/`Case`. An
+//! depend on run-time values: every loop whose body may push to it must
+//! have a trip count fixed at compile time (its predicate depends only on
+//! loop values that enter as constants and that the body computes from
+//! such values alone, see [`static_trip_count`]), and it must not grow in
+//! an `If`/`Case`. A loop that only reads or pops it (a gradient loop)
+//! may run any number of times. An
 //! element shape with unknown dimensions is taken from the elements
 //! pushed or set. Anything else is refused with a diagnostic that says
 //! what to change in the TensorFlow program.
@@ -159,16 +161,19 @@ pub(crate) fn fixes(
                     _ => from.iter().filter_map(|&k| len(values, (inputs[k].src, inputs[k].output.unwrap_or(0)))).max(),
                 };
                 let grows = before.is_some_and(|b| n > b);
-                if grows && made.max_num_elements.is_none() {
+                if made.max_num_elements.is_none() {
                     match call_kind(&node.op) {
-                        Some(CallKind::While) if !static_trip_count(graph, id, values, lib)? => {
+                        // A loop that may push must run a fixed number of times, whatever the trace saw.
+                        Some(CallKind::While)
+                            if may_grow(graph, id, o as usize, lib)? && !static_trip_count(graph, id, values, lib)? =>
+                        {
                             return Err(unbounded(
                                 graph,
                                 maker,
                                 &format!("grows in loop `{}`, whose trip count depends on run-time values", node.name),
                             ));
                         }
-                        Some(CallKind::If | CallKind::Case) => {
+                        Some(CallKind::If | CallKind::Case) if grows => {
                             return Err(unbounded(
                                 graph,
                                 maker,
@@ -218,6 +223,33 @@ fn unbounded(graph: &Graph, maker: NodeId, why: &str) -> XlaError {
              the TensorArray with a fixed size)"
         ),
     )
+}
+
+/// Whether the body of `While` op `id` may make the list it carries in
+/// slot `slot` longer: the chain of list ops from its argument to its
+/// result holds a push, a growing set, a resize, a scatter or anything
+/// but reads, pops and identities.
+fn may_grow(graph: &Graph, id: NodeId, slot: usize, lib: &Library) -> Result<bool, XlaError> {
+    let body = match graph.node(id).attrs.get("body") {
+        Some(AttrValue::Func(f)) => lib.graph(&f.name).ok_or_else(|| {
+            lowering(graph, id, format!("names function `{}`, which the module does not have", f.name))
+        })?,
+        _ => return Err(lowering(graph, id, "has no function attribute `body`")),
+    };
+    let Some(mut at) = retval(body, slot) else { return Ok(true) };
+    loop {
+        let node = body.node(at);
+        let next = match &*node.op {
+            ARG_OP => return Ok(node.attrs.get_int("index") != Some(slot as i64)),
+            RETVAL_OP | "Identity" | "TensorListPopBack" => 0,
+            "TensorListSetItem" if node.attrs.get_bool("resize_if_index_out_of_bounds") != Some(true) => 0,
+            _ => return Ok(true),
+        };
+        match body.data_inputs(at).get(next) {
+            Some(input) => at = input.src,
+            None => return Ok(true),
+        }
+    }
 }
 
 /// The `_Arg` indices the value `(id, out)` of function `graph` depends on,

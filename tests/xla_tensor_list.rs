@@ -1,0 +1,257 @@
+//! TensorLists on XLA: the StableHLO lowering of `TensorList*` ops (a
+//! buffer of compile-time capacity and an `i32` size, see
+//! `src/xla/stablehlo/lists.rs`) against the simulator, through the pinned
+//! PJRT CPU plugin. Each case is a small graph under a two-replica
+//! `replicate`; every output must agree (|a − b| ≤ 1e-5 + 1e-4·|b|,
+//! integers exactly). A list whose capacity cannot be known at compile
+//! time is refused with a diagnostic that says what to change.
+
+#[path = "support/lowering.rs"]
+mod lowering;
+#[path = "support/pjrt.rs"]
+mod support;
+
+use lowering::{default_fetches, prepare};
+use tpu_rewrite::exec::{driver, Tensor};
+use tpu_rewrite::xla::{backend, XlaError};
+
+/// A case: the replicate body (reading `%x`, f32 [4, 3] per replica), what
+/// it returns, and the functions its loops name.
+struct Case {
+    name: &'static str,
+    body: &'static str,
+    returns: &'static str,
+    functions: &'static str,
+}
+
+/// The module text of a case under a two-replica `replicate`.
+fn source(case: &Case) -> String {
+    let mut text = String::from("graph @main {\n");
+    text.push_str("  %x0 = Placeholder() {dtype = f32, shape = shape[4, 3]}\n");
+    text.push_str("  %x1 = Placeholder() {dtype = f32, shape = shape[4, 3]}\n");
+    text.push_str("  replicate (num_replicas = 2) (%x = [%x0, %x1]) {\n");
+    for line in case.body.lines() {
+        text.push_str(&format!("    {}\n", line.trim()));
+    }
+    text.push_str(&format!("    return {}\n  }}\n}}\n", case.returns));
+    text.push_str(case.functions);
+    text
+}
+
+/// The elements as f64 and the dtype's relative tolerance (0: exact).
+fn values(t: &Tensor) -> (Vec<f64>, f64) {
+    if let Some(v) = t.to_vec::<f32>() {
+        return (v.into_iter().map(f64::from).collect(), 1e-4);
+    }
+    match t {
+        Tensor::I32(a) => (a.iter().map(|&v| f64::from(v)).collect(), 0.0),
+        Tensor::I64(a) => (a.iter().map(|&v| v as f64).collect(), 0.0),
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+/// A case run on both backends.
+struct Ran {
+    /// The PJRT run, or the backend's error.
+    pjrt: Result<backend::Outcome, XlaError>,
+    /// The simulator's fetches.
+    fetches: Vec<String>,
+    sim: driver::RunOutcome,
+}
+
+/// Lowers a case and runs it on the simulator and on PJRT.
+fn pjrt(case: &Case) -> Ran {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join(format!("{}.opg", case.name));
+    std::fs::write(&path, source(case)).expect("writes the case");
+    let (tagged, lowered) = prepare(path.to_str().expect("utf-8"), "1x2", 1);
+    let graph = &tagged.graphs[0];
+    let feeds = support::synthetic_feeds(graph);
+    let fetches = default_fetches(&lowered.module);
+    let sim = driver::run(&lowered.module, &feeds, &fetches, &driver::RunConfig::default(), &mut |_, _| {})
+        .unwrap_or_else(|e| panic!("{}: the simulator failed: {e}", case.name));
+    let plugin = support::plugin_path();
+    let config = backend::RunConfig {
+        plugin: Some(plugin.as_path()),
+        steps: 1,
+        steps_per_run: 1,
+        feeds: &feeds,
+        host_transfer: None,
+        fetch: &[],
+        library: Some(&tagged),
+    };
+    Ran { pjrt: backend::run(graph, &lowered.assignment, &config), fetches, sim }
+}
+
+/// Runs a case on both backends and compares every fetch.
+fn differential(case: &Case) {
+    let Ran { pjrt: outcome, fetches, sim } = pjrt(case);
+    let run = outcome.unwrap_or_else(|e| panic!("{}: pjrt failed: {e:?}", case.name)).run;
+    assert!(!fetches.is_empty(), "{}: no fetches", case.name);
+    assert_eq!(run.fetched.len(), sim.fetched.len(), "{}: fetch count", case.name);
+    for (name, want) in &sim.fetched {
+        let got = &run.fetched.iter().find(|(n, _)| n == name).unwrap_or_else(|| panic!("pjrt has no {name}")).1;
+        assert_eq!((got.dtype(), got.shape()), (want.dtype(), want.shape()), "{}: {name}", case.name);
+        let ((g, tol), (w, _)) = (values(got), values(want));
+        for (i, (a, b)) in g.iter().zip(&w).enumerate() {
+            assert!((a - b).abs() <= 1e-5 + tol * b.abs(), "{}: {name}[{i}]: pjrt {a} vs simulator {b}", case.name);
+        }
+    }
+}
+
+/// Reserve, FromTensor, GetItem, SetItem, Stack, Gather, Length, and a
+/// bounded EmptyTensorList pushed twice and popped once (straight-line).
+#[test]
+fn straight_line_list_ops_match_the_simulator() {
+    differential(&Case {
+        name: "straight_line",
+        body: "%shape = Const() {dtype = i32, value = tensor(i32, [1]) [3]}
+            %n = Const() {dtype = i32, value = tensor(i32, []) [4]}
+            %r = TensorListReserve(%shape, %n) {element_dtype = f32, shape_type = i32}
+            %ft = TensorListFromTensor(%x, %shape) {element_dtype = f32, shape_type = i32}
+            %i1 = Const() {dtype = i32, value = tensor(i32, []) [1]}
+            %i3 = Const() {dtype = i32, value = tensor(i32, []) [3]}
+            %row = TensorListGetItem(%ft, %i1, %shape) {element_dtype = f32}
+            %t = Tanh(%row) {T = f32}
+            %s = TensorListSetItem(%r, %i1, %t) {element_dtype = f32}
+            %s2 = TensorListSetItem(%s, %i3, %row) {element_dtype = f32}
+            %st = TensorListStack(%s2, %shape) {element_dtype = f32, num_elements = 4}
+            %idx = Const() {dtype = i32, value = tensor(i32, [2]) [3, 1]}
+            %g = TensorListGather(%ft, %idx, %shape) {element_dtype = f32}
+            %len = TensorListLength(%s2)
+            %m = Const() {dtype = i32, value = tensor(i32, []) [3]}
+            %e = EmptyTensorList(%shape, %m) {element_dtype = f32, shape_type = i32}
+            %p1 = TensorListPushBack(%e, %row) {element_dtype = f32}
+            %p2 = TensorListPushBack(%p1, %t) {element_dtype = f32}
+            %pop = TensorListPopBack(%p2, %shape) {element_dtype = f32}
+            %st2 = TensorListStack(%pop, %shape) {element_dtype = f32, num_elements = -1}
+            %es = TensorListElementShape(%e) {shape_type = i32}",
+        returns: "%st, %g, %len, %pop:1, %st2, %es",
+        functions: "",
+    });
+}
+
+/// The loops of a `tf.while_loop` and its gradient: `@push` pushes an
+/// element per iteration onto an unbounded list (`max_num_elements` -1,
+/// element shape of unknown rank), three times; `@pop` pops them all.
+const LOOPS: &str = r#"
+graph @push (role = "function") {
+  %i = _Arg() {T = i32, index = 0}
+  %v = _Arg() {T = f32, index = 1}
+  %l = _Arg() {T = variant, index = 2}
+  %one = Const() {dtype = i32, value = tensor(i32, []) [1]}
+  %i2 = AddV2(%i, %one) {T = i32}
+  %t = Tanh(%v) {T = f32}
+  %l2 = TensorListPushBack(%l, %t) {element_dtype = f32}
+  %r0 = _Retval(%i2) {T = i32, index = 0}
+  %r1 = _Retval(%t) {T = f32, index = 1}
+  %r2 = _Retval(%l2) {T = variant, index = 2}
+}
+
+graph @below3 (role = "function") {
+  %i = _Arg() {T = i32, index = 0}
+  %v = _Arg() {T = f32, index = 1}
+  %l = _Arg() {T = variant, index = 2}
+  %k = Const() {dtype = i32, value = tensor(i32, []) [3]}
+  %p = Less(%i, %k) {T = i32}
+  %r = _Retval(%p) {T = bool, index = 0}
+}
+
+graph @pop (role = "function") {
+  %n = _Arg() {T = i32, index = 0}
+  %acc = _Arg() {T = f32, index = 1}
+  %l = _Arg() {T = variant, index = 2}
+  %shape = Const() {dtype = i32, value = tensor(i32, []) [-1]}
+  %one = Const() {dtype = i32, value = tensor(i32, []) [1]}
+  %n2 = Sub(%n, %one) {T = i32}
+  %p = TensorListPopBack(%l, %shape) {element_dtype = f32}
+  %k = Const() {dtype = f32, value = tensor(f32, []) [0.5]}
+  %h = Mul(%acc, %k) {T = f32}
+  %a = AddV2(%h, %p:1) {T = f32}
+  %r0 = _Retval(%n2) {T = i32, index = 0}
+  %r1 = _Retval(%a) {T = f32, index = 1}
+  %r2 = _Retval(%p) {T = variant, index = 2}
+}
+
+graph @positive (role = "function") {
+  %n = _Arg() {T = i32, index = 0}
+  %acc = _Arg() {T = f32, index = 1}
+  %l = _Arg() {T = variant, index = 2}
+  %z = Const() {dtype = i32, value = tensor(i32, []) [0]}
+  %p = Greater(%n, %z) {T = i32}
+  %r = _Retval(%p) {T = bool, index = 0}
+}
+"#;
+
+/// An unbounded accumulator: its capacity (3) and element shape ([4, 3])
+/// are inferred from the loop with a fixed trip count that pushes to it;
+/// the popping loop runs as many times as the pushing one did (a run-time
+/// value), as a gradient loop does.
+#[test]
+fn loop_accumulator_with_inferred_capacity_matches_the_simulator() {
+    differential(&Case {
+        name: "accumulate",
+        body: "%unknown = Const() {dtype = i32, value = tensor(i32, []) [-1]}
+            %e = EmptyTensorList(%unknown, %unknown) {element_dtype = f32, shape_type = i32}
+            %zero = Const() {dtype = i32, value = tensor(i32, []) [0]}
+            %w = StatelessWhile(%zero, %x, %e) {T = [i32, f32, variant], body = func \"push\", cond = func \"below3\", parallel_iterations = 10}
+            %st = TensorListStack(%w:2, %unknown) {element_dtype = f32, num_elements = -1}
+            %acc = ZerosLike(%x) {T = f32}
+            %b = StatelessWhile(%w, %acc, %w:2) {T = [i32, f32, variant], body = func \"pop\", cond = func \"positive\", parallel_iterations = 10}
+            %len = TensorListLength(%b:2)",
+        returns: "%st, %w:1, %b:1, %len",
+        functions: LOOPS,
+    });
+}
+
+/// A loop whose trip count comes from the input pushes to an unbounded
+/// list: its size cannot be known at compile time, and the lowering says
+/// so, naming the list and what to change in the TensorFlow program.
+#[test]
+fn an_unbounded_list_in_a_data_dependent_loop_is_refused() {
+    let case = Case {
+        name: "unbounded",
+        body: "%unknown = Const() {dtype = i32, value = tensor(i32, []) [-1]}
+            %e = EmptyTensorList(%unknown, %unknown) {element_dtype = f32, shape_type = i32}
+            %ax = Const() {dtype = i32, value = tensor(i32, [2]) [0, 1]}
+            %s = Sum(%x, %ax) {T = f32, Tidx = i32}
+            %a = Abs(%s) {T = f32}
+            %n = Cast(%a) {SrcT = f32, DstT = i32}
+            %w = StatelessWhile(%n, %x, %e) {T = [i32, f32, variant], body = func \"pop_free\", cond = func \"positive\", parallel_iterations = 10}
+            %st = TensorListLength(%w:2)",
+        returns: "%st",
+        functions: r#"
+graph @pop_free (role = "function") {
+  %n = _Arg() {T = i32, index = 0}
+  %v = _Arg() {T = f32, index = 1}
+  %l = _Arg() {T = variant, index = 2}
+  %one = Const() {dtype = i32, value = tensor(i32, []) [1]}
+  %n2 = Sub(%n, %one) {T = i32}
+  %l2 = TensorListPushBack(%l, %v) {element_dtype = f32}
+  %r0 = _Retval(%n2) {T = i32, index = 0}
+  %r1 = _Retval(%v) {T = f32, index = 1}
+  %r2 = _Retval(%l2) {T = variant, index = 2}
+}
+
+graph @positive (role = "function") {
+  %n = _Arg() {T = i32, index = 0}
+  %v = _Arg() {T = f32, index = 1}
+  %l = _Arg() {T = variant, index = 2}
+  %z = Const() {dtype = i32, value = tensor(i32, []) [0]}
+  %p = Greater(%n, %z) {T = i32}
+  %r = _Retval(%p) {T = bool, index = 0}
+}
+"#,
+    };
+    let err = match pjrt(&case).pjrt {
+        Ok(_) => panic!("PJRT ran a list of unknown size"),
+        Err(e) => e,
+    };
+    let code = miette::Diagnostic::code(&err).map(|c| c.to_string());
+    assert_eq!(code.as_deref(), Some("tpu_rewrite::xla::lowering"), "{err:?}");
+    let text = format!("{err:?}");
+    assert!(text.contains("\"e\"") || text.contains("`e`") || text.contains("node: \"e\""), "names the list: {text}");
+    assert!(text.contains("no compile-time capacity"), "{text}");
+    assert!(text.contains("maximum_iterations"), "says what to change: {text}");
+    assert!(text.contains("`w`"), "names the loop: {text}");
+}

@@ -29,6 +29,7 @@ mod elementwise;
 mod gather;
 mod linalg;
 mod list;
+mod nchw;
 mod nn;
 mod reduce;
 mod shape;
@@ -110,8 +111,8 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("Any", |c, n| reduce::reduce(c, n, reduce::Kind::Any)),
     ("ArgMax", |c, n| reduce::arg_extreme(c, n, true)),
     ("ArgMin", |c, n| reduce::arg_extreme(c, n, false)),
-    ("AvgPool", conv::avg_pool),
-    ("AvgPoolGrad", conv::avg_pool_grad),
+    ("AvgPool", |c, n| nchw::with_layout(c, n, conv::avg_pool)),
+    ("AvgPoolGrad", |c, n| nchw::with_layout(c, n, conv::avg_pool_grad)),
     ("BatchMatMul", linalg::batch_matmul),
     ("BatchMatMulV2", linalg::batch_matmul),
     ("BatchMatMulV3", linalg::batch_matmul),
@@ -124,15 +125,21 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("CollectiveAllReduce", collective::collective_all_reduce),
     ("CollectiveBroadcast", collective::broadcast),
     ("ConcatV2", shape::concat),
-    ("Conv2D", |c, n| conv::conv(c, n, conv::Kind::Forward, false)),
-    ("Conv2DBackpropFilter", |c, n| conv::conv(c, n, conv::Kind::BackpropFilter, false)),
-    ("Conv2DBackpropInput", |c, n| conv::conv(c, n, conv::Kind::BackpropInput, false)),
+    ("Conv2D", |c, n| nchw::with_layout(c, n, |c, n| conv::conv(c, n, conv::Kind::Forward, false))),
+    ("Conv2DBackpropFilter", |c, n| {
+        nchw::with_layout(c, n, |c, n| conv::conv(c, n, conv::Kind::BackpropFilter, false))
+    }),
+    ("Conv2DBackpropInput", |c, n| nchw::with_layout(c, n, |c, n| conv::conv(c, n, conv::Kind::BackpropInput, false))),
     ("CrossReplicaSum", collective::cross_replica_sum),
     ("Cumprod", |c, n| reduce::cumulative(c, n, Reducer::Mul)),
     ("Cumsum", |c, n| reduce::cumulative(c, n, Reducer::Add)),
-    ("DepthwiseConv2dNative", |c, n| conv::conv(c, n, conv::Kind::Forward, true)),
-    ("DepthwiseConv2dNativeBackpropFilter", |c, n| conv::conv(c, n, conv::Kind::BackpropFilter, true)),
-    ("DepthwiseConv2dNativeBackpropInput", |c, n| conv::conv(c, n, conv::Kind::BackpropInput, true)),
+    ("DepthwiseConv2dNative", |c, n| nchw::with_layout(c, n, |c, n| conv::conv(c, n, conv::Kind::Forward, true))),
+    ("DepthwiseConv2dNativeBackpropFilter", |c, n| {
+        nchw::with_layout(c, n, |c, n| conv::conv(c, n, conv::Kind::BackpropFilter, true))
+    }),
+    ("DepthwiseConv2dNativeBackpropInput", |c, n| {
+        nchw::with_layout(c, n, |c, n| conv::conv(c, n, conv::Kind::BackpropInput, true))
+    }),
     ("Div", ew::div),
     ("Einsum", linalg::einsum),
     ("Elu", act::elu),
@@ -148,12 +155,12 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("Floor", |c, n| ew::unary(c, n, "floor")),
     ("FloorDiv", ew::floor_div),
     ("FloorMod", ew::floor_mod),
-    ("FusedBatchNorm", nn::batch_norm),
-    ("FusedBatchNormGrad", nn::batch_norm_grad),
-    ("FusedBatchNormGradV2", nn::batch_norm_grad),
-    ("FusedBatchNormGradV3", nn::batch_norm_grad),
-    ("FusedBatchNormV2", nn::batch_norm),
-    ("FusedBatchNormV3", nn::batch_norm),
+    ("FusedBatchNorm", |c, n| nchw::with_layout(c, n, nn::batch_norm)),
+    ("FusedBatchNormGrad", |c, n| nchw::with_layout(c, n, nn::batch_norm_grad)),
+    ("FusedBatchNormGradV2", |c, n| nchw::with_layout(c, n, nn::batch_norm_grad)),
+    ("FusedBatchNormGradV3", |c, n| nchw::with_layout(c, n, nn::batch_norm_grad)),
+    ("FusedBatchNormV2", |c, n| nchw::with_layout(c, n, nn::batch_norm)),
+    ("FusedBatchNormV3", |c, n| nchw::with_layout(c, n, nn::batch_norm)),
     ("GatherNd", gather::gather_nd),
     ("GatherV2", gather::gather_v2),
     ("Greater", |c, n| ew::compare(c, n, Cmp::Gt)),
@@ -176,8 +183,8 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("LogicalOr", |c, n| ew::binary(c, n, "or")),
     ("MatMul", linalg::matmul),
     ("Max", |c, n| reduce::reduce(c, n, reduce::Kind::Max)),
-    ("MaxPool", conv::max_pool),
-    ("MaxPoolGrad", conv::max_pool_grad),
+    ("MaxPool", |c, n| nchw::with_layout(c, n, conv::max_pool)),
+    ("MaxPoolGrad", |c, n| nchw::with_layout(c, n, conv::max_pool_grad)),
     ("Maximum", |c, n| ew::binary(c, n, "maximum")),
     ("Mean", |c, n| reduce::reduce(c, n, reduce::Kind::Mean)),
     ("Min", |c, n| reduce::reduce(c, n, reduce::Kind::Min)),

@@ -399,7 +399,8 @@ fn ops_of(cases: &[&[Case]]) -> BTreeSet<String> {
 
 /// The op types of the graphs the PJRT differential tests run besides
 /// these cases: the examples and strategy graphs of `xla_backend`, its
-/// TensorFlow fixtures, and the replicated corpus graphs of `xla_corpus`.
+/// TensorFlow fixtures, the replicated corpus graphs of `xla_corpus`, and
+/// the TensorList cases of `xla_tensor_list`.
 fn ops_of_other_differential_graphs() -> BTreeSet<String> {
     use tpu_rewrite::tf::{import_graphdef, GraphDefFormat};
     let mut ops = BTreeSet::new();
@@ -422,9 +423,19 @@ fn ops_of_other_differential_graphs() -> BTreeSet<String> {
         let bytes = std::fs::read(format!("tests/fixtures/tf-graphs/{name}")).expect("fixture");
         add(import_graphdef(&bytes, GraphDefFormat::Binary).expect("imports").0);
     }
-    for name in ["replicated_step", "replicated_cnn", "replicated_mixed_precision", "replicated_optimizer"] {
+    for name in
+        ["replicated_step", "replicated_cnn", "replicated_mixed_precision", "replicated_optimizer", "replicated_while"]
+    {
         let bytes = std::fs::read(format!("tests/tf/corpus/{name}.pbtxt")).expect("corpus graph");
         add(import_graphdef(&bytes, GraphDefFormat::Text).expect("imports").0);
+    }
+    // The TensorList cases of `xla_tensor_list` (`%name = Op(...)` lines of its graphs).
+    for line in include_str!("xla_tensor_list.rs").lines() {
+        if let Some(op) =
+            line.trim().strip_prefix('%').and_then(|l| l.split_once(" = ")).and_then(|(_, r)| r.split_once('('))
+        {
+            ops.insert(op.0.trim().to_string());
+        }
     }
     ops
 }

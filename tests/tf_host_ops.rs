@@ -414,7 +414,7 @@ fn every_host_corpus_graph_passes_the_verifier_and_has_kernels() {
         assert!(kernel_problems(&module).is_empty(), "{case}: {:?}", kernel_problems(&module));
         checked += 1;
     }
-    assert_eq!(checked, 5, "the five host cases");
+    assert_eq!(checked, 6, "the six host cases");
 }
 
 /// A replicated step whose cluster makes a string: the `Const` and the `Identity` reading it.

@@ -6,6 +6,8 @@
 //! integers exactly). A list whose capacity cannot be known at compile
 //! time is refused with a diagnostic that says what to change.
 
+#[path = "support/corpus.rs"]
+mod corpus;
 #[path = "support/lowering.rs"]
 mod lowering;
 #[path = "support/pjrt.rs"]
@@ -59,14 +61,22 @@ struct Ran {
     sim: driver::RunOutcome,
 }
 
-/// Lowers a case and runs it on the simulator and on PJRT.
+/// Lowers a case and runs it on the simulator and on PJRT, with synthetic feeds.
 fn pjrt(case: &Case) -> Ran {
+    pjrt_with(case, None)
+}
+
+/// [`pjrt`] with `x` fed to every replica, when given.
+fn pjrt_with(case: &Case, x: Option<&Tensor>) -> Ran {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let path = dir.path().join(format!("{}.opg", case.name));
     std::fs::write(&path, source(case)).expect("writes the case");
     let (tagged, lowered) = prepare(path.to_str().expect("utf-8"), "1x2", 1);
     let graph = &tagged.graphs[0];
-    let feeds = support::synthetic_feeds(graph);
+    let feeds = match x {
+        Some(x) => vec![("x0:0".to_string(), x.clone()), ("x1:0".to_string(), x.clone())],
+        None => support::synthetic_feeds(graph),
+    };
     let fetches = default_fetches(&lowered.module);
     let sim = driver::run(&lowered.module, &feeds, &fetches, &driver::RunConfig::default(), &mut |_, _| {})
         .unwrap_or_else(|e| panic!("{}: the simulator failed: {e}", case.name));
@@ -85,7 +95,12 @@ fn pjrt(case: &Case) -> Ran {
 
 /// Runs a case on both backends and compares every fetch.
 fn differential(case: &Case) {
-    let Ran { pjrt: outcome, fetches, sim } = pjrt(case);
+    differential_with(case, None);
+}
+
+/// [`differential`] with `x` fed to every replica, when given; returns PJRT's fetches.
+fn differential_with(case: &Case, x: Option<&Tensor>) -> Vec<(String, Tensor)> {
+    let Ran { pjrt: outcome, fetches, sim } = pjrt_with(case, x);
     let run = outcome.unwrap_or_else(|e| panic!("{}: pjrt failed: {e:?}", case.name)).run;
     assert!(!fetches.is_empty(), "{}: no fetches", case.name);
     assert_eq!(run.fetched.len(), sim.fetched.len(), "{}: fetch count", case.name);
@@ -97,6 +112,7 @@ fn differential(case: &Case) {
             assert!((a - b).abs() <= 1e-5 + tol * b.abs(), "{}: {name}[{i}]: pjrt {a} vs simulator {b}", case.name);
         }
     }
+    run.fetched
 }
 
 /// Reserve, FromTensor, GetItem, SetItem, Stack, Gather, Length, and a
@@ -254,4 +270,85 @@ graph @positive (role = "function") {
     assert!(text.contains("no compile-time capacity"), "{text}");
     assert!(text.contains("maximum_iterations"), "says what to change: {text}");
     assert!(text.contains("`w`"), "names the loop: {text}");
+}
+
+/// `tests/tf/corpus/tensor_array` (a plain graph, which `--backend pjrt`
+/// does not take) under a two-replica `replicate`, op for op: a
+/// `TensorArray` unstacked and gathered, one scattered into and stacked,
+/// and one grown by `TensorListSetItem` (`resize_if_index_out_of_bounds`)
+/// in a five-iteration loop, stacked and measured. Fed TensorFlow's `x`,
+/// PJRT matches the simulator and the numbers TensorFlow computed. (The
+/// corpus graph's `TensorListConcatV2` of rows of different shapes has no
+/// buffer form and is left out.)
+#[test]
+fn tensor_array_matches_tensorflow() {
+    let case = Case {
+        name: "tensor_array",
+        body: "%shape = Const() {dtype = i32, value = tensor(i32, [1]) [3]}
+            %unknown = Const() {dtype = i32, value = tensor(i32, []) [-1]}
+            %ft = TensorListFromTensor(%x, %shape) {element_dtype = f32, shape_type = i32}
+            %gi = Const() {dtype = i32, value = tensor(i32, [2]) [3, 1]}
+            %gathered = TensorListGather(%ft, %gi, %shape) {element_dtype = f32}
+            %n3 = Const() {dtype = i32, value = tensor(i32, []) [3]}
+            %r = TensorListReserve(%shape, %n3) {element_dtype = f32, shape_type = i32}
+            %ri = Const() {dtype = i32, value = tensor(i32, [2]) [1, 3]}
+            %ax0 = Const() {dtype = i32, value = tensor(i32, []) [0]}
+            %rows = GatherV2(%x, %ri, %ax0) {Tparams = f32, Tindices = i32, Taxis = i32, batch_dims = 0}
+            %si = Const() {dtype = i32, value = tensor(i32, [2]) [2, 0]}
+            %sc = TensorListScatterIntoExistingList(%r, %rows, %si) {element_dtype = f32}
+            %scattered = TensorListStack(%sc, %shape) {element_dtype = f32, num_elements = 3}
+            %one = Const() {dtype = i32, value = tensor(i32, []) [1]}
+            %g = TensorListReserve(%unknown, %one) {element_dtype = f32, shape_type = i32}
+            %zero = Const() {dtype = i32, value = tensor(i32, []) [0]}
+            %loop = StatelessWhile(%zero, %unknown, %zero, %g, %x) {T = [i32, i32, i32, variant, f32], body = func \"grow\", cond = func \"below5\", parallel_iterations = 10}
+            %grown = TensorListStack(%loop:3, %shape) {element_dtype = f32, num_elements = -1}
+            %size = TensorListLength(%loop:3)",
+        returns: "%gathered, %scattered, %grown, %size",
+        functions: r#"
+graph @grow (role = "function") {
+  %counter = _Arg() {T = i32, index = 0}
+  %limit = _Arg() {T = i32, index = 1}
+  %i = _Arg() {T = i32, index = 2}
+  %l = _Arg() {T = variant, index = 3}
+  %x = _Arg() {T = f32, index = 4}
+  %one = Const() {dtype = i32, value = tensor(i32, []) [1]}
+  %next = AddV2(%i, %one) {T = i32}
+  %ax = Const() {dtype = i32, value = tensor(i32, []) [0]}
+  %sum = Sum(%x, %ax) {T = f32, Tidx = i32, keep_dims = false}
+  %fi = Cast(%i) {SrcT = i32, DstT = f32, Truncate = false}
+  %row = Mul(%sum, %fi) {T = f32}
+  %l2 = TensorListSetItem(%l, %i, %row) {element_dtype = f32, resize_if_index_out_of_bounds = true}
+  %c2 = AddV2(%counter, %one) {T = i32}
+  %r0 = _Retval(%c2) {T = i32, index = 0}
+  %r1 = _Retval(%limit) {T = i32, index = 1}
+  %r2 = _Retval(%next) {T = i32, index = 2}
+  %r3 = _Retval(%l2) {T = variant, index = 3}
+  %r4 = _Retval(%x) {T = f32, index = 4}
+}
+
+graph @below5 (role = "function") {
+  %counter = _Arg() {T = i32, index = 0}
+  %limit = _Arg() {T = i32, index = 1}
+  %i = _Arg() {T = i32, index = 2}
+  %l = _Arg() {T = variant, index = 3}
+  %x = _Arg() {T = f32, index = 4}
+  %five = Const() {dtype = i32, value = tensor(i32, []) [5]}
+  %p = Less(%i, %five) {T = i32}
+  %r = _Retval(%p) {T = bool, index = 0}
+}
+"#,
+    };
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/tf/corpus");
+    let meta = corpus::read_json(&dir.join("tensor_array.json"));
+    let x = corpus::tensor_of(&meta["feeds"]["x:0"]);
+    let fetched = differential_with(&case, Some(&x));
+    let tf = &meta["runs"][0]["fetches"];
+    for (i, name) in ["gathered:0", "scattered:0", "grown:0", "size:0"].iter().enumerate() {
+        let want = corpus::tensor_of(&tf[*name]);
+        for r in 0..2 {
+            let key = format!("output_{i}_shard_{r}:0");
+            let got = &fetched.iter().find(|(n, _)| *n == key).unwrap_or_else(|| panic!("no {key}")).1;
+            corpus::assert_close(&format!("{name} (replica {r}) vs TensorFlow"), got, &want, 1e-4);
+        }
+    }
 }

@@ -2,7 +2,7 @@
 //! form `lists` describes): pushes and sets are
 //! `stablehlo.dynamic_update_slice`, pops and reads `stablehlo.dynamic_slice`,
 //! `TensorListStack` the buffer's first `length` rows, `TensorListGather` a
-//! gather of rows. `TensorListElementShape` is a constant. As tf2xla's,
+//! gather of rows, `TensorListScatterIntoExistingList` a scatter of rows. `TensorListElementShape` is a constant. As tf2xla's,
 //! a push onto a full list and a read past the size are not checked on the
 //! device (XLA clamps the index). Cost: one slice or update per op.
 
@@ -179,6 +179,31 @@ pub(super) fn stack(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
         super::i64s(&strides)
     );
     Ok(vec![c.op("stablehlo.slice", &[&buffer], &attrs, out)])
+}
+
+/// `TensorListScatterIntoExistingList(list, tensor, indices)`: row `k` of
+/// `tensor` replaces element `indices[k]`; the size grows to hold the
+/// largest index, as TensorFlow's does.
+pub(super) fn scatter_rows(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
+    let (buffer, size) = list(n, 0)?;
+    let (rows, indices) = (n.input(1)?, n.input(2)?);
+    if indices.ty.rank() != 1 || rows.ty.shape.first() != indices.ty.shape.first() {
+        return Err(format!("{} indices for rows of {}", indices.ty.mlir(), rows.ty.mlir()));
+    }
+    if rows.ty.shape.get(1..) != buffer.ty.shape.get(1..) {
+        return Err(format!("rows {} do not fit the list's elements {}", rows.ty.mlir(), buffer.ty.mlir()));
+    }
+    let indices = if indices.ty.dtype == DType::I32 { indices.clone() } else { c.convert(indices, DType::I32) };
+    let column = c.reshape(&indices, vec![indices.ty.shape[0], 1]);
+    let buffer = gather::scatter(c, &buffer, &column, rows, gather::Combine::Replace);
+    let size = if indices.ty.shape[0] == 0 {
+        size
+    } else {
+        let top = c.reduce(&indices, &[0], crate::xla::stablehlo::text::Reducer::Max);
+        let next = add(c, &top, 1.0);
+        c.elementwise("maximum", &[&size, &next])
+    };
+    Ok(vec![Val::composite(&[buffer, size])])
 }
 
 /// `TensorListGather(list, indices, element_shape)`: the rows at `indices`.

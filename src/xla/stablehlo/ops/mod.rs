@@ -248,6 +248,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("TensorListPopBack", list::pop_back),
     ("TensorListPushBack", list::push_back),
     ("TensorListReserve", list::reserve),
+    ("TensorListScatterIntoExistingList", list::scatter_rows),
     ("TensorListSetItem", list::set_item),
     ("TensorListStack", list::stack),
     ("TensorScatterAdd", |c, n| gather::tensor_scatter(c, n, true)),

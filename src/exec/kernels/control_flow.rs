@@ -700,6 +700,25 @@ mod tests {
     }
 
     #[test]
+    fn a_list_holds_at_most_its_max_num_elements() {
+        let a = attrs(DType::F32);
+        let x = Tensor::vector(vec![1.0f32]);
+        let list = one("EmptyTensorList", &a, &[Tensor::vector(vec![1i32]), Tensor::scalar(2i32)]);
+        let list = one("TensorListPushBack", &a, &[list, x.clone()]);
+        let full = one("TensorListPushBack", &a, &[list, x.clone()]);
+        let err = run_kernel("TensorListPushBack", &a, &[full.clone(), x.clone()]).unwrap_err();
+        assert!(err.to_string().contains("full"), "{err}");
+        // Popping makes room again; an unbounded list (-1) takes any number.
+        let popped = run_kernel("TensorListPopBack", &a, &[full, Tensor::vector(vec![1i32])]).unwrap();
+        assert!(run_kernel("TensorListPushBack", &a, &[popped[0].clone(), x.clone()]).is_ok());
+        let mut open = one("EmptyTensorList", &a, &[Tensor::vector(vec![1i32]), Tensor::scalar(-1i32)]);
+        for _ in 0..5 {
+            open = one("TensorListPushBack", &a, &[open, x.clone()]);
+        }
+        assert_eq!(one("TensorListLength", &a, &[open]), Tensor::scalar(5i32));
+    }
+
+    #[test]
     fn from_tensor_splits_rows_and_reports_its_element_shape() {
         let a = attrs(DType::I32);
         let t = Tensor::from_vec(&[2, 3], vec![1i32, 2, 3, 4, 5, 6]).unwrap();

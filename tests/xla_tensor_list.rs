@@ -48,6 +48,7 @@ fn values(t: &Tensor) -> (Vec<f64>, f64) {
     match t {
         Tensor::I32(a) => (a.iter().map(|&v| f64::from(v)).collect(), 0.0),
         Tensor::I64(a) => (a.iter().map(|&v| v as f64).collect(), 0.0),
+        Tensor::Bool(a) => (a.iter().map(|&v| f64::from(u8::from(v))).collect(), 0.0),
         other => panic!("unexpected {other:?}"),
     }
 }
@@ -68,13 +69,18 @@ fn pjrt(case: &Case) -> Ran {
 
 /// [`pjrt`] with `x` fed to every replica, when given.
 fn pjrt_with(case: &Case, x: Option<&Tensor>) -> Ran {
+    pjrt_fed(case, x.map(|x| [x.clone(), x.clone()]))
+}
+
+/// [`pjrt`] with replica r fed `x[r]`, when given.
+fn pjrt_fed(case: &Case, x: Option<[Tensor; 2]>) -> Ran {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let path = dir.path().join(format!("{}.opg", case.name));
     std::fs::write(&path, source(case)).expect("writes the case");
     let (tagged, lowered) = prepare(path.to_str().expect("utf-8"), "1x2", 1);
     let graph = &tagged.graphs[0];
     let feeds = match x {
-        Some(x) => vec![("x0:0".to_string(), x.clone()), ("x1:0".to_string(), x.clone())],
+        Some([x0, x1]) => vec![("x0:0".to_string(), x0), ("x1:0".to_string(), x1)],
         None => support::synthetic_feeds(graph),
     };
     let fetches = default_fetches(&lowered.module);
@@ -100,7 +106,12 @@ fn differential(case: &Case) {
 
 /// [`differential`] with `x` fed to every replica, when given; returns PJRT's fetches.
 fn differential_with(case: &Case, x: Option<&Tensor>) -> Vec<(String, Tensor)> {
-    let Ran { pjrt: outcome, fetches, sim } = pjrt_with(case, x);
+    differential_fed(case, x.map(|x| [x.clone(), x.clone()]))
+}
+
+/// [`differential`] with replica r fed `x[r]`, when given; returns PJRT's fetches.
+fn differential_fed(case: &Case, x: Option<[Tensor; 2]>) -> Vec<(String, Tensor)> {
+    let Ran { pjrt: outcome, fetches, sim } = pjrt_fed(case, x);
     let run = outcome.unwrap_or_else(|e| panic!("{}: pjrt failed: {e:?}", case.name)).run;
     assert!(!fetches.is_empty(), "{}: no fetches", case.name);
     assert_eq!(run.fetched.len(), sim.fetched.len(), "{}: fetch count", case.name);
@@ -351,4 +362,107 @@ graph @below5 (role = "function") {
             corpus::assert_close(&format!("{name} (replica {r}) vs TensorFlow"), got, &want, 1e-4);
         }
     }
+}
+
+/// The branches of `tf.cond`/`tf.switch_case` and their gradients as
+/// TensorFlow writes them outside XLA: each forward branch returns its
+/// intermediate in an Optional (`OptionalFromValue`; `OptionalNone` in a
+/// branch with nothing to keep), and the gradient branch reads it
+/// (`OptionalGetValue`). Replica 0 takes one branch, replica 1 the other,
+/// and then the other way round (the trace sees replica 0's branch).
+const CONDS: &str = r#"
+graph @keep_mul (role = "function") {
+  %x = _Arg() {T = f32, index = 0}
+  %k = Const() {dtype = f32, value = tensor(f32, []) [0.5]}
+  %m = Mul(%x, %k) {T = f32}
+  %y = Square(%m) {T = f32}
+  %o = OptionalFromValue(%m) {Toutput_types = [f32]}
+  %r0 = _Retval(%y) {T = f32, index = 0}
+  %r1 = _Retval(%o) {T = variant, index = 1}
+}
+
+graph @keep_sigmoid (role = "function") {
+  %x = _Arg() {T = f32, index = 0}
+  %s = Sigmoid(%x) {T = f32}
+  %one = Const() {dtype = f32, value = tensor(f32, []) [1.0]}
+  %y = Sub(%s, %one) {T = f32}
+  %o = OptionalFromValue(%s) {Toutput_types = [f32]}
+  %r0 = _Retval(%y) {T = f32, index = 0}
+  %r1 = _Retval(%o) {T = variant, index = 1}
+}
+
+graph @grad_mul (role = "function") {
+  %dy = _Arg() {T = f32, index = 0}
+  %o = _Arg() {T = variant, index = 1}
+  %m = OptionalGetValue(%o) {output_shapes = [shape[4, 3]], output_types = [f32]}
+  %two = Const() {dtype = f32, value = tensor(f32, []) [1.0]}
+  %g = Mul(%m, %dy) {T = f32}
+  %h = Mul(%g, %two) {T = f32}
+  %r0 = _Retval(%h) {T = f32, index = 0}
+}
+
+graph @grad_sigmoid (role = "function") {
+  %dy = _Arg() {T = f32, index = 0}
+  %o = _Arg() {T = variant, index = 1}
+  %s = OptionalGetValue(%o) {output_shapes = [shape[4, 3]], output_types = [f32]}
+  %g = SigmoidGrad(%s, %dy) {T = f32}
+  %r0 = _Retval(%g) {T = f32, index = 0}
+}
+
+graph @case_keep (role = "function") {
+  %x = _Arg() {T = f32, index = 0}
+  %t = Tanh(%x) {T = f32}
+  %y = Mul(%t, %x) {T = f32}
+  %o = OptionalFromValue(%t) {Toutput_types = [f32]}
+  %r0 = _Retval(%y) {T = f32, index = 0}
+  %r1 = _Retval(%o) {T = variant, index = 1}
+}
+
+graph @case_none (role = "function") {
+  %x = _Arg() {T = f32, index = 0}
+  %three = Const() {dtype = f32, value = tensor(f32, []) [3.0]}
+  %y = Mul(%x, %three) {T = f32}
+  %o = OptionalNone()
+  %r0 = _Retval(%y) {T = f32, index = 0}
+  %r1 = _Retval(%o) {T = variant, index = 1}
+}
+
+graph @case_grad_keep (role = "function") {
+  %dy = _Arg() {T = f32, index = 0}
+  %o = _Arg() {T = variant, index = 1}
+  %t = OptionalGetValue(%o) {output_shapes = [shape[4, 3]], output_types = [f32]}
+  %g = Mul(%t, %dy) {T = f32}
+  %r0 = _Retval(%g) {T = f32, index = 0}
+}
+
+graph @case_grad_none (role = "function") {
+  %dy = _Arg() {T = f32, index = 0}
+  %o = _Arg() {T = variant, index = 1}
+  %three = Const() {dtype = f32, value = tensor(f32, []) [3.0]}
+  %g = Mul(%dy, %three) {T = f32}
+  %r0 = _Retval(%g) {T = f32, index = 0}
+}
+"#;
+
+#[test]
+fn optionals_of_conditionals_and_their_gradients_match_the_simulator() {
+    let case = Case {
+        name: "optionals",
+        body: "%ax = Const() {dtype = i32, value = tensor(i32, [2]) [0, 1]}
+            %sum = Sum(%x, %ax) {T = f32, Tidx = i32}
+            %zero = Const() {dtype = f32, value = tensor(f32, []) [0.0]}
+            %p = Greater(%sum, %zero) {T = f32}
+            %f = StatelessIf(%p, %x) {Tcond = bool, Tin = [f32], Tout = [f32, variant], then_branch = func \"keep_mul\", else_branch = func \"keep_sigmoid\"}
+            %k = Cast(%p) {SrcT = bool, DstT = i32}
+            %c = StatelessCase(%k, %x) {Tin = [f32], Tout = [f32, variant], branches = [func \"case_keep\", func \"case_none\"]}
+            %g = StatelessIf(%p, %f, %f:1) {Tcond = bool, Tin = [f32, variant], Tout = [f32], then_branch = func \"grad_mul\", else_branch = func \"grad_sigmoid\"}
+            %h = StatelessCase(%k, %c, %c:1) {Tin = [f32, variant], Tout = [f32], branches = [func \"case_grad_keep\", func \"case_grad_none\"]}
+            %has = OptionalHasValue(%c:1)",
+        returns: "%f, %c, %g, %h, %has",
+        functions: CONDS,
+    };
+    let positive = Tensor::from_vec(&[4, 3], (0..12).map(|i| i as f32 * 0.25 - 1.0).collect()).expect("x");
+    let negative = Tensor::from_vec(&[4, 3], (0..12).map(|i| 1.0 - i as f32 * 0.3).collect()).expect("x");
+    differential_fed(&case, Some([positive.clone(), negative.clone()]));
+    differential_fed(&case, Some([negative, positive]));
 }

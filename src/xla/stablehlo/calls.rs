@@ -370,10 +370,61 @@ fn ret(c: &mut Ctx, vals: &[Val]) {
     c.line(&format!("\"stablehlo.return\"({}) : ({}) -> ()", names.join(", "), types.join(", ")));
 }
 
-/// A region that calls `sym` on `args` (values of the enclosing function) and returns its results.
-fn call_region(c: &mut Ctx, sym: &str, args: &[Val], results: &[Ty]) -> String {
+/// An empty Optional whose device value has components (another branch
+/// set them) traces as one holding zeros of those types, so a branch that
+/// reads it (and does not run when it is empty) can be traced.
+fn typed_optional(t: Tensor, ty: &Ty) -> Result<Tensor, String> {
+    use crate::exec::variant::Variant;
+    if !matches!(t.as_variant(), Some(Variant::Optional(None))) || ty.parts.len() < 2 {
+        return Ok(t);
+    }
+    let mut parts = Vec::with_capacity(ty.parts.len() - 1);
+    for p in &ty.parts[1..] {
+        let dims = Tensor::vector(p.shape.iter().map(|&d| d as i64).collect::<Vec<i64>>());
+        let zero = crate::exec::run_kernel("Fill", &crate::ir::AttrMap::default(), &[dims, Tensor::scalar(0f32)])
+            .map_err(|e| e.to_string())?
+            .remove(0);
+        let mut attrs = crate::ir::AttrMap::default();
+        attrs.insert("DstT", AttrValue::Type(p.dtype));
+        parts.push(crate::exec::run_kernel("Cast", &attrs, &[zero]).map_err(|e| e.to_string())?.remove(0));
+    }
+    Ok(Tensor::Variant(std::sync::Arc::new(Variant::Optional(Some(parts)))))
+}
+
+/// The result types of a conditional's branches, each Optional with the
+/// components some branch gives it.
+fn joined_types<'t>(mut branches: impl Iterator<Item = &'t [Ty]>) -> Vec<Ty> {
+    let mut all: Vec<Ty> = branches.next().map(<[Ty]>::to_vec).unwrap_or_default();
+    for tys in branches {
+        for (a, t) in all.iter_mut().zip(tys) {
+            if a.is_optional() && t.is_optional() && t.parts.len() > a.parts.len() {
+                *a = t.clone();
+            }
+        }
+    }
+    all
+}
+
+/// `tys` with each empty Optional given the components of its `all` type.
+fn join_optionals(tys: &[Ty], all: &[Ty]) -> Vec<Ty> {
+    tys.iter().zip(all).map(|(t, a)| if t.is_optional() && a.is_optional() { a.clone() } else { t.clone() }).collect()
+}
+
+/// A region that calls `sym` on `args` (values of the enclosing function)
+/// and returns its results as the types `want`: an empty Optional gets zero components.
+fn call_region(c: &mut Ctx, sym: &str, args: &[Val], results: &[Ty], want: &[Ty]) -> String {
     let mut r = c.scratch();
-    let out = call(&mut r, sym, args, results);
+    let mut out = call(&mut r, sym, args, results);
+    for (v, w) in out.iter_mut().zip(want) {
+        if v.ty != *w && v.ty.is_optional() && w.is_optional() {
+            let mut parts = v.parts();
+            parts.truncate(1);
+            for t in &w.parts[1..] {
+                parts.push(r.splat(t, 0.0));
+            }
+            *v = Val::composite(&parts);
+        }
+    }
     ret(&mut r, &out);
     c.resume(&r);
     format!("{{\n{}}}", r.text)
@@ -421,14 +472,15 @@ impl Emitter<'_> {
                 handles.push((i, input.src));
                 continue;
             }
-            traced.push(
-                self.traced
-                    .values
-                    .get(&key)
-                    .map(|t| t.value.clone())
-                    .ok_or_else(|| lowering(graph, id, "an operand has no traced value"))?,
-            );
-            vals.push(self.value(ctx, key)?);
+            let t = self
+                .traced
+                .values
+                .get(&key)
+                .map(|t| t.value.clone())
+                .ok_or_else(|| lowering(graph, id, "an operand has no traced value"))?;
+            let v = self.value(ctx, key)?;
+            traced.push(typed_optional(t, &v.ty).map_err(|m| lowering(graph, id, m))?);
+            vals.push(v);
         }
         let resource: Vec<bool> = (0..inputs.len()).map(|i| handles.iter().any(|&(k, _)| k == i)).collect();
         // The op's result types; a variable passed through a result has its value's type.
@@ -522,13 +574,30 @@ impl Emitter<'_> {
                     scalar(ctx, selector, DType::I32)
                 }
                 .map_err(|m| lowering(graph, id, m))?;
-                let mut regions = Vec::with_capacity(names.len());
-                let mut all = Vec::new();
+                let mut defined = Vec::with_capacity(names.len());
                 for name in &names {
-                    let (sym, tys) = define(lib, name, &traced[1..], &resource[1..], Finals::Append, self.replicas)?;
-                    check(&format!("branch `{name}`"), &tys)?;
-                    regions.push(call_region(ctx, &sym, &vals[1..], &tys));
-                    all = tys;
+                    defined.push(define(lib, name, &traced[1..], &resource[1..], Finals::Append, self.replicas)?);
+                }
+                // An Optional a branch leaves empty takes its components' types from the others.
+                let all = joined_types(defined.iter().map(|(_, t)| t.as_slice()));
+                let mut regions = Vec::with_capacity(names.len());
+                for (name, (sym, tys)) in names.iter().zip(&defined) {
+                    // The traced results fix every type but an Optional's components.
+                    let padded = join_optionals(tys, &all);
+                    let seen: Vec<Ty> = padded
+                        .iter()
+                        .zip(&expected)
+                        .map(|(p, e)| if e.is_optional() && p.is_optional() { e.clone() } else { p.clone() })
+                        .collect();
+                    check(&format!("branch `{name}`"), &seen)?;
+                    if padded != all {
+                        return Err(lowering(
+                            graph,
+                            id,
+                            format!("branch `{name}` returns other types than the others"),
+                        ));
+                    }
+                    regions.push(call_region(ctx, sym, &vals[1..], tys, &all));
                 }
                 finals_at = handles.iter().map(|&(_, h)| h).collect();
                 // `stablehlo.if` takes the true branch first, as TensorFlow's `then_branch`.

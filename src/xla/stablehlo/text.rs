@@ -31,8 +31,16 @@ pub struct Ty {
 impl Ty {
     /// The type of `t` (a TensorList's: see [`super::lists::list_type`]).
     pub fn of(t: &Tensor) -> Ty {
-        if let Some(crate::exec::variant::Variant::List(l)) = t.as_variant() {
-            return super::lists::list_type(l);
+        use crate::exec::variant::Variant;
+        match t.as_variant() {
+            Some(Variant::List(l)) => return super::lists::list_type(l),
+            // An Optional: its flag, then its components (none known for an empty one).
+            Some(Variant::Optional(v)) => {
+                let mut parts = vec![Ty::scalar(DType::Bool)];
+                parts.extend(v.iter().flatten().map(Ty::of));
+                return Ty::composite(parts);
+            }
+            None => {}
         }
         Ty { dtype: t.dtype(), shape: t.shape().to_vec(), parts: Vec::new() }
     }
@@ -45,6 +53,12 @@ impl Ty {
     /// A composite of `parts`.
     pub fn composite(parts: Vec<Ty>) -> Ty {
         Ty { dtype: DType::Variant, shape: Vec::new(), parts }
+    }
+
+    /// Whether this is an Optional's type: a composite led by a scalar
+    /// `i1` flag (a TensorList's buffer has at least one dimension).
+    pub fn is_optional(&self) -> bool {
+        self.parts.first().is_some_and(|p| p.dtype == DType::Bool && p.shape.is_empty() && p.parts.is_empty())
     }
 
     /// The tensor types this type prints as: itself, or a composite's parts.

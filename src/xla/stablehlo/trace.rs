@@ -267,7 +267,21 @@ impl Emitter<'_> {
                 let parts = [ctx.constant(&buffer), ctx.constant(&Tensor::scalar(size))];
                 Val::composite(&parts)
             }
-            Some(_) => return Err(XlaError::unsupported(&self.graph.node(key.0).name, &self.graph.node(key.0).op)),
+            // A constant Optional: its flag and its components.
+            Some(crate::exec::variant::Variant::Optional(v)) => {
+                let mut parts = vec![ctx.constant(&Tensor::scalar(v.is_some()))];
+                for t in v.iter().flatten() {
+                    if !super::text::device_dtype(t.dtype()) {
+                        return Err(lowering(
+                            self.graph,
+                            key.0,
+                            format!("a {} component cannot go to the device", t.dtype()),
+                        ));
+                    }
+                    parts.push(ctx.constant(t));
+                }
+                Val::composite(&parts)
+            }
             None if !super::text::device_dtype(t.value.dtype()) => {
                 return Err(lowering(
                     self.graph,

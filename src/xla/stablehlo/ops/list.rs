@@ -2,7 +2,9 @@
 //! form `lists` describes): pushes and sets are
 //! `stablehlo.dynamic_update_slice`, pops and reads `stablehlo.dynamic_slice`,
 //! `TensorListStack` the buffer's first `length` rows, `TensorListGather` a
-//! gather of rows, `TensorListScatterIntoExistingList` a scatter of rows. `TensorListElementShape` is a constant. As tf2xla's,
+//! gather of rows, `TensorListScatterIntoExistingList` a scatter of rows.
+//! An Optional (`tf.cond`'s gradient intermediates) is its `i1` flag and
+//! its components. `TensorListElementShape` is a constant. As tf2xla's,
 //! a push onto a full list and a read past the size are not checked on the
 //! device (XLA clamps the index). Cost: one slice or update per op.
 
@@ -211,4 +213,39 @@ pub(super) fn gather_rows(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
     let (buffer, _) = list(n, 0)?;
     let out = n.out(0)?.clone();
     Ok(vec![gather::gather(c, &buffer, n.input(1)?, 0, out)])
+}
+
+/// `OptionalFromValue(components…)`: the flag `true`, then the components.
+pub(super) fn optional_from_value(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
+    let flag = c.constant(&crate::exec::Tensor::scalar(true));
+    let mut parts = vec![flag];
+    parts.extend(n.inputs.iter().cloned());
+    Ok(vec![Val::composite(&parts)])
+}
+
+/// `OptionalNone()`: the flag `false`; the components, if a branch beside
+/// it gives them types, are zeros added where the branches join (`calls`).
+pub(super) fn optional_none(c: &mut Ctx, _: &Call) -> Result<Vec<Val>, String> {
+    let flag = c.constant(&crate::exec::Tensor::scalar(false));
+    Ok(vec![Val::composite(&[flag])])
+}
+
+/// `OptionalHasValue(optional)`: the flag.
+pub(super) fn optional_has_value(_: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
+    let parts = n.input(0)?.parts();
+    parts.into_iter().next().map(|f| vec![f]).ok_or_else(|| "operand 0 is not an Optional".to_string())
+}
+
+/// `OptionalGetValue(optional)`: the components (unchecked on the device,
+/// as tf2xla's: an empty Optional gives zeros).
+pub(super) fn optional_get_value(_: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
+    let parts = n.input(0)?.parts();
+    if parts.len() != n.outputs.len() + 1 {
+        return Err(format!(
+            "the Optional holds {} components, the op returns {} (an Optional that no branch sets)",
+            parts.len().saturating_sub(1),
+            n.outputs.len()
+        ));
+    }
+    Ok(parts.into_iter().skip(1).collect())
 }

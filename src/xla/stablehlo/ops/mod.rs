@@ -193,6 +193,10 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("Neg", |c, n| ew::unary(c, n, "negate")),
     ("NotEqual", |c, n| ew::compare(c, n, Cmp::Ne)),
     ("OneHot", gather::one_hot),
+    ("OptionalFromValue", list::optional_from_value),
+    ("OptionalGetValue", list::optional_get_value),
+    ("OptionalHasValue", list::optional_has_value),
+    ("OptionalNone", list::optional_none),
     ("Pack", shape::pack),
     ("Pad", shape::pad),
     ("PadV2", shape::pad),
@@ -325,12 +329,6 @@ pub fn reason(op: &str) -> Option<&'static str> {
     if lowering_of(op).is_some() {
         return None;
     }
-    if op.starts_with("Optional") {
-        return Some(
-            "Optional values (tf.cond's gradient intermediates outside XLA) have no device form; \
-             the simulator runs them",
-        );
-    }
     crate::exec::kernels::control_flow::VARIANT_OPS.contains(&op).then_some(
         "this TensorList op has no StableHLO lowering (lists lower as a buffer and a size: see docs/xla.md); \
          the simulator runs it",
@@ -436,8 +434,9 @@ mod tests {
             assert_eq!(reason(op), None, "{op}");
         }
         assert!(reason("TensorListConcatV2").is_some_and(|r| r.contains("TensorList")));
-        assert!(reason("OptionalGetValue").is_some_and(|r| r.contains("Optional")));
-        for op in ["EmptyTensorList", "TensorListPushBack", "TensorListPopBack", "TensorListElementShape"] {
+        for op in
+            ["EmptyTensorList", "TensorListPushBack", "TensorListPopBack", "TensorListElementShape", "OptionalGetValue"]
+        {
             assert!(lowering_of(op).is_some(), "{op}");
             assert_eq!(reason(op), None, "{op}");
         }

@@ -16,9 +16,12 @@
 //! (`ReadVariableOp`, `Assign{,Add,Sub}VariableOp`) work on it, and the
 //! final value comes back: in the variable's own slot for a `While`,
 //! after the results for the others. Other variable ops in a body (the
-//! optimizers, `ResourceGather`) and Optional values are refused (the
-//! trace names the op). A TensorList argument or result is its buffer and
-//! its size (`lists`): two values in every signature, block and call.
+//! optimizers, `ResourceGather`) are refused (the trace names the op). A
+//! TensorList argument or result is its buffer and its size (`lists`), an
+//! Optional its flag and components: several values in every signature,
+//! block and call. An Optional one branch leaves empty takes the
+//! components' types another branch gives it (zeros where the branches
+//! join), and traces as holding zeros in the branches that read it.
 //! Cost: each specialisation is traced and printed once; the host trace
 //! of a call runs the simulator's interpreter (a `While` costs its
 //! iterations times its body).

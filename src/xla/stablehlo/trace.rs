@@ -8,7 +8,9 @@
 //! constant. Collectives are traced as the identity (their shape is their
 //! operand's); their values are not used. Call ops (`While`, `If`, …) run
 //! the simulator's interpreter on their functions (`calls.rs`); their
-//! results are never constant. Cost: one kernel call per op, plus each
+//! results are never constant. TensorList and Optional values are traced
+//! by the simulator's kernels; a list's compile-time capacity and element
+//! shape are fixed by a second trace when they must be inferred (`lists`). Cost: one kernel call per op, plus each
 //! call's interpretation.
 
 use std::collections::HashMap;

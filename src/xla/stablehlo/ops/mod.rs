@@ -16,9 +16,10 @@
 //! gradients), [`nn`] (softmax, losses, bias, batch norm), [`linalg`]
 //! (matmuls, einsum), [`reduce`] (reductions, arg max, cumsum), [`shape`]
 //! (reshapes, slices, concatenation, padding), [`gather`] (gathers,
-//! scatters, segment sums, one-hot), [`conv`] (convolutions and pools),
-//! [`collective`] (all-reduce, broadcast, replica id) and [`state`]
-//! (variable updates). [`NOT_LOWERED`] gives the reason for every op the
+//! scatters, segment sums, one-hot), [`conv`] (convolutions and pools;
+//! [`nchw`] runs them and the batch norms in NCHW), [`list`] (TensorLists
+//! and Optionals), [`collective`] (all-reduce, broadcast, replica id) and
+//! [`state`] (variable updates). [`NOT_LOWERED`] gives the reason for every op the
 //! simulator runs that has no builder. Invariant: [`TABLE`] is sorted by op
 //! name (a test checks it), so lookups are a binary search.
 

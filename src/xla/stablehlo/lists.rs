@@ -20,8 +20,10 @@
 //! element shape with unknown dimensions is taken from the elements
 //! pushed or set. Anything else is refused with a diagnostic that says
 //! what to change in the TensorFlow program.
-//! Cost: linear in the program, plus one more host trace when a list's
-//! capacity or element shape is inferred.
+//! Cost: one pass over the program (each list value remembers the ops
+//! that made it; a loop's trip count is analysed once, linear in its
+//! cond and body), plus one more host trace when a list's capacity or
+//! element shape is inferred.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
@@ -113,65 +115,102 @@ fn len(values: &HashMap<(NodeId, u32), Traced>, key: (NodeId, u32)) -> Option<us
     values.get(&key).and_then(|t| as_list(&t.value)).map(|l| l.items.len())
 }
 
+/// What one pass over a program learns of a list a maker op makes.
+struct Seen {
+    /// The list as made.
+    made: TensorList,
+    /// The most elements any value derived from it holds.
+    most: usize,
+    /// Its element shape, from the declaration or the first element seen.
+    shape: Option<Vec<usize>>,
+}
+
 /// Finds, for every list a maker op of `nodes` makes whose capacity or
 /// element shape is not yet fixed, the capacity and element shape it
-/// needs; refuses a list whose size or shape cannot be known at compile time.
+/// needs; refuses a list whose size or shape cannot be known at compile
+/// time. One pass in program order: each list value remembers the maker
+/// ops it derives from.
 pub(crate) fn fixes(
     graph: &Graph,
     nodes: &[NodeId],
     values: &HashMap<(NodeId, u32), Traced>,
     lib: &Library,
 ) -> Result<HashMap<NodeId, Fix>, XlaError> {
-    let mut out = HashMap::new();
-    for &maker in nodes.iter().filter(|&&id| MAKERS.contains(&&*graph.node(id).op)) {
-        let Some(made) = values.get(&(maker, 0)).and_then(|t| as_list(&t.value)) else { continue };
-        // Every value the list flows into, in program order.
-        let mut derived: HashSet<(NodeId, u32)> = HashSet::from([(maker, 0)]);
-        let mut most = made.items.len();
-        let mut shape = element_shape(made);
-        for &id in nodes {
-            let node = graph.node(id);
-            let inputs = graph.data_inputs(id);
-            let from: Vec<usize> = inputs
-                .iter()
-                .enumerate()
-                .filter(|(_, i)| derived.contains(&(i.src, i.output.unwrap_or(0))))
-                .map(|(k, _)| k)
-                .collect();
-            if from.is_empty() {
+    let mut seen: Vec<(NodeId, Seen)> = Vec::new();
+    let mut at: HashMap<NodeId, usize> = HashMap::new();
+    let mut origin: HashMap<(NodeId, u32), Vec<NodeId>> = HashMap::new();
+    let mut fixed_trips: HashMap<NodeId, bool> = HashMap::new();
+    for &id in nodes {
+        let node = graph.node(id);
+        if MAKERS.contains(&&*node.op) {
+            if let Some(made) = values.get(&(id, 0)).and_then(|t| as_list(&t.value)) {
+                at.insert(id, seen.len());
+                let info = Seen { made: made.clone(), most: made.items.len(), shape: element_shape(made) };
+                seen.push((id, info));
+                origin.insert((id, 0), vec![id]);
+            }
+            continue;
+        }
+        let inputs = graph.data_inputs(id);
+        let from = |k: usize| inputs.get(k).and_then(|i| origin.get(&(i.src, i.output.unwrap_or(0))));
+        if !(0..inputs.len()).any(|k| from(k).is_some()) {
+            continue;
+        }
+        let kind = call_kind(&node.op);
+        let lists_out: Vec<u32> = (0u32..)
+            .take_while(|&o| values.contains_key(&(id, o)))
+            .filter(|&o| len(values, (id, o)).is_some())
+            .collect();
+        // Each list result and the operands it derives from.
+        let reach: Vec<(u32, Vec<usize>)> = match kind {
+            Some(CallKind::While) => lists_out.iter().map(|&o| (o, vec![o as usize])).collect(),
+            Some(_) => lists_out.iter().map(|&o| (o, (0..inputs.len()).collect())).collect(),
+            None if &*node.op == "Identity" || &*node.op == "IdentityN" => {
+                lists_out.iter().map(|&o| (o, vec![o as usize])).collect()
+            }
+            None if node.op.starts_with("TensorList") => {
+                lists_out.iter().filter(|&&o| o == 0).map(|&o| (o, vec![0])).collect()
+            }
+            None => Vec::new(),
+        };
+        let mut derived = Vec::with_capacity(reach.len());
+        for (o, operands) in reach {
+            let mut makers: Vec<NodeId> = operands.iter().filter_map(|&k| from(k)).flatten().copied().collect();
+            makers.sort_unstable();
+            makers.dedup();
+            if makers.is_empty() {
                 continue;
             }
-            let outputs: Vec<u32> = (0u32..).take_while(|&o| values.contains_key(&(id, o))).collect();
-            let lists_out: Vec<u32> = outputs.iter().copied().filter(|&o| len(values, (id, o)).is_some()).collect();
-            let reach: Vec<u32> = match call_kind(&node.op) {
-                Some(CallKind::While) => from.iter().map(|&k| k as u32).filter(|o| lists_out.contains(o)).collect(),
-                Some(_) => lists_out.clone(),
-                None if &*node.op == "Identity" || &*node.op == "IdentityN" => from.iter().map(|&k| k as u32).collect(),
-                None if from.contains(&0) && node.op.starts_with("TensorList") => {
-                    lists_out.iter().copied().filter(|&o| o == 0).collect()
-                }
-                None => Vec::new(),
-            };
-            for &o in &reach {
-                let Some(n) = len(values, (id, o)) else { continue };
-                let before = match call_kind(&node.op) {
-                    Some(CallKind::While) => {
-                        inputs.get(o as usize).and_then(|i| len(values, (i.src, i.output.unwrap_or(0))))
-                    }
-                    _ => from.iter().filter_map(|&k| len(values, (inputs[k].src, inputs[k].output.unwrap_or(0)))).max(),
-                };
-                let grows = before.is_some_and(|b| n > b);
-                if made.max_num_elements.is_none() {
-                    match call_kind(&node.op) {
+            let n = len(values, (id, o)).unwrap_or(0);
+            let before = operands
+                .iter()
+                .filter_map(|&k| inputs.get(k).and_then(|i| len(values, (i.src, i.output.unwrap_or(0)))))
+                .max();
+            let grows = before.is_some_and(|b| n > b);
+            for &maker in &makers {
+                let info = &mut seen[at[&maker]].1;
+                if info.made.max_num_elements.is_none() {
+                    match kind {
                         // A loop that may push must run a fixed number of times, whatever the trace saw.
-                        Some(CallKind::While)
-                            if may_grow(graph, id, o as usize, lib)? && !static_trip_count(graph, id, values, lib)? =>
-                        {
-                            return Err(unbounded(
-                                graph,
-                                maker,
-                                &format!("grows in loop `{}`, whose trip count depends on run-time values", node.name),
-                            ));
+                        Some(CallKind::While) if may_grow(graph, id, o as usize, lib)? => {
+                            let fixed = match fixed_trips.get(&id) {
+                                Some(&f) => f,
+                                None => {
+                                    let f = static_trip_count(graph, id, values, lib)?;
+                                    fixed_trips.insert(id, f);
+                                    f
+                                }
+                            };
+                            if !fixed {
+                                return Err(unbounded(
+                                    graph,
+                                    maker,
+                                    &format!(
+                                        "grows in loop `{}`, whose trip count depends on run-time values",
+                                        node.name
+                                    ),
+                                ));
+                            }
                         }
                         Some(CallKind::If | CallKind::Case) if grows => {
                             return Err(unbounded(
@@ -183,18 +222,19 @@ pub(crate) fn fixes(
                         _ => {}
                     }
                 }
-                most = most.max(n);
-                if shape.is_none() {
-                    shape = values.get(&(id, o)).and_then(|t| as_list(&t.value)).and_then(element_shape);
+                info.most = info.most.max(n);
+                if info.shape.is_none() {
+                    info.shape = values.get(&(id, o)).and_then(|t| as_list(&t.value)).and_then(element_shape);
                 }
-                derived.insert((id, o));
             }
+            derived.push(((id, o), makers));
         }
-        let capacity = match made.max_num_elements {
-            Some(m) => m.max(most),
-            None => most,
-        };
-        let shape = shape.ok_or_else(|| {
+        origin.extend(derived);
+    }
+    let mut out = HashMap::new();
+    for (maker, info) in seen {
+        let capacity = info.made.max_num_elements.map_or(info.most, |m| m.max(info.most));
+        let shape = info.shape.ok_or_else(|| {
             lowering(
                 graph,
                 maker,
@@ -204,8 +244,8 @@ pub(crate) fn fixes(
             )
         })?;
         let fix = Fix { capacity, element_shape: shape.iter().map(|&d| d as i64).collect() };
-        let current = made.max_num_elements.unwrap_or(made.items.len());
-        if current != capacity || made.element_shape.as_ref() != Some(&fix.element_shape) {
+        let current = info.made.max_num_elements.unwrap_or(info.made.items.len());
+        if current != capacity || info.made.element_shape.as_ref() != Some(&fix.element_shape) {
             out.insert(maker, fix);
         }
     }

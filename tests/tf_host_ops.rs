@@ -1,8 +1,8 @@
 //! The host-op corpus (`tests/tf/corpus/host/`, written by
 //! `tests/tf/corpus_host.py` with tensorflow-cpu 2.21.0): `tf.print`,
 //! `StringFormat`, `Assert` and `ScalarSummary` in outside compilation of a
-//! replicated step, string tensors on the host, NCHW convolution and
-//! pooling, `GatherV2` with `batch_dims`, and the gradients of `Prod` and
+//! replicated step, string tensors on the host, NCHW convolution,
+//! pooling and batch norm, `GatherV2` with `batch_dims`, and the gradients of `Prod` and
 //! `Einsum`. Every fetched tensor is compared with TensorFlow's (floats to a
 //! relative 1e-4, strings byte for byte), every printed line with the text
 //! TensorFlow printed, and cluster membership with TensorFlow's tags.
@@ -238,6 +238,12 @@ fn nchw_convolution_pooling_and_their_gradients() {
     plain_case("host_nchw");
 }
 
+/// `FusedBatchNormV3` and `FusedBatchNormGradV3` in NCHW, training and inference.
+#[test]
+fn nchw_batch_norm_and_its_gradient() {
+    plain_case("host_nchw_batchnorm");
+}
+
 #[test]
 fn gather_with_batch_dims_and_its_gradient() {
     plain_case("host_gather_batch_dims");
@@ -408,7 +414,7 @@ fn every_host_corpus_graph_passes_the_verifier_and_has_kernels() {
         assert!(kernel_problems(&module).is_empty(), "{case}: {:?}", kernel_problems(&module));
         checked += 1;
     }
-    assert_eq!(checked, 5, "the five host cases");
+    assert_eq!(checked, 6, "the six host cases");
 }
 
 /// A replicated step whose cluster makes a string: the `Const` and the `Identity` reading it.

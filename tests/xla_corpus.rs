@@ -49,7 +49,6 @@ use Expect::{Refused, Runs};
 
 /// The TF1 control-flow ops have no lowering and do not run on the host.
 const NOT_COMPILABLE: &str = "tpu_rewrite::passes::not_compilable";
-const UNSUPPORTED_OP: &str = "tpu_rewrite::xla::unsupported_op";
 const LOWERING: &str = "tpu_rewrite::xla::lowering";
 
 /// Every corpus graph (path under `tests/tf/corpus`, without `.pbtxt`).
@@ -58,7 +57,7 @@ const LOWERING: &str = "tpu_rewrite::xla::lowering";
 /// control flow functionalized into `While`/`If`).
 const CASES: &[(&str, Expect)] = &[
     ("batchnorm", Runs),
-    ("cond", Refused(UNSUPPORTED_OP, "Optional")),
+    ("cond", Runs),
     ("conv", Runs),
     ("dtypes", Runs),
     ("embeddings", Runs),
@@ -69,13 +68,14 @@ const CASES: &[(&str, Expect)] = &[
     ("replicated_mixed_precision", Runs),
     ("replicated_optimizer", Runs),
     ("replicated_step", Runs),
-    ("replicated_while", Refused(UNSUPPORTED_OP, "TensorList")),
+    ("replicated_while", Runs),
     ("shape", Runs),
     ("stateful_control_flow", Runs),
     ("tensor_array", Refused(NOT_COMPILABLE, "TensorList")),
-    ("while_loop", Refused(NOT_COMPILABLE, "TensorList")),
+    ("while_loop", Runs),
     ("host/host_gather_batch_dims", Runs),
     ("host/host_nchw", Runs),
+    ("host/host_nchw_batchnorm", Runs),
     ("host/host_print_step", Runs),
     ("host/host_prod_einsum_grads", Runs),
     ("host/host_string_format", Runs),
@@ -323,7 +323,7 @@ macro_rules! corpus_cases {
 
 corpus_cases!(
     batchnorm_matches => "batchnorm",
-    cond_is_refused => "cond",
+    cond_matches => "cond",
     conv_matches => "conv",
     dtypes_matches => "dtypes",
     embeddings_matches => "embeddings",
@@ -334,13 +334,14 @@ corpus_cases!(
     replicated_mixed_precision_matches => "replicated_mixed_precision",
     replicated_optimizer_matches => "replicated_optimizer",
     replicated_step_matches => "replicated_step",
-    replicated_while_is_refused_with_a_documented_unsupported_op => "replicated_while",
+    replicated_while_matches => "replicated_while",
     shape_matches => "shape",
     stateful_control_flow_matches => "stateful_control_flow",
     tensor_array_is_refused => "tensor_array",
-    while_loop_is_refused => "while_loop",
+    while_loop_matches => "while_loop",
     host_gather_batch_dims_matches => "host/host_gather_batch_dims",
     host_nchw_matches => "host/host_nchw",
+    host_nchw_batchnorm_matches => "host/host_nchw_batchnorm",
     host_print_step_matches => "host/host_print_step",
     host_prod_einsum_grads_matches => "host/host_prod_einsum_grads",
     host_string_format_matches => "host/host_string_format",

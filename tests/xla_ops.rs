@@ -32,6 +32,7 @@ struct Case {
 const X23: &[(&str, &str, &[usize])] = &[("x", "f32", &[2, 3])];
 const XY23: &[(&str, &str, &[usize])] = &[("x", "f32", &[2, 3]), ("y", "f32", &[2, 3])];
 const IMG: &[(&str, &str, &[usize])] = &[("x", "f32", &[1, 5, 5, 2])];
+const IMG_NCHW: &[(&str, &str, &[usize])] = &[("x", "f32", &[2, 2, 5, 4])];
 
 const fn case(name: &'static str, body: &'static str) -> Case {
     Case { name, inputs: X23, setup: "", body, returns: "%out" }
@@ -43,6 +44,10 @@ const fn case2(name: &'static str, body: &'static str) -> Case {
 
 const fn img(name: &'static str, body: &'static str) -> Case {
     Case { name, inputs: IMG, setup: "", body, returns: "%out" }
+}
+
+const fn nchw(name: &'static str, body: &'static str, returns: &'static str) -> Case {
+    Case { name, inputs: IMG_NCHW, setup: "", body, returns }
 }
 
 /// Elementwise math, activations and their gradients.
@@ -139,6 +144,7 @@ const NN: &[Case] = &[
         body: "%sc = Const() {dtype = f32, value = tensor(f32, [2]) [1.5, 0.5]}\n%of = Const() {dtype = f32, value = tensor(f32, [2]) [0.1, -0.2]}\n%e = Const() {dtype = f32, value = tensor(f32, [0]) []}\n%a = FusedBatchNorm(%x, %sc, %of, %e, %e) {T = f32, epsilon = 0.001, is_training = true}\n%b = FusedBatchNormV2(%x, %sc, %of, %e, %e) {T = f32, U = f32, epsilon = 0.01, is_training = true}\n%g = FusedBatchNormGrad(%a:0, %x, %sc, %a:3, %a:4) {T = f32, epsilon = 0.001, is_training = true}\n%h = FusedBatchNormGradV2(%b:0, %x, %sc, %b:3, %b:4) {T = f32, U = f32, epsilon = 0.01, is_training = true}",
         returns: "%a:0, %a:2, %b:0, %g:0, %g:1, %h:0, %h:2",
     },
+    nchw("FusedBatchNormV3NCHW", "%sc = Const() {dtype = f32, value = tensor(f32, [2]) [1.5, 0.5]}\n%of = Const() {dtype = f32, value = tensor(f32, [2]) [0.1, -0.2]}\n%e = Const() {dtype = f32, value = tensor(f32, [0]) []}\n%bn = FusedBatchNormV3(%x, %sc, %of, %e, %e) {T = f32, U = f32, epsilon = 0.001, is_training = true, data_format = \"NCHW\"}\n%t = Tanh(%x) {T = f32}\n%g = FusedBatchNormGradV3(%t, %x, %sc, %bn:3, %bn:4, %bn:5) {T = f32, U = f32, epsilon = 0.001, is_training = true, data_format = \"NCHW\"}\n%m = Const() {dtype = f32, value = tensor(f32, [2]) [0.3, -0.1]}\n%v = Const() {dtype = f32, value = tensor(f32, [2]) [2.0, 0.5]}\n%inf = FusedBatchNormV3(%x, %sc, %of, %m, %v) {T = f32, U = f32, epsilon = 0.001, is_training = false, data_format = \"NCHW\"}", "%bn:0, %bn:1, %bn:2, %g:0, %g:1, %g:2, %inf:0"),
     Case {
         name: "FusedBatchNormInference",
         inputs: IMG,
@@ -151,6 +157,7 @@ const NN: &[Case] = &[
 /// Gathers and scatters.
 const GATHER: &[Case] = &[
     case("GatherV2", "%i = Const() {dtype = i32, value = tensor(i32, [2, 2]) [2, 0, 1, 1]}\n%ax = Const() {dtype = i32, value = tensor(i32, []) [1]}\n%out = GatherV2(%x, %i, %ax) {Tparams = f32, Tindices = i32, Taxis = i32, batch_dims = 0}"),
+    Case { name: "GatherV2BatchDims", inputs: &[("x", "f32", &[2, 3, 4])], setup: "", body: "%i = Const() {dtype = i32, value = tensor(i32, [2, 2]) [2, 0, 1, 3]}\n%ax = Const() {dtype = i32, value = tensor(i32, []) [2]}\n%a = GatherV2(%x, %i, %ax) {Tparams = f32, Tindices = i32, Taxis = i32, batch_dims = 1}\n%j = Const() {dtype = i64, value = tensor(i64, [2, 3, 1]) [1, 0, 3, 2, 2, 0]}\n%b = GatherV2(%x, %j, %ax) {Tparams = f32, Tindices = i64, Taxis = i32, batch_dims = -1}\n%k = Const() {dtype = i32, value = tensor(i32, [2, 2]) [1, 0, 2, 2]}\n%one = Const() {dtype = i32, value = tensor(i32, []) [1]}\n%c = GatherV2(%x, %k, %one) {Tparams = f32, Tindices = i32, Taxis = i32, batch_dims = 1}", returns: "%a, %b, %c" },
     case("GatherNd", "%i = Const() {dtype = i32, value = tensor(i32, [3, 2]) [1, 2, 0, 0, 1, 0]}\n%out = GatherNd(%x, %i) {Tparams = f32, Tindices = i32}"),
     case("ScatterNd", "%i = Const() {dtype = i32, value = tensor(i32, [2, 1]) [3, 3]}\n%sh = Const() {dtype = i32, value = tensor(i32, [2]) [4, 3]}\n%out = ScatterNd(%i, %x, %sh) {T = f32, Tindices = i32}"),
     case("TensorScatterUpdate", "%i = Const() {dtype = i32, value = tensor(i32, [1, 2]) [1, 2]}\n%u = Const() {dtype = f32, value = tensor(f32, [1]) [9.0]}\n%out = TensorScatterUpdate(%x, %i, %u) {T = f32, Tindices = i32}"),
@@ -167,6 +174,8 @@ const CONV: &[Case] = &[
     img("MaxPoolValid", "%y = MaxPool(%x) {T = f32, ksize = [1, 2, 2, 1], strides = [1, 2, 2, 1], padding = \"VALID\", data_format = \"NHWC\"}\n%out = MaxPoolGrad(%x, %y, %y) {T = f32, ksize = [1, 2, 2, 1], strides = [1, 2, 2, 1], padding = \"VALID\", data_format = \"NHWC\"}"),
     img("AvgPool", "%y = AvgPool(%x) {T = f32, ksize = [1, 3, 3, 1], strides = [1, 2, 2, 1], padding = \"SAME\", data_format = \"NHWC\"}\n%sizes = Const() {dtype = i32, value = tensor(i32, [4]) [1, 5, 5, 2]}\n%out = AvgPoolGrad(%sizes, %y) {T = f32, ksize = [1, 3, 3, 1], strides = [1, 2, 2, 1], padding = \"SAME\", data_format = \"NHWC\"}"),
     img("AvgPoolValid", "%y = AvgPool(%x) {T = f32, ksize = [1, 2, 2, 1], strides = [1, 2, 2, 1], padding = \"VALID\", data_format = \"NHWC\"}\n%sizes = Const() {dtype = i32, value = tensor(i32, [4]) [1, 5, 5, 2]}\n%out = AvgPoolGrad(%sizes, %y) {T = f32, ksize = [1, 2, 2, 1], strides = [1, 2, 2, 1], padding = \"VALID\", data_format = \"NHWC\"}"),
+    nchw("Conv2DNCHW", "%w = Const() {dtype = f32, value = tensor(f32, [3, 2, 2, 3]) [0.1, -0.2, 0.3, 0.4, -0.5, 0.6, 0.7, -0.8, 0.9, 0.15, 0.25, -0.35, 0.45, -0.55, 0.65, 0.75, 0.85, -0.95, 0.12, -0.22, 0.32, 0.42, -0.52, 0.62, 0.72, -0.82, 0.92, 0.13, 0.23, -0.33, 0.43, -0.53, 0.63, 0.73, 0.83, -0.93]}\n%y = Conv2D(%x, %w) {T = f32, strides = [1, 1, 2, 1], padding = \"SAME\", data_format = \"NCHW\", dilations = [1, 1, 1, 1]}\n%sizes = Const() {dtype = i32, value = tensor(i32, [4]) [2, 2, 5, 4]}\n%dx = Conv2DBackpropInput(%sizes, %w, %y) {T = f32, strides = [1, 1, 2, 1], padding = \"SAME\", data_format = \"NCHW\", dilations = [1, 1, 1, 1]}\n%fs = Const() {dtype = i32, value = tensor(i32, [4]) [3, 2, 2, 3]}\n%dw = Conv2DBackpropFilter(%x, %fs, %y) {T = f32, strides = [1, 1, 2, 1], padding = \"SAME\", data_format = \"NCHW\", dilations = [1, 1, 1, 1]}\n%v = Conv2D(%x, %w) {T = f32, strides = [1, 1, 1, 1], padding = \"VALID\", data_format = \"NCHW\", dilations = [1, 1, 1, 2]}", "%y, %dx, %dw, %v"),
+    nchw("PoolsNCHW", "%m = MaxPool(%x) {T = f32, ksize = [1, 1, 3, 2], strides = [1, 1, 2, 2], padding = \"SAME\", data_format = \"NCHW\"}\n%mg = MaxPoolGrad(%x, %m, %m) {T = f32, ksize = [1, 1, 3, 2], strides = [1, 1, 2, 2], padding = \"SAME\", data_format = \"NCHW\"}\n%a = AvgPool(%x) {T = f32, ksize = [1, 1, 2, 2], strides = [1, 1, 2, 1], padding = \"VALID\", data_format = \"NCHW\"}\n%sizes = Const() {dtype = i32, value = tensor(i32, [4]) [2, 2, 5, 4]}\n%ag = AvgPoolGrad(%sizes, %a) {T = f32, ksize = [1, 1, 2, 2], strides = [1, 1, 2, 1], padding = \"VALID\", data_format = \"NCHW\"}", "%m, %mg, %a, %ag"),
 ];
 
 const VAR_SETUP: &str = "%w = VarHandleOp() {dtype = f32, shape = shape[2, 3], shared_name = \"w\"}
@@ -390,7 +399,8 @@ fn ops_of(cases: &[&[Case]]) -> BTreeSet<String> {
 
 /// The op types of the graphs the PJRT differential tests run besides
 /// these cases: the examples and strategy graphs of `xla_backend`, its
-/// TensorFlow fixtures, and the replicated corpus graphs of `xla_corpus`.
+/// TensorFlow fixtures, the replicated corpus graphs of `xla_corpus`, and
+/// the TensorList cases of `xla_tensor_list`.
 fn ops_of_other_differential_graphs() -> BTreeSet<String> {
     use tpu_rewrite::tf::{import_graphdef, GraphDefFormat};
     let mut ops = BTreeSet::new();
@@ -413,9 +423,19 @@ fn ops_of_other_differential_graphs() -> BTreeSet<String> {
         let bytes = std::fs::read(format!("tests/fixtures/tf-graphs/{name}")).expect("fixture");
         add(import_graphdef(&bytes, GraphDefFormat::Binary).expect("imports").0);
     }
-    for name in ["replicated_step", "replicated_cnn", "replicated_mixed_precision", "replicated_optimizer"] {
+    for name in
+        ["replicated_step", "replicated_cnn", "replicated_mixed_precision", "replicated_optimizer", "replicated_while"]
+    {
         let bytes = std::fs::read(format!("tests/tf/corpus/{name}.pbtxt")).expect("corpus graph");
         add(import_graphdef(&bytes, GraphDefFormat::Text).expect("imports").0);
+    }
+    // The TensorList cases of `xla_tensor_list` (`%name = Op(...)` lines of its graphs).
+    for line in include_str!("xla_tensor_list.rs").lines() {
+        if let Some(op) =
+            line.trim().strip_prefix('%').and_then(|l| l.split_once(" = ")).and_then(|(_, r)| r.split_once('('))
+        {
+            ops.insert(op.0.trim().to_string());
+        }
     }
     ops
 }

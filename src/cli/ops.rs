@@ -1,8 +1,9 @@
 //! `tpu-rewrite ops`: the supported ops, their dtypes and backends.
 //!
 //! Nothing here is a hand-kept list. The ops are the executor's kernel
-//! tables ([`crate::exec::kernels::PURE_OPS`] and
-//! [`crate::exec::kernels::DEVICE_OPS`]) joined with the IR op registry
+//! tables ([`crate::exec::kernels::PURE_OPS`],
+//! [`crate::exec::kernels::DEVICE_OPS`] and the TensorList/Optional
+//! kernels) joined with the IR op registry
 //! ([`crate::ir::ops`]) for TPU placement. The dtypes of a pure kernel are
 //! found by running it: on small vectors and matrices of each dtype (every input of the
 //! dtype, or the first of the dtype and the others `i32`, as shape, axis
@@ -16,7 +17,7 @@
 //! a constant, or a structural op (arguments, results, metadata).
 //! Cost: a few hundred kernel calls on two-element tensors.
 
-use crate::exec::kernels::{run_kernel, DEVICE_OPS, PURE_OPS};
+use crate::exec::kernels::{run_kernel, DEVICE_OPS, PURE_OPS, VARIANT_OPS};
 use crate::exec::Tensor;
 use crate::ir::ops::{lookup, Placement};
 use crate::ir::{AttrMap, AttrValue, DType};
@@ -86,6 +87,14 @@ pub fn supported_ops() -> Vec<OpSupport> {
             name,
             dtypes: Vec::new(),
             backend: "mesh",
+            placement: placement(name),
+            pjrt: lowering_of(name),
+        }))
+        // TensorList and Optional kernels take variant operands: not probed.
+        .chain(VARIANT_OPS.iter().map(|&name| OpSupport {
+            name,
+            dtypes: Vec::new(),
+            backend: "interpreter",
             placement: placement(name),
             pjrt: lowering_of(name),
         }))

@@ -30,4 +30,9 @@ pub struct TensorList {
     pub element_shape: Option<Vec<i64>>,
     /// The elements, in order.
     pub items: Vec<Option<Tensor>>,
+    /// The most elements the list may hold (`EmptyTensorList`'s
+    /// `max_num_elements`), `None` when unbounded. A push onto a full list
+    /// fails, as in TensorFlow. The StableHLO lowering sizes the list's
+    /// buffer by it.
+    pub max_num_elements: Option<usize>,
 }

@@ -1,4 +1,5 @@
-"""Writes tests/tf/corpus/host/: the host-op, NCHW, batched-gather and Prod/Einsum-gradient cases.
+"""Writes tests/tf/corpus/host/: the host-op, NCHW (convolution, pooling, batch norm), batched-gather
+and Prod/Einsum-gradient cases.
 
 Run after setup.sh:  tests/tf/.venv/bin/python tests/tf/corpus_host.py [CASE ...]
 
@@ -235,6 +236,27 @@ def host_gather_batch_dims():
     mc.plain_case("host_gather_batch_dims", build, [([], ["a", "b", "c", "d", "gp"])])
 
 
+def host_nchw_batchnorm():
+    """NCHW FusedBatchNormV3 in training (with its FusedBatchNormGradV3) and in inference."""
+
+    def build():
+        x = tf.constant(mc.f32(260, 2, 3, 4, 5), name="x")
+        scale = tf.constant(mc.f32(261, 3) + 1.0, name="scale")
+        offset = tf.constant(mc.f32(262, 3), name="offset")
+        mean = tf.constant(mc.f32(263, 3), name="mean")
+        var = tf.constant(np.abs(mc.f32(264, 3)) + 0.5, name="var")
+        y, m, v = tf1.nn.fused_batch_norm(x, scale, offset, epsilon=0.001, data_format="NCHW", is_training=True,
+                                          name="bn")
+        yi, _, _ = tf1.nn.fused_batch_norm(x, scale, offset, mean, var, epsilon=0.001, data_format="NCHW",
+                                           is_training=False, name="bn_inference")
+        loss = tf.reduce_sum(y * y * tf.constant(mc.f32(265, 2, 3, 4, 5))) + tf.reduce_sum(yi)
+        gx, gs, go = tf.gradients(loss, [x, scale, offset])
+        named = {"y": y, "m": m, "v": v, "yi": yi, "loss": loss, "gx": gx, "gs": gs, "go": go}
+        return {}, named
+
+    mc.plain_case("host_nchw_batchnorm", build, [([], ["y", "m", "v", "yi", "loss", "gx", "gs", "go"])])
+
+
 # ---------------------------------------------------------------- Prod and Einsum gradients
 
 
@@ -285,6 +307,7 @@ CASES = {
     "host_string_format": host_string_format,
     "host_nchw": host_nchw,
     "host_gather_batch_dims": host_gather_batch_dims,
+    "host_nchw_batchnorm": host_nchw_batchnorm,
     "host_prod_einsum_grads": host_prod_einsum_grads,
 }
 

@@ -456,10 +456,18 @@ fn variant_kernel(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Te
                 0
             };
             crate::exec::limits::checked_dims(op, DType::Variant, &[n as i64])?;
+            // EmptyTensorList's `max_num_elements` (-1: unbounded).
+            let max_num_elements = if op == "EmptyTensorList" {
+                let m = x(1)?.to_i64_vec(op, "max_num_elements")?.first().copied().unwrap_or(-1);
+                usize::try_from(m).ok()
+            } else {
+                None
+            };
             one(variant(Variant::List(TensorList {
                 element_dtype: element_dtype(op, attrs)?,
                 element_shape,
                 items: vec![None; n],
+                max_num_elements,
             })))
         }
         "TensorListFromTensor" => {
@@ -469,7 +477,12 @@ fn variant_kernel(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Te
             }
             let items = super::layout::unpack(op, t, 0)?.into_iter().map(Some).collect();
             let element_shape = Some(t.shape()[1..].iter().map(|&d| d as i64).collect());
-            one(variant(Variant::List(TensorList { element_dtype: t.dtype(), element_shape, items })))
+            one(variant(Variant::List(TensorList {
+                element_dtype: t.dtype(),
+                element_shape,
+                items,
+                max_num_elements: None,
+            })))
         }
         "TensorListSetItem" => {
             let mut l = list(op, x(0)?)?.clone();
@@ -501,6 +514,12 @@ fn variant_kernel(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Te
             let mut l = list(op, x(0)?)?.clone();
             let item = x(1)?.clone();
             check_item(op, &l, &item)?;
+            if l.max_num_elements.is_some_and(|m| l.items.len() >= m) {
+                return Err(KernelError::invalid(
+                    op,
+                    format!("the list is full: it holds its max_num_elements ({})", l.items.len()),
+                ));
+            }
             l.items.push(Some(item));
             one(variant(Variant::List(l)))
         }
@@ -678,6 +697,25 @@ mod tests {
         assert!(run_kernel("TensorListPopBack", &a, &[popped[0].clone(), Tensor::scalar(-1i32)]).is_err());
         // An element of the wrong dtype is refused.
         assert!(run_kernel("TensorListPushBack", &a, &[empty, Tensor::vector(vec![1.0f32])]).is_err());
+    }
+
+    #[test]
+    fn a_list_holds_at_most_its_max_num_elements() {
+        let a = attrs(DType::F32);
+        let x = Tensor::vector(vec![1.0f32]);
+        let list = one("EmptyTensorList", &a, &[Tensor::vector(vec![1i32]), Tensor::scalar(2i32)]);
+        let list = one("TensorListPushBack", &a, &[list, x.clone()]);
+        let full = one("TensorListPushBack", &a, &[list, x.clone()]);
+        let err = run_kernel("TensorListPushBack", &a, &[full.clone(), x.clone()]).unwrap_err();
+        assert!(err.to_string().contains("full"), "{err}");
+        // Popping makes room again; an unbounded list (-1) takes any number.
+        let popped = run_kernel("TensorListPopBack", &a, &[full, Tensor::vector(vec![1i32])]).unwrap();
+        assert!(run_kernel("TensorListPushBack", &a, &[popped[0].clone(), x.clone()]).is_ok());
+        let mut open = one("EmptyTensorList", &a, &[Tensor::vector(vec![1i32]), Tensor::scalar(-1i32)]);
+        for _ in 0..5 {
+            open = one("TensorListPushBack", &a, &[open, x.clone()]);
+        }
+        assert_eq!(one("TensorListLength", &a, &[open]), Tensor::scalar(5i32));
     }
 
     #[test]

@@ -162,7 +162,10 @@ pub(crate) fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Option<R
         "AvgPoolGrad" => pool(PoolKind::AvgGrad),
 
         "FusedBatchNorm" | "FusedBatchNormV2" | "FusedBatchNormV3" => {
-            super::norm::fused_batch_norm(op, inputs, bn_config(attrs)).map(|mut v| {
+            super::nchw::batch_norm(op, attrs, inputs, 1, |inputs| {
+                super::norm::fused_batch_norm(op, inputs, bn_config(attrs))
+            })
+            .map(|mut v| {
                 if op != "FusedBatchNormV3" {
                     v.truncate(5);
                 }
@@ -170,7 +173,9 @@ pub(crate) fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Option<R
             })
         }
         "FusedBatchNormGrad" | "FusedBatchNormGradV2" | "FusedBatchNormGradV3" => {
-            super::norm::fused_batch_norm_grad(op, inputs, bn_config(attrs))
+            super::nchw::batch_norm(op, attrs, inputs, 2, |inputs| {
+                super::norm::fused_batch_norm_grad(op, inputs, bn_config(attrs))
+            })
         }
         _ => return None,
     })

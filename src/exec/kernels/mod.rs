@@ -16,6 +16,8 @@
 //! needs a kernel that takes its dtypes.
 
 pub(crate) mod control_flow;
+/// The TensorList and Optional kernels (variant values), sorted.
+pub use control_flow::VARIANT_OPS;
 mod conv;
 pub(crate) mod dtypes;
 mod elementwise;

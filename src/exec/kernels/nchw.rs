@@ -1,4 +1,4 @@
-//! NCHW (`data_format = "NCHW"`) convolution and pooling, as TensorFlow's
+//! NCHW (`data_format = "NCHW"`) convolution, pooling and batch norm, as TensorFlow's
 //! CPU (oneDNN) kernels accept them: the 4-D data operands are transposed
 //! to NHWC, the per-dimension attributes (`strides`, `dilations`, `ksize`,
 //! `explicit_paddings`) and shape operands (`input_sizes`,
@@ -71,6 +71,31 @@ pub(crate) fn pool(op: &str, kind: PoolKind, attrs: &AttrMap, inputs: &[Tensor])
     };
     let (attrs, inputs) = to_nhwc(op, attrs, inputs, roles)?;
     permute(op, &super::conv::pool(op, kind, &attrs, &inputs)?, TO_NCHW)
+}
+
+/// `FusedBatchNorm*` of any layout: its first `data` operands (x; dy and x
+/// for a gradient) go to NHWC, `run` runs the NHWC kernel, and its first
+/// result (y or dx) comes back to NCHW; the per-channel vectors are the
+/// same in both layouts.
+pub(crate) fn batch_norm(
+    op: &str,
+    attrs: &AttrMap,
+    inputs: &[Tensor],
+    data: usize,
+    run: impl FnOnce(&[Tensor]) -> Result<Vec<Tensor>, KernelError>,
+) -> Result<Vec<Tensor>, KernelError> {
+    if !channels_first(attrs) {
+        return run(inputs);
+    }
+    let mut nhwc = inputs.to_vec();
+    for t in nhwc.iter_mut().take(data) {
+        *t = permute(op, t, TO_NHWC)?;
+    }
+    let mut out = run(&nhwc)?;
+    if let Some(first) = out.first_mut() {
+        *first = permute(op, first, TO_NCHW)?;
+    }
+    Ok(out)
 }
 
 fn permute(op: &str, t: &Tensor, perm: [usize; 4]) -> Result<Tensor, KernelError> {

@@ -16,8 +16,12 @@
 //! (`ReadVariableOp`, `Assign{,Add,Sub}VariableOp`) work on it, and the
 //! final value comes back: in the variable's own slot for a `While`,
 //! after the results for the others. Other variable ops in a body (the
-//! optimizers, `ResourceGather`) and TensorList/Optional values are
-//! refused (the trace names the op).
+//! optimizers, `ResourceGather`) are refused (the trace names the op). A
+//! TensorList argument or result is its buffer and its size (`lists`), an
+//! Optional its flag and components: several values in every signature,
+//! block and call. An Optional one branch leaves empty takes the
+//! components' types another branch gives it (zeros where the branches
+//! join), and traces as holding zeros in the branches that read it.
 //! Cost: each specialisation is traced and printed once; the host trace
 //! of a call runs the simulator's interpreter (a `While` costs its
 //! iterations times its body).
@@ -25,7 +29,7 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 
-use super::text::{Cmp, Ctx, Ty, Val};
+use super::text::{leaf_count, Cmp, Ctx, Ty, Val};
 use super::trace::{self, Emitter};
 use super::{ArgSource, Program};
 use crate::exec::kernels::control_flow::{self, Functions};
@@ -60,6 +64,11 @@ impl<'a> Library<'a> {
         let host = Functions::from_module(module).map_err(|e| XlaError::UnsupportedGraph { message: e.to_string() })?;
         let graphs = fns::functions(module).map(|g| (g.name.as_str(), g)).collect();
         Ok(Library { graphs, host, defs: RefCell::default() })
+    }
+
+    /// The function called `name`.
+    pub fn graph(&self, name: &str) -> Option<&'a Graph> {
+        self.graphs.get(name).copied()
     }
 
     /// Forgets the printed definitions (a new module starts).
@@ -251,7 +260,7 @@ fn define(
     let traced = trace::trace(graph, &program, args, lib)?;
     let mut ctx = Ctx::default();
     ctx.indent = 2;
-    let params: Vec<Val> = arg_types.iter().map(|t| Val { name: ctx.fresh(), ty: t.clone() }).collect();
+    let (params, sig_text) = Val::params(&mut ctx, &arg_types);
     let mut env = HashMap::new();
     let mut vars = HashMap::new();
     for ((&id, p), &r) in arg_nodes.iter().zip(&params).zip(resource) {
@@ -295,11 +304,10 @@ fn define(
         let defs = lib.defs.borrow();
         symbol(name, defs.texts.len())
     };
-    let sig_text: Vec<String> = params.iter().map(|p| format!("{}: {}", p.name, p.ty.mlir())).collect();
     let names: Vec<&str> = results.iter().map(|v| v.name.as_str()).collect();
     let text = format!(
         "  func.func private @{sym}({}) -> ({}) {{\n{}    \"func.return\"({}) : ({}) -> ()\n  }}\n",
-        sig_text.join(", "),
+        sig_text,
         mlir.join(", "),
         ctx.text,
         names.join(", "),
@@ -327,8 +335,11 @@ fn call(c: &mut Ctx, sym: &str, args: &[Val], results: &[Ty]) -> Vec<Val> {
         return Vec::new();
     }
     let r = c.fresh();
-    c.line(&format!("{r}:{} = {head}", results.len()));
-    results.iter().enumerate().map(|(i, ty)| Val { name: format!("{r}#{i}"), ty: ty.clone() }).collect()
+    match leaf_count(results) {
+        1 => c.line(&format!("{r} = {head}")),
+        n => c.line(&format!("{r}:{n} = {head}")),
+    }
+    Val::results(&r, results)
 }
 
 /// A predicate or index as the scalar `stablehlo.while`/`if`/`case` want:
@@ -351,8 +362,7 @@ fn scalar(c: &mut Ctx, v: &Val, want: DType) -> Result<Val, String> {
 
 /// The block `^bb0(args):` of a region, with fresh argument names.
 fn block(c: &mut Ctx, types: &[Ty]) -> (String, Vec<Val>) {
-    let vals: Vec<Val> = types.iter().map(|t| Val { name: c.fresh(), ty: t.clone() }).collect();
-    let head = vals.iter().map(|v| format!("{}: {}", v.name, v.ty.mlir())).collect::<Vec<_>>().join(", ");
+    let (vals, head) = Val::params(c, types);
     (format!("^bb0({head}):"), vals)
 }
 
@@ -363,10 +373,61 @@ fn ret(c: &mut Ctx, vals: &[Val]) {
     c.line(&format!("\"stablehlo.return\"({}) : ({}) -> ()", names.join(", "), types.join(", ")));
 }
 
-/// A region that calls `sym` on `args` (values of the enclosing function) and returns its results.
-fn call_region(c: &mut Ctx, sym: &str, args: &[Val], results: &[Ty]) -> String {
+/// An empty Optional whose device value has components (another branch
+/// set them) traces as one holding zeros of those types, so a branch that
+/// reads it (and does not run when it is empty) can be traced.
+fn typed_optional(t: Tensor, ty: &Ty) -> Result<Tensor, String> {
+    use crate::exec::variant::Variant;
+    if !matches!(t.as_variant(), Some(Variant::Optional(None))) || ty.parts.len() < 2 {
+        return Ok(t);
+    }
+    let mut parts = Vec::with_capacity(ty.parts.len() - 1);
+    for p in &ty.parts[1..] {
+        let dims = Tensor::vector(p.shape.iter().map(|&d| d as i64).collect::<Vec<i64>>());
+        let zero = crate::exec::run_kernel("Fill", &crate::ir::AttrMap::default(), &[dims, Tensor::scalar(0f32)])
+            .map_err(|e| e.to_string())?
+            .remove(0);
+        let mut attrs = crate::ir::AttrMap::default();
+        attrs.insert("DstT", AttrValue::Type(p.dtype));
+        parts.push(crate::exec::run_kernel("Cast", &attrs, &[zero]).map_err(|e| e.to_string())?.remove(0));
+    }
+    Ok(Tensor::Variant(std::sync::Arc::new(Variant::Optional(Some(parts)))))
+}
+
+/// The result types of a conditional's branches, each Optional with the
+/// components some branch gives it.
+fn joined_types<'t>(mut branches: impl Iterator<Item = &'t [Ty]>) -> Vec<Ty> {
+    let mut all: Vec<Ty> = branches.next().map(<[Ty]>::to_vec).unwrap_or_default();
+    for tys in branches {
+        for (a, t) in all.iter_mut().zip(tys) {
+            if a.is_optional() && t.is_optional() && t.parts.len() > a.parts.len() {
+                *a = t.clone();
+            }
+        }
+    }
+    all
+}
+
+/// `tys` with each empty Optional given the components of its `all` type.
+fn join_optionals(tys: &[Ty], all: &[Ty]) -> Vec<Ty> {
+    tys.iter().zip(all).map(|(t, a)| if t.is_optional() && a.is_optional() { a.clone() } else { t.clone() }).collect()
+}
+
+/// A region that calls `sym` on `args` (values of the enclosing function)
+/// and returns its results as the types `want`: an empty Optional gets zero components.
+fn call_region(c: &mut Ctx, sym: &str, args: &[Val], results: &[Ty], want: &[Ty]) -> String {
     let mut r = c.scratch();
-    let out = call(&mut r, sym, args, results);
+    let mut out = call(&mut r, sym, args, results);
+    for (v, w) in out.iter_mut().zip(want) {
+        if v.ty != *w && v.ty.is_optional() && w.is_optional() {
+            let mut parts = v.parts();
+            parts.truncate(1);
+            for t in &w.parts[1..] {
+                parts.push(r.splat(t, 0.0));
+            }
+            *v = Val::composite(&parts);
+        }
+    }
     ret(&mut r, &out);
     c.resume(&r);
     format!("{{\n{}}}", r.text)
@@ -414,14 +475,15 @@ impl Emitter<'_> {
                 handles.push((i, input.src));
                 continue;
             }
-            traced.push(
-                self.traced
-                    .values
-                    .get(&key)
-                    .map(|t| t.value.clone())
-                    .ok_or_else(|| lowering(graph, id, "an operand has no traced value"))?,
-            );
-            vals.push(self.value(ctx, key)?);
+            let t = self
+                .traced
+                .values
+                .get(&key)
+                .map(|t| t.value.clone())
+                .ok_or_else(|| lowering(graph, id, "an operand has no traced value"))?;
+            let v = self.value(ctx, key)?;
+            traced.push(typed_optional(t, &v.ty).map_err(|m| lowering(graph, id, m))?);
+            vals.push(v);
         }
         let resource: Vec<bool> = (0..inputs.len()).map(|i| handles.iter().any(|&(k, _)| k == i)).collect();
         // The op's result types; a variable passed through a result has its value's type.
@@ -515,13 +577,30 @@ impl Emitter<'_> {
                     scalar(ctx, selector, DType::I32)
                 }
                 .map_err(|m| lowering(graph, id, m))?;
-                let mut regions = Vec::with_capacity(names.len());
-                let mut all = Vec::new();
+                let mut defined = Vec::with_capacity(names.len());
                 for name in &names {
-                    let (sym, tys) = define(lib, name, &traced[1..], &resource[1..], Finals::Append, self.replicas)?;
-                    check(&format!("branch `{name}`"), &tys)?;
-                    regions.push(call_region(ctx, &sym, &vals[1..], &tys));
-                    all = tys;
+                    defined.push(define(lib, name, &traced[1..], &resource[1..], Finals::Append, self.replicas)?);
+                }
+                // An Optional a branch leaves empty takes its components' types from the others.
+                let all = joined_types(defined.iter().map(|(_, t)| t.as_slice()));
+                let mut regions = Vec::with_capacity(names.len());
+                for (name, (sym, tys)) in names.iter().zip(&defined) {
+                    // The traced results fix every type but an Optional's components.
+                    let padded = join_optionals(tys, &all);
+                    let seen: Vec<Ty> = padded
+                        .iter()
+                        .zip(&expected)
+                        .map(|(p, e)| if e.is_optional() && p.is_optional() { e.clone() } else { p.clone() })
+                        .collect();
+                    check(&format!("branch `{name}`"), &seen)?;
+                    if padded != all {
+                        return Err(lowering(
+                            graph,
+                            id,
+                            format!("branch `{name}` returns other types than the others"),
+                        ));
+                    }
+                    regions.push(call_region(ctx, sym, &vals[1..], tys, &all));
                 }
                 finals_at = handles.iter().map(|&(_, h)| h).collect();
                 // `stablehlo.if` takes the true branch first, as TensorFlow's `then_branch`.

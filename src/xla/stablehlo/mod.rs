@@ -33,6 +33,7 @@
 mod assemble;
 mod calls;
 mod host_call;
+mod lists;
 pub(crate) mod ops;
 pub(crate) mod text;
 

@@ -4,7 +4,11 @@
 //! Every op is printed as `%n = "stablehlo.op"(%a, %b) {attrs} : (types) ->
 //! type`, which every StableHLO version parses the same way. SSA names are
 //! `%v<n>`, fresh per module (regions included), so a region never shadows
-//! an outer value. Constants are printed as raw little-endian hex
+//! an outer value. A composite value (a TensorList: its buffer and its
+//! size) is several SSA values: its name is their names and its type
+//! their types, each joined by `, `, so it prints as its leaves in every
+//! operand and type list, and crosses `stablehlo.while`/`if`/`case` and
+//! `func.call` as those leaves (StableHLO has no tuple loop values). Constants are printed as raw little-endian hex
 //! (`dense<"0x...">`), exact for every value. Cost: linear in the text.
 
 use std::fmt::Write;
@@ -12,34 +16,73 @@ use std::fmt::Write;
 use crate::exec::Tensor;
 use crate::ir::DType;
 
-/// A tensor type: element type and static shape.
+/// A tensor type: element type and static shape; or a composite of
+/// several tensor types (`parts`, with `dtype` `variant`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Ty {
     /// The element type.
     pub dtype: DType,
     /// The size of each dimension, outermost first.
     pub shape: Vec<usize>,
+    /// A composite's leaf types (empty for a tensor).
+    pub parts: Vec<Ty>,
 }
 
 impl Ty {
-    /// The type of `t`.
+    /// The type of `t` (a TensorList's: see [`super::lists::list_type`]).
     pub fn of(t: &Tensor) -> Ty {
-        Ty { dtype: t.dtype(), shape: t.shape().to_vec() }
+        use crate::exec::variant::Variant;
+        match t.as_variant() {
+            Some(Variant::List(l)) => return super::lists::list_type(l),
+            // An Optional: its flag, then its components (none known for an empty one).
+            Some(Variant::Optional(v)) => {
+                let mut parts = vec![Ty::scalar(DType::Bool)];
+                parts.extend(v.iter().flatten().map(Ty::of));
+                return Ty::composite(parts);
+            }
+            None => {}
+        }
+        Ty { dtype: t.dtype(), shape: t.shape().to_vec(), parts: Vec::new() }
+    }
+
+    /// A tensor of `dtype` and `shape`.
+    pub fn new(dtype: DType, shape: Vec<usize>) -> Ty {
+        Ty { dtype, shape, parts: Vec::new() }
+    }
+
+    /// A composite of `parts`.
+    pub fn composite(parts: Vec<Ty>) -> Ty {
+        Ty { dtype: DType::Variant, shape: Vec::new(), parts }
+    }
+
+    /// Whether this is an Optional's type: a composite led by a scalar
+    /// `i1` flag (a TensorList's buffer has at least one dimension).
+    pub fn is_optional(&self) -> bool {
+        self.parts.first().is_some_and(|p| p.dtype == DType::Bool && p.shape.is_empty() && p.parts.is_empty())
+    }
+
+    /// The tensor types this type prints as: itself, or a composite's parts.
+    pub fn leaves(&self) -> Vec<Ty> {
+        if self.parts.is_empty() {
+            vec![self.clone()]
+        } else {
+            self.parts.iter().flat_map(Ty::leaves).collect()
+        }
     }
 
     /// A scalar of `dtype`.
     pub fn scalar(dtype: DType) -> Ty {
-        Ty { dtype, shape: Vec::new() }
+        Ty::new(dtype, Vec::new())
     }
 
     /// This type with another element type.
     pub fn with_dtype(&self, dtype: DType) -> Ty {
-        Ty { dtype, shape: self.shape.clone() }
+        Ty::new(dtype, self.shape.clone())
     }
 
     /// This type with another shape.
     pub fn with_shape(&self, shape: Vec<usize>) -> Ty {
-        Ty { dtype: self.dtype, shape }
+        Ty::new(self.dtype, shape)
     }
 
     /// Elements in the tensor.
@@ -47,8 +90,11 @@ impl Ty {
         self.shape.iter().product()
     }
 
-    /// `tensor<2x3xf32>`.
+    /// `tensor<2x3xf32>`; a composite: its leaves, joined by `, `.
     pub fn mlir(&self) -> String {
+        if !self.parts.is_empty() {
+            return self.leaves().iter().map(Ty::mlir).collect::<Vec<_>>().join(", ");
+        }
         let mut s = String::from("tensor<");
         for d in &self.shape {
             let _ = write!(s, "{d}x");
@@ -104,6 +150,67 @@ pub struct Val {
     pub name: String,
     /// The value's type.
     pub ty: Ty,
+}
+
+impl Val {
+    /// A composite value of `parts`.
+    pub fn composite(parts: &[Val]) -> Val {
+        Val {
+            name: parts.iter().map(|v| v.name.as_str()).collect::<Vec<_>>().join(", "),
+            ty: Ty::composite(parts.iter().map(|v| v.ty.clone()).collect()),
+        }
+    }
+
+    /// A composite's parts (a tensor value has none).
+    pub fn parts(&self) -> Vec<Val> {
+        let names: Vec<&str> = self.name.split(", ").collect();
+        let mut at = 0;
+        let mut out = Vec::with_capacity(self.ty.parts.len());
+        for ty in &self.ty.parts {
+            let n = ty.leaves().len();
+            out.push(Val { name: names.get(at..at + n).unwrap_or_default().join(", "), ty: ty.clone() });
+            at += n;
+        }
+        out
+    }
+
+    /// Values of `types` named `{r}#{i}` for the leaves of a multi-result
+    /// op `r` (or `r` itself when there is a single leaf).
+    pub fn results(r: &str, types: &[Ty]) -> Vec<Val> {
+        let total: usize = types.iter().map(|t| t.leaves().len()).sum();
+        let mut at = 0;
+        let mut out = Vec::with_capacity(types.len());
+        for ty in types {
+            let n = ty.leaves().len();
+            let name = if total == 1 {
+                r.to_string()
+            } else {
+                (at..at + n).map(|i| format!("{r}#{i}")).collect::<Vec<_>>().join(", ")
+            };
+            out.push(Val { name, ty: ty.clone() });
+            at += n;
+        }
+        out
+    }
+
+    /// Fresh block-argument values of `types`, and their `%a: type` list.
+    pub fn params(c: &mut Ctx, types: &[Ty]) -> (Vec<Val>, String) {
+        let mut decls = Vec::new();
+        let mut out = Vec::with_capacity(types.len());
+        for ty in types {
+            let names: Vec<String> = ty.leaves().iter().map(|_| c.fresh()).collect();
+            for (n, t) in names.iter().zip(ty.leaves()) {
+                decls.push(format!("{n}: {}", t.mlir()));
+            }
+            out.push(Val { name: names.join(", "), ty: ty.clone() });
+        }
+        (out, decls.join(", "))
+    }
+}
+
+/// The number of leaves (SSA values) of `types`.
+pub fn leaf_count(types: &[Ty]) -> usize {
+    types.iter().map(|t| t.leaves().len()).sum()
 }
 
 /// The text being built and the SSA counter.
@@ -248,20 +355,15 @@ impl Ctx {
             regions.iter().map(|g| self.indent_block(g.trim_start_matches('(').trim_end_matches(')'))).collect();
         let regions = if regions.is_empty() { String::new() } else { format!(" ({})", regions.join(", ")) };
         let attrs = if attrs.is_empty() { String::new() } else { format!(" {{{attrs}}}") };
-        let (lhs, result_types) = if results.len() == 1 {
-            (r.clone(), outs[0].clone())
-        } else {
-            (format!("{r}:{}", results.len()), format!("({})", outs.join(", ")))
-        };
+        let n = leaf_count(results);
+        let (lhs, result_types) =
+            if n == 1 { (r.clone(), outs[0].clone()) } else { (format!("{r}:{n}"), format!("({})", outs.join(", "))) };
         self.line(&format!(
             "{lhs} = \"{name}\"({}){regions}{attrs} : ({}) -> {result_types}",
             names.join(", "),
             types.join(", ")
         ));
-        if results.len() == 1 {
-            return vec![Val { name: r, ty: results[0].clone() }];
-        }
-        results.iter().enumerate().map(|(i, ty)| Val { name: format!("{r}#{i}"), ty: ty.clone() }).collect()
+        Val::results(&r, results)
     }
 
     /// A region `(a, b) -> body` over scalars of `dtype`, where `body`

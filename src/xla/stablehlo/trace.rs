@@ -8,7 +8,9 @@
 //! constant. Collectives are traced as the identity (their shape is their
 //! operand's); their values are not used. Call ops (`While`, `If`, …) run
 //! the simulator's interpreter on their functions (`calls.rs`); their
-//! results are never constant. Cost: one kernel call per op, plus each
+//! results are never constant. TensorList and Optional values are traced
+//! by the simulator's kernels; a list's compile-time capacity and element
+//! shape are fixed by a second trace when they must be inferred (`lists`). Cost: one kernel call per op, plus each
 //! call's interpretation.
 
 use std::collections::HashMap;
@@ -61,7 +63,25 @@ fn update_kind(graph: &Graph, id: NodeId) -> Result<&'static str, XlaError> {
 }
 
 /// Runs the program on the host with `args` (replica 0's argument values).
+/// When a TensorList the program makes needs its capacity or element shape
+/// fixed (`lists`), the program is traced again with them fixed.
 pub(crate) fn trace(graph: &Graph, program: &Program, args: &[Tensor], lib: &Library) -> Result<Trace, XlaError> {
+    let first = trace_with(graph, program, args, lib, &HashMap::new())?;
+    let fixes = super::lists::fixes(graph, &program.nodes, &first.values, lib)?;
+    if fixes.is_empty() {
+        return Ok(first);
+    }
+    trace_with(graph, program, args, lib, &fixes)
+}
+
+/// One trace, with the lists the maker ops in `fixes` make fixed.
+fn trace_with(
+    graph: &Graph,
+    program: &Program,
+    args: &[Tensor],
+    lib: &Library,
+    fixes: &HashMap<NodeId, super::lists::Fix>,
+) -> Result<Trace, XlaError> {
     // TF1 control flow has no StableHLO lowering (yet): refused before anything is traced.
     const TF1_CONTROL_FLOW: &[&str] = &["Enter", "Exit", "LoopCond", "Merge", "NextIteration", "Switch"];
     if let Some(&id) = program.nodes.iter().find(|&&id| TF1_CONTROL_FLOW.contains(&&*graph.node(id).op)) {
@@ -167,10 +187,6 @@ pub(crate) fn trace(graph: &Graph, program: &Program, args: &[Tensor], lib: &Lib
                 }
                 results.into_iter().map(|value| Traced { value, constant: false }).collect()
             }
-            // TensorLists and Optionals (variants) have no device type (docs/xla.md).
-            _ if crate::exec::kernels::control_flow::has_kernel(op) => {
-                return Err(XlaError::unsupported(&node.name, op))
-            }
             _ if COLLECTIVES.contains(&op) => {
                 let n = if op == "CrossReplicaSum" { 1 } else { inputs.len() };
                 let mut out = Vec::with_capacity(n);
@@ -188,10 +204,17 @@ pub(crate) fn trace(graph: &Graph, program: &Program, args: &[Tensor], lib: &Lib
                     args.push(v);
                 }
                 let constant = all_constant || SHAPE_ONLY.contains(&op);
+                let fix = fixes.get(&id);
                 run_kernel(op, &node.attrs, &args)
                     .map_err(|e| lowering(graph, id, e.to_string()))?
                     .into_iter()
-                    .map(|value| Traced { value, constant })
+                    .map(|value| {
+                        let value = match fix {
+                            Some(f) => super::lists::apply(&value, f),
+                            None => value,
+                        };
+                        Traced { value, constant }
+                    })
                     .collect()
             }
         };
@@ -238,10 +261,38 @@ impl Emitter<'_> {
         if !t.constant {
             return Err(lowering(self.graph, key.0, format!("output {} has no value on the device", key.1)));
         }
-        if !super::text::device_dtype(t.value.dtype()) {
-            return Err(lowering(self.graph, key.0, format!("a {} constant cannot go to the device", t.value.dtype())));
-        }
-        let v = ctx.constant(&t.value);
+        let v = match t.value.as_variant() {
+            // A constant TensorList: its buffer and its size.
+            Some(crate::exec::variant::Variant::List(l)) => {
+                let buffer = super::lists::buffer(l).map_err(|m| lowering(self.graph, key.0, m))?;
+                let size = i32::try_from(l.items.len()).map_err(|_| lowering(self.graph, key.0, "too long"))?;
+                let parts = [ctx.constant(&buffer), ctx.constant(&Tensor::scalar(size))];
+                Val::composite(&parts)
+            }
+            // A constant Optional: its flag and its components.
+            Some(crate::exec::variant::Variant::Optional(v)) => {
+                let mut parts = vec![ctx.constant(&Tensor::scalar(v.is_some()))];
+                for t in v.iter().flatten() {
+                    if !super::text::device_dtype(t.dtype()) {
+                        return Err(lowering(
+                            self.graph,
+                            key.0,
+                            format!("a {} component cannot go to the device", t.dtype()),
+                        ));
+                    }
+                    parts.push(ctx.constant(t));
+                }
+                Val::composite(&parts)
+            }
+            None if !super::text::device_dtype(t.value.dtype()) => {
+                return Err(lowering(
+                    self.graph,
+                    key.0,
+                    format!("a {} constant cannot go to the device", t.value.dtype()),
+                ))
+            }
+            None => ctx.constant(&t.value),
+        };
         self.env.insert(key, v.clone());
         Ok(v)
     }

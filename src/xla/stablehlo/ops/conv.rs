@@ -190,7 +190,7 @@ pub(super) fn conv(c: &mut Ctx, n: &Call, kind: Kind, depthwise: bool) -> Result
             let m = filter_shape[3];
             let five = vec![filter_shape[0], filter_shape[1], channels, channels, m];
             let g5 = c.reshape(&g, five.clone());
-            let int = Ty { dtype: crate::ir::DType::I32, shape: five };
+            let int = Ty::new(crate::ir::DType::I32, five);
             let rows = c.op("stablehlo.iota", &[], "iota_dimension = 2 : i64", int.clone());
             let cols = c.op("stablehlo.iota", &[], "iota_dimension = 3 : i64", int);
             let diag = c.compare(&rows, &cols, Cmp::Eq);

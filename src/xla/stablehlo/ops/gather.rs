@@ -1,4 +1,4 @@
-//! Gathers and scatters: `GatherV2` (`batch_dims` = 0), `GatherNd`,
+//! Gathers and scatters: `GatherV2` (any `batch_dims`), `GatherNd`,
 //! `ScatterNd` (duplicates add up), `TensorScatterUpdate`/`Add`,
 //! `UnsortedSegmentSum` and `OneHot`. Index tensors are device values;
 //! XLA clamps out-of-range gather indices and drops out-of-range scatter
@@ -16,28 +16,49 @@ fn ints(items: impl IntoIterator<Item = usize>) -> String {
 /// `indices` (an implicit index vector): the result is
 /// `params[..axis] + indices.shape + params[axis + 1..]`.
 pub fn gather(c: &mut Ctx, params: &Val, indices: &Val, axis: usize, out: Ty) -> Val {
+    gather_batched(c, params, indices, axis, 0, out)
+}
+
+/// [`gather`] with the first `batch` dimensions of `params` and `indices`
+/// paired (`GatherV2`'s `batch_dims`, `axis` ≥ `batch`): the result is
+/// `params[..axis] + indices.shape[batch..] + params[axis + 1..]`, with
+/// `operand_batching_dims`/`start_indices_batching_dims` for the pairs.
+pub fn gather_batched(c: &mut Ctx, params: &Val, indices: &Val, axis: usize, batch: usize, out: Ty) -> Val {
     let rank = params.ty.rank();
-    let batch = indices.ty.rank();
+    let index_rank = indices.ty.rank();
     let offset: Vec<usize> =
-        (0..rank).filter(|&d| d != axis).map(|d| if d < axis { d } else { d - 1 + batch }).collect();
-    let sizes: Vec<usize> = (0..rank).map(|d| if d == axis { 1 } else { params.ty.shape[d] }).collect();
+        (batch..rank).filter(|&d| d != axis).map(|d| if d < axis { d } else { d - 1 + index_rank - batch }).collect();
+    let sizes: Vec<usize> = (0..rank).map(|d| if d == axis || d < batch { 1 } else { params.ty.shape[d] }).collect();
+    let batching = if batch == 0 {
+        String::new()
+    } else {
+        format!("operand_batching_dims = [{0}], start_indices_batching_dims = [{0}], ", ints(0..batch))
+    };
     let attrs = format!(
-        "dimension_numbers = #stablehlo.gather<offset_dims = [{}], collapsed_slice_dims = [{axis}], start_index_map = [{axis}], index_vector_dim = {batch}>, slice_sizes = {}, indices_are_sorted = false",
+        "dimension_numbers = #stablehlo.gather<offset_dims = [{}], collapsed_slice_dims = [{axis}], {batching}start_index_map = [{axis}], index_vector_dim = {index_rank}>, slice_sizes = {}, indices_are_sorted = false",
         ints(offset),
         super::i64s(&sizes)
     );
     c.op("stablehlo.gather", &[params, indices], &attrs, out)
 }
 
-/// `GatherV2(params, indices, axis)`.
+/// `GatherV2(params, indices, axis)`; `batch_dims` (negative counts from
+/// the end of the indices' dimensions) pairs leading dimensions.
 pub(super) fn gather_v2(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
-    if n.int_attr("batch_dims", 0) != 0 {
-        return Err("only batch_dims = 0 lowers".into());
-    }
     let params = n.input(0)?;
+    let indices = n.input(1)?;
     let a = axis(*n.ints(2, "axis")?.first().ok_or("axis is empty")?, params.ty.rank(), n.op)?;
+    let b = n.int_attr("batch_dims", 0);
+    let b = if b < 0 { b + indices.ty.rank() as i64 } else { b };
+    let b = usize::try_from(b).ok().filter(|&b| b <= a && b <= indices.ty.rank()).ok_or_else(|| {
+        format!(
+            "batch_dims {} must be in 0..={} (the axis) and at most the indices' rank",
+            n.int_attr("batch_dims", 0),
+            a
+        )
+    })?;
     let out = n.out(0)?.clone();
-    Ok(vec![gather(c, params, n.input(1)?, a, out)])
+    Ok(vec![gather_batched(c, params, indices, a, b, out)])
 }
 
 /// `GatherNd(params, indices)`: the last index dimension addresses the leading params dimensions.

@@ -16,9 +16,10 @@
 //! gradients), [`nn`] (softmax, losses, bias, batch norm), [`linalg`]
 //! (matmuls, einsum), [`reduce`] (reductions, arg max, cumsum), [`shape`]
 //! (reshapes, slices, concatenation, padding), [`gather`] (gathers,
-//! scatters, segment sums, one-hot), [`conv`] (convolutions and pools),
-//! [`collective`] (all-reduce, broadcast, replica id) and [`state`]
-//! (variable updates). [`NOT_LOWERED`] gives the reason for every op the
+//! scatters, segment sums, one-hot), [`conv`] (convolutions and pools;
+//! [`nchw`] runs them and the batch norms in NCHW), [`list`] (TensorLists
+//! and Optionals), [`collective`] (all-reduce, broadcast, replica id) and
+//! [`state`] (variable updates). [`NOT_LOWERED`] gives the reason for every op the
 //! simulator runs that has no builder. Invariant: [`TABLE`] is sorted by op
 //! name (a test checks it), so lookups are a binary search.
 
@@ -28,6 +29,8 @@ mod conv;
 mod elementwise;
 mod gather;
 mod linalg;
+mod list;
+mod nchw;
 mod nn;
 mod reduce;
 mod shape;
@@ -109,8 +112,8 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("Any", |c, n| reduce::reduce(c, n, reduce::Kind::Any)),
     ("ArgMax", |c, n| reduce::arg_extreme(c, n, true)),
     ("ArgMin", |c, n| reduce::arg_extreme(c, n, false)),
-    ("AvgPool", conv::avg_pool),
-    ("AvgPoolGrad", conv::avg_pool_grad),
+    ("AvgPool", |c, n| nchw::with_layout(c, n, conv::avg_pool)),
+    ("AvgPoolGrad", |c, n| nchw::with_layout(c, n, conv::avg_pool_grad)),
     ("BatchMatMul", linalg::batch_matmul),
     ("BatchMatMulV2", linalg::batch_matmul),
     ("BatchMatMulV3", linalg::batch_matmul),
@@ -123,19 +126,26 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("CollectiveAllReduce", collective::collective_all_reduce),
     ("CollectiveBroadcast", collective::broadcast),
     ("ConcatV2", shape::concat),
-    ("Conv2D", |c, n| conv::conv(c, n, conv::Kind::Forward, false)),
-    ("Conv2DBackpropFilter", |c, n| conv::conv(c, n, conv::Kind::BackpropFilter, false)),
-    ("Conv2DBackpropInput", |c, n| conv::conv(c, n, conv::Kind::BackpropInput, false)),
+    ("Conv2D", |c, n| nchw::with_layout(c, n, |c, n| conv::conv(c, n, conv::Kind::Forward, false))),
+    ("Conv2DBackpropFilter", |c, n| {
+        nchw::with_layout(c, n, |c, n| conv::conv(c, n, conv::Kind::BackpropFilter, false))
+    }),
+    ("Conv2DBackpropInput", |c, n| nchw::with_layout(c, n, |c, n| conv::conv(c, n, conv::Kind::BackpropInput, false))),
     ("CrossReplicaSum", collective::cross_replica_sum),
     ("Cumprod", |c, n| reduce::cumulative(c, n, Reducer::Mul)),
     ("Cumsum", |c, n| reduce::cumulative(c, n, Reducer::Add)),
-    ("DepthwiseConv2dNative", |c, n| conv::conv(c, n, conv::Kind::Forward, true)),
-    ("DepthwiseConv2dNativeBackpropFilter", |c, n| conv::conv(c, n, conv::Kind::BackpropFilter, true)),
-    ("DepthwiseConv2dNativeBackpropInput", |c, n| conv::conv(c, n, conv::Kind::BackpropInput, true)),
+    ("DepthwiseConv2dNative", |c, n| nchw::with_layout(c, n, |c, n| conv::conv(c, n, conv::Kind::Forward, true))),
+    ("DepthwiseConv2dNativeBackpropFilter", |c, n| {
+        nchw::with_layout(c, n, |c, n| conv::conv(c, n, conv::Kind::BackpropFilter, true))
+    }),
+    ("DepthwiseConv2dNativeBackpropInput", |c, n| {
+        nchw::with_layout(c, n, |c, n| conv::conv(c, n, conv::Kind::BackpropInput, true))
+    }),
     ("Div", ew::div),
     ("Einsum", linalg::einsum),
     ("Elu", act::elu),
     ("EluGrad", act::elu_grad),
+    ("EmptyTensorList", list::empty),
     ("Equal", |c, n| ew::compare(c, n, Cmp::Eq)),
     ("Erf", |c, n| ew::unary(c, n, "chlo.erf")),
     ("Erfc", |c, n| ew::unary(c, n, "chlo.erfc")),
@@ -146,12 +156,12 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("Floor", |c, n| ew::unary(c, n, "floor")),
     ("FloorDiv", ew::floor_div),
     ("FloorMod", ew::floor_mod),
-    ("FusedBatchNorm", nn::batch_norm),
-    ("FusedBatchNormGrad", nn::batch_norm_grad),
-    ("FusedBatchNormGradV2", nn::batch_norm_grad),
-    ("FusedBatchNormGradV3", nn::batch_norm_grad),
-    ("FusedBatchNormV2", nn::batch_norm),
-    ("FusedBatchNormV3", nn::batch_norm),
+    ("FusedBatchNorm", |c, n| nchw::with_layout(c, n, nn::batch_norm)),
+    ("FusedBatchNormGrad", |c, n| nchw::with_layout(c, n, nn::batch_norm_grad)),
+    ("FusedBatchNormGradV2", |c, n| nchw::with_layout(c, n, nn::batch_norm_grad)),
+    ("FusedBatchNormGradV3", |c, n| nchw::with_layout(c, n, nn::batch_norm_grad)),
+    ("FusedBatchNormV2", |c, n| nchw::with_layout(c, n, nn::batch_norm)),
+    ("FusedBatchNormV3", |c, n| nchw::with_layout(c, n, nn::batch_norm)),
     ("GatherNd", gather::gather_nd),
     ("GatherV2", gather::gather_v2),
     ("Greater", |c, n| ew::compare(c, n, Cmp::Gt)),
@@ -174,8 +184,8 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("LogicalOr", |c, n| ew::binary(c, n, "or")),
     ("MatMul", linalg::matmul),
     ("Max", |c, n| reduce::reduce(c, n, reduce::Kind::Max)),
-    ("MaxPool", conv::max_pool),
-    ("MaxPoolGrad", conv::max_pool_grad),
+    ("MaxPool", |c, n| nchw::with_layout(c, n, conv::max_pool)),
+    ("MaxPoolGrad", |c, n| nchw::with_layout(c, n, conv::max_pool_grad)),
     ("Maximum", |c, n| ew::binary(c, n, "maximum")),
     ("Mean", |c, n| reduce::reduce(c, n, reduce::Kind::Mean)),
     ("Min", |c, n| reduce::reduce(c, n, reduce::Kind::Min)),
@@ -184,6 +194,10 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("Neg", |c, n| ew::unary(c, n, "negate")),
     ("NotEqual", |c, n| ew::compare(c, n, Cmp::Ne)),
     ("OneHot", gather::one_hot),
+    ("OptionalFromValue", list::optional_from_value),
+    ("OptionalGetValue", list::optional_get_value),
+    ("OptionalHasValue", list::optional_has_value),
+    ("OptionalNone", list::optional_none),
     ("Pack", shape::pack),
     ("Pad", shape::pad),
     ("PadV2", shape::pad),
@@ -232,6 +246,16 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("Sum", |c, n| reduce::reduce(c, n, reduce::Kind::Sum)),
     ("Tanh", |c, n| ew::unary(c, n, "tanh")),
     ("TanhGrad", act::tanh_grad),
+    ("TensorListFromTensor", list::from_tensor),
+    ("TensorListGather", list::gather_rows),
+    ("TensorListGetItem", list::get_item),
+    ("TensorListLength", list::length),
+    ("TensorListPopBack", list::pop_back),
+    ("TensorListPushBack", list::push_back),
+    ("TensorListReserve", list::reserve),
+    ("TensorListScatterIntoExistingList", list::scatter_rows),
+    ("TensorListSetItem", list::set_item),
+    ("TensorListStack", list::stack),
     ("TensorScatterAdd", |c, n| gather::tensor_scatter(c, n, true)),
     ("TensorScatterUpdate", |c, n| gather::tensor_scatter(c, n, false)),
     ("Tile", shape::tile),
@@ -241,7 +265,7 @@ pub const TABLE: &[(&str, Builder)] = &[
 ];
 
 /// Ops whose results depend only on their operands' shapes: always constants.
-pub const SHAPE_ONLY: &[&str] = &["OnesLike", "Rank", "Shape", "ShapeN", "Size", "ZerosLike"];
+pub const SHAPE_ONLY: &[&str] = &["OnesLike", "Rank", "Shape", "ShapeN", "Size", "TensorListElementShape", "ZerosLike"];
 
 /// Ops with no StableHLO builder that must fold to constants (their
 /// operands are shapes or index lists).
@@ -303,9 +327,12 @@ pub fn reason(op: &str) -> Option<&'static str> {
     if let Some((_, why)) = NOT_LOWERED.iter().find(|(name, _)| *name == op) {
         return Some(why);
     }
+    if lowering_of(op).is_some() {
+        return None;
+    }
     crate::exec::kernels::control_flow::VARIANT_OPS.contains(&op).then_some(
-        "TensorList/Optional values (variants, e.g. a tf.while_loop's gradient accumulators) have no device type; \
-         the simulator runs them",
+        "this TensorList op has no StableHLO lowering (lists lower as a buffer and a size: see docs/xla.md); \
+         the simulator runs it",
     )
 }
 
@@ -407,8 +434,13 @@ mod tests {
             assert_eq!(lowering_of(op), Some("control flow"), "{op}");
             assert_eq!(reason(op), None, "{op}");
         }
-        assert!(reason("TensorListPushBack").is_some_and(|r| r.contains("TensorList")));
-        assert_eq!(lowering_of("EmptyTensorList"), None);
+        assert!(reason("TensorListConcatV2").is_some_and(|r| r.contains("TensorList")));
+        for op in
+            ["EmptyTensorList", "TensorListPushBack", "TensorListPopBack", "TensorListElementShape", "OptionalGetValue"]
+        {
+            assert!(lowering_of(op).is_some(), "{op}");
+            assert_eq!(reason(op), None, "{op}");
+        }
     }
 
     #[test]

@@ -118,8 +118,36 @@ fn push_int(out: &mut String, value: impl itoa::Integer) {
 }
 
 impl Printer<'_> {
+    /// Prints the items of `slot`. A long list is printed in pieces on the
+    /// rayon pool, a window at a time, each piece into its own buffer,
+    /// appended in order: the text is the same as printed in one go, and the
+    /// extra memory is one window's text.
     fn body(&self, out: &mut String, slot: usize, depth: usize) {
-        for (_, item) in &self.children[slot] {
+        use rayon::prelude::*;
+        const PIECE: usize = 4096;
+        const WINDOW: usize = 64 * PIECE;
+        let items = &self.children[slot];
+        if items.len() < 4 * PIECE {
+            self.items(out, items, depth);
+            return;
+        }
+        for window in items.chunks(WINDOW) {
+            let pieces: Vec<String> = window
+                .par_chunks(PIECE)
+                .map(|piece| {
+                    let mut text = String::with_capacity(piece.len() * 64);
+                    self.items(&mut text, piece, depth);
+                    text
+                })
+                .collect();
+            for text in pieces {
+                out.push_str(&text);
+            }
+        }
+    }
+
+    fn items(&self, out: &mut String, items: &[(u64, Item)], depth: usize) {
+        for (_, item) in items {
             match item {
                 Item::Node(id) => self.node(out, *id, depth),
                 Item::Region(r) => self.region(out, *r, depth),

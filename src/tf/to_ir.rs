@@ -63,6 +63,9 @@ pub mod graph_attr {
 /// The name of the imported IR graph.
 pub const GRAPH_NAME: &str = "main";
 
+/// Nodes per batch that the binary importer's decoding thread hands over.
+const DECODE_BATCH: usize = 1024;
+
 /// How many distinct encoded attribute maps [`convert`] remembers before it
 /// starts over; bounds the table when most maps are distinct (the `value`
 /// of every weight's `Const`).
@@ -97,8 +100,27 @@ pub fn pb_to_module_observed(
 ) -> Result<(Module, Vec<ImportError>), ImportError> {
     let split = super::stream::split(bytes)?;
     let sizes = (split.nodes.len(), split.input_count());
-    let nodes = split.nodes.iter().map(|n| super::stream::decode_node_split(n));
-    convert(split.header, nodes, sizes, None, progress)
+    fn decode<'a>(node: &&'a [u8]) -> Result<SplitNode<'a>, ImportError> {
+        super::stream::decode_node_split(node)
+    }
+    if split.nodes.len() < 4 * DECODE_BATCH {
+        return convert(split.header, split.nodes.iter().map(decode), sizes, None, progress);
+    }
+    // A second thread decodes batches of nodes while this one builds the
+    // graph from the previous batches; a bounded channel keeps it at most
+    // a few batches ahead. Dropping the receiver (an import error) stops it.
+    let (send, receive) = crossbeam_channel::bounded::<Vec<Result<SplitNode<'_>, ImportError>>>(4);
+    let nodes = &split.nodes;
+    std::thread::scope(|scope| {
+        scope.spawn(move || {
+            for batch in nodes.chunks(DECODE_BATCH) {
+                if send.send(batch.iter().map(decode).collect()).is_err() {
+                    break;
+                }
+            }
+        });
+        convert(split.header, receive.into_iter().flatten(), sizes, None, progress)
+    })
 }
 
 /// Builds the module from the GraphDef's other fields (`header`) and its

@@ -52,8 +52,11 @@ fn functional(case: &str) -> Module {
     module
 }
 
+/// Tensors by name.
+type Named = Vec<(String, Tensor)>;
+
 /// The metadata, the feeds and TensorFlow's fetches of a case.
-fn meta(case: &str) -> (Value, Vec<(String, Tensor)>, Vec<(String, Tensor)>) {
+fn meta(case: &str) -> (Value, Named, Named) {
     let meta = read_json(&corpus_dir().join(format!("{case}.json")));
     let feeds = meta["feeds"].as_object().expect("feeds").iter().map(|(n, v)| (n.clone(), tensor_of(v))).collect();
     let wanted = meta["runs"][0]["fetches"]

@@ -178,16 +178,32 @@ fn topological_order(graph: &Graph) -> Result<Vec<NodeId>, PassError> {
     Ok(order)
 }
 
-/// The cluster and outside-compilation tags that a construct's new node
-/// carries: all of `nodes` must agree on `_tpu_replicate`; an
-/// `_xla_outside_compilation` tag moves to the new node only when all share it.
-fn construct_tags(
-    graph: &Graph,
-    nodes: &[NodeId],
-    what: &str,
-) -> Result<(Option<Arc<str>>, Option<Arc<str>>), PassError> {
+/// The cluster and outside-compilation tags of a construct's new node.
+#[derive(Clone, Debug, Default)]
+struct Tags {
+    cluster: Option<Arc<str>>,
+    outside: Option<Arc<str>>,
+}
+
+impl Tags {
+    /// `node` with the tags.
+    fn apply(&self, mut node: Node) -> Node {
+        if let Some(c) = &self.cluster {
+            node = node.with_attr(TPU_REPLICATE, AttrValue::str(c.clone()));
+        }
+        if let Some(o) = &self.outside {
+            node = node.with_attr(OUTSIDE_COMPILATION, AttrValue::str(o.clone()));
+        }
+        node
+    }
+}
+
+/// The tags that a construct's new node carries: all of `nodes` must agree
+/// on `_tpu_replicate`; an `_xla_outside_compilation` tag moves to the new
+/// node only when all share it.
+fn construct_tags(graph: &Graph, nodes: &[NodeId], what: &str) -> Result<Tags, PassError> {
     let tag = |id: NodeId, key: &str| graph.node(id).attrs.get_str(key).map(Arc::<str>::from);
-    let Some(&first) = nodes.first() else { return Ok((None, None)) };
+    let Some(&first) = nodes.first() else { return Ok(Tags::default()) };
     let cluster = tag(first, TPU_REPLICATE);
     if let Some(&other) = nodes.iter().find(|&&id| tag(id, TPU_REPLICATE) != cluster) {
         let show = |c: Option<Arc<str>>| c.map_or("no cluster".to_string(), |c| format!("cluster `{c}`"));
@@ -208,7 +224,7 @@ fn construct_tags(
             span: graph.node(host).span,
         });
     }
-    Ok((cluster, oc))
+    Ok(Tags { cluster, outside: oc })
 }
 
 /// Where an input of a copied node comes from, inside its function.

@@ -267,7 +267,7 @@ fn functionalize_cond(
     let mut all: Vec<NodeId> = cond.switches.iter().chain(&cond.merges).copied().collect();
     all.extend(side_of.keys().copied());
     all.sort_by_key(|&id| graph.node(id).seq);
-    let (cluster, oc) = construct_tags(graph, &all, &format!("the conditional of `%{}`", name(graph, first_merge)))?;
+    let tags = construct_tags(graph, &all, &format!("the conditional of `%{}`", name(graph, first_merge)))?;
 
     // Operands: the switched values, then values read from outside.
     let mut operands: Vec<Input> = Vec::new();
@@ -429,12 +429,7 @@ fn functionalize_cond(
         .with_attr("then_branch", func_attr(&branch_names[0]))
         .with_attr("else_branch", func_attr(&branch_names[1]))
         .with_span(graph.node(first_merge).span);
-    if let Some(c) = &cluster {
-        node = node.with_attr(TPU_REPLICATE, AttrValue::str(c.clone()));
-    }
-    if let Some(o) = &oc {
-        node = node.with_attr(OUTSIDE_COMPILATION, AttrValue::str(o.clone()));
-    }
+    node = tags.apply(node);
     let seq = all.iter().map(|&id| graph.node(id).seq).min().unwrap_or(0);
     let made = graph
         .add_node(node)

@@ -145,7 +145,7 @@ fn functionalize_frame(
         reason,
         span: graph.node(at).span,
     };
-    let (cluster, oc) = construct_tags(graph, &members, &format!("loop frame `{frame}`"))?;
+    let tags = construct_tags(graph, &members, &format!("loop frame `{frame}`"))?;
     let loop_conds: Vec<NodeId> = members.iter().copied().filter(|&id| op(graph, id) == "LoopCond").collect();
     let [loop_cond] = loop_conds[..] else {
         return Err(malformed(graph, first, format!("it has {} `LoopCond` ops; a loop has one", loop_conds.len())));
@@ -374,12 +374,7 @@ fn functionalize_frame(
         .with_attr("body", func_attr(&body_name))
         .with_attr("parallel_iterations", AttrValue::Int(parallel))
         .with_span(graph.node(vars[0].enter).span);
-    if let Some(c) = &cluster {
-        node = node.with_attr(TPU_REPLICATE, AttrValue::str(c.clone()));
-    }
-    if let Some(o) = &oc {
-        node = node.with_attr(OUTSIDE_COMPILATION, AttrValue::str(o.clone()));
-    }
+    node = tags.apply(node);
     let seq = graph.node(first).seq;
     let w = graph
         .add_node(node)

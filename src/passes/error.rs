@@ -423,7 +423,7 @@ pub enum PassError {
     },
 
     /// A TF1 loop frame that is not a well-formed `tf.while_loop`.
-    #[error("cannot functionalize loop frame `{frame}`: {reason}")]
+    #[error("cannot functionalize {frame}: {reason}")]
     #[diagnostic(
         code(tpu_rewrite::passes::malformed_loop),
         help(
@@ -432,7 +432,7 @@ pub enum PassError {
         )
     )]
     MalformedLoop {
-        /// The frame's name (empty when the frame is not known yet).
+        /// The frame (`loop frame `name``), or `a loop` when it is not known.
         frame: String,
         /// What is wrong.
         reason: String,

@@ -124,7 +124,19 @@ impl Library {
 
 fn functionalize_graph(graph: &mut Graph, lib: &mut Library) -> Result<(), PassError> {
     functionalize_loops(graph, lib)?;
-    functionalize_conds(graph, lib)
+    functionalize_conds(graph, lib)?;
+    // What is left belongs to no loop or conditional (an `Exit` or `NextIteration` without a frame).
+    match graph.nodes_in_order().into_iter().find(|&id| TF1_CONTROL_FLOW.contains(&op(graph, id))) {
+        None => Ok(()),
+        Some(stray) => {
+            let node = graph.node(stray);
+            Err(PassError::MalformedLoop {
+                frame: "a loop".into(),
+                reason: format!("`{}` `%{}` belongs to no loop frame", node.op, node.name),
+                span: node.span,
+            })
+        }
+    }
 }
 
 fn op(graph: &Graph, id: NodeId) -> &str {
@@ -167,7 +179,7 @@ fn topological_order(graph: &Graph) -> Result<Vec<NodeId>, PassError> {
         let placed: HashSet<NodeId> = order.iter().copied().collect();
         let stuck = graph.nodes_in_order().into_iter().find(|id| !placed.contains(id)).expect("a node is unplaced");
         return Err(PassError::MalformedLoop {
-            frame: String::new(),
+            frame: "a loop".into(),
             reason: format!(
                 "`%{}` is on a cycle that no `NextIteration` -> `Merge` back edge closes",
                 graph.node(stuck).name
@@ -331,7 +343,7 @@ fn type_list(types: &[DType]) -> AttrValue {
 /// The dtype attribute `key` of `id`, or an error naming the construct.
 fn dtype_attr(graph: &Graph, id: NodeId, key: &str, frame: &str) -> Result<DType, PassError> {
     graph.node(id).attrs.get(key).and_then(AttrValue::as_type).ok_or_else(|| PassError::MalformedLoop {
-        frame: frame.to_string(),
+        frame: format!("loop frame `{frame}`"),
         reason: format!("`%{}` has no dtype attribute `{key}`", graph.node(id).name),
         span: graph.node(id).span,
     })

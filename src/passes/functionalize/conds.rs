@@ -111,6 +111,17 @@ pub(super) fn functionalize_conds(graph: &mut Graph, lib: &mut Library) -> Resul
         };
         if op(graph, id) == "Merge" {
             let data: Vec<&Input> = inputs.iter().filter(|i| !i.is_control()).collect();
+            if let Some(next) = data.iter().find(|i| op(graph, i.src) == "NextIteration") {
+                return Err(PassError::MalformedLoop {
+                    frame: "a loop".into(),
+                    reason: format!(
+                        "`%{}` merges `NextIteration` `%{}`, but no `Enter` starts its frame",
+                        graph.node(id).name,
+                        graph.node(next.src).name
+                    ),
+                    span: graph.node(id).span,
+                });
+            }
             let [a, b] = data[..] else {
                 return Err(malformed_cond(
                     graph,

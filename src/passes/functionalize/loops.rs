@@ -71,7 +71,7 @@ fn assign_frames(graph: &Graph, order: &[NodeId]) -> Result<Vec<Frame>, PassErro
             let node = graph.node(id);
             let Some(frame_name) = node.attrs.get_str("frame_name") else {
                 return Err(PassError::MalformedLoop {
-                    frame: String::new(),
+                    frame: "a loop".into(),
                     reason: format!("`Enter` `%{}` has no `frame_name`", node.name),
                     span: node.span,
                 });
@@ -141,7 +141,7 @@ fn functionalize_frame(
     let member_set: HashSet<NodeId> = members.iter().copied().collect();
     let first = members[0];
     let malformed = |graph: &Graph, at: NodeId, reason: String| PassError::MalformedLoop {
-        frame: frame.to_string(),
+        frame: format!("loop frame `{frame}`"),
         reason,
         span: graph.node(at).span,
     };
@@ -262,7 +262,7 @@ fn functionalize_frame(
             Some(Role::Invariant(j)) => Ok(if control { Src::Drop } else { Src::Arg(nv + j) }),
             Some(Role::Enter(_) | Role::LoopCond) if control => Ok(Src::Drop),
             Some(_) => Err(PassError::MalformedLoop {
-                frame: frame.to_string(),
+                frame: format!("loop frame `{frame}`"),
                 reason: format!(
                     "`%{}` reads `%{}` ({}), which the {} cannot",
                     graph.node(node).name,

@@ -4,7 +4,10 @@
 //! form's results and TensorFlow's numbers; the replicated ones also run
 //! with the PJRT backend (the pinned CPU plugin) with the simulator's
 //! outputs (|a−b| ≤ 1e-5 + 1e-4·|b|). The plain ones cannot run on PJRT
-//! yet; every op of their functional form has a StableHLO lowering.
+//! as they are (it compiles replicate clusters): every op of their
+//! functional form has a StableHLO lowering, and, put in a one-replica
+//! cluster here as `tpu.replicate` would wrap them, they run on PJRT with
+//! the simulator's and TensorFlow's numbers.
 //! Malformed frames and conditionals are coded errors
 //! (`tests/cases/functionalize/err/*.opg`, snapshot per case).
 
@@ -165,15 +168,15 @@ fn cond() {
     assert_eq!(module.graphs.iter().map(ifs).sum::<usize>(), 6);
 }
 
-/// The functional form on PJRT against the simulator and TensorFlow.
-fn on_pjrt(case: &str) {
-    let module = same_on_the_simulator(case);
-    let (meta, feeds, wanted) = meta(case);
+/// `module` on PJRT against the simulator (both on the lowering for
+/// `replicas`) and TensorFlow's numbers `wanted` (fetched by name).
+fn pjrt_matches(case: &str, module: &Module, replicas: u32, wanted: &[(String, Tensor)]) {
+    let (meta, feeds, _) = meta(case);
     let rtol = meta["rtol"].as_f64().expect("rtol");
     let graph = module.graph("main").expect("@main");
     let mut lowered =
-        lower(graph, &lower_config(replicas(&meta))).unwrap_or_else(|e| panic!("{case}: lowering failed: {e:?}"));
-    tpu_rewrite::ir::functions::carry_functions(&module, &mut lowered.module);
+        lower(graph, &lower_config(replicas)).unwrap_or_else(|e| panic!("{case}: lowering failed: {e:?}"));
+    tpu_rewrite::ir::functions::carry_functions(module, &mut lowered.module);
     let fetches: Vec<String> = wanted.iter().map(|w| w.0.clone()).collect();
     let sim = driver::run(&lowered.module, &feeds, &fetches, &driver::RunConfig::default(), &mut |_, _| {})
         .unwrap_or_else(|e| panic!("{case}: the simulator failed: {e}"));
@@ -185,10 +188,10 @@ fn on_pjrt(case: &str) {
         feeds: &feeds,
         host_transfer: None,
         fetch: &[],
-        library: Some(&module),
+        library: Some(module),
     };
     let pjrt = backend::run(graph, &lowered.assignment, &config).unwrap_or_else(|e| panic!("{case}: {e:?}")).run;
-    for (name, want) in &wanted {
+    for (name, want) in wanted {
         let got = &pjrt.fetched.iter().find(|(n, _)| n == name).unwrap_or_else(|| panic!("{case}: no {name}")).1;
         let sim_value = &sim.fetched.iter().find(|(n, _)| n == name).expect("the simulator fetched it").1;
         assert_close(&format!("{case}: {name} (pjrt vs simulator)"), got, sim_value, rtol);
@@ -200,6 +203,76 @@ fn on_pjrt(case: &str) {
             assert_close(&format!("{case}: `{var}` on replica {r}"), got, want, rtol);
         }
     }
+}
+
+/// A replicated case's functional form on PJRT.
+fn on_pjrt(case: &str) {
+    let module = same_on_the_simulator(case);
+    let (meta, _, wanted) = meta(case);
+    pjrt_matches(case, &module, replicas(&meta), &wanted);
+}
+
+/// A plain graph put in a one-replica cluster, as `tpu.replicate` would
+/// wrap it: every op but the placeholders tagged `_tpu_replicate = "c"`,
+/// a `TPUReplicateMetadata`, and fetch `i` returned through
+/// `TPUReplicatedOutput` as `output_<i>_shard_0`. Returns the module and
+/// TensorFlow's numbers under the new names.
+fn in_one_replica_cluster(mut module: Module, wanted: &[(String, Tensor)]) -> (Module, Vec<(String, Tensor)>) {
+    use tpu_rewrite::ir::{AttrValue, Node};
+    let graph = module.graphs.iter_mut().find(|g| g.name == "main").expect("@main");
+    let ops: Vec<_> = graph.node_ids().filter(|&id| &*graph.node(id).op != "Placeholder").collect();
+    for id in ops {
+        graph.node_mut(id).attrs.insert("_tpu_replicate", AttrValue::str("c"));
+    }
+    let metadata = Node::op("TPUReplicateMetadata", "TPUReplicateMetadata")
+        .with_attr("_tpu_replicate", AttrValue::str("c"))
+        .with_attr("num_replicas", AttrValue::Int(1))
+        .with_attr("num_cores_per_replica", AttrValue::Int(1));
+    graph.add_node(metadata).expect("a free name");
+    let mut renamed = Vec::new();
+    for (i, (name, want)) in wanted.iter().enumerate() {
+        let (node, output) = name.split_once(':').expect("a tensor name");
+        let src = graph.find(node).unwrap_or_else(|| panic!("no {node}"));
+        let dtype = AttrValue::Type(want.dtype());
+        let out = graph
+            .add_node(
+                Node::op(format!("output{i}"), "TPUReplicatedOutput")
+                    .with_attr("T", dtype.clone())
+                    .with_attr("num_replicas", AttrValue::Int(1)),
+            )
+            .expect("a free name");
+        graph.add_data_input(out, src, output.parse().expect("an output index"), tpu_rewrite::Span::DETACHED);
+        let shard = graph
+            .add_node(Node::op(format!("output_{i}_shard_0"), "Identity").with_attr("T", dtype))
+            .expect("a free name");
+        graph.add_data_input(shard, out, 0, tpu_rewrite::Span::DETACHED);
+        renamed.push((format!("output_{i}_shard_0:0"), want.clone()));
+    }
+    let errors = tpu_rewrite::ir::verify::verify(&module);
+    assert!(errors.is_empty(), "{errors:?}");
+    (module, renamed)
+}
+
+/// A plain case's functional form, in a one-replica cluster, on PJRT.
+fn plain_on_pjrt(case: &str, module: Module) {
+    let (_, _, wanted) = meta(case);
+    let (module, wanted) = in_one_replica_cluster(module, &wanted);
+    pjrt_matches(case, &module, 1, &wanted);
+}
+
+#[test]
+fn plain_while_loop_in_a_one_replica_cluster_runs_on_pjrt() {
+    plain_on_pjrt("while_loop", functional("while_loop"));
+}
+
+#[test]
+fn plain_nested_while_in_a_one_replica_cluster_runs_on_pjrt() {
+    plain_on_pjrt("nested_while", functional("nested_while"));
+}
+
+#[test]
+fn plain_cond_in_a_one_replica_cluster_runs_on_pjrt() {
+    plain_on_pjrt("cond", functional("cond"));
 }
 
 #[test]

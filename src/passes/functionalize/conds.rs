@@ -441,7 +441,8 @@ fn functionalize_cond(
         .with_attr("else_branch", func_attr(&branch_names[1]))
         .with_span(graph.node(first_merge).span);
     node = tags.apply(node);
-    let seq = all.iter().map(|&id| graph.node(id).seq).min().unwrap_or(0);
+    // The If takes the text position of the first node it replaces (the Merges stay).
+    let seq = cond.switches.iter().chain(side_of.keys()).map(|&id| graph.node(id).seq).min().unwrap_or(0);
     let made = graph
         .add_node(node)
         .map_err(|_| PassError::Internal { message: "a fresh name was taken".into(), span: Span::DETACHED })?;

@@ -438,3 +438,28 @@ fn the_cli_prints_the_functional_form_and_emits_stablehlo() {
         cli::stderr(&out)
     );
 }
+
+#[test]
+fn removing_any_one_node_gives_a_functional_graph_or_a_coded_error_never_a_panic() {
+    for case in ["cond", "nested_while", "replicated_while", "while_loop"] {
+        let module = import(&corpus_dir(), case);
+        let main = module.graph("main").expect("@main");
+        for id in main.nodes_in_order() {
+            let mut broken = module.clone();
+            let name = main.node(id).name.to_string();
+            let graph = broken.graphs.iter_mut().find(|g| g.name == "main").unwrap();
+            graph.remove_node(id);
+            let before = tpu_rewrite::print_module(&broken);
+            let errors = functionalize(&mut broken);
+            if errors.is_empty() {
+                assert!(broken.graphs.iter().all(|g| !has_tf1_control_flow(g)), "{case} without {name}");
+            } else {
+                for e in &errors {
+                    let code = miette::Diagnostic::code(e).map(|c| c.to_string()).unwrap_or_default();
+                    assert!(code.starts_with("tpu_rewrite::passes::"), "{case} without {name}: {e:?}");
+                }
+                assert_eq!(tpu_rewrite::print_module(&broken), before, "{case} without {name}: changed on error");
+            }
+        }
+    }
+}

@@ -254,10 +254,7 @@ fn functionalize_frame(
         let control = input.is_control();
         match role.get(&input.src) {
             Some(Role::Merge(i)) => Ok(if control { Src::Drop } else { Src::Arg(*i) }),
-            Some(Role::Switch(i)) if control => {
-                let _ = i;
-                Ok(Src::Drop)
-            }
+            Some(Role::Switch(_)) if control => Ok(Src::Drop),
             Some(Role::Switch(i)) if input.output == Some(1) && !in_cond => Ok(Src::Arg(*i)),
             Some(Role::Invariant(j)) => Ok(if control { Src::Drop } else { Src::Arg(nv + j) }),
             Some(Role::Enter(_) | Role::LoopCond) if control => Ok(Src::Drop),

@@ -47,14 +47,17 @@ enum Expect {
 
 use Expect::{Refused, Runs};
 
-/// The TF1 control-flow ops have no lowering and do not run on the host.
+/// An op of a plain graph that neither lowers nor runs on the host.
 const NOT_COMPILABLE: &str = "tpu_rewrite::passes::not_compilable";
-const LOWERING: &str = "tpu_rewrite::xla::lowering";
+/// Outside compilation inside a TF1 loop has no host transfer per iteration.
+const OC_IN_CONTROL_FLOW: &str = "tpu_rewrite::passes::outside_compilation_in_control_flow";
 
 /// Every corpus graph (path under `tests/tf/corpus`, without `.pbtxt`).
-/// The refusals name what the lowering lacks; they move to `Runs` when it
-/// comes (TensorList/Optional lowerings, `batch_dims`, NCHW, and TF1
-/// control flow functionalized into `While`/`If`).
+/// The refusals name what the lowering lacks: `tensor_array` concatenates
+/// list rows of different shapes, which a fixed-size buffer cannot hold,
+/// and outside compilation inside a TF1 loop needs a host transfer per
+/// iteration. TF1 control flow reaches PJRT functionalized into
+/// `While`/`If`, as the CLI gives it.
 const CASES: &[(&str, Expect)] = &[
     ("batchnorm", Runs),
     ("cond", Runs),
@@ -79,11 +82,11 @@ const CASES: &[(&str, Expect)] = &[
     ("host/host_print_step", Runs),
     ("host/host_prod_einsum_grads", Runs),
     ("host/host_string_format", Runs),
-    ("tf1/cond", Refused(NOT_COMPILABLE, "TF1 control flow")),
-    ("tf1/nested_while", Refused(NOT_COMPILABLE, "TF1 control flow")),
-    ("tf1/replicated_while", Refused(LOWERING, "TF1 control flow")),
-    ("tf1/replicated_while_outside_compilation", Refused(LOWERING, "TF1 control flow")),
-    ("tf1/while_loop", Refused(NOT_COMPILABLE, "TF1 control flow")),
+    ("tf1/cond", Runs),
+    ("tf1/nested_while", Runs),
+    ("tf1/replicated_while", Runs),
+    ("tf1/replicated_while_outside_compilation", Refused(OC_IN_CONTROL_FLOW, "outside compilation")),
+    ("tf1/while_loop", Runs),
 ];
 
 /// The elements as f64 and the relative tolerance of the dtype (0 for exact dtypes).
@@ -179,11 +182,27 @@ fn run_replicated(case: &str, meta: &Value, module: &Module) -> Result<Both, Ref
     tpu_rewrite::ir::functions::carry_functions(module, &mut lowered.module);
     let feeds = feeds_of(meta);
     let fetches: Vec<String> = meta["runs"][0]["fetches"].as_object().expect("fetches").keys().cloned().collect();
+    // PJRT gets TF1 control flow as functional While/If, as the CLI gives it.
+    let functional = functional(module)?;
+    let functional_graph = functional.graph("main").expect("@main");
+    let functional_lowered =
+        lower(functional_graph, &config).unwrap_or_else(|e| panic!("{case}: lowering failed: {e:?}"));
     let pjrt =
-        backend::run(graph, &lowered.assignment, &pjrt_config(&feeds, &fetches, module)).map_err(|e| refusal(&e))?.run;
+        backend::run(functional_graph, &functional_lowered.assignment, &pjrt_config(&feeds, &fetches, &functional))
+            .map_err(|e| refusal(&e))?
+            .run;
     let sim = driver::run(&lowered.module, &feeds, &fetches, &RunConfig::default(), &mut |_, _| {})
         .unwrap_or_else(|e| panic!("{case}: the simulator failed: {e}"));
     Ok(Both { sim, pjrt })
+}
+
+/// The module with its TF1 control flow functionalized (unchanged without any).
+fn functional(module: &Module) -> Result<Module, Refusal> {
+    let mut functional = module.clone();
+    match tpu_rewrite::passes::functionalize::functionalize(&mut functional).first() {
+        Some(e) => Err(refusal(e)),
+        None => Ok(functional),
+    }
 }
 
 /// One `Session.run` of a plain case on one backend: the graph pruned to
@@ -196,7 +215,8 @@ fn run_plain_once(
     state: &[(String, Tensor)],
     pjrt: bool,
 ) -> Result<RunOutcome, Refusal> {
-    let mut module = module.clone();
+    // PJRT gets TF1 control flow as functional While/If, as the CLI gives it.
+    let mut module = if pjrt { functional(module)? } else { module.clone() };
     let main = module.graphs.iter().position(|g| g.name == "main").expect("@main");
     // The simulator runs every kernel in the cluster; XLA refuses what does not lower.
     let unlowered = if pjrt { Unlowered::Refuse } else { Unlowered::InCluster };
@@ -345,11 +365,11 @@ corpus_cases!(
     host_print_step_matches => "host/host_print_step",
     host_prod_einsum_grads_matches => "host/host_prod_einsum_grads",
     host_string_format_matches => "host/host_string_format",
-    tf1_cond_is_refused => "tf1/cond",
-    tf1_nested_while_is_refused => "tf1/nested_while",
-    tf1_replicated_while_is_refused => "tf1/replicated_while",
+    tf1_cond_matches => "tf1/cond",
+    tf1_nested_while_matches => "tf1/nested_while",
+    tf1_replicated_while_matches => "tf1/replicated_while",
     tf1_replicated_while_outside_compilation_is_refused => "tf1/replicated_while_outside_compilation",
-    tf1_while_loop_is_refused => "tf1/while_loop",
+    tf1_while_loop_matches => "tf1/while_loop",
 );
 
 /// Every `.pbtxt` under `dir`, as paths relative to the corpus without the extension.

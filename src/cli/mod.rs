@@ -110,6 +110,12 @@ pub struct RewriteArgs {
     /// (slower; names the pass that broke the graph).
     #[arg(long)]
     pub verify_each_pass: bool,
+    /// After the passes, rewrite TF1 control flow (Switch/Merge/Enter/Exit/
+    /// NextIteration/LoopCond) into functional While/If ops with their
+    /// functions (docs/functionalize.md). Always done for `--format
+    /// stablehlo` and `--backend pjrt`.
+    #[arg(long)]
+    pub functionalize: bool,
 }
 
 /// Options shared by commands that lower.

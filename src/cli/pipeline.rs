@@ -155,6 +155,9 @@ pub fn rewrite_command(
     if rewrite_forming_clusters(&mut loaded, &config, time_passes, &bar).is_none() {
         return ExitCode::from(1);
     }
+    if args.functionalize && functionalize(&mut loaded).is_none() {
+        return ExitCode::from(1);
+    }
     drop(bar);
     super::formats::emit_and_exit(loaded, emit, output.as_deref())
 }
@@ -174,6 +177,33 @@ fn lower_config(args: &LowerArgs) -> Result<LowerConfig, lower::LowerError> {
     })
 }
 
+/// Which form of TF1 control flow the lowering gets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ControlFlowForm {
+    /// As the graph writes it (the simulator runs TF1 frames).
+    AsWritten,
+    /// Functional `While`/`If` (StableHLO has no frames or dead tensors).
+    Functional,
+}
+
+/// Rewrites the TF1 control flow of a rewritten module into functional
+/// ops when it has any, printing the diagnostics; `None` on error.
+fn functionalize(loaded: &mut Loaded) -> Option<()> {
+    if !passes::functionalize::module_has_tf1_control_flow(&loaded.module) {
+        return Some(());
+    }
+    let mut errors: Vec<AnyDiagnostic> = passes::functionalize::functionalize(&mut loaded.module)
+        .into_iter()
+        .map(|e| Box::new(e) as AnyDiagnostic)
+        .collect();
+    if errors.is_empty() {
+        errors.extend(crate::ir::verify::verify(&loaded.module).into_iter().map(|e| Box::new(e) as AnyDiagnostic));
+    }
+    let failed = !errors.is_empty();
+    report(errors, &loaded.source);
+    (!failed).then_some(())
+}
+
 /// Rewrites and lowers; prints diagnostics; returns the tagged graph and
 /// the lowering, or the exit code.
 /// What [`rewrite_and_lower`] made: the loaded (tagged) module, its
@@ -186,6 +216,7 @@ fn rewrite_and_lower(
     rewrite_args: &RewriteArgs,
     lower_args: &LowerArgs,
     plain: Option<&super::plain::PlainRun>,
+    form: ControlFlowForm,
 ) -> Result<Prepared, ExitCode> {
     let pipeline = pipeline_config(rewrite_args)?;
     let failed = || ExitCode::from(1);
@@ -195,6 +226,19 @@ fn rewrite_and_lower(
     timer.lap("load");
     let mut clusters =
         rewrite_forming_clusters(&mut loaded, &pipeline, lower_args.time_passes, &bar).ok_or_else(failed)?;
+    timer.lap("rewrite");
+    if (form == ControlFlowForm::Functional || rewrite_args.functionalize)
+        && passes::functionalize::module_has_tf1_control_flow(&loaded.module)
+    {
+        functionalize(&mut loaded).ok_or_else(failed)?;
+        // The clusters are read again from the rewritten graph's tags.
+        if !clusters.is_empty() {
+            if let Some(graph) = loaded.module.graphs.first() {
+                clusters = passes::form_clusters(graph).0;
+            }
+        }
+        timer.lap("functionalize");
+    }
     // A graph the pipeline found no cluster in (gradients expanded) runs as one single-replica cluster.
     let mut single = None;
     if let (Some(plain), true) = (plain, clusters.is_empty()) {
@@ -210,7 +254,6 @@ fn rewrite_and_lower(
             }
         }
     }
-    timer.lap("rewrite");
     let config = match lower_config(lower_args) {
         Ok(c) => c,
         Err(e) => {
@@ -271,7 +314,8 @@ pub fn lower_command(
     output: Option<PathBuf>,
 ) -> ExitCode {
     let input = InputPath::parse(file);
-    let (loaded, lowered, _) = match rewrite_and_lower(&input, format, rewrite_args, lower_args, None) {
+    let form = if emit == EmitFormat::Stablehlo { ControlFlowForm::Functional } else { ControlFlowForm::AsWritten };
+    let (loaded, lowered, _) = match rewrite_and_lower(&input, format, rewrite_args, lower_args, None, form) {
         Ok(done) => done,
         Err(code) => return code,
     };
@@ -741,9 +785,13 @@ pub fn run_command(args: RunArgs) -> ExitCode {
         Backend::Sim => passes::single_replica::Unlowered::InCluster,
         _ => passes::single_replica::Unlowered::Refuse,
     };
+    let form = match args.backend {
+        Backend::Sim => ControlFlowForm::AsWritten,
+        Backend::Pjrt | Backend::JaxDistributed => ControlFlowForm::Functional,
+    };
     let plain = super::plain::PlainRun { fetches: &args.fetch, unlowered };
     let (loaded, lowering, single) =
-        match rewrite_and_lower(&input, args.input_format, &args.rewrite, &args.lower, Some(&plain)) {
+        match rewrite_and_lower(&input, args.input_format, &args.rewrite, &args.lower, Some(&plain), form) {
             Ok(done) => done,
             Err(code) => return code,
         };

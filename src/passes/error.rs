@@ -453,6 +453,116 @@ pub enum PassError {
         /// The fetch as given.
         fetch: String,
     },
+
+    /// A TF1 loop frame that is not a well-formed `tf.while_loop`.
+    #[error("cannot functionalize {frame}: {reason}")]
+    #[diagnostic(
+        code(tpu_rewrite::passes::malformed_loop),
+        help(
+            "a TF1 loop variable is `Enter -> Merge -> Switch(pred = LoopCond)`, closed by `NextIteration` into the \
+             `Merge`, and leaves through `Exit` on the `Switch`'s false output, as `tf.while_loop` builds it"
+        )
+    )]
+    MalformedLoop {
+        /// The frame (`loop frame `name``), or `a loop` when it is not known.
+        frame: String,
+        /// What is wrong.
+        reason: String,
+        /// The op at fault.
+        #[label("here")]
+        span: Span,
+    },
+
+    /// A value that enters or leaves a TF1 loop frame other than through `Enter` and `Exit`.
+    #[error("`%{node}` crosses a loop frame boundary: {reason}")]
+    #[diagnostic(
+        code(tpu_rewrite::passes::frame_crossing),
+        help("values enter a loop through `Enter` (`is_constant = true` for loop invariants) and leave it through `Exit`")
+    )]
+    FrameCrossing {
+        /// The op at fault.
+        node: String,
+        /// Which frames meet.
+        reason: String,
+        /// The operand that crosses.
+        #[label("here")]
+        span: Span,
+    },
+
+    /// A TF1 `Merge` that does not close a conditional as `tf.cond` builds it.
+    #[error("cannot functionalize the conditional at `%{node}`: {reason}")]
+    #[diagnostic(
+        code(tpu_rewrite::passes::malformed_cond),
+        help(
+            "a TF1 conditional switches each value it reads on one predicate, computes each branch from one side of \
+             the `Switch`es, and joins the two sides in two-input `Merge`s"
+        )
+    )]
+    MalformedCond {
+        /// The op at fault.
+        node: String,
+        /// What is wrong.
+        reason: String,
+        /// The op.
+        #[label("here")]
+        span: Span,
+    },
+
+    /// A TF1 `Switch` whose outputs never meet again at a `Merge`.
+    #[error("unmatched `Switch` `%{node}`: {reason}")]
+    #[diagnostic(
+        code(tpu_rewrite::passes::unmatched_switch),
+        help("every side of a conditional must end in a `Merge`; a value on one side only has no functional form")
+    )]
+    UnmatchedSwitch {
+        /// The switch.
+        node: String,
+        /// What is wrong.
+        reason: String,
+        /// The switch.
+        #[label("this Switch")]
+        span: Span,
+    },
+
+    /// The ops of one TF1 loop or conditional carry different `_tpu_replicate` tags.
+    #[error("the ops of {what} belong to {first} and to {second}")]
+    #[diagnostic(
+        code(tpu_rewrite::passes::construct_spans_clusters),
+        help("a loop or conditional becomes one `While`/`If` op, which belongs to one cluster: tag all its ops alike")
+    )]
+    ConstructSpansClusters {
+        /// The loop or conditional.
+        what: String,
+        /// The first op's cluster.
+        first: String,
+        /// The other cluster.
+        second: String,
+        /// An op in the other cluster.
+        #[label("this op is in {second}")]
+        span: Span,
+        /// An op in the first cluster.
+        #[label("this op is in {first}")]
+        other: Span,
+    },
+
+    /// Outside compilation on some, not all, ops of a TF1 loop or conditional.
+    #[error("`%{node}` runs outside compilation inside {what}, which is not supported")]
+    #[diagnostic(
+        code(tpu_rewrite::passes::outside_compilation_in_control_flow),
+        help(
+            "functionalizing would move the host op into the device's `While`/`If` body, where it needs a host \
+             transfer per iteration; move the host op out of the loop, or run the whole loop outside compilation"
+        )
+    )]
+    OutsideCompilationInControlFlow {
+        /// The loop or conditional.
+        what: String,
+        /// A host op in it.
+        node: String,
+        /// The host op.
+        #[label("tagged `_xla_outside_compilation`")]
+        span: Span,
+    },
 }
 
 impl PassError {

@@ -21,6 +21,7 @@ pub mod fan_out;
 pub mod feed_fetch;
 pub mod flatten;
 pub mod form_clusters;
+pub mod functionalize;
 pub mod fuse_all_reduce;
 pub mod gradients;
 pub mod host_compute_core;

@@ -146,6 +146,14 @@ fn main() {
             .expect("the generated transformer imports");
         bench(&format!("gen transformer ({layers} layers)"), module);
     }
+    // One replica of the same model: what the 8 replicas (and their
+    // all-reduce rendezvous) cost on top of one replica's work.
+    let one = TransformerConfig { replicas: 1, ..tc };
+    let layers = layers_for_nodes(1000, &one);
+    let bytes = prost::Message::encode_to_vec(&transformer_graphdef(layers, &one));
+    let (module, _) = tpu_rewrite::tf::import_graphdef(&bytes, tpu_rewrite::tf::GraphDefFormat::Binary)
+        .expect("the generated transformer imports");
+    bench(&format!("gen transformer 1 replica ({layers} layers)"), module);
     // A wider model (the generator's `TransformerConfig` with d_model 128,
     // d_ff 512; `gen` takes the default width 16): the same graph size,
     // with matmuls large enough for the kernels to matter.

@@ -8,7 +8,10 @@
 //! / N (median of three), which leaves out building the mesh; PJRT's is
 //! the time inside `execute` (arguments already on the devices) divided
 //! by the steps, once with one `execute` per step and once with all N
-//! steps in one device loop (`steps_per_run` = N).
+//! steps in one device loop (`steps_per_run` = N). Beside each wall
+//! time, the process CPU time of the same interval (all threads): on a
+//! shared machine it shows the work done, which wall time under load does
+//! not.
 //! Run: `cargo bench --bench xla` (fetches the pinned plugin if needed).
 
 #[path = "../tests/support/pjrt.rs"]
@@ -25,6 +28,11 @@ use tpu_rewrite::xla::backend;
 use tpu_rewrite::xla::client::{Client, ClientConfig};
 
 const STEPS: u32 = 50;
+
+/// The process's CPU time so far (user + system, all threads), in seconds.
+fn cpu_time() -> f64 {
+    backend::process_cpu_time().as_secs_f64()
+}
 
 fn prepare(mut module: Module) -> (Module, Lowered) {
     let report = run_pipeline(&mut module, &PipelineConfig::default());
@@ -56,14 +64,20 @@ fn bench(name: &str, module: Module) {
     let fetches = default_fetches(&lowered.module);
     let sim_run = |steps: u32| {
         let config = driver::RunConfig { steps, ..driver::RunConfig::default() };
-        let t = Instant::now();
+        let (t, c) = (Instant::now(), cpu_time());
         driver::run(&lowered.module, &feeds, &fetches, &config, &mut |_, _| {}).expect("the simulator runs");
-        t.elapsed().as_secs_f64()
+        (t.elapsed().as_secs_f64(), cpu_time() - c)
     };
     // The median of three differences, against the noise of a shared machine.
-    let mut diffs: Vec<f64> = (0..3).map(|_| (sim_run(1 + STEPS) - sim_run(1)) / f64::from(STEPS)).collect();
-    diffs.sort_by(f64::total_cmp);
-    let sim_step = diffs[1].max(1e-9);
+    let mut diffs: Vec<(f64, f64)> = (0..3)
+        .map(|_| {
+            let (long, one) = (sim_run(1 + STEPS), sim_run(1));
+            ((long.0 - one.0) / f64::from(STEPS), (long.1 - one.1) / f64::from(STEPS))
+        })
+        .collect();
+    diffs.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let sim_step = diffs[1].0.max(1e-9);
+    let sim_cpu = diffs[1].1;
     let plugin = support::plugin_path();
     // PJRT twice: one host round trip per step, and all steps in one
     // device loop (steps_per_run), which is how a TPU runs a training loop.
@@ -79,24 +93,26 @@ fn bench(name: &str, module: Module) {
         };
         let outcome = backend::run(graph, &lowered.assignment, &config).expect("the PJRT backend runs");
         let t = outcome.timings;
-        let per_step = t.execute.as_secs_f64() / f64::from(t.executions.max(1) * steps_per_run);
-        (t, per_step)
+        let iterations = f64::from(t.executions.max(1) * steps_per_run);
+        (t.execute.as_secs_f64() / iterations, t.execute_cpu.as_secs_f64() / iterations, t)
     };
-    let (t, per_call) = pjrt(STEPS, 1);
+    let (per_call, per_call_cpu, t) = pjrt(STEPS, 1);
     // Without variables every iteration computes the same values and XLA
     // hoists the step out of the loop: a looped figure would mean nothing.
     let looped = if lowered.module.graphs.iter().any(|g| g.node_ids().any(|id| &*g.node(id).op == "VarHandleOp")) {
-        let (_, looped) = pjrt(1, STEPS);
-        format!("{:>8.3} ms ({:.2}x)", looped * 1e3, looped / sim_step.max(1e-12))
+        let (looped, looped_cpu, _) = pjrt(1, STEPS);
+        format!("{:>8.3} ms ({:.2}x, cpu {:.3} ms)", looped * 1e3, looped / sim_step.max(1e-12), looped_cpu * 1e3)
     } else {
         "n/a (no variables)".to_string()
     };
     println!(
-        "{name:<34} {:>5} nodes  compile {:>7.1} ms  per step: sim {:>8.3} ms  pjrt {:>8.3} ms ({:.2}x)  pjrt looped {looped}",
+        "{name:<40} {:>5} nodes  compile {:>7.1} ms  per step: sim {:>8.3} ms (cpu {:>8.3})  pjrt {:>8.3} ms (cpu {:>8.3}) ({:.2}x)  pjrt looped {looped}",
         graph.node_count(),
         t.compile.as_secs_f64() * 1e3,
         sim_step * 1e3,
+        sim_cpu * 1e3,
         per_call * 1e3,
+        per_call_cpu * 1e3,
         per_call / sim_step.max(1e-12),
     );
 }
@@ -130,4 +146,21 @@ fn main() {
             .expect("the generated transformer imports");
         bench(&format!("gen transformer ({layers} layers)"), module);
     }
+    // One replica of the same model: what the 8 replicas (and their
+    // all-reduce rendezvous) cost on top of one replica's work.
+    let one = TransformerConfig { replicas: 1, ..tc };
+    let layers = layers_for_nodes(1000, &one);
+    let bytes = prost::Message::encode_to_vec(&transformer_graphdef(layers, &one));
+    let (module, _) = tpu_rewrite::tf::import_graphdef(&bytes, tpu_rewrite::tf::GraphDefFormat::Binary)
+        .expect("the generated transformer imports");
+    bench(&format!("gen transformer 1 replica ({layers} layers)"), module);
+    // A wider model (the generator's `TransformerConfig` with d_model 128,
+    // d_ff 512; `gen` takes the default width 16): the same graph size,
+    // with matmuls large enough for the kernels to matter.
+    let wide = TransformerConfig { d_model: 128, d_ff: 512, ..tc };
+    let layers = layers_for_nodes(1000, &wide);
+    let bytes = prost::Message::encode_to_vec(&transformer_graphdef(layers, &wide));
+    let (module, _) = tpu_rewrite::tf::import_graphdef(&bytes, tpu_rewrite::tf::GraphDefFormat::Binary)
+        .expect("the generated transformer imports");
+    bench(&format!("gen transformer d128 ff512 ({layers} layers)"), module);
 }

@@ -315,10 +315,17 @@ pub fn lower_command(
 ) -> ExitCode {
     let input = InputPath::parse(file);
     let form = if emit == EmitFormat::Stablehlo { ControlFlowForm::Functional } else { ControlFlowForm::AsWritten };
-    let (loaded, lowered, _) = match rewrite_and_lower(&input, format, rewrite_args, lower_args, None, form) {
+    // StableHLO is what a PJRT client runs: a plain graph becomes one
+    // single-replica cluster, as `run --backend pjrt` makes it.
+    let plain = super::plain::PlainRun { fetches: &[], unlowered: passes::single_replica::Unlowered::Refuse };
+    let plain = (emit == EmitFormat::Stablehlo).then_some(&plain);
+    let (loaded, lowered, single) = match rewrite_and_lower(&input, format, rewrite_args, lower_args, plain, form) {
         Ok(done) => done,
         Err(code) => return code,
     };
+    if let Some(single) = &single {
+        errln!("{}", super::plain::describe(single));
+    }
     if emit == EmitFormat::Stablehlo {
         let Some(graph) = loaded.module.graphs.first() else { return ExitCode::from(1) };
         let transfer = lower_args.host_transfer.unwrap_or_default();

@@ -72,6 +72,9 @@ pub struct Timings {
     pub transfer: Duration,
     /// Every `execute` call, summed.
     pub execute: Duration,
+    /// The process CPU time (all threads, user + system) during the
+    /// `execute` calls, summed: on a shared machine, the work they did.
+    pub execute_cpu: Duration,
     /// How many `execute` calls were made.
     pub executions: u32,
 }
@@ -281,9 +284,10 @@ pub fn run(graph: &Graph, assignment: &DeviceAssignment, config: &RunConfig) -> 
                             .collect()
                     })
                     .collect();
-                let t = Instant::now();
+                let (t, cpu) = (Instant::now(), process_cpu_time());
                 let mut outputs = exe.execute(&args)?;
                 timings.execute += t.elapsed();
+                timings.execute_cpu += process_cpu_time().saturating_sub(cpu);
                 timings.executions += 1;
                 // Results: outputs, carried values, variables (which replace their donated arguments).
                 let head = emitted.outputs.len() + emitted.carried.len();
@@ -370,6 +374,18 @@ pub fn run(graph: &Graph, assignment: &DeviceAssignment, config: &RunConfig) -> 
     let variables = mirrors.iter().filter_map(|(k, v)| v.first().map(|t| (k.clone(), t.clone()))).collect();
     let iterations = u64::from(config.steps.max(1)) * u64::from(config.steps_per_run.max(1));
     Ok(Outcome { run: RunOutcome { fetched, variables, mirrors, iterations }, timings })
+}
+
+/// The process's CPU time so far: user + system, all threads.
+pub fn process_cpu_time() -> Duration {
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: `getrusage` fills the struct it is given; zeroes are a valid `rusage`.
+    let usage = unsafe {
+        libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr());
+        usage.assume_init()
+    };
+    let time = |t: libc::timeval| Duration::new(t.tv_sec.max(0) as u64, (t.tv_usec.max(0) as u32) * 1000);
+    time(usage.ru_utime) + time(usage.ru_stime)
 }
 
 /// Runs the outside-compilation ops that follow stage `k`, per replica,

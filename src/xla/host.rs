@@ -19,8 +19,10 @@ use crate::passes::common::TPU_REPLICATE;
 /// What an unfed `Placeholder` becomes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MissingFeed {
-    /// Zeros of its declared shape (for printing a module without data).
-    Zeros,
+    /// Ones of its declared shape (for printing a module without data;
+    /// ones, not zeros, so that tracing an integer division of two
+    /// placeholders does not fail).
+    Ones,
     /// An error (for running).
     Error,
 }
@@ -119,7 +121,7 @@ impl<'a> Host<'a> {
         self.feeds.get(&format!("{name}:0")).or_else(|| self.feeds.get(&**name)).cloned()
     }
 
-    /// An unfed placeholder: zeros of its shape, or an error.
+    /// An unfed placeholder: ones of its shape, or an error.
     fn unfed(&self, id: NodeId) -> Result<Tensor, XlaError> {
         let node = self.graph.node(id);
         let fail = |why: &str| XlaError::Host { node: node.name.to_string(), message: why.to_string() };
@@ -136,11 +138,11 @@ impl<'a> Host<'a> {
         let count: usize = shape.iter().product();
         let dtype = node.attrs.get("dtype").and_then(|v| v.as_type()).unwrap_or(DType::F32);
         let t = match dtype {
-            DType::F64 => Tensor::from_vec(&shape, vec![0f64; count]),
-            DType::I32 => Tensor::from_vec(&shape, vec![0i32; count]),
-            DType::I64 => Tensor::from_vec(&shape, vec![0i64; count]),
-            DType::Bool => Tensor::from_vec(&shape, vec![false; count]),
-            _ => Tensor::from_vec(&shape, vec![0f32; count]),
+            DType::F64 => Tensor::from_vec(&shape, vec![1f64; count]),
+            DType::I32 => Tensor::from_vec(&shape, vec![1i32; count]),
+            DType::I64 => Tensor::from_vec(&shape, vec![1i64; count]),
+            DType::Bool => Tensor::from_vec(&shape, vec![true; count]),
+            _ => Tensor::from_vec(&shape, vec![1f32; count]),
         };
         t.map_err(|e| fail(&e.to_string()))
     }

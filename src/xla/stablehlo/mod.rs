@@ -323,7 +323,7 @@ pub fn emit_module(
 }
 
 /// Every cluster's modules, for `lower --format stablehlo`: unfed
-/// placeholders are zeros of their declared shapes (their values do not
+/// placeholders are ones of their declared shapes (their values do not
 /// appear in the module), and modules are separated by `// -----` lines
 /// (MLIR's split-input-file marker).
 pub fn emit_all(
@@ -340,7 +340,7 @@ pub fn emit_all(
     if clusters.is_empty() {
         return Err(XlaError::UnsupportedGraph { message: "the graph has no replicate cluster".into() });
     }
-    let config = Config { steps_per_run, feeds: &[], missing_feed: MissingFeed::Zeros, host_transfer, run: 0, library };
+    let config = Config { steps_per_run, feeds: &[], missing_feed: MissingFeed::Ones, host_transfer, run: 0, library };
     let mut modules = Vec::new();
     for cluster in &clusters {
         modules.extend(emit_module(graph, cluster, assignment, &config)?.stages.into_iter().map(|s| s.module));

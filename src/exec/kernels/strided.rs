@@ -69,7 +69,7 @@ pub(crate) fn coalesce<const N: usize>(shape: &[usize], strides: [&[isize]; N]) 
 
 /// Calls `run(offsets, n)` for every innermost run of the coalesced `dims`
 /// in index order, with the starting offset of each view.
-fn for_each_run<const N: usize>(dims: &[usize], strides: &[Vec<isize>; N], mut run: impl FnMut([isize; N], usize)) {
+fn for_each_run<const N: usize>(dims: &[usize], strides: [&[isize]; N], mut run: impl FnMut([isize; N], usize)) {
     let rank = dims.len();
     let inner = dims[rank - 1];
     if dims.contains(&0) {
@@ -124,7 +124,7 @@ pub(crate) fn zip_broadcast<A: Copy, B: Copy, C>(
         let (sx, sy) = (broadcast_strides(x.shape(), out), broadcast_strides(y.shape(), out));
         let (dims, [sx, sy]) = coalesce(out, [&sx, &sy]);
         let (ix, iy) = (sx[dims.len() - 1], sy[dims.len() - 1]);
-        for_each_run(&dims, &[sx.clone(), sy.clone()], |[ox, oy], n| {
+        for_each_run(&dims, [&sx, &sy], |[ox, oy], n| {
             let (ox, oy) = (ox as usize, oy as usize);
             match (ix, iy) {
                 (1, 1) => result.extend(xd[ox..ox + n].iter().zip(&yd[oy..oy + n]).map(|(&a, &b)| f(a, b))),
@@ -153,7 +153,7 @@ pub(crate) fn gather<T: Clone>(data: &[T], shape: &[usize], strides: &[isize]) -
     let mut out: Vec<T> = Vec::with_capacity(total);
     let (dims, [s]) = coalesce(shape, [strides]);
     let inner = s[dims.len() - 1];
-    for_each_run(&dims, &[s.clone()], |[o], n| {
+    for_each_run(&dims, [&s], |[o], n| {
         let o = o as usize;
         match inner {
             1 => out.extend_from_slice(&data[o..o + n]),

@@ -247,7 +247,8 @@ impl Tensor {
 
     /// The elements in row-major order, if the tensor holds type `T`.
     pub fn to_vec<T: Element>(&self) -> Option<Vec<T>> {
-        T::unwrap(self).map(|a| a.iter().cloned().collect())
+        // A standard-layout array (nearly all) is one slice: copied whole, not element by element.
+        T::unwrap(self).map(|a| a.as_slice().map_or_else(|| a.iter().cloned().collect(), <[T]>::to_vec))
     }
 
     /// The resource handle, if this is one.

@@ -93,11 +93,60 @@ fn bmm<T: Num>(
         v.into_dimensionality::<ndarray::Ix2>().map_err(|e| KernelError::invalid(op, e.to_string()))
     }
     let mut out = Array3::<T>::from_elem((count, m, n), T::zero());
-    for (o, index) in out.outer_iter_mut().zip(ndarray::indices(IxDyn(&batch))) {
-        let index = ndarray::Dimension::slice(&index);
-        T::matmul_into(matrix(op, &a3, index)?, matrix(op, &b3, index)?, o);
-    }
+    let indices: Vec<IxDyn> = ndarray::indices(IxDyn(&batch)).into_iter().collect();
+    let pairs = indices
+        .iter()
+        .map(|index| {
+            let index = ndarray::Dimension::slice(index);
+            Ok((matrix(op, &a3, index)?, matrix(op, &b3, index)?))
+        })
+        .collect::<Result<Vec<_>, KernelError>>()?;
+    let data = out.as_slice_mut().expect("a new array is in standard layout");
+    products(&pairs, data, (m, n, k));
     out.into_shape_with_order(full([m, n])).map_err(|e| KernelError::invalid(op, e.to_string()))
+}
+
+/// Multiply-adds below which a product is not split between threads (a
+/// split costs a few microseconds of hand-over).
+const PARALLEL_WORK: usize = 1 << 17;
+
+/// Writes the products `a · b` of `pairs` ([m, k] · [k, n]) one after the
+/// other into `out`. Large batches run their products on rayon's threads;
+/// one large product is split by rows. Each element is computed by the
+/// same GEMM arithmetic (the same sum over k) whichever thread runs it, so
+/// the result does not depend on the split.
+fn products<T: Num>(
+    pairs: &[(ndarray::ArrayView2<'_, T>, ndarray::ArrayView2<'_, T>)],
+    out: &mut [T],
+    (m, n, k): (usize, usize, usize),
+) {
+    use rayon::prelude::*;
+    let work = m * n * k;
+    let threads = rayon::current_num_threads();
+    fn view<T>(chunk: &mut [T], rows: usize, n: usize) -> ndarray::ArrayViewMut2<'_, T> {
+        ndarray::ArrayViewMut2::from_shape((rows, n), chunk).expect("the chunk holds rows × n elements")
+    }
+    if m * n == 0 {
+        return;
+    }
+    if threads < 2 || work * pairs.len() < PARALLEL_WORK {
+        for ((a, b), o) in pairs.iter().zip(out.chunks_exact_mut(m * n)) {
+            T::matmul_into(a.view(), b.view(), view(o, m, n));
+        }
+    } else if pairs.len() > 1 {
+        out.par_chunks_exact_mut(m * n).zip(pairs).for_each(|(o, (a, b))| {
+            T::matmul_into(a.view(), b.view(), view(o, m, n));
+        });
+    } else {
+        // One product: a block of rows per thread.
+        let (a, b) = &pairs[0];
+        let rows = m.div_ceil(threads.min(work / (PARALLEL_WORK / 2)).max(1));
+        out.par_chunks_mut(rows * n).enumerate().for_each(|(i, o)| {
+            let r0 = i * rows;
+            let r1 = (r0 + rows).min(m);
+            T::matmul_into(a.slice(ndarray::s![r0..r1, ..]), b.view(), view(o, r1 - r0, n));
+        });
+    }
 }
 
 /// `Einsum` with one or two operands and an explicit or implicit output.
@@ -244,6 +293,25 @@ fn permute(op: &str, t: &Tensor, from: &[char], to: &[char]) -> Result<Tensor, K
 mod tests {
     use super::*;
     use ndarray::{Axis, Ix2};
+
+    #[test]
+    fn split_products_equal_one_product_bitwise() {
+        // Awkward sizes and values, so any change in summation order would show.
+        let (m, k, n) = (203, 96, 72);
+        let value = |i: usize| ((i * 7919) % 1000) as f32 / 37.0 - 13.0;
+        let a = ndarray::Array2::from_shape_fn((m, k), |(i, j)| value(i * k + j));
+        let b = ndarray::Array2::from_shape_fn((k, n), |(i, j)| value(i * n + j + 5));
+        let mut whole = ndarray::Array2::<f32>::zeros((m, n));
+        ndarray::linalg::general_mat_mul(1.0, &a, &b, 0.0, &mut whole);
+        let mut split = vec![0.0f32; m * n];
+        assert!(m * n * k >= PARALLEL_WORK, "the product is large enough to be split");
+        products(&[(a.view(), b.view())], &mut split, (m, n, k));
+        assert!(whole.iter().zip(&split).all(|(x, y)| x.to_bits() == y.to_bits()));
+        // A batch of three, run on the pool.
+        let mut batch = vec![0.0f32; 3 * m * n];
+        products(&[(a.view(), b.view()); 3], &mut batch, (m, n, k));
+        assert!(batch.chunks(m * n).all(|c| whole.iter().zip(c).all(|(x, y)| x.to_bits() == y.to_bits())));
+    }
 
     fn as2(t: &Tensor) -> ndarray::Array2<f32> {
         t.array::<f32>().unwrap().view().into_dimensionality::<Ix2>().unwrap().to_owned()

@@ -257,11 +257,18 @@ pub(crate) fn broadcast_zip<A: Copy, B: Copy, C>(
     f: impl Fn(A, B) -> C,
 ) -> Result<ArrayD<C>, KernelError> {
     if x.shape() == y.shape() {
+        if let Some(out) = super::strided::zip_broadcast(x, y, x.shape(), &f) {
+            return Ok(out);
+        }
         return Ok(Zip::from(x).and(y).map_collect(|&a, &b| f(a, b)));
     }
     let joined = broadcast_shape(op, x.shape(), y.shape())?;
     // The result's element type is unknown here; 8 bytes bounds every numeric one.
     crate::exec::limits::checked_elements(op, DType::F64, &joined)?;
+    // Standard-layout operands (nearly all): contiguous runs, no per-element index arithmetic.
+    if let Some(out) = super::strided::zip_broadcast(x, y, &joined, &f) {
+        return Ok(out);
+    }
     let shape = IxDyn(&joined);
     let bad = || KernelError::invalid(op, format!("shapes {:?} and {:?} do not broadcast", x.shape(), y.shape()));
     let xv = x.broadcast(shape.clone()).ok_or_else(bad)?;
@@ -515,10 +522,24 @@ pub(crate) fn normalize_axes(op: &str, axes: &[i64], rank: usize) -> Result<Vec<
 
 /// Sums `a` over `axes` (sorted, unique), in index order along each axis.
 pub(crate) fn sum_axes<T: Num>(a: &ArcArray<T, IxDyn>, axes: &[usize], keep_dims: bool) -> ArrayD<T> {
-    let mut out = a.to_owned();
+    let source = a.as_standard_layout();
+    let mut shape = a.shape().to_vec();
+    let mut sums: Option<Vec<T>> = None;
     for &axis in axes.iter().rev() {
-        out = out.fold_axis(Axis(axis), T::zero(), |&acc, &v| acc.add(v));
+        // The last axis is reduced first; each pass sees a standard-layout [outer, n, inner].
+        let outer: usize = shape[..axis].iter().product();
+        let inner: usize = shape[axis + 1..].iter().product();
+        let data = match &sums {
+            Some(v) => v.as_slice(),
+            None => source.as_slice().expect("standard layout"),
+        };
+        sums = Some(super::strided::sum_middle(data, (outer, shape[axis], inner), T::zero(), T::add));
+        shape.remove(axis);
     }
+    let mut out = match sums {
+        Some(v) => ArrayD::from_shape_vec(IxDyn(&shape), v).expect("the shape holds the sums"),
+        None => a.to_owned(),
+    };
     if keep_dims {
         for &axis in axes {
             out.insert_axis_inplace(Axis(axis));

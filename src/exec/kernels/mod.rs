@@ -33,6 +33,7 @@ mod norm;
 pub(crate) mod optimizers;
 mod reduce;
 mod shape;
+mod strided;
 mod strings;
 
 use std::collections::BTreeSet;

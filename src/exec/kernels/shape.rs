@@ -88,7 +88,20 @@ pub(crate) fn transpose(op: &str, x: &Tensor, perm: &Tensor) -> Result<Tensor, K
     if perm.len() != rank || perm.iter().any(|&p| p >= rank || std::mem::replace(&mut seen[p], true)) {
         return Err(KernelError::invalid(op, format!("{perm:?} is not a permutation of {rank} axes")));
     }
-    Ok(any_array!(op, x, a => a.view().permuted_axes(IxDyn(&perm)).as_standard_layout().into_owned().into_shared()))
+    Ok(any_array!(op, x, a => transposed(a, &perm)))
+}
+
+/// `a` with its axes permuted by `perm`, in standard layout.
+fn transposed<T: Clone>(a: &ArcArray<T, IxDyn>, perm: &[usize]) -> ArcArray<T, IxDyn> {
+    let view = a.view().permuted_axes(IxDyn(perm));
+    match a.as_slice() {
+        // Runs along the input's contiguous axes are copied whole.
+        Some(data) => {
+            let values = super::strided::gather(data, view.shape(), view.strides());
+            ArcArray::from_shape_vec(view.raw_dim(), values).expect("a permutation keeps the element count")
+        }
+        None => view.as_standard_layout().into_owned().into_shared(),
+    }
 }
 
 /// `InvertPermutation(p)`: `y[p[i]] = i`.
@@ -113,6 +126,18 @@ fn tile_array<T: Clone>(
     a: &ArcArray<T, IxDyn>,
     multiples: &[usize],
 ) -> Result<ArcArray<T, IxDyn>, KernelError> {
+    if let Some(data) = a.as_slice() {
+        // Output axis i is [multiples[i], shape[i]]: the copies repeat (stride 0) the input's axis.
+        let mut shape = Vec::with_capacity(2 * multiples.len());
+        let mut strides = Vec::with_capacity(2 * multiples.len());
+        for ((&m, &d), &s) in multiples.iter().zip(a.shape()).zip(a.strides()) {
+            shape.extend([m, d]);
+            strides.extend([0, s]);
+        }
+        let tiled: Vec<usize> = a.shape().iter().zip(multiples).map(|(d, m)| d * m).collect();
+        let values = super::strided::gather(data, &shape, &strides);
+        return ArcArray::from_shape_vec(IxDyn(&tiled), values).map_err(|e| KernelError::invalid(op, e.to_string()));
+    }
     let mut out = a.to_owned();
     for (axis, &m) in multiples.iter().enumerate() {
         if m == 1 {
@@ -179,7 +204,13 @@ pub(crate) fn broadcast_to(op: &str, x: &Tensor, shape: &Tensor) -> Result<Tenso
     }
     crate::exec::limits::checked_elements(op, x.dtype(), &target)?;
     let bad = || KernelError::invalid(op, format!("cannot broadcast shape {:?} to {target:?}", x.shape()));
-    Ok(any_array!(op, x, a => a.broadcast(IxDyn(&target)).ok_or_else(bad)?.to_owned().into_shared()))
+    Ok(any_array!(op, x, a => match a.as_slice() {
+        Some(data) => {
+            let values = super::strided::gather(data, &target, &super::strided::broadcast_strides(a.shape(), &target));
+            ArcArray::from_shape_vec(IxDyn(&target), values).map_err(|_| bad())?
+        }
+        None => a.broadcast(IxDyn(&target)).ok_or_else(bad)?.to_owned().into_shared(),
+    }))
 }
 
 /// `BroadcastGradientArgs(s0, s1)`: for each input, the axes of the

@@ -275,9 +275,12 @@ static REGISTRY: &[OpDef] = ops! {
     "_Retval" => Fixed(0), Tpu, ["T": Type, "index": Int];
 };
 
-/// The registry entry for `op`, if the op type is known.
+/// The registry entry for `op`, if the op type is known: one hash lookup
+/// (passes and the verifier ask once per node, against a few hundred ops).
 pub fn lookup(op: &str) -> Option<&'static OpDef> {
-    REGISTRY.iter().find(|d| d.name == op)
+    static BY_NAME: std::sync::LazyLock<rustc_hash::FxHashMap<&'static str, &'static OpDef>> =
+        std::sync::LazyLock::new(|| REGISTRY.iter().map(|d| (d.name, d)).collect());
+    BY_NAME.get(op).copied()
 }
 
 /// The expected kind of attribute `key` on `op`, if both are known.

@@ -94,7 +94,9 @@ if [ $quick = no ]; then
   row "transformer 1M .pb (127 MB): lower --topology 1x8" "${w2} s / ${c2} s CPU" "<= 2.5 s" "$(verdict "$w2" 2.5)"
   g=$(awk -v a="$w2" -v b="$w1" 'BEGIN { printf "%.2f", a / b / 10 }')
   gc=$(awk -v a="$c2" -v b="$c1" 'BEGIN { printf "%.2f", a / b / 10 }')
-  row "  time per op, 1M vs 100k" "${g}x wall, ${gc}x CPU" "<= 1.3x" "$(verdict "$gc" 1.3) (CPU)"
+  # The goal is on the command's time (wall). CPU time adds the second
+  # core's work (the decoding thread, parallel printing) to the main one's.
+  row "  time per op, 1M vs 100k" "${g}x wall, ${gc}x CPU" "<= 1.3x" "$(verdict "$g" 1.3) (wall)"
   b=$(per_op "$m2" 1000000)
   row "  peak memory" "$((m2 / 1024)) MB = $b B/op" "<= 1000 B/op" "$(verdict "$b" 1000)"
 fi

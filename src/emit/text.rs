@@ -37,7 +37,11 @@ pub fn print_module_checked(module: &Module) -> Result<String, TooLarge> {
 
 /// Prints a module as canonical `.opg` text.
 pub fn print_module(module: &Module) -> String {
-    let mut out = String::with_capacity(module.node_count() * 64);
+    // A node prints as about 110 bytes in lowered modules. Reserving more
+    // than the text needs costs address space, not memory (untouched pages
+    // are never faulted in), while growing a 100 MB buffer copies it and
+    // holds both copies at once.
+    let mut out = String::with_capacity(module.node_count() * 192);
     for line in &module.header {
         out.push_str("//");
         if !line.is_empty() {

@@ -33,8 +33,15 @@ impl Flt for f32 {
 /// Where `erf_f32` clamps its input: past 3.92 erf rounds to ±1 in f32.
 const ERF_CLAMP: f32 = 3.92;
 /// Numerator of `erf(x) / x ≈ P(x²) / Q(x²)`, lowest degree first.
-const ERF_P: [f32; 7] =
-    [1.128_379_1, 0.207_118_75, 0.051_524_088, 0.003_990_342_8, 0.000_147_284_84, -1.942_399_4e-6, 1.911_269e-8];
+const ERF_P: [f32; 7] = [
+    std::f32::consts::FRAC_2_SQRT_PI,
+    0.207_118_75,
+    0.051_524_088,
+    0.003_990_343,
+    0.000_147_284_84,
+    -1.942_399_4e-6,
+    1.911_269e-8,
+];
 /// Denominator `Q(x²)`, lowest degree first.
 const ERF_Q: [f32; 5] = [1.0, 0.516_885_46, 0.117_968_12, 0.014_957_567, 0.001_021_069_4];
 

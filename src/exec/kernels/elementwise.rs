@@ -14,7 +14,8 @@ use crate::exec::error::KernelError;
 use crate::exec::tensor::{Element, Tensor};
 use num_traits::Zero as _;
 
-/// A floating-point element type: f32 or f64, with `erf` from libm.
+/// A floating-point element type: f32 or f64, with `erf` (f32: [`erf_f32`];
+/// f64: libm).
 pub(crate) trait Flt: num_traits::Float + num_traits::FromPrimitive + Element + Default {
     fn erf(self) -> Self;
     /// The constant `v` in this type.
@@ -25,8 +26,40 @@ pub(crate) trait Flt: num_traits::Float + num_traits::FromPrimitive + Element + 
 
 impl Flt for f32 {
     fn erf(self) -> Self {
-        libm::erff(self)
+        erf_f32(self)
     }
+}
+
+/// Where `erf_f32` clamps its input: past 3.92 erf rounds to ±1 in f32.
+const ERF_CLAMP: f32 = 3.92;
+/// Numerator of `erf(x) / x ≈ P(x²) / Q(x²)`, lowest degree first.
+const ERF_P: [f32; 7] = [
+    std::f32::consts::FRAC_2_SQRT_PI,
+    0.207_118_75,
+    0.051_524_088,
+    0.003_990_343,
+    0.000_147_284_84,
+    -1.942_399_4e-6,
+    1.911_269e-8,
+];
+/// Denominator `Q(x²)`, lowest degree first.
+const ERF_Q: [f32; 5] = [1.0, 0.516_885_46, 0.117_968_12, 0.014_957_567, 0.001_021_069_4];
+
+/// `erf` in f32 as a rational function: `x * P(x²) / Q(x²)` with `x`
+/// clamped to ±[`ERF_CLAMP`]. No branches or libm calls (no `mul_add`
+/// either: without FMA in the target it is a libm call), so loops over it
+/// vectorise. The coefficients are a least-squares (Lawson-weighted)
+/// fit of the relative error of `erf(x) / x` on [0, 4], made for this
+/// crate (relative error 6.5e-8 in exact arithmetic, within 4.3e-7
+/// absolute, about 7 ulp, evaluated in f32 against the exact erf); this
+/// is the same form as TensorFlow's CPU kernel, so results are close to
+/// TensorFlow's.
+pub(crate) fn erf_f32(x: f32) -> f32 {
+    let x = x.clamp(-ERF_CLAMP, ERF_CLAMP);
+    let t = x * x;
+    let p = ERF_P.iter().rev().fold(0.0f32, |acc, &c| acc * t + c);
+    let q = ERF_Q.iter().rev().fold(0.0f32, |acc, &c| acc * t + c);
+    x * p / q
 }
 
 impl Flt for f64 {
@@ -137,6 +170,10 @@ fn float_unary_value<T: Flt>(u: FloatUnary, x: T) -> T {
 
 /// A unary floating-point op.
 pub(crate) fn float_unary(op: &str, u: FloatUnary, x: &Tensor) -> Result<Tensor, KernelError> {
+    if let (FloatUnary::Erf, Tensor::F32(a)) = (u, x) {
+        // A loop over `erf_f32` alone vectorises; the generic one matches `u` per element.
+        return Ok(Tensor::from_array(a.mapv(erf_f32)));
+    }
     with_float!(op, x, a, T => Ok(Tensor::from_array(a.mapv(|v: T| float_unary_value(u, v)))))
 }
 
@@ -289,6 +326,19 @@ mod tests {
 
     fn vals(t: Tensor) -> Vec<f32> {
         t.to_vec::<f32>().unwrap()
+    }
+
+    #[test]
+    fn erf_f32_is_within_float_precision_of_the_exact_erf() {
+        // Every 1/4096 over [-6, 6], against f64 libm's erf.
+        let worst = (-6 * 4096..=6 * 4096)
+            .map(|i| i as f32 / 4096.0)
+            .map(|x| (f64::from(erf_f32(x)) - libm::erf(f64::from(x))).abs())
+            .fold(0.0f64, f64::max);
+        assert!(worst < 5e-7, "worst absolute error {worst}");
+        assert_eq!(erf_f32(0.0), 0.0);
+        assert_eq!(erf_f32(10.0), -erf_f32(-10.0));
+        assert!((erf_f32(10.0) - 1.0).abs() < 5e-7);
     }
 
     #[test]

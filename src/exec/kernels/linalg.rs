@@ -106,9 +106,13 @@ fn bmm<T: Num>(
     out.into_shape_with_order(full([m, n])).map_err(|e| KernelError::invalid(op, e.to_string()))
 }
 
-/// Multiply-adds below which a product is not split between threads (a
-/// split costs a few microseconds of hand-over).
-const PARALLEL_WORK: usize = 1 << 17;
+/// Multiply-adds below which a product (or a batch) is not split between
+/// threads. A split costs the calling worker a hand-over to rayon and back
+/// (futex wake-ups and context switches), which on the 2-core machine
+/// outweighed the shared work up to products of 2^21 multiply-adds: the
+/// 4-layer `tf_step` bench ran 4.8 ms per step with its products split and
+/// 3.5 ms with them serial (`docs/performance.md`).
+const PARALLEL_WORK: usize = 1 << 22;
 
 /// Writes the products `a · b` of `pairs` ([m, k] · [k, n]) one after the
 /// other into `out`. Large batches run their products on rayon's threads;
@@ -297,7 +301,7 @@ mod tests {
     #[test]
     fn split_products_equal_one_product_bitwise() {
         // Awkward sizes and values, so any change in summation order would show.
-        let (m, k, n) = (203, 96, 72);
+        let (m, k, n) = (611, 96, 72);
         let value = |i: usize| ((i * 7919) % 1000) as f32 / 37.0 - 13.0;
         let a = ndarray::Array2::from_shape_fn((m, k), |(i, j)| value(i * k + j));
         let b = ndarray::Array2::from_shape_fn((k, n), |(i, j)| value(i * n + j + 5));

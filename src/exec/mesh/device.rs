@@ -191,6 +191,7 @@ pub(super) fn device_kernel(
                     seq: step.seq,
                     class: Class::Compute,
                     unit: super::frames::Unit::Node,
+                    constant: None,
                 };
                 device_kernel(run, &inner, inputs, shared).map_err(|stop| match stop {
                     Stop::Failed(e) => KernelError::invalid(body_op, e.to_string()),

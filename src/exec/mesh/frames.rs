@@ -278,6 +278,7 @@ pub(super) fn collapse(graph: &str, steps: &mut Vec<Step>) -> Result<(), ExecErr
             seq: members.iter().map(|&m| steps[m].seq).min().unwrap_or(0),
             class: Class::Compute,
             unit: Unit::Region(Box::new(region)),
+            constant: None,
         };
         for (&m, &(base, count)) in members.iter().zip(&bases) {
             let s = &mut steps[m];

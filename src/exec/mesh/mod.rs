@@ -182,6 +182,11 @@ struct Step {
     class: Class,
     /// A node, a TF1 control-flow region or one of its nodes ([`frames`]).
     unit: frames::Unit,
+    /// The outputs of a `Const` node, decoded once when the program is
+    /// built (a cheap clone per run: tensors share their buffer); `None`
+    /// for other ops and for a literal that does not decode, whose error
+    /// the kernel reports when the node runs.
+    constant: Option<Vec<Tensor>>,
 }
 
 /// Whether a program runs whole or only what is needed.

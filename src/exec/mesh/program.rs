@@ -63,6 +63,10 @@ pub(super) fn build_program(
             seq: node.seq,
             class,
             unit: frames::Unit::Node,
+            constant: match &*node.op {
+                "Const" => crate::exec::kernels::run_kernel("Const", &node.attrs, &[]).ok(),
+                _ => None,
+            },
         });
     }
     frames::collapse(&graph.name, &mut steps)?;

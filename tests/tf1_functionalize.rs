@@ -180,16 +180,7 @@ fn pjrt_matches(case: &str, module: &Module, replicas: u32, wanted: &[(String, T
     let fetches: Vec<String> = wanted.iter().map(|w| w.0.clone()).collect();
     let sim = driver::run(&lowered.module, &feeds, &fetches, &driver::RunConfig::default(), &mut |_, _| {})
         .unwrap_or_else(|e| panic!("{case}: the simulator failed: {e}"));
-    let plugin = support::plugin_path();
-    let config = backend::RunConfig {
-        plugin: Some(plugin.as_path()),
-        steps: 1,
-        steps_per_run: 1,
-        feeds: &feeds,
-        host_transfer: None,
-        fetch: &[],
-        library: Some(module),
-    };
+    let config = support::one_step(&feeds, Some(module));
     let pjrt = backend::run(graph, &lowered.assignment, &config).unwrap_or_else(|e| panic!("{case}: {e:?}")).run;
     for (name, want) in wanted {
         let got = &pjrt.fetched.iter().find(|(n, _)| n == name).unwrap_or_else(|| panic!("{case}: no {name}")).1;

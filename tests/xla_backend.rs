@@ -56,16 +56,8 @@ fn differential_with(
     assert!(!fetches.is_empty(), "{path}: no outputs to compare");
     let config = driver::RunConfig { steps, ..driver::RunConfig::default() };
     let sim = driver::run(&lowered.module, &feeds, &fetches, &config, &mut |_, _| {}).expect("the simulator runs");
-    let plugin = support::plugin_path();
-    let pjrt_config = backend::RunConfig {
-        plugin: Some(plugin.as_path()),
-        steps,
-        steps_per_run,
-        feeds: &feeds,
-        host_transfer,
-        fetch: &[],
-        library: Some(&tagged),
-    };
+    let pjrt_config =
+        backend::RunConfig { steps, steps_per_run, host_transfer, ..support::one_step(&feeds, Some(&tagged)) };
     let outcome = backend::run(graph, &lowered.assignment, &pjrt_config).unwrap_or_else(|e| panic!("{path}: {e}"));
     let pjrt = &outcome.run;
     for (name, want) in &sim.fetched {
@@ -250,16 +242,7 @@ fn send_recv_is_refused_by_the_run() {
     let (tagged, lowered) = prepare("examples/second_order.opg", "1x8", 1);
     let graph = &tagged.graphs[0];
     let feeds = support::synthetic_feeds(graph);
-    let plugin = support::plugin_path();
-    let config = backend::RunConfig {
-        plugin: Some(plugin.as_path()),
-        steps: 1,
-        steps_per_run: 1,
-        feeds: &feeds,
-        host_transfer: Some(HostTransfer::SendRecv),
-        fetch: &[],
-        library: None,
-    };
+    let config = backend::RunConfig { host_transfer: Some(HostTransfer::SendRecv), ..support::one_step(&feeds, None) };
     let err = backend::run(graph, &lowered.assignment, &config).err().expect("send/recv cannot run here");
     assert!(matches!(err, tpu_rewrite::xla::XlaError::SendRecvRun { .. }), "{err}");
 }

@@ -154,20 +154,7 @@ fn feeds_of(meta: &Value) -> Vec<(String, Tensor)> {
 }
 
 fn pjrt_config<'a>(feeds: &'a [(String, Tensor)], fetch: &'a [String], module: &'a Module) -> backend::RunConfig<'a> {
-    backend::RunConfig {
-        plugin: Some(plugin()),
-        steps: 1,
-        steps_per_run: 1,
-        feeds,
-        host_transfer: None,
-        fetch,
-        library: Some(module),
-    }
-}
-
-fn plugin() -> &'static Path {
-    static PATH: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    PATH.get_or_init(support::plugin_path)
+    backend::RunConfig { fetch, ..support::one_step(feeds, Some(module)) }
 }
 
 /// Runs a replicated case on both backends.

@@ -284,16 +284,7 @@ fn run(case: &Case, replicas: usize) -> Result<(), String> {
     let fetches = default_fetches(&lowered.module);
     let sim = driver::run(&lowered.module, &feeds, &fetches, &driver::RunConfig::default(), &mut |_, _| {})
         .map_err(|e| format!("the simulator failed: {e}"))?;
-    let plugin = support::plugin_path();
-    let config = backend::RunConfig {
-        plugin: Some(plugin.as_path()),
-        steps: 1,
-        steps_per_run: 1,
-        feeds: &feeds,
-        host_transfer: None,
-        fetch: &[],
-        library: None,
-    };
+    let config = support::one_step(&feeds, None);
     let pjrt = backend::run(graph, &lowered.assignment, &config).map_err(|e| format!("pjrt failed: {e:?}"))?.run;
     if sim.fetched.is_empty() || sim.fetched.len() != pjrt.fetched.len() {
         return Err(format!("{} simulator fetches, {} from pjrt", sim.fetched.len(), pjrt.fetched.len()));

@@ -86,16 +86,7 @@ fn pjrt_fed(case: &Case, x: Option<[Tensor; 2]>) -> Ran {
     let fetches = default_fetches(&lowered.module);
     let sim = driver::run(&lowered.module, &feeds, &fetches, &driver::RunConfig::default(), &mut |_, _| {})
         .unwrap_or_else(|e| panic!("{}: the simulator failed: {e}", case.name));
-    let plugin = support::plugin_path();
-    let config = backend::RunConfig {
-        plugin: Some(plugin.as_path()),
-        steps: 1,
-        steps_per_run: 1,
-        feeds: &feeds,
-        host_transfer: None,
-        fetch: &[],
-        library: Some(&tagged),
-    };
+    let config = support::one_step(&feeds, Some(&tagged));
     Ran { pjrt: backend::run(graph, &lowered.assignment, &config), fetches, sim }
 }
 

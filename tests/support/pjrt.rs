@@ -4,15 +4,26 @@
 //! never skipped.
 
 #![allow(dead_code)] // each test binary uses part of it
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use tpu_rewrite::exec::Tensor;
-use tpu_rewrite::ir::{DType, Graph};
-use tpu_rewrite::xla::{ffi, plugin};
+use tpu_rewrite::ir::{DType, Graph, Module};
+use tpu_rewrite::xla::{backend, ffi, plugin};
 
 /// The pinned plugin's path, fetching it first if needed.
 pub fn plugin_path() -> PathBuf {
+    pinned().to_path_buf()
+}
+
+/// A PJRT run of one step on the pinned plugin with `feeds`, fetching
+/// every output, the functions of `library` (While/If bodies) available.
+pub fn one_step<'a>(feeds: &'a [(String, Tensor)], library: Option<&'a Module>) -> backend::RunConfig<'a> {
+    backend::RunConfig { plugin: Some(pinned()), steps: 1, steps_per_run: 1, feeds, library, ..Default::default() }
+}
+
+/// The pinned plugin's path, fetched once per test binary.
+fn pinned() -> &'static Path {
     static PATH: OnceLock<PathBuf> = OnceLock::new();
     PATH.get_or_init(|| {
         let cache = plugin::cache_dir();
@@ -26,7 +37,6 @@ pub fn plugin_path() -> PathBuf {
         drop(lock);
         path
     })
-    .clone()
 }
 
 /// The pinned plugin's C API header.

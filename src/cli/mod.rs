@@ -11,6 +11,7 @@
 #[macro_use]
 pub mod console;
 pub mod error;
+mod feeds;
 mod formats;
 pub mod gen;
 pub mod io;

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use super::diagnostics::AnyDiagnostic;
 use super::error::CliError;
+use super::feeds::{per_host_feeds, read_feeds, split_global_feeds};
 use super::formats::{emit_bytes, load_any, write_programs};
 use super::io::{write_output, InputPath};
 use super::progress::DelayedBar;
@@ -461,115 +462,6 @@ pub enum Backend {
     JaxDistributed,
 }
 
-/// The dtype of a fed tensor: the host placeholder's `dtype`, else the
-/// tagged graph node's `T` or `dtype` (a `TPUReplicatedInput`), else f32.
-fn feed_dtype(lowered: &Module, tagged: &Module, tensor: &str) -> crate::ir::DType {
-    let name = tensor.split(':').next().unwrap_or(tensor);
-    let attr = |g: &crate::ir::Graph, keys: &[&str]| {
-        let node = g.node(g.find(name)?);
-        keys.iter().find_map(|k| node.attrs.get(k).and_then(|v| v.as_type()))
-    };
-    lowered
-        .graph(driver::HOST)
-        .and_then(|g| attr(g, &["dtype"]))
-        .or_else(|| tagged.graphs.first().and_then(|g| attr(g, &["T", "dtype"])))
-        .unwrap_or(crate::ir::DType::F32)
-}
-
-/// Reads a JSON feed file: an object mapping tensor names to nested arrays
-/// (optionally under a `"feeds"` key).
-fn read_json_feeds(
-    path: &std::path::Path,
-    lowered: &Module,
-    tagged: &Module,
-    pruned: &[String],
-) -> Result<Vec<(String, Tensor)>, CliError> {
-    let text =
-        std::fs::read(path).map_err(|e| CliError::Read { path: path.display().to_string(), reason: e.to_string() })?;
-    let file = path.display().to_string();
-    let named = |text: &[u8]| Arc::new(miette::NamedSource::new(&file, String::from_utf8_lossy(text).into_owned()));
-    let value: serde_json::Value = serde_json::from_slice(&text).map_err(|e| CliError::FeedJson {
-        file: file.clone(),
-        message: e.to_string(),
-        text: named(&text),
-        at: json_error_offset(&text, &e).into(),
-    })?;
-    let object = value.get("feeds").unwrap_or(&value);
-    let serde_json::Value::Object(map) = object else {
-        return Err(CliError::feed(format!("{}: expected an object mapping tensor names to arrays", path.display())));
-    };
-    // Feeds of placeholders a plain graph's run does not need are dropped, as `Session.run` ignores them.
-    map.iter()
-        .filter(|(name, _)| !pruned.iter().any(|p| name.split(':').next() == Some(p.as_str())))
-        .map(|(name, v)| {
-            let tensor = exec::tensor_from_json(v, feed_dtype(lowered, tagged, name)).map_err(|e| {
-                let node = name.split(':').next().unwrap_or(name);
-                let span = tagged.graphs.first().and_then(|g| g.find(node).map(|id| g.node(id).span));
-                let in_file = json_key_span(&text, name)
-                    .map(|at| crate::cli::error::InFile {
-                        file: file.clone(),
-                        text: named(&text),
-                        label: e.to_string(),
-                        at: at.into(),
-                    })
-                    .into_iter()
-                    .collect();
-                CliError::FeedValue { file: file.clone(), tensor: name.clone(), message: e.to_string(), span, in_file }
-            })?;
-            Ok((name.clone(), tensor))
-        })
-        .collect()
-}
-
-/// The byte offset at which `serde_json` stopped (it reports 1-based lines
-/// and columns).
-fn json_error_offset(text: &[u8], error: &serde_json::Error) -> usize {
-    let line_start: usize = text.split(|&b| b == b'\n').take(error.line().saturating_sub(1)).map(|l| l.len() + 1).sum();
-    (line_start + error.column().saturating_sub(1)).min(text.len())
-}
-
-/// The span of object key `key` (a key followed by `:`) in JSON text; the
-/// first such key wins.
-fn json_key_span(text: &[u8], key: &str) -> Option<std::ops::Range<usize>> {
-    let quoted = serde_json::to_string(key).ok()?;
-    let quoted = quoted.as_bytes();
-    let mut from = 0;
-    while let Some(at) = text.get(from..)?.windows(quoted.len()).position(|w| w == quoted) {
-        let start = from + at;
-        let end = start + quoted.len();
-        let rest = &text[end..];
-        let colon = rest.iter().position(|b| !b.is_ascii_whitespace());
-        if colon.is_some_and(|c| rest[c] == b':') {
-            return Some(start..end);
-        }
-        from = end;
-    }
-    None
-}
-
-fn read_feeds(
-    args: &RunArgs,
-    lowered: &Module,
-    tagged: &Module,
-    pruned: &[String],
-) -> Result<Vec<(String, Tensor)>, CliError> {
-    let mut feeds = Vec::new();
-    if let Some(path) = &args.feeds {
-        feeds = read_json_feeds(path, lowered, tagged, pruned)?;
-    }
-    for item in &args.feed {
-        let (name, file) =
-            item.split_once('=').ok_or_else(|| CliError::usage(format!("--feed takes NAME=FILE.npy, got `{item}`")))?;
-        if pruned.iter().any(|p| name.split(':').next() == Some(p.as_str())) {
-            continue;
-        }
-        let tensor =
-            exec::read_npy_file(std::path::Path::new(file)).map_err(|e| CliError::feed(format!("{file}: {e}")))?;
-        feeds.push((name.to_string(), tensor));
-    }
-    Ok(feeds)
-}
-
 /// Every `output_<i>_shard_<r>` of the host program, ordered by output then replica.
 fn default_fetches(lowered: &Module) -> Vec<String> {
     let Some(host) = lowered.graph(driver::HOST) else { return Vec::new() };
@@ -600,76 +492,6 @@ fn summary(t: &Tensor) -> String {
             t.shape()
         )
     }
-}
-
-/// The operands (one per replica, in replica order) of the
-/// `TPUReplicatedInput` that `tensor` names, as tensor names.
-fn replica_operands(tagged: &Module, tensor: &str) -> Option<Vec<String>> {
-    let graph = tagged.graphs.first()?;
-    let id = graph.find(tensor.split(':').next().unwrap_or(tensor))?;
-    if &*graph.node(id).op != "TPUReplicatedInput" {
-        return None;
-    }
-    let operands = graph.data_inputs(id);
-    Some(operands.iter().map(|o| format!("{}:{}", graph.node(o.src).name, o.output.unwrap_or(0))).collect())
-}
-
-/// Splits feeds named after a `TPUReplicatedInput` into one slice per
-/// operand (replica), in replica order; other feeds pass through.
-fn split_global_feeds(
-    tagged: &Module,
-    feeds: Vec<(String, Tensor)>,
-) -> Result<Vec<(String, Tensor)>, Box<exec::ExecError>> {
-    let mut out = Vec::new();
-    for (name, value) in feeds {
-        match replica_operands(tagged, &name) {
-            Some(operands) => {
-                let slices = exec::input::split_batch(&value, operands.len()).map_err(Box::new)?;
-                out.extend(operands.into_iter().zip(slices));
-            }
-            None => out.push((name, value)),
-        }
-    }
-    Ok(out)
-}
-
-/// Reads one feed file per input host and splits each host's batches among
-/// that host's replicas; returns the per-replica feeds.
-fn per_host_feeds(
-    args: &RunArgs,
-    loaded: &Loaded,
-    lowered: &lower::Lowered,
-) -> Result<Vec<(String, Tensor)>, AnyDiagnostic> {
-    let message = |text: String| -> AnyDiagnostic { Box::new(CliError::feed(text)) };
-    let workers = lower::input_workers(&lowered.assignment);
-    let host_replicas: Vec<Vec<u32>> = workers.into_iter().map(|w| w.replicas).collect();
-    let mut host_feeds = Vec::with_capacity(args.feed_per_host.len());
-    for path in &args.feed_per_host {
-        let feeds =
-            read_json_feeds(path, &lowered.module, &loaded.module, &[]).map_err(|e| Box::new(e) as AnyDiagnostic)?;
-        if let Some((input, _)) = feeds.iter().find(|(name, _)| replica_operands(&loaded.module, name).is_none()) {
-            return Err(message(format!(
-                "{}: per-host feeds name replicated inputs (`input0:0`); `{input}` is not a `TPUReplicatedInput`",
-                path.display()
-            )));
-        }
-        host_feeds.push(feeds);
-    }
-    let per_input = exec::split_per_host(&host_feeds, &host_replicas).map_err(|e| Box::new(e) as AnyDiagnostic)?;
-    let mut out = Vec::new();
-    for (input, slices) in per_input {
-        let operands = replica_operands(&loaded.module, &input)
-            .ok_or_else(|| message(format!("`{input}` is not a `TPUReplicatedInput`")))?;
-        if operands.len() != slices.len() {
-            return Err(message(format!(
-                "`{input}` has {} replicas, but the input hosts feed {} replicas",
-                operands.len(),
-                slices.len()
-            )));
-        }
-        out.extend(operands.into_iter().zip(slices));
-    }
-    Ok(out)
 }
 
 /// Groups the default fetches (`output_<i>_shard_<r>:0`, ordered by output

@@ -30,6 +30,7 @@ mod math;
 mod nchw;
 mod nn;
 mod norm;
+mod num;
 pub(crate) mod optimizers;
 mod reduce;
 mod shape;

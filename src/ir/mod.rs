@@ -12,6 +12,7 @@ pub mod graph;
 pub mod ops;
 pub mod types;
 pub mod verify;
+pub mod walk;
 
 pub use attrs::AttrMap;
 

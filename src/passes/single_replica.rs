@@ -469,30 +469,7 @@ fn constant_ancestors(graph: &Graph, id: NodeId) -> Option<Vec<NodeId>> {
 /// The nodes in an order where every op follows its operands (back edges of
 /// TF1 loops aside).
 fn topological(graph: &Graph) -> Vec<NodeId> {
-    let mut order = Vec::with_capacity(graph.node_count());
-    let mut seen: BTreeSet<NodeId> = BTreeSet::new();
-    for root in graph.nodes_in_order() {
-        if seen.contains(&root) {
-            continue;
-        }
-        let mut stack = vec![(root, false)];
-        while let Some((id, done)) = stack.pop() {
-            if done {
-                order.push(id);
-                continue;
-            }
-            if !seen.insert(id) {
-                continue;
-            }
-            stack.push((id, true));
-            for i in graph.inputs(id).into_iter().rev() {
-                if !seen.contains(&i.src) && !graph.is_back_edge(i.src, id) {
-                    stack.push((i.src, false));
-                }
-            }
-        }
-    }
-    order
+    crate::ir::walk::post_order(graph, graph.nodes_in_order(), |src, dst| !graph.is_back_edge(src, dst))
 }
 
 /// `t` as a `Const` literal; `None` for dtypes a literal does not hold here.

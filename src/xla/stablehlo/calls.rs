@@ -217,31 +217,12 @@ fn define(
         .collect::<Result<_, _>>()?;
     // The nodes the results and control outputs need, in dependency order
     // (depth first from the `_Retval` nodes, control edges included).
-    let mut order = Vec::new();
-    let mut seen = std::collections::HashSet::new();
     // The control outputs run although no result needs them (TensorFlow's `control_ret`).
     let control_outputs = graph.attrs.get(fns::CONTROL_OUTPUTS_ATTR).and_then(AttrValue::as_list).unwrap_or_default();
     for name in control_outputs.iter().filter_map(AttrValue::as_str) {
         roots.push(graph.find(name).ok_or_else(|| bad(format!("control output `{name}` is not a node")))?);
     }
-    for &root in &roots {
-        let mut stack = vec![(root, false)];
-        while let Some((id, done)) = stack.pop() {
-            if done {
-                order.push(id);
-                continue;
-            }
-            if !seen.insert(id) {
-                continue;
-            }
-            stack.push((id, true));
-            for i in graph.inputs(id).iter().rev() {
-                if !seen.contains(&i.src) {
-                    stack.push((i.src, false));
-                }
-            }
-        }
-    }
+    let mut order = crate::ir::walk::post_order(graph, roots.iter().copied(), |_, _| true);
     order.retain(|&id| !matches!(&*graph.node(id).op, ARG_OP | RETVAL_OP));
     // A result that passes a variable argument through returns its final value.
     let program = Program {

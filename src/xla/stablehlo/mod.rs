@@ -394,30 +394,8 @@ fn analyse(graph: &Graph, cluster: &ReplicateCluster) -> Result<Analysis, XlaErr
     }
     let inside = |id: NodeId| device.contains(&id) || oc.contains(&id);
     // Dependency order over data and control edges among the chosen ops.
-    let mut order = Vec::with_capacity(device.len() + oc.len());
-    let mut state: HashMap<NodeId, bool> = HashMap::new();
-    for &root in &cluster.members {
-        if !inside(root) || state.contains_key(&root) {
-            continue;
-        }
-        let mut stack = vec![(root, false)];
-        while let Some((id, done)) = stack.pop() {
-            if done {
-                order.push(id);
-                continue;
-            }
-            if state.contains_key(&id) {
-                continue;
-            }
-            state.insert(id, true);
-            stack.push((id, true));
-            for i in graph.inputs(id).iter().rev() {
-                if inside(i.src) && !state.contains_key(&i.src) {
-                    stack.push((i.src, false));
-                }
-            }
-        }
-    }
+    let roots = cluster.members.iter().copied().filter(|&root| inside(root));
+    let order = crate::ir::walk::post_order(graph, roots, |src, _| inside(src));
     let mut args = Vec::new();
     let mut seen = std::collections::HashSet::new();
     for &id in &order {

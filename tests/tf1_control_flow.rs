@@ -29,15 +29,7 @@ fn corpus_dir() -> PathBuf {
 
 /// The case names (stems of `*.json` that are not tags), sorted.
 fn cases() -> Vec<String> {
-    let mut out: Vec<String> = std::fs::read_dir(corpus_dir())
-        .expect("tests/tf/corpus/tf1 exists (run tests/tf/corpus_tf1_control_flow.py to make it)")
-        .flatten()
-        .filter_map(|e| e.file_name().to_str().map(str::to_string))
-        .filter(|n| n.ends_with(".json") && !n.ends_with(".tags.json"))
-        .map(|n| n.trim_end_matches(".json").to_string())
-        .collect();
-    out.sort();
-    out
+    corpus::case_names(&corpus_dir(), "run tests/tf/corpus_tf1_control_flow.py to make it")
 }
 
 /// Runs one case on the simulator and compares every fetch with TensorFlow's.

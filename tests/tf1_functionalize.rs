@@ -303,14 +303,7 @@ fn outside_compilation_inside_a_tf1_loop_is_refused_with_a_coded_error() {
 
 #[test]
 fn every_case_is_covered() {
-    let mut cases: Vec<String> = std::fs::read_dir(corpus_dir())
-        .expect("the tf1 corpus")
-        .flatten()
-        .filter_map(|e| e.file_name().to_str().map(str::to_string))
-        .filter(|n| n.ends_with(".json") && !n.ends_with(".tags.json"))
-        .map(|n| n.trim_end_matches(".json").to_string())
-        .collect();
-    cases.sort();
+    let cases = corpus::case_names(&corpus_dir(), "the tf1 corpus");
     assert_eq!(
         cases,
         ["cond", "nested_while", "replicated_while", "replicated_while_outside_compilation", "while_loop"]

@@ -23,7 +23,6 @@ use corpus::{read_json, tensor_of};
 
 use std::path::{Path, PathBuf};
 
-use half::{bf16, f16};
 use serde_json::Value;
 use tpu_rewrite::exec::driver::{self, RunConfig, RunOutcome};
 use tpu_rewrite::exec::Tensor;
@@ -89,31 +88,6 @@ const CASES: &[(&str, Expect)] = &[
     ("tf1/while_loop", Runs),
 ];
 
-/// The elements as f64 and the relative tolerance of the dtype (0 for exact dtypes).
-fn values(t: &Tensor) -> (Vec<f64>, f64) {
-    if let Some(v) = t.to_vec::<f32>() {
-        return (v.into_iter().map(f64::from).collect(), 1e-4);
-    }
-    if let Some(v) = t.to_vec::<f64>() {
-        return (v, 1e-4);
-    }
-    if let Some(v) = t.to_vec::<bf16>() {
-        return (v.into_iter().map(f64::from).collect(), 2.0 * 2f64.powi(-8));
-    }
-    if let Some(v) = t.to_vec::<f16>() {
-        return (v.into_iter().map(f64::from).collect(), 2.0 * 2f64.powi(-11));
-    }
-    let v = match t {
-        Tensor::I32(a) => a.iter().map(|&v| f64::from(v)).collect(),
-        Tensor::I64(a) => a.iter().map(|&v| v as f64).collect(),
-        Tensor::I8(a) => a.iter().map(|&v| f64::from(v)).collect(),
-        Tensor::U8(a) => a.iter().map(|&v| f64::from(v)).collect(),
-        Tensor::Bool(a) => a.iter().map(|&v| f64::from(u8::from(v))).collect(),
-        other => panic!("unexpected {other:?}"),
-    };
-    (v, 0.0)
-}
-
 /// PJRT against the simulator: |got − want| ≤ 1e-5 + tol·|want| element by
 /// element (`rtol` at least the dtype's); strings exactly.
 fn assert_same(label: &str, got: &Tensor, want: &Tensor, rtol: f64) {
@@ -123,7 +97,7 @@ fn assert_same(label: &str, got: &Tensor, want: &Tensor, rtol: f64) {
         assert_eq!(got, want, "{label}");
         return;
     }
-    let ((g, tol), (w, _)) = (values(got), values(want));
+    let ((g, tol), (w, _)) = (support::values(got), support::values(want));
     let tol = if tol == 0.0 { 0.0 } else { tol.max(rtol) };
     for (i, (a, b)) in g.iter().zip(&w).enumerate() {
         let special = (a.is_nan() && b.is_nan()) || (a.is_infinite() && a == b);

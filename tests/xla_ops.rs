@@ -231,38 +231,12 @@ fn source(case: &Case, replicas: usize) -> String {
     text
 }
 
-/// The elements of a tensor as f64 and the tolerance of its dtype (0: exact).
-fn values(t: &Tensor) -> (Vec<f64>, f64) {
-    use half::{bf16, f16};
-    if let Some(v) = t.to_vec::<f32>() {
-        return (v.into_iter().map(f64::from).collect(), 1e-4);
-    }
-    if let Some(v) = t.to_vec::<f64>() {
-        return (v, 1e-4);
-    }
-    if let Some(v) = t.to_vec::<bf16>() {
-        return (v.into_iter().map(f64::from).collect(), 2.0 * 2f64.powi(-8));
-    }
-    if let Some(v) = t.to_vec::<f16>() {
-        return (v.into_iter().map(f64::from).collect(), 2.0 * 2f64.powi(-11));
-    }
-    let exact = |v: Vec<f64>| (v, 0.0);
-    match t {
-        Tensor::I32(a) => exact(a.iter().map(|&v| f64::from(v)).collect()),
-        Tensor::I64(a) => exact(a.iter().map(|&v| v as f64).collect()),
-        Tensor::I8(a) => exact(a.iter().map(|&v| f64::from(v)).collect()),
-        Tensor::U8(a) => exact(a.iter().map(|&v| f64::from(v)).collect()),
-        Tensor::Bool(a) => exact(a.iter().map(|&v| f64::from(u8::from(v))).collect()),
-        other => panic!("unexpected {other:?}"),
-    }
-}
-
 /// Why `got` (PJRT) differs from `want` (simulator), if it does.
 fn differs(got: &Tensor, want: &Tensor) -> Option<String> {
     if got.dtype() != want.dtype() || got.shape() != want.shape() {
         return Some(format!("{} {:?} vs {} {:?}", got.dtype(), got.shape(), want.dtype(), want.shape()));
     }
-    let ((g, tol), (w, _)) = (values(got), values(want));
+    let ((g, tol), (w, _)) = (support::values(got), support::values(want));
     for (i, (a, b)) in g.iter().zip(&w).enumerate() {
         let same_special = (a.is_nan() && b.is_nan()) || (a.is_infinite() && a == b);
         if !same_special && (a - b).abs() > 1e-5 + tol * b.abs() {

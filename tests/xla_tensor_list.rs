@@ -40,19 +40,6 @@ fn source(case: &Case) -> String {
     text
 }
 
-/// The elements as f64 and the dtype's relative tolerance (0: exact).
-fn values(t: &Tensor) -> (Vec<f64>, f64) {
-    if let Some(v) = t.to_vec::<f32>() {
-        return (v.into_iter().map(f64::from).collect(), 1e-4);
-    }
-    match t {
-        Tensor::I32(a) => (a.iter().map(|&v| f64::from(v)).collect(), 0.0),
-        Tensor::I64(a) => (a.iter().map(|&v| v as f64).collect(), 0.0),
-        Tensor::Bool(a) => (a.iter().map(|&v| f64::from(u8::from(v))).collect(), 0.0),
-        other => panic!("unexpected {other:?}"),
-    }
-}
-
 /// A case run on both backends.
 struct Ran {
     /// The PJRT run, or the backend's error.
@@ -109,7 +96,7 @@ fn differential_fed(case: &Case, x: Option<[Tensor; 2]>) -> Vec<(String, Tensor)
     for (name, want) in &sim.fetched {
         let got = &run.fetched.iter().find(|(n, _)| n == name).unwrap_or_else(|| panic!("pjrt has no {name}")).1;
         assert_eq!((got.dtype(), got.shape()), (want.dtype(), want.shape()), "{}: {name}", case.name);
-        let ((g, tol), (w, _)) = (values(got), values(want));
+        let ((g, tol), (w, _)) = (support::values(got), support::values(want));
         for (i, (a, b)) in g.iter().zip(&w).enumerate() {
             assert!((a - b).abs() <= 1e-5 + tol * b.abs(), "{}: {name}[{i}]: pjrt {a} vs simulator {b}", case.name);
         }

@@ -50,6 +50,15 @@ impl OpSupport {
             "sim"
         }
     }
+
+    /// The `pjrt` column: how the emitter lowers the op, or `-` with the reason it does not.
+    pub fn pjrt_column(&self) -> String {
+        match (self.pjrt, unlowered_reason(self.name)) {
+            (Some(how), _) => how.to_string(),
+            (None, Some(why)) => format!("- ({why})"),
+            (None, None) => "-".to_string(),
+        }
+    }
 }
 
 /// The dtypes probed, in this order.
@@ -170,10 +179,7 @@ pub fn plain_table() -> String {
             op.backend,
             op.placement,
             op.backends(),
-            op.pjrt.map(str::to_string).unwrap_or_else(|| match unlowered_reason(op.name) {
-                Some(why) => format!("- ({why})"),
-                None => "-".to_string(),
-            }),
+            op.pjrt_column(),
             dtype_list(&op.dtypes)
         ));
     }
@@ -206,10 +212,7 @@ pub fn markdown_table() -> String {
             op.backend,
             op.placement,
             op.backends(),
-            op.pjrt.map(str::to_string).unwrap_or_else(|| match unlowered_reason(op.name) {
-                Some(why) => format!("- ({why})"),
-                None => "-".to_string(),
-            }),
+            op.pjrt_column(),
             dtype_list(&op.dtypes)
         ));
     }

@@ -12,6 +12,20 @@ use tpu_rewrite::exec::Tensor;
 use tpu_rewrite::ir::Module;
 use tpu_rewrite::tf::{import_graphdef, GraphDefFormat};
 
+/// The case names in `dir`: the stems of its `*.json` files that are not
+/// tags (`*.tags.json`), sorted. `missing` says how to make a missing corpus.
+pub fn case_names(dir: &Path, missing: &str) -> Vec<String> {
+    let mut out: Vec<String> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e} ({missing})", dir.display()))
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().map(str::to_string))
+        .filter(|n| n.ends_with(".json") && !n.ends_with(".tags.json"))
+        .map(|n| n.trim_end_matches(".json").to_string())
+        .collect();
+    out.sort();
+    out
+}
+
 /// The JSON file at `path`.
 pub fn read_json(path: &Path) -> Value {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));

@@ -7,6 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
+use half::{bf16, f16};
 use tpu_rewrite::exec::Tensor;
 use tpu_rewrite::ir::{DType, Graph, Module};
 use tpu_rewrite::xla::{backend, ffi, plugin};
@@ -73,4 +74,29 @@ pub fn synthetic_feeds(graph: &Graph) -> Vec<(String, Tensor)> {
         out.push((format!("{}:0", node.name), t.expect("the values fill the shape")));
     }
     out
+}
+
+/// The elements of a tensor as f64 and the tolerance of its dtype (0: exact).
+pub fn values(t: &Tensor) -> (Vec<f64>, f64) {
+    if let Some(v) = t.to_vec::<f32>() {
+        return (v.into_iter().map(f64::from).collect(), 1e-4);
+    }
+    if let Some(v) = t.to_vec::<f64>() {
+        return (v, 1e-4);
+    }
+    if let Some(v) = t.to_vec::<bf16>() {
+        return (v.into_iter().map(f64::from).collect(), 2.0 * 2f64.powi(-8));
+    }
+    if let Some(v) = t.to_vec::<f16>() {
+        return (v.into_iter().map(f64::from).collect(), 2.0 * 2f64.powi(-11));
+    }
+    let exact = |v: Vec<f64>| (v, 0.0);
+    match t {
+        Tensor::I32(a) => exact(a.iter().map(|&v| f64::from(v)).collect()),
+        Tensor::I64(a) => exact(a.iter().map(|&v| v as f64).collect()),
+        Tensor::I8(a) => exact(a.iter().map(|&v| f64::from(v)).collect()),
+        Tensor::U8(a) => exact(a.iter().map(|&v| f64::from(v)).collect()),
+        Tensor::Bool(a) => exact(a.iter().map(|&v| f64::from(u8::from(v))).collect()),
+        other => panic!("unexpected {other:?}"),
+    }
 }

@@ -11,7 +11,8 @@
 //! steps in one device loop (`steps_per_run` = N). Beside each wall
 //! time, the process CPU time of the same interval (all threads): on a
 //! shared machine it shows the work done, which wall time under load does
-//! not.
+//! not. Both backends run the graph with all-reduce fusion on, as `run
+//! --backend pjrt` does by default; one row per model also shows it off.
 //! Run: `cargo bench --bench xla` (fetches the pinned plugin if needed).
 
 #[path = "../tests/support/pjrt.rs"]
@@ -22,7 +23,7 @@ use std::time::Instant;
 use tpu_rewrite::exec::driver;
 use tpu_rewrite::ir::{self, Module};
 use tpu_rewrite::lower::{lower, LowerConfig, Lowered, Topology};
-use tpu_rewrite::passes::{run_pipeline, PipelineConfig};
+use tpu_rewrite::passes::{run_pipeline, AllReduceFusion, FusionConfig, PipelineConfig};
 use tpu_rewrite::tf::synth::{layers_for_nodes, transformer_graphdef, TransformerConfig};
 use tpu_rewrite::xla::backend;
 use tpu_rewrite::xla::client::{Client, ClientConfig};
@@ -34,8 +35,8 @@ fn cpu_time() -> f64 {
     backend::process_cpu_time().as_secs_f64()
 }
 
-fn prepare(mut module: Module) -> (Module, Lowered) {
-    let report = run_pipeline(&mut module, &PipelineConfig::default());
+fn prepare(mut module: Module, fusion: AllReduceFusion) -> (Module, Lowered) {
+    let report = run_pipeline(&mut module, &PipelineConfig { all_reduce_fusion: fusion, ..PipelineConfig::default() });
     assert!(!report.has_errors(), "{:?}", report.diagnostics);
     let config = LowerConfig { topology: Topology::parse("1x8").unwrap(), ..LowerConfig::default() };
     let lowered = match lower(&module.graphs[0], &config) {
@@ -57,8 +58,10 @@ fn default_fetches(lowered: &Module) -> Vec<String> {
     names
 }
 
-fn bench(name: &str, module: Module) {
-    let (tagged, lowered) = prepare(module);
+/// Times one graph; `fusion` is the all-reduce fusion both backends run
+/// with (on is what `run --backend pjrt` does by default).
+fn bench(name: &str, module: Module, fusion: AllReduceFusion) {
+    let (tagged, lowered) = prepare(module, fusion);
     let graph = &tagged.graphs[0];
     let feeds = support::synthetic_feeds(graph);
     let fetches = default_fetches(&lowered.module);
@@ -136,7 +139,9 @@ fn main() {
     let text = std::fs::read("examples/mlp_train.opg").expect("examples/mlp_train.opg");
     let (mlp, errors) = ir::parse_module(&text).expect("parses");
     assert!(errors.is_empty());
-    bench("examples/mlp_train.opg", mlp);
+    let fused = AllReduceFusion::On(FusionConfig::default());
+    bench("examples/mlp_train.opg", mlp.clone(), fused);
+    bench("examples/mlp_train.opg, unfused", mlp, AllReduceFusion::Off);
 
     let tc = TransformerConfig { replicas: 8, ..TransformerConfig::default() };
     // `gen --model transformer` (default --ops 1000 --replicas 8), then larger.
@@ -144,7 +149,11 @@ fn main() {
         let bytes = prost::Message::encode_to_vec(&transformer_graphdef(layers, &tc));
         let (module, _) = tpu_rewrite::tf::import_graphdef(&bytes, tpu_rewrite::tf::GraphDefFormat::Binary)
             .expect("the generated transformer imports");
-        bench(&format!("gen transformer ({layers} layers)"), module);
+        if layers == layers_for_nodes(1000, &tc) {
+            // The same graph with one all-reduce per gradient (30 per step).
+            bench(&format!("gen transformer ({layers} layers), unfused"), module.clone(), AllReduceFusion::Off);
+        }
+        bench(&format!("gen transformer ({layers} layers)"), module, fused);
     }
     // One replica of the same model: what the 8 replicas (and their
     // all-reduce rendezvous) cost on top of one replica's work.
@@ -153,7 +162,7 @@ fn main() {
     let bytes = prost::Message::encode_to_vec(&transformer_graphdef(layers, &one));
     let (module, _) = tpu_rewrite::tf::import_graphdef(&bytes, tpu_rewrite::tf::GraphDefFormat::Binary)
         .expect("the generated transformer imports");
-    bench(&format!("gen transformer 1 replica ({layers} layers)"), module);
+    bench(&format!("gen transformer 1 replica ({layers} layers)"), module, fused);
     // A wider model (the generator's `TransformerConfig` with d_model 128,
     // d_ff 512; `gen` takes the default width 16): the same graph size,
     // with matmuls large enough for the kernels to matter.
@@ -162,5 +171,5 @@ fn main() {
     let bytes = prost::Message::encode_to_vec(&transformer_graphdef(layers, &wide));
     let (module, _) = tpu_rewrite::tf::import_graphdef(&bytes, tpu_rewrite::tf::GraphDefFormat::Binary)
         .expect("the generated transformer imports");
-    bench(&format!("gen transformer d128 ff512 ({layers} layers)"), module);
+    bench(&format!("gen transformer d128 ff512 ({layers} layers)"), module, fused);
 }

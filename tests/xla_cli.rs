@@ -253,3 +253,90 @@ fn a_plain_graph_lists_its_host_ops_and_refuses_what_cannot_run() {
     assert!(!ok && err.contains("tpu_rewrite::passes::not_compilable") && err.contains("TensorListConcatV2"), "{err}");
     assert!(err.contains("tensor_array.pbtxt:"), "located in the file: {err}");
 }
+
+/// The numbers of every output in `run --json` output, in order, with their names.
+fn json_outputs(out: &str) -> Vec<(String, Vec<f64>)> {
+    let printed: serde_json::Value = serde_json::from_str(out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    let outputs = printed["outputs"].as_array().unwrap_or_else(|| panic!("no outputs: {out}"));
+    outputs
+        .iter()
+        .map(|o| {
+            let mut values = Vec::new();
+            flat(&o["per_replica"], &mut values);
+            (o["name"].as_str().unwrap_or_default().to_string(), values)
+        })
+        .collect()
+}
+
+/// A generated transformer's gradient all-reduces are fused into one on
+/// the PJRT path by default (`--all-reduce-fusion auto`): the fused and
+/// unfused runs give the same numbers, their loss is the simulator's, and
+/// the StableHLO has one `stablehlo.all_reduce` fused and one per gradient
+/// unfused. (The generator's constant weights put every ReLU input of the
+/// layer-normed activations at zero up to rounding, so which units pass a
+/// gradient depends on each backend's rounding: the `w1` updates are
+/// compared between the two PJRT runs only.)
+#[test]
+fn fused_gradient_all_reduces_give_the_unfused_numbers() {
+    let plugin = support::plugin_path();
+    let bin = env!("CARGO_BIN_EXE_tpu-rewrite");
+    let dir = tempfile::tempdir().unwrap();
+    let graph = dir.path().join("transformer.pbtxt");
+    let graph = graph.to_str().unwrap();
+    let gen = Command::new(bin)
+        .args(["gen", "--model", "transformer", "--ops", "600", "--replicas", "4", "--format", "pbtxt", "-o", graph])
+        .output()
+        .unwrap();
+    assert!(gen.status.success(), "{}", String::from_utf8_lossy(&gen.stderr));
+    // Each replica's x and y: 16 tokens of width 16, distinct per replica.
+    let mut feeds = serde_json::Map::new();
+    for (p, name) in ["x", "y"].iter().enumerate() {
+        for r in 0..4 {
+            let rows: Vec<serde_json::Value> = (0..16)
+                .map(|i| (0..16).map(|j| ((i * 7 + j * 3 + r * 5 + p * 11) % 13) as f64 / 13.0 - 0.5).collect())
+                .collect();
+            feeds.insert(format!("{name}{r}:0"), serde_json::Value::from(rows));
+        }
+    }
+    let path = dir.path().join("feeds.json");
+    std::fs::write(&path, serde_json::Value::Object(feeds).to_string()).unwrap();
+    let base = [graph, "--feeds", path.to_str().unwrap(), "--json"];
+    let with = |extra: &[&str]| {
+        let args: Vec<&str> = base.iter().chain(extra).copied().collect();
+        let (ok, out, err) = run(&args, plugin.to_str());
+        assert!(ok, "{err}");
+        json_outputs(&out)
+    };
+    let sim = with(&[]);
+    let gradients = std::fs::read_to_string(graph).unwrap().matches("op: \"CrossReplicaSum\"").count();
+    assert!(gradients >= 12, "{gradients} gradient sums");
+    assert_eq!(sim.len(), 1 + gradients, "the loss and every updated weight");
+    let fused = with(&["--backend", "pjrt"]);
+    let unfused = with(&["--backend", "pjrt", "--all-reduce-fusion", "off"]);
+    let names = |outputs: &[(String, Vec<f64>)]| outputs.iter().map(|o| o.0.clone()).collect::<Vec<_>>();
+    assert_eq!(names(&sim), names(&fused));
+    assert_eq!(names(&sim), names(&unfused));
+    for ((name, want), (_, got)) in unfused.iter().zip(&fused) {
+        assert_eq!(want.len(), got.len(), "{name}");
+        for (a, b) in got.iter().zip(want) {
+            assert!((a - b).abs() <= 1e-6 * b.abs().max(1e-3), "{name}: fused {a} vs unfused {b}");
+        }
+    }
+    let (loss_sim, loss_fused) = (&sim[0], &fused[0]);
+    assert_eq!(loss_sim.0, "loss:0");
+    assert_eq!(loss_sim.1.len(), 4, "one loss per replica");
+    for (a, b) in loss_fused.1.iter().zip(&loss_sim.1) {
+        assert!((a - b).abs() <= 1e-5 + 1e-4 * b.abs(), "loss: pjrt {a} vs sim {b}");
+    }
+    let all_reduces = |extra: &[&str]| {
+        let out = Command::new(bin)
+            .args(["lower", graph, "--topology", "1x4", "--format", "stablehlo"])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).matches("\"stablehlo.all_reduce\"").count()
+    };
+    assert_eq!(all_reduces(&[]), 1);
+    assert_eq!(all_reduces(&["--all-reduce-fusion", "off"]), gradients);
+}

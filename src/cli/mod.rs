@@ -89,6 +89,18 @@ pub enum GradientPolicyArg {
     Flat,
 }
 
+/// Whether independent `CrossReplicaSum`s are fused into one all-reduce
+/// (the optional `fuse-all-reduce` pass).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum FusionArg {
+    /// On for `--backend pjrt` and `--format stablehlo`, off otherwise.
+    Auto,
+    /// Always (also for graph outputs and the simulator).
+    On,
+    /// Never, unless `--passes` names `fuse-all-reduce`.
+    Off,
+}
+
 /// Options shared by commands that rewrite.
 #[derive(Debug, Clone, clap::Args)]
 pub struct RewriteArgs {
@@ -117,6 +129,13 @@ pub struct RewriteArgs {
     /// stablehlo` and `--backend pjrt`.
     #[arg(long)]
     pub functionalize: bool,
+    /// Fuse independent CrossReplicaSums of a cluster into one all-reduce
+    /// (up to 30 MiB each, as XLA's combiner does). `auto`: on for
+    /// `--backend pjrt` and `--format stablehlo`, where it saves one
+    /// rendezvous of every replica per sum; off otherwise. Each element is
+    /// still summed on its own.
+    #[arg(long, value_enum, default_value_t = FusionArg::Auto)]
+    pub all_reduce_fusion: FusionArg,
 }
 
 /// Options shared by commands that lower.

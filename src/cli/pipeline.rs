@@ -13,13 +13,15 @@ use super::formats::{emit_bytes, load_any, write_programs};
 use super::io::{write_output, InputPath};
 use super::progress::DelayedBar;
 use super::source::WindowedSource;
-use super::{finish, report, EmitFormat, GradientPolicyArg, InputFormat, Loaded, LowerArgs, RewriteArgs};
+use super::{finish, report, EmitFormat, FusionArg, GradientPolicyArg, InputFormat, Loaded, LowerArgs, RewriteArgs};
 use crate::exec::{self, driver, Tensor};
 use crate::ir::Module;
 use crate::lower::{self, LowerConfig, LowerFailure, Topology};
 use crate::passes::form_clusters::ReplicateCluster;
 use crate::passes::gradients::{GradientClusterPolicy, GradientsConfig};
-use crate::passes::{self, DiagnosticSource, PassSelection, PipelineConfig, PrintMode, VerifyMode};
+use crate::passes::{
+    self, AllReduceFusion, DiagnosticSource, FusionConfig, PassSelection, PipelineConfig, PrintMode, VerifyMode,
+};
 use crate::progress::Progress;
 
 /// Prints the wall and CPU time since the previous lap, when enabled.
@@ -56,7 +58,7 @@ impl PhaseTimer {
 /// code after the message is printed: 0 for `--passes help` (the list is
 /// printed), 2 for a usage error (an unknown pass or an order the pipeline
 /// will not honour).
-fn pipeline_config(args: &RewriteArgs) -> Result<PipelineConfig, ExitCode> {
+fn pipeline_config(args: &RewriteArgs, target: Target) -> Result<PipelineConfig, ExitCode> {
     let usage = |e: passes::SelectionError| {
         report(vec![Box::new(e)], &Arc::new(WindowedSource::new("<arguments>", b"")));
         ExitCode::from(2)
@@ -93,7 +95,10 @@ fn pipeline_config(args: &RewriteArgs) -> Result<PipelineConfig, ExitCode> {
         verify: if args.verify_each_pass { VerifyMode::AfterEachPass } else { VerifyMode::AtEnd },
         print,
         gradients: GradientsConfig { policy },
-        ..PipelineConfig::default()
+        all_reduce_fusion: match (args.all_reduce_fusion, target) {
+            (FusionArg::On, _) | (FusionArg::Auto, Target::Xla) => AllReduceFusion::On(FusionConfig::default()),
+            (FusionArg::Off, _) | (FusionArg::Auto, Target::Graph) => AllReduceFusion::Off,
+        },
     })
 }
 
@@ -146,7 +151,7 @@ pub fn rewrite_command(
     emit: EmitFormat,
     output: Option<PathBuf>,
 ) -> ExitCode {
-    let config = match pipeline_config(args) {
+    let config = match pipeline_config(args, Target::Graph) {
         Ok(c) => c,
         Err(code) => return code,
     };
@@ -178,13 +183,17 @@ fn lower_config(args: &LowerArgs) -> Result<LowerConfig, lower::LowerError> {
     })
 }
 
-/// Which form of TF1 control flow the lowering gets.
+/// What the lowered program is for; it decides the TF1 control-flow form
+/// and the default of `--all-reduce-fusion`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum ControlFlowForm {
-    /// As the graph writes it (the simulator runs TF1 frames).
-    AsWritten,
-    /// Functional `While`/`If` (StableHLO has no frames or dead tensors).
-    Functional,
+enum Target {
+    /// Graph outputs and the simulator: TF1 control flow as written (the
+    /// simulator runs TF1 frames), all-reduces as written.
+    Graph,
+    /// StableHLO and PJRT: functional `While`/`If` (StableHLO has no frames
+    /// or dead tensors), and independent all-reduces fused (XLA:CPU meets
+    /// once per all-reduce; TPU compilers combine them the same way).
+    Xla,
 }
 
 /// Rewrites the TF1 control flow of a rewritten module into functional
@@ -217,9 +226,9 @@ fn rewrite_and_lower(
     rewrite_args: &RewriteArgs,
     lower_args: &LowerArgs,
     plain: Option<&super::plain::PlainRun>,
-    form: ControlFlowForm,
+    target: Target,
 ) -> Result<Prepared, ExitCode> {
-    let pipeline = pipeline_config(rewrite_args)?;
+    let pipeline = pipeline_config(rewrite_args, target)?;
     let failed = || ExitCode::from(1);
     let timer = PhaseTimer::start(lower_args.time_passes);
     let bar = DelayedBar::new();
@@ -228,7 +237,7 @@ fn rewrite_and_lower(
     let mut clusters =
         rewrite_forming_clusters(&mut loaded, &pipeline, lower_args.time_passes, &bar).ok_or_else(failed)?;
     timer.lap("rewrite");
-    if (form == ControlFlowForm::Functional || rewrite_args.functionalize)
+    if (target == Target::Xla || rewrite_args.functionalize)
         && passes::functionalize::module_has_tf1_control_flow(&loaded.module)
     {
         functionalize(&mut loaded).ok_or_else(failed)?;
@@ -315,12 +324,12 @@ pub fn lower_command(
     output: Option<PathBuf>,
 ) -> ExitCode {
     let input = InputPath::parse(file);
-    let form = if emit == EmitFormat::Stablehlo { ControlFlowForm::Functional } else { ControlFlowForm::AsWritten };
+    let target = if emit == EmitFormat::Stablehlo { Target::Xla } else { Target::Graph };
     // StableHLO is what a PJRT client runs: a plain graph becomes one
     // single-replica cluster, as `run --backend pjrt` makes it.
     let plain = super::plain::PlainRun { fetches: &[], unlowered: passes::single_replica::Unlowered::Refuse };
     let plain = (emit == EmitFormat::Stablehlo).then_some(&plain);
-    let (loaded, lowered, single) = match rewrite_and_lower(&input, format, rewrite_args, lower_args, plain, form) {
+    let (loaded, lowered, single) = match rewrite_and_lower(&input, format, rewrite_args, lower_args, plain, target) {
         Ok(done) => done,
         Err(code) => return code,
     };
@@ -614,13 +623,13 @@ pub fn run_command(args: RunArgs) -> ExitCode {
         Backend::Sim => passes::single_replica::Unlowered::InCluster,
         _ => passes::single_replica::Unlowered::Refuse,
     };
-    let form = match args.backend {
-        Backend::Sim => ControlFlowForm::AsWritten,
-        Backend::Pjrt | Backend::JaxDistributed => ControlFlowForm::Functional,
+    let target = match args.backend {
+        Backend::Sim => Target::Graph,
+        Backend::Pjrt | Backend::JaxDistributed => Target::Xla,
     };
     let plain = super::plain::PlainRun { fetches: &args.fetch, unlowered };
     let (loaded, lowering, single) =
-        match rewrite_and_lower(&input, args.input_format, &args.rewrite, &args.lower, Some(&plain), form) {
+        match rewrite_and_lower(&input, args.input_format, &args.rewrite, &args.lower, Some(&plain), target) {
             Ok(done) => done,
             Err(code) => return code,
         };

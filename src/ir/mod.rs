@@ -10,6 +10,7 @@ pub mod from_ast;
 pub mod functions;
 pub mod graph;
 pub mod ops;
+pub mod shapes;
 pub mod types;
 pub mod verify;
 pub mod walk;

@@ -24,9 +24,9 @@
 //! cannot form a cycle) and the group's byte size stays within the
 //! threshold; otherwise the open group is closed and the candidate opens a
 //! new one. Groups of one are left alone. Byte sizes come from static
-//! shapes (`shape`, `value` or `_output_shapes` attributes, through
-//! shape-preserving ops); with a threshold, a sum whose size is unknown is
-//! not fused.
+//! shapes ([`crate::ir::shapes`]: placeholders, constants, variables and
+//! `_output_shapes`, carried through the common ops); with a threshold, a
+//! sum whose size is unknown is not fused.
 //!
 //! Invariants: the graph stays acyclic; every use of a fused sum (data and
 //! control) reads the fused op; the fused op carries the group assignment
@@ -41,7 +41,8 @@ use petgraph::Direction;
 
 use super::common::{OUTSIDE_COMPILATION, TPU_REPLICATE};
 use super::error::PassError;
-use crate::ir::{AttrValue, DType, EdgeKind, Graph, Input, Node, NodeId, NodeKind};
+use crate::ir::shapes::{static_shapes, StaticShapes};
+use crate::ir::{AttrValue, DType, EdgeKind, Graph, Node, NodeId, NodeKind};
 use crate::syntax::Span;
 
 /// XLA's default combine threshold: 30 MiB.
@@ -76,11 +77,12 @@ pub fn fuse_all_reduce(graph: &mut Graph, config: &FusionConfig) -> Vec<PassErro
         return Vec::new();
     };
     let position: HashMap<NodeId, usize> = order.iter().enumerate().map(|(i, &n)| (n, i)).collect();
+    let shapes = static_shapes(graph, &order);
     let mut open: HashMap<String, Group> = HashMap::new();
     let mut closed: Vec<Group> = Vec::new();
     for id in order {
         let Some(key) = candidate_key(graph, id) else { continue };
-        let bytes = operand_bytes(graph, id);
+        let bytes = operand_bytes(graph, &shapes, id);
         let bytes = match (bytes, config.threshold_bytes) {
             (Some(b), Some(limit)) if b <= limit => b,
             (Some(b), None) => b,
@@ -204,11 +206,10 @@ fn reached_from(
 }
 
 /// The static byte size of a sum's operand, when its shape and dtype are known.
-fn operand_bytes(graph: &Graph, id: NodeId) -> Option<u64> {
+fn operand_bytes(graph: &Graph, shapes: &StaticShapes, id: NodeId) -> Option<u64> {
     let dtype = graph.node(id).attrs.get("T").and_then(AttrValue::as_type)?;
     let input = *graph.data_inputs(id).first()?;
-    let elements = static_elements(graph, input)?;
-    elements.checked_mul(dtype_bytes(dtype)?)
+    shapes.elements(input)?.checked_mul(dtype_bytes(dtype)?)
 }
 
 /// Bytes per element of the numeric dtypes.
@@ -221,71 +222,6 @@ fn dtype_bytes(dtype: DType) -> Option<u64> {
         DType::C128 => 16,
         _ => return None,
     })
-}
-
-/// Ops whose output 0 has the shape of their operand 0.
-const SHAPE_PRESERVING: &[&str] = &[
-    "Abs",
-    "Cast",
-    "Exp",
-    "Identity",
-    "Log",
-    "Neg",
-    "Relu",
-    "Sigmoid",
-    "Sqrt",
-    "Square",
-    "Tanh",
-    "TPUReplicatedInput",
-    "CrossReplicaSum",
-];
-
-/// Ops whose output 0 has the (broadcast) shape of their operands.
-const ELEMENTWISE: &[&str] = &["Add", "AddV2", "Div", "Maximum", "Minimum", "Mul", "RealDiv", "Sub"];
-
-/// The element count of a value with a fully static shape, looking
-/// through a bounded chain of shape-preserving ops. A variable read has the
-/// shape of its variable: the `shape` of the `VarHandleOp` it reads
-/// (through any `TPUReplicatedInput` or `Identity` of the handle).
-fn static_elements(graph: &Graph, value: Input) -> Option<u64> {
-    let mut current = value;
-    let mut reads_variable = false;
-    for _ in 0..64 {
-        let node = graph.node(current.src);
-        let out = current.output.unwrap_or(0) as usize;
-        if let Some(AttrValue::List(shapes)) = node.attrs.get("_output_shapes") {
-            if let Some(n) = shapes.get(out).and_then(AttrValue::as_shape).and_then(shape_elements) {
-                return Some(n);
-            }
-        }
-        match &*node.op {
-            "Placeholder" => return node.attrs.get("shape").and_then(AttrValue::as_shape).and_then(shape_elements),
-            "Const" => {
-                let t = node.attrs.get("value")?.as_tensor()?;
-                return t.shape.iter().try_fold(1u64, |acc, &d| acc.checked_mul(u64::try_from(d).ok()?));
-            }
-            "VarHandleOp" if reads_variable => {
-                return node.attrs.get("shape").and_then(AttrValue::as_shape).and_then(shape_elements)
-            }
-            "ReadVariableOp" if !reads_variable => {
-                reads_variable = true;
-                current = *graph.data_inputs(current.src).first()?;
-            }
-            op if SHAPE_PRESERVING.contains(&op) => current = *graph.data_inputs(current.src).first()?,
-            op if ELEMENTWISE.contains(&op) => {
-                let sizes: Vec<Option<u64>> =
-                    graph.data_inputs(current.src).into_iter().map(|i| static_elements(graph, i)).collect();
-                return sizes.into_iter().try_fold(1u64, |acc, s| Some(acc.max(s?)));
-            }
-            _ => return None,
-        }
-    }
-    None
-}
-
-/// The element count of a fully known shape.
-fn shape_elements(shape: &crate::ir::Shape) -> Option<u64> {
-    shape.dims.as_ref()?.iter().try_fold(1u64, |acc, &d| acc.checked_mul(u64::try_from(d).ok()?))
 }
 
 /// Replaces `members` (two or more independent sums) by one `AllReduce`.
@@ -442,10 +378,11 @@ graph @g {
 }
 "#;
         let g = parse(text);
-        assert_eq!(operand_bytes(&g, g.find("a").unwrap()), Some(64));
-        assert_eq!(operand_bytes(&g, g.find("b").unwrap()), Some(32));
+        let shapes = static_shapes(&g, &text_topological_order(&g).unwrap());
+        assert_eq!(operand_bytes(&g, &shapes, g.find("a").unwrap()), Some(64));
+        assert_eq!(operand_bytes(&g, &shapes, g.find("b").unwrap()), Some(32));
         // A variable without a static shape has no size, so it is not fused under a threshold.
-        assert_eq!(operand_bytes(&g, g.find("c").unwrap()), None);
+        assert_eq!(operand_bytes(&g, &shapes, g.find("c").unwrap()), None);
         let mut g = parse(text);
         fuse_all_reduce(&mut g, &FusionConfig { threshold_bytes: Some(96) });
         let fused = g.find("a/fused").expect("a and b fused");

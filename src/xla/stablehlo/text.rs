@@ -601,6 +601,44 @@ impl Ctx {
         Val { name: r, ty: v.ty.clone() }
     }
 
+    /// One `stablehlo.all_reduce` (sum) over `groups` for all of `values`,
+    /// which share an element type: each value is flattened, the pieces are
+    /// concatenated into one buffer, the buffer is summed, and each result
+    /// is sliced back out and reshaped. The replicas meet once for all of
+    /// them (a variadic all-reduce would not do: XLA:CPU meets once per
+    /// operand), as XLA's all-reduce combiner and Horovod's fusion buffer
+    /// do. Each element is still summed on its own, so the results equal
+    /// one [`all_reduce_sum`](Self::all_reduce_sum) per value. Under a
+    /// maximal sharding (model parallelism) it is one op per value.
+    pub fn all_reduce_sum_many(&mut self, values: &[&Val], groups: &[Vec<i64>]) -> Vec<Val> {
+        let Some(first) = values.first() else { return Vec::new() };
+        if values.len() == 1 || self.sharding.is_some() {
+            return values.iter().map(|v| self.all_reduce_sum(v, groups)).collect();
+        }
+        let dtype = first.ty.dtype;
+        let flat: Vec<Val> = values.iter().map(|v| self.reshape(v, vec![v.ty.count()])).collect();
+        let total: usize = flat.iter().map(|v| v.ty.count()).sum();
+        let refs: Vec<&Val> = flat.iter().collect();
+        let buffer = self.op("stablehlo.concatenate", &refs, "dimension = 0 : i64", Ty::new(dtype, vec![total]));
+        let summed = self.all_reduce_sum(&buffer, groups);
+        let mut start = 0;
+        let mut out = Vec::with_capacity(values.len());
+        for v in values {
+            let limit = start + v.ty.count();
+            let piece = self.op(
+                "stablehlo.slice",
+                &[&summed],
+                &format!(
+                    "start_indices = array<i64: {start}>, limit_indices = array<i64: {limit}>, strides = array<i64: 1>"
+                ),
+                Ty::new(dtype, vec![limit - start]),
+            );
+            out.push(self.reshape(&piece, v.ty.shape.clone()));
+            start = limit;
+        }
+        out
+    }
+
     /// The replica id as a scalar of `dtype`.
     pub fn replica_id(&mut self, dtype: DType) -> Val {
         let r = self.fresh();

@@ -12,6 +12,8 @@
 //! operand; the emitted text grows with the replica count only through
 //! the source-target lists.
 
+use std::collections::BTreeSet;
+
 use super::Call;
 use crate::ir::DType;
 use crate::xla::stablehlo::text::{Cmp, Ctx, Ty, Val};
@@ -39,19 +41,25 @@ pub(super) fn cross_replica_sum(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, Strin
 }
 
 /// Each operand summed over `groups`, divided by the group size for MEAN.
+/// The operands of one element type share one `stablehlo.all_reduce`
+/// (a fused all-reduce stays one rendezvous on the device).
 fn sum_or_mean(c: &mut Ctx, n: &Call, groups: &[Vec<i64>]) -> Vec<Val> {
     let mean = n.attrs.get_str("reduce_op").is_some_and(|r| r.eq_ignore_ascii_case("MEAN"));
     let size = groups.first().map_or(1, Vec::len);
-    let mut out = Vec::new();
-    for x in &n.inputs {
-        let mut s = c.all_reduce_sum(x, groups);
-        if mean {
-            let k = c.splat(&s.ty, size as f64);
-            s = c.elementwise("divide", &[&s, &k]);
+    let mut out: Vec<Option<Val>> = vec![None; n.inputs.len()];
+    let dtypes: BTreeSet<DType> = n.inputs.iter().map(|x| x.ty.dtype).collect();
+    for dtype in dtypes {
+        let at: Vec<usize> = (0..n.inputs.len()).filter(|&i| n.inputs[i].ty.dtype == dtype).collect();
+        let operands: Vec<&Val> = at.iter().map(|&i| &n.inputs[i]).collect();
+        for (&i, mut s) in at.iter().zip(c.all_reduce_sum_many(&operands, groups)) {
+            if mean {
+                let k = c.splat(&s.ty, size as f64);
+                s = c.elementwise("divide", &[&s, &k]);
+            }
+            out[i] = Some(s);
         }
-        out.push(s);
     }
-    out
+    out.into_iter().flatten().collect()
 }
 
 /// `AllReduce(x...)`: each operand summed over all replicas, divided by

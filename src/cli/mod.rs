@@ -60,6 +60,23 @@ pub enum EmitFormat {
     Stablehlo,
 }
 
+impl EmitFormat {
+    /// `--format` when given, else the format `-o`'s extension names
+    /// (`.opg`, `.json`, `.dot`, `.pbtxt`, `.pb`, `.mlir`), else text.
+    pub fn resolve(format: Option<EmitFormat>, output: Option<&std::path::Path>) -> EmitFormat {
+        let by_extension = || match output?.extension()?.to_str()? {
+            "opg" => Some(EmitFormat::Text),
+            "json" => Some(EmitFormat::Json),
+            "dot" | "gv" => Some(EmitFormat::Dot),
+            "pbtxt" => Some(EmitFormat::Pbtxt),
+            "pb" => Some(EmitFormat::Pb),
+            "mlir" => Some(EmitFormat::Stablehlo),
+            _ => None,
+        };
+        format.or_else(by_extension).unwrap_or(EmitFormat::Text)
+    }
+}
+
 /// The synthetic models `gen` can write.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum GenModel {
@@ -200,9 +217,9 @@ pub enum Command {
         /// Input format (default: by extension; `.pbtxt`/`.pb` are GraphDefs).
         #[arg(long, value_enum)]
         input_format: Option<InputFormat>,
-        /// Output format.
-        #[arg(long, value_enum, default_value_t = EmitFormat::Text)]
-        format: EmitFormat,
+        /// Output format (default: by the extension of `-o`, else text).
+        #[arg(long, value_enum)]
+        format: Option<EmitFormat>,
         /// Write to this file instead of standard output.
         #[arg(short, long)]
         output: Option<PathBuf>,
@@ -220,9 +237,10 @@ pub enum Command {
         #[arg(long)]
         time_passes: bool,
         /// Output format of the rewritten graph (`pbtxt`/`pb`: a GraphDef, as
-        /// TensorFlow's tpu.replicate tags it).
-        #[arg(long, value_enum, default_value_t = EmitFormat::Text)]
-        format: EmitFormat,
+        /// TensorFlow's tpu.replicate tags it; default: by the extension of
+        /// `-o`, else text).
+        #[arg(long, value_enum)]
+        format: Option<EmitFormat>,
         /// Write to this file instead of standard output.
         #[arg(short, long)]
         output: Option<PathBuf>,
@@ -239,9 +257,10 @@ pub enum Command {
         #[command(flatten)]
         lower: LowerArgs,
         /// Output format of the lowered module (`pbtxt`/`pb`: one GraphDef per
-        /// program, into the directory `-o` names).
-        #[arg(long, value_enum, default_value_t = EmitFormat::Text)]
-        format: EmitFormat,
+        /// program, into the directory `-o` names; default: by the extension
+        /// of `-o`, else text).
+        #[arg(long, value_enum)]
+        format: Option<EmitFormat>,
         /// Print the strategy facts of the device assignment instead of the programs.
         #[arg(long)]
         describe: bool,
@@ -275,9 +294,10 @@ pub enum Command {
         /// tpu.replicate would tag it (a GraphDef).
         #[arg(long, value_enum, default_value_t = GenModel::Mlp)]
         model: GenModel,
-        /// Output format; a transformer is written as a GraphDef (`pbtxt` or `pb`).
-        #[arg(long, value_enum, default_value_t = EmitFormat::Text)]
-        format: EmitFormat,
+        /// Output format (default: by the extension of `-o`, else text); a
+        /// transformer is written as a GraphDef (`pbtxt` or `pb`).
+        #[arg(long, value_enum)]
+        format: Option<EmitFormat>,
         /// Number of replicas of the replicate region.
         #[arg(long, default_value_t = 8)]
         replicas: usize,
@@ -337,12 +357,14 @@ pub fn run(cli: Cli) -> ExitCode {
             let bar = progress::DelayedBar::new();
             let Some(loaded) = formats::load_any(&input, input_format, &bar) else { return ExitCode::from(1) };
             drop(bar);
-            formats::emit_and_exit(loaded, format, output.as_deref())
+            formats::emit_and_exit(loaded, EmitFormat::resolve(format, output.as_deref()), output.as_deref())
         }
         Command::Rewrite { file, input_format, rewrite, time_passes, format, output } => {
+            let format = EmitFormat::resolve(format, output.as_deref());
             pipeline::rewrite_command(&file, input_format, &rewrite, time_passes, format, output)
         }
         Command::Lower { file, input_format, rewrite, lower, format, describe, expand, global_batch_size, output } => {
+            let format = EmitFormat::resolve(format, output.as_deref());
             let describe = describe.then_some(global_batch_size);
             let view = if expand { pipeline::LoweredView::Expanded } else { pipeline::LoweredView::Spmd };
             pipeline::lower_command(&file, input_format, &rewrite, &lower, (format, view), describe, output)
@@ -357,6 +379,7 @@ pub fn run(cli: Cli) -> ExitCode {
             if replicas == 0 {
                 return fail_with(CliError::usage("--replicas must be at least 1"), 2);
             }
+            let format = EmitFormat::resolve(format, output.as_deref());
             let config = gen::GenConfig { ops, replicas, seed, ..gen::GenConfig::default() };
             match gen::generate_as(model, format, &config) {
                 Ok(bytes) => finish(write_output(output.as_deref(), &bytes)),

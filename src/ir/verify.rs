@@ -54,6 +54,9 @@ fn region_contains(graph: &Graph, outer: RegionId, inner: Option<RegionId>) -> b
 
 fn check_nodes(graph: &Graph, errors: &mut Vec<IrError>) {
     let pg = graph.petgraph();
+    // The output counts of ops with one output per operand (a fused
+    // all-reduce with thousands), counted once rather than once per use.
+    let mut per_operand_counts: rustc_hash::FxHashMap<NodeId, Option<u32>> = rustc_hash::FxHashMap::default();
     for id in graph.nodes_in_order() {
         let node = graph.node(id);
         if node.kind == NodeKind::Op {
@@ -78,7 +81,14 @@ fn check_nodes(graph: &Graph, errors: &mut Vec<IrError>) {
             let src = NodeId(e.source());
             let weight = e.weight();
             if let EdgeKind::Data { output, .. } = weight.kind {
-                if let Some(count) = output_count(graph, src) {
+                let per_operand = graph.node(src).kind == NodeKind::Op
+                    && ops::lookup(&graph.node(src).op).is_some_and(|d| matches!(d.outputs, Outputs::SameAsInputs));
+                let count = if per_operand {
+                    *per_operand_counts.entry(src).or_insert_with(|| output_count(graph, src))
+                } else {
+                    output_count(graph, src)
+                };
+                if let Some(count) = count {
                     if output >= count {
                         errors.push(IrError::OutputOutOfRange {
                             producer: graph.node(src).name.to_string(),

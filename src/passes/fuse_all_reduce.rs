@@ -65,6 +65,8 @@ impl Default for FusionConfig {
 /// One group of sums to fuse, in topological order.
 struct Group {
     members: Vec<NodeId>,
+    /// `members` as a set, for the reachability walks.
+    member_set: HashSet<NodeId>,
     bytes: u64,
     /// The smallest topological index of a member (ancestor search stops below it).
     first_position: usize,
@@ -76,7 +78,11 @@ pub fn fuse_all_reduce(graph: &mut Graph, config: &FusionConfig) -> Vec<PassErro
         // A cyclic graph is reported by the verifier and the cycle passes.
         return Vec::new();
     };
-    let position: HashMap<NodeId, usize> = order.iter().enumerate().map(|(i, &n)| (n, i)).collect();
+    // Topological index by node index (`usize::MAX` for none).
+    let mut position = vec![usize::MAX; petgraph::visit::NodeIndexable::node_bound(graph.petgraph())];
+    for (i, n) in order.iter().enumerate() {
+        position[n.0.index()] = i;
+    }
     let shapes = static_shapes(graph, &order);
     let mut open: HashMap<String, Group> = HashMap::new();
     let mut closed: Vec<Group> = Vec::new();
@@ -92,15 +98,21 @@ pub fn fuse_all_reduce(graph: &mut Graph, config: &FusionConfig) -> Vec<PassErro
         };
         let joins = open.get(&key).is_some_and(|g| {
             let fits = config.threshold_bytes.is_none_or(|limit| g.bytes.saturating_add(bytes) <= limit);
-            fits && !reached_from(graph, id, &g.members, g.first_position, &position)
+            fits && !reached_from(graph, id, &g.member_set, g.first_position, &position)
         });
         match open.get_mut(&key) {
             Some(g) if joins => {
                 g.members.push(id);
+                g.member_set.insert(id);
                 g.bytes += bytes;
             }
             _ => {
-                let fresh = Group { members: vec![id], bytes, first_position: position[&id] };
+                let fresh = Group {
+                    members: vec![id],
+                    member_set: HashSet::from([id]),
+                    bytes,
+                    first_position: position[id.0.index()],
+                };
                 if let Some(done) = open.insert(key, fresh) {
                     closed.push(done);
                 }
@@ -122,18 +134,21 @@ pub fn fuse_all_reduce(graph: &mut Graph, config: &FusionConfig) -> Vec<PassErro
 /// `None` on a cycle.
 fn text_topological_order(graph: &Graph) -> Option<Vec<NodeId>> {
     let g = graph.petgraph();
-    let mut indegree: HashMap<NodeId, usize> = HashMap::new();
+    // Unvisited operands by node index; `None` for an index with no node.
+    let mut indegree: Vec<Option<usize>> = vec![None; petgraph::visit::NodeIndexable::node_bound(g)];
     let mut ready = BinaryHeap::new();
+    let mut nodes = 0;
     for id in graph.node_ids() {
         // A TF1 loop's back edges (NextIteration -> Merge) do not order nodes.
         let n =
             g.edges_directed(id.0, Direction::Incoming).filter(|e| !graph.is_back_edge(NodeId(e.source()), id)).count();
-        indegree.insert(id, n);
+        indegree[id.0.index()] = Some(n);
+        nodes += 1;
         if n == 0 {
             ready.push(Reverse((graph.node(id).seq, id.0.index())));
         }
     }
-    let mut order = Vec::with_capacity(indegree.len());
+    let mut order = Vec::with_capacity(nodes);
     while let Some(Reverse((_, index))) = ready.pop() {
         let id = NodeId(petgraph::graph::NodeIndex::new(index));
         order.push(id);
@@ -142,7 +157,7 @@ fn text_topological_order(graph: &Graph) -> Option<Vec<NodeId>> {
             if graph.is_back_edge(id, target) {
                 continue;
             }
-            if let Some(d) = indegree.get_mut(&target) {
+            if let Some(Some(d)) = indegree.get_mut(target.0.index()) {
                 *d -= 1;
                 if *d == 0 {
                     ready.push(Reverse((graph.node(target).seq, target.0.index())));
@@ -150,7 +165,7 @@ fn text_topological_order(graph: &Graph) -> Option<Vec<NodeId>> {
             }
         }
     }
-    (order.len() == indegree.len()).then_some(order)
+    (order.len() == nodes).then_some(order)
 }
 
 /// The grouping key of a fusable sum, or `None` when `id` is not one.
@@ -182,11 +197,10 @@ fn candidate_key(graph: &Graph, id: NodeId) -> Option<String> {
 fn reached_from(
     graph: &Graph,
     target: NodeId,
-    members: &[NodeId],
+    members: &HashSet<NodeId>,
     first_position: usize,
-    position: &HashMap<NodeId, usize>,
+    position: &[usize],
 ) -> bool {
-    let members: HashSet<NodeId> = members.iter().copied().collect();
     let g = graph.petgraph();
     let mut seen: HashSet<NodeId> = HashSet::new();
     let mut stack = vec![target];
@@ -197,7 +211,7 @@ fn reached_from(
                 return true;
             }
             // A node placed before every member cannot lie below one.
-            if position.get(&src).is_some_and(|&p| p > first_position) && seen.insert(src) {
+            if position.get(src.0.index()).is_some_and(|&p| p != usize::MAX && p > first_position) && seen.insert(src) {
                 stack.push(src);
             }
         }

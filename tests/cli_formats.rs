@@ -214,3 +214,35 @@ fn step_log_counts_the_replicas_it_does_not_show() {
     assert_eq!(line.matches(" = ").count(), 8, "{line}");
     assert!(line.ends_with("… and 2 more"), "{line}");
 }
+
+/// Without `--format`, the extension of `-o` picks the output format
+/// (`.pbtxt`, `.pb`, `.json`, `.dot`, `.opg`); an unknown one is text, and
+/// `--format` beats the extension.
+#[test]
+fn the_output_extension_picks_the_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let mlp = example("mlp_train.opg");
+    let written = |name: &str, extra: &[&str]| {
+        let path = dir.path().join(name);
+        let mut args = vec!["rewrite", mlp.as_str(), "-o", path.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        ok(&run(&args));
+        std::fs::read(&path).unwrap()
+    };
+    let pbtxt = String::from_utf8(written("g.pbtxt", &[])).unwrap();
+    assert!(pbtxt.contains("node {") && pbtxt.contains("op: \"TPUReplicatedInput\""), "{pbtxt}");
+    let pb = written("g.pb", &[]);
+    assert!(tpu_rewrite::tf::import_graphdef(&pb, tpu_rewrite::tf::GraphDefFormat::Binary).is_ok());
+    let json: serde_json::Value = serde_json::from_slice(&written("g.json", &[])).unwrap();
+    assert!(json.is_object());
+    assert!(String::from_utf8(written("g.dot", &[])).unwrap().starts_with("digraph"));
+    let text = String::from_utf8(written("g.opg", &[])).unwrap();
+    assert!(text.contains("TPUReplicatedInput("), "{text}");
+    assert_eq!(written("g.txt", &[]), text.as_bytes());
+    assert_eq!(written("h.pbtxt", &["--format", "text"]), text.as_bytes());
+    // `gen` follows the same rule.
+    let path = dir.path().join("t.pbtxt");
+    ok(&run(&["gen", "--model", "transformer", "--ops", "200", "-o", path.to_str().unwrap()]));
+    let gen = std::fs::read_to_string(&path).unwrap();
+    assert!(gen.contains("op: \"TPUReplicateMetadata\""), "{gen}");
+}

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::diagnostics::AnyDiagnostic;
 use super::error::CliError;
-use super::pipeline::RunArgs;
+use super::run::RunArgs;
 use super::Loaded;
 use crate::exec::{self, driver, Tensor};
 use crate::ir::Module;

@@ -19,6 +19,7 @@ pub mod ops;
 mod pipeline;
 mod plain;
 pub mod progress;
+mod run;
 
 use crate::diagnostics;
 use crate::diagnostics::source;
@@ -276,7 +277,7 @@ pub enum Command {
         output: Option<PathBuf>,
     },
     /// Rewrite, lower and execute on a mesh of simulated devices.
-    Run(pipeline::RunArgs),
+    Run(run::RunArgs),
     /// List the rewrite passes in pipeline order, each with its meaning.
     Passes,
     /// List the supported ops with their dtypes and backends.
@@ -369,7 +370,7 @@ pub fn run(cli: Cli) -> ExitCode {
             let view = if expand { pipeline::LoweredView::Expanded } else { pipeline::LoweredView::Spmd };
             pipeline::lower_command(&file, input_format, &rewrite, &lower, (format, view), describe, output)
         }
-        Command::Run(args) => pipeline::run_command(args),
+        Command::Run(args) => run::run_command(args),
         Command::Passes => finish(write_output(None, crate::passes::pass_list().as_bytes())),
         Command::Ops { markdown } => {
             let text = if markdown { ops::markdown_table() } else { ops::plain_table() };

@@ -1,0 +1,502 @@
+//! `tpu-rewrite run`: its arguments, and running the lowered module on
+//! the simulator, on PJRT or on several processes, with the outputs
+//! printed as text or JSON.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use super::diagnostics::AnyDiagnostic;
+use super::error::CliError;
+use super::feeds::{per_host_feeds, read_feeds, split_global_feeds};
+use super::io::{write_output, InputPath};
+use super::pipeline::{rewrite_and_lower, Target};
+use super::{finish, report, InputFormat, LowerArgs, RewriteArgs};
+use crate::exec::{self, driver, Tensor};
+use crate::ir::Module;
+use crate::passes;
+
+/// The arguments of `run`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RunArgs {
+    /// The file (`-` for standard input).
+    pub file: String,
+    /// Input format (default: by extension).
+    #[arg(long, value_enum)]
+    pub input_format: Option<InputFormat>,
+    #[command(flatten)]
+    pub rewrite: RewriteArgs,
+    #[command(flatten)]
+    pub lower: LowerArgs,
+    /// Replicated steps to run.
+    #[arg(long, default_value_t = 1)]
+    pub steps: u32,
+    /// A JSON file mapping tensor names (`x0:0`) to nested arrays.
+    #[arg(long)]
+    pub feeds: Option<PathBuf>,
+    /// A feed from a `.npy` file: `NAME=FILE.npy` (repeatable).
+    #[arg(long = "feed")]
+    pub feed: Vec<String>,
+    /// Feeds named after a replicated input (`input0:0`) are global batches:
+    /// split along dimension 0 into one slice per replica.
+    #[arg(long)]
+    pub split_batch: bool,
+    /// One JSON feed file per input host, in host order (repeatable): each
+    /// maps replicated inputs (`input0:0`) to that host's batch, split along
+    /// dimension 0 among the host's own replicas.
+    #[arg(long = "feed-per-host", value_name = "F.json")]
+    pub feed_per_host: Vec<PathBuf>,
+    /// Tensors to fetch (default: every replicated output).
+    #[arg(long = "fetch")]
+    pub fetch: Vec<String>,
+    /// Print the fetched tensors as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+    /// Write each fetched tensor as `.npy` into this directory.
+    #[arg(long)]
+    pub npy_dir: Option<PathBuf>,
+    /// Print scalar fetches every N steps (default: about ten lines per run).
+    #[arg(long)]
+    pub log_every: Option<u64>,
+    /// The largest tensor any op may make, in bytes (default: half the
+    /// available memory). A bigger one fails at its op, before allocating.
+    #[arg(long, value_name = "BYTES")]
+    pub max_tensor_bytes: Option<u64>,
+    /// The longest any device may wait for another, in seconds.
+    #[arg(long, default_value_t = 30)]
+    pub timeout: u64,
+    /// What runs the device programs: the simulator, or XLA through a PJRT plugin.
+    #[arg(long, value_enum, default_value_t = Backend::Sim)]
+    pub backend: Backend,
+    /// The PJRT plugin (default: $TPU_REWRITE_PJRT_PLUGIN, then the cached CPU plugin).
+    #[arg(long, value_name = "PATH")]
+    pub pjrt_plugin: Option<PathBuf>,
+    /// Processes of `--backend jax-distributed` (docs/distributed.md).
+    #[arg(long, default_value_t = 2)]
+    pub processes: usize,
+}
+
+/// The executor of `run`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Backend {
+    /// The thread simulator (the reference interpreter).
+    Sim,
+    /// XLA through a PJRT plugin (docs/xla.md).
+    Pjrt,
+    /// JAX's multi-process runtime, `--processes N` on this host (docs/distributed.md).
+    JaxDistributed,
+}
+
+/// Every `output_<i>_shard_<r>` of the host program, ordered by output then replica.
+fn default_fetches(lowered: &Module) -> Vec<String> {
+    let Some(host) = lowered.graph(driver::HOST) else { return Vec::new() };
+    let mut outs: Vec<(u64, u64, String)> = host
+        .node_ids()
+        .filter_map(|id| {
+            let name = &host.node(id).name;
+            let rest = name.strip_prefix("output_")?;
+            let (i, r) = rest.split_once("_shard_")?;
+            Some((i.parse().ok()?, r.parse().ok()?, format!("{name}:0")))
+        })
+        .filter(|(_, _, n)| host.find(n.trim_end_matches(":0")).is_some_and(|id| &*host.node(id).op == "Identity"))
+        .collect();
+    outs.sort();
+    outs.into_iter().map(|o| o.2).collect()
+}
+
+fn summary(t: &Tensor) -> String {
+    let json = exec::tensor_to_json(t);
+    let text = json.to_string();
+    if text.len() <= 200 {
+        text
+    } else {
+        format!(
+            "{}… ({} {:?})",
+            &text[..text.char_indices().nth(200).map_or(text.len(), |c| c.0)],
+            t.dtype(),
+            t.shape()
+        )
+    }
+}
+
+/// Groups the default fetches (`output_<i>_shard_<r>:0`, ordered by output
+/// then replica) by output; an output marked with a reduce op gives its
+/// first replica's copy.
+fn grouped_outputs(tagged: &Module, fetched: &[(String, Tensor)]) -> Vec<(Option<exec::ReduceOp>, exec::OutputValue)> {
+    let reduce = tagged.graphs.first().map(exec::output_reduce_ops).unwrap_or_default();
+    let replica_of = |name: &str| {
+        name.trim_end_matches(":0").rsplit_once("_shard_").and_then(|(_, r)| r.parse::<u64>().ok()).unwrap_or(0)
+    };
+    // Replica numbers come from names: rank them instead of indexing by them,
+    // so `output_0_shard_99999999999` costs one slot, not 10^11.
+    let mut replicas: Vec<u64> = fetched.iter().map(|(name, _)| replica_of(name)).collect();
+    replicas.sort_unstable();
+    replicas.dedup();
+    let mut per_replica: Vec<Vec<Tensor>> = vec![Vec::new(); replicas.len()];
+    for (name, t) in fetched {
+        let rank = replicas.binary_search(&replica_of(name)).unwrap_or(0);
+        per_replica[rank].push(t.clone());
+    }
+    let grouped = exec::group_outputs(per_replica, &reduce);
+    grouped.into_iter().enumerate().map(|(i, v)| (reduce.get(i).copied().flatten(), v)).collect()
+}
+
+/// The tensor the computation returns as output `i`, as `name:k`: what the
+/// `TPUReplicatedOutput` that `output_<i>_shard_0` reads returns, seen
+/// through the one `Identity` the fan-out (ours and TensorFlow's) wraps each
+/// output in; `output_<i>` when the tagged graph does not show it.
+fn output_name(tagged: &Module, i: usize) -> String {
+    let fallback = || format!("output_{i}");
+    let Some(graph) = tagged.graphs.first() else { return fallback() };
+    let operand = |id| graph.data_inputs(id).into_iter().next();
+    let named = graph
+        .find(&format!("output_{i}_shard_0"))
+        .and_then(operand)
+        .map(|shard| shard.src)
+        .filter(|&fan_out| &*graph.node(fan_out).op == "TPUReplicatedOutput")
+        .and_then(operand)
+        .map(|wrapped| match &*graph.node(wrapped.src).op {
+            "Identity" => operand(wrapped.src).unwrap_or(wrapped),
+            _ => wrapped,
+        })
+        .map(|value| format!("{}:{}", graph.node(value.src).name, value.output.unwrap_or(0)));
+    named.unwrap_or_else(fallback)
+}
+
+/// One grouped output as JSON: its tensor name, dtype and shape, then
+/// `"per_replica": [...]` or `"reduce_op": "SUM", "value": ...`.
+fn output_json(name: String, (reduce, value): &(Option<exec::ReduceOp>, exec::OutputValue)) -> serde_json::Value {
+    let first = match value {
+        exec::OutputValue::PerReplica(values) => values.first(),
+        exec::OutputValue::Reduced(t) => Some(t),
+    };
+    let dtype = first.map(|t| t.dtype().to_string());
+    let shape = first.map(|t| t.shape().to_vec());
+    match value {
+        exec::OutputValue::PerReplica(values) => serde_json::json!({
+            "name": name,
+            "dtype": dtype,
+            "shape": shape,
+            "per_replica": values.iter().map(exec::tensor_to_json).collect::<Vec<_>>(),
+        }),
+        exec::OutputValue::Reduced(t) => serde_json::json!({
+            "name": name,
+            "dtype": dtype,
+            "shape": shape,
+            "reduce_op": reduce.map_or("NONE", exec::ReduceOp::name),
+            "value": exec::tensor_to_json(t),
+        }),
+    }
+}
+
+/// Progress lines for a long run when stderr is no terminal: the first
+/// after [`Heartbeat::FIRST`], then one every [`Heartbeat::EVERY`].
+struct Heartbeat {
+    total: u64,
+    enabled: bool,
+    start: std::time::Instant,
+    next: Duration,
+}
+
+impl Heartbeat {
+    const FIRST: Duration = Duration::from_secs(2);
+    const EVERY: Duration = Duration::from_secs(30);
+
+    fn new(total: u64, enabled: bool) -> Heartbeat {
+        Heartbeat { total, enabled, start: std::time::Instant::now(), next: Self::FIRST }
+    }
+
+    /// Called after `done` iterations.
+    fn tick(&mut self, done: u64) {
+        if !self.enabled || done >= self.total {
+            return;
+        }
+        let elapsed = self.start.elapsed();
+        if elapsed < self.next {
+            return;
+        }
+        self.next = elapsed + Self::EVERY;
+        let rate = done as f64 / elapsed.as_secs_f64().max(1e-9);
+        let left = Duration::from_secs_f64(((self.total - done) as f64 / rate.max(1e-9)).min(1e12));
+        errln!(
+            "iteration {done}/{} ({rate:.0}/s, about {} left; Ctrl-C stops)",
+            self.total,
+            indicatif::HumanDuration(left)
+        );
+    }
+}
+
+/// The most scalar fetches one step-log line shows; the rest are counted.
+const STEP_LOG_SCALARS: usize = 8;
+
+/// `tpu-rewrite run`.
+pub fn run_command(args: RunArgs) -> ExitCode {
+    if let Some(bytes) = args.max_tensor_bytes {
+        exec::limits::set_max_tensor_bytes(bytes);
+    }
+    let input = InputPath::parse(&args.file);
+    let unlowered = match args.backend {
+        Backend::Sim => passes::single_replica::Unlowered::InCluster,
+        _ => passes::single_replica::Unlowered::Refuse,
+    };
+    let target = match args.backend {
+        Backend::Sim => Target::Graph,
+        Backend::Pjrt | Backend::JaxDistributed => Target::Xla,
+    };
+    let plain = super::plain::PlainRun { fetches: &args.fetch, unlowered };
+    let (loaded, lowering, single) =
+        match rewrite_and_lower(&input, args.input_format, &args.rewrite, &args.lower, Some(&plain), target) {
+            Ok(done) => done,
+            Err(code) => return code,
+        };
+    if let Some(single) = &single {
+        errln!("{}", super::plain::describe(single));
+    }
+    let pruned = single.as_ref().map(|s| s.pruned_feeds.as_slice()).unwrap_or_default();
+    let feeds = match read_feeds(&args, &lowering.module, &loaded.module, pruned) {
+        Ok(f) => f,
+        Err(e) => {
+            report(vec![Box::new(e)], &loaded.source);
+            return ExitCode::from(1);
+        }
+    };
+    let mut feeds = if args.split_batch {
+        match split_global_feeds(&loaded.module, feeds) {
+            Ok(f) => f,
+            Err(e) => {
+                report(vec![e], &loaded.source);
+                return ExitCode::from(1);
+            }
+        }
+    } else {
+        feeds
+    };
+    if !args.feed_per_host.is_empty() {
+        match per_host_feeds(&args, &loaded, &lowering) {
+            Ok(f) => feeds.extend(f),
+            Err(e) => {
+                report(vec![e], &loaded.source);
+                return ExitCode::from(1);
+            }
+        }
+    }
+    let assignment = lowering.assignment.clone();
+    let lowered = lowering.module;
+    let fetches = match (&single, loaded.module.graphs.first()) {
+        // A plain graph's fetches are carried by the cluster's outputs.
+        (Some(single), Some(tagged)) if !args.fetch.is_empty() => super::plain::fetches(single, tagged, &args.fetch),
+        _ if args.fetch.is_empty() => default_fetches(&lowered),
+        _ => args.fetch.clone(),
+    };
+    let feed_names: Vec<String> = feeds.iter().map(|f| f.0.clone()).collect();
+    if let Some(tagged) = loaded.module.graphs.first() {
+        if let Err(e) = driver::check_feeds_and_fetches(tagged, &feed_names, &fetches) {
+            report(vec![Box::new(e)], &loaded.source);
+            return ExitCode::from(1);
+        }
+    }
+    let steps_per_run = u64::from(args.lower.steps_per_run.max(1));
+    let total = u64::from(args.steps.max(1)) * steps_per_run;
+    let log_every = args.log_every.unwrap_or((total / 10).max(1));
+    let on_terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let progress = (total > 1 && !args.json && on_terminal).then(|| {
+        let style = indicatif::ProgressStyle::with_template(
+            "{msg:>16} [{bar:40}] {human_pos}/{human_len} iterations, {per_sec}, {eta} left",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+        .progress_chars("=> ");
+        indicatif::ProgressBar::new(total).with_style(style).with_message("run")
+    });
+    // Off a terminal, a long run still says how far it is (Ctrl-C ends it).
+    let mut heartbeat = Heartbeat::new(total, progress.is_none() && total > 1);
+    // The values of a step are the tensor fetches; targets (`^x`) give none.
+    let fetch_names: Vec<String> = fetches.iter().filter(|f| !f.starts_with('^')).cloned().collect();
+    let mut on_step = |i: u64, values: &[Tensor]| {
+        if let Some(p) = &progress {
+            p.inc(1);
+        }
+        heartbeat.tick(i + 1);
+        let last = i + 1 == total;
+        if !args.json && total > 1 && ((i + 1).is_multiple_of(log_every) || last) {
+            let mut scalars: Vec<String> = fetch_names
+                .iter()
+                .zip(values)
+                .filter(|(_, t)| t.len() == 1)
+                .map(|(n, t)| format!("{n} = {}", summary(t)))
+                .collect();
+            if scalars.len() > STEP_LOG_SCALARS {
+                let more = scalars.len() - STEP_LOG_SCALARS;
+                scalars.truncate(STEP_LOG_SCALARS);
+                scalars.push(format!("… and {more} more"));
+            }
+            if !scalars.is_empty() {
+                let line = format!("step {:>6}: {}", i + 1, scalars.join(", "));
+                match &progress {
+                    Some(p) => p.println(line),
+                    None => errln!("{line}"),
+                }
+            }
+        }
+    };
+    // Every op without a kernel, then every feed against its placeholder
+    // and every unfed placeholder, at once and located, before anything runs.
+    for errors in [exec::preflight::check_kernels(&lowered), exec::preflight::check_feeds(&lowered, &feeds)] {
+        if !errors.is_empty() {
+            report(errors.into_iter().map(|e| Box::new(e) as AnyDiagnostic).collect(), &loaded.source);
+            return ExitCode::from(1);
+        }
+    }
+    let config = driver::RunConfig { steps: args.steps.max(1), timeout: Duration::from_secs(args.timeout.max(1)) };
+    let outcome = match args.backend {
+        Backend::Sim => driver::run(&lowered, &feeds, &fetches, &config, &mut on_step),
+        Backend::JaxDistributed => {
+            if !args.fetch.is_empty() {
+                eprintln!("error: --backend jax-distributed fetches the computation outputs and variables; --fetch is for the simulator");
+                return ExitCode::from(1);
+            }
+            let Some(graph) = loaded.module.graphs.first() else { return ExitCode::from(1) };
+            let config = crate::xla::distributed::Config {
+                processes: args.processes,
+                steps: args.steps.max(1),
+                steps_per_run: args.lower.steps_per_run.max(1),
+                feeds: &feeds,
+                deadline: Duration::from_secs(300 + args.timeout),
+                library: Some(&loaded.module),
+            };
+            match crate::xla::distributed::run(graph, &assignment, &config) {
+                Ok(o) => Ok(crate::xla::distributed::in_fetch_order(o.run, &fetches)),
+                Err(e) => {
+                    report(vec![Box::new(e)], &loaded.source);
+                    return ExitCode::from(1);
+                }
+            }
+        }
+        Backend::Pjrt => {
+            let Some(graph) = loaded.module.graphs.first() else { return ExitCode::from(1) };
+            let config = crate::xla::backend::RunConfig {
+                plugin: args.pjrt_plugin.as_deref(),
+                steps: args.steps.max(1),
+                steps_per_run: args.lower.steps_per_run.max(1),
+                feeds: &feeds,
+                host_transfer: args.lower.host_transfer,
+                fetch: &fetches,
+                library: Some(&loaded.module),
+            };
+            let filter = crate::xla::stderr::Filter::install();
+            let result = crate::xla::backend::run(graph, &assignment, &config);
+            drop(filter);
+            match result {
+                // The simulator's default fetches, in its order, so both backends print alike.
+                Ok(mut o) => {
+                    let mut by_name: std::collections::HashMap<String, Tensor> = o.run.fetched.drain(..).collect();
+                    // --fetch names the device program's results; anything else
+                    // (a host op after the step, a target) is not computed here.
+                    // A plain graph's targets ran in the device program or on the host after it.
+                    let ran = |n: &String| single.is_some() && n.starts_with('^');
+                    if let Some(name) = fetches.iter().find(|n| !by_name.contains_key(*n) && !ran(n)) {
+                        let mut available: Vec<&String> = by_name.keys().collect();
+                        available.sort();
+                        let available = available.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ");
+                        let e = crate::xla::XlaError::NotFetchable { name: name.clone(), available };
+                        report(vec![Box::new(e)], &loaded.source);
+                        return ExitCode::from(1);
+                    }
+                    o.run.fetched = fetches.iter().filter_map(|n| by_name.remove_entry(n)).collect();
+                    Ok(o.run)
+                }
+                Err(e) => {
+                    report(vec![Box::new(e)], &loaded.source);
+                    return ExitCode::from(1);
+                }
+            }
+        }
+    };
+    if let Some(p) = &progress {
+        p.finish_and_clear();
+    }
+    let outcome = match outcome {
+        Ok(o) => o,
+        Err(e) => {
+            report(vec![Box::new(e)], &loaded.source);
+            return ExitCode::from(1);
+        }
+    };
+    let mut outcome = outcome;
+    if let Some(single) = &single {
+        super::plain::rename_fetched(single, &mut outcome.fetched);
+    }
+    if let Some(dir) = &args.npy_dir {
+        if let Err(e) = std::fs::create_dir_all(dir) {
+            return super::fail(CliError::Write { path: dir.display().to_string(), reason: e.to_string() });
+        }
+        for (name, t) in &outcome.fetched {
+            let path = dir.join(format!("{}.npy", name.replace(['/', ':'], "_")));
+            let bytes = match exec::write_npy(t) {
+                Ok(b) => b,
+                Err(e) => {
+                    report(vec![Box::new(e)], &loaded.source);
+                    return ExitCode::from(1);
+                }
+            };
+            if let Err(e) = super::io::write_file(&path, &bytes) {
+                return super::fail(e);
+            }
+        }
+    }
+    // Without --fetch, the fetches are the computation outputs: group them.
+    let grouped = args.fetch.is_empty().then(|| grouped_outputs(&loaded.module, &outcome.fetched));
+    if args.json {
+        let value = match &grouped {
+            Some(outputs) => serde_json::json!({
+                "outputs": outputs
+                    .iter()
+                    .enumerate()
+                    .map(|(i, o)| output_json(output_name(&loaded.module, i), o))
+                    .collect::<Vec<_>>()
+            }),
+            // `--fetch`: each tensor asked for, named the same way.
+            None => serde_json::json!({
+                "outputs": outcome
+                    .fetched
+                    .iter()
+                    .map(|(name, t)| serde_json::json!({
+                        "name": name,
+                        "dtype": t.dtype().to_string(),
+                        "shape": t.shape(),
+                        "value": exec::tensor_to_json(t),
+                    }))
+                    .collect::<Vec<_>>()
+            }),
+        };
+        let mut text = serde_json::to_string_pretty(&value).unwrap_or_default();
+        text.push('\n');
+        return finish(write_output(None, text.as_bytes()));
+    }
+    let mut text = String::new();
+    match &grouped {
+        Some(outputs) => {
+            for (i, output) in outputs.iter().enumerate() {
+                match output {
+                    (Some(op), exec::OutputValue::Reduced(t)) => {
+                        text.push_str(&format!("output {i} ({}) = {}\n", op.name(), summary(t)))
+                    }
+                    (_, exec::OutputValue::Reduced(t)) => text.push_str(&format!("output {i} = {}\n", summary(t))),
+                    (_, exec::OutputValue::PerReplica(values)) => {
+                        for (r, t) in values.iter().enumerate() {
+                            text.push_str(&format!("output {i} replica {r} = {}\n", summary(t)));
+                        }
+                    }
+                }
+            }
+        }
+        None => {
+            for (name, t) in &outcome.fetched {
+                text.push_str(&format!("{name} = {}\n", summary(t)));
+            }
+        }
+    }
+    for (name, t) in &outcome.variables {
+        text.push_str(&format!("variable {name} = {}\n", summary(t)));
+    }
+    finish(write_output(None, text.as_bytes()))
+}

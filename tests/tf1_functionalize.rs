@@ -31,6 +31,7 @@ use tpu_rewrite::exec::{driver, Feeds, Fetch, Mesh, MeshConfig, Tensor};
 use tpu_rewrite::ir::{parse_module, Module};
 use tpu_rewrite::lower::{lower, LowerConfig, Topology};
 use tpu_rewrite::passes::functionalize::{functionalize, has_tf1_control_flow, TF1_CONTROL_FLOW};
+use tpu_rewrite::tf::GraphDefFormat;
 use tpu_rewrite::xla::backend;
 
 fn corpus_dir() -> PathBuf {
@@ -115,7 +116,33 @@ fn same_on_the_simulator(case: &str) -> Module {
         assert_close(&format!("{case}: {name} (functional vs TF1)"), g, t, rtol);
         assert_close(&format!("{case}: {name} (functional vs TensorFlow)"), g, want, rtol);
     }
+    // Written as a GraphDef (its new functions as FunctionDefs, text and
+    // binary) and read back, it runs with TensorFlow's numbers again.
+    for format in [GraphDefFormat::Text, GraphDefFormat::Binary] {
+        let back = through_graphdef(&module, format);
+        assert_eq!(back.graphs.len(), module.graphs.len(), "{case}: every function comes back");
+        let again = simulate(case, &back, &names);
+        for ((name, want), g) in wanted.iter().zip(&again) {
+            assert_close(&format!("{case}: {name} (through a {format:?} GraphDef vs TensorFlow)"), g, want, rtol);
+        }
+    }
     module
+}
+
+/// `module` written as one GraphDef whose library holds its functions, and
+/// imported again.
+fn through_graphdef(module: &Module, format: GraphDefFormat) -> Module {
+    use tpu_rewrite::ir::functions::is_function;
+    let main = module.graphs.iter().find(|g| !is_function(g)).expect("a top-level graph");
+    let functions: Vec<&tpu_rewrite::Graph> = module.graphs.iter().filter(|g| is_function(g)).collect();
+    let graph_def = tpu_rewrite::tf::to_graphdef_with_functions(main, &functions).expect("exports");
+    let bytes = match format {
+        GraphDefFormat::Text => tpu_rewrite::tf::pbtxt_print::print_graphdef(&graph_def).into_bytes(),
+        GraphDefFormat::Binary => prost::Message::encode_to_vec(&graph_def),
+    };
+    let (back, errors) = tpu_rewrite::tf::import_graphdef(&bytes, format).expect("imports");
+    assert!(errors.is_empty(), "{errors:?}");
+    back
 }
 
 /// Every op of every graph has a StableHLO lowering (what `lower --format

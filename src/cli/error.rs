@@ -67,20 +67,6 @@ pub enum CliError {
         at: miette::SourceSpan,
     },
 
-    /// The module has functions (graphs with `role = "function"`) but its
-    /// graph has no `library` attribute to write them in: the export writes
-    /// the library a GraphDef was imported with and cannot build one.
-    #[error("function `@{function}` cannot be written to a GraphDef: the graph has no imported `library`")]
-    #[diagnostic(
-        code(tpu_rewrite::cli::functions_without_library),
-        help("functions written in .opg run on the simulator; a GraphDef export needs a module imported from a GraphDef with its library")
-    )]
-    FunctionsWithoutLibrary {
-        function: String,
-        #[label("this function")]
-        span: Option<crate::syntax::Span>,
-    },
-
     /// A GraphDef (`--format pb` / `pbtxt`) holds one graph; the module has another number.
     #[error("GraphDef output holds one graph; this module has {graphs}")]
     #[diagnostic(

@@ -135,15 +135,16 @@ pub fn emit_bytes(module: &Module, format: EmitFormat) -> Result<Vec<u8>, Vec<An
                 let span = graphs.get(1).map(|g| g.span).filter(|s| *s != crate::syntax::Span::DETACHED);
                 return Err(vec![Box::new(super::error::CliError::GraphDefGraphs { graphs: graphs.len(), span })]);
             };
-            if let Some(f) = module.graphs.iter().find(|g| is_function(g)) {
-                if graph.attrs.get(tf::graph_attr::LIBRARY).is_none() {
-                    return Err(vec![Box::new(super::error::CliError::FunctionsWithoutLibrary {
-                        function: f.name.clone(),
-                        span: Some(f.span).filter(|s| *s != crate::syntax::Span::DETACHED),
-                    })]);
-                }
+            let functions: Vec<&crate::ir::Graph> = module.graphs.iter().filter(|g| is_function(g)).collect();
+            let boxed = |errors: Vec<tf::ImportError>| {
+                errors.into_iter().map(|e| Box::new(e) as AnyDiagnostic).collect::<Vec<_>>()
+            };
+            let graph_def = tf::to_graphdef_with_functions(graph, &functions).map_err(boxed)?;
+            if format == EmitFormat::Pbtxt {
+                tf::pbtxt_print::print_graphdef(&graph_def).into_bytes()
+            } else {
+                prost::Message::encode_to_vec(&graph_def)
             }
-            graphdef_bytes(graph, format == EmitFormat::Pbtxt)?
         }
     })
 }

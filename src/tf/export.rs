@@ -36,7 +36,6 @@ pub fn to_graphdef(graph: &Graph) -> Result<GraphDef, Vec<ImportError>> {
     let order = graph.nodes_in_order();
     let mut nodes = Vec::with_capacity(order.len());
     for id in order {
-        let node = graph.node(id);
         let input = graph
             .inputs(id)
             .into_iter()
@@ -49,33 +48,7 @@ pub fn to_graphdef(graph: &Graph) -> Result<GraphDef, Vec<ImportError>> {
                 }
             })
             .collect();
-        let mut cx = Cx { node: &node.name, span: node.span, errors: &mut errors };
-        let mut attr = BTreeMap::new();
-        let mut experimental_debug_info = None;
-        let mut experimental_type = None;
-        for (key, value) in node.attrs.iter() {
-            match key {
-                DEBUG_INFO_ATTR => experimental_debug_info = cx.decode::<ExperimentalDebugInfo>(key, value),
-                FULL_TYPE_ATTR => experimental_type = cx.decode::<FullTypeDef>(key, value),
-                _ => {
-                    attr.insert(key.to_string(), cx.attr_value(value));
-                }
-            }
-        }
-        let op = match node.kind {
-            NodeKind::Op => node.op.to_string(),
-            NodeKind::RegionInput { .. } => "RegionInput".to_string(),
-            NodeKind::Gradients { .. } => "gradients".to_string(),
-        };
-        nodes.push(NodeDef {
-            name: node.name.to_string(),
-            op,
-            input,
-            device: node.device.as_deref().unwrap_or("").to_string(),
-            attr,
-            experimental_debug_info,
-            experimental_type,
-        });
+        nodes.push(node_def(graph, id, input, &mut errors));
     }
     let attrs = &graph.attrs;
     let int = |key: &str| attrs.get_int(key).and_then(|v| i32::try_from(v).ok());
@@ -96,6 +69,40 @@ pub fn to_graphdef(graph: &Graph) -> Result<GraphDef, Vec<ImportError>> {
         return Err(errors);
     }
     Ok(GraphDef { node: nodes, library, version: int(graph_attr::VERSION).unwrap_or(0), versions, debug_info })
+}
+
+/// Node `id` as a NodeDef with the operand names `input`: its op, device
+/// and every attribute, the reserved experimental attributes back in their
+/// NodeDef fields.
+pub(super) fn node_def(graph: &Graph, id: ir::NodeId, input: Vec<String>, errors: &mut Vec<ImportError>) -> NodeDef {
+    let node = graph.node(id);
+    let mut cx = Cx { node: &node.name, span: node.span, errors };
+    let mut attr = BTreeMap::new();
+    let mut experimental_debug_info = None;
+    let mut experimental_type = None;
+    for (key, value) in node.attrs.iter() {
+        match key {
+            DEBUG_INFO_ATTR => experimental_debug_info = cx.decode::<ExperimentalDebugInfo>(key, value),
+            FULL_TYPE_ATTR => experimental_type = cx.decode::<FullTypeDef>(key, value),
+            _ => {
+                attr.insert(key.to_string(), cx.attr_value(value));
+            }
+        }
+    }
+    let op = match node.kind {
+        NodeKind::Op => node.op.to_string(),
+        NodeKind::RegionInput { .. } => "RegionInput".to_string(),
+        NodeKind::Gradients { .. } => "gradients".to_string(),
+    };
+    NodeDef {
+        name: node.name.to_string(),
+        op,
+        input,
+        device: node.device.as_deref().unwrap_or("").to_string(),
+        attr,
+        experimental_debug_info,
+        experimental_type,
+    }
 }
 
 /// The graph as protobuf text, in the style of Python's `str(graph_def)`.

@@ -12,51 +12,24 @@
 //! Inside a function an input is `arg` (an argument), `node:out:k` (the
 //! `k`-th tensor of the output argument `out` of `node`) or `^node`. The
 //! output argument names of the ops with several (`TensorListPopBack`'s
-//! `output_handle` and `tensor`, ...) are in a table; for every other op
-//! the tensor is output `k`, which is right for an op with one output
-//! argument, list or not. Cost: linear in the size of the library.
+//! `output_handle` and `tensor`, ...) come from TensorFlow's op registry
+//! ([`super::op_output_args`]); for every other op the tensor is output
+//! `k`, which is right for an op with one output argument, list or not. Cost: linear in the size of the library.
 
 use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
 use super::error::ImportError;
+use super::op_output_args::OUTPUT_ARGS;
 use super::proto::{FunctionDef, FunctionDefLibrary, NodeDef};
 use super::to_ir::{convert_attrs, intern, parse_input};
 use crate::ir::functions::{ARG_OP, CONTROL_OUTPUTS_ATTR, FUNCTION_ROLE, RETVAL_OP, ROLE_ATTR};
 use crate::ir::{AttrValue, DType, Graph, Node, NodeId};
 use crate::syntax::Span;
 
-/// The output arguments of the ops that have more than one, in order; each
-/// is a single tensor.
-const OUTPUT_ARGS: &[(&str, &[&str])] = &[
-    ("BroadcastGradientArgs", &["r0", "r1"]),
-    ("FusedBatchNorm", &["y", "batch_mean", "batch_variance", "reserve_space_1", "reserve_space_2"]),
-    ("FusedBatchNormGrad", &["x_backprop", "scale_backprop", "offset_backprop", "reserve_space_3", "reserve_space_4"]),
-    (
-        "FusedBatchNormGradV2",
-        &["x_backprop", "scale_backprop", "offset_backprop", "reserve_space_3", "reserve_space_4"],
-    ),
-    (
-        "FusedBatchNormGradV3",
-        &["x_backprop", "scale_backprop", "offset_backprop", "reserve_space_4", "reserve_space_5"],
-    ),
-    ("FusedBatchNormV2", &["y", "batch_mean", "batch_variance", "reserve_space_1", "reserve_space_2"]),
-    (
-        "FusedBatchNormV3",
-        &["y", "batch_mean", "batch_variance", "reserve_space_1", "reserve_space_2", "reserve_space_3"],
-    ),
-    ("MaxPoolWithArgmax", &["output", "argmax"]),
-    ("SoftmaxCrossEntropyWithLogits", &["loss", "backprop"]),
-    ("SparseSoftmaxCrossEntropyWithLogits", &["loss", "backprop"]),
-    ("TensorListConcatV2", &["tensor", "lengths"]),
-    ("TensorListPopBack", &["output_handle", "tensor"]),
-    ("TopKV2", &["values", "indices"]),
-    ("Unique", &["y", "idx"]),
-];
-
 /// The output index of tensor `k` of output argument `arg` of `op`.
 fn output_index(op: &str, arg: &str, k: u32) -> Result<u32, String> {
-    match OUTPUT_ARGS.iter().find(|(name, _)| *name == op) {
+    match OUTPUT_ARGS.iter().find(|(name, _)| *name == op).filter(|(_, args)| args.len() > 1) {
         None => Ok(k),
         Some((_, args)) => match args.iter().position(|a| *a == arg) {
             Some(i) if k == 0 => Ok(i as u32),

@@ -13,7 +13,9 @@
 
 pub mod error;
 pub mod export;
+pub mod function_export;
 pub mod functions;
+mod op_output_args;
 pub mod pbtxt;
 pub mod pbtxt_print;
 pub mod proto;
@@ -28,6 +30,7 @@ use prost::Message;
 
 pub use error::ImportError;
 pub use export::{export_errors, to_graphdef, to_pb, to_pbtxt};
+pub use function_export::{function_def, to_graphdef_with_functions};
 pub use proto::{FunctionDef, FunctionDefLibrary, GraphDef};
 pub use to_ir::{graph_attr, DEBUG_INFO_ATTR, FULL_TYPE_ATTR, GRAPH_NAME};
 

@@ -20,7 +20,7 @@ impl fmt::Display for NodeId {
     }
 }
 
-/// A region of a graph, an index into [`Graph::regions`].
+/// A region of a graph, an index into [`Graph::regions`](super::Graph::regions).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct RegionId(pub u32);
 
@@ -136,7 +136,7 @@ pub struct Edge {
     pub span: Span,
 }
 
-/// One operand of a node, as returned by [`Graph::inputs`].
+/// One operand of a node, as returned by [`Graph::inputs`](super::Graph::inputs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Input {
     /// The producer.

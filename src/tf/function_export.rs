@@ -9,7 +9,7 @@
 //! named as TensorFlow names it: an argument by its name, output `k` of
 //! a node `n` as `n:arg:k` for an op with one output argument (list or
 //! not) and `n:args[k]:0` for an op with several, from the output
-//! argument names of TensorFlow's op registry ([`super::op_output_args`]).
+//! argument names of TensorFlow's op registry (`src/tf/op_output_args.rs`).
 //!
 //! Invariants: nothing is dropped silently. A function that the graph's
 //! imported `library` already holds keeps its imported FunctionDef, byte

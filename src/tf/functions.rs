@@ -13,7 +13,7 @@
 //! `k`-th tensor of the output argument `out` of `node`) or `^node`. The
 //! output argument names of the ops with several (`TensorListPopBack`'s
 //! `output_handle` and `tensor`, ...) come from TensorFlow's op registry
-//! ([`super::op_output_args`]); for every other op the tensor is output
+//! (`src/tf/op_output_args.rs`); for every other op the tensor is output
 //! `k`, which is right for an op with one output argument, list or not. Cost: linear in the size of the library.
 
 use rustc_hash::FxHashMap as HashMap;

@@ -246,3 +246,29 @@ fn the_output_extension_picks_the_format() {
     let gen = std::fs::read_to_string(&path).unwrap();
     assert!(gen.contains("op: \"TPUReplicateMetadata\""), "{gen}");
 }
+
+/// The functions of a lowered module travel in each program's library,
+/// not as files of their own, and each program reads back with them.
+#[test]
+fn lowered_programs_carry_their_functions_in_the_library() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("programs");
+    let corpus = format!("{}/tests/tf/corpus/replicated_while.pbtxt", env!("CARGO_MANIFEST_DIR"));
+    ok(&run(&["lower", &corpus, "--format", "pbtxt", "-o", out.to_str().expect("utf-8")]));
+    let mut files: Vec<_> = std::fs::read_dir(&out).expect("a directory").flatten().map(|e| e.path()).collect();
+    files.sort();
+    let names: Vec<String> =
+        files.iter().filter_map(|f| f.file_name().map(|n| n.to_string_lossy().into_owned())).collect();
+    assert_eq!(names, ["cluster.pbtxt", "host.pbtxt"], "the programs only");
+    for file in &files {
+        let bytes = std::fs::read(file).expect("reads");
+        let (module, errors) =
+            tpu_rewrite::tf::import_graphdef(&bytes, tpu_rewrite::tf::GraphDefFormat::Text).expect("imports");
+        assert!(errors.is_empty(), "{errors:?}");
+        let functions = tpu_rewrite::ir::functions::functions(&module).count();
+        assert!(functions >= 2, "{}: {functions} functions", file.display());
+        let mut call_errors = Vec::new();
+        tpu_rewrite::ir::functions::check_calls(&module, &mut call_errors);
+        assert!(call_errors.is_empty(), "{}: {call_errors:?}", file.display());
+    }
+}

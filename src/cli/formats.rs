@@ -149,19 +149,10 @@ pub fn emit_bytes(module: &Module, format: EmitFormat) -> Result<Vec<u8>, Vec<An
     })
 }
 
-/// One graph as a GraphDef, text or binary.
-fn graphdef_bytes(graph: &crate::ir::Graph, text: bool) -> Result<Vec<u8>, Vec<AnyDiagnostic>> {
-    let boxed = |errors: Vec<tf::ImportError>| errors.into_iter().map(|e| Box::new(e) as AnyDiagnostic).collect();
-    if text {
-        tf::to_pbtxt(graph).map(String::into_bytes).map_err(boxed)
-    } else {
-        tf::to_pb(graph).map_err(boxed)
-    }
-}
-
 /// Writes one GraphDef per lowered program (the host and each device) into
-/// the directory `dir`, as `<program>.pbtxt` or `<program>.pb`; a GraphDef
-/// holds one graph, so several programs need a directory.
+/// the directory `dir`, as `<program>.pbtxt` or `<program>.pb`, each with
+/// the module's functions in its library; a GraphDef holds one graph, so
+/// several programs need a directory.
 pub(super) fn write_programs(
     lowered: &Module,
     text: bool,
@@ -181,11 +172,16 @@ pub(super) fn write_programs(
         return ExitCode::from(1);
     }
     let extension = if text { "pbtxt" } else { "pb" };
-    for graph in &lowered.graphs {
-        let bytes = match graphdef_bytes(graph, text) {
-            Ok(b) => b,
+    // Functions (the bodies of functional control flow) travel in each
+    // program's library, as TensorFlow keeps them, not as files of their own.
+    use crate::ir::functions::is_function;
+    let functions: Vec<&crate::ir::Graph> = lowered.graphs.iter().filter(|g| is_function(g)).collect();
+    for graph in lowered.graphs.iter().filter(|g| !is_function(g)) {
+        let bytes = match tf::to_graphdef_with_functions(graph, &functions) {
+            Ok(graph_def) if text => tf::pbtxt_print::print_graphdef(&graph_def).into_bytes(),
+            Ok(graph_def) => prost::Message::encode_to_vec(&graph_def),
             Err(errors) => {
-                report(errors, source);
+                report(errors.into_iter().map(|e| Box::new(e) as AnyDiagnostic).collect(), source);
                 return ExitCode::from(1);
             }
         };

@@ -57,6 +57,7 @@ use super::topology::DeviceAssignment;
 use crate::ir::{AttrMap, AttrValue, DType, Graph, Input, Module, Node, NodeId, TensorData, TensorLit};
 use crate::passes::form_clusters::ReplicateCluster;
 
+mod nodes;
 mod wire;
 
 const TPU_REPLICATE: &str = "_tpu_replicate";
@@ -698,83 +699,6 @@ impl Builder<'_> {
     /// not an operand.
     fn skips_operand(&self, id: NodeId, program: Program, slot: usize) -> bool {
         slot == 1 && program.is_replicated() && &*self.src.node(id).op == "CrossReplicaSum"
-    }
-
-    /// The node `id` becomes in `program`.
-    fn lowered_node(&self, id: NodeId, program: Program) -> Node {
-        let src = self.src.node(id);
-        let mut node = Node::op(src.name.clone(), src.op.clone());
-        node.attrs = src.attrs.without(&[TPU_REPLICATE, OUTSIDE_COMPILATION]);
-        node.span = src.span;
-        node.device = match program {
-            Program::Host | Program::Init => src.device.clone(),
-            _ => None,
-        };
-        if matches!(&*src.op, "Update" | "UpdateNonSlot") {
-            let update = src.attrs.get_str("fn").unwrap_or_default();
-            if matches!(update, "Assign" | "AssignAdd" | "AssignSub") {
-                node.op = format!("{update}VariableOp").into();
-            }
-            node.attrs.remove("fn");
-            if &*src.op == "UpdateNonSlot" {
-                node.device = Some(self.assignment.topology.host_device(0).into());
-            }
-        }
-        let Some(cluster) = program.cluster() else { return node };
-        if let Some(attrs) = self.collective_attrs(id, cluster) {
-            node.op = match &*src.op {
-                "CrossReplicaSum" | "AllReduce" => "CollectiveAllReduce".into(),
-                _ => "CollectiveBroadcast".into(),
-            };
-            node.attrs = attrs;
-        }
-        node
-    }
-
-    /// The attributes of a collective in its cluster's SPMD program, or
-    /// `None` for any other op: the group base (its own name when it names
-    /// replica groups or is a CrossReplicaSum, else the cluster's), its
-    /// `group_assignment` when it has one, its instance and reduction.
-    fn collective_attrs(&self, id: NodeId, cluster: u32) -> Option<AttrMap> {
-        let src = self.src.node(id);
-        let mut attrs = match &*src.op {
-            "CrossReplicaSum" => src.attrs.without(&[TPU_REPLICATE, OUTSIDE_COMPILATION, "T"]),
-            "AllReduce" | "Broadcast" => AttrMap::new(),
-            _ => return None,
-        };
-        let groups = self.replica_groups.get(&id);
-        let base: &str = if groups.is_some() || &*src.op == "CrossReplicaSum" {
-            &src.name
-        } else {
-            &self.clusters[cluster as usize].name
-        };
-        attrs.insert("group", AttrValue::str(base));
-        match groups {
-            Some(g) => attrs.insert("group_assignment", g.clone()),
-            None => attrs.remove("group_assignment"),
-        };
-        attrs.insert("instance", AttrValue::Int(self.collective_instance.get(&(cluster, id)).copied().unwrap_or(0)));
-        match &*src.op {
-            "CrossReplicaSum" => attrs.insert("reduce_op", AttrValue::str("SUM")),
-            "AllReduce" => attrs.insert("reduce_op", AttrValue::str(src.attrs.get_str("reduce_op").unwrap_or("SUM"))),
-            _ => attrs.insert("source", AttrValue::Int(0)),
-        };
-        Some(attrs)
-    }
-
-    /// The replica groups a collective names: a CrossReplicaSum's
-    /// `group_assignment` constant operand, or the `group_assignment`
-    /// attribute a fused all-reduce carries for its sums.
-    fn read_replica_groups(&self, id: NodeId) -> Option<Vec<Vec<i64>>> {
-        let src = self.src.node(id);
-        let tensor = match &*src.op {
-            "CrossReplicaSum" => {
-                let operand = self.src.data_inputs(id).get(1)?.src;
-                self.src.node(operand).attrs.get("value")?.as_tensor()?
-            }
-            _ => src.attrs.get("group_assignment")?.as_tensor()?,
-        };
-        spmd::groups_of(tensor)
     }
 }
 

@@ -24,11 +24,15 @@ fn mlp_train_has_replicas_aliased_variables_and_grouped_all_reduces() {
     assert!(ok, "{err}");
     assert!(text.contains("mhlo.num_replicas = 8 : i32"), "{text}");
     assert!(text.contains("mhlo.num_partitions = 1 : i32"));
-    // Three variables, each aliased to its result after the one output.
-    for (arg, result) in [(2, 1), (3, 2), (4, 3)] {
+    // Three variables, each aliased to its result after the one output,
+    // and every argument and result named after its graph value.
+    for (arg, result, name) in [(2, 1, "w1"), (3, 2, "b1"), (4, 3, "w2")] {
         assert!(text.contains(&format!("%arg{arg}: ")), "{text}");
-        assert!(text.contains(&format!("{{tf.aliasing_output = {result} : i32}}")), "{text}");
+        let attrs = format!("{{tf.aliasing_output = {result} : i32, tpu_rewrite.name = \"{name}\"}}");
+        assert!(text.contains(&attrs), "{text}");
     }
+    assert!(text.contains("%arg0: tensor<4x3xf32> {tpu_rewrite.name = \"input0\"}"), "{text}");
+    assert!(text.contains("-> (tensor<f32> {tpu_rewrite.name = \"output0\"}, "), "{text}");
     // The three gradient sums over the replica group [0..8).
     assert_eq!(text.matches("\"stablehlo.all_reduce\"").count(), 3, "{text}");
     assert!(text.contains("replica_groups = dense<[[0, 1, 2, 3, 4, 5, 6, 7]]> : tensor<1x8xi64>"));

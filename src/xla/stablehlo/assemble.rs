@@ -118,19 +118,45 @@ pub(super) fn assemble(
     // The functions the program's call ops name, each specialised to its argument types.
     out.push_str(&lib.definitions());
 
-    // @main.
+    // @main, each argument and result named after the graph value it is
+    // (`tpu_rewrite.name`, which XLA ignores).
+    let value_name = |node: NodeId, k: u32| match k {
+        0 => graph.node(node).name.to_string(),
+        k => format!("{}:{k}", graph.node(node).name),
+    };
     let main_args: Vec<String> = arg_types
         .iter()
+        .zip(&program.args)
         .enumerate()
-        .map(|(i, t)| {
+        .map(|(i, (t, arg))| {
+            let name = match *arg {
+                ArgSource::Replicated(n) | ArgSource::Variable(n) => value_name(n, 0),
+                ArgSource::Host(n, k) | ArgSource::Carried(n, k) => value_name(n, k),
+            };
+            let name = mlir_string(&name);
             if i >= num_data {
-                format!("%arg{i}: {} {{tf.aliasing_output = {} : i32}}", t.mlir(), num_outputs + (i - num_data))
+                let alias = num_outputs + (i - num_data);
+                format!("%arg{i}: {} {{tf.aliasing_output = {alias} : i32, tpu_rewrite.name = {name}}}", t.mlir())
             } else {
-                format!("%arg{i}: {}", t.mlir())
+                format!("%arg{i}: {} {{tpu_rewrite.name = {name}}}", t.mlir())
             }
         })
         .collect();
-    out.push_str(&format!("  func.func public @main({}) -> ({}) {{\n", main_args.join(", "), result_types.join(", ")));
+    let result_names = program
+        .outputs
+        .iter()
+        .map(|o| value_name(o.node, 0))
+        .chain(program.carried.iter().map(|&(n, k)| value_name(n, k)))
+        .chain(program.args.iter().filter_map(|a| match *a {
+            ArgSource::Variable(n) => Some(value_name(n, 0)),
+            _ => None,
+        }));
+    let main_results: Vec<String> = result_types
+        .iter()
+        .zip(result_names)
+        .map(|(t, name)| format!("{t} {{tpu_rewrite.name = {}}}", mlir_string(&name)))
+        .collect();
+    out.push_str(&format!("  func.func public @main({}) -> ({}) {{\n", main_args.join(", "), main_results.join(", ")));
     let arg_names: Vec<String> = (0..arg_types.len()).map(|i| format!("%arg{i}")).collect();
     let arg_mlir: Vec<String> = arg_types.iter().map(Ty::mlir).collect();
     let mut body = Ctx::default();
@@ -238,4 +264,22 @@ fn mlir_ident(name: &str) -> String {
     } else {
         format!("\"{}\"", name.replace('"', "'"))
     }
+}
+
+/// `text` as an MLIR string literal.
+fn mlir_string(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' | '\\' => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if c.is_control() => out.push_str(&format!("\\{:02X}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
 }

@@ -340,3 +340,35 @@ fn fused_gradient_all_reduces_give_the_unfused_numbers() {
     assert_eq!(all_reduces(&[]), 1);
     assert_eq!(all_reduces(&["--all-reduce-fusion", "off"]), gradients);
 }
+
+/// A plain graph that initialises its variable in the graph and gathers
+/// from it with `batch_dims = 1` (along axis 1, row by row): both backends
+/// give TensorFlow's result, worked out by hand.
+#[test]
+fn an_in_graph_initialiser_and_a_batched_resource_gather_run_on_both_backends() {
+    let plugin = support::plugin_path();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("gather.opg");
+    std::fs::write(
+        &path,
+        r#"graph @main {
+  %w = VarHandleOp() {dtype = f32, shape = shape[2, 3], shared_name = "w"}
+  %w_value = Const() {dtype = f32, value = tensor(f32, [2, 3]) [0.5, -1.0, 1.5, 2.0, -0.5, 0.25]}
+  %w_init = AssignVariableOp(%w, %w_value) {dtype = f32}
+  %i = Const() {dtype = i32, value = tensor(i32, [2, 2]) [2, 0, 1, 1]}
+  %g = ResourceGather(%w, %i, ^%w_init) {dtype = f32, Tindices = i32, batch_dims = 1}
+}
+"#,
+    )
+    .unwrap();
+    let path = path.to_str().unwrap();
+    for backend in ["sim", "pjrt"] {
+        let (ok, out, err) = run(&[path, "--fetch", "g:0", "--backend", backend, "--json"], plugin.to_str());
+        assert!(ok, "{backend}: {err}");
+        let printed: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+        let mut got = Vec::new();
+        flat(&printed["outputs"][0]["value"], &mut got);
+        // Row 0 takes w[0][2], w[0][0]; row 1 takes w[1][1] twice.
+        assert_eq!(got, [1.5, 0.5, -0.5, -0.5], "{backend}: {out}");
+    }
+}

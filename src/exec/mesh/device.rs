@@ -147,11 +147,14 @@ pub(super) fn device_kernel(
                 err(KernelError::invalid(op, format!("variable `{}` on {} is not initialised", h.name, h.device)))
             })?;
             let indices = kernels::arg(op, &inputs, 1).map_err(err)?;
-            if step.attrs.get_int("batch_dims").unwrap_or(0) != 0 {
-                return Err(err(KernelError::invalid(op, "batch_dims other than 0 is not supported")));
-            }
-            kernels::run_kernel("GatherV2", &AttrMap::new(), &[value, indices.clone(), Tensor::scalar(0i32)])
-                .map_err(err)
+            // TensorFlow gathers along axis `batch_dims`, pairing the
+            // leading `batch_dims` dimensions of the variable and the indices.
+            let batch_dims = step.attrs.get_int("batch_dims").unwrap_or(0);
+            let rank = indices.shape().len() as i64;
+            let axis = if batch_dims < 0 { batch_dims + rank } else { batch_dims };
+            let mut attrs = AttrMap::new();
+            attrs.insert("batch_dims", crate::ir::AttrValue::Int(batch_dims));
+            kernels::run_kernel("GatherV2", &attrs, &[value, indices.clone(), Tensor::scalar(axis as i32)]).map_err(err)
         }
         "ResourceScatterAdd" | "ResourceScatterSub" | "ResourceScatterUpdate" => {
             // The sparse (IndexedSlices) updates of embedding tables.

@@ -440,11 +440,14 @@ impl Builder<'_> {
                 }
                 continue;
             }
+            // Only a value read outside the init program needs a host copy:
+            // a control dependency on an initialiser holds anyway, since the
+            // init program runs before the first step.
             let needed_by_host = !init.is_empty()
-                && src
-                    .petgraph()
-                    .neighbors_directed(id.0, petgraph::Direction::Outgoing)
-                    .any(|user| !init.contains(&NodeId(user)));
+                && src.petgraph().edges_directed(id.0, petgraph::Direction::Outgoing).any(|e| {
+                    use petgraph::visit::EdgeRef;
+                    matches!(e.weight().kind, crate::ir::EdgeKind::Data { .. }) && !init.contains(&NodeId(e.target()))
+                });
             self.parts[part_index(id)] = match (init.contains(&id), needed_by_host) {
                 (true, true) => Part::Shared,
                 (true, false) => Part::Init,

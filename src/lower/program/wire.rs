@@ -217,6 +217,9 @@ impl Builder<'_> {
                     }
                 }
             }
+            // The init program runs before the first step: a step's control
+            // dependency on an initialiser holds without a transfer.
+            Part::Init if input.is_control() && program != Program::Init => None,
             Part::Host | Part::Init | Part::Shared => {
                 let source = match part {
                     Part::Host => Program::Host,

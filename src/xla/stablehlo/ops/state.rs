@@ -10,7 +10,7 @@
 //! kernels) term by term; bf16 and f16 slots are updated in f32 and
 //! rounded back once. Cost: a few elementwise ops per slot.
 
-use super::gather::{gather, scatter, Combine};
+use super::gather::{gather, gather_batched, scatter, Combine};
 use super::Call;
 use crate::exec::kernels::{gather as host_gather, optimizers};
 use crate::exec::Tensor;
@@ -59,9 +59,12 @@ pub(crate) fn evaluate(
     let var = vars.first().ok_or("no variable")?;
     match op {
         "ResourceGather" => {
-            let axis = Tensor::scalar(0i32);
-            let out = host_gather::gather(op, var, arg(0)?, &axis, attrs.get_int("batch_dims").unwrap_or(0))
-                .map_err(|e| e.to_string())?;
+            // Along axis `batch_dims`, as TensorFlow's kernel gathers.
+            let indices = arg(0)?;
+            let batch_dims = attrs.get_int("batch_dims").unwrap_or(0);
+            let axis = if batch_dims < 0 { batch_dims + indices.shape().len() as i64 } else { batch_dims };
+            let axis = Tensor::scalar(i32::try_from(axis).map_err(|_| "batch_dims is out of range".to_string())?);
+            let out = host_gather::gather(op, var, indices, &axis, batch_dims).map_err(|e| e.to_string())?;
             Ok((vars.to_vec(), vec![out]))
         }
         "ResourceScatterAdd" | "ResourceScatterSub" | "ResourceScatterUpdate" => {
@@ -81,11 +84,18 @@ pub fn build(c: &mut Ctx, n: &Call, vars: &[Val]) -> Result<(Vec<Val>, Vec<Val>)
     let var = vars.first().ok_or("no variable")?;
     match n.op {
         "ResourceGather" => {
-            if n.int_attr("batch_dims", 0) != 0 {
-                return Err("only batch_dims = 0 lowers".into());
-            }
+            // Along axis `batch_dims`, the leading `batch_dims` dimensions paired.
+            let indices = n.input(0)?;
+            let b = n.int_attr("batch_dims", 0);
+            let b = if b < 0 { b + indices.ty.rank() as i64 } else { b };
+            let b =
+                usize::try_from(b).ok().filter(|&b| b <= indices.ty.rank() && b < var.ty.rank().max(1)).ok_or_else(
+                    || format!("batch_dims {} does not fit the indices and the variable", n.int_attr("batch_dims", 0)),
+                )?;
             let out = n.out(0)?.clone();
-            Ok((vars.to_vec(), vec![gather(c, var, n.input(0)?, 0, out)]))
+            let result =
+                if b == 0 { gather(c, var, indices, 0, out) } else { gather_batched(c, var, indices, b, b, out) };
+            Ok((vars.to_vec(), vec![result]))
         }
         "ResourceScatterAdd" | "ResourceScatterSub" | "ResourceScatterUpdate" => {
             let ids = n.input(0)?;

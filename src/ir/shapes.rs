@@ -179,7 +179,10 @@ fn infer(graph: &Graph, id: NodeId, known: &StaticShapes) -> Option<Vec<i64>> {
         }
         "Tile" => {
             let (x, multiples) = (shape(0)?, constant(1)?);
-            (multiples.len() == x.len()).then(|| x.iter().zip(&multiples).map(|(d, m)| d * m).collect())
+            if multiples.len() != x.len() {
+                return None;
+            }
+            x.iter().zip(&multiples).map(|(d, m)| d.checked_mul(*m)).collect()
         }
         "Fill" => constant(0),
         "ExpandDims" => {
@@ -254,8 +257,8 @@ fn reshape(x: Option<&[i64]>, target: &[i64]) -> Option<Vec<i64>> {
     match unknown {
         0 => Some(target.to_vec()),
         1 => {
-            let total: i64 = x?.iter().product();
-            let rest: i64 = target.iter().filter(|&&d| d != -1).product();
+            let total = x?.iter().try_fold(1i64, |acc, &d| acc.checked_mul(d))?;
+            let rest = target.iter().filter(|&&d| d != -1).try_fold(1i64, |acc, &d| acc.checked_mul(d))?;
             if rest <= 0 || total % rest != 0 {
                 return None;
             }
@@ -338,6 +341,8 @@ mod tests {
         assert_eq!(reshape(None, &[2, 3]), Some(vec![2, 3]));
         assert_eq!(reshape(Some(&[5]), &[-1, 3]), None);
         assert_eq!(reshape(Some(&[6]), &[-1, -1]), None);
+        // Sizes past i64 are no static shape, not an overflow.
+        assert_eq!(reshape(Some(&[1 << 40, 1 << 40]), &[-1, 2]), None);
     }
 
     #[test]

@@ -272,3 +272,27 @@ fn lowered_programs_carry_their_functions_in_the_library() {
         assert!(call_errors.is_empty(), "{}: {call_errors:?}", file.display());
     }
 }
+
+/// `check`, `fmt` and `emit` run no pass, so they verify an imported
+/// GraphDef themselves: a bad output index is a coded error with its span.
+#[test]
+fn commands_without_passes_verify_imported_graphdefs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("bad.pbtxt");
+    std::fs::write(
+        &path,
+        "node { name: \"x\" op: \"Placeholder\" attr { key: \"dtype\" value { type: DT_FLOAT } } }\n\
+         node { name: \"y\" op: \"Relu\" input: \"x:3\" attr { key: \"T\" value { type: DT_FLOAT } } }\n",
+    )
+    .expect("writes");
+    let path = path.to_str().expect("utf-8");
+    for args in [vec!["check", path], vec!["fmt", path], vec!["emit", path, "--format", "json"]] {
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stderr(&o));
+        let err = stderr(&o);
+        assert!(
+            err.contains("tpu_rewrite::ir::output_out_of_range") && err.contains("bad.pbtxt:2:"),
+            "{args:?}: {err}"
+        );
+    }
+}

@@ -96,6 +96,23 @@ pub fn load_any(input: &InputPath, flag: Option<InputFormat>, progress: &dyn Pro
     }
 }
 
+/// [`load_any`], then the IR verifier on an imported GraphDef (`.opg` is
+/// verified as it is parsed), for the commands that run no pass and so no
+/// verifier of their own (`check`, `fmt`, `emit`). Every problem is
+/// reported; `None` when there is one.
+pub fn load_verified(input: &InputPath, flag: Option<InputFormat>, progress: &dyn Progress) -> Option<Loaded> {
+    let loaded = load_any(input, flag, progress)?;
+    if loaded.format == InputFormat::Opg {
+        return Some(loaded);
+    }
+    let errors: Vec<AnyDiagnostic> =
+        crate::ir::verify::verify(&loaded.module).into_iter().map(|e| Box::new(e) as AnyDiagnostic).collect();
+    if report(errors, &loaded.source) {
+        return None;
+    }
+    Some(loaded)
+}
+
 /// Why the input was read as `format`, when the user did not say it.
 fn how_note(how: FormatSource, format: InputFormat) -> Option<String> {
     let name = format.to_possible_value().map(|v| v.get_name().to_string()).unwrap_or_default();

@@ -323,7 +323,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Check { files, input_format } => check(&files, input_format),
         Command::Fmt { file, input_format, write, output } => {
             let input = InputPath::parse(&file);
-            let Some(loaded) = formats::load_any(&input, input_format, &progress::DelayedBar::new()) else {
+            let Some(loaded) = formats::load_verified(&input, input_format, &progress::DelayedBar::new()) else {
                 return ExitCode::from(1);
             };
             let format = match loaded.format {
@@ -356,7 +356,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Emit { file, input_format, format, output } => {
             let input = InputPath::parse(&file);
             let bar = progress::DelayedBar::new();
-            let Some(loaded) = formats::load_any(&input, input_format, &bar) else { return ExitCode::from(1) };
+            let Some(loaded) = formats::load_verified(&input, input_format, &bar) else { return ExitCode::from(1) };
             drop(bar);
             formats::emit_and_exit(loaded, EmitFormat::resolve(format, output.as_deref()), output.as_deref())
         }
@@ -494,7 +494,7 @@ fn check(files: &[String], format: Option<InputFormat>) -> ExitCode {
     let mut failed = false;
     for file in files {
         let input = InputPath::parse(file);
-        match formats::load_any(&input, format, &progress::DelayedBar::new()) {
+        match formats::load_verified(&input, format, &progress::DelayedBar::new()) {
             Some(loaded) => {
                 let nodes = loaded.module.node_count();
                 errln!("{}: ok ({} graph(s), {nodes} node(s))", input.display_name(), loaded.module.graphs.len());

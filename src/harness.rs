@@ -106,7 +106,7 @@ pub fn check(bytes: &[u8], format: Format, execute: Execute) -> Reached {
     if !exec::preflight::check_kernels(&lowered).is_empty() || !exec::preflight::check_feeds(&lowered, &[]).is_empty() {
         return Reached::Run;
     }
-    let config = driver::RunConfig { steps: 1, timeout: RUN_TIMEOUT };
+    let config = driver::RunConfig { steps: 1, timeout: RUN_TIMEOUT, deadline: None };
     match driver::run(&lowered, &[], &[], &config, &mut |_, _| {}) {
         Ok(_) => Reached::Ran,
         Err(e) => {

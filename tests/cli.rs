@@ -459,3 +459,60 @@ fn the_outside_compilation_example_prints_on_the_host_as_tensorflow_does() {
     // `%y = Print(h) * h`, then `Square(y) + y`: zero for replica 0.
     assert!(String::from_utf8_lossy(&o.stdout).contains("output 0 replica 0 = [[0.0,0.0],[0.0,0.0]]"));
 }
+
+/// A TF1 loop whose counter never moves.
+const ENDLESS_TF1_LOOP: &str = r#"graph @main {
+  %zero = Const() {dtype = i32, value = tensor(i32, []) [0]}
+  %ei = Enter(%zero) {T = i32, frame_name = "f", is_constant = false}
+  %mi = Merge(%ei, %ni) {T = i32, N = 2}
+  %three = Const(^%mi) {dtype = i32, value = tensor(i32, []) [3]}
+  %less = Less(%mi, %three) {T = i32}
+  %cond = LoopCond(%less)
+  %si = Switch(%mi, %cond) {T = i32}
+  %none = Const(^%si) {dtype = i32, value = tensor(i32, []) [0]}
+  %i2 = AddV2(%si:1, %none) {T = i32}
+  %ni = NextIteration(%i2) {T = i32}
+  %out = Exit(%si) {T = i32}
+}
+"#;
+
+/// A functional `While` whose condition is always true.
+const ENDLESS_WHILE: &str = r#"graph @main {
+  %zero = Const() {dtype = i32, value = tensor(i32, []) [0]}
+  %loop = While(%zero) {T = [i32], cond = func "cond", body = func "body", parallel_iterations = 10}
+}
+
+graph @cond (role = "function") {
+  %i = _Arg() {T = i32, index = 0}
+  %yes = Const() {dtype = bool, value = tensor(bool, []) [true]}
+  %ok = _Retval(%yes) {T = bool, index = 0}
+}
+
+graph @body (role = "function") {
+  %i = _Arg() {T = i32, index = 0}
+  %one = Const() {dtype = i32, value = tensor(i32, []) [1]}
+  %next = AddV2(%i, %one) {T = i32}
+  %r = _Retval(%next) {T = i32, index = 0}
+}
+"#;
+
+/// `run --deadline` stops a step that would run forever (a loop waits for
+/// no device, so `--timeout` never fires) with a coded error, promptly;
+/// the PJRT backend, which cannot stop an execution, refuses the flag.
+#[test]
+fn a_deadline_stops_an_endless_loop() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, text, fetch) in [("tf1.opg", ENDLESS_TF1_LOOP, "out:0"), ("while.opg", ENDLESS_WHILE, "loop:0")] {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        let start = std::time::Instant::now();
+        let o = run(&["run", path.to_str().unwrap(), "--fetch", fetch, "--deadline", "1"]);
+        let took = start.elapsed();
+        assert_located_failure(&o, "tpu_rewrite::exec::step_deadline");
+        assert!(took < std::time::Duration::from_secs(20), "{name}: stopped after {took:?}");
+    }
+    let path = dir.path().join("tf1.opg");
+    let o = run(&["run", path.to_str().unwrap(), "--deadline", "1", "--backend", "pjrt"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--deadline applies to the simulator"), "{}", stderr(&o));
+}

@@ -213,7 +213,7 @@ graph @b (device = "/cpu:1", role = "host", replica = 1) {
   %s = _Send(%r) {channel = "b_to_a"}
 }
 "#;
-    let mesh = Mesh::new(&parse(source), MeshConfig { timeout: Duration::from_millis(300) }).unwrap();
+    let mesh = Mesh::new(&parse(source), MeshConfig { timeout: Duration::from_millis(300), deadline: None }).unwrap();
     let start = Instant::now();
     let err = mesh.run_step(&Feeds::new(), &[]).unwrap_err();
     assert!(start.elapsed() < Duration::from_secs(5), "took {:?}", start.elapsed());
@@ -249,7 +249,7 @@ fn failing_kernel_on_one_of_eight_devices_cancels_the_step_promptly() {
         .collect();
     let module = parse(&source);
     // A long timeout: the error must come from cancellation, not from waiting it out.
-    let mesh = Mesh::new(&module, MeshConfig { timeout: Duration::from_secs(60) }).unwrap();
+    let mesh = Mesh::new(&module, MeshConfig { timeout: Duration::from_secs(60), deadline: None }).unwrap();
     let start = Instant::now();
     let err = mesh.run_step(&feeds_for(n, |_| vec![1.0, 2.0, 3.0]), &[Fetch::new("replica_0", "sum")]).unwrap_err();
     assert!(start.elapsed() < Duration::from_secs(5), "took {:?}", start.elapsed());

@@ -66,7 +66,7 @@ fn lowered(text: &str, topology: &str) -> Module {
 fn run_step(module: &Module, replicas: usize, feeds: Vec<(String, Tensor)>) -> Result<Vec<[Tensor; 3]>, ExecError> {
     let fetches: Vec<String> =
         (0..replicas).flat_map(|r| (0..3).map(move |o| format!("output_{o}_shard_{r}:0"))).collect();
-    let config = RunConfig { steps: 1, timeout: Duration::from_secs(20) };
+    let config = RunConfig { steps: 1, timeout: Duration::from_secs(20), deadline: None };
     let outcome = run(module, &feeds, &fetches, &config, &mut |_, _| {})?;
     let values: Vec<Tensor> = outcome.fetched.into_iter().map(|(_, t)| t).collect();
     Ok(values.chunks(3).map(|c| [c[0].clone(), c[1].clone(), c[2].clone()]).collect())
@@ -193,7 +193,7 @@ fn outside_compilation_runs_per_replica_on_the_host_of_its_core() {
     let x = [vec![0.5f32, -1.0], vec![2.0f32, 0.25]];
     let feeds: Vec<(String, Tensor)> = (0..2).map(|r| (format!("x{r}"), Tensor::vector(x[r].clone()))).collect();
     let fetches = ["output_0_shard_0:0".to_string(), "output_0_shard_1:0".to_string()];
-    let config = RunConfig { steps: 1, timeout: Duration::from_secs(20) };
+    let config = RunConfig { steps: 1, timeout: Duration::from_secs(20), deadline: None };
     let outcome = run(&m, &feeds, &fetches, &config, &mut |_, _| {}).expect("runs");
     for (r, (_, got)) in outcome.fetched.iter().enumerate() {
         // The device computes t = tanh(x); the host squares it; the device adds.
@@ -211,7 +211,7 @@ fn a_target_fetch_runs_the_op_for_its_effect() {
     let m = lowered(text, "1x2");
     let feeds: Vec<(String, Tensor)> = (0..2).map(|r| (format!("x{r}"), Tensor::vector(vec![0.0f32, 0.0]))).collect();
     let fetches = ["^reset".to_string(), "w_host:0".to_string()];
-    let config = RunConfig { steps: 1, timeout: Duration::from_secs(20) };
+    let config = RunConfig { steps: 1, timeout: Duration::from_secs(20), deadline: None };
     let outcome = run(&m, &feeds, &fetches, &config, &mut |_, _| {}).expect("runs");
     // The target gives no value; the reset wrote every copy of w.
     assert_eq!(outcome.fetched.len(), 1);
@@ -230,7 +230,7 @@ fn with_one_replica_an_outside_compilation_op_can_be_fetched_and_fed() {
     // The seed's rule allows it with one replica...
     tpu_rewrite::exec::driver::check_feeds_and_fetches(&tagged.graphs[0], &[], &names(&["hs:0"])).expect("allowed");
     let feeds = vec![("x0".to_string(), Tensor::vector(vec![0.5f32, -2.0]))];
-    let config = RunConfig { steps: 1, timeout: Duration::from_secs(20) };
+    let config = RunConfig { steps: 1, timeout: Duration::from_secs(20), deadline: None };
     // ...and the run finds it in its host program.
     let outcome = run(&m, &feeds, &names(&["hs:0", "output_0_shard_0:0"]), &config, &mut |_, _| {}).expect("runs");
     let hs = outcome.fetched[0].1.to_vec::<f32>().expect("f32");
@@ -252,7 +252,7 @@ fn a_nul_in_a_cluster_name_and_an_endless_timeout_still_run() {
     let feeds: Vec<(String, Tensor)> =
         (0..2).map(|r| (format!("x{r}"), Tensor::vector(vec![r as f32 - 0.5, 1.0]))).collect();
     let fetches = ["output_0_shard_0:0".to_string(), "output_0_shard_1:0".to_string()];
-    let config = RunConfig { steps: 1, timeout: Duration::from_secs(u64::MAX) };
+    let config = RunConfig { steps: 1, timeout: Duration::from_secs(u64::MAX), deadline: None };
     let outcome = run(&m, &feeds, &fetches, &config, &mut |_, _| {}).expect("runs");
     assert_eq!(outcome.fetched[0].1, Tensor::vector(vec![0.0f32, 1.0]));
     assert_eq!(outcome.fetched[1].1, Tensor::vector(vec![0.5f32, 1.0]));

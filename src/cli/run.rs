@@ -65,6 +65,11 @@ pub struct RunArgs {
     /// The longest any device may wait for another, in seconds.
     #[arg(long, default_value_t = 30)]
     pub timeout: u64,
+    /// Stop a step that runs longer than this many seconds, with an error
+    /// (default: no limit; the simulator only). A loop that never ends
+    /// waits for no device, so `--timeout` alone does not stop it.
+    #[arg(long, value_name = "SECS")]
+    pub deadline: Option<u64>,
     /// What runs the device programs: the simulator, or XLA through a PJRT plugin.
     #[arg(long, value_enum, default_value_t = Backend::Sim)]
     pub backend: Backend,
@@ -234,6 +239,10 @@ pub fn run_command(args: RunArgs) -> ExitCode {
     if let Some(bytes) = args.max_tensor_bytes {
         exec::limits::set_max_tensor_bytes(bytes);
     }
+    if args.deadline.is_some() && args.backend != Backend::Sim {
+        // XLA cannot stop a running execution: a deadline would not hold.
+        return super::fail_with(CliError::usage("--deadline applies to the simulator (--backend sim) only"), 2);
+    }
     let input = InputPath::parse(&args.file);
     let unlowered = match args.backend {
         Backend::Sim => passes::single_replica::Unlowered::InCluster,
@@ -346,7 +355,11 @@ pub fn run_command(args: RunArgs) -> ExitCode {
             return ExitCode::from(1);
         }
     }
-    let config = driver::RunConfig { steps: args.steps.max(1), timeout: Duration::from_secs(args.timeout.max(1)) };
+    let config = driver::RunConfig {
+        steps: args.steps.max(1),
+        timeout: Duration::from_secs(args.timeout.max(1)),
+        deadline: args.deadline.map(|s| Duration::from_secs(s.max(1))),
+    };
     let outcome = match args.backend {
         Backend::Sim => driver::run(&lowered, &feeds, &fetches, &config, &mut on_step),
         Backend::JaxDistributed => {

@@ -31,11 +31,13 @@ pub struct RunConfig {
     pub steps: u32,
     /// The longest any single wait may take.
     pub timeout: Duration,
+    /// The longest one step may run (see [`MeshConfig::deadline`]).
+    pub deadline: Option<Duration>,
 }
 
 impl Default for RunConfig {
     fn default() -> Self {
-        RunConfig { steps: 1, timeout: Duration::from_secs(30) }
+        RunConfig { steps: 1, timeout: Duration::from_secs(30), deadline: None }
     }
 }
 
@@ -85,7 +87,7 @@ pub fn run(
 ) -> Result<RunOutcome, ExecError> {
     check_kernels(lowered)?;
     let steps_per_run = lowered.graph(HOST).and_then(|g| g.attrs.get_int("steps_per_run")).unwrap_or(1).max(1) as u64;
-    let mesh_config = MeshConfig { timeout: config.timeout };
+    let mesh_config = MeshConfig { timeout: config.timeout, deadline: config.deadline };
 
     // The step programs, without the init program.
     let step_module =

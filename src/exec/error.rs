@@ -343,6 +343,18 @@ pub enum ExecError {
         span: Span,
     },
 
+    /// A step ran longer than its deadline ([`MeshConfig::deadline`](super::MeshConfig::deadline),
+    /// `run --deadline`) and was stopped.
+    #[error("the step ran longer than its deadline of {limit:?} and was stopped")]
+    #[diagnostic(
+        code(tpu_rewrite::exec::step_deadline),
+        help("a loop whose condition never turns false runs forever; check it, or raise `--deadline` for a long step")
+    )]
+    StepDeadline {
+        /// The deadline.
+        limit: Duration,
+    },
+
     /// A wait (receive, collective) did not finish within the timeout.
     #[error("on `@{graph}` ({device}), op `{op}` (`%{node}`) timed out after {waited:?} waiting for {what}")]
     #[diagnostic(

@@ -98,6 +98,10 @@ pub const BODY_DEVICE_OPS: &[&str] = &[
 /// Runs a device op of [`BODY_DEVICE_OPS`] for a function body.
 pub type Device<'a> = &'a dyn Fn(&str, &AttrMap, Vec<Tensor>) -> Result<Vec<Tensor>, KernelError>;
 
+/// Whether the step a call runs in was cancelled (a failure elsewhere, or
+/// its deadline): a `While` looks before every iteration.
+pub type Cancelled<'a> = &'a dyn Fn() -> bool;
+
 /// Ops the mesh runs with the module's functions: the calls, and the
 /// argument and result nodes of a function body.
 pub fn is_call_op(op: &str) -> bool {
@@ -150,7 +154,13 @@ impl Functions {
 
     /// Runs function `name` on `args`, returning its results; `device`
     /// runs the variable ops of the body.
-    pub fn run(&self, name: &str, args: Vec<Tensor>, device: Device<'_>) -> Result<Vec<Tensor>, KernelError> {
+    pub fn run(
+        &self,
+        name: &str,
+        args: Vec<Tensor>,
+        device: Device<'_>,
+        cancelled: Cancelled<'_>,
+    ) -> Result<Vec<Tensor>, KernelError> {
         let _depth = DepthGuard::enter(name)?;
         let body = self
             .bodies
@@ -190,7 +200,7 @@ impl Functions {
                 .collect::<Result<Vec<_>, _>>()?;
             let out = match &*step.op {
                 RETVAL_OP => inputs,
-                op if call_kind(op).is_some() => call(op, &step.attrs, inputs, self, device)?,
+                op if call_kind(op).is_some() => call(op, &step.attrs, inputs, self, device, cancelled)?,
                 op if BODY_DEVICE_OPS.contains(&op) => device(op, &step.attrs, inputs)?,
                 op => super::run_kernel(op, &step.attrs, &inputs)?,
             };
@@ -323,6 +333,7 @@ pub fn call(
     inputs: Vec<Tensor>,
     functions: &Functions,
     device: Device<'_>,
+    cancelled: Cancelled<'_>,
 ) -> Result<Vec<Tensor>, KernelError> {
     let in_op = |e: KernelError| match e {
         KernelError::InvalidArgument { op: o, message } if o == "call" => KernelError::invalid(op, message),
@@ -333,18 +344,21 @@ pub fn call(
             let (cond, body) = (func(op, attrs, "cond")?, func(op, attrs, "body")?);
             let mut vars = inputs;
             for _ in 0..MAX_ITERATIONS {
-                let c = functions.run(cond, vars.clone(), device).map_err(in_op)?;
+                if cancelled() {
+                    return Err(KernelError::invalid(op, "the step was cancelled"));
+                }
+                let c = functions.run(cond, vars.clone(), device, cancelled).map_err(in_op)?;
                 if !truth(op, arg(op, &c, 0)?)? {
                     return Ok(vars);
                 }
-                vars = functions.run(body, vars, device).map_err(in_op)?;
+                vars = functions.run(body, vars, device, cancelled).map_err(in_op)?;
             }
             Err(KernelError::invalid(op, format!("the loop ran {MAX_ITERATIONS} iterations without ending")))
         }
         Some(CallKind::If) => {
             let pred = truth(op, arg(op, &inputs, 0)?)?;
             let branch = func(op, attrs, if pred { "then_branch" } else { "else_branch" })?;
-            functions.run(branch, inputs[1..].to_vec(), device).map_err(in_op)
+            functions.run(branch, inputs[1..].to_vec(), device, cancelled).map_err(in_op)
         }
         Some(CallKind::Case) => {
             let index = arg(op, &inputs, 0)?.to_i64_vec(op, "the branch index")?;
@@ -360,9 +374,9 @@ pub fn call(
             let AttrValue::Func(f) = &branches[k] else {
                 return Err(KernelError::invalid(op, format!("branch {k} is not a function")));
             };
-            functions.run(&f.name, inputs[1..].to_vec(), device).map_err(in_op)
+            functions.run(&f.name, inputs[1..].to_vec(), device, cancelled).map_err(in_op)
         }
-        Some(CallKind::Call) => functions.run(func(op, attrs, "f")?, inputs, device).map_err(in_op),
+        Some(CallKind::Call) => functions.run(func(op, attrs, "f")?, inputs, device, cancelled).map_err(in_op),
         None => Err(KernelError::invalid(op, "`_Arg` and `_Retval` run only inside a function body")),
     }
 }

@@ -201,7 +201,8 @@ pub(super) fn device_kernel(
                     Stop::Cancelled => KernelError::invalid(body_op, "the step was cancelled"),
                 })
             };
-            kernels::control_flow::call(op, &step.attrs, inputs, &mesh.functions, &device).map_err(err)
+            let cancelled = || shared.cancelled.load(std::sync::atomic::Ordering::Relaxed);
+            kernels::control_flow::call(op, &step.attrs, inputs, &mesh.functions, &device, &cancelled).map_err(err)
         }
         _ => kernels::run_kernel(op, &step.attrs, &inputs).map_err(err),
     }

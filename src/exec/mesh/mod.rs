@@ -87,11 +87,15 @@ const POLL: Duration = Duration::from_millis(20);
 pub struct MeshConfig {
     /// The longest any single wait (receive, collective) may take.
     pub timeout: Duration,
+    /// The longest one step may run, waits and computation together; a
+    /// step past it is cancelled with [`ExecError::StepDeadline`]. `None`:
+    /// no limit.
+    pub deadline: Option<Duration>,
 }
 
 impl Default for MeshConfig {
     fn default() -> Self {
-        MeshConfig { timeout: Duration::from_secs(30) }
+        MeshConfig { timeout: Duration::from_secs(30), deadline: None }
     }
 }
 
@@ -483,6 +487,20 @@ impl Mesh {
             collectives: Collectives::with_pool(self.buffers.clone()),
         };
         let results: Vec<Option<Vec<Option<Vec<Tensor>>>>> = std::thread::scope(|scope| {
+            // The deadline's watchdog: it cancels the step unless the workers
+            // finish (and drop `finished`) first.
+            let (finished, step_over) = crossbeam_channel::bounded::<()>(0);
+            if let Some(limit) = self.config.deadline {
+                let shared = &shared;
+                let watchdog = move || {
+                    if step_over.recv_timeout(limit) == Err(crossbeam_channel::RecvTimeoutError::Timeout) {
+                        shared.fail(ExecError::StepDeadline { limit });
+                    }
+                };
+                if let Err(e) = std::thread::Builder::new().name("deadline".into()).spawn_scoped(scope, watchdog) {
+                    shared.fail(ExecError::Internal { message: format!("cannot start the deadline's thread: {e}") });
+                }
+            }
             let handles: Vec<_> = self
                 .workers
                 .iter()
@@ -524,7 +542,9 @@ impl Mesh {
             if let Some(Err(e)) = handles.iter().find(|h| h.is_err()) {
                 shared.fail(ExecError::Internal { message: format!("cannot start a worker thread: {e}") });
             }
-            handles.into_iter().map(|h| h.ok().and_then(|h| h.join().unwrap_or(None))).collect()
+            let results = handles.into_iter().map(|h| h.ok().and_then(|h| h.join().unwrap_or(None))).collect();
+            drop(finished);
+            results
         });
         if let Some(e) = shared.error.lock().unwrap_or_else(|p| p.into_inner()).take() {
             return Err(e);
@@ -634,7 +654,8 @@ mod tests {
             ..crate::LowerConfig::default()
         };
         let lowered = crate::lower(&module.graphs[0], &config).expect("lowers");
-        let mesh = Mesh::new(&lowered.module, MeshConfig { timeout: Duration::from_secs(30) }).expect("a mesh");
+        let mesh = Mesh::new(&lowered.module, MeshConfig { timeout: Duration::from_secs(30), deadline: None })
+            .expect("a mesh");
         let fetches: Vec<Fetch> = (0..4).map(|r| Fetch::new("host", format!("output_0_shard_{r}:0"))).collect();
         // Without the failure the step runs: the fetches are right.
         let values = mesh.run_step(&Feeds::new(), &fetches).expect("runs");

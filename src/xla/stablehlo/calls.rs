@@ -137,7 +137,7 @@ pub(crate) fn trace_call(
             _ => Err(KernelError::invalid(op, "this variable op inside a function body is not lowered to StableHLO")),
         }
     };
-    let results = control_flow::call(&node.op, &node.attrs, args, &lib.host, &device)
+    let results = control_flow::call(&node.op, &node.attrs, args, &lib.host, &device, &|| false)
         .map_err(|e| lowering(graph, id, e.to_string()))?;
     Ok((results, state.into_inner()))
 }

@@ -32,26 +32,26 @@ use crate::ir::{AttrValue, Graph, Input, NodeId};
 /// from its graph (see the module docs).
 pub fn to_graphdef_with_functions(graph: &Graph, functions: &[&Graph]) -> Result<GraphDef, Vec<ImportError>> {
     let mut graph_def = to_graphdef(graph)?;
-    let mut errors = Vec::new();
-    let library = graph_def.library.get_or_insert_with(FunctionDefLibrary::default);
-    for function in functions {
-        let known = library.function.iter().any(|f| f.signature.as_ref().is_some_and(|s| s.name == function.name));
-        if known {
-            continue;
-        }
+    let imported = |name: &str| {
+        graph_def
+            .library
+            .as_ref()
+            .is_some_and(|l| l.function.iter().any(|f| f.signature.as_ref().is_some_and(|s| s.name == name)))
+    };
+    let (mut built, mut errors) = (Vec::new(), Vec::new());
+    for function in functions.iter().filter(|f| !imported(&f.name)) {
         match function_def(function) {
-            Ok(f) => library.function.push(f),
+            Ok(f) => built.push(f),
             Err(mut e) => errors.append(&mut e),
         }
     }
-    if library.function.is_empty() && library.gradient.is_empty() && library.registered_gradients.is_empty() {
-        graph_def.library = None;
+    if !errors.is_empty() {
+        return Err(errors);
     }
-    if errors.is_empty() {
-        Ok(graph_def)
-    } else {
-        Err(errors)
+    if !built.is_empty() {
+        graph_def.library.get_or_insert_with(FunctionDefLibrary::default).function.extend(built);
     }
+    Ok(graph_def)
 }
 
 /// The FunctionDef of a function graph.

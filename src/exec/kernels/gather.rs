@@ -23,6 +23,21 @@ fn index(op: &str, i: i64, n: usize, what: &str) -> Result<usize, KernelError> {
         .ok_or_else(|| KernelError::invalid(op, format!("{what} {i} is outside [0, {n})")))
 }
 
+/// `ResourceGather(var, indices) {batch_dims}` on the variable's value
+/// `var`: a [`gather`] along axis `batch_dims`, as TensorFlow's kernel
+/// gathers (negative `batch_dims` counts from the end of the indices).
+pub(crate) fn resource_gather(
+    op: &str,
+    var: &Tensor,
+    indices: &Tensor,
+    batch_dims: i64,
+) -> Result<Tensor, KernelError> {
+    let axis = if batch_dims < 0 { batch_dims + indices.shape().len() as i64 } else { batch_dims };
+    let axis = i32::try_from(axis)
+        .map_err(|_| KernelError::invalid(op, format!("batch_dims {batch_dims} is out of range")))?;
+    gather(op, var, indices, &Tensor::scalar(axis), batch_dims)
+}
+
 /// `GatherV2(params, indices, axis) {batch_dims}`: for each of the leading
 /// `batch_dims` dimensions (shared by `params` and `indices`) separately,
 /// the slices of `params` along `axis` that `indices` name. Output shape:

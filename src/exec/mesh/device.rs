@@ -147,14 +147,8 @@ pub(super) fn device_kernel(
                 err(KernelError::invalid(op, format!("variable `{}` on {} is not initialised", h.name, h.device)))
             })?;
             let indices = kernels::arg(op, &inputs, 1).map_err(err)?;
-            // TensorFlow gathers along axis `batch_dims`, pairing the
-            // leading `batch_dims` dimensions of the variable and the indices.
             let batch_dims = step.attrs.get_int("batch_dims").unwrap_or(0);
-            let rank = indices.shape().len() as i64;
-            let axis = if batch_dims < 0 { batch_dims + rank } else { batch_dims };
-            let mut attrs = AttrMap::new();
-            attrs.insert("batch_dims", crate::ir::AttrValue::Int(batch_dims));
-            kernels::run_kernel("GatherV2", &attrs, &[value, indices.clone(), Tensor::scalar(axis as i32)]).map_err(err)
+            kernels::gather::resource_gather(op, &value, indices, batch_dims).map(|t| vec![t]).map_err(err)
         }
         "ResourceScatterAdd" | "ResourceScatterSub" | "ResourceScatterUpdate" => {
             // The sparse (IndexedSlices) updates of embedding tables.

@@ -59,12 +59,8 @@ pub(crate) fn evaluate(
     let var = vars.first().ok_or("no variable")?;
     match op {
         "ResourceGather" => {
-            // Along axis `batch_dims`, as TensorFlow's kernel gathers.
-            let indices = arg(0)?;
             let batch_dims = attrs.get_int("batch_dims").unwrap_or(0);
-            let axis = if batch_dims < 0 { batch_dims + indices.shape().len() as i64 } else { batch_dims };
-            let axis = Tensor::scalar(i32::try_from(axis).map_err(|_| "batch_dims is out of range".to_string())?);
-            let out = host_gather::gather(op, var, indices, &axis, batch_dims).map_err(|e| e.to_string())?;
+            let out = host_gather::resource_gather(op, var, arg(0)?, batch_dims).map_err(|e| e.to_string())?;
             Ok((vars.to_vec(), vec![out]))
         }
         "ResourceScatterAdd" | "ResourceScatterSub" | "ResourceScatterUpdate" => {

@@ -35,6 +35,13 @@ pub fn verify_graph(graph: &Graph, errors: &mut Vec<IrError>) {
 
 /// The number of outputs of `node`, if known.
 pub fn output_count(graph: &Graph, id: NodeId) -> Option<u32> {
+    output_count_memo(graph, id, &mut rustc_hash::FxHashMap::default())
+}
+
+/// [`output_count`], with the counts of ops that have one output per
+/// operand (a fused all-reduce may have thousands) kept in `memo`, so each
+/// is counted once however often it is used.
+fn output_count_memo(graph: &Graph, id: NodeId, memo: &mut rustc_hash::FxHashMap<NodeId, Option<u32>>) -> Option<u32> {
     let node = graph.node(id);
     match &node.kind {
         NodeKind::RegionInput { .. } => Some(1),
@@ -43,7 +50,7 @@ pub fn output_count(graph: &Graph, id: NodeId) -> Option<u32> {
             Outputs::Fixed(n) => Some(n),
             Outputs::FromAttr(key) => node.attrs.get_int(key).and_then(|n| u32::try_from(n).ok()),
             Outputs::FromListAttr(key) => node.attrs.get(key)?.as_list().map(|l| l.len() as u32),
-            Outputs::SameAsInputs => Some(graph.data_inputs(id).len() as u32),
+            Outputs::SameAsInputs => *memo.entry(id).or_insert_with(|| Some(graph.data_inputs(id).len() as u32)),
         },
     }
 }
@@ -81,14 +88,7 @@ fn check_nodes(graph: &Graph, errors: &mut Vec<IrError>) {
             let src = NodeId(e.source());
             let weight = e.weight();
             if let EdgeKind::Data { output, .. } = weight.kind {
-                let per_operand = graph.node(src).kind == NodeKind::Op
-                    && ops::lookup(&graph.node(src).op).is_some_and(|d| matches!(d.outputs, Outputs::SameAsInputs));
-                let count = if per_operand {
-                    *per_operand_counts.entry(src).or_insert_with(|| output_count(graph, src))
-                } else {
-                    output_count(graph, src)
-                };
-                if let Some(count) = count {
+                if let Some(count) = output_count_memo(graph, src, &mut per_operand_counts) {
                     if output >= count {
                         errors.push(IrError::OutputOutOfRange {
                             producer: graph.node(src).name.to_string(),

@@ -29,7 +29,12 @@ pub(super) fn cluster(
         errors.into_iter().map(|e| Box::new(e) as AnyDiagnostic).collect()
     };
     let Some(graph) = loaded.module.graphs.first_mut() else { return Ok(None) };
-    let config = SingleReplicaConfig { fetches: plain.fetches, variables: &[], unlowered: plain.unlowered };
+    let config = SingleReplicaConfig {
+        fetches: plain.fetches,
+        variables: &[],
+        unlowered: plain.unlowered,
+        support: &crate::xla::OpSupport,
+    };
     let Some(single) = single_replica::single_replica(graph, &config).map_err(boxed)? else { return Ok(None) };
     let (formed, errors) = form_clusters(graph);
     if errors.iter().any(|e| !e.is_warning()) {

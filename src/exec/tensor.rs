@@ -385,6 +385,30 @@ fn le_u16(op: &str, bytes: &[u8]) -> Result<Vec<u16>, KernelError> {
     Ok(bytes.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect())
 }
 
+impl Tensor {
+    /// The tensor as a `Const` literal of the IR; `None` for dtypes a
+    /// literal does not hold here (strings, variants, resources).
+    pub fn to_literal(&self) -> Option<TensorLit> {
+        let data = match self.dtype() {
+            DType::F32 => TensorData::Float(self.to_vec::<f32>()?),
+            DType::F64 => TensorData::Double(self.to_vec::<f64>()?),
+            DType::I32 => TensorData::Int(self.to_vec::<i32>()?),
+            DType::I64 => TensorData::Int64(self.to_vec::<i64>()?),
+            DType::I8 => TensorData::Int(self.to_vec::<i8>()?.into_iter().map(i32::from).collect()),
+            DType::U8 => TensorData::Int(self.to_vec::<u8>()?.into_iter().map(i32::from).collect()),
+            DType::Bool => TensorData::Bool(self.to_vec::<bool>()?),
+            DType::BF16 => {
+                TensorData::Half(self.to_vec::<half::bf16>()?.into_iter().map(|v| i32::from(v.to_bits())).collect())
+            }
+            DType::F16 => {
+                TensorData::Half(self.to_vec::<half::f16>()?.into_iter().map(|v| i32::from(v.to_bits())).collect())
+            }
+            _ => return None,
+        };
+        Some(TensorLit { dtype: self.dtype(), shape: self.shape().iter().map(|&d| d as i64).collect(), data })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -426,5 +450,28 @@ mod tests {
     fn bit_eq_distinguishes_signed_zero() {
         assert!(!Tensor::scalar(0.0f32).bit_eq(&Tensor::scalar(-0.0f32)));
         assert!(Tensor::scalar(f32::NAN).bit_eq(&Tensor::scalar(f32::NAN)));
+    }
+
+    #[test]
+    fn a_tensor_survives_the_literal_round_trip() {
+        let values = [
+            Tensor::from_vec(&[2, 2], vec![1.5f32, -2.0, 0.0, 7.25]),
+            Tensor::from_vec(&[3], vec![1.0f64, -1e-300, 3.5]),
+            Tensor::from_vec(&[2], vec![i32::MIN, 5]),
+            Tensor::from_vec(&[2], vec![i64::MAX, -3]),
+            Tensor::from_vec(&[2], vec![-128i8, 127]),
+            Tensor::from_vec(&[2], vec![0u8, 255]),
+            Tensor::from_vec(&[3], vec![true, false, true]),
+            Tensor::from_vec(&[2], vec![half::bf16::from_f32(1.5), half::bf16::from_f32(-3.0e38)]),
+            Tensor::from_vec(&[2], vec![half::f16::from_f32(0.1), half::f16::from_f32(-65504.0)]),
+        ];
+        for t in values {
+            let t = t.expect("a tensor");
+            let literal = t.to_literal().unwrap_or_else(|| panic!("{:?} has a literal", t.dtype()));
+            let back = Tensor::from_literal(&literal).expect("reads back");
+            assert!(back.bit_eq(&t), "{t:?} came back as {back:?}");
+        }
+        let strings = Tensor::from_vec(&[1], vec![b"s".to_vec()]).expect("a tensor");
+        assert!(strings.to_literal().is_none(), "strings are not literals here");
     }
 }

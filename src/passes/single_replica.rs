@@ -37,6 +37,9 @@
 //! graph's init program does; any other starts as zeros of its declared
 //! shape (it must be assigned before it is read, as TensorFlow requires).
 //!
+//! The pass imports no backend: what the device compiler lowers and what
+//! the host runs comes from the caller, through [`OpSupport`].
+//!
 //! A graph that already has a cluster (a tag or a `replicate` region) is
 //! left alone. Run it after the pipeline (which expands `gradients`
 //! calls), then form the clusters. Cost: O(nodes + edges).
@@ -45,7 +48,6 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::common::{output_dtype, OUTSIDE_COMPILATION, TPU_REPLICATE};
 use super::error::PassError;
-use crate::exec::Tensor;
 use crate::ir::{AttrValue, DType, Graph, Input, Node, NodeId, TensorData, TensorLit};
 use crate::syntax::Span;
 
@@ -62,16 +64,29 @@ pub enum Unlowered {
     InCluster,
 }
 
+/// What the backends run, as the caller knows it. The pass asks through
+/// this trait and so depends on no backend.
+pub trait OpSupport {
+    /// True when the host (the simulator's executor) has a kernel for `op`.
+    fn has_host_kernel(&self, op: &str) -> bool;
+    /// True when the device compiler lowers `op`.
+    fn lowers(&self, op: &str) -> bool;
+    /// Why the device compiler does not lower `op`, where it says.
+    fn unlowered_reason(&self, op: &str) -> Option<&'static str>;
+}
+
 /// Settings of [`single_replica`].
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Copy)]
 pub struct SingleReplicaConfig<'a> {
     /// The run's fetches (`name:k` or `name`) and targets (`^name`); empty:
     /// every op runs and every output of an op nothing reads is fetched.
     pub fetches: &'a [String],
     /// Variables' values from an earlier run, by `VarHandleOp` name.
-    pub variables: &'a [(String, Tensor)],
+    pub variables: &'a [(String, TensorLit)],
     /// What happens to ops that neither lower nor run on the host.
     pub unlowered: Unlowered,
+    /// What the device compiler lowers and the host runs.
+    pub support: &'a dyn OpSupport,
 }
 
 /// Where an op runs.
@@ -162,6 +177,7 @@ pub fn single_replica(
     if has_cluster(graph) {
         return Ok(None);
     }
+    let support = config.support;
     // The roots: what the run asks for.
     let mut errors = Vec::new();
     let mut roots = Vec::new();
@@ -212,18 +228,18 @@ pub fn single_replica(
         let op = &*node.op;
         let k = if ARGUMENTS.contains(&op) {
             Kind::Argument
-        } else if DYNAMIC_SHAPE.contains(&op) && crate::exec::kernels::has_kernel(op) {
+        } else if DYNAMIC_SHAPE.contains(&op) && support.has_host_kernel(op) {
             // Folded at compile time when its operands are constants, else run on the host.
             Kind::Host
-        } else if crate::xla::stablehlo::lowering_of(op).is_some() && !has_string_type(node) {
+        } else if support.lowers(op) && !has_string_type(node) {
             Kind::Device
-        } else if crate::exec::kernels::has_kernel(op) && (crate::ir::ops::is_host_only(op) || has_string_type(node)) {
+        } else if support.has_host_kernel(op) && (crate::ir::ops::is_host_only(op) || has_string_type(node)) {
             Kind::Host
         } else {
             if config.unlowered == Unlowered::Refuse {
-                let reason = match crate::xla::stablehlo::unlowered_reason(op) {
+                let reason = match support.unlowered_reason(op) {
                     Some(why) => why.to_string(),
-                    None if crate::exec::kernels::has_kernel(op) => "it has no StableHLO lowering".to_string(),
+                    None if support.has_host_kernel(op) => "it has no StableHLO lowering".to_string(),
                     None => "it has no StableHLO lowering and no host kernel".to_string(),
                 };
                 errors.push(PassError::NotCompilable {
@@ -256,7 +272,7 @@ pub fn single_replica(
         if &*var.op != "VarHandleOp" || has_value || !used_otherwise || initialized.contains(&handle.src) {
             continue;
         }
-        let Some(ancestors) = constant_ancestors(graph, value.src) else { continue };
+        let Some(ancestors) = constant_ancestors(graph, config.support, value.src) else { continue };
         for a in ancestors {
             kind.insert(a, Kind::Host);
         }
@@ -415,7 +431,7 @@ pub fn single_replica(
         let name = node.name.to_string();
         let span = node.span;
         let literal = match config.variables.iter().find(|(n, _)| *n == name) {
-            Some((_, value)) => literal_of(value),
+            Some((_, value)) => Some(value.clone()),
             None => {
                 report.uninitialized.push(name.clone());
                 zeros_of(node)
@@ -450,7 +466,7 @@ pub fn single_replica(
 
 /// `id` and its data ancestors when none of them is a feed or touches a
 /// variable (a value computed from constants alone), else `None`.
-fn constant_ancestors(graph: &Graph, id: NodeId) -> Option<Vec<NodeId>> {
+fn constant_ancestors(graph: &Graph, support: &dyn OpSupport, id: NodeId) -> Option<Vec<NodeId>> {
     let mut seen = BTreeSet::new();
     let mut stack = vec![id];
     while let Some(n) = stack.pop() {
@@ -458,7 +474,7 @@ fn constant_ancestors(graph: &Graph, id: NodeId) -> Option<Vec<NodeId>> {
             continue;
         }
         let op = &*graph.node(n).op;
-        if ARGUMENTS.contains(&op) || op.contains("Variable") || !crate::exec::kernels::has_kernel(op) {
+        if ARGUMENTS.contains(&op) || op.contains("Variable") || !support.has_host_kernel(op) {
             return None;
         }
         stack.extend(graph.data_inputs(n).into_iter().map(|i| i.src));
@@ -470,25 +486,6 @@ fn constant_ancestors(graph: &Graph, id: NodeId) -> Option<Vec<NodeId>> {
 /// TF1 loops aside).
 fn topological(graph: &Graph) -> Vec<NodeId> {
     crate::ir::walk::post_order(graph, graph.nodes_in_order(), |src, dst| !graph.is_back_edge(src, dst))
-}
-
-/// `t` as a `Const` literal; `None` for dtypes a literal does not hold here.
-pub fn literal_of(t: &Tensor) -> Option<TensorLit> {
-    let data = match t.dtype() {
-        DType::F32 => TensorData::Float(t.to_vec::<f32>()?),
-        DType::F64 => TensorData::Double(t.to_vec::<f64>()?),
-        DType::I32 => TensorData::Int(t.to_vec::<i32>()?),
-        DType::I64 => TensorData::Int64(t.to_vec::<i64>()?),
-        DType::I8 => TensorData::Int(t.to_vec::<i8>()?.into_iter().map(i32::from).collect()),
-        DType::U8 => TensorData::Int(t.to_vec::<u8>()?.into_iter().map(i32::from).collect()),
-        DType::Bool => TensorData::Bool(t.to_vec::<bool>()?),
-        DType::BF16 => {
-            TensorData::Half(t.to_vec::<half::bf16>()?.into_iter().map(|v| i32::from(v.to_bits())).collect())
-        }
-        DType::F16 => TensorData::Half(t.to_vec::<half::f16>()?.into_iter().map(|v| i32::from(v.to_bits())).collect()),
-        _ => return None,
-    };
-    Some(TensorLit { dtype: t.dtype(), shape: t.shape().iter().map(|&d| d as i64).collect(), data })
 }
 
 /// Zeros of a `VarHandleOp`'s declared dtype and shape.
@@ -508,32 +505,4 @@ fn zeros_of(node: &Node) -> Option<TensorLit> {
         _ => return None,
     };
     Some(TensorLit { dtype, shape: dims, data })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_variable_value_survives_the_literal_round_trip() {
-        let values = [
-            Tensor::from_vec(&[2, 2], vec![1.5f32, -2.0, 0.0, 7.25]),
-            Tensor::from_vec(&[3], vec![1.0f64, -1e-300, 3.5]),
-            Tensor::from_vec(&[2], vec![i32::MIN, 5]),
-            Tensor::from_vec(&[2], vec![i64::MAX, -3]),
-            Tensor::from_vec(&[2], vec![-128i8, 127]),
-            Tensor::from_vec(&[2], vec![0u8, 255]),
-            Tensor::from_vec(&[3], vec![true, false, true]),
-            Tensor::from_vec(&[2], vec![half::bf16::from_f32(1.5), half::bf16::from_f32(-3.0e38)]),
-            Tensor::from_vec(&[2], vec![half::f16::from_f32(0.1), half::f16::from_f32(-65504.0)]),
-        ];
-        for t in values {
-            let t = t.expect("a tensor");
-            let literal = literal_of(&t).unwrap_or_else(|| panic!("{:?} has a literal", t.dtype()));
-            let back = Tensor::from_literal(&literal).expect("reads back");
-            assert!(back.bit_eq(&t), "{t:?} came back as {back:?}");
-        }
-        let strings = Tensor::from_vec(&[1], vec![b"s".to_vec()]).expect("a tensor");
-        assert!(literal_of(&strings).is_none(), "strings are not variable values here");
-    }
 }

@@ -17,6 +17,9 @@
 //!   kernels, the device program on XLA.
 //! - [`distributed`]: `run --backend jax-distributed`: N JAX processes.
 //! - [`stderr`]: keeps the plugin's info log lines off the terminal.
+//!
+//! [`OpSupport`] tells the passes what the StableHLO emitter lowers and
+//! what the simulator's kernels run on the host.
 
 pub mod backend;
 pub mod callback;
@@ -32,3 +35,22 @@ pub mod stderr;
 pub mod xla_ffi;
 
 pub use error::XlaError;
+
+/// What the StableHLO emitter lowers and the host (the simulator's kernels)
+/// runs: the answer [`crate::passes::single_replica`] asks for.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct OpSupport;
+
+impl crate::passes::single_replica::OpSupport for OpSupport {
+    fn has_host_kernel(&self, op: &str) -> bool {
+        crate::exec::kernels::has_kernel(op)
+    }
+
+    fn lowers(&self, op: &str) -> bool {
+        stablehlo::lowering_of(op).is_some()
+    }
+
+    fn unlowered_reason(&self, op: &str) -> Option<&'static str> {
+        stablehlo::unlowered_reason(op)
+    }
+}

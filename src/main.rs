@@ -10,9 +10,15 @@ use tpu_rewrite::{diagnostics, emit, exec, ir, lower, passes, progress, syntax, 
 /// The global allocator (feature `mimalloc`, on by default): graphs of
 /// millions of small nodes spend a fifth of their time in malloc/free with
 /// the system allocator. It is the binary's choice; the library sets none.
+/// Either way it is wrapped in `exec::memory::CountingAlloc`, which counts
+/// the live bytes `run --max-memory` bounds.
 #[cfg(feature = "mimalloc")]
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: exec::memory::CountingAlloc<mimalloc::MiMalloc> = exec::memory::CountingAlloc(mimalloc::MiMalloc);
+
+#[cfg(not(feature = "mimalloc"))]
+#[global_allocator]
+static GLOBAL: exec::memory::CountingAlloc<std::alloc::System> = exec::memory::CountingAlloc(std::alloc::System);
 
 fn main() -> std::process::ExitCode {
     disable_transparent_huge_pages();

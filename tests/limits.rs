@@ -241,3 +241,91 @@ fn lowering_the_generated_mlp_grows_linearly_in_memory() {
     let ratio = peaks[1] as f64 / peaks[0] as f64;
     assert!(ratio < 7.0, "8x the ops took {ratio:.1}x the memory ({} vs {} bytes)", peaks[1], peaks[0]);
 }
+
+/// Runs `run FILE args` on `text` in a child and returns its exit status,
+/// stderr, peak resident memory (from `wait4`) and wall time.
+#[allow(clippy::zombie_processes)] // `wait4` below reaps the child.
+fn run_measured(dir: &tempfile::TempDir, text: &str, args: &[&str]) -> (Option<i32>, String, u64, Duration) {
+    use std::io::Read;
+    let path = dir.path().join("budget.opg");
+    std::fs::write(&path, text).unwrap();
+    let start = Instant::now();
+    let mut child = Command::new(BIN)
+        .arg("run")
+        .arg(&path)
+        .args(args)
+        .env("NO_COLOR", "1")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    let mut status = 0;
+    // SAFETY: zeroed rusage is a valid value, and the pid is this test's own child.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
+    assert_eq!(pid, child.id() as i32, "wait4 failed");
+    let code = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
+    (code, err, usage.ru_maxrss as u64 * 1024, start.elapsed())
+}
+
+/// Exit 1 with the memory_budget code naming the op and its device, and no panic.
+fn assert_over_budget(code: Option<i32>, err: &str, op: &str) {
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("tpu_rewrite::exec::memory_budget"), "{err}");
+    assert!(err.contains(op), "the op is not named:\n{err}");
+    assert!(err.contains("TPU:0") || err.contains("device"), "the device is not named:\n{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn a_tile_past_the_memory_budget_stops_before_it_allocates() {
+    // One element tiled 2^31 - 1 times is 8.6 GB: under the per-tensor
+    // limit on a large machine, over a 512 MiB budget for the whole run.
+    let dir = tempfile::tempdir().unwrap();
+    let body = "    %v = Const() {dtype = f32, value = tensor(f32, [1]) [1.0]}\n    \
+                %m = Const() {dtype = i32, value = tensor(i32, [1]) [2147483647]}\n    \
+                %out = Tile(%v, %m) {T = f32}";
+    let budget = 512u64 << 20;
+    let (code, err, peak, elapsed) = run_measured(&dir, &replicated(body), &["--max-memory", "512M"]);
+    assert_over_budget(code, &err, "Tile");
+    assert!(elapsed < Duration::from_secs(2), "took {elapsed:?}");
+    assert!(peak < budget, "peak resident memory {peak} passed the budget {budget}");
+}
+
+#[test]
+fn values_kept_alive_past_the_budget_stop_the_run_at_the_kernel_that_crosses_it() {
+    // Each `Add` makes a 64 MiB tensor no size check sees beforehand; all
+    // stay live as outputs, so the fourth crosses a 200 MiB budget. The
+    // overshoot is at most the one kernel's output.
+    let dir = tempfile::tempdir().unwrap();
+    let body = "    %v = Const() {dtype = f32, value = tensor(f32, [1]) [1.0]}\n    \
+                %m = Const() {dtype = i32, value = tensor(i32, [1]) [16777216]}\n    \
+                %t = Tile(%v, %m) {T = f32}\n    \
+                %s1 = Add(%t, %t) {T = f32}\n    \
+                %s2 = Add(%s1, %t) {T = f32}\n    \
+                %s3 = Add(%s2, %t) {T = f32}\n    \
+                %s4 = Add(%s3, %t) {T = f32}\n    \
+                %out = AddN(%s1, %s2, %s3, %s4) {N = 4, T = f32}";
+    let text = replicated(body).replace("return %out", "return %out, %s1, %s2, %s3, %s4");
+    let budget = 200u64 << 20;
+    let (code, err, peak, _) = run_measured(&dir, &text, &["--max-memory", "200M"]);
+    assert_over_budget(code, &err, "Add");
+    // The constant beyond that is the binary's own resident set (code,
+    // allocator slack), measured on a run that allocates nothing large.
+    let (code, err, base, _) = run_measured(&dir, &replicated("    %out = Identity(%a) {T = f32}"), &[]);
+    assert_eq!(code, Some(0), "{err}");
+    let one_output = 64u64 << 20;
+    let slack = 16u64 << 20;
+    assert!(
+        peak < budget + one_output + base + slack,
+        "peak resident memory {peak} passed the budget {budget} by more than one output, the base {base} and {slack}"
+    );
+    // With room for them, the same run succeeds, and printing its five
+    // 64 MiB outputs takes a summary of each, not a text of 16M numbers.
+    let (code, err, peak, _) = run_measured(&dir, &text, &["--max-memory", "2G"]);
+    assert_eq!(code, Some(0), "{err}");
+    let held = 6 * one_output;
+    assert!(peak < held + base + slack * 4, "printing took {peak} bytes beside the {held} the tensors hold");
+}

@@ -62,6 +62,12 @@ pub struct RunArgs {
     /// available memory). A bigger one fails at its op, before allocating.
     #[arg(long, value_name = "BYTES")]
     pub max_tensor_bytes: Option<u64>,
+    /// The most memory the run may hold at once, in bytes, or with a
+    /// K/M/G/T suffix (powers of 1024). Default: three quarters of what the
+    /// machine, the cgroup (`memory.max`) and `ulimit -v` leave. An op that
+    /// would pass it fails before it allocates.
+    #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
+    pub max_memory: Option<u64>,
     /// The longest any device may wait for another, in seconds.
     #[arg(long, default_value_t = 30)]
     pub timeout: u64,
@@ -110,7 +116,8 @@ fn default_fetches(lowered: &Module) -> Vec<String> {
 }
 
 fn summary(t: &Tensor) -> String {
-    let json = exec::tensor_to_json(t);
+    // 200 characters need at most 100 elements: a huge tensor is never converted whole.
+    let json = exec::tensor_to_json(&t.head(100));
     let text = json.to_string();
     if text.len() <= 200 {
         text
@@ -238,6 +245,9 @@ const STEP_LOG_SCALARS: usize = 8;
 pub fn run_command(args: RunArgs) -> ExitCode {
     if let Some(bytes) = args.max_tensor_bytes {
         exec::limits::set_max_tensor_bytes(bytes);
+    }
+    if let Some(bytes) = args.max_memory {
+        exec::memory::set_budget(bytes);
     }
     if args.deadline.is_some() && args.backend != Backend::Sim {
         // XLA cannot stop a running execution: a deadline would not hold.
@@ -512,4 +522,35 @@ pub fn run_command(args: RunArgs) -> ExitCode {
         text.push_str(&format!("variable {name} = {}\n", summary(t)));
     }
     finish(write_output(None, text.as_bytes()))
+}
+
+/// A byte count: digits with an optional K, M, G or T suffix (powers of
+/// 1024, `KiB` spellings too).
+fn parse_bytes(text: &str) -> Result<u64, String> {
+    let upper = text.trim().to_ascii_uppercase();
+    let digits = upper.trim_end_matches("IB").trim_end_matches('B');
+    let (number, shift) = match digits.char_indices().last() {
+        Some((i, 'K')) => (&digits[..i], 10),
+        Some((i, 'M')) => (&digits[..i], 20),
+        Some((i, 'G')) => (&digits[..i], 30),
+        Some((i, 'T')) => (&digits[..i], 40),
+        _ => (digits, 0),
+    };
+    let value: u64 = number.trim().parse().map_err(|_| format!("`{text}` is not a byte count (like 4096 or 2G)"))?;
+    value.checked_mul(1u64 << shift).ok_or_else(|| format!("`{text}` is more than 2^64 bytes"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_bytes;
+
+    #[test]
+    fn byte_counts_take_binary_suffixes() {
+        assert_eq!(parse_bytes("4096"), Ok(4096));
+        assert_eq!(parse_bytes("2G"), Ok(2 << 30));
+        assert_eq!(parse_bytes("512MiB"), Ok(512 << 20));
+        assert_eq!(parse_bytes("3k"), Ok(3 << 10));
+        assert!(parse_bytes("lots").is_err());
+        assert!(parse_bytes("99999999999T").is_err());
+    }
 }

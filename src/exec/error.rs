@@ -58,6 +58,28 @@ pub enum KernelError {
         op: String,
     },
 
+    /// The op would take the process past its memory budget (see
+    /// [`crate::exec::memory`]); `bytes` is 0 when the op had already
+    /// allocated and the process holds more than the budget.
+    #[error("{op}: {}, over the run's memory budget of {budget} bytes", held(*live, *bytes))]
+    #[diagnostic(
+        code(tpu_rewrite::exec::memory_budget),
+        help(
+            "the budget is three quarters of the memory the machine, the cgroup and `ulimit -v` leave; \
+             `run --max-memory BYTES` changes it"
+        )
+    )]
+    MemoryBudget {
+        /// The op type.
+        op: String,
+        /// The bytes the op asked for.
+        bytes: u64,
+        /// The bytes the process held.
+        live: u64,
+        /// The budget in bytes.
+        budget: u64,
+    },
+
     /// A tensor the op would make is larger than the tensor-size limit, or
     /// its size overflows.
     #[error("{op}: a {dtype} tensor of shape {shape} needs {bytes} bytes, over the limit of {limit}")]
@@ -324,6 +346,34 @@ pub enum ExecError {
         span: Span,
     },
 
+    /// An op on one device would take the run past its memory budget; the
+    /// step was cancelled before the op allocated (or, for an op whose
+    /// outputs no size check sees beforehand, right after it).
+    #[error("on `@{graph}` ({device}), op `{op}` (`%{node}`) stopped: {source}")]
+    #[diagnostic(
+        code(tpu_rewrite::exec::memory_budget),
+        help(
+            "the budget is three quarters of the memory the machine, the cgroup and `ulimit -v` leave; \
+             `run --max-memory BYTES` changes it"
+        )
+    )]
+    MemoryBudget {
+        /// The device program's name, without `@`.
+        graph: String,
+        /// The device the program runs on.
+        device: String,
+        /// The node's name.
+        node: String,
+        /// The op type.
+        op: String,
+        /// The budget error, with the bytes.
+        #[source]
+        source: KernelError,
+        /// The node.
+        #[label("the budget ends here")]
+        span: Span,
+    },
+
     /// A kernel or the executor panicked on one device; the step was cancelled.
     #[error("on `@{graph}` ({device}), op `{op}` (`%{node}`) panicked: {message}")]
     #[diagnostic(code(tpu_rewrite::exec::panic), help("a panic is a bug in tpu-rewrite; please report it"))]
@@ -541,5 +591,14 @@ impl ExecError {
     /// A [`ExecError::Data`] error.
     pub fn data(format: &str, message: impl Into<String>) -> ExecError {
         ExecError::Data { format: format.to_string(), message: message.into() }
+    }
+}
+
+/// What a run holds, for [`KernelError::MemoryBudget`]: the live bytes,
+/// and the bytes asked for when the op had not allocated yet.
+fn held(live: u64, asked: u64) -> String {
+    match asked {
+        0 => format!("the run holds {live} bytes"),
+        _ => format!("{asked} bytes more beside the {live} the run holds would be {}", live.saturating_add(asked)),
     }
 }

@@ -65,7 +65,7 @@ pub fn checked_elements(op: &str, dtype: DType, shape: &[usize]) -> Result<usize
     let elements = shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d));
     let bytes = elements.and_then(|n| (n as u64).checked_mul(element_bytes(dtype)));
     match (elements, bytes) {
-        (Some(n), Some(b)) if b <= limit => Ok(n),
+        (Some(n), Some(b)) if b <= limit => super::memory::reserve(op, b).map(|()| n),
         _ => Err(KernelError::TooLarge {
             op: op.to_string(),
             shape: format!("{shape:?}"),

@@ -22,6 +22,7 @@ mod error;
 pub mod input;
 pub mod kernels;
 pub mod limits;
+pub mod memory;
 mod mesh;
 pub mod outputs;
 pub mod preflight;

@@ -251,6 +251,21 @@ impl Tensor {
         T::unwrap(self).map(|a| a.as_slice().map_or_else(|| a.iter().cloned().collect(), <[T]>::to_vec))
     }
 
+    /// The first `n` elements in row-major order as a vector, or the
+    /// tensor itself when it has no more than `n`: a summary of a large
+    /// tensor, costing `n` elements, never the whole.
+    pub fn head(&self, n: usize) -> Tensor {
+        fn head_of<T: Element>(t: &Tensor, n: usize) -> Option<Tensor> {
+            let a = T::unwrap(t)?;
+            let values: Vec<T> = a.iter().take(n).cloned().collect();
+            Some(T::wrap(ArcArray::from_shape_vec(IxDyn(&[values.len()]), values).ok()?))
+        }
+        if self.len() <= n {
+            return self.clone();
+        }
+        with_element_type!(self, T => head_of::<T>(self, n).unwrap_or_else(|| self.clone()), resource => self.clone())
+    }
+
     /// The resource handle, if this is one.
     pub fn as_resource(&self) -> Option<&ResourceHandle> {
         match self {

@@ -250,6 +250,16 @@ pub(super) fn wait_recvs(
 }
 
 pub(super) fn node_error(run: Run<'_>, step: &Step, source: KernelError) -> Stop {
+    if matches!(source, KernelError::MemoryBudget { .. }) {
+        return Stop::Failed(ExecError::MemoryBudget {
+            graph: run.instance.name.clone(),
+            device: run.instance.device.to_string(),
+            node: step.name.to_string(),
+            op: step.op.to_string(),
+            source,
+            span: step.span,
+        });
+    }
     Stop::Failed(ExecError::Kernel {
         graph: run.instance.name.clone(),
         device: run.instance.device.to_string(),
@@ -307,7 +317,11 @@ pub(super) fn call_kernel(
     }
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| device_kernel(run, step, inputs, shared)));
     match result {
-        Ok(r) => r,
+        Ok(Ok(outputs)) => match crate::exec::memory::check_live(&step.op) {
+            Ok(()) => Ok(outputs),
+            Err(e) => Err(node_error(run, step, e)),
+        },
+        Ok(Err(stop)) => Err(stop),
         Err(payload) => Err(Stop::Failed(ExecError::Panic {
             graph: run.instance.name.clone(),
             device: run.instance.device.to_string(),

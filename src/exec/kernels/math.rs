@@ -102,7 +102,16 @@ fn real_binary<T: Real>(
         BinaryOp::Mul => broadcast_zip(op, x, y, |a, b| a * b)?,
         BinaryOp::Div => broadcast_zip(op, x, y, |a, b| a / b)?,
         BinaryOp::FloorDiv => broadcast_zip(op, x, y, |a, b| (a / b).floor())?,
-        BinaryOp::FloorMod => broadcast_zip(op, x, y, |a, b| a - (a / b).floor() * b)?,
+        // The truncated remainder (exact, unlike x - floor(x / y) * y), moved
+        // to the divisor's sign as TensorFlow does: FloorMod(-1, inf) = inf.
+        BinaryOp::FloorMod => broadcast_zip(op, x, y, |a, b| {
+            let r = a % b;
+            if r != T::zero() && ((b < T::zero()) != (r < T::zero())) {
+                r + b
+            } else {
+                r
+            }
+        })?,
         // NaN propagates, as in TensorFlow.
         BinaryOp::Max => broadcast_zip(op, x, y, |a, b| if a.is_nan() || a > b { a } else { b })?,
         BinaryOp::Min => broadcast_zip(op, x, y, |a, b| if a.is_nan() || a < b { a } else { b })?,
@@ -522,6 +531,14 @@ mod tests {
         assert_eq!(out.to_vec::<i32>().unwrap(), vec![1, 2, -2, -1]);
         let f = binary("FloorMod", BinaryOp::FloorMod, &f32s(&[2], &[-1.0, 5.5]), &Tensor::scalar(2.0f32)).unwrap();
         assert_eq!(vals(&f), vec![1.0, 1.5]);
+        let f = binary(
+            "FloorMod",
+            BinaryOp::FloorMod,
+            &f32s(&[3], &[-1.0, 1.0, 1e30]),
+            &f32s(&[3], &[f32::INFINITY, f32::INFINITY, 3.0]),
+        )
+        .unwrap();
+        assert_eq!(vals(&f), vec![f32::INFINITY, 1.0, 1e30f32 % 3.0], "as TensorFlow: fmod, then the divisor's sign");
         assert!(binary("FloorMod", BinaryOp::FloorMod, &x, &Tensor::scalar(0i32)).is_err());
     }
 

@@ -19,6 +19,7 @@ pub(crate) mod control_flow;
 /// The TensorList and Optional kernels (variant values), sorted.
 pub use control_flow::VARIANT_OPS;
 mod conv;
+pub(crate) mod denormals;
 pub(crate) mod dtypes;
 mod elementwise;
 mod families;
@@ -423,8 +424,10 @@ pub fn missing_kernels(module: &Module) -> Vec<String> {
 /// Runs the pure kernel of `op` on `inputs` (data inputs, in slot order).
 ///
 /// Returns one tensor per output of the op. A panic inside a kernel (a bug)
-/// is caught and returned as [`KernelError::Panic`].
+/// is caught and returned as [`KernelError::Panic`]. Denormal floats
+/// flush to zero while it runs, as in TensorFlow's CPU kernels.
 pub fn run_kernel(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Tensor>, KernelError> {
+    let _flush = denormals::FlushDenormals::new();
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         // TensorLists hold their elements as they are, narrow dtypes included; calls need the mesh.
         if control_flow::has_kernel(op) {

@@ -184,6 +184,7 @@ pub(crate) trait Real:
     + std::ops::Sub<Output = Self>
     + std::ops::Mul<Output = Self>
     + std::ops::Div<Output = Self>
+    + std::ops::Rem<Output = Self>
     + std::ops::Neg<Output = Self>
 {
     fn exp(self) -> Self;

@@ -315,6 +315,8 @@ pub(super) fn call_kernel(
     if let Some(outputs) = &step.constant {
         return Ok(outputs.clone());
     }
+    // Optimizer updates and other device kernels flush denormals as the pure kernels do.
+    let _flush = crate::exec::kernels::denormals::FlushDenormals::new();
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| device_kernel(run, step, inputs, shared)));
     match result {
         Ok(Ok(outputs)) => match crate::exec::memory::check_live(&step.op) {

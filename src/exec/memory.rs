@@ -13,10 +13,13 @@
 //!   at the first kernel that crosses it.
 //!
 //! The live bytes come from [`CountingAlloc`], the global allocator the
-//! binary installs (any inner allocator, mimalloc by default). A library
-//! user with an allocator of their own gets the process's resident set
-//! from `/proc/self/statm` instead, read only for requests of
-//! [`UNCOUNTED_CHECK_BYTES`] or more.
+//! binary installs (any inner allocator, mimalloc by default). It counts
+//! only once [`start_counting`] is called (`run` calls it), so the graph
+//! passes pay one relaxed load per allocation and nothing more; the count
+//! starts from the resident set at that moment, which includes every
+//! earlier allocation. A library user with an allocator of their own gets
+//! the process's resident set from `/proc/self/statm` instead, read only
+//! for requests of [`UNCOUNTED_CHECK_BYTES`] or more.
 //!
 //! The default budget leaves a quarter of the headroom to the rest of the
 //! machine: three quarters of the least of the memory available
@@ -34,9 +37,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use super::error::KernelError;
 
-/// Bytes the counting allocator has handed out and not taken back.
+/// The bytes the process holds while counting: the resident set when
+/// counting started, plus what was allocated since, less what was freed
+/// (wrapping; read as signed).
 static LIVE: AtomicUsize = AtomicUsize::new(0);
-/// True once the counting allocator has served an allocation.
+/// True while [`CountingAlloc`] counts.
 static COUNTING: AtomicBool = AtomicBool::new(false);
 /// The budget in bytes; 0 until set or first read.
 static BUDGET: AtomicU64 = AtomicU64::new(0);
@@ -72,31 +77,52 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for CountingAlloc<A> {
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         self.0.dealloc(ptr, layout);
-        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+        if COUNTING.load(Ordering::Relaxed) {
+            LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+        }
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         let p = self.0.realloc(ptr, layout, new_size);
-        if !p.is_null() {
+        if !p.is_null() && COUNTING.load(Ordering::Relaxed) {
             LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-            counted(new_size);
+            LIVE.fetch_add(new_size, Ordering::Relaxed);
         }
         p
     }
 }
 
 fn counted(bytes: usize) {
-    LIVE.fetch_add(bytes, Ordering::Relaxed);
-    if !COUNTING.load(Ordering::Relaxed) {
-        COUNTING.store(true, Ordering::Relaxed);
+    if COUNTING.load(Ordering::Relaxed) {
+        LIVE.fetch_add(bytes, Ordering::Relaxed);
     }
+}
+
+/// Starts counting live bytes, from the resident set now, when the global
+/// allocator is a [`CountingAlloc`]; returns whether it is. Without one,
+/// [`live_bytes`] keeps reading the resident set.
+pub fn start_counting() -> bool {
+    if COUNTING.load(Ordering::Relaxed) {
+        return true;
+    }
+    LIVE.store(resident_bytes().unwrap_or(0) as usize, Ordering::Relaxed);
+    COUNTING.store(true, Ordering::Relaxed);
+    // A probe allocation shows whether the global allocator counts.
+    let before = LIVE.load(Ordering::Relaxed);
+    let probe = std::hint::black_box(vec![0u8; 1 << 16]);
+    let counts = LIVE.load(Ordering::Relaxed).wrapping_sub(before) >= probe.len();
+    drop(probe);
+    if !counts {
+        COUNTING.store(false, Ordering::Relaxed);
+    }
+    counts
 }
 
 /// The bytes the process holds: the counting allocator's count, else the
 /// resident set, else `None`.
 pub fn live_bytes() -> Option<u64> {
     if COUNTING.load(Ordering::Relaxed) {
-        return Some(LIVE.load(Ordering::Relaxed) as u64);
+        return Some((LIVE.load(Ordering::Relaxed) as isize).max(0) as u64);
     }
     resident_bytes()
 }
@@ -204,7 +230,7 @@ pub fn check_live(op: &str) -> Result<(), KernelError> {
     if !COUNTING.load(Ordering::Relaxed) {
         return Ok(());
     }
-    fits(op, 0, LIVE.load(Ordering::Relaxed) as u64, budget())
+    fits(op, 0, live_bytes().unwrap_or(0), budget())
 }
 
 #[cfg(test)]
@@ -235,7 +261,9 @@ mod tests {
 
     #[test]
     fn the_resident_set_is_read_without_the_counting_allocator() {
-        // This test binary has the system allocator, so the count is the resident set.
+        // This test binary has the system allocator: counting cannot start,
+        // and the count is the resident set.
+        assert!(!start_counting(), "the system allocator does not count");
         let rss = live_bytes().expect("/proc/self/statm is readable on Linux");
         assert!(rss > 1 << 20, "{rss}");
     }

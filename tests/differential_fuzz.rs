@@ -526,11 +526,17 @@ fn the_simulator_and_xla_agree_on_random_graphs() {
     let mut runner = TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &key));
     let strategy = proptest::collection::vec(proptest::arbitrary::any::<u8>(), 64..512);
     let start = std::time::Instant::now();
+    let tried = std::sync::atomic::AtomicU32::new(0);
     let result = runner.run(&strategy, |bytes| {
         let case = generate(&mut Unstructured::new(&bytes)).map_err(|e| TestCaseError::reject(e.to_string()))?;
+        tried.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         check(&case).map_err(TestCaseError::fail)
     });
-    eprintln!("differential fuzz: {cases} graphs from seed {seed} in {:.1} s", start.elapsed().as_secs_f64());
+    let tried = tried.into_inner();
+    eprintln!(
+        "differential fuzz: {tried} of {cases} graphs from seed {seed} in {:.1} s",
+        start.elapsed().as_secs_f64()
+    );
     let seen = KNOWN_SEEN.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
     for (known, count) in KNOWN.iter().zip(seen) {
         if count > 0 {

@@ -138,7 +138,16 @@ fn float_unary_value<T: Flt>(u: FloatUnary, x: T) -> T {
         FloatUnary::Erf => x.erf(),
         FloatUnary::Log1p => x.ln_1p(),
         FloatUnary::Expm1 => x.exp_m1(),
-        FloatUnary::Relu6 => x.max(zero).min(T::c(6.0)),
+        // Comparisons, not max/min, so that NaN stays NaN, as in TensorFlow.
+        FloatUnary::Relu6 => {
+            if x < zero {
+                zero
+            } else if x > T::c(6.0) {
+                T::c(6.0)
+            } else {
+                x
+            }
+        }
         FloatUnary::Elu => {
             if x < zero {
                 x.exp_m1()

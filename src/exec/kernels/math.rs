@@ -231,7 +231,8 @@ fn real_unary<T: Real>(u: UnaryOp, a: &ArcArray<T, IxDyn>) -> ArrayD<T> {
         UnaryOp::Neg => a.mapv(|v| -v),
         UnaryOp::Abs => a.mapv(|v| v.abs()),
         UnaryOp::Square => a.mapv(|v| v * v),
-        UnaryOp::Relu => a.mapv(|v| if v > T::zero() { v } else { T::zero() }),
+        // NaN stays NaN, as in TensorFlow.
+        UnaryOp::Relu => a.mapv(|v| if v < T::zero() { T::zero() } else { v }),
         UnaryOp::Tanh => a.mapv(|v| v.tanh()),
         UnaryOp::Sigmoid => a.mapv(|v| T::one() / (T::one() + (-v).exp())),
         UnaryOp::Exp => a.mapv(|v| v.exp()),
@@ -604,6 +605,8 @@ mod tests {
         assert_eq!(go(UnaryOp::Neg), vec![1.0, -0.0, -4.0]);
         assert_eq!(go(UnaryOp::Square), vec![1.0, 0.0, 16.0]);
         assert_eq!(go(UnaryOp::Relu), vec![0.0, 0.0, 4.0]);
+        let nan = unary("Relu", UnaryOp::Relu, &f32s(&[1], &[f32::NAN])).unwrap();
+        assert!(vals(&nan)[0].is_nan(), "Relu(NaN) is NaN, as in TensorFlow");
         assert_eq!(go(UnaryOp::Abs), vec![1.0, 0.0, 4.0]);
         let y = f32s(&[2], &[4.0, 0.25]);
         assert_eq!(vals(&unary("Sqrt", UnaryOp::Sqrt, &y).unwrap()), vec![2.0, 0.5]);

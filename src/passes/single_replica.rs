@@ -481,6 +481,7 @@ pub fn literal_of(t: &Tensor) -> Option<TensorLit> {
         DType::I64 => TensorData::Int64(t.to_vec::<i64>()?),
         DType::I8 => TensorData::Int(t.to_vec::<i8>()?.into_iter().map(i32::from).collect()),
         DType::U8 => TensorData::Int(t.to_vec::<u8>()?.into_iter().map(i32::from).collect()),
+        DType::U64 => TensorData::Uint64(t.to_vec::<u64>()?),
         DType::Bool => TensorData::Bool(t.to_vec::<bool>()?),
         DType::BF16 => {
             TensorData::Half(t.to_vec::<half::bf16>()?.into_iter().map(|v| i32::from(v.to_bits())).collect())

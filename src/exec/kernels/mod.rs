@@ -32,6 +32,7 @@ mod nn;
 mod norm;
 mod num;
 pub(crate) mod optimizers;
+pub mod random;
 mod reduce;
 mod shape;
 mod strided;
@@ -85,6 +86,8 @@ pub const DEVICE_OPS: &[&str] = &[
 /// Op types with a pure kernel in [`run_kernel`].
 pub const PURE_OPS: &[&str] = &[
     "Abs",
+    "Acos",
+    "Acosh",
     "Add",
     "AddN",
     "AddV2",
@@ -92,7 +95,11 @@ pub const PURE_OPS: &[&str] = &[
     "Any",
     "ArgMax",
     "ArgMin",
+    "Asin",
+    "Asinh",
     "Assert",
+    "Atan",
+    "Atanh",
     "AvgPool",
     "AvgPoolGrad",
     "BatchMatMul",
@@ -111,6 +118,8 @@ pub const PURE_OPS: &[&str] = &[
     "Conv2D",
     "Conv2DBackpropFilter",
     "Conv2DBackpropInput",
+    "Cos",
+    "Cosh",
     "CrossReplicaSum",
     "Cumprod",
     "Cumsum",
@@ -191,6 +200,7 @@ pub const PURE_OPS: &[&str] = &[
     "Relu6Grad",
     "ReluGrad",
     "Reshape",
+    "Rint",
     "Round",
     "Rsqrt",
     "RsqrtGrad",
@@ -205,6 +215,8 @@ pub const PURE_OPS: &[&str] = &[
     "Sigmoid",
     "SigmoidGrad",
     "Sign",
+    "Sin",
+    "Sinh",
     "Size",
     "Slice",
     "Snapshot",
@@ -222,6 +234,19 @@ pub const PURE_OPS: &[&str] = &[
     "Square",
     "SquaredDifference",
     "Squeeze",
+    "StatelessRandomGetAlg",
+    "StatelessRandomGetKeyCounter",
+    "StatelessRandomGetKeyCounterAlg",
+    "StatelessRandomNormal",
+    "StatelessRandomNormalV2",
+    "StatelessRandomUniform",
+    "StatelessRandomUniformFullInt",
+    "StatelessRandomUniformFullIntV2",
+    "StatelessRandomUniformInt",
+    "StatelessRandomUniformIntV2",
+    "StatelessRandomUniformV2",
+    "StatelessTruncatedNormal",
+    "StatelessTruncatedNormalV2",
     "StopGradient",
     "StridedSlice",
     "StridedSliceGrad",
@@ -232,6 +257,7 @@ pub const PURE_OPS: &[&str] = &[
     "TPUReplicateMetadata",
     "TPUReplicatedInput",
     "TPUReplicatedOutput",
+    "Tan",
     "Tanh",
     "TanhGrad",
     "TensorScatterAdd",
@@ -251,6 +277,14 @@ pub fn has_kernel(op: &str) -> bool {
 
 /// Ops whose kernels compute in floating point only.
 const FLOAT_ONLY: &[&str] = &[
+    "Acos",
+    "Acosh",
+    "Asin",
+    "Asinh",
+    "Atan",
+    "Atanh",
+    "Cos",
+    "Cosh",
     "Elu",
     "EluGrad",
     "Erf",
@@ -271,12 +305,15 @@ const FLOAT_ONLY: &[&str] = &[
     "LogSoftmax",
     "Relu6",
     "Relu6Grad",
+    "Rint",
     "Rsqrt",
     "RsqrtGrad",
     "Selu",
     "SeluGrad",
     "Sigmoid",
     "SigmoidGrad",
+    "Sin",
+    "Sinh",
     "Softmax",
     "SoftmaxCrossEntropyWithLogits",
     "Softplus",
@@ -286,6 +323,7 @@ const FLOAT_ONLY: &[&str] = &[
     "SparseSoftmaxCrossEntropyWithLogits",
     "Sqrt",
     "SqrtGrad",
+    "Tan",
     "Tanh",
     "TanhGrad",
 ];
@@ -303,6 +341,7 @@ fn holds(d: DType) -> bool {
             | DType::F16
             | DType::I8
             | DType::U8
+            | DType::U64
             | DType::I32
             | DType::I64
             | DType::Bool
@@ -570,6 +609,7 @@ fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Tensor>,
 
         _ if DEVICE_OPS.contains(&op) => Err(KernelError::NeedsDevice { op: op.to_string() }),
         _ => families::dispatch(op, attrs, inputs)
+            .or_else(|| random::dispatch(op, attrs, inputs))
             .or_else(|| host_ops::dispatch(op, attrs, inputs))
             .unwrap_or_else(|| Err(KernelError::NoKernel { op: op.to_string() })),
     }

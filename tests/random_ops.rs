@@ -1,0 +1,170 @@
+//! The stateless random ops against TensorFlow's own outputs
+//! (`tests/tf/corpus/random/random_ops.json`, made by `tests/tf/random_ops.py`).
+//!
+//! On the simulator every case must equal TensorFlow's CPU kernels bit for
+//! bit (the Philox stream and its conversions to numbers). On PJRT the
+//! lowered graphs must give what TensorFlow's XLA bridge gives: the same
+//! Philox bits, turned into numbers as XLA does, to float tolerance (XLA's
+//! `log`, `sin` and `cos` are its own approximations).
+
+#[path = "support/pjrt.rs"]
+mod support;
+
+use serde_json::Value;
+use tpu_rewrite::exec::kernels::run_kernel;
+use tpu_rewrite::exec::Tensor;
+use tpu_rewrite::ir::{AttrMap, AttrValue, DType};
+
+fn corpus() -> Vec<Value> {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/tf/corpus/random/random_ops.json");
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let doc: Value = serde_json::from_str(&text).expect("valid JSON");
+    assert_eq!(doc["tensorflow"], "2.21.0");
+    doc["cases"].as_array().expect("cases").clone()
+}
+
+fn dtype(name: &str) -> DType {
+    match name {
+        "float32" => DType::F32,
+        "float64" => DType::F64,
+        "float16" => DType::F16,
+        "bfloat16" => DType::BF16,
+        "int32" => DType::I32,
+        "int64" => DType::I64,
+        "uint64" => DType::U64,
+        other => panic!("dtype {other}"),
+    }
+}
+
+fn ints(v: &Value) -> Vec<i64> {
+    v.as_array().expect("list").iter().map(|x| x.as_i64().expect("int")).collect()
+}
+
+/// The seed operand of a case, in its recorded dtype.
+fn seed(case: &Value) -> Tensor {
+    let s = ints(&case["seed"]);
+    match case["seed_dtype"].as_str() {
+        Some("int32") => Tensor::vector(s.iter().map(|&v| v as i32).collect()),
+        _ => Tensor::vector(s),
+    }
+}
+
+fn scalar_of(d: DType, v: i64) -> Tensor {
+    match d {
+        DType::I32 => Tensor::scalar(v as i32),
+        _ => Tensor::scalar(v),
+    }
+}
+
+/// The operands and attributes of a case's op.
+fn operands(case: &Value) -> (Vec<Tensor>, AttrMap) {
+    let op = case["op"].as_str().unwrap();
+    let mut attrs = AttrMap::new();
+    if let Some(d) = case["dtype"].as_str() {
+        attrs.insert("dtype", AttrValue::Type(dtype(d)));
+    }
+    if op == "StatelessRandomGetKeyCounterAlg" {
+        return (vec![seed(case)], attrs);
+    }
+    let shape = Tensor::vector(ints(&case["shape"]).into_iter().map(|v| v as i32).collect());
+    let bounds = |d: DType| {
+        vec![scalar_of(d, case["minval"].as_i64().unwrap()), scalar_of(d, case["maxval"].as_i64().unwrap())]
+    };
+    let mut inputs = vec![shape];
+    if op.ends_with("V2") {
+        let kc = run_kernel("StatelessRandomGetKeyCounter", &AttrMap::new(), &[seed(case)]).expect("key and counter");
+        inputs.extend(kc);
+        inputs.push(Tensor::scalar(1i32));
+    } else {
+        inputs.push(seed(case));
+    }
+    if op.contains("UniformInt") {
+        inputs.extend(bounds(dtype(case["dtype"].as_str().unwrap())));
+    }
+    (inputs, attrs)
+}
+
+/// The values of a tensor as JSON would hold them: f64 for floats, decimal strings for u64.
+fn as_json_values(t: &Tensor) -> Vec<Value> {
+    match t {
+        Tensor::F32(a) => a.iter().map(|&v| Value::from(f64::from(v))).collect(),
+        Tensor::F64(a) => a.iter().map(|&v| Value::from(v)).collect(),
+        Tensor::F16(a) => a.iter().map(|&v| Value::from(f64::from(v.to_f32()))).collect(),
+        Tensor::BF16(a) => a.iter().map(|&v| Value::from(f64::from(v.to_f32()))).collect(),
+        Tensor::I32(a) => a.iter().map(|&v| Value::from(v)).collect(),
+        Tensor::I64(a) => a.iter().map(|&v| Value::from(v)).collect(),
+        Tensor::U64(a) => a.iter().map(|&v| Value::from(v.to_string())).collect(),
+        other => panic!("unexpected dtype {}", other.dtype()),
+    }
+}
+
+/// Why `got` differs from TensorFlow's `want` ({dtype, shape, values}), if it does.
+fn differs(got: &Tensor, want: &Value) -> Option<String> {
+    if got.dtype() != dtype(want["dtype"].as_str().unwrap()) {
+        return Some(format!("dtype {} vs {}", got.dtype(), want["dtype"]));
+    }
+    let shape: Vec<usize> = ints(&want["shape"]).into_iter().map(|v| v as usize).collect();
+    if got.shape() != shape.as_slice() {
+        return Some(format!("shape {:?} vs {shape:?}", got.shape()));
+    }
+    let values = as_json_values(got);
+    let expected = want["values"].as_array().unwrap();
+    values.iter().zip(expected).position(|(a, b)| a != b).map(|i| format!("[{i}]: {} vs TensorFlow's {}", values[i], expected[i]))
+}
+
+#[test]
+fn the_simulator_draws_tensorflows_cpu_stream_bit_for_bit() {
+    let cases = corpus();
+    assert!(cases.len() >= 100, "{} cases", cases.len());
+    let mut failures = Vec::new();
+    for case in &cases {
+        let op = case["op"].as_str().unwrap();
+        let (inputs, attrs) = operands(case);
+        let got = match run_kernel(op, &attrs, &inputs) {
+            Ok(out) => out,
+            Err(e) => {
+                failures.push(format!("{op} {}: {e}", case["dtype"]));
+                continue;
+            }
+        };
+        let want: Vec<&Value> = match &case["cpu"] {
+            Value::Array(items) => items.iter().collect(),
+            one => vec![one],
+        };
+        assert_eq!(got.len(), want.len(), "{op}: output count");
+        for (i, (g, w)) in got.iter().zip(want).enumerate() {
+            if let Some(d) = differs(g, w) {
+                failures.push(format!("{op} {} {} seed {}: output {i} {d}", case["dtype"], case["shape"], case["seed"]));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} of {} cases differ:\n{}", failures.len(), cases.len(), failures.join("\n"));
+}
+
+#[test]
+fn bad_operands_are_errors() {
+    let attrs = AttrMap::new();
+    let shape = Tensor::vector(vec![2i32]);
+    let kc = run_kernel("StatelessRandomGetKeyCounter", &attrs, &[Tensor::vector(vec![1i32, 2])]).unwrap();
+    // ThreeFry (2) is not what TensorFlow's CPU kernels run.
+    let err = run_kernel(
+        "StatelessRandomUniformV2",
+        &attrs,
+        &[shape.clone(), kc[0].clone(), kc[1].clone(), Tensor::scalar(2i32)],
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("Philox"), "{err}");
+    let err = run_kernel("StatelessRandomUniform", &attrs, &[shape.clone(), Tensor::vector(vec![1i32, 2, 3])]).unwrap_err();
+    assert!(err.to_string().contains("seed must have shape [2]"), "{err}");
+    let mut int_attrs = AttrMap::new();
+    int_attrs.insert("dtype", AttrValue::Type(DType::I32));
+    let err = run_kernel(
+        "StatelessRandomUniformInt",
+        &int_attrs,
+        &[shape, Tensor::vector(vec![1i32, 2]), Tensor::scalar(5i32), Tensor::scalar(5i32)],
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("minval < maxval"), "{err}");
+    let huge = Tensor::vector(vec![1i64 << 40, 1 << 40]);
+    assert!(run_kernel("StatelessRandomUniform", &attrs, &[huge, Tensor::vector(vec![1i32, 2])]).is_err());
+}

@@ -7,6 +7,8 @@
 //! Philox bits, turned into numbers as XLA does, to float tolerance (XLA's
 //! `log`, `sin` and `cos` are its own approximations).
 
+#[path = "support/lowering.rs"]
+mod lowering;
 #[path = "support/pjrt.rs"]
 mod support;
 
@@ -167,4 +169,126 @@ fn bad_operands_are_errors() {
     assert!(err.to_string().contains("minval < maxval"), "{err}");
     let huge = Tensor::vector(vec![1i64 << 40, 1 << 40]);
     assert!(run_kernel("StatelessRandomUniform", &attrs, &[huge, Tensor::vector(vec![1i32, 2])]).is_err());
+}
+
+/// The `.opg` graph of a case: the seed fed to a one-replica `replicate`, the op inside it.
+fn pjrt_graph(case: &Value) -> String {
+    let op = case["op"].as_str().unwrap();
+    let seed_t = if case["seed_dtype"] == "int64" { "i64" } else { "i32" };
+    let t = |name: &str| match name {
+        "float32" => "f32",
+        "float64" => "f64",
+        "float16" => "f16",
+        "bfloat16" => "bf16",
+        "int32" => "i32",
+        "int64" => "i64",
+        "uint64" => "u64",
+        other => panic!("dtype {other}"),
+    };
+    let mut body = Vec::new();
+    if op == "StatelessRandomGetKeyCounterAlg" {
+        body.push(format!("%out = StatelessRandomGetKeyCounterAlg(%seed) {{Tseed = {seed_t}}}"));
+        body.push("%key = Identity(%out:0) {T = u64}".to_string());
+        body.push("%counter = Identity(%out:1) {T = u64}".to_string());
+        body.push("%alg = Identity(%out:2) {T = i32}".to_string());
+        return wrap(seed_t, &body, "%key, %counter, %alg");
+    }
+    let shape = ints(&case["shape"]);
+    let dims: Vec<String> = shape.iter().map(i64::to_string).collect();
+    body.push(format!("%shape = Const() {{dtype = i32, value = tensor(i32, [{}]) [{}]}}", dims.len(), dims.join(", ")));
+    let dtype = t(case["dtype"].as_str().unwrap());
+    let mut operands = vec!["%shape".to_string()];
+    if op.ends_with("V2") {
+        body.push(format!("%kc = StatelessRandomGetKeyCounter(%seed) {{Tseed = {seed_t}}}"));
+        body.push("%alg = StatelessRandomGetAlg()".to_string());
+        operands.extend(["%kc:0", "%kc:1", "%alg"].map(String::from));
+    } else {
+        operands.push("%seed".to_string());
+    }
+    if op.contains("UniformInt") {
+        for (name, key) in [("lo", "minval"), ("hi", "maxval")] {
+            let v = case[key].as_i64().unwrap();
+            body.push(format!("%{name} = Const() {{dtype = {dtype}, value = tensor({dtype}, []) [{v}]}}"));
+            operands.push(format!("%{name}"));
+        }
+    }
+    let attrs = if op.ends_with("V2") {
+        format!("dtype = {dtype}, Tshape = i32")
+    } else {
+        format!("dtype = {dtype}, T = i32, Tseed = {seed_t}")
+    };
+    body.push(format!("%out = {op}({}) {{{attrs}}}", operands.join(", ")));
+    wrap(seed_t, &body, "%out")
+}
+
+fn wrap(seed_t: &str, body: &[String], returns: &str) -> String {
+    let mut text = format!(
+        "graph @main {{\n  %s0 = Placeholder() {{dtype = {seed_t}, shape = shape[2]}}\n  replicate (num_replicas = 1) (%seed = [%s0]) {{\n"
+    );
+    for line in body {
+        text.push_str(&format!("    {line}\n"));
+    }
+    text.push_str(&format!("    return {returns}\n  }}\n}}\n"));
+    text
+}
+
+/// Why PJRT's `got` differs from TensorFlow's XLA values, if it does: floats to a relative
+/// 1e-4 (f16 and bf16 to their precision), integers exactly.
+fn differs_xla(got: &Tensor, want: &Value) -> Option<String> {
+    let shape: Vec<usize> = ints(&want["shape"]).into_iter().map(|v| v as usize).collect();
+    if got.dtype() != dtype(want["dtype"].as_str().unwrap()) || got.shape() != shape.as_slice() {
+        return Some(format!("{} {:?} vs {} {shape:?}", got.dtype(), got.shape(), want["dtype"]));
+    }
+    let tol = match got.dtype() {
+        DType::F16 => 2.0 * 2f64.powi(-11),
+        DType::BF16 => 2.0 * 2f64.powi(-8),
+        DType::F32 | DType::F64 => 1e-4,
+        _ => return differs(got, want),
+    };
+    let values: Vec<f64> = as_json_values(got).iter().map(|v| v.as_f64().unwrap()).collect();
+    let expected: Vec<f64> = want["values"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
+    values
+        .iter()
+        .zip(&expected)
+        .position(|(a, b)| (a - b).abs() > 1e-5 + tol * b.abs())
+        .map(|i| format!("[{i}]: {} vs TensorFlow's XLA {}", values[i], expected[i]))
+}
+
+#[test]
+fn pjrt_draws_tensorflows_xla_stream() {
+    use tpu_rewrite::xla::backend;
+    let cases: Vec<Value> = corpus().into_iter().filter(|c| !c["xla"].is_null()).collect();
+    assert!(cases.len() >= 90, "{} cases TensorFlow's XLA compiled", cases.len());
+    let dir = tempfile::tempdir().unwrap();
+    let mut failures = Vec::new();
+    for (k, case) in cases.iter().enumerate() {
+        let op = case["op"].as_str().unwrap();
+        let path = dir.path().join(format!("case{k}.opg"));
+        std::fs::write(&path, pjrt_graph(case)).unwrap();
+        let (tagged, lowered) = lowering::prepare(path.to_str().unwrap(), "1x1", 1);
+        let feeds = vec![("s0:0".to_string(), seed(case))];
+        let config = support::one_step(&feeds, None);
+        let what = format!("{op} {} {} seed {}", case["dtype"], case["shape"], case["seed"]);
+        let run = match backend::run(&tagged.graphs[0], &lowered.assignment, &config) {
+            Ok(r) => r.run,
+            Err(e) => {
+                failures.push(format!("{what}: pjrt failed: {e:?}"));
+                continue;
+            }
+        };
+        let want: Vec<&Value> = match &case["xla"] {
+            Value::Array(items) => items.iter().collect(),
+            one => vec![one],
+        };
+        if run.fetched.len() != want.len() {
+            failures.push(format!("{what}: {} outputs, TensorFlow has {}", run.fetched.len(), want.len()));
+            continue;
+        }
+        for (i, ((_, got), w)) in run.fetched.iter().zip(want).enumerate() {
+            if let Some(d) = differs_xla(got, w) {
+                failures.push(format!("{what}: output {i} {d}"));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} of {} cases differ:\n{}", failures.len(), cases.len(), failures.join("\n"));
 }

@@ -7,8 +7,8 @@
 
 use serde_json::Value;
 use tpu_rewrite::exec::kernels::run_kernel;
-use tpu_rewrite::exec::{Feeds, Fetch, Mesh, MeshConfig};
 use tpu_rewrite::exec::Tensor;
+use tpu_rewrite::exec::{Feeds, Fetch, Mesh, MeshConfig};
 use tpu_rewrite::ir::{parse_module, AttrMap, AttrValue, DType};
 use tpu_rewrite::passes::gradients::{expand_gradients, GradientsConfig};
 

@@ -11,17 +11,23 @@
 //! list of what runs: every column is asked of the tables that run it.
 
 use crate::exec::kernels::has_kernel;
-use crate::ir::tf_xla_ops::{tf_xla_ops, tf_version, TfGradient};
+use crate::ir::tf_xla_ops::{tf_version, tf_xla_ops, TfGradient};
 use crate::passes::gradients::has_gradient_function;
 use crate::xla::stablehlo::{lowering_of, unlowered_reason};
 
 /// Ops of TensorFlow's XLA op set that cannot matter on a TPU, each with why.
 pub const NO_TPU_REASONS: &[(&str, &str)] = &[
-    ("_ArrayToList", "an internal converter of TensorFlow's legacy function instantiation; exported graphs never carry it"),
+    (
+        "_ArrayToList",
+        "an internal converter of TensorFlow's legacy function instantiation; exported graphs never carry it",
+    ),
     ("_EagerConst", "made only by eager execution to place a Python value on a device; exported graphs carry Const"),
     ("_FusedBatchNormEx", "made at run time by Grappler's CPU/GPU remapper; a graph for a TPU never carries it"),
     ("_FusedConv2D", "made at run time by Grappler's CPU/GPU remapper; a graph for a TPU never carries it"),
-    ("_ListToArray", "an internal converter of TensorFlow's legacy function instantiation; exported graphs never carry it"),
+    (
+        "_ListToArray",
+        "an internal converter of TensorFlow's legacy function instantiation; exported graphs never carry it",
+    ),
     ("_UnaryOpsComposition", "made at run time by Grappler's CPU remapper; a graph for a TPU never carries it"),
     ("_XlaAotOnlyVarHandleOp", "exists only for tfcompile's ahead-of-time CPU compilation; never in a TPU graph"),
 ];

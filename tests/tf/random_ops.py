@@ -11,7 +11,8 @@ differently (see docs/xla.md).
 A case: {"op", "dtype", "shape", "seed" (V1 ops and the key/counter ops), "minval"/"maxval"
 (integer ops), "cpu": {"values": [...], "dtype": ...} or a list of them for several outputs,
 "xla": the same, or null when XLA does not compile the case}. Floats are written exactly (f16 and
-bf16 as the f32 of their value); u64 values as decimal strings.
+bf16 as the f32 of their value), and their bit patterns as "bits" (decimal strings of the f64 bits, or
+of the f32 bits for f32, f16 and bf16); u64 values as decimal strings.
 """
 
 import json
@@ -41,7 +42,12 @@ def enc(t):
         values = [float(v) for v in a.reshape(-1)]
     else:
         values = [int(v) for v in a.reshape(-1)]
-    return {"dtype": dtype, "shape": list(a.shape), "values": values}
+    out = {"dtype": dtype, "shape": list(a.shape), "values": values}
+    if t.dtype.is_floating:
+        # The exact bit patterns (of the f32 value for f16 and bf16), as decimal strings.
+        wide = a.astype(np.float64 if t.dtype == tf.float64 else np.float32)
+        out["bits"] = [str(int(b)) for b in wide.reshape(-1).view(np.uint64 if t.dtype == tf.float64 else np.uint32)]
+    return out
 
 
 def both(fn):

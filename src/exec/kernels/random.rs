@@ -182,7 +182,13 @@ fn float_tensor(op: &str, gen: Philox, dist: Dist, dtype: DType, shape: &[usize]
             let values = match dist {
                 Dist::Uniform => fill(gen, n, 2, |b| vec![unit_f64(b[0], b[1]), unit_f64(b[2], b[3])]),
                 Dist::Normal => fill(gen, n, 2, |b| box_muller_f64(b).to_vec()),
-                Dist::Truncated => truncated_kept(gen, n, 2, |w| box_muller_f64([w.next(), w.next(), w.next(), w.next()]), |v| v.abs() < 2.0),
+                Dist::Truncated => truncated_kept(
+                    gen,
+                    n,
+                    2,
+                    |w| box_muller_f64([w.next(), w.next(), w.next(), w.next()]),
+                    |v| v.abs() < 2.0,
+                ),
             };
             Tensor::from_vec(shape, values)
         }
@@ -246,7 +252,13 @@ fn truncated_kept<T: Copy>(
 }
 
 /// Integers of `dtype`: uniform in `[lo, hi)` when a range is given, else every bit pattern.
-fn int_tensor(op: &str, gen: Philox, dtype: DType, shape: &[usize], range: Option<(i64, i64)>) -> Result<Tensor, KernelError> {
+fn int_tensor(
+    op: &str,
+    gen: Philox,
+    dtype: DType,
+    shape: &[usize],
+    range: Option<(i64, i64)>,
+) -> Result<Tensor, KernelError> {
     let n: usize = shape.iter().product();
     if let Some((lo, hi)) = range {
         if lo >= hi {
@@ -259,7 +271,9 @@ fn int_tensor(op: &str, gen: Philox, dtype: DType, shape: &[usize], range: Optio
                 b.iter()
                     .map(|&x| match range {
                         // TensorFlow: lo + (word mod (hi - lo)), the range as an unsigned 32-bit count.
-                        Some((lo, hi)) => (lo as i32).wrapping_add((x % (hi as i32).wrapping_sub(lo as i32) as u32) as i32),
+                        Some((lo, hi)) => {
+                            (lo as i32).wrapping_add((x % (hi as i32).wrapping_sub(lo as i32) as u32) as i32)
+                        }
                         None => x as i32,
                     })
                     .collect()
@@ -282,7 +296,9 @@ fn int_tensor(op: &str, gen: Philox, dtype: DType, shape: &[usize], range: Optio
             Tensor::from_vec(shape, values)
         }
         DType::U64 if range.is_none() => {
-            let values = fill(gen, n, 2, |b| vec![u64::from(b[0]) | u64::from(b[1]) << 32, u64::from(b[2]) | u64::from(b[3]) << 32]);
+            let values = fill(gen, n, 2, |b| {
+                vec![u64::from(b[0]) | u64::from(b[1]) << 32, u64::from(b[2]) | u64::from(b[3]) << 32]
+            });
             Tensor::from_vec(shape, values)
         }
         other => Err(KernelError::dtype(op, other, "random integers are i32 or i64 (full-range ones also u64)")),
@@ -310,9 +326,13 @@ fn seed_operand(op: &str, t: &Tensor) -> Result<[i64; 2], KernelError> {
 fn key_counter_operands(op: &str, inputs: &[Tensor], first: usize) -> Result<Philox, KernelError> {
     let u64s = |i: usize, what: &str, len: usize| -> Result<Vec<u64>, KernelError> {
         let t = arg(op, inputs, i)?;
-        let values = t.to_vec::<u64>().ok_or_else(|| KernelError::dtype(op, t.dtype(), format!("{what} must be u64")))?;
+        let values =
+            t.to_vec::<u64>().ok_or_else(|| KernelError::dtype(op, t.dtype(), format!("{what} must be u64")))?;
         if values.len() < len {
-            return Err(KernelError::invalid(op, format!("{what} needs at least {len} elements, got {}", values.len())));
+            return Err(KernelError::invalid(
+                op,
+                format!("{what} needs at least {len} elements, got {}", values.len()),
+            ));
         }
         Ok(values)
     };
@@ -336,9 +356,7 @@ fn dtype_attr(attrs: &AttrMap, default: DType) -> DType {
 /// Runs `op` if it is a stateless random op; `None` otherwise.
 pub(crate) fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Option<Result<Vec<Tensor>, KernelError>> {
     let x = |i: usize| arg(op, inputs, i);
-    let key_counter = |gen: Philox| {
-        vec![Tensor::vector(vec![gen.key()]), Tensor::vector(gen.counter().to_vec())]
-    };
+    let key_counter = |gen: Philox| vec![Tensor::vector(vec![gen.key()]), Tensor::vector(gen.counter().to_vec())];
     let float_v2 = |dist: Dist| -> Result<Vec<Tensor>, KernelError> {
         let dtype = dtype_attr(attrs, DType::F32);
         let shape = shape_operand(op, x(0)?, dtype)?;
@@ -352,7 +370,10 @@ pub(crate) fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Option<R
     let bound = |i: usize, what: &str| -> Result<i64, KernelError> {
         match x(i)?.to_i64_vec(op, what)?.as_slice() {
             [v] if x(i)?.shape().is_empty() => Ok(*v),
-            _ => Err(KernelError::invalid(op, format!("{what} must be a scalar, got shape {:?}", x(i).map(|t| t.shape().to_vec())))),
+            _ => Err(KernelError::invalid(
+                op,
+                format!("{what} must be a scalar, got shape {:?}", x(i).map(|t| t.shape().to_vec())),
+            )),
         }
     };
     let int_op = |gen: Philox, range: Option<(i64, i64)>| -> Result<Vec<Tensor>, KernelError> {

@@ -204,8 +204,7 @@ fn trace_with(
                     args.push(v);
                 }
                 // Random draws stay in the program: folding would put the simulator's stream there.
-                let constant =
-                    (all_constant && !super::ops::random::DRAWS.contains(&op)) || SHAPE_ONLY.contains(&op);
+                let constant = (all_constant && !super::ops::random::DRAWS.contains(&op)) || SHAPE_ONLY.contains(&op);
                 let fix = fixes.get(&id);
                 run_kernel(op, &node.attrs, &args)
                     .map_err(|e| lowering(graph, id, e.to_string()))?

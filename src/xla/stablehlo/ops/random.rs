@@ -13,7 +13,9 @@
 //! - integers are the words themselves, or `minval + word mod range`.
 //!
 //! A seed becomes a key and counter by one Philox block of the seed under
-//! TensorFlow's fixed key, which the CPU and XLA share. Draws are never
+//! TensorFlow's fixed key, as on the CPU, except that the bridge keeps only
+//! the low 32 bits of each seed (zero-extended) where the CPU sign-extends
+//! an i32 seed and keeps an i64 one whole. Keys and draws are never
 //! folded to constants: that would put the simulator's (CPU) stream in the
 //! program. Only the Philox algorithm id (1, or 3: auto-select) is lowered.
 
@@ -21,8 +23,11 @@ use super::Call;
 use crate::ir::DType;
 use crate::xla::stablehlo::text::{Ctx, Ty, Val};
 
-/// The ops whose results are random draws: never folded to constants.
+/// The ops whose results are random draws, or keys made as the bridge makes them: never folded
+/// to constants (folding runs the simulator, which follows TensorFlow's CPU kernels).
 pub const DRAWS: &[&str] = &[
+    "StatelessRandomGetKeyCounter",
+    "StatelessRandomGetKeyCounterAlg",
     "StatelessRandomNormal",
     "StatelessRandomNormalV2",
     "StatelessRandomUniform",
@@ -96,9 +101,20 @@ fn key_counter_of_seed(c: &mut Ctx, n: &Call, i: usize) -> Result<(Val, Val), St
     if seed.ty.shape != [2] {
         return Err(format!("{}: seed must have shape [2], got {:?}", n.op, seed.ty.shape));
     }
-    // Sign-extended to 64 bits, as TensorFlow widens an i32 seed.
-    let seed = c.convert(&seed, DType::I64);
-    let seed = bitcast(c, &seed, DType::U64);
+    // TensorFlow's XLA bridge keeps the low 32 bits of each seed, zero-extended (its CPU kernels
+    // sign-extend an i32 seed and keep all 64 bits of an i64 one).
+    let seed = match seed.ty.dtype {
+        DType::I32 => {
+            let bits = bitcast(c, &seed, DType::U32);
+            c.convert(&bits, DType::U64)
+        }
+        DType::I64 => {
+            let bits = bitcast(c, &seed, DType::U64);
+            let mask = uint(c, &bits.ty, 0xFFFF_FFFF);
+            op1(c, "and", &bits, &mask)
+        }
+        other => return Err(format!("{}: seeds are i32 or i64, got {other}", n.op)),
+    };
     let key = uint(c, &Ty::new(DType::U64, vec![1]), SEED_KEY);
     let state = c.op("stablehlo.concatenate", &[&key, &seed], "dimension = 0 : i64", Ty::new(DType::U64, vec![3]));
     let words = philox_bits(c, &state, DType::U32, &[4]);

@@ -58,6 +58,18 @@ const ELEMENTWISE: &[Case] = &[
     case("Sign", "%out = Sign(%x) {T = f32}"),
     case("Erf", "%out = Erf(%x) {T = f32}"),
     case("Erfc", "%out = Erfc(%x) {T = f32}"),
+    case("Sin", "%out = Sin(%x) {T = f32}"),
+    case("Cos", "%out = Cos(%x) {T = f32}"),
+    case("Tan", "%out = Tan(%x) {T = f32}"),
+    case("Atan", "%out = Atan(%x) {T = f32}"),
+    case("Sinh", "%out = Sinh(%x) {T = f32}"),
+    case("Cosh", "%out = Cosh(%x) {T = f32}"),
+    case("Asinh", "%out = Asinh(%x) {T = f32}"),
+    case("Asin", "%t = Tanh(%x) {T = f32}\n%out = Asin(%t) {T = f32}"),
+    case("Acos", "%t = Tanh(%x) {T = f32}\n%out = Acos(%t) {T = f32}"),
+    case("Atanh", "%t = Tanh(%x) {T = f32}\n%out = Atanh(%t) {T = f32}"),
+    case("Acosh", "%a = Abs(%x) {T = f32}\n%one = Const() {dtype = f32, value = tensor(f32, []) [1.0]}\n%b = AddV2(%a, %one) {T = f32}\n%out = Acosh(%b) {T = f32}"),
+    case("Rint", "%h = Const() {dtype = f32, value = tensor(f32, [6]) [0.5, 1.5, 2.5, -0.5, -1.5, 1.4]}\n%out = Rint(%h) {T = f32}"),
     case("Expm1", "%out = Expm1(%x) {T = f32}"),
     case("Log1p", "%a = Abs(%x) {T = f32}\n%out = Log1p(%a) {T = f32}"),
     case("Elu", "%out = Elu(%x) {T = f32}"),
@@ -395,6 +407,15 @@ fn ops_of_other_differential_graphs() -> BTreeSet<String> {
         let bytes = std::fs::read(format!("tests/tf/corpus/{name}.pbtxt")).expect("corpus graph");
         add(import_graphdef(&bytes, GraphDefFormat::Text).expect("imports").0);
     }
+    // The random ops of `random_ops`, compared there with TensorFlow's XLA outputs.
+    let random: serde_json::Value =
+        serde_json::from_str(include_str!("tf/corpus/random/random_ops.json")).expect("the random corpus parses");
+    for case in random["cases"].as_array().expect("cases") {
+        if !case["xla"].is_null() {
+            ops.insert(case["op"].as_str().expect("op").to_string());
+        }
+    }
+    ops.extend(["StatelessRandomGetAlg", "StatelessRandomGetKeyCounter"].map(String::from));
     // The TensorList cases of `xla_tensor_list` (`%name = Op(...)` lines of its graphs).
     for line in include_str!("xla_tensor_list.rs").lines() {
         if let Some(op) =

@@ -10,6 +10,7 @@
 
 #[macro_use]
 pub mod console;
+pub mod coverage;
 pub mod error;
 mod feeds;
 mod formats;
@@ -285,6 +286,10 @@ pub enum Command {
         /// Print a Markdown table (as docs/ops.md holds it).
         #[arg(long)]
         markdown: bool,
+        /// Print the coverage of TensorFlow's XLA op set: each op's kernel,
+        /// gradient and lowering, or what it lacks, and the covered/total count.
+        #[arg(long, conflicts_with = "markdown")]
+        coverage: bool,
     },
     /// Generate a synthetic training-step graph for benchmarks.
     Gen {
@@ -372,8 +377,12 @@ pub fn run(cli: Cli) -> ExitCode {
         }
         Command::Run(args) => run::run_command(args),
         Command::Passes => finish(write_output(None, crate::passes::pass_list().as_bytes())),
-        Command::Ops { markdown } => {
-            let text = if markdown { ops::markdown_table() } else { ops::plain_table() };
+        Command::Ops { markdown, coverage } => {
+            let text = match (markdown, coverage) {
+                (_, true) => coverage::plain_table(),
+                (true, false) => ops::markdown_table() + &coverage::markdown_section(),
+                (false, false) => ops::plain_table(),
+            };
             finish(write_output(None, text.as_bytes()))
         }
         Command::Gen { ops, model, format, replicas, seed, output } => {

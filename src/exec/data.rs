@@ -62,6 +62,7 @@ pub fn tensor_to_json(tensor: &Tensor) -> Value {
         }
         Tensor::I8(a) => nest(&shape, &a.iter().copied().collect::<Vec<_>>(), &|x: &i8| Value::from(*x)),
         Tensor::U8(a) => nest(&shape, &a.iter().copied().collect::<Vec<_>>(), &|x: &u8| Value::from(*x)),
+        Tensor::U64(a) => nest(&shape, &a.iter().copied().collect::<Vec<_>>(), &|x: &u64| Value::from(*x)),
         Tensor::Str(a) => nest(&shape, &a.iter().cloned().collect::<Vec<_>>(), &|x: &Vec<u8>| {
             Value::String(String::from_utf8_lossy(x).into_owned())
         }),

@@ -45,6 +45,7 @@ pub fn split_batch(global: &Tensor, num_replicas: usize) -> Result<Vec<Tensor>, 
         Tensor::F16(a) => slices.map(|s| slice(a, s)).collect(),
         Tensor::I8(a) => slices.map(|s| slice(a, s)).collect(),
         Tensor::U8(a) => slices.map(|s| slice(a, s)).collect(),
+        Tensor::U64(a) => slices.map(|s| slice(a, s)).collect(),
         Tensor::Str(a) => slices.map(|s| slice(a, s)).collect(),
         Tensor::Resource(_) | Tensor::Variant(_) => {
             return Err(ExecError::Internal { message: "a handle reported a batch dimension".into() })

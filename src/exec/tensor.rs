@@ -60,6 +60,8 @@ pub enum Tensor {
     I8(ArcArray<i8, IxDyn>),
     /// 8-bit unsigned integers.
     U8(ArcArray<u8, IxDyn>),
+    /// 64-bit unsigned integers (the keys and counters of the stateless random ops).
+    U64(ArcArray<u64, IxDyn>),
     /// Byte strings, as TensorFlow's `string` (not necessarily UTF-8).
     Str(ArcArray<Vec<u8>, IxDyn>),
     /// A scalar resource handle.
@@ -105,6 +107,7 @@ element!(half::bf16, BF16, DType::BF16);
 element!(half::f16, F16, DType::F16);
 element!(i8, I8, DType::I8);
 element!(u8, U8, DType::U8);
+element!(u64, U64, DType::U64);
 
 /// Applies `$body` to the array of a tensor of any array dtype, binding it
 /// as `$a`; `$other` handles resources.
@@ -120,6 +123,7 @@ macro_rules! with_array {
             Tensor::F16($a) => $body,
             Tensor::I8($a) => $body,
             Tensor::U8($a) => $body,
+            Tensor::U64($a) => $body,
             Tensor::Str($a) => $body,
             $res => $other,
         }
@@ -165,6 +169,10 @@ macro_rules! with_element_type {
             }
             Tensor::U8(_) => {
                 type $T = u8;
+                $body
+            }
+            Tensor::U64(_) => {
+                type $T = u64;
                 $body
             }
             Tensor::Str(_) => {
@@ -214,6 +222,7 @@ impl Tensor {
             Tensor::F16(_) => DType::F16,
             Tensor::I8(_) => DType::I8,
             Tensor::U8(_) => DType::U8,
+            Tensor::U64(_) => DType::U64,
             Tensor::Str(_) => DType::Str,
             Tensor::Resource(_) => DType::Resource,
             Tensor::Variant(_) => DType::Variant,
@@ -343,6 +352,7 @@ impl Tensor {
             (TensorData::Int(v), DType::U8) => {
                 Tensor::from_vec(&shape, fill(v.iter().map(|&x| x as u8).collect(), n, 0))
             }
+            (TensorData::Uint64(v), DType::U64) => Tensor::from_vec(&shape, fill(v.clone(), n, 0)),
             (TensorData::Str(v), DType::Str) => Tensor::from_vec(&shape, fill(v.clone(), n, Vec::new())),
             (TensorData::Content(bytes), dtype) => decode_content(op, dtype, &shape, bytes),
             (TensorData::Float(_), _) => Err(bad("float_val")),
@@ -388,6 +398,7 @@ fn decode_content(op: &str, dtype: DType, shape: &[usize], bytes: &[u8]) -> Resu
         }
         DType::I8 => Tensor::from_vec(shape, bytes.iter().map(|&b| b as i8).collect()),
         DType::U8 => Tensor::from_vec(shape, bytes.to_vec()),
+        DType::U64 => le!(u64, 8),
         other => Err(KernelError::dtype(op, other, "tensor_content of this dtype")),
     }
 }
@@ -411,6 +422,7 @@ impl Tensor {
             DType::I64 => TensorData::Int64(self.to_vec::<i64>()?),
             DType::I8 => TensorData::Int(self.to_vec::<i8>()?.into_iter().map(i32::from).collect()),
             DType::U8 => TensorData::Int(self.to_vec::<u8>()?.into_iter().map(i32::from).collect()),
+            DType::U64 => TensorData::Uint64(self.to_vec::<u64>()?),
             DType::Bool => TensorData::Bool(self.to_vec::<bool>()?),
             DType::BF16 => {
                 TensorData::Half(self.to_vec::<half::bf16>()?.into_iter().map(|v| i32::from(v.to_bits())).collect())

@@ -11,6 +11,7 @@ pub mod functions;
 pub mod graph;
 pub mod ops;
 pub mod shapes;
+pub mod tf_xla_ops;
 pub mod types;
 pub mod verify;
 pub mod walk;

@@ -266,6 +266,7 @@ pub(crate) fn host_bytes(tensor: &Tensor, what: &str) -> Result<(i32, Vec<u8>), 
         Tensor::F16(a) => (ffi::buffer_type::F16, a.iter().flat_map(|v| v.to_bits().to_le_bytes()).collect()),
         Tensor::I8(a) => (ffi::buffer_type::S8, a.iter().flat_map(|v| v.to_le_bytes()).collect()),
         Tensor::U8(a) => (ffi::buffer_type::U8, a.iter().copied().collect()),
+        Tensor::U64(a) => (ffi::buffer_type::U64, raw(a.iter().copied().collect(), |v: u64| v.to_le_bytes().to_vec())),
         other => return Err(XlaError::DType { what: what.into(), dtype: other.dtype().to_string() }),
     })
 }
@@ -282,6 +283,7 @@ pub fn dtype_of(kind: i32) -> Option<DType> {
         ffi::buffer_type::F16 => Some(DType::F16),
         ffi::buffer_type::S8 => Some(DType::I8),
         ffi::buffer_type::U8 => Some(DType::U8),
+        ffi::buffer_type::U64 => Some(DType::U64),
         _ => None,
     }
 }
@@ -390,7 +392,7 @@ impl DeviceBuffer {
             .ok_or_else(|| XlaError::DType { what: what.into(), dtype: format!("PJRT element type {}", t.kind) })?;
         let count: usize = shape.iter().product();
         let width = match dtype {
-            DType::F64 | DType::I64 => 8,
+            DType::F64 | DType::I64 | DType::U64 => 8,
             DType::Bool | DType::I8 | DType::U8 => 1,
             DType::BF16 | DType::F16 => 2,
             _ => 4,
@@ -435,6 +437,10 @@ impl DeviceBuffer {
             ),
             DType::I8 => Tensor::from_vec(&shape, data.iter().map(|&b| b as i8).collect()),
             DType::U8 => Tensor::from_vec(&shape, data.clone()),
+            DType::U64 => Tensor::from_vec(
+                &shape,
+                chunks(8).map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default())).collect(),
+            ),
             _ => Tensor::from_vec(&shape, data.iter().map(|&b| b != 0).collect()),
         }
         .map_err(bad)

@@ -423,6 +423,7 @@ fn zeros(op: &str, dtype: DType, shape: &[usize]) -> Result<Tensor, KernelError>
         DType::F16 => of::<half::f16>(shape),
         DType::I8 => of::<i8>(shape),
         DType::U8 => of::<u8>(shape),
+        DType::U64 => of::<u64>(shape),
         other => return Err(KernelError::dtype(op, other, "no zeros of this dtype")),
     })
 }

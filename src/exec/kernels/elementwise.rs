@@ -118,6 +118,17 @@ pub(crate) enum FloatUnary {
     /// `log(1 + exp(x))`, computed without overflow.
     Softplus,
     Softsign,
+    Sin,
+    Cos,
+    Tan,
+    Asin,
+    Acos,
+    Atan,
+    Sinh,
+    Cosh,
+    Asinh,
+    Acosh,
+    Atanh,
 }
 
 fn float_unary_value<T: Flt>(u: FloatUnary, x: T) -> T {
@@ -134,6 +145,17 @@ fn float_unary_value<T: Flt>(u: FloatUnary, x: T) -> T {
             }
         }
         FloatUnary::Floor => x.floor(),
+        FloatUnary::Sin => x.sin(),
+        FloatUnary::Cos => x.cos(),
+        FloatUnary::Tan => x.tan(),
+        FloatUnary::Asin => x.asin(),
+        FloatUnary::Acos => x.acos(),
+        FloatUnary::Atan => x.atan(),
+        FloatUnary::Sinh => x.sinh(),
+        FloatUnary::Cosh => x.cosh(),
+        FloatUnary::Asinh => x.asinh(),
+        FloatUnary::Acosh => x.acosh(),
+        FloatUnary::Atanh => x.atanh(),
         FloatUnary::Ceil => x.ceil(),
         FloatUnary::Erf => x.erf(),
         FloatUnary::Log1p => x.ln_1p(),

@@ -57,7 +57,18 @@ pub(crate) fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Option<R
     let conv = |k: ConvKind, depthwise: bool| one(super::nchw::conv(op, k, depthwise, attrs, inputs)?);
     let pool = |k: PoolKind| one(super::nchw::pool(op, k, attrs, inputs)?);
     Some(match op {
-        "Round" => un(U::Round),
+        "Round" | "Rint" => un(U::Round),
+        "Sin" => un(U::Sin),
+        "Cos" => un(U::Cos),
+        "Tan" => un(U::Tan),
+        "Asin" => un(U::Asin),
+        "Acos" => un(U::Acos),
+        "Atan" => un(U::Atan),
+        "Sinh" => un(U::Sinh),
+        "Cosh" => un(U::Cosh),
+        "Asinh" => un(U::Asinh),
+        "Acosh" => un(U::Acosh),
+        "Atanh" => un(U::Atanh),
         "Floor" => un(U::Floor),
         "Ceil" => un(U::Ceil),
         "Erf" => un(U::Erf),

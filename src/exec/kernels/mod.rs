@@ -33,6 +33,7 @@ mod nn;
 mod norm;
 mod num;
 pub(crate) mod optimizers;
+pub mod random;
 mod reduce;
 mod shape;
 mod strided;
@@ -86,6 +87,8 @@ pub const DEVICE_OPS: &[&str] = &[
 /// Op types with a pure kernel in [`run_kernel`].
 pub const PURE_OPS: &[&str] = &[
     "Abs",
+    "Acos",
+    "Acosh",
     "Add",
     "AddN",
     "AddV2",
@@ -93,7 +96,11 @@ pub const PURE_OPS: &[&str] = &[
     "Any",
     "ArgMax",
     "ArgMin",
+    "Asin",
+    "Asinh",
     "Assert",
+    "Atan",
+    "Atanh",
     "AvgPool",
     "AvgPoolGrad",
     "BatchMatMul",
@@ -112,6 +119,8 @@ pub const PURE_OPS: &[&str] = &[
     "Conv2D",
     "Conv2DBackpropFilter",
     "Conv2DBackpropInput",
+    "Cos",
+    "Cosh",
     "CrossReplicaSum",
     "Cumprod",
     "Cumsum",
@@ -192,6 +201,7 @@ pub const PURE_OPS: &[&str] = &[
     "Relu6Grad",
     "ReluGrad",
     "Reshape",
+    "Rint",
     "Round",
     "Rsqrt",
     "RsqrtGrad",
@@ -206,6 +216,8 @@ pub const PURE_OPS: &[&str] = &[
     "Sigmoid",
     "SigmoidGrad",
     "Sign",
+    "Sin",
+    "Sinh",
     "Size",
     "Slice",
     "Snapshot",
@@ -223,6 +235,19 @@ pub const PURE_OPS: &[&str] = &[
     "Square",
     "SquaredDifference",
     "Squeeze",
+    "StatelessRandomGetAlg",
+    "StatelessRandomGetKeyCounter",
+    "StatelessRandomGetKeyCounterAlg",
+    "StatelessRandomNormal",
+    "StatelessRandomNormalV2",
+    "StatelessRandomUniform",
+    "StatelessRandomUniformFullInt",
+    "StatelessRandomUniformFullIntV2",
+    "StatelessRandomUniformInt",
+    "StatelessRandomUniformIntV2",
+    "StatelessRandomUniformV2",
+    "StatelessTruncatedNormal",
+    "StatelessTruncatedNormalV2",
     "StopGradient",
     "StridedSlice",
     "StridedSliceGrad",
@@ -233,6 +258,7 @@ pub const PURE_OPS: &[&str] = &[
     "TPUReplicateMetadata",
     "TPUReplicatedInput",
     "TPUReplicatedOutput",
+    "Tan",
     "Tanh",
     "TanhGrad",
     "TensorScatterAdd",
@@ -252,6 +278,14 @@ pub fn has_kernel(op: &str) -> bool {
 
 /// Ops whose kernels compute in floating point only.
 const FLOAT_ONLY: &[&str] = &[
+    "Acos",
+    "Acosh",
+    "Asin",
+    "Asinh",
+    "Atan",
+    "Atanh",
+    "Cos",
+    "Cosh",
     "Elu",
     "EluGrad",
     "Erf",
@@ -272,12 +306,15 @@ const FLOAT_ONLY: &[&str] = &[
     "LogSoftmax",
     "Relu6",
     "Relu6Grad",
+    "Rint",
     "Rsqrt",
     "RsqrtGrad",
     "Selu",
     "SeluGrad",
     "Sigmoid",
     "SigmoidGrad",
+    "Sin",
+    "Sinh",
     "Softmax",
     "SoftmaxCrossEntropyWithLogits",
     "Softplus",
@@ -287,6 +324,7 @@ const FLOAT_ONLY: &[&str] = &[
     "SparseSoftmaxCrossEntropyWithLogits",
     "Sqrt",
     "SqrtGrad",
+    "Tan",
     "Tanh",
     "TanhGrad",
 ];
@@ -304,6 +342,7 @@ fn holds(d: DType) -> bool {
             | DType::F16
             | DType::I8
             | DType::U8
+            | DType::U64
             | DType::I32
             | DType::I64
             | DType::Bool
@@ -573,6 +612,7 @@ fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Tensor>,
 
         _ if DEVICE_OPS.contains(&op) => Err(KernelError::NeedsDevice { op: op.to_string() }),
         _ => families::dispatch(op, attrs, inputs)
+            .or_else(|| random::dispatch(op, attrs, inputs))
             .or_else(|| host_ops::dispatch(op, attrs, inputs))
             .unwrap_or_else(|| Err(KernelError::NoKernel { op: op.to_string() })),
     }

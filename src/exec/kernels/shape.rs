@@ -24,6 +24,7 @@ macro_rules! any_array {
             Tensor::F16($a) => Tensor::F16($body),
             Tensor::I8($a) => Tensor::I8($body),
             Tensor::U8($a) => Tensor::U8($body),
+            Tensor::U64($a) => Tensor::U64($body),
             Tensor::Str($a) => Tensor::Str($body),
             Tensor::Resource(_) | Tensor::Variant(_) => {
                 return Err(KernelError::dtype($op, DType::Resource, "resource handles have no elements"))

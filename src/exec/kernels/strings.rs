@@ -110,6 +110,7 @@ fn elements(t: &Tensor, layout: Layout) -> Option<Vec<String>> {
         Tensor::I64(a) => a.iter().map(ToString::to_string).collect(),
         Tensor::I8(a) => a.iter().map(ToString::to_string).collect(),
         Tensor::U8(a) => a.iter().map(ToString::to_string).collect(),
+        Tensor::U64(a) => a.iter().map(ToString::to_string).collect(),
         Tensor::Bool(a) => a.iter().map(|&b| if b { "1" } else { "0" }.to_string()).collect(),
         Tensor::Str(a) => a.iter().map(quote).collect(),
         Tensor::Resource(_) | Tensor::Variant(_) => return None,

@@ -335,6 +335,7 @@ pub fn is_not_differentiable(op_type: &str) -> bool {
             | "RandomStandardNormal"
             | "Sign"
             | "Round"
+            | "Rint"
             | "Floor"
             | "Ceil"
             | "IsFinite"

@@ -32,6 +32,7 @@
 pub mod colocation;
 mod emitter;
 mod functions;
+mod math_functions;
 mod nn_functions;
 mod product_functions;
 
@@ -557,4 +558,27 @@ fn default_grad_y(e: &mut Emitter<'_>, y: Tensor, index: usize) -> Tensor {
     let fill = e.emit_named(fill_name, "Fill", &[shape, one], e.t_attr(dtype));
     e.exit_colocation(y.node);
     fill
+}
+
+/// True when op type `op_type` has a gradient function here, or is one
+/// through which no gradient flows ([`functions::is_not_differentiable`]).
+///
+/// Found by expanding `gradients` over one op of that type fed by an f32
+/// placeholder (three operands, output 0 differentiated): only a type
+/// without a gradient function reports [`PassError::NoGradient`] with no
+/// reason; a type whose function refuses this particular use still has
+/// one. Cost: one parse and one expansion of a four-line graph.
+pub fn has_gradient_function(op_type: &str) -> bool {
+    if functions::is_not_differentiable(op_type) {
+        return true;
+    }
+    let source = format!(
+        "graph @main {{\n  %a = Placeholder() {{dtype = f32}}\n  %y = {op_type}(%a, %a, %a) {{T = f32}}\n  \
+         %g = gradients(ys = [%y], xs = [%a])\n}}\n"
+    );
+    let Ok((mut module, _)) = crate::ir::parse_module(source.as_bytes()) else { return false };
+    let Some(graph) = module.graphs.first_mut() else { return false };
+    !expand_gradients(graph, &GradientsConfig::default())
+        .iter()
+        .any(|e| matches!(e, PassError::NoGradient { op_type: t, reason, .. } if t == op_type && reason.is_empty()))
 }

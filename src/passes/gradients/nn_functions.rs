@@ -216,7 +216,7 @@ pub fn gradient(
             let out = |k: u32| Some(Tensor { node: grad.node, output: k });
             vec![out(0), out(1), out(2), None, None]
         }
-        _ => return super::product_functions::gradient(e, op, op_type, inputs, g),
+        _ => return super::math_functions::gradient(e, op, op_type, inputs, g),
     })
 }
 

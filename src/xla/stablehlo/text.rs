@@ -118,6 +118,9 @@ pub fn element(dtype: DType) -> &'static str {
         DType::F16 => "f16",
         DType::I8 => "i8",
         DType::U8 => "ui8",
+        DType::U16 => "ui16",
+        DType::U32 => "ui32",
+        DType::U64 => "ui64",
         _ => "none",
     }
 }
@@ -135,6 +138,7 @@ pub fn device_dtype(dtype: DType) -> bool {
             | DType::F16
             | DType::I8
             | DType::U8
+            | DType::U64
     )
 }
 
@@ -414,6 +418,7 @@ impl Ctx {
             Tensor::F16(a) => a.iter().for_each(|v| push(&v.to_bits().to_le_bytes())),
             Tensor::I8(a) => a.iter().for_each(|v| push(&v.to_le_bytes())),
             Tensor::U8(a) => a.iter().for_each(|v| push(&v.to_le_bytes())),
+            Tensor::U64(a) => a.iter().for_each(|v| push(&v.to_le_bytes())),
             _ => {}
         }
         let r = self.fresh();

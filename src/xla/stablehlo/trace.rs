@@ -203,7 +203,8 @@ fn trace_with(
                     all_constant &= c;
                     args.push(v);
                 }
-                let constant = all_constant || SHAPE_ONLY.contains(&op);
+                // Random draws stay in the program: folding would put the simulator's stream there.
+                let constant = (all_constant && !super::ops::random::DRAWS.contains(&op)) || SHAPE_ONLY.contains(&op);
                 let fix = fixes.get(&id);
                 run_kernel(op, &node.attrs, &args)
                     .map_err(|e| lowering(graph, id, e.to_string()))?

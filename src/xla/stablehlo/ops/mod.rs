@@ -32,6 +32,7 @@ mod linalg;
 mod list;
 mod nchw;
 mod nn;
+pub mod random;
 mod reduce;
 mod shape;
 pub mod state;
@@ -104,6 +105,8 @@ pub type Builder = fn(&mut Ctx, &Call) -> Result<Vec<Val>, String>;
 /// The lowering table: op type → builder, sorted by op type.
 pub const TABLE: &[(&str, Builder)] = &[
     ("Abs", |c, n| ew::unary(c, n, "abs")),
+    ("Acos", |c, n| ew::unary(c, n, "chlo.acos")),
+    ("Acosh", |c, n| ew::unary(c, n, "chlo.acosh")),
     ("Add", ew::add),
     ("AddN", ew::add_n),
     ("AddV2", ew::add),
@@ -112,6 +115,10 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("Any", |c, n| reduce::reduce(c, n, reduce::Kind::Any)),
     ("ArgMax", |c, n| reduce::arg_extreme(c, n, true)),
     ("ArgMin", |c, n| reduce::arg_extreme(c, n, false)),
+    ("Asin", |c, n| ew::unary(c, n, "chlo.asin")),
+    ("Asinh", |c, n| ew::unary(c, n, "chlo.asinh")),
+    ("Atan", |c, n| ew::unary(c, n, "chlo.atan")),
+    ("Atanh", |c, n| ew::unary(c, n, "chlo.atanh")),
     ("AvgPool", |c, n| nchw::with_layout(c, n, conv::avg_pool)),
     ("AvgPoolGrad", |c, n| nchw::with_layout(c, n, conv::avg_pool_grad)),
     ("BatchMatMul", linalg::batch_matmul),
@@ -131,6 +138,8 @@ pub const TABLE: &[(&str, Builder)] = &[
         nchw::with_layout(c, n, |c, n| conv::conv(c, n, conv::Kind::BackpropFilter, false))
     }),
     ("Conv2DBackpropInput", |c, n| nchw::with_layout(c, n, |c, n| conv::conv(c, n, conv::Kind::BackpropInput, false))),
+    ("Cos", |c, n| ew::unary(c, n, "cosine")),
+    ("Cosh", |c, n| ew::unary(c, n, "chlo.cosh")),
     ("CrossReplicaSum", collective::cross_replica_sum),
     ("Cumprod", |c, n| reduce::cumulative(c, n, Reducer::Mul)),
     ("Cumsum", |c, n| reduce::cumulative(c, n, Reducer::Add)),
@@ -212,6 +221,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("ReluGrad", act::relu_grad),
     ("ReplicaId", collective::replica_id),
     ("Reshape", shape::reshape),
+    ("Rint", |c, n| ew::unary(c, n, "round_nearest_even")),
     ("Round", |c, n| ew::unary(c, n, "round_nearest_even")),
     ("Rsqrt", |c, n| ew::unary(c, n, "rsqrt")),
     ("RsqrtGrad", act::rsqrt_grad),
@@ -223,6 +233,8 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("Sigmoid", |c, n| ew::unary(c, n, "logistic")),
     ("SigmoidGrad", act::sigmoid_grad),
     ("Sign", ew::sign),
+    ("Sin", |c, n| ew::unary(c, n, "sine")),
+    ("Sinh", |c, n| ew::unary(c, n, "chlo.sinh")),
     ("Slice", shape::slice),
     ("Snapshot", identity),
     ("Softmax", nn::softmax),
@@ -239,11 +251,25 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("Square", ew::square),
     ("SquaredDifference", ew::squared_difference),
     ("Squeeze", shape::reshape),
+    ("StatelessRandomGetAlg", random::get_alg),
+    ("StatelessRandomGetKeyCounter", |c, n| random::get_key_counter(c, n, false)),
+    ("StatelessRandomGetKeyCounterAlg", |c, n| random::get_key_counter(c, n, true)),
+    ("StatelessRandomNormal", |c, n| random::float_draw(c, n, random::Dist::Normal, false)),
+    ("StatelessRandomNormalV2", |c, n| random::float_draw(c, n, random::Dist::Normal, true)),
+    ("StatelessRandomUniform", |c, n| random::float_draw(c, n, random::Dist::Uniform, false)),
+    ("StatelessRandomUniformFullInt", |c, n| random::int_draw(c, n, false, None)),
+    ("StatelessRandomUniformFullIntV2", |c, n| random::int_draw(c, n, true, None)),
+    ("StatelessRandomUniformInt", |c, n| random::int_draw(c, n, false, Some(2))),
+    ("StatelessRandomUniformIntV2", |c, n| random::int_draw(c, n, true, Some(4))),
+    ("StatelessRandomUniformV2", |c, n| random::float_draw(c, n, random::Dist::Uniform, true)),
+    ("StatelessTruncatedNormal", |c, n| random::float_draw(c, n, random::Dist::Truncated, false)),
+    ("StatelessTruncatedNormalV2", |c, n| random::float_draw(c, n, random::Dist::Truncated, true)),
     ("StopGradient", identity),
     ("StridedSlice", shape::strided_slice),
     ("StridedSliceGrad", shape::strided_slice_grad),
     ("Sub", |c, n| ew::binary(c, n, "subtract")),
     ("Sum", |c, n| reduce::reduce(c, n, reduce::Kind::Sum)),
+    ("Tan", |c, n| ew::unary(c, n, "chlo.tan")),
     ("Tanh", |c, n| ew::unary(c, n, "tanh")),
     ("TanhGrad", act::tanh_grad),
     ("TensorListFromTensor", list::from_tensor),

@@ -1,0 +1,309 @@
+//! Stateless random ops, lowered as TensorFlow's XLA bridge lowers them.
+//!
+//! The bits come from `stablehlo.rng_bit_generator` with the Philox
+//! algorithm on the state `[key, counter_lo, counter_hi]`: the same Philox
+//! words TensorFlow's CPU kernels draw from that key and counter. The
+//! bridge then turns them into numbers differently from the CPU kernels,
+//! and so does this lowering (docs/xla.md says where the streams differ):
+//! - uniform floats take the *high* mantissa bits of each word (f64: of each
+//!   64-bit word) under exponent 0, minus one;
+//! - normals are Box-Muller pairs of consecutive uniforms (sine first);
+//! - truncated normals invert the normal CDF (`erf_inv`) of a uniform
+//!   between the CDF's values at -2 and 2;
+//! - integers are the words themselves, or `minval + word mod range`.
+//!
+//! A seed becomes a key and counter by one Philox block of the seed under
+//! TensorFlow's fixed key, as on the CPU, except that the bridge keeps only
+//! the low 32 bits of each seed (zero-extended) where the CPU sign-extends
+//! an i32 seed and keeps an i64 one whole. Keys and draws are never
+//! folded to constants: that would put the simulator's (CPU) stream in the
+//! program. Only the Philox algorithm id (1, or 3: auto-select) is lowered.
+
+use super::Call;
+use crate::ir::DType;
+use crate::xla::stablehlo::text::{Ctx, Ty, Val};
+
+/// The ops whose results are random draws, or keys made as the bridge makes them: never folded
+/// to constants (folding runs the simulator, which follows TensorFlow's CPU kernels).
+pub const DRAWS: &[&str] = &[
+    "StatelessRandomGetKeyCounter",
+    "StatelessRandomGetKeyCounterAlg",
+    "StatelessRandomNormal",
+    "StatelessRandomNormalV2",
+    "StatelessRandomUniform",
+    "StatelessRandomUniformFullInt",
+    "StatelessRandomUniformFullIntV2",
+    "StatelessRandomUniformInt",
+    "StatelessRandomUniformIntV2",
+    "StatelessRandomUniformV2",
+    "StatelessTruncatedNormal",
+    "StatelessTruncatedNormalV2",
+];
+
+/// TensorFlow's fixed key for scrambling a seed into a key and counter.
+const SEED_KEY: u64 = 0x0246_1E29_3EC8_F720;
+
+/// A constant of an unsigned (or any integer) type holding `value` in every element.
+fn uint(c: &mut Ctx, ty: &Ty, value: u64) -> Val {
+    let r = c.fresh();
+    let mlir = ty.mlir();
+    c.line(&format!("{r} = \"stablehlo.constant\"() {{value = dense<{value}> : {mlir}}} : () -> {mlir}"));
+    Val { name: r, ty: ty.clone() }
+}
+
+fn op1(c: &mut Ctx, name: &str, a: &Val, b: &Val) -> Val {
+    c.op(&format!("stablehlo.{name}"), &[a, b], "", a.ty.clone())
+}
+
+fn bitcast(c: &mut Ctx, v: &Val, dtype: DType) -> Val {
+    c.op("stablehlo.bitcast_convert", &[v], "", v.ty.with_dtype(dtype))
+}
+
+/// `(new state, bits)` of `rng_bit_generator` with Philox: bits of `dtype` and `shape`.
+fn philox_bits(c: &mut Ctx, state: &Val, dtype: DType, shape: &[usize]) -> Val {
+    let out = c.op_regions(
+        "stablehlo.rng_bit_generator",
+        &[state],
+        &[],
+        "rng_algorithm = #stablehlo<rng_algorithm PHILOX>",
+        &[state.ty.clone(), Ty::new(dtype, shape.to_vec())],
+    );
+    out[1].clone()
+}
+
+/// The Philox state `[key, counter_lo, counter_hi]` of a V2 op's operands 1 and 2.
+fn state_of_operands(c: &mut Ctx, n: &Call) -> Result<Val, String> {
+    if let Some(Some(alg)) = n.consts.get(3) {
+        let alg = alg.to_i64_vec(n.op, "alg").map_err(|e| e.to_string())?;
+        if !matches!(alg.as_slice(), [1] | [3]) {
+            return Err(format!("{}: algorithm {alg:?} is not lowered (Philox, 1, only)", n.op));
+        }
+    }
+    let key = n.input(1)?.clone();
+    let counter = n.input(2)?.clone();
+    let key = slice(c, &key, 0, 1);
+    let counter = slice(c, &counter, 0, 2);
+    Ok(c.op("stablehlo.concatenate", &[&key, &counter], "dimension = 0 : i64", Ty::new(DType::U64, vec![3])))
+}
+
+fn slice(c: &mut Ctx, v: &Val, start: usize, limit: usize) -> Val {
+    c.op(
+        "stablehlo.slice",
+        &[v],
+        &format!("start_indices = array<i64: {start}>, limit_indices = array<i64: {limit}>, strides = array<i64: 1>"),
+        v.ty.with_shape(vec![limit - start]),
+    )
+}
+
+/// A seed (operand `i`, two i32 or i64) scrambled into `(key [1], counter [2])`, as u64.
+fn key_counter_of_seed(c: &mut Ctx, n: &Call, i: usize) -> Result<(Val, Val), String> {
+    let seed = n.input(i)?.clone();
+    if seed.ty.shape != [2] {
+        return Err(format!("{}: seed must have shape [2], got {:?}", n.op, seed.ty.shape));
+    }
+    // TensorFlow's XLA bridge keeps the low 32 bits of each seed, zero-extended (its CPU kernels
+    // sign-extend an i32 seed and keep all 64 bits of an i64 one).
+    let seed = match seed.ty.dtype {
+        DType::I32 => {
+            let bits = bitcast(c, &seed, DType::U32);
+            c.convert(&bits, DType::U64)
+        }
+        DType::I64 => {
+            let bits = bitcast(c, &seed, DType::U64);
+            let mask = uint(c, &bits.ty, 0xFFFF_FFFF);
+            op1(c, "and", &bits, &mask)
+        }
+        other => return Err(format!("{}: seeds are i32 or i64, got {other}", n.op)),
+    };
+    let key = uint(c, &Ty::new(DType::U64, vec![1]), SEED_KEY);
+    let state = c.op("stablehlo.concatenate", &[&key, &seed], "dimension = 0 : i64", Ty::new(DType::U64, vec![3]));
+    let words = philox_bits(c, &state, DType::U32, &[4]);
+    let words = c.convert(&words, DType::U64);
+    let pair = |c: &mut Ctx, lo: usize| {
+        let low = slice(c, &words, lo, lo + 1);
+        let high = slice(c, &words, lo + 1, lo + 2);
+        let shift = uint(c, &high.ty, 32);
+        let high = op1(c, "shift_left", &high, &shift);
+        op1(c, "or", &low, &high)
+    };
+    let key = pair(c, 0);
+    let high = pair(c, 2);
+    let zero = uint(c, &Ty::new(DType::U64, vec![1]), 0);
+    let counter = c.op("stablehlo.concatenate", &[&zero, &high], "dimension = 0 : i64", Ty::new(DType::U64, vec![2]));
+    Ok((key, counter))
+}
+
+/// The Philox state of a V1 op's seed (operand `i`).
+fn state_of_seed(c: &mut Ctx, n: &Call, i: usize) -> Result<Val, String> {
+    let (key, counter) = key_counter_of_seed(c, n, i)?;
+    Ok(c.op("stablehlo.concatenate", &[&key, &counter], "dimension = 0 : i64", Ty::new(DType::U64, vec![3])))
+}
+
+/// `StatelessRandomGetKeyCounter(seed)` and, with `alg`, `...Alg`.
+pub(super) fn get_key_counter(c: &mut Ctx, n: &Call, alg: bool) -> Result<Vec<Val>, String> {
+    let (key, counter) = key_counter_of_seed(c, n, 0)?;
+    let mut out = vec![key, counter];
+    if alg {
+        out.push(c.splat(&Ty::scalar(DType::I32), 1.0));
+    }
+    Ok(out)
+}
+
+/// `StatelessRandomGetAlg()`: Philox.
+pub(super) fn get_alg(c: &mut Ctx, _: &Call) -> Result<Vec<Val>, String> {
+    Ok(vec![c.splat(&Ty::scalar(DType::I32), 1.0)])
+}
+
+/// The distributions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Dist {
+    Uniform,
+    Normal,
+    Truncated,
+}
+
+/// Uniform floats in `[0, 1)` of `dtype`, `count` of them (flat), from the high mantissa bits.
+fn uniform(c: &mut Ctx, state: &Val, dtype: DType, count: usize) -> Result<Val, String> {
+    let (bits_ty, width, mantissa, one): (DType, u64, u64, u64) = match dtype {
+        DType::F32 => (DType::U32, 32, 23, 0x3F80_0000),
+        DType::F64 => (DType::U64, 64, 52, 0x3FF0_0000_0000_0000),
+        DType::F16 => (DType::U16, 16, 10, 0x3C00),
+        DType::BF16 => (DType::U16, 16, 7, 0x3F80),
+        other => return Err(format!("random floats of {other} are not lowered")),
+    };
+    let bits = philox_bits(c, state, bits_ty, &[count]);
+    let shift = uint(c, &bits.ty, width - mantissa);
+    let bits = op1(c, "shift_right_logical", &bits, &shift);
+    let exponent = uint(c, &bits.ty, one);
+    let bits = op1(c, "or", &bits, &exponent);
+    let value = bitcast(c, &bits, dtype);
+    let one = c.splat(&value.ty, 1.0);
+    Ok(op1(c, "subtract", &value, &one))
+}
+
+/// Normals (flat, `count` of them): Box-Muller on consecutive pairs of uniforms, sine first.
+fn normal(c: &mut Ctx, state: &Val, dtype: DType, count: usize) -> Result<Val, String> {
+    let pairs = count.div_ceil(2);
+    let u = uniform(c, state, dtype, 2 * pairs)?;
+    let u = c.reshape(&u, vec![pairs, 2]);
+    let column = |c: &mut Ctx, k: usize| {
+        let col = c.op(
+            "stablehlo.slice",
+            &[&u],
+            &format!(
+                "start_indices = array<i64: 0, {k}>, limit_indices = array<i64: {pairs}, {}>, strides = array<i64: 1, 1>",
+                k + 1
+            ),
+            u.ty.with_shape(vec![pairs, 1]),
+        );
+        c.reshape(&col, vec![pairs])
+    };
+    let (u1, u2) = (column(c, 0), column(c, 1));
+    let tiny = c.splat(&u1.ty, 1.0e-7);
+    let u1 = op1(c, "maximum", &u1, &tiny);
+    let two_pi = c.splat(&u2.ty, 2.0 * std::f64::consts::PI);
+    let angle = op1(c, "multiply", &u2, &two_pi);
+    let log = c.elementwise("log", &[&u1]);
+    let minus_two = c.splat(&log.ty, -2.0);
+    let radius = op1(c, "multiply", &log, &minus_two);
+    let radius = c.elementwise("sqrt", &[&radius]);
+    let sin = c.elementwise("sine", &[&angle]);
+    let cos = c.elementwise("cosine", &[&angle]);
+    let sin = op1(c, "multiply", &sin, &radius);
+    let cos = op1(c, "multiply", &cos, &radius);
+    let sin = c.reshape(&sin, vec![pairs, 1]);
+    let cos = c.reshape(&cos, vec![pairs, 1]);
+    let both = c.op("stablehlo.concatenate", &[&sin, &cos], "dimension = 1 : i64", sin.ty.with_shape(vec![pairs, 2]));
+    let flat = c.reshape(&both, vec![2 * pairs]);
+    Ok(if 2 * pairs == count { flat } else { slice(c, &flat, 0, count) })
+}
+
+/// Truncated normals in (-2, 2): the inverse normal CDF of uniforms between its values at -2 and 2.
+fn truncated(c: &mut Ctx, state: &Val, dtype: DType, count: usize) -> Result<Val, String> {
+    let u = uniform(c, state, dtype, count)?;
+    // The uniform runs from the smallest normal float (not 0) to 1.
+    let tiny = match dtype {
+        DType::F64 => f64::MIN_POSITIVE,
+        DType::F16 => 6.103_515_625e-5,
+        _ => f64::from(f32::MIN_POSITIVE),
+    };
+    let scale = c.splat(&u.ty, 1.0 - tiny);
+    let low = c.splat(&u.ty, tiny);
+    let u = op1(c, "multiply", &u, &scale);
+    let u = op1(c, "add", &u, &low);
+    let cdf = |x: f64| 0.5 * (1.0 + erf(x / std::f64::consts::SQRT_2));
+    let (alpha, beta) = (cdf(-2.0), cdf(2.0));
+    let span = c.splat(&u.ty, beta - alpha);
+    let alpha = c.splat(&u.ty, alpha);
+    let p = op1(c, "multiply", &u, &span);
+    let p = op1(c, "add", &p, &alpha);
+    let two = c.splat(&p.ty, 2.0);
+    let one = c.splat(&p.ty, 1.0);
+    let v = op1(c, "multiply", &p, &two);
+    let v = op1(c, "subtract", &v, &one);
+    let x = c.op("chlo.erf_inv", &[&v], "", v.ty.clone());
+    let sqrt2 = c.splat(&x.ty, std::f64::consts::SQRT_2);
+    let x = op1(c, "multiply", &x, &sqrt2);
+    let lo = c.splat(&x.ty, -2.0);
+    let hi = c.splat(&x.ty, 2.0);
+    Ok(c.op("stablehlo.clamp", &[&lo, &x, &hi], "", x.ty.clone()))
+}
+
+/// The error function in f64 (for two compile-time constants).
+fn erf(x: f64) -> f64 {
+    // Abramowitz-Stegun 7.1.26 is too coarse here; the series and continued fraction are exact enough.
+    if x.abs() < 3.0 {
+        let mut sum = x;
+        let mut term = x;
+        let mut n = 0.0;
+        while term.abs() > 1e-17 * sum.abs() {
+            n += 1.0;
+            term *= -x * x / n;
+            sum += term / (2.0 * n + 1.0);
+        }
+        sum * 2.0 / std::f64::consts::PI.sqrt()
+    } else {
+        x.signum()
+    }
+}
+
+/// A float draw of a V2 (`v2`) or V1 op.
+pub(super) fn float_draw(c: &mut Ctx, n: &Call, dist: Dist, v2: bool) -> Result<Vec<Val>, String> {
+    let out = n.out(0)?.clone();
+    let state = if v2 { state_of_operands(c, n)? } else { state_of_seed(c, n, 1)? };
+    let count = out.count();
+    let flat = match dist {
+        Dist::Uniform => uniform(c, &state, out.dtype, count)?,
+        Dist::Normal => normal(c, &state, out.dtype, count)?,
+        Dist::Truncated => truncated(c, &state, out.dtype, count)?,
+    };
+    Ok(vec![c.reshape(&flat, out.shape.clone())])
+}
+
+/// An integer draw: every bit pattern, or `minval + bits mod (maxval - minval)` with bounds at `bounds`.
+pub(super) fn int_draw(c: &mut Ctx, n: &Call, v2: bool, bounds: Option<usize>) -> Result<Vec<Val>, String> {
+    let out = n.out(0)?.clone();
+    let state = if v2 { state_of_operands(c, n)? } else { state_of_seed(c, n, 1)? };
+    let unsigned = match out.dtype {
+        DType::I32 => DType::U32,
+        DType::I64 | DType::U64 => DType::U64,
+        other => return Err(format!("random integers of {other} are not lowered")),
+    };
+    let bits = philox_bits(c, &state, unsigned, &[out.count()]);
+    let value = match bounds {
+        None => bitcast(c, &bits, out.dtype),
+        Some(i) => {
+            let lo = n.input(i)?.clone();
+            let hi = n.input(i + 1)?.clone();
+            let lo_u = bitcast(c, &lo, unsigned);
+            let hi_u = bitcast(c, &hi, unsigned);
+            let range = op1(c, "subtract", &hi_u, &lo_u);
+            let range = c.broadcast_to(&range, &[out.count()]);
+            let offset = op1(c, "remainder", &bits, &range);
+            let offset = bitcast(c, &offset, out.dtype);
+            let lo = c.broadcast_to(&lo, &[out.count()]);
+            op1(c, "add", &lo, &offset)
+        }
+    };
+    Ok(vec![c.reshape(&value, out.shape.clone())])
+}

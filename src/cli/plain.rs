@@ -17,6 +17,10 @@ pub(super) struct PlainRun<'a> {
     pub fetches: &'a [String],
     /// What happens to ops that neither lower nor run on the host.
     pub unlowered: Unlowered,
+    /// `--feeds`: its entries that name a variable give its value.
+    pub feeds_file: Option<&'a std::path::Path>,
+    /// `--feed NAME=FILE.npy`: those that name a variable give its value.
+    pub feed: &'a [String],
 }
 
 /// Makes the first graph of `loaded` one single-replica cluster and forms
@@ -29,7 +33,19 @@ pub(super) fn cluster(
         errors.into_iter().map(|e| Box::new(e) as AnyDiagnostic).collect()
     };
     let Some(graph) = loaded.module.graphs.first_mut() else { return Ok(None) };
-    let config = SingleReplicaConfig { fetches: plain.fetches, variables: &[], unlowered: plain.unlowered };
+    // A SavedModel's checkpoint values, then the values fed by name, which win.
+    let mut variables: Vec<(String, Tensor)> = Vec::new();
+    for v in loaded.saved_model.iter().flat_map(|c| &c.variables) {
+        let tensor = Tensor::from_literal(&v.value).map_err(|e| vec![Box::new(e) as AnyDiagnostic])?;
+        variables.push((v.name.clone(), tensor));
+    }
+    let fed = super::feeds::variable_feeds(graph, plain.feeds_file, plain.feed)
+        .map_err(|e| vec![Box::new(e) as AnyDiagnostic])?;
+    for (name, tensor) in fed {
+        variables.retain(|(n, _)| *n != name);
+        variables.push((name, tensor));
+    }
+    let config = SingleReplicaConfig { fetches: plain.fetches, variables: &variables, unlowered: plain.unlowered };
     let Some(single) = single_replica::single_replica(graph, &config).map_err(boxed)? else { return Ok(None) };
     let (formed, errors) = form_clusters(graph);
     if errors.iter().any(|e| !e.is_warning()) {

@@ -9,7 +9,8 @@ For each model NAME it writes, under tests/tf/corpus_tf2/NAME/:
   feeds.json          the batch, {"x": ..., "y": ...} as nested lists (a `run --feeds` file);
   concrete_feeds.json the batch and every captured variable's initial value, keyed by the name of the
                       resource placeholder that captures it in concrete.pb;
-  expected.json       {"steps": 3, "losses": [loss of each step], "variables": {name: {"checkpoint_key",
+  expected.json       {"steps": 3, "losses": [loss of each step], "concrete_names": {placeholder: name},
+                      "variables": {name: {"checkpoint_key",
                       "initial", "final"}}} with name = the variable's path (its SavedModel name) and each
                       value {"dtype", "shape", "values" (flat, row-major)}.
 
@@ -147,11 +148,13 @@ def make(name):
     feeds = {"x": x.tolist(), "y": y.tolist()}
     write_json(os.path.join(out, "feeds.json"), feeds)
     concrete_feeds = dict(feeds)
+    concrete_names = {}
     for outer, inner in concrete.graph.captures:
         path = by_id.get(id(outer))
         if path is None:
             sys.exit(f"{name}: capture {inner.name} is no variable of the model or optimizer")
         concrete_feeds[inner.op.name] = variables(trainer)[path].numpy().tolist()
+        concrete_names[inner.op.name] = path
     write_json(os.path.join(out, "concrete_feeds.json"), concrete_feeds)
     initial = {path: v.numpy() for path, v in variables(trainer).items()}
     losses = [float(trainer.train_step(x, y).numpy()) for _ in range(STEPS)]
@@ -159,6 +162,7 @@ def make(name):
     expected = {
         "steps": STEPS,
         "losses": losses,
+        "concrete_names": concrete_names,
         "variables": {
             path: {"checkpoint_key": keys[path], "initial": enc(initial[path]), "final": enc(v.numpy())}
             for path, v in variables(trainer).items()

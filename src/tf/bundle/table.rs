@@ -104,7 +104,7 @@ fn write_handle(out: &mut Vec<u8>, handle: Handle) {
 }
 
 /// The contents of the block at `handle`, its trailer checked.
-fn block(file: &[u8], handle: Handle, what: &str) -> Result<&[u8], TableError> {
+fn block<'a>(file: &'a [u8], handle: Handle, what: &str) -> Result<&'a [u8], TableError> {
     let start = handle.offset as usize;
     let end = usize::try_from(handle.offset.saturating_add(handle.size)).unwrap_or(usize::MAX);
     let Some(with_trailer) = end.checked_add(TRAILER).and_then(|e| file.get(start..e)) else {

@@ -295,7 +295,7 @@ pub fn load(path: &Path, function: Option<&str>) -> Result<Imported, SavedModelE
             });
         };
         let key = key.unwrap_or_default();
-        let declared_text = bundle::describe(*dtype, shape.as_deref().unwrap_or(&entry.shape));
+        let declared_text = bundle::describe(*dtype, shape.as_deref().unwrap_or(entry.shape.as_slice()));
         let value = entry.to_literal().filter(|_| entry.dtype == *dtype && shape.as_ref().is_none_or(|s| *s == entry.shape));
         let Some(value) = value else {
             return Err(SavedModelError::Mismatch {

@@ -94,18 +94,7 @@ impl Entry {
         if self.dtype != DType::Str {
             return None;
         }
-        let count = element_count(&self.shape)?;
-        let mut at = 0;
-        let mut lengths = Vec::with_capacity(count.min(1 << 20));
-        for _ in 0..count {
-            lengths.push(usize::try_from(table::read_varint(&self.bytes, &mut at)?).ok()?);
-        }
-        // The masked CRC32C of the lengths follows them.
-        let stored = u32::from_le_bytes(self.bytes.get(at..at + 4)?.try_into().ok()?);
-        if table::unmask_crc(stored) != crc32c::crc32c(&self.bytes[..at]) {
-            return None;
-        }
-        at += 4;
+        let (lengths, mut at) = string_lengths(&self.bytes, element_count(&self.shape)?)?;
         let mut out = Vec::with_capacity(lengths.len());
         for len in lengths {
             out.push(self.bytes.get(at..at.checked_add(len)?)?.to_vec());
@@ -118,6 +107,43 @@ impl Entry {
     pub fn describe(&self) -> String {
         describe(self.dtype, &self.shape)
     }
+}
+
+/// The lengths of a string tensor's `count` elements and where the
+/// strings start, after the lengths' masked CRC32C (checked).
+fn string_lengths(bytes: &[u8], count: usize) -> Option<(Vec<usize>, usize)> {
+    let mut at = 0;
+    let mut lengths = Vec::with_capacity(count.min(1 << 20));
+    for _ in 0..count {
+        lengths.push(usize::try_from(table::read_varint(bytes, &mut at)?).ok()?);
+    }
+    let stored = u32::from_le_bytes(bytes.get(at..at.checked_add(4)?)?.try_into().ok()?);
+    if table::unmask_crc(stored) != length_crc(&lengths) {
+        return None;
+    }
+    Some((lengths, at + 4))
+}
+
+/// The CRC32C of string lengths as the bundle checks them: each length as
+/// a little-endian `u32` (a `u64` past `u32::MAX`), not as its varint.
+fn length_crc(lengths: &[usize]) -> u32 {
+    lengths.iter().fold(0, |crc, &len| match u32::try_from(len) {
+        Ok(small) => crc32c::crc32c_append(crc, &small.to_le_bytes()),
+        Err(_) => crc32c::crc32c_append(crc, &(len as u64).to_le_bytes()),
+    })
+}
+
+/// The CRC32C an entry's checksum covers: its bytes for a numeric tensor;
+/// for strings, the lengths as [`length_crc`] counts them, their masked
+/// checksum, then the strings. `None` when string bytes do not decode.
+fn entry_crc(dtype: DType, shape: &[i64], bytes: &[u8]) -> Option<u32> {
+    if dtype != DType::Str {
+        return Some(crc32c::crc32c(bytes));
+    }
+    let (lengths, start) = string_lengths(bytes, element_count(shape)?)?;
+    let crc = length_crc(&lengths);
+    let crc = crc32c::crc32c_append(crc, &table::mask_crc(crc).to_le_bytes());
+    Some(crc32c::crc32c_append(crc, &bytes[start..]))
 }
 
 /// `f32[4, 8]`.
@@ -230,7 +256,7 @@ pub fn decode_bundle(
             Err(reason) => return Err(shard_error(reason.clone())),
             Ok(b) => b.get(start as usize..end as usize).ok_or_else(|| shard_error(format!("has {} bytes", b.len())))?,
         };
-        if table::unmask_crc(entry.crc32c) != crc32c::crc32c(data) {
+        if entry_crc(dtype, &shape, data) != Some(table::unmask_crc(entry.crc32c)) {
             return Err(SavedModelError::Checksum { file: file.clone(), key, start: start as u64, end });
         }
         if let Some(width) = width(dtype) {
@@ -280,7 +306,9 @@ pub fn encode_bundle(entries: &BTreeMap<String, Entry>) -> Result<(Vec<u8>, Vec<
             shard_id: 0,
             offset: data.len() as i64,
             size: entry.bytes.len() as i64,
-            crc32c: table::mask_crc(crc32c::crc32c(&entry.bytes)),
+            crc32c: table::mask_crc(entry_crc(entry.dtype, &entry.shape, &entry.bytes).ok_or_else(|| {
+                SavedModelError::Write { reason: format!("the string tensor `{key}` does not decode") }
+            })?),
             slices: Vec::new(),
         };
         data.extend_from_slice(&entry.bytes);

@@ -8,7 +8,8 @@
 //! inputs rewritten from `node:output_arg:k` to `node:index`; each output
 //! argument becomes an `Identity` of the tensor it returns, waiting (control
 //! inputs) for the function's control outputs, so a run that fetches the
-//! outputs also runs the updates. The library travels along.
+//! outputs also runs the updates. The functions of the library the body
+//! uses travel along; the others (the saver's, other traces) are left out.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -81,7 +82,46 @@ pub fn function_as_graph(
         let name = unique(&mut taken, &arg.name);
         nodes.push(NodeDef { name, op: "Identity".into(), input, attr, ..Default::default() });
     }
+    let library = library.map(|l| reachable(l, &nodes)).filter(|l| !l.function.is_empty());
     Ok((GraphDef { node: nodes, library, versions, ..Default::default() }, args))
+}
+
+/// The functions of `library` that `nodes` use, directly (as their op or
+/// in a function attribute) or through other functions; a SavedModel's
+/// library also holds every other traced function and the saver's.
+fn reachable(library: FunctionDefLibrary, nodes: &[NodeDef]) -> FunctionDefLibrary {
+    let by_name: HashMap<&str, &FunctionDef> =
+        library.function.iter().filter_map(|f| Some((f.signature.as_ref()?.name.as_str(), f))).collect();
+    let mut used: BTreeSet<String> = BTreeSet::new();
+    let mut stack: Vec<String> = nodes.iter().flat_map(referenced).collect();
+    while let Some(name) = stack.pop() {
+        let Some(f) = by_name.get(name.as_str()) else { continue };
+        if used.insert(name) {
+            stack.extend(f.node_def.iter().flat_map(referenced));
+        }
+    }
+    FunctionDefLibrary {
+        function: library
+            .function
+            .iter()
+            .filter(|f| f.signature.as_ref().is_some_and(|s| used.contains(&s.name)))
+            .cloned()
+            .collect(),
+        ..Default::default()
+    }
+}
+
+/// The function names a node refers to: its op, and its function attributes.
+fn referenced(node: &NodeDef) -> Vec<String> {
+    let mut out = vec![node.op.clone()];
+    for value in node.attr.values() {
+        match &value.value {
+            Some(attr_value::Value::Func(f)) => out.push(f.name.clone()),
+            Some(attr_value::Value::List(list)) => out.extend(list.func.iter().map(|f| f.name.clone())),
+            _ => {}
+        }
+    }
+    out
 }
 
 /// `wanted`, or `wanted_1`, `wanted_2`, ... when taken; marks it taken.

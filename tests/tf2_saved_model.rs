@@ -5,13 +5,16 @@
 //! restores to the same values; damaged SavedModels give located
 //! diagnostics.
 
-mod support;
+#[path = "support/cli.rs"]
+mod support_cli;
+#[path = "support/pjrt.rs"]
+mod support_pjrt;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use support::cli::{run, stderr};
+use support_cli::{run, stderr};
 use tpu_rewrite::ir::DType;
 use tpu_rewrite::tf::bundle::{self, Entry};
 
@@ -33,7 +36,8 @@ fn temp_dir(name: &str) -> PathBuf {
     dir
 }
 
-/// The scalar each step logged, in step order: `step N: NAME = V`.
+/// The scalar each step logged, in step order: `step N: NAME = V` (the
+/// tests fetch the loss alone).
 fn step_losses(log: &str) -> Vec<f64> {
     log.lines()
         .filter(|l| l.trim_start().starts_with("step "))
@@ -53,6 +57,12 @@ fn values(entry: &Entry) -> Vec<f64> {
 
 fn json_values(v: &Value) -> Vec<f64> {
     v["values"].as_array().expect("values").iter().map(|x| x.as_f64().expect("a number")).collect()
+}
+
+/// Values as f32: JSON's decimal f64 text parses to within an f64 ulp,
+/// which rounds to the exact f32 TensorFlow printed.
+fn as_f32(values: &[f64]) -> Vec<f32> {
+    values.iter().map(|&v| v as f32).collect()
 }
 
 fn assert_close(what: &str, got: &[f64], want: &[f64]) {
@@ -83,7 +93,7 @@ fn saved_model_matches_tensorflow(model: &str) {
     let saved = corpus(model).join("saved_model");
     let feeds = corpus(model).join("feeds.json");
     let (losses, entries, _) = run_steps(
-        &["run", saved.to_str().unwrap(), "--function", "train_step", "--feeds", feeds.to_str().unwrap()],
+        &["run", saved.to_str().unwrap(), "--function", "train_step", "--feeds", feeds.to_str().unwrap(), "--fetch", "identity:0"],
         &format!("{model}-saved"),
     );
     let tf_losses: Vec<f64> = want["losses"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
@@ -107,13 +117,64 @@ fn the_cnn_saved_model_train_step_gives_tensorflow_numbers() {
     saved_model_matches_tensorflow("cnn");
 }
 
+/// The SavedModel's `train_step` on XLA (the pinned PJRT CPU plugin): the
+/// third step's loss and the trained variables are TensorFlow's.
+fn saved_model_matches_tensorflow_on_pjrt(model: &str) {
+    let want = expected(model);
+    let saved = corpus(model).join("saved_model");
+    let feeds = corpus(model).join("feeds.json");
+    let plugin = support_pjrt::plugin_path();
+    let dir = temp_dir(&format!("{model}-pjrt"));
+    let out = run(&[
+        "run",
+        saved.to_str().unwrap(),
+        "--function",
+        "train_step",
+        "--feeds",
+        feeds.to_str().unwrap(),
+        "--fetch",
+        "identity:0",
+        "--steps",
+        "3",
+        "--backend",
+        "pjrt",
+        "--pjrt-plugin",
+        plugin.to_str().unwrap(),
+        "--save-checkpoint",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "run failed:\n{}", stderr(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let loss: f64 = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("identity:0 = "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no loss printed:\n{stdout}"));
+    assert_close("last loss", &[loss], &[want["losses"][2].as_f64().unwrap()]);
+    let entries = bundle::read_bundle(&dir.join("ckpt")).expect("the checkpoint reads back");
+    for (name, v) in want["variables"].as_object().unwrap() {
+        let entry = &entries[v["checkpoint_key"].as_str().unwrap()];
+        assert_close(name, &values(entry), &json_values(&v["final"]));
+    }
+}
+
+#[test]
+fn the_mlp_saved_model_train_step_gives_tensorflow_numbers_on_pjrt() {
+    saved_model_matches_tensorflow_on_pjrt("mlp");
+}
+
+#[test]
+fn the_cnn_saved_model_train_step_gives_tensorflow_numbers_on_pjrt() {
+    saved_model_matches_tensorflow_on_pjrt("cnn");
+}
+
 #[test]
 fn the_concrete_graph_with_a_feed_per_variable_gives_tensorflow_numbers() {
     let want = expected("mlp");
     let graph = corpus("mlp").join("concrete.pb");
     let feeds = corpus("mlp").join("concrete_feeds.json");
     let (losses, entries, _) =
-        run_steps(&["run", graph.to_str().unwrap(), "--feeds", feeds.to_str().unwrap()], "mlp-concrete");
+        run_steps(&["run", graph.to_str().unwrap(), "--feeds", feeds.to_str().unwrap(), "--fetch", "Identity:0"], "mlp-concrete");
     let tf_losses: Vec<f64> = want["losses"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
     assert_close("losses", &losses, &tf_losses);
     // A graph has no object graph: the keys are the handles' names.
@@ -133,7 +194,7 @@ fn a_fed_learning_rate_of_zero_keeps_the_weights() {
     std::fs::write(&file, feeds.to_string()).unwrap();
     let saved = corpus("mlp").join("saved_model");
     let (losses, entries, _) = run_steps(
-        &["run", saved.to_str().unwrap(), "--function", "train_step", "--feeds", file.to_str().unwrap()],
+        &["run", saved.to_str().unwrap(), "--function", "train_step", "--feeds", file.to_str().unwrap(), "--fetch", "identity:0"],
         "mlp-lr0",
     );
     // No step moves the weights, so every step's loss is the first one's.
@@ -141,7 +202,7 @@ fn a_fed_learning_rate_of_zero_keeps_the_weights() {
     assert_close("losses", &losses, &[first, first, first]);
     let kernel = &want["variables"]["sequential/dense/kernel"];
     let entry = &entries[kernel["checkpoint_key"].as_str().unwrap()];
-    assert_eq!(values(entry), json_values(&kernel["initial"]));
+    assert_eq!(as_f32(&values(entry)), as_f32(&json_values(&kernel["initial"])));
     // The step counter still counts.
     let iteration = &want["variables"]["adam/iteration"];
     assert_eq!(values(&entries[iteration["checkpoint_key"].as_str().unwrap()]), vec![3.0]);
@@ -181,8 +242,8 @@ fn tensorflow_restores_the_saved_checkpoint_with_equal_values() {
     let want = expected("mlp");
     for (name, v) in want["variables"].as_object().unwrap() {
         let ours = values(&entries[v["checkpoint_key"].as_str().unwrap()]);
-        // f32 values printed by Python as f64 are exact.
-        assert_eq!(json_values(&restored[name]), ours, "{name}");
+        // Equal as f32: each value is exactly the one written.
+        assert_eq!(as_f32(&json_values(&restored[name])), as_f32(&ours), "{name}");
     }
 }
 

@@ -92,8 +92,9 @@ proptest! {
 #[test]
 fn the_corpus_indexes_read_and_round_trip() {
     for (index, data) in seeds() {
-        let entries = bundle::decode_bundle(&index, "variables.index", |_, _| ("variables.data".into(), Ok(data.clone())))
-            .expect("TensorFlow's index reads");
+        let entries =
+            bundle::decode_bundle(&index, "variables.index", |_, _| ("variables.data".into(), Ok(data.clone())))
+                .expect("TensorFlow's index reads");
         assert!(entries.contains_key("_CHECKPOINTABLE_OBJECT_GRAPH"));
         let (index2, data2) = bundle::encode_bundle(&entries).expect("encodes");
         let again = bundle::decode_bundle(&index2, "ckpt.index", |_, _| ("ckpt.data".into(), Ok(data2.clone())))

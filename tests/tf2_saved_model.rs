@@ -93,7 +93,16 @@ fn saved_model_matches_tensorflow(model: &str) {
     let saved = corpus(model).join("saved_model");
     let feeds = corpus(model).join("feeds.json");
     let (losses, entries, _) = run_steps(
-        &["run", saved.to_str().unwrap(), "--function", "train_step", "--feeds", feeds.to_str().unwrap(), "--fetch", "identity:0"],
+        &[
+            "run",
+            saved.to_str().unwrap(),
+            "--function",
+            "train_step",
+            "--feeds",
+            feeds.to_str().unwrap(),
+            "--fetch",
+            "identity:0",
+        ],
         &format!("{model}-saved"),
     );
     let tf_losses: Vec<f64> = want["losses"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
@@ -173,14 +182,20 @@ fn the_concrete_graph_with_a_feed_per_variable_gives_tensorflow_numbers() {
     let want = expected("mlp");
     let graph = corpus("mlp").join("concrete.pb");
     let feeds = corpus("mlp").join("concrete_feeds.json");
-    let (losses, entries, _) =
-        run_steps(&["run", graph.to_str().unwrap(), "--feeds", feeds.to_str().unwrap(), "--fetch", "Identity:0"], "mlp-concrete");
+    let (losses, entries, _) = run_steps(
+        &["run", graph.to_str().unwrap(), "--feeds", feeds.to_str().unwrap(), "--fetch", "Identity:0"],
+        "mlp-concrete",
+    );
     let tf_losses: Vec<f64> = want["losses"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
     assert_close("losses", &losses, &tf_losses);
     // A graph has no object graph: the keys are the handles' names.
     for (placeholder, name) in want["concrete_names"].as_object().unwrap() {
         let entry = entries.get(placeholder).unwrap_or_else(|| panic!("no checkpoint entry {placeholder}"));
-        assert_close(name.as_str().unwrap(), &values(entry), &json_values(&want["variables"][name.as_str().unwrap()]["final"]));
+        assert_close(
+            name.as_str().unwrap(),
+            &values(entry),
+            &json_values(&want["variables"][name.as_str().unwrap()]["final"]),
+        );
     }
 }
 
@@ -194,7 +209,16 @@ fn a_fed_learning_rate_of_zero_keeps_the_weights() {
     std::fs::write(&file, feeds.to_string()).unwrap();
     let saved = corpus("mlp").join("saved_model");
     let (losses, entries, _) = run_steps(
-        &["run", saved.to_str().unwrap(), "--function", "train_step", "--feeds", file.to_str().unwrap(), "--fetch", "identity:0"],
+        &[
+            "run",
+            saved.to_str().unwrap(),
+            "--function",
+            "train_step",
+            "--feeds",
+            file.to_str().unwrap(),
+            "--fetch",
+            "identity:0",
+        ],
         "mlp-lr0",
     );
     // No step moves the weights, so every step's loss is the first one's.

@@ -22,10 +22,16 @@ use crate::tf::saved_model::Captured;
 pub const PREFIX: &str = "ckpt";
 
 /// The bundle entries of a run's variables.
-fn entries(captured: Option<&Captured>, variables: &BTreeMap<String, Tensor>) -> Result<BTreeMap<String, Entry>, CliError> {
+fn entries(
+    captured: Option<&Captured>,
+    variables: &BTreeMap<String, Tensor>,
+) -> Result<BTreeMap<String, Entry>, CliError> {
     let entry = |name: &str, t: &Tensor| {
         crate::passes::single_replica::literal_of(t).as_ref().and_then(Entry::from_literal).ok_or_else(|| {
-            CliError::usage(format!("--save-checkpoint: variable `{name}` is {}, which a checkpoint here cannot hold", t.dtype()))
+            CliError::usage(format!(
+                "--save-checkpoint: variable `{name}` is {}, which a checkpoint here cannot hold",
+                t.dtype()
+            ))
         })
     };
     let Some(captured) = captured else {
@@ -49,7 +55,8 @@ pub(super) fn save(
 ) -> Result<std::path::PathBuf, CliError> {
     let entries = entries(captured, variables)?;
     let (index, data) = bundle::encode_bundle(&entries).map_err(|e| CliError::usage(e.to_string()))?;
-    std::fs::create_dir_all(dir).map_err(|e| CliError::Write { path: dir.display().to_string(), reason: e.to_string() })?;
+    std::fs::create_dir_all(dir)
+        .map_err(|e| CliError::Write { path: dir.display().to_string(), reason: e.to_string() })?;
     let prefix = dir.join(PREFIX);
     super::io::write_file(&bundle::shard_path(&prefix, 0, 1), &data)?;
     super::io::write_file(&bundle::index_path(&prefix), &index)?;

@@ -244,10 +244,12 @@ pub(super) fn variable_feeds(
         let dims = attrs.get("shape").and_then(|s| s.as_shape()).and_then(|s| s.dims.clone());
         let shape: Vec<i64> = tensor.shape().iter().map(|&d| d as i64).collect();
         let dtype_differs = dtype.is_some_and(|d| d != tensor.dtype());
-        let shape_differs =
-            dims.as_ref().is_some_and(|dims| dims.len() != shape.len() || dims.iter().zip(&shape).any(|(a, b)| *a >= 0 && a != b));
+        let shape_differs = dims
+            .as_ref()
+            .is_some_and(|dims| dims.len() != shape.len() || dims.iter().zip(&shape).any(|(a, b)| *a >= 0 && a != b));
         if dtype_differs || shape_differs {
-            let declared = crate::tf::bundle::describe(dtype.unwrap_or(tensor.dtype()), dims.as_deref().unwrap_or(&shape));
+            let declared =
+                crate::tf::bundle::describe(dtype.unwrap_or(tensor.dtype()), dims.as_deref().unwrap_or(&shape));
             return Err(CliError::feed(format!(
                 "the feed of variable `{name}` is {}, but the variable is {declared}",
                 crate::tf::bundle::describe(tensor.dtype(), &shape)

@@ -127,7 +127,12 @@ pub fn load_function(
 
 /// Loads function `function` of the SavedModel in `dir`, printing the
 /// diagnostics; `None` when there is an error.
-fn load_saved_model(input: &InputPath, dir: &std::path::Path, function: Option<&str>, progress: &dyn Progress) -> Option<Loaded> {
+fn load_saved_model(
+    input: &InputPath,
+    dir: &std::path::Path,
+    function: Option<&str>,
+    progress: &dyn Progress,
+) -> Option<Loaded> {
     progress.phase("reading", 1);
     let source = Arc::new(WindowedSource::from_vec(input.display_name(), Vec::new()));
     match tf::saved_model::load(dir, function) {
@@ -137,7 +142,12 @@ fn load_saved_model(input: &InputPath, dir: &std::path::Path, function: Option<&
             if report(diags, &source) {
                 return None;
             }
-            Some(Loaded { module: imported.module, source, format: InputFormat::Pb, saved_model: Some(imported.captured) })
+            Some(Loaded {
+                module: imported.module,
+                source,
+                format: InputFormat::Pb,
+                saved_model: Some(imported.captured),
+            })
         }
         Err(e) => {
             report(vec![Box::new(e)], &source);

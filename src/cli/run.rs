@@ -257,12 +257,8 @@ pub fn run_command(args: RunArgs) -> ExitCode {
         Backend::Sim => Target::Graph,
         Backend::Pjrt | Backend::JaxDistributed => Target::Xla,
     };
-    let plain = super::plain::PlainRun {
-        fetches: &args.fetch,
-        unlowered,
-        feeds_file: args.feeds.as_deref(),
-        feed: &args.feed,
-    };
+    let plain =
+        super::plain::PlainRun { fetches: &args.fetch, unlowered, feeds_file: args.feeds.as_deref(), feed: &args.feed };
     let (loaded, lowering, single) =
         match rewrite_and_lower(&input, args.input_format, &args.rewrite, &args.lower, Some(&plain), target) {
             Ok(done) => done,

@@ -22,7 +22,9 @@ use std::path::{Path, PathBuf};
 
 use prost::Message;
 
-use super::proto::{bundle_header_proto::Endianness, BundleEntryProto, BundleHeaderProto, TensorShapeProto, VersionDef};
+use super::proto::{
+    bundle_header_proto::Endianness, BundleEntryProto, BundleHeaderProto, TensorShapeProto, VersionDef,
+};
 use super::saved_model::SavedModelError;
 use crate::ir::{DType, TensorData, TensorLit};
 
@@ -187,12 +189,15 @@ pub fn index_path(prefix: &Path) -> PathBuf {
 pub fn read_bundle(prefix: &Path) -> Result<BTreeMap<String, Entry>, SavedModelError> {
     let index_file = index_path(prefix);
     let shown = index_file.display().to_string();
-    let index = std::fs::read(&index_file).map_err(|e| SavedModelError::Read { file: shown.clone(), reason: e.to_string() })?;
+    let index =
+        std::fs::read(&index_file).map_err(|e| SavedModelError::Read { file: shown.clone(), reason: e.to_string() })?;
     decode_bundle(&index, &shown, |shard, num_shards| {
         let path = shard_path(prefix, shard, num_shards);
         let shown = path.display().to_string();
         let bytes = match std::fs::metadata(&path) {
-            Ok(m) if m.len() > MAX_SHARD_BYTES => Err(format!("has {} bytes, more than the {MAX_SHARD_BYTES} read", m.len())),
+            Ok(m) if m.len() > MAX_SHARD_BYTES => {
+                Err(format!("has {} bytes, more than the {MAX_SHARD_BYTES} read", m.len()))
+            }
             _ => std::fs::read(&path).map_err(|e| match e.kind() {
                 std::io::ErrorKind::NotFound => "is missing".to_string(),
                 _ => format!("cannot be read ({e})"),
@@ -212,8 +217,11 @@ pub fn decode_bundle(
 ) -> Result<BTreeMap<String, Entry>, SavedModelError> {
     let damaged = |detail: String| SavedModelError::Index { file: index_file.to_string(), detail };
     let rows = table::read_table(index).map_err(|e| damaged(format!("({e})")))?;
-    let entry_error =
-        |key: &str, reason: String| SavedModelError::Entry { file: index_file.to_string(), key: key.to_string(), reason };
+    let entry_error = |key: &str, reason: String| SavedModelError::Entry {
+        file: index_file.to_string(),
+        key: key.to_string(),
+        reason,
+    };
     let mut rows = rows.into_iter();
     let header = match rows.next() {
         Some((key, value)) if key.is_empty() => BundleHeaderProto::decode(value.as_slice())
@@ -236,7 +244,8 @@ pub fn decode_bundle(
         if entry.shard_id < 0 || entry.shard_id >= num_shards.max(1) {
             return Err(entry_error(&key, format!("it names shard {} of {num_shards}", entry.shard_id)));
         }
-        let shape = shape_of(entry.shape.as_ref()).ok_or_else(|| entry_error(&key, "its shape is not fully known".into()))?;
+        let shape =
+            shape_of(entry.shape.as_ref()).ok_or_else(|| entry_error(&key, "its shape is not fully known".into()))?;
         let dtype = DType::from_number(entry.dtype);
         let (start, size) = (entry.offset, entry.size);
         if start < 0 || size < 0 {
@@ -254,7 +263,9 @@ pub fn decode_bundle(
         };
         let data = match bytes {
             Err(reason) => return Err(shard_error(reason.clone())),
-            Ok(b) => b.get(start as usize..end as usize).ok_or_else(|| shard_error(format!("has {} bytes", b.len())))?,
+            Ok(b) => {
+                b.get(start as usize..end as usize).ok_or_else(|| shard_error(format!("has {} bytes", b.len())))?
+            }
         };
         if entry_crc(dtype, &shape, data) != Some(table::unmask_crc(entry.crc32c)) {
             return Err(SavedModelError::Checksum { file: file.clone(), key, start: start as u64, end });
@@ -264,7 +275,12 @@ pub fn decode_bundle(
             if expected != Some(data.len()) {
                 return Err(entry_error(
                     &key,
-                    format!("{} needs {} bytes, but it has {}", describe(dtype, &shape), expected.unwrap_or(usize::MAX), data.len()),
+                    format!(
+                        "{} needs {} bytes, but it has {}",
+                        describe(dtype, &shape),
+                        expected.unwrap_or(usize::MAX),
+                        data.len()
+                    ),
                 ));
             }
         }
@@ -325,7 +341,8 @@ mod tests {
     use super::*;
 
     fn sample() -> BTreeMap<String, Entry> {
-        let kernel = TensorLit { dtype: DType::F32, shape: vec![2, 2], data: TensorData::Float(vec![1.0, -2.5, 3.0, 0.0]) };
+        let kernel =
+            TensorLit { dtype: DType::F32, shape: vec![2, 2], data: TensorData::Float(vec![1.0, -2.5, 3.0, 0.0]) };
         let step = TensorLit { dtype: DType::I64, shape: vec![], data: TensorData::Int64(vec![7]) };
         BTreeMap::from([
             ("model/kernel/.ATTRIBUTES/VARIABLE_VALUE".to_string(), Entry::from_literal(&kernel).expect("numeric")),
@@ -350,7 +367,10 @@ mod tests {
     fn a_short_shard_and_a_bad_checksum_are_located() {
         let (index, mut data) = encode_bundle(&sample()).expect("encodes");
         let short = decode(&index, &data[..10]).expect_err("short");
-        assert!(matches!(short, SavedModelError::Shard { ref key, .. } if key.starts_with("model/kernel")), "{short:?}");
+        assert!(
+            matches!(short, SavedModelError::Shard { ref key, .. } if key.starts_with("model/kernel")),
+            "{short:?}"
+        );
         data[17] ^= 1;
         let bad = decode(&index, &data).expect_err("corrupt");
         assert!(matches!(bad, SavedModelError::Checksum { start: 16, end: 24, .. }), "{bad:?}");

@@ -30,6 +30,9 @@ const RESTART_INTERVAL: usize = 16;
 /// The size after which the writer starts a new data block.
 const BLOCK_SIZE: usize = 4096;
 
+/// One key and its value.
+pub type Row = (Vec<u8>, Vec<u8>);
+
 /// A problem in a table, at byte `offset` of the file.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TableError {
@@ -110,7 +113,11 @@ fn block<'a>(file: &'a [u8], handle: Handle, what: &str) -> Result<&'a [u8], Tab
     let Some(with_trailer) = end.checked_add(TRAILER).and_then(|e| file.get(start..e)) else {
         return fail(
             start,
-            format!("the {what} block ({} bytes at {start}) runs past the end of the {}-byte file", handle.size, file.len()),
+            format!(
+                "the {what} block ({} bytes at {start}) runs past the end of the {}-byte file",
+                handle.size,
+                file.len()
+            ),
         );
     };
     let (contents, trailer) = with_trailer.split_at(with_trailer.len() - TRAILER);
@@ -127,7 +134,7 @@ fn block<'a>(file: &'a [u8], handle: Handle, what: &str) -> Result<&'a [u8], Tab
 }
 
 /// The entries of a block (at byte `base` of the file), keys in order.
-fn entries(contents: &[u8], base: usize) -> Result<Vec<(Vec<u8>, Vec<u8>)>, TableError> {
+fn entries(contents: &[u8], base: usize) -> Result<Vec<Row>, TableError> {
     let here = |at: usize| base + at;
     let Some(count) = contents.len().checked_sub(4).and_then(|at| read_u32(contents, at)) else {
         return fail(base, "a block is shorter than its restart count");
@@ -135,7 +142,7 @@ fn entries(contents: &[u8], base: usize) -> Result<Vec<(Vec<u8>, Vec<u8>)>, Tabl
     let Some(limit) = (count as usize).checked_mul(4).and_then(|n| contents.len().checked_sub(4 + n)) else {
         return fail(here(contents.len()), format!("a block claims {count} restart points, more than fit in it"));
     };
-    let mut out: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+    let mut out: Vec<Row> = Vec::new();
     let mut key: Vec<u8> = Vec::new();
     let mut at = 0;
     while at < limit {
@@ -169,7 +176,7 @@ fn entries(contents: &[u8], base: usize) -> Result<Vec<(Vec<u8>, Vec<u8>)>, Tabl
 }
 
 /// Every entry of the table in `file`, in key order.
-pub fn read_table(file: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>, TableError> {
+pub fn read_table(file: &[u8]) -> Result<Vec<Row>, TableError> {
     let Some(footer_at) = file.len().checked_sub(FOOTER) else {
         return fail(0, format!("the file is {} bytes, shorter than a table's {FOOTER}-byte footer", file.len()));
     };
@@ -184,7 +191,7 @@ pub fn read_table(file: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>, TableError> {
         return fail(footer_at, "the footer's block handles do not decode");
     };
     let index_base = index.offset as usize;
-    let mut out: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+    let mut out: Vec<Row> = Vec::new();
     for (_, value) in entries(block(file, index, "index")?, index_base)? {
         let mut at = 0;
         let Some(handle) = read_handle(&value, &mut at) else {

@@ -96,7 +96,10 @@ pub enum SavedModelError {
 
     /// An entry's bytes do not match its CRC32C.
     #[error("{file}: checkpoint entry `{key}` (bytes {start}..{end}) fails its CRC32C check")]
-    #[diagnostic(code(tpu_rewrite::saved_model::checksum), help("the shard is corrupt; copy it again from its source"))]
+    #[diagnostic(
+        code(tpu_rewrite::saved_model::checksum),
+        help("the shard is corrupt; copy it again from its source")
+    )]
     Checksum {
         /// The shard file.
         file: String,
@@ -121,7 +124,9 @@ pub enum SavedModelError {
     },
 
     /// A checkpoint value disagrees with the variable the graph declares.
-    #[error("variable `{variable}`: the checkpoint holds {found} under `{key}`, but the SavedModel declares {declared}")]
+    #[error(
+        "variable `{variable}`: the checkpoint holds {found} under `{key}`, but the SavedModel declares {declared}"
+    )]
     #[diagnostic(
         code(tpu_rewrite::saved_model::mismatch),
         help("the checkpoint does not belong to this SavedModel, or it was edited")

@@ -30,19 +30,19 @@ pub fn function_as_graph(
     let ops: HashMap<&str, &str> = function.node_def.iter().map(|n| (n.name.as_str(), n.op.as_str())).collect();
     let mut taken: BTreeSet<String> = function.node_def.iter().map(|n| n.name.clone()).collect();
     let mut args: HashMap<String, String> = HashMap::new();
-    let mut nodes = Vec::with_capacity(function.node_def.len() + signature.input_arg.len() + signature.output_arg.len());
+    let mut nodes =
+        Vec::with_capacity(function.node_def.len() + signature.input_arg.len() + signature.output_arg.len());
     for (i, arg) in signature.input_arg.iter().enumerate() {
         let wanted = renames.get(&arg.name).unwrap_or(&arg.name);
         let name = unique(&mut taken, wanted);
         let mut attr = std::collections::BTreeMap::new();
         attr.insert("dtype".to_string(), AttrValue { value: Some(attr_value::Value::Type(arg.r#type)) });
-        let shape = function
-            .arg_attr
-            .get(&(i as u32))
-            .and_then(|a| a.attr.get("_output_shapes"))
-            .and_then(|v| match &v.value {
-                Some(attr_value::Value::List(list)) => list.shape.first().cloned(),
-                _ => None,
+        let shape =
+            function.arg_attr.get(&(i as u32)).and_then(|a| a.attr.get("_output_shapes")).and_then(|v| {
+                match &v.value {
+                    Some(attr_value::Value::List(list)) => list.shape.first().cloned(),
+                    _ => None,
+                }
             });
         if let Some(shape) = shape {
             attr.insert("shape".to_string(), AttrValue { value: Some(attr_value::Value::Shape(shape)) });

@@ -149,7 +149,8 @@ pub fn function_choice(meta: &MetaGraphDef) -> FunctionChoice {
 pub fn read_meta_graph(dir: &Path) -> Result<MetaGraphDef, SavedModelError> {
     let file = dir.join(SAVED_MODEL_FILE);
     let shown = file.display().to_string();
-    let bytes = std::fs::read(&file).map_err(|e| SavedModelError::Read { file: shown.clone(), reason: e.to_string() })?;
+    let bytes =
+        std::fs::read(&file).map_err(|e| SavedModelError::Read { file: shown.clone(), reason: e.to_string() })?;
     let decode = |reason: String| SavedModelError::Decode { file: shown.clone(), reason };
     let saved = SavedModel::decode(bytes.as_slice()).map_err(|e| decode(e.to_string()))?;
     let count = saved.meta_graphs.len();
@@ -230,11 +231,10 @@ pub fn load(path: &Path, function: Option<&str>) -> Result<Imported, SavedModelE
     let function_error = |reason: String| SavedModelError::Function { function: chosen.clone(), reason };
     let graph_def = meta.graph_def.clone().unwrap_or_default();
     let library = graph_def.library.clone().unwrap_or_default();
-    let body = library
-        .function
-        .iter()
-        .find(|f| f.signature.as_ref().is_some_and(|s| s.name == concrete))
-        .ok_or_else(|| function_error(format!("its concrete function `{concrete}` is not in the graph's library")))?;
+    let body =
+        library.function.iter().find(|f| f.signature.as_ref().is_some_and(|s| s.name == concrete)).ok_or_else(
+            || function_error(format!("its concrete function `{concrete}` is not in the graph's library")),
+        )?;
     let bound: Vec<i32> = objects.concrete_functions.get(&concrete).map(|c| c.bound_inputs.clone()).unwrap_or_default();
     let inputs = body.signature.as_ref().map(|s| s.input_arg.clone()).unwrap_or_default();
     let Some(first_captured) = inputs.len().checked_sub(bound.len()) else {
@@ -242,7 +242,9 @@ pub fn load(path: &Path, function: Option<&str>) -> Result<Imported, SavedModelE
     };
 
     // Each captured input names a variable of the object graph.
-    let mut declared: Vec<(String, String, DType, Option<Vec<i64>>, i32)> = Vec::new();
+    // (input argument, variable name, dtype, shape if known, object node).
+    type Declared = (String, String, DType, Option<Vec<i64>>, i32);
+    let mut declared: Vec<Declared> = Vec::new();
     let mut names_used: HashSet<String> = HashSet::new();
     for (arg, &node) in inputs[first_captured..].iter().zip(&bound) {
         let variable = match objects.nodes.get(node as usize).and_then(|o| o.kind.as_ref()) {
@@ -259,7 +261,13 @@ pub fn load(path: &Path, function: Option<&str>) -> Result<Imported, SavedModelE
             name = format!("{}_object_{node}", if name.is_empty() { "variable" } else { &name });
             names_used.insert(name.clone());
         }
-        declared.push((arg.name.clone(), name, DType::from_number(variable.dtype), dims(variable.shape.as_ref()), node));
+        declared.push((
+            arg.name.clone(),
+            name,
+            DType::from_number(variable.dtype),
+            dims(variable.shape.as_ref()),
+            node,
+        ));
     }
 
     // Their values, from the checkpoint.
@@ -276,7 +284,10 @@ pub fn load(path: &Path, function: Option<&str>) -> Result<Imported, SavedModelE
             };
             let strings = entry.strings().ok_or_else(|| bad("it is not a string tensor that decodes"))?;
             let bytes = strings.first().ok_or_else(|| bad("it is empty"))?;
-            Some(TrackableObjectGraph::decode(bytes.as_slice()).map_err(|e| bad(&format!("not a TrackableObjectGraph: {e}")))?)
+            Some(
+                TrackableObjectGraph::decode(bytes.as_slice())
+                    .map_err(|e| bad(&format!("not a TrackableObjectGraph: {e}")))?,
+            )
         }
         None => None,
     };
@@ -296,7 +307,8 @@ pub fn load(path: &Path, function: Option<&str>) -> Result<Imported, SavedModelE
         };
         let key = key.unwrap_or_default();
         let declared_text = bundle::describe(*dtype, shape.as_deref().unwrap_or(entry.shape.as_slice()));
-        let value = entry.to_literal().filter(|_| entry.dtype == *dtype && shape.as_ref().is_none_or(|s| *s == entry.shape));
+        let value =
+            entry.to_literal().filter(|_| entry.dtype == *dtype && shape.as_ref().is_none_or(|s| *s == entry.shape));
         let Some(value) = value else {
             return Err(SavedModelError::Mismatch {
                 variable: name.clone(),
@@ -309,8 +321,8 @@ pub fn load(path: &Path, function: Option<&str>) -> Result<Imported, SavedModelE
         variables.push(CapturedVariable { name: name.clone(), checkpoint_key: Some(key), value });
     }
 
-    let (graph, arg_nodes) = flatten::function_as_graph(body, graph_def.library, graph_def.versions, &renames)
-        .map_err(function_error)?;
+    let (graph, arg_nodes) =
+        flatten::function_as_graph(body, graph_def.library, graph_def.versions, &renames).map_err(function_error)?;
     // The handles' names, after any renaming to keep them unique.
     for (v, (arg, ..)) in variables.iter_mut().zip(&declared) {
         if let Some(node) = arg_nodes.get(arg) {

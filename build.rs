@@ -1,5 +1,6 @@
-//! Build steps: the `.opg` grammar (lalrpop) and TensorFlow's GraphDef
-//! schema (`proto/tf_graph.proto`, compiled by protox without `protoc`, then
+//! Build steps: the `.opg` grammar (lalrpop) and TensorFlow's GraphDef,
+//! SavedModel and checkpoint schemas (`proto/tf_graph.proto`,
+//! `proto/saved_model.proto`, compiled by protox without `protoc`, then
 //! turned into Rust by prost-build). The encoded descriptor set is written
 //! beside the Rust code for prost-reflect's text format.
 
@@ -15,10 +16,13 @@ fn main() {
         .expect("the grammar in grammar/opg.lalrpop must build");
 
     println!("cargo:rerun-if-changed=proto/tf_graph.proto");
+    println!("cargo:rerun-if-changed=proto/saved_model.proto");
     let mut compiler = protox::Compiler::new(["proto"]).expect("the proto include path is valid");
     compiler.include_imports(true).include_source_info(false);
-    if let Err(e) = compiler.open_file("tf_graph.proto") {
-        panic!("proto/tf_graph.proto must compile: {e}");
+    for file in ["tf_graph.proto", "saved_model.proto"] {
+        if let Err(e) = compiler.open_file(file) {
+            panic!("proto/{file} must compile: {e}");
+        }
     }
     std::fs::write(out_dir.join("tf_graph.bin"), compiler.encode_file_descriptor_set()).expect("OUT_DIR is writable");
     prost_build::Config::new()

@@ -191,3 +191,70 @@ pub(super) fn per_host_feeds(
     }
     Ok(out)
 }
+
+/// The variable handles (`VarHandleOp`) of `graph`, by name.
+pub(super) fn variable_handles(graph: &crate::ir::Graph) -> std::collections::BTreeMap<String, crate::ir::NodeId> {
+    graph
+        .node_ids()
+        .filter(|&id| &*graph.node(id).op == "VarHandleOp")
+        .map(|id| (graph.node(id).name.to_string(), id))
+        .collect()
+}
+
+/// The feeds (`--feeds` JSON, `--feed NAME=FILE.npy`) that give a
+/// variable's value: their name (`name` or `name:0`) is a variable handle
+/// of `graph`. Each must agree with the handle's dtype and known shape.
+pub(super) fn variable_feeds(
+    graph: &crate::ir::Graph,
+    feeds_file: Option<&std::path::Path>,
+    feed: &[String],
+) -> Result<Vec<(String, Tensor)>, CliError> {
+    let handles = variable_handles(graph);
+    let handle_of = |name: &str| handles.get(name.strip_suffix(":0").unwrap_or(name)).copied();
+    let mut out: Vec<(String, Tensor)> = Vec::new();
+    if let Some(path) = feeds_file {
+        let text = std::fs::read(path)
+            .map_err(|e| CliError::Read { path: path.display().to_string(), reason: e.to_string() })?;
+        // A file that does not parse is reported by the ordinary feed reader.
+        if let Ok(value) = serde_json::from_slice::<serde_json::Value>(&text) {
+            if let Some(map) = value.get("feeds").unwrap_or(&value).as_object() {
+                for (name, v) in map {
+                    let Some(id) = handle_of(name) else { continue };
+                    let dtype =
+                        graph.node(id).attrs.get("dtype").and_then(|d| d.as_type()).unwrap_or(crate::ir::DType::F32);
+                    let tensor = exec::tensor_from_json(v, dtype)
+                        .map_err(|e| CliError::feed(format!("{}: variable `{name}`: {e}", path.display())))?;
+                    out.push((graph.node(id).name.to_string(), tensor));
+                }
+            }
+        }
+    }
+    for item in feed {
+        let Some((name, file)) = item.split_once('=') else { continue };
+        let Some(id) = handle_of(name) else { continue };
+        let tensor =
+            exec::read_npy_file(std::path::Path::new(file)).map_err(|e| CliError::feed(format!("{file}: {e}")))?;
+        out.retain(|(n, _)| *n != *graph.node(id).name);
+        out.push((graph.node(id).name.to_string(), tensor));
+    }
+    for (name, tensor) in &out {
+        let Some(id) = handle_of(name) else { continue };
+        let attrs = &graph.node(id).attrs;
+        let dtype = attrs.get("dtype").and_then(|d| d.as_type());
+        let dims = attrs.get("shape").and_then(|s| s.as_shape()).and_then(|s| s.dims.clone());
+        let shape: Vec<i64> = tensor.shape().iter().map(|&d| d as i64).collect();
+        let dtype_differs = dtype.is_some_and(|d| d != tensor.dtype());
+        let shape_differs = dims
+            .as_ref()
+            .is_some_and(|dims| dims.len() != shape.len() || dims.iter().zip(&shape).any(|(a, b)| *a >= 0 && a != b));
+        if dtype_differs || shape_differs {
+            let declared =
+                crate::tf::bundle::describe(dtype.unwrap_or(tensor.dtype()), dims.as_deref().unwrap_or(&shape));
+            return Err(CliError::feed(format!(
+                "the feed of variable `{name}` is {}, but the variable is {declared}",
+                crate::tf::bundle::describe(tensor.dtype(), &shape)
+            )));
+        }
+    }
+    Ok(out)
+}

@@ -62,6 +62,35 @@ fn decide_format(input: &InputPath, flag: Option<InputFormat>, bytes: &[u8]) -> 
 /// of the bytes (see [`decide_format`]); reports errors naming how the
 /// format was chosen.
 pub fn load_any(input: &InputPath, flag: Option<InputFormat>, progress: &dyn Progress) -> Option<Loaded> {
+    load_function(input, flag, None, progress)
+}
+
+/// [`load_any`], where a SavedModel input (a directory, or a file named
+/// `saved_model.pb`) loads its function `function` (default: the serving
+/// signature); `function` on any other input is a usage error.
+pub fn load_function(
+    input: &InputPath,
+    flag: Option<InputFormat>,
+    function: Option<&str>,
+    progress: &dyn Progress,
+) -> Option<Loaded> {
+    let saved_model = match input {
+        InputPath::File(path) if flag.is_none() => tf::saved_model::saved_model_dir(path),
+        _ => None,
+    };
+    if let Some(dir) = saved_model {
+        return load_saved_model(input, &dir, function, progress);
+    }
+    if function.is_some() {
+        super::fail_with(
+            super::error::CliError::usage(format!(
+                "--function picks a function of a SavedModel (a directory, or its saved_model.pb); {} is not one",
+                input.display_name()
+            )),
+            2,
+        );
+        return None;
+    }
     let name = input.display_name();
     progress.phase("reading", 1);
     let bytes = super::read_input(input)?;
@@ -84,13 +113,44 @@ pub fn load_any(input: &InputPath, flag: Option<InputFormat>, progress: &dyn Pro
             if report(diags, &source) {
                 return None;
             }
-            Some(Loaded { module, source, format })
+            Some(Loaded { module, source, format, saved_model: None })
         }
         Err(e) => {
             report(vec![Box::new(e)], &source);
             if let Some(note) = how_note(how, format) {
                 eprintln!("note: {note}");
             }
+            None
+        }
+    }
+}
+
+/// Loads function `function` of the SavedModel in `dir`, printing the
+/// diagnostics; `None` when there is an error.
+fn load_saved_model(
+    input: &InputPath,
+    dir: &std::path::Path,
+    function: Option<&str>,
+    progress: &dyn Progress,
+) -> Option<Loaded> {
+    progress.phase("reading", 1);
+    let source = Arc::new(WindowedSource::from_vec(input.display_name(), Vec::new()));
+    match tf::saved_model::load(dir, function) {
+        Ok(imported) => {
+            let diags: Vec<AnyDiagnostic> =
+                imported.warnings.into_iter().map(|e| Box::new(e) as AnyDiagnostic).collect();
+            if report(diags, &source) {
+                return None;
+            }
+            Some(Loaded {
+                module: imported.module,
+                source,
+                format: InputFormat::Pb,
+                saved_model: Some(imported.captured),
+            })
+        }
+        Err(e) => {
+            report(vec![Box::new(e)], &source);
             None
         }
     }

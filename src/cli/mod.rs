@@ -10,6 +10,7 @@
 
 #[macro_use]
 pub mod console;
+mod checkpoint;
 pub mod coverage;
 pub mod error;
 mod feeds;
@@ -155,6 +156,12 @@ pub struct RewriteArgs {
     /// still summed on its own.
     #[arg(long, value_enum, default_value_t = FusionArg::Auto)]
     pub all_reduce_fusion: FusionArg,
+    /// For a SavedModel input (a directory, or its `saved_model.pb`): the
+    /// function to load, a signature key or a `tf.function` attribute of
+    /// the saved object such as `train_step` (default: the
+    /// `serving_default` signature; an unknown name lists them).
+    #[arg(long, value_name = "NAME")]
+    pub function: Option<String>,
 }
 
 /// Options shared by commands that lower.
@@ -427,6 +434,8 @@ pub struct Loaded {
     pub source: Arc<WindowedSource>,
     /// The format the input was read as.
     pub format: InputFormat,
+    /// For a SavedModel: the function's captured variables and checkpoint.
+    pub saved_model: Option<crate::tf::saved_model::Captured>,
 }
 
 /// The most diagnostics printed for one input; the rest are counted.
@@ -491,7 +500,7 @@ fn load_bytes(name: String, bytes: Vec<u8>, note: Option<String>) -> Option<Load
     if report(diags, &source) {
         return None;
     }
-    Some(Loaded { module, source, format: InputFormat::Opg })
+    Some(Loaded { module, source, format: InputFormat::Opg, saved_model: None })
 }
 
 /// Parses and verifies `.opg` bytes; a syntax error comes back as the `Err`.

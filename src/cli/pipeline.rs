@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use super::diagnostics::AnyDiagnostic;
 use super::error::CliError;
-use super::formats::{emit_bytes, load_any, write_programs};
+use super::formats::{emit_bytes, load_function, write_programs};
 use super::io::{write_output, InputPath};
 use super::progress::DelayedBar;
 use super::source::WindowedSource;
@@ -155,7 +155,9 @@ pub fn rewrite_command(
     };
     let input = InputPath::parse(file);
     let bar = DelayedBar::new();
-    let Some(mut loaded) = load_any(&input, format, &bar) else { return ExitCode::from(1) };
+    let Some(mut loaded) = load_function(&input, format, args.function.as_deref(), &bar) else {
+        return ExitCode::from(1);
+    };
     if rewrite_forming_clusters(&mut loaded, &config, time_passes, &bar).is_none() {
         return ExitCode::from(1);
     }
@@ -230,7 +232,7 @@ pub(super) fn rewrite_and_lower(
     let failed = || ExitCode::from(1);
     let timer = PhaseTimer::start(lower_args.time_passes);
     let bar = DelayedBar::new();
-    let mut loaded = load_any(input, format, &bar).ok_or_else(failed)?;
+    let mut loaded = load_function(input, format, rewrite_args.function.as_deref(), &bar).ok_or_else(failed)?;
     timer.lap("load");
     let mut clusters =
         rewrite_forming_clusters(&mut loaded, &pipeline, lower_args.time_passes, &bar).ok_or_else(failed)?;
@@ -325,7 +327,12 @@ pub fn lower_command(
     let target = if emit == EmitFormat::Stablehlo { Target::Xla } else { Target::Graph };
     // StableHLO is what a PJRT client runs: a plain graph becomes one
     // single-replica cluster, as `run --backend pjrt` makes it.
-    let plain = super::plain::PlainRun { fetches: &[], unlowered: passes::single_replica::Unlowered::Refuse };
+    let plain = super::plain::PlainRun {
+        fetches: &[],
+        unlowered: passes::single_replica::Unlowered::Refuse,
+        feeds_file: None,
+        feed: &[],
+    };
     let plain = (emit == EmitFormat::Stablehlo).then_some(&plain);
     let (loaded, lowered, single) = match rewrite_and_lower(&input, format, rewrite_args, lower_args, plain, target) {
         Ok(done) => done,

@@ -17,6 +17,10 @@ pub(super) struct PlainRun<'a> {
     pub fetches: &'a [String],
     /// What happens to ops that neither lower nor run on the host.
     pub unlowered: Unlowered,
+    /// `--feeds`: its entries that name a variable give its value.
+    pub feeds_file: Option<&'a std::path::Path>,
+    /// `--feed NAME=FILE.npy`: those that name a variable give its value.
+    pub feed: &'a [String],
 }
 
 /// Makes the first graph of `loaded` one single-replica cluster and forms
@@ -29,9 +33,27 @@ pub(super) fn cluster(
         errors.into_iter().map(|e| Box::new(e) as AnyDiagnostic).collect()
     };
     let Some(graph) = loaded.module.graphs.first_mut() else { return Ok(None) };
+    // A SavedModel's checkpoint values, then the values fed by name, which win.
+    let mut variables: Vec<(String, crate::ir::TensorLit)> = Vec::new();
+    for v in loaded.saved_model.iter().flat_map(|c| &c.variables) {
+        variables.push((v.name.clone(), v.value.clone()));
+    }
+    let fed = super::feeds::variable_feeds(graph, plain.feeds_file, plain.feed)
+        .map_err(|e| vec![Box::new(e) as AnyDiagnostic])?;
+    for (name, tensor) in fed {
+        let literal = tensor.to_literal().ok_or_else(|| {
+            let e = super::error::CliError::feed(format!(
+                "the value fed to variable `{name}` has a dtype ({}) a variable cannot start from",
+                tensor.dtype()
+            ));
+            vec![Box::new(e) as AnyDiagnostic]
+        })?;
+        variables.retain(|(n, _)| *n != name);
+        variables.push((name, literal));
+    }
     let config = SingleReplicaConfig {
         fetches: plain.fetches,
-        variables: &[],
+        variables: &variables,
         unlowered: plain.unlowered,
         support: &crate::xla::OpSupport,
     };

@@ -55,6 +55,11 @@ pub struct RunArgs {
     /// Write each fetched tensor as `.npy` into this directory.
     #[arg(long)]
     pub npy_dir: Option<PathBuf>,
+    /// Write the variables after the last step as a TensorFlow checkpoint
+    /// `DIR/ckpt` (for a SavedModel, with its checkpoint's keys, so
+    /// `tf.train.Checkpoint(...).restore` reads it; docs/tf2.md).
+    #[arg(long, value_name = "DIR")]
+    pub save_checkpoint: Option<PathBuf>,
     /// Print scalar fetches every N steps (default: about ten lines per run).
     #[arg(long)]
     pub log_every: Option<u64>,
@@ -263,7 +268,8 @@ pub fn run_command(args: RunArgs) -> ExitCode {
         Backend::Sim => Target::Graph,
         Backend::Pjrt | Backend::JaxDistributed => Target::Xla,
     };
-    let plain = super::plain::PlainRun { fetches: &args.fetch, unlowered };
+    let plain =
+        super::plain::PlainRun { fetches: &args.fetch, unlowered, feeds_file: args.feeds.as_deref(), feed: &args.feed };
     let (loaded, lowering, single) =
         match rewrite_and_lower(&input, args.input_format, &args.rewrite, &args.lower, Some(&plain), target) {
             Ok(done) => done,
@@ -272,8 +278,13 @@ pub fn run_command(args: RunArgs) -> ExitCode {
     if let Some(single) = &single {
         errln!("{}", super::plain::describe(single));
     }
-    let pruned = single.as_ref().map(|s| s.pruned_feeds.as_slice()).unwrap_or_default();
-    let feeds = match read_feeds(&args, &lowering.module, &loaded.module, pruned) {
+    // Feeds of placeholders the run does not need, and of variables (their
+    // values were loaded above), are not feeds of the program.
+    let mut pruned = single.as_ref().map(|s| s.pruned_feeds.clone()).unwrap_or_default();
+    if single.is_some() {
+        pruned.extend(loaded.module.graphs.first().map(super::feeds::variable_handles).unwrap_or_default().into_keys());
+    }
+    let feeds = match read_feeds(&args, &lowering.module, &loaded.module, &pruned) {
         Ok(f) => f,
         Err(e) => {
             report(vec![Box::new(e)], &loaded.source);
@@ -465,6 +476,12 @@ pub fn run_command(args: RunArgs) -> ExitCode {
             if let Err(e) = super::io::write_file(&path, &bytes) {
                 return super::fail(e);
             }
+        }
+    }
+    if let Some(dir) = &args.save_checkpoint {
+        match super::checkpoint::save(dir, loaded.saved_model.as_ref(), &outcome.variables) {
+            Ok(prefix) => errln!("checkpoint written: {}", prefix.display()),
+            Err(e) => return super::fail(e),
         }
     }
     // Without --fetch, the fetches are the computation outputs: group them.

@@ -28,7 +28,7 @@ use crate::ir::{AttrValue, DType, Graph, Node, NodeId};
 use crate::syntax::Span;
 
 /// The output index of tensor `k` of output argument `arg` of `op`.
-fn output_index(op: &str, arg: &str, k: u32) -> Result<u32, String> {
+pub(crate) fn output_index(op: &str, arg: &str, k: u32) -> Result<u32, String> {
     match OUTPUT_ARGS.iter().find(|(name, _)| *name == op).filter(|(_, args)| args.len() > 1) {
         None => Ok(k),
         Some((_, args)) => match args.iter().position(|a| *a == arg) {

@@ -10,7 +10,13 @@
 //! format ([`pbtxt_print`] for text) and fails on anything a GraphDef
 //! cannot hold; [`synth`] builds large transformer-like GraphDefs for
 //! benchmarks and tests. [`sniff_format`] tells the two encodings apart.
+//! A TF2 function graph's captured variables (`resource` placeholders)
+//! import as variable handles ([`captures`]); [`saved_model`] reads a
+//! SavedModel directory and the variables of its tensor-bundle checkpoint
+//! ([`bundle`]), which is also how trained variables are written back.
 
+pub mod bundle;
+pub mod captures;
 pub mod error;
 pub mod export;
 pub mod function_export;
@@ -19,6 +25,7 @@ mod op_output_args;
 pub mod pbtxt;
 pub mod pbtxt_print;
 pub mod proto;
+pub mod saved_model;
 pub mod stream;
 pub mod synth;
 pub mod to_ir;
@@ -70,7 +77,7 @@ pub fn import_graphdef_observed(
     progress: &dyn Progress,
 ) -> Result<(Module, Vec<ImportError>), ImportError> {
     progress.phase("decoding", 1);
-    Ok(match format {
+    let (mut module, errors) = match format {
         GraphDefFormat::Binary => {
             progress.advance(1);
             to_ir::pb_to_module_observed(bytes, progress)?
@@ -80,7 +87,11 @@ pub fn import_graphdef_observed(
             progress.advance(1);
             to_ir::graphdef_to_module_observed(parsed.graph, Some(parsed.spans), progress)
         }
-    })
+    };
+    if let Some(main) = module.graphs.first_mut() {
+        captures::import_captured_variables(main, &Default::default());
+    }
+    Ok((module, errors))
 }
 
 /// Decodes a binary GraphDef.

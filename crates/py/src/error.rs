@@ -198,7 +198,8 @@ pub fn distinct(diagnostics: Vec<AnyDiagnostic>) -> Vec<AnyDiagnostic> {
 fn raise(py: Python<'_>, diagnostics: Vec<AnyDiagnostic>, source: &Arc<WindowedSource>) -> PyResult<PyErr> {
     let diagnostics = distinct(diagnostics);
     let infos: Vec<DiagnosticInfo> = diagnostics.iter().map(|d| DiagnosticInfo::of(d.as_ref(), source)).collect();
-    let code = diagnostics.iter().find(|d| is_error(d)).or(diagnostics.first()).and_then(|d| d.code()).map(|c| c.to_string());
+    let code =
+        diagnostics.iter().find(|d| is_error(d)).or(diagnostics.first()).and_then(|d| d.code()).map(|c| c.to_string());
     let report: Vec<String> =
         diagnostics.into_iter().map(|d| render(d, source, Style::Plain { width: REPORT_WIDTH }).text).collect();
     let list = PyList::empty(py);

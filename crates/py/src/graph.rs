@@ -292,7 +292,8 @@ pub fn rewrite(
     all_reduce_fusion: bool,
     verify_each_pass: bool,
 ) -> PyResult<Module> {
-    let options = RewriteOptions { passes, gradient_cluster_policy, functionalize, all_reduce_fusion, verify_each_pass };
+    let options =
+        RewriteOptions { passes, gradient_cluster_policy, functionalize, all_reduce_fusion, verify_each_pass };
     without_gil(py, || rewrite_module(module, &options))
 }
 

@@ -25,8 +25,9 @@ use error::{panic_message, Failure, PyLayerError};
 /// becomes the Python exception it stands for.
 pub(crate) fn without_gil<T: Send>(py: Python<'_>, work: impl FnOnce() -> Result<T, Failure> + Send) -> PyResult<T> {
     let result = py.detach(|| {
-        catch_unwind(AssertUnwindSafe(work))
-            .unwrap_or_else(|payload| Err(Failure::of(PyLayerError::Panic { message: panic_message(payload.as_ref()) })))
+        catch_unwind(AssertUnwindSafe(work)).unwrap_or_else(|payload| {
+            Err(Failure::of(PyLayerError::Panic { message: panic_message(payload.as_ref()) }))
+        })
     });
     result.map_err(|failure| failure.into_py(py))
 }

@@ -82,17 +82,19 @@ struct Request<'a> {
 
 fn run_sim(request: &Request, fetches: &[String]) -> Result<RunOutcome, Failure> {
     let lowered = request.lowered;
-    let config = driver::RunConfig { steps: request.steps.max(1), timeout: request.timeout, deadline: request.deadline };
+    let config =
+        driver::RunConfig { steps: request.steps.max(1), timeout: request.timeout, deadline: request.deadline };
     let mut interrupted = None;
-    let result = driver::run_until(&lowered.programs, &request.feeds, fetches, &config, &mut |_, _| {
-        match Python::attach(|py| py.check_signals()) {
+    let result =
+        driver::run_until(&lowered.programs, &request.feeds, fetches, &config, &mut |_, _| match Python::attach(|py| {
+            py.check_signals()
+        }) {
             Ok(()) => ControlFlow::Continue(()),
             Err(e) => {
                 interrupted = Some(e);
                 ControlFlow::Break(())
             }
-        }
-    });
+        });
     match (result, interrupted) {
         (_, Some(e)) => Err(Failure::Python(e)),
         (Ok(outcome), None) => Ok(outcome),
@@ -142,7 +144,9 @@ fn execute(request: Request) -> Result<(Values, RunOutcome), Failure> {
         .map_err(|e| Failure::at(vec![Box::new(e)], &lowered.source))?;
     // Every op without a kernel, then every feed against its placeholder, before anything runs.
     if request.backend == "sim" {
-        for errors in [preflight::check_kernels(&lowered.programs), preflight::check_feeds(&lowered.programs, &request.feeds)] {
+        for errors in
+            [preflight::check_kernels(&lowered.programs), preflight::check_feeds(&lowered.programs, &request.feeds)]
+        {
             if !errors.is_empty() {
                 return Err(Failure::at(boxed(errors), &lowered.source));
             }

@@ -15,3 +15,15 @@ def test_readme_example_runs(root):
         exec(compile(blocks[0], "README.md", "exec"), {})
     finally:
         os.chdir(cwd)
+
+
+def test_docs_examples_run(root):
+    blocks = re.findall(r"```python\n(.*?)```", (root / "docs" / "python.md").read_text(), re.S)
+    assert len(blocks) >= 2
+    cwd = os.getcwd()
+    os.chdir(root)
+    try:
+        for block in blocks:
+            exec(compile(block, "docs/python.md", "exec"), {})
+    finally:
+        os.chdir(cwd)

@@ -40,7 +40,8 @@ def load(x: Any, format: Optional[str] = None, name: Optional[str] = None) -> Mo
     ``x`` is a ``tf.compat.v1.GraphDef`` (or anything with
     ``SerializeToString()``), the bytes of a ``.pb`` (or of text), the text
     of a ``.pbtxt`` or ``.opg``, or a path (``str`` or ``os.PathLike``).
-    ``format`` ("opg", "pbtxt" or "pb") overrides the choice made from the
+    A ``str`` holding a newline or ``{`` is graph text; any other is a
+    path. ``format`` ("opg", "pbtxt" or "pb") overrides the choice made from the
     extension or the bytes; ``name`` is the file name diagnostics show.
     A GraphDef is imported and verified; errors raise ``Error``.
     """

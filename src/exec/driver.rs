@@ -18,6 +18,7 @@
 //! compiled into a cluster) is refused before the run, with the rule named.
 
 use std::collections::BTreeMap;
+use std::ops::ControlFlow;
 use std::time::Duration;
 
 use super::{check_kernels, ExecError, Feeds, Fetch, Mesh, MeshConfig, Tensor};
@@ -85,6 +86,22 @@ pub fn run(
     config: &RunConfig,
     on_step: &mut dyn FnMut(u64, &[Tensor]),
 ) -> Result<RunOutcome, ExecError> {
+    run_until(lowered, feeds, fetches, config, &mut |i, values| {
+        on_step(i, values);
+        ControlFlow::Continue(())
+    })
+}
+
+/// [`run`], where `on_step` also decides after each device iteration
+/// whether the run goes on: `ControlFlow::Break` stops it with
+/// [`ExecError::Interrupted`] (an embedder checks for Ctrl-C there).
+pub fn run_until(
+    lowered: &Module,
+    feeds: &[(String, Tensor)],
+    fetches: &[String],
+    config: &RunConfig,
+    on_step: &mut dyn FnMut(u64, &[Tensor]) -> ControlFlow<()>,
+) -> Result<RunOutcome, ExecError> {
     check_kernels(lowered)?;
     let steps_per_run = lowered.graph(HOST).and_then(|g| g.attrs.get_int("steps_per_run")).unwrap_or(1).max(1) as u64;
     let mesh_config = MeshConfig { timeout: config.timeout, deadline: config.deadline };
@@ -109,7 +126,9 @@ pub fn run(
     let mut last = Vec::new();
     for i in 0..total {
         last = mesh.run_step_with_targets(&step_feeds, &fetch_list, &target_list)?;
-        on_step(i, &last);
+        if on_step(i, &last).is_break() {
+            return Err(ExecError::Interrupted { iterations: i + 1, total });
+        }
     }
     let fetched = tensors.into_iter().cloned().zip(last).collect();
     let mirrors = mirrored_variables(&mesh);

@@ -405,6 +405,17 @@ pub enum ExecError {
         limit: Duration,
     },
 
+    /// The caller's step callback asked the run to stop (an embedder's
+    /// Ctrl-C, [`driver::run_until`](super::driver::run_until)).
+    #[error("the run was stopped after {iterations} of {total} device iterations")]
+    #[diagnostic(code(tpu_rewrite::exec::interrupted))]
+    Interrupted {
+        /// Device iterations that finished.
+        iterations: u64,
+        /// Device iterations the run was to make.
+        total: u64,
+    },
+
     /// A wait (receive, collective) did not finish within the timeout.
     #[error("on `@{graph}` ({device}), op `{op}` (`%{node}`) timed out after {waited:?} waiting for {what}")]
     #[diagnostic(

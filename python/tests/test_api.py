@@ -1,0 +1,130 @@
+"""load, rewrite, lower, run and errors of the tpu_rewrite package, on .opg graphs."""
+
+import pathlib
+
+import numpy as np
+import pytest
+
+import tpu_rewrite as tr
+
+DOUBLE = """graph @main {
+  %a = Placeholder() {dtype = f32, shape = shape[2]}
+  %b = Placeholder() {dtype = f32, shape = shape[2]}
+  replicate (num_replicas = 2) (%x = [%a, %b]) {
+    %two = Const() {dtype = f32, value = tensor(f32, []) [2.0]}
+    %y = Mul(%x, %two) {T = f32}
+    return %y
+  }
+}
+"""
+
+
+def test_load_takes_text_bytes_and_paths(root, tmp_path):
+    path = tmp_path / "double.opg"
+    path.write_text(DOUBLE)
+    for source in (DOUBLE, DOUBLE.encode(), path, str(path)):
+        module = tr.load(source)
+        assert not module.rewritten
+        assert module.graphs == ["main"]
+    assert tr.load(path).name == str(path)
+
+
+def test_rewrite_forms_the_cluster_and_prints_it():
+    module = tr.rewrite(tr.load(DOUBLE))
+    assert module.rewritten
+    [cluster] = module.clusters
+    assert cluster["num_replicas"] == 2
+    assert "y" in cluster["members"]
+    text = module.to_opg()
+    assert "TPUReplicateMetadata" in text
+    # The printed module reads back to the same text.
+    assert tr.load(text).to_opg() == text
+    assert module.to_dot().startswith("digraph")
+    assert module.diagnostics == []
+
+
+def test_rewrite_takes_a_pass_list():
+    only = tr.rewrite(tr.load(DOUBLE), passes="gradients")
+    assert only.clusters == []
+    with pytest.raises(tr.Error) as e:
+        tr.rewrite(tr.load(DOUBLE), passes=["no-such-pass"])
+    assert e.value.code.startswith("tpu_rewrite::passes")
+
+
+def test_lower_gives_the_device_assignment():
+    lowered = tr.lower(tr.rewrite(tr.load(DOUBLE)), topology="2x4")
+    assert lowered.num_replicas == 2 and lowered.cores_per_replica == 1
+    assignment = lowered.device_assignment
+    assert assignment.shape == (2, 1) and assignment.dtype == np.int64
+    assert sorted(assignment.ravel().tolist()) == sorted(set(assignment.ravel().tolist()))
+    assert "graph @host" in lowered.to_opg()
+    assert "stablehlo" in lowered.stablehlo()
+
+
+def test_run_returns_per_replica_values_on_a_leading_axis():
+    feeds = {"a:0": np.array([1.0, 2.0], np.float32), "b:0": np.array([3.0, 4.0], np.float32)}
+    result = tr.run(tr.load(DOUBLE), feeds=feeds, topology="1x2")
+    [name] = result.keys()
+    assert name == "y:0"
+    np.testing.assert_array_equal(result[name], [[2.0, 4.0], [6.0, 8.0]])
+    assert [v.tolist() for v in result.per_replica[name]] == [[2.0, 4.0], [6.0, 8.0]]
+    assert result.reduce_ops[name] is None
+
+
+def test_run_fetches_by_name():
+    feeds = {"a:0": np.array([1.0, 2.0], np.float32), "b:0": np.array([3.0, 4.0], np.float32)}
+    lowered = tr.lower(tr.load(DOUBLE), topology="1x2")
+    result = tr.run(lowered, feeds=feeds, fetches=["output_0_shard_1:0"])
+    np.testing.assert_array_equal(result["output_0_shard_1:0"], [6.0, 8.0])
+
+
+def test_training_updates_the_variables(root):
+    module = tr.load(root / "examples" / "mlp_train.opg")
+    one = tr.run(module, steps=1)
+    three = tr.run(module, steps=3)
+    assert set(one.variables) == {"w1", "b1", "w2"}
+    assert one["loss:0"].shape == (8,)
+    # SGD lowers the mean loss step after step.
+    assert three["loss:0"].mean() < one["loss:0"].mean()
+    assert not np.array_equal(one.variables["w1"], three.variables["w1"])
+
+
+def test_a_bad_graph_raises_error_with_its_diagnostics():
+    source = "graph @main {\n  %y = Relu(%x) {T = f32}\n}\n"
+    with pytest.raises(tr.Error) as caught:
+        tr.load(source, name="bad.opg")
+    e = caught.value
+    assert isinstance(e, ValueError)
+    assert e.code == "tpu_rewrite::ir::unknown_input"
+    [d] = e.diagnostics
+    assert d["message"] == "unknown input `%x`"
+    assert (d["file"], d["line"], d["column"]) == ("bad.opg", 2, 13)
+    assert d["labels"][0]["offset"] == source.index("%x")
+    assert d["help"] and d["severity"] == "error"
+    # The report the CLI prints: message, location, the line, the label.
+    report = str(e)
+    assert "unknown input `%x`" in report and "bad.opg:2:13" in report
+    assert "%y = Relu(%x)" in report
+
+
+def test_bad_options_and_feeds_raise_error():
+    module = tr.load(DOUBLE)
+    with pytest.raises(tr.Error) as e:
+        tr.lower(module, topology="banana")
+    assert e.value.code.startswith("tpu_rewrite::lower")
+    with pytest.raises(tr.Error) as e:
+        tr.run(module, feeds={"a:0": np.zeros(2, np.float64), "b:0": np.zeros(2, np.float32)}, topology="1x2")
+    assert "a" in str(e.value)
+    with pytest.raises(tr.Error) as e:
+        tr.run(module, feeds={"a:0": np.zeros(2, np.complex64)}, topology="1x2")
+    assert e.value.code == "tpu_rewrite::py::feed"
+    with pytest.raises(tr.Error) as e:
+        tr.load(pathlib.Path("/no/such/file.opg"))
+    assert e.value.code == "tpu_rewrite::py::read"
+
+
+def test_a_plain_graph_cannot_be_lowered_here():
+    plain = "graph @main {\n  %a = Const() {dtype = f32, value = tensor(f32, [1]) [1.0]}\n}\n"
+    with pytest.raises(tr.Error) as e:
+        tr.lower(tr.load(plain))
+    assert e.value.code == "tpu_rewrite::py::no_cluster"

@@ -34,6 +34,7 @@ pub fn tensor_to_py(py: Python<'_>, tensor: Tensor) -> PyResult<Option<Bound<'_,
         Tensor::F16(a) => array(py, a),
         Tensor::I8(a) => array(py, a),
         Tensor::U8(a) => array(py, a),
+        Tensor::U64(a) => array(py, a),
         Tensor::Str(a) => {
             let items: Vec<Py<PyAny>> = a.iter().map(|s| PyBytes::new(py, s).into_any().unbind()).collect();
             let flat = PyArray::from_vec(py, items);
@@ -69,7 +70,8 @@ pub fn tensor_from_py(name: &str, value: &Bound<'_, PyAny>) -> Result<Tensor, Fa
         .or_else(|| try_array::<f16>(&array))
         .or_else(|| try_array::<bf16>(&array))
         .or_else(|| try_array::<i8>(&array))
-        .or_else(|| try_array::<u8>(&array));
+        .or_else(|| try_array::<u8>(&array))
+        .or_else(|| try_array::<u64>(&array));
     if let Some(tensor) = found {
         return Ok(tensor);
     }

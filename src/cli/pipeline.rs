@@ -130,6 +130,9 @@ fn rewrite_forming_clusters(
         .into_iter()
         .map(|d| match d.source {
             DiagnosticSource::Pass(e) => Box::new(e) as AnyDiagnostic,
+            DiagnosticSource::Verify(e) if loaded.format == InputFormat::Pbtxt => {
+                Box::new(super::formats::narrow_attr_span(e, loaded.source.text())) as AnyDiagnostic
+            }
             DiagnosticSource::Verify(e) => Box::new(e) as AnyDiagnostic,
         })
         .collect();
@@ -323,10 +326,15 @@ pub fn lower_command(
 ) -> ExitCode {
     let input = InputPath::parse(file);
     let target = if emit == EmitFormat::Stablehlo { Target::Xla } else { Target::Graph };
-    // StableHLO is what a PJRT client runs: a plain graph becomes one
-    // single-replica cluster, as `run --backend pjrt` makes it.
-    let plain = super::plain::PlainRun { fetches: &[], unlowered: passes::single_replica::Unlowered::Refuse };
-    let plain = (emit == EmitFormat::Stablehlo).then_some(&plain);
+    // A plain graph (no replicate cluster) becomes one single-replica
+    // cluster, as `run` makes it: for StableHLO what `--backend pjrt` runs,
+    // otherwise what the simulator runs.
+    let unlowered = match target {
+        Target::Xla => passes::single_replica::Unlowered::Refuse,
+        Target::Graph => passes::single_replica::Unlowered::InCluster,
+    };
+    let plain = super::plain::PlainRun { fetches: &[], unlowered };
+    let plain = Some(&plain);
     let (loaded, lowered, single) = match rewrite_and_lower(&input, format, rewrite_args, lower_args, plain, target) {
         Ok(done) => done,
         Err(code) => return code,

@@ -139,7 +139,15 @@ fn docs_cli_reference_md_is_current() {
     );
     let text = String::from_utf8_lossy(&out.stdout);
     // What the old hand-written reference lacked is there now.
-    for needle in ["jax-distributed", "--processes", "--host-transfer", "--log-every", "--global-batch-size", "--seed", "--strict"] {
+    for needle in [
+        "jax-distributed",
+        "--processes",
+        "--host-transfer",
+        "--log-every",
+        "--global-batch-size",
+        "--seed",
+        "--strict",
+    ] {
         assert!(text.contains(needle), "the reference lacks {needle}");
     }
 }

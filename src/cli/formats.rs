@@ -74,9 +74,8 @@ pub fn load_checking_ops(
     strict: bool,
 ) -> Option<Loaded> {
     let loaded = load_unchecked(input, flag, progress)?;
-    let also_known = |op: &str| {
-        crate::exec::kernels::has_kernel(op) || crate::xla::stablehlo::lowering_of(op).is_some()
-    };
+    let also_known =
+        |op: &str| crate::exec::kernels::has_kernel(op) || crate::xla::stablehlo::lowering_of(op).is_some();
     let unknown: Vec<AnyDiagnostic> = crate::ir::known_ops::unknown_op_types(&loaded.module, &also_known, strict)
         .into_iter()
         .map(|e| Box::new(e) as AnyDiagnostic)
@@ -133,7 +132,7 @@ fn mismatch_note(reading_as: GraphDefFormat, bytes: &[u8]) -> Option<String> {
     let text = match std::str::from_utf8(head) {
         Ok(t) => t,
         Err(e) if e.error_len().is_none() => std::str::from_utf8(&head[..e.valid_up_to()]).unwrap_or_default(),
-        Err(_) => return (reading_as == GraphDefFormat::Text).then(|| binary_note()),
+        Err(_) => return (reading_as == GraphDefFormat::Text).then(binary_note),
     };
     let control = text.chars().any(|c| c.is_control() && !matches!(c, '\n' | '\r' | '\t'));
     match reading_as {

@@ -18,8 +18,8 @@ pub mod io;
 pub mod ops;
 mod pipeline;
 mod plain;
-pub mod reference;
 pub mod progress;
+pub mod reference;
 mod run;
 mod validate;
 
@@ -111,7 +111,11 @@ impl From<GraphFormat> for EmitFormat {
 /// The output format of a command that writes a graph: `--format`, else
 /// `-o`'s extension; a `.mlir` output (StableHLO, which only `lower`
 /// writes) is a usage error.
-fn graph_format(format: Option<GraphFormat>, output: Option<&std::path::Path>, command: &str) -> Result<EmitFormat, ExitCode> {
+fn graph_format(
+    format: Option<GraphFormat>,
+    output: Option<&std::path::Path>,
+    command: &str,
+) -> Result<EmitFormat, ExitCode> {
     match EmitFormat::resolve(format.map(EmitFormat::from), output) {
         EmitFormat::Stablehlo => Err(fail_with(
             CliError::usage(format!(

@@ -109,7 +109,9 @@ fn entry(arg: &clap::Arg) -> String {
         .get_possible_values()
         .iter()
         .filter(|v| !v.is_hide_set() && v.get_help().is_some())
-        .map(|v| format!("`{}`: {}", v.get_name(), one_paragraph(&v.get_help().map(|h| h.to_string()).unwrap_or_default())))
+        .map(|v| {
+            format!("`{}`: {}", v.get_name(), one_paragraph(&v.get_help().map(|h| h.to_string()).unwrap_or_default()))
+        })
         .collect();
     if !values.is_empty() {
         text.push_str(&format!(" Values: {}.", values.join("; ").trim_end_matches('.')));

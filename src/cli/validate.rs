@@ -31,9 +31,11 @@ pub(super) fn check_fetch_names(tagged: &Graph, lowered: &Module, asked: &[Strin
             (Some(near), Some(_), _) => format!("did you mean `^{near}`?"),
             (Some(near), None, Some(k)) => format!("did you mean `{near}:{k}`?"),
             (Some(near), None, None) => format!("did you mean `{near}`?"),
-            (None, _, _) => "fetch a tensor as `node:output` (`loss:0`) or run an op as `^node`; `tpu-rewrite emit FILE` \
+            (None, _, _) => {
+                "fetch a tensor as `node:output` (`loss:0`) or run an op as `^node`; `tpu-rewrite emit FILE` \
                              lists the nodes"
-                .to_string(),
+                    .to_string()
+            }
         };
         return Err(CliError::UnknownFetch { name: name.clone(), node: node.to_string(), help });
     }

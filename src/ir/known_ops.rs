@@ -53,7 +53,11 @@ pub fn unknown_op_types(module: &Module, also_known: &dyn Fn(&str) -> bool, stri
                     .to_string(),
             };
             let (op, span) = (op.to_string(), node.span);
-            errors.push(if strict { IrError::UnknownOpStrict { op, help, span } } else { IrError::UnknownOp { op, help, span } });
+            errors.push(if strict {
+                IrError::UnknownOpStrict { op, help, span }
+            } else {
+                IrError::UnknownOp { op, help, span }
+            });
         }
     }
     errors

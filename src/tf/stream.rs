@@ -54,7 +54,10 @@ pub fn split(bytes: &[u8]) -> Result<Split<'_>, ImportError> {
         let (field, wire_type) = decode_key(&mut buf).map_err(decode_error)?;
         if field == NODE_FIELD && wire_type == WireType::LengthDelimited {
             let len = decode_varint(&mut buf).map_err(decode_error)?;
-            let len = usize::try_from(len).ok().filter(|&l| l <= buf.len()).ok_or_else(|| ImportError::decode("failed to decode Protobuf message: buffer underflow"))?;
+            let len = usize::try_from(len)
+                .ok()
+                .filter(|&l| l <= buf.len())
+                .ok_or_else(|| ImportError::decode("failed to decode Protobuf message: buffer underflow"))?;
             nodes.push(&buf[..len]);
             buf.advance(len);
         } else {

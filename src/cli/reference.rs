@@ -19,7 +19,9 @@ pub fn markdown() -> String {
          that this file is current. How the commands fit together, the formats, exit codes and \
          diagnostics are in [cli.md](cli.md).\n\n## Synopsis\n\n```text\n",
     );
-    let commands: Vec<&clap::Command> = cli.get_subcommands().filter(|c| !c.is_hide_set()).collect();
+    // clap's own `help` subcommand and `--help` flags are the same everywhere: left out.
+    let commands: Vec<&clap::Command> =
+        cli.get_subcommands().filter(|c| !c.is_hide_set() && c.get_name() != "help").collect();
     for command in &commands {
         out.push_str(&synopsis(command));
         out.push('\n');
@@ -30,17 +32,22 @@ pub fn markdown() -> String {
         if let Some(about) = command.get_long_about().or(command.get_about()) {
             out.push_str(&format!("{}\n\n", one_paragraph(&about.to_string())));
         }
-        for arg in command.get_arguments().filter(|a| !a.is_hide_set()) {
+        for arg in arguments(command) {
             out.push_str(&entry(arg));
         }
     }
     out
 }
 
+/// The arguments a reader needs: not hidden, not `--help`.
+fn arguments(command: &clap::Command) -> impl Iterator<Item = &clap::Arg> {
+    command.get_arguments().filter(|a| !a.is_hide_set() && a.get_long() != Some("help"))
+}
+
 /// `tpu-rewrite NAME` with every argument, optional ones in brackets.
 fn synopsis(command: &clap::Command) -> String {
     let mut line = format!("tpu-rewrite {}", command.get_name());
-    for arg in command.get_arguments().filter(|a| !a.is_hide_set()) {
+    for arg in arguments(command) {
         let mut word = form(arg);
         if arg.is_positional() && repeats(arg) {
             word.push_str("...");
@@ -110,7 +117,8 @@ fn entry(arg: &clap::Arg) -> String {
         .iter()
         .filter(|v| !v.is_hide_set() && v.get_help().is_some())
         .map(|v| {
-            format!("`{}`: {}", v.get_name(), one_paragraph(&v.get_help().map(|h| h.to_string()).unwrap_or_default()))
+            let help = one_paragraph(&v.get_help().map(|h| h.to_string()).unwrap_or_default());
+            format!("`{}`: {}", v.get_name(), help.trim_end_matches('.'))
         })
         .collect();
     if !values.is_empty() {
@@ -127,7 +135,7 @@ fn entry(arg: &clap::Arg) -> String {
 /// Help text on one line: clap keeps the doc comment's line breaks.
 fn one_paragraph(text: &str) -> String {
     let joined = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if joined.ends_with(['.', ')', ':', '?']) || joined.is_empty() {
+    if joined.ends_with(['.', ':', '?']) || joined.is_empty() {
         joined
     } else {
         format!("{joined}.")

@@ -430,7 +430,9 @@ fn nothing_to_lower_is_located_at_the_graph() {
     // library's `lower` of a graph without a cluster says there is nothing to lower.
     let (module, errors) = tpu_rewrite::parse_module(b"graph @main {\n}\n").expect("parses");
     assert!(errors.is_empty());
-    let failure = tpu_rewrite::lower(&module.graphs[0], &tpu_rewrite::LowerConfig::default()).err().expect("fails");
+    let Err(failure) = tpu_rewrite::lower(&module.graphs[0], &tpu_rewrite::LowerConfig::default()) else {
+        panic!("a graph without a cluster lowered");
+    };
     let text = format!("{failure:?}");
     assert!(text.contains("NoCluster"), "{text}");
     let o = run_stdin(&["lower", "-"], b"graph @main {\n}\n");

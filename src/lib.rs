@@ -70,6 +70,12 @@ pub mod synth;
 pub mod tf;
 pub mod xla;
 
+/// The README's Rust code blocks, compiled and run as doctests by `cargo
+/// test` (from the package root, so the README's relative paths hold).
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
+
 pub use emit::print_module;
 pub use exec::{ExecError, Tensor};
 pub use ir::{parse_module, AttrValue, DType, Graph, IrError, Module, Node, NodeId, Shape};

@@ -426,11 +426,18 @@ fn command_line_errors_have_codes_and_locations() {
 
 #[test]
 fn nothing_to_lower_is_located_at_the_graph() {
-    let o =
-        run_stdin(&["lower", "-"], b"graph @main {\n  %a = Const() {dtype = f32, value = tensor(f32, [1]) [1.0]}\n}\n");
-    assert_eq!(o.status.code(), Some(1));
-    let err = stderr(&o);
-    assert!(err.contains("tpu_rewrite::lower::no_cluster") && err.contains("<stdin>:1:1"), "{err}");
+    // The CLI lowers a plain graph as one single-replica cluster; the
+    // library's `lower` of a graph without a cluster says there is nothing to lower.
+    let (module, errors) = tpu_rewrite::parse_module(b"graph @main {\n}\n").expect("parses");
+    assert!(errors.is_empty());
+    let Err(failure) = tpu_rewrite::lower(&module.graphs[0], &tpu_rewrite::LowerConfig::default()) else {
+        panic!("a graph without a cluster lowered");
+    };
+    let text = format!("{failure:?}");
+    assert!(text.contains("NoCluster"), "{text}");
+    let o = run_stdin(&["lower", "-"], b"graph @main {\n}\n");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).contains("plain graph: compiled as one single-replica cluster"), "{}", stderr(&o));
 }
 
 #[test]

@@ -91,8 +91,17 @@ fn stablehlo_is_refused_where_there_is_no_device_program() {
         .args(["emit", "--format", "stablehlo", "examples/mlp_train.opg"])
         .output()
         .expect("runs");
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--format stablehlo is an output of `lower`"));
+    // `emit` does not list stablehlo among its formats: a usage error.
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("invalid value 'stablehlo'"));
+    let dir = tempfile::tempdir().expect("a directory");
+    let out = Command::new(env!("CARGO_BIN_EXE_tpu-rewrite"))
+        .args(["emit", "examples/mlp_train.opg", "-o"])
+        .arg(dir.path().join("step.mlir"))
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("`lower --format stablehlo` writes the device program"));
 }
 
 #[test]

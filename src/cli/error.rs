@@ -84,6 +84,18 @@ pub enum CliError {
     #[diagnostic(transparent)]
     TooLarge(#[from] crate::emit::text::TooLarge),
 
+    /// A `--fetch` names no node of the graph.
+    #[error("--fetch `{name}`: the graph has no node `{node}`")]
+    #[diagnostic(code(tpu_rewrite::cli::unknown_fetch), help("{help}"))]
+    UnknownFetch {
+        /// The fetch as given.
+        name: String,
+        /// The node it names.
+        node: String,
+        /// The closest node's tensor, or how to find the names.
+        help: String,
+    },
+
     /// The module has no graph to lower.
     #[error("the module has no graph; nothing to lower")]
     #[diagnostic(code(tpu_rewrite::cli::no_graph))]

@@ -58,17 +58,43 @@ fn decide_format(input: &InputPath, flag: Option<InputFormat>, bytes: &[u8]) -> 
     (InputFormat::Opg, FormatSource::Default)
 }
 
-/// Loads `.opg` or a GraphDef, by `--input-format`, the extension or a sniff
-/// of the bytes (see [`decide_format`]); reports errors naming how the
-/// format was chosen.
-pub fn load_any(input: &InputPath, flag: Option<InputFormat>, progress: &dyn Progress) -> Option<Loaded> {
-    load_function(input, flag, None, progress)
+/// Loads `.opg`, a GraphDef or a SavedModel's serving function, then the op types: each one that nobody knows is a
+/// warning, or with `strict` an error (`None` after reporting it).
+pub fn load_checking_ops(
+    input: &InputPath,
+    flag: Option<InputFormat>,
+    progress: &dyn Progress,
+    strict: bool,
+) -> Option<Loaded> {
+    load_function(input, flag, None, progress, strict)
 }
 
-/// [`load_any`], where a SavedModel input (a directory, or a file named
+/// Loads `input`, where a SavedModel input (a directory, or a file named
 /// `saved_model.pb`) loads its function `function` (default: the serving
-/// signature); `function` on any other input is a usage error.
+/// signature; `function` on any other input is a usage error), then checks
+/// the op types as [`load_checking_ops`] does.
 pub fn load_function(
+    input: &InputPath,
+    flag: Option<InputFormat>,
+    function: Option<&str>,
+    progress: &dyn Progress,
+    strict: bool,
+) -> Option<Loaded> {
+    let loaded = load_source(input, flag, function, progress)?;
+    let also_known =
+        |op: &str| crate::exec::kernels::has_kernel(op) || crate::xla::stablehlo::lowering_of(op).is_some();
+    let unknown: Vec<AnyDiagnostic> = crate::ir::known_ops::unknown_op_types(&loaded.module, &also_known, strict)
+        .into_iter()
+        .map(|e| Box::new(e) as AnyDiagnostic)
+        .collect();
+    if report(unknown, &loaded.source) {
+        return None;
+    }
+    Some(loaded)
+}
+
+/// A SavedModel's function, or `.opg` / a GraphDef; op types unchecked.
+fn load_source(
     input: &InputPath,
     flag: Option<InputFormat>,
     function: Option<&str>,
@@ -91,6 +117,11 @@ pub fn load_function(
         );
         return None;
     }
+    load_unchecked(input, flag, progress)
+}
+
+/// Loads `.opg` or a GraphDef without looking at its op types.
+fn load_unchecked(input: &InputPath, flag: Option<InputFormat>, progress: &dyn Progress) -> Option<Loaded> {
     let name = input.display_name();
     progress.phase("reading", 1);
     let bytes = super::read_input(input)?;
@@ -103,6 +134,7 @@ pub fn load_function(
             return super::load_bytes(name, bytes, how_note(how, format));
         }
     };
+    let mismatch = mismatch_note(graphdef, &bytes);
     let imported = tf::import_graphdef_observed(&bytes, graphdef, progress);
     // Binary input has no text to point into; show spans against nothing.
     let source_bytes = if graphdef == GraphDefFormat::Text { bytes } else { Vec::new() };
@@ -117,7 +149,7 @@ pub fn load_function(
         }
         Err(e) => {
             report(vec![Box::new(e)], &source);
-            if let Some(note) = how_note(how, format) {
+            if let Some(note) = how_note(how, format).or(mismatch) {
                 eprintln!("note: {note}");
             }
             None
@@ -156,21 +188,85 @@ fn load_saved_model(
     }
 }
 
-/// [`load_any`], then the IR verifier on an imported GraphDef (`.opg` is
+/// When the bytes look like the other GraphDef encoding than the one they
+/// are read as, says so: binary bytes (not UTF-8, or with control
+/// characters) read as text, or text read as binary.
+fn mismatch_note(reading_as: GraphDefFormat, bytes: &[u8]) -> Option<String> {
+    let head = &bytes[..bytes.len().min(512)];
+    // A multi-byte character cut at the window's end is still text.
+    let text = match std::str::from_utf8(head) {
+        Ok(t) => t,
+        Err(e) if e.error_len().is_none() => std::str::from_utf8(&head[..e.valid_up_to()]).unwrap_or_default(),
+        Err(_) => return (reading_as == GraphDefFormat::Text).then(binary_note),
+    };
+    let control = text.chars().any(|c| c.is_control() && !matches!(c, '\n' | '\r' | '\t'));
+    match reading_as {
+        GraphDefFormat::Text if control => Some(binary_note()),
+        GraphDefFormat::Binary if !control && tf::sniff_format(bytes) == Some(GraphDefFormat::Text) => Some(
+            "the input looks like protobuf text, not binary: read it with `--input-format pbtxt` (or name it `.pbtxt`)"
+                .to_string(),
+        ),
+        _ => None,
+    }
+}
+
+fn binary_note() -> String {
+    "the input looks like a binary GraphDef, not text: read it with `--input-format pb` (or name it `.pb`)".to_string()
+}
+
+/// [`load_checking_ops`], then the IR verifier on an imported GraphDef (`.opg` is
 /// verified as it is parsed), for the commands that run no pass and so no
 /// verifier of their own (`check`, `fmt`, `emit`). Every problem is
 /// reported; `None` when there is one.
 pub fn load_verified(input: &InputPath, flag: Option<InputFormat>, progress: &dyn Progress) -> Option<Loaded> {
-    let loaded = load_any(input, flag, progress)?;
+    load_verified_strict(input, flag, progress, false)
+}
+
+/// [`load_verified`]; with `strict`, an unknown op type is an error.
+pub fn load_verified_strict(
+    input: &InputPath,
+    flag: Option<InputFormat>,
+    progress: &dyn Progress,
+    strict: bool,
+) -> Option<Loaded> {
+    let loaded = load_checking_ops(input, flag, progress, strict)?;
     if loaded.format == InputFormat::Opg {
         return Some(loaded);
     }
-    let errors: Vec<AnyDiagnostic> =
-        crate::ir::verify::verify(&loaded.module).into_iter().map(|e| Box::new(e) as AnyDiagnostic).collect();
+    let text = loaded.source.text();
+    let errors: Vec<AnyDiagnostic> = crate::ir::verify::verify(&loaded.module)
+        .into_iter()
+        .map(|e| Box::new(narrow_attr_span(e, text)) as AnyDiagnostic)
+        .collect();
     if report(errors, &loaded.source) {
         return None;
     }
     Some(loaded)
+}
+
+/// An attribute-kind error of a `.pbtxt` node labels the node, which may
+/// be dozens of lines; this narrows it to the attribute's `value { ... }`
+/// in `text`, the node's source, when it can be found there. Other errors,
+/// and nodes without text (binary input, nodes made by a pass), are kept.
+pub(super) fn narrow_attr_span(error: crate::ir::IrError, text: &str) -> crate::ir::IrError {
+    let crate::ir::IrError::AttrType { op, key, expected, found, span } = error else { return error };
+    let (start, end) = (span.start as usize, span.end as usize);
+    let narrowed = text.get(start..end).and_then(|node| {
+        let entry = [format!("key: \"{key}\""), format!("key:\"{key}\"")].iter().find_map(|k| node.find(k.as_str()))?;
+        let value = entry + node[entry..].find("value")?;
+        let open = value + node[value..].find('{')?;
+        let mut depth = 0usize;
+        let close = node[open..].char_indices().find_map(|(i, c)| {
+            match c {
+                '{' => depth += 1,
+                '}' => depth -= 1,
+                _ => {}
+            }
+            (depth == 0).then_some(open + i + 1)
+        })?;
+        Some(crate::syntax::Span::new(start + value, start + close))
+    });
+    crate::ir::IrError::AttrType { op, key, expected, found, span: narrowed.unwrap_or(span) }
 }
 
 /// Why the input was read as `format`, when the user did not say it.
@@ -237,16 +333,15 @@ pub(super) fn write_programs(
     source: &Arc<WindowedSource>,
 ) -> ExitCode {
     let Some(dir) = dir.filter(|d| *d != std::path::Path::new("-")) else {
-        eprintln!(
-            "error: the lowered module has {} programs and a GraphDef holds one: give a directory with `-o DIR` \
+        let message = format!(
+            "the lowered module has {} programs and a GraphDef holds one: give a directory with `-o DIR` \
              to get one GraphDef per program",
             lowered.graphs.len()
         );
-        return ExitCode::from(2);
+        return super::fail_with(super::error::CliError::usage(message), 2);
     };
     if let Err(e) = std::fs::create_dir_all(dir) {
-        eprintln!("error: cannot create {}: {e}", dir.display());
-        return ExitCode::from(1);
+        return super::fail(super::error::CliError::Write { path: dir.display().to_string(), reason: e.to_string() });
     }
     let extension = if text { "pbtxt" } else { "pb" };
     // Functions (the bodies of functional control flow) travel in each

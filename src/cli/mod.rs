@@ -21,7 +21,9 @@ pub mod ops;
 mod pipeline;
 mod plain;
 pub mod progress;
+pub mod reference;
 mod run;
+mod validate;
 
 use crate::diagnostics;
 use crate::diagnostics::source;
@@ -59,7 +61,7 @@ pub enum EmitFormat {
     Pbtxt,
     /// TensorFlow GraphDef, binary protobuf.
     Pb,
-    /// `lower` only: each cluster's device program as a StableHLO module (docs/xla.md).
+    /// Each cluster's device program as a StableHLO module (docs/xla.md).
     Stablehlo,
 }
 
@@ -77,6 +79,53 @@ impl EmitFormat {
             _ => None,
         };
         format.or_else(by_extension).unwrap_or(EmitFormat::Text)
+    }
+}
+
+/// Output formats of a graph (`emit`, `gen`, `rewrite`): [`EmitFormat`]
+/// without StableHLO, which only `lower` writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum GraphFormat {
+    /// Canonical `.opg` text.
+    Text,
+    /// JSON (schema in README.md).
+    Json,
+    /// Graphviz DOT.
+    Dot,
+    /// TensorFlow GraphDef, protobuf text.
+    Pbtxt,
+    /// TensorFlow GraphDef, binary protobuf.
+    Pb,
+}
+
+impl From<GraphFormat> for EmitFormat {
+    fn from(format: GraphFormat) -> EmitFormat {
+        match format {
+            GraphFormat::Text => EmitFormat::Text,
+            GraphFormat::Json => EmitFormat::Json,
+            GraphFormat::Dot => EmitFormat::Dot,
+            GraphFormat::Pbtxt => EmitFormat::Pbtxt,
+            GraphFormat::Pb => EmitFormat::Pb,
+        }
+    }
+}
+
+/// The output format of a command that writes a graph: `--format`, else
+/// `-o`'s extension; a `.mlir` output (StableHLO, which only `lower`
+/// writes) is a usage error.
+fn graph_format(
+    format: Option<GraphFormat>,
+    output: Option<&std::path::Path>,
+    command: &str,
+) -> Result<EmitFormat, ExitCode> {
+    match EmitFormat::resolve(format.map(EmitFormat::from), output) {
+        EmitFormat::Stablehlo => Err(fail_with(
+            CliError::usage(format!(
+                "`{command}` writes a graph (text, json, dot, pbtxt or pb), not StableHLO: `lower --format stablehlo` writes the device program"
+            )),
+            2,
+        )),
+        format => Ok(format),
     }
 }
 
@@ -179,8 +228,8 @@ pub struct LowerArgs {
     /// An explicit device assignment: `task:core` per logical core, `,` between cores, `;` between replicas.
     #[arg(long)]
     pub device_assignment: Option<String>,
-    /// Device iterations per run before returning to the host.
-    #[arg(long, default_value_t = 1)]
+    /// Device iterations per run before returning to the host (at least 1).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub steps_per_run: u32,
     /// Print how long each phase took (load, each pass, lowering) to stderr.
     #[arg(long)]
@@ -204,6 +253,10 @@ pub enum Command {
         /// Input format (default: by extension, or sniffed on standard input).
         #[arg(long, value_enum)]
         input_format: Option<InputFormat>,
+        /// Make an unknown op type (one neither TensorFlow 2.21 nor
+        /// tpu-rewrite registers) an error instead of a warning.
+        #[arg(long)]
+        strict: bool,
     },
     /// Print a file in canonical form, in its own format (`.opg`, `.pbtxt` or `.pb`).
     Fmt {
@@ -228,7 +281,7 @@ pub enum Command {
         input_format: Option<InputFormat>,
         /// Output format (default: by the extension of `-o`, else text).
         #[arg(long, value_enum)]
-        format: Option<EmitFormat>,
+        format: Option<GraphFormat>,
         /// Write to this file instead of standard output.
         #[arg(short, long)]
         output: Option<PathBuf>,
@@ -249,7 +302,7 @@ pub enum Command {
         /// TensorFlow's tpu.replicate tags it; default: by the extension of
         /// `-o`, else text).
         #[arg(long, value_enum)]
-        format: Option<EmitFormat>,
+        format: Option<GraphFormat>,
         /// Write to this file instead of standard output.
         #[arg(short, long)]
         output: Option<PathBuf>,
@@ -298,6 +351,8 @@ pub enum Command {
         #[arg(long, conflicts_with = "markdown")]
         coverage: bool,
     },
+    /// Print the command-line reference as Markdown (docs/cli-reference.md).
+    CliReference,
     /// Generate a synthetic training-step graph for benchmarks.
     Gen {
         /// Approximate number of ops.
@@ -310,7 +365,7 @@ pub enum Command {
         /// Output format (default: by the extension of `-o`, else text); a
         /// transformer is written as a GraphDef (`pbtxt` or `pb`).
         #[arg(long, value_enum)]
-        format: Option<EmitFormat>,
+        format: Option<GraphFormat>,
         /// Number of replicas of the replicate region.
         #[arg(long, default_value_t = 8)]
         replicas: usize,
@@ -332,7 +387,7 @@ pub fn main() -> ExitCode {
 /// Runs a parsed command line.
 pub fn run(cli: Cli) -> ExitCode {
     match cli.command {
-        Command::Check { files, input_format } => check(&files, input_format),
+        Command::Check { files, input_format, strict } => check(&files, input_format, strict),
         Command::Fmt { file, input_format, write, output } => {
             let input = InputPath::parse(&file);
             let Some(loaded) = formats::load_verified(&input, input_format, &progress::DelayedBar::new()) else {
@@ -366,14 +421,21 @@ pub fn run(cli: Cli) -> ExitCode {
             code
         }
         Command::Emit { file, input_format, format, output } => {
+            let format = match graph_format(format, output.as_deref(), "emit") {
+                Ok(f) => f,
+                Err(code) => return code,
+            };
             let input = InputPath::parse(&file);
             let bar = progress::DelayedBar::new();
             let Some(loaded) = formats::load_verified(&input, input_format, &bar) else { return ExitCode::from(1) };
             drop(bar);
-            formats::emit_and_exit(loaded, EmitFormat::resolve(format, output.as_deref()), output.as_deref())
+            formats::emit_and_exit(loaded, format, output.as_deref())
         }
         Command::Rewrite { file, input_format, rewrite, time_passes, format, output } => {
-            let format = EmitFormat::resolve(format, output.as_deref());
+            let format = match graph_format(format, output.as_deref(), "rewrite") {
+                Ok(f) => f,
+                Err(code) => return code,
+            };
             pipeline::rewrite_command(&file, input_format, &rewrite, time_passes, format, output)
         }
         Command::Lower { file, input_format, rewrite, lower, format, describe, expand, global_batch_size, output } => {
@@ -383,6 +445,7 @@ pub fn run(cli: Cli) -> ExitCode {
             pipeline::lower_command(&file, input_format, &rewrite, &lower, (format, view), describe, output)
         }
         Command::Run(args) => run::run_command(args),
+        Command::CliReference => finish(write_output(None, reference::markdown().as_bytes())),
         Command::Passes => finish(write_output(None, crate::passes::pass_list().as_bytes())),
         Command::Ops { markdown, coverage } => {
             let text = match (markdown, coverage) {
@@ -396,7 +459,10 @@ pub fn run(cli: Cli) -> ExitCode {
             if replicas == 0 {
                 return fail_with(CliError::usage("--replicas must be at least 1"), 2);
             }
-            let format = EmitFormat::resolve(format, output.as_deref());
+            let format = match graph_format(format, output.as_deref(), "gen") {
+                Ok(f) => f,
+                Err(code) => return code,
+            };
             let config = gen::GenConfig { ops, replicas, seed, ..gen::GenConfig::default() };
             match gen::generate_as(model, format, &config) {
                 Ok(bytes) => finish(write_output(output.as_deref(), &bytes)),
@@ -508,11 +574,11 @@ pub fn parse_and_verify(bytes: &[u8]) -> Result<(Module, Vec<IrError>), AnyDiagn
     crate::ir::parse_module(bytes).map_err(|e| Box::new(e) as AnyDiagnostic)
 }
 
-fn check(files: &[String], format: Option<InputFormat>) -> ExitCode {
+fn check(files: &[String], format: Option<InputFormat>, strict: bool) -> ExitCode {
     let mut failed = false;
     for file in files {
         let input = InputPath::parse(file);
-        match formats::load_verified(&input, format, &progress::DelayedBar::new()) {
+        match formats::load_verified_strict(&input, format, &progress::DelayedBar::new(), strict) {
             Some(loaded) => {
                 let nodes = loaded.module.node_count();
                 errln!("{}: ok ({} graph(s), {nodes} node(s))", input.display_name(), loaded.module.graphs.len());

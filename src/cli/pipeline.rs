@@ -130,6 +130,9 @@ fn rewrite_forming_clusters(
         .into_iter()
         .map(|d| match d.source {
             DiagnosticSource::Pass(e) => Box::new(e) as AnyDiagnostic,
+            DiagnosticSource::Verify(e) if loaded.format == InputFormat::Pbtxt => {
+                Box::new(super::formats::narrow_attr_span(e, loaded.source.text())) as AnyDiagnostic
+            }
             DiagnosticSource::Verify(e) => Box::new(e) as AnyDiagnostic,
         })
         .collect();
@@ -155,7 +158,7 @@ pub fn rewrite_command(
     };
     let input = InputPath::parse(file);
     let bar = DelayedBar::new();
-    let Some(mut loaded) = load_function(&input, format, args.function.as_deref(), &bar) else {
+    let Some(mut loaded) = load_function(&input, format, args.function.as_deref(), &bar, false) else {
         return ExitCode::from(1);
     };
     if rewrite_forming_clusters(&mut loaded, &config, time_passes, &bar).is_none() {
@@ -232,7 +235,7 @@ pub(super) fn rewrite_and_lower(
     let failed = || ExitCode::from(1);
     let timer = PhaseTimer::start(lower_args.time_passes);
     let bar = DelayedBar::new();
-    let mut loaded = load_function(input, format, rewrite_args.function.as_deref(), &bar).ok_or_else(failed)?;
+    let mut loaded = load_function(input, format, rewrite_args.function.as_deref(), &bar, false).ok_or_else(failed)?;
     timer.lap("load");
     let mut clusters =
         rewrite_forming_clusters(&mut loaded, &pipeline, lower_args.time_passes, &bar).ok_or_else(failed)?;
@@ -325,15 +328,15 @@ pub fn lower_command(
 ) -> ExitCode {
     let input = InputPath::parse(file);
     let target = if emit == EmitFormat::Stablehlo { Target::Xla } else { Target::Graph };
-    // StableHLO is what a PJRT client runs: a plain graph becomes one
-    // single-replica cluster, as `run --backend pjrt` makes it.
-    let plain = super::plain::PlainRun {
-        fetches: &[],
-        unlowered: passes::single_replica::Unlowered::Refuse,
-        feeds_file: None,
-        feed: &[],
+    // A plain graph (no replicate cluster) becomes one single-replica
+    // cluster, as `run` makes it: for StableHLO what `--backend pjrt` runs,
+    // otherwise what the simulator runs.
+    let unlowered = match target {
+        Target::Xla => passes::single_replica::Unlowered::Refuse,
+        Target::Graph => passes::single_replica::Unlowered::InCluster,
     };
-    let plain = (emit == EmitFormat::Stablehlo).then_some(&plain);
+    let plain = super::plain::PlainRun { fetches: &[], unlowered, feeds_file: None, feed: &[] };
+    let plain = Some(&plain);
     let (loaded, lowered, single) = match rewrite_and_lower(&input, format, rewrite_args, lower_args, plain, target) {
         Ok(done) => done,
         Err(code) => return code,

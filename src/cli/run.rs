@@ -28,14 +28,14 @@ pub struct RunArgs {
     pub rewrite: RewriteArgs,
     #[command(flatten)]
     pub lower: LowerArgs,
-    /// Replicated steps to run.
-    #[arg(long, default_value_t = 1)]
+    /// Replicated steps to run (at least 1).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub steps: u32,
     /// A JSON file mapping tensor names (`x0:0`) to nested arrays.
     #[arg(long)]
     pub feeds: Option<PathBuf>,
     /// A feed from a `.npy` file: `NAME=FILE.npy` (repeatable).
-    #[arg(long = "feed")]
+    #[arg(long = "feed", value_name = "NAME=FILE.npy", value_parser = feed_arg)]
     pub feed: Vec<String>,
     /// Feeds named after a replicated input (`input0:0`) are global batches:
     /// split along dimension 0 into one slice per replica.
@@ -87,9 +87,22 @@ pub struct RunArgs {
     /// The PJRT plugin (default: $TPU_REWRITE_PJRT_PLUGIN, then the cached CPU plugin).
     #[arg(long, value_name = "PATH")]
     pub pjrt_plugin: Option<PathBuf>,
-    /// Processes of `--backend jax-distributed` (docs/distributed.md).
-    #[arg(long, default_value_t = 2)]
-    pub processes: usize,
+    /// Processes of `--backend jax-distributed` (default 2; docs/distributed.md).
+    /// Each process must get a whole share of the replicas. The launcher
+    /// and its pinned requirements are built into the binary and written
+    /// into the cache directory; `$TPU_REWRITE_PYTHON_DIR` names another
+    /// directory holding them.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub processes: Option<u32>,
+}
+
+/// Checks a `--feed` value's form, `NAME=FILE.npy`, while the arguments are
+/// parsed (a usage error, exit 2).
+fn feed_arg(text: &str) -> Result<String, String> {
+    match text.split_once('=') {
+        Some((name, file)) if !name.is_empty() && !file.is_empty() => Ok(text.to_string()),
+        _ => Err(format!("expected NAME=FILE.npy (the tensor to feed, e.g. `x:0={text}`)")),
+    }
 }
 
 /// The executor of `run`.
@@ -99,7 +112,8 @@ pub enum Backend {
     Sim,
     /// XLA through a PJRT plugin (docs/xla.md).
     Pjrt,
-    /// JAX's multi-process runtime, `--processes N` on this host (docs/distributed.md).
+    /// JAX's multi-process runtime, `--processes N` on this host (docs/distributed.md;
+    /// `$TPU_REWRITE_PYTHON_DIR` overrides the built-in launcher).
     JaxDistributed,
 }
 
@@ -243,6 +257,9 @@ impl Heartbeat {
     }
 }
 
+/// Processes of `--backend jax-distributed` without `--processes`.
+const DEFAULT_PROCESSES: u32 = 2;
+
 /// The most scalar fetches one step-log line shows; the rest are counted.
 const STEP_LOG_SCALARS: usize = 8;
 
@@ -258,6 +275,9 @@ pub fn run_command(args: RunArgs) -> ExitCode {
     if args.deadline.is_some() && args.backend != Backend::Sim {
         // XLA cannot stop a running execution: a deadline would not hold.
         return super::fail_with(CliError::usage("--deadline applies to the simulator (--backend sim) only"), 2);
+    }
+    if args.processes.is_some() && args.backend != Backend::JaxDistributed {
+        return super::fail_with(CliError::usage("--processes applies to --backend jax-distributed only"), 2);
     }
     let input = InputPath::parse(&args.file);
     let unlowered = match args.backend {
@@ -319,6 +339,11 @@ pub fn run_command(args: RunArgs) -> ExitCode {
         _ if args.fetch.is_empty() => default_fetches(&lowered),
         _ => args.fetch.clone(),
     };
+    if let Some(tagged) = loaded.module.graphs.first() {
+        if let Err(e) = super::validate::check_fetch_names(tagged, &lowered, &args.fetch) {
+            return super::fail(e);
+        }
+    }
     let feed_names: Vec<String> = feeds.iter().map(|f| f.0.clone()).collect();
     if let Some(tagged) = loaded.module.graphs.first() {
         if let Err(e) = driver::check_feeds_and_fetches(tagged, &feed_names, &fetches) {
@@ -390,8 +415,12 @@ pub fn run_command(args: RunArgs) -> ExitCode {
                 return ExitCode::from(1);
             }
             let Some(graph) = loaded.module.graphs.first() else { return ExitCode::from(1) };
+            let processes = args.processes.unwrap_or(DEFAULT_PROCESSES);
+            if let Err(message) = super::validate::check_processes(processes, &assignment) {
+                return super::fail_with(CliError::usage(message), 2);
+            }
             let config = crate::xla::distributed::Config {
-                processes: args.processes,
+                processes: processes as usize,
                 steps: args.steps.max(1),
                 steps_per_run: args.lower.steps_per_run.max(1),
                 feeds: &feeds,

@@ -57,6 +57,11 @@ impl WindowedSource {
         WindowedSource { name: name.into(), text }
     }
 
+    /// The whole text (invalid UTF-8 bytes shown as `?`, offsets kept).
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
     /// The source name shown in reports.
     pub fn name(&self) -> &str {
         &self.name

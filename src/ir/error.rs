@@ -260,6 +260,33 @@ pub enum IrError {
         span: Span,
     },
 
+    /// An op type neither TensorFlow nor tpu-rewrite knows (a warning:
+    /// `check --strict` makes it [`IrError::UnknownOpStrict`]).
+    #[error("unknown op type `{op}`")]
+    #[diagnostic(code(tpu_rewrite::ir::unknown_op), severity(Warning), help("{help}"))]
+    UnknownOp {
+        /// The op type as written.
+        op: String,
+        /// The closest known op type, or what to look at.
+        help: String,
+        /// The node.
+        #[label("no registered op has this type")]
+        span: Span,
+    },
+
+    /// [`IrError::UnknownOp`] as an error (`check --strict`).
+    #[error("unknown op type `{op}`")]
+    #[diagnostic(code(tpu_rewrite::ir::unknown_op), help("{help}"))]
+    UnknownOpStrict {
+        /// The op type as written.
+        op: String,
+        /// The closest known op type, or what to look at.
+        help: String,
+        /// The node.
+        #[label("no registered op has this type")]
+        span: Span,
+    },
+
     /// A broken internal invariant: a bug in tpu-rewrite, not in the input.
     #[error("internal error (a bug in tpu-rewrite): {message}")]
     #[diagnostic(code(tpu_rewrite::ir::internal), help("please report this with the input that caused it"))]

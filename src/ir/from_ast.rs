@@ -579,34 +579,8 @@ pub fn parse_f64(text: &str) -> Option<f64> {
 /// The declared name closest to `name`, for "did you mean" help.
 fn closest_name(graph: &Graph, name: &str) -> Option<String> {
     // A full scan is linear; it only runs for broken input.
-    let mut best: Option<(usize, String)> = None;
     if graph.node_count() > 200_000 {
         return None;
     }
-    for id in graph.node_ids() {
-        let candidate = &graph.node(id).name;
-        if candidate.len().abs_diff(name.len()) > 3 {
-            continue;
-        }
-        let d = edit_distance(name, candidate);
-        if d <= (name.chars().count() / 3).clamp(1, 2)
-            && best.as_ref().is_none_or(|(bd, bn)| d < *bd || (d == *bd && **candidate < **bn))
-        {
-            best = Some((d, candidate.to_string()));
-        }
-    }
-    best.map(|b| b.1)
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            cur[j + 1] = (prev[j] + usize::from(ca != *cb)).min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        prev = cur;
-    }
-    prev[b.len()]
+    super::suggest::closest(name, graph.node_ids().map(|id| &*graph.node(id).name)).map(str::to_string)
 }

@@ -44,6 +44,39 @@ pub enum LowerError {
         cores_per_host: u32,
     },
 
+    /// The replicas span several hosts but leave part of a host's cores
+    /// unused: the last host would hold fewer replicas than the others,
+    /// which no per-host input pipeline or strategy fact describes.
+    #[error(
+        "{needed} cores ({num_replicas} replicas x {cores_per_replica}) span {hosts_used} hosts of the {hosts}x{cores_per_host} topology unevenly: host {last_host} would use {last_cores} of its {cores_per_host} cores and the rest stay idle"
+    )]
+    #[diagnostic(
+        code(tpu_rewrite::lower::uneven_hosts),
+        help("replicas that span several hosts fill each host's cores: use a --topology whose cores per host divide {needed} (e.g. `{suggested}`), or --num-replicas {fill}")
+    )]
+    UnevenHosts {
+        /// The replica count.
+        num_replicas: u32,
+        /// The logical cores per replica.
+        cores_per_replica: u32,
+        /// Their product: the cores used.
+        needed: u32,
+        /// The topology's hosts.
+        hosts: u32,
+        /// The topology's cores per host.
+        cores_per_host: u32,
+        /// How many hosts the replicas touch.
+        hosts_used: u32,
+        /// The partly used host.
+        last_host: u32,
+        /// The cores of it that are used.
+        last_cores: u32,
+        /// A topology the cores fill evenly.
+        suggested: String,
+        /// The replica count that fills the hosts touched (when whole replicas do).
+        fill: u32,
+    },
+
     /// An op placed on a logical core the replica does not have.
     #[error(
         "`logical_device_id` not in range (was {logical}, but there are only {per_replica} logical devices per replica)"

@@ -107,6 +107,27 @@ impl DeviceAssignment {
                 cores_per_host: topology.cores_per_host,
             });
         }
+        // Several hosts, one of them partly used: refused (see `UnevenHosts`).
+        let hosts_used = needed.div_ceil(topology.cores_per_host);
+        let last_cores = needed % topology.cores_per_host;
+        if hosts_used > 1 && last_cores != 0 {
+            let suggested = (1..=topology.cores_per_host)
+                .rev()
+                .find(|c| needed.is_multiple_of(*c))
+                .map_or_else(|| format!("1x{needed}"), |c| format!("{}x{c}", needed / c));
+            return Err(LowerError::UnevenHosts {
+                num_replicas,
+                cores_per_replica,
+                needed,
+                hosts: topology.hosts,
+                cores_per_host: topology.cores_per_host,
+                hosts_used,
+                last_host: hosts_used - 1,
+                last_cores,
+                suggested,
+                fill: hosts_used * topology.cores_per_host / cores_per_replica,
+            });
+        }
         let cores = (0..num_replicas)
             .map(|r| {
                 (0..cores_per_replica)

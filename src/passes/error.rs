@@ -445,13 +445,12 @@ pub enum PassError {
 
     /// A fetch or target that names no node of the graph.
     #[error("fetch `{fetch}` names no node of the graph")]
-    #[diagnostic(
-        code(tpu_rewrite::passes::unknown_fetch),
-        help("fetch tensors as `name:output` and targets as `^name`, with the node names of the graph")
-    )]
+    #[diagnostic(code(tpu_rewrite::passes::unknown_fetch), help("{help}"))]
     UnknownFetch {
         /// The fetch as given.
         fetch: String,
+        /// The closest node's name ("did you mean"), else how fetches are written.
+        help: String,
     },
 
     /// A TF1 loop frame that is not a well-formed `tf.while_loop`.

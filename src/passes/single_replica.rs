@@ -195,7 +195,16 @@ pub fn single_replica(
                 roots.push(id);
                 fetched.push((fetch.clone(), id, output));
             }
-            None => errors.push(PassError::UnknownFetch { fetch: fetch.clone() }),
+            None => {
+                // The closest node, with the fetch's own `^` or `:k` around it.
+                let near = crate::ir::suggest::closest(name, graph.node_ids().map(|id| &*graph.node(id).name));
+                let help = match near {
+                    Some(near) => format!("did you mean `{}`?", fetch.replacen(name, near, 1)),
+                    None => "fetch tensors as `name:output` and targets as `^name`, with the node names of the graph"
+                        .to_string(),
+                };
+                errors.push(PassError::UnknownFetch { fetch: fetch.clone(), help })
+            }
         }
     }
     if !errors.is_empty() {

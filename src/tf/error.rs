@@ -11,6 +11,23 @@ use thiserror::Error;
 
 use crate::syntax::Span;
 
+impl ImportError {
+    /// A binary decoding error, with help that fits its reason: input that
+    /// ends inside a field is truncated; anything else may not be binary.
+    pub fn decode(reason: impl Into<String>) -> ImportError {
+        let reason = reason.into();
+        let truncated = ["underflow", "unexpected end", "truncated", "EOF"].iter().any(|w| reason.contains(w));
+        let help = if truncated {
+            "the input ends inside a field: the file is cut short (an interrupted copy or download?), or not a \
+             binary GraphDef"
+        } else {
+            "a binary GraphDef is expected here; a text GraphDef is read with `--input-format pbtxt` (or a `.pbtxt` \
+             name)"
+        };
+        ImportError::Decode { reason, help: help.to_string() }
+    }
+}
+
 /// An error or warning about a GraphDef.
 #[derive(Debug, Clone, Error, Diagnostic, PartialEq)]
 pub enum ImportError {
@@ -24,13 +41,12 @@ pub enum ImportError {
 
     /// The binary protobuf does not decode as a GraphDef.
     #[error("not a binary GraphDef: {reason}")]
-    #[diagnostic(
-        code(tpu_rewrite::import::decode),
-        help("`.pb` files are binary `GraphDef` protos; text files end in `.pbtxt`")
-    )]
+    #[diagnostic(code(tpu_rewrite::import::decode), help("{help}"))]
     Decode {
         /// The decoder's reason.
         reason: String,
+        /// What the reason suggests (see [`ImportError::decode`]).
+        help: String,
     },
 
     /// A token the text format does not allow at this place.
@@ -108,12 +124,14 @@ pub enum ImportError {
 
     /// An enum value name the enum does not have.
     #[error("unknown {enum_name} value `{value}`")]
-    #[diagnostic(code(tpu_rewrite::import::unknown_enum_value), help("write the value's number instead of its name"))]
+    #[diagnostic(code(tpu_rewrite::import::unknown_enum_value), help("{help}"))]
     UnknownEnumValue {
         /// The enum type.
         enum_name: &'static str,
         /// The value as written.
         value: String,
+        /// The closest name ("did you mean"), else the names there are.
+        help: String,
         /// The offending text.
         #[label("not a {enum_name}")]
         span: Span,

@@ -96,7 +96,7 @@ pub fn import_graphdef_observed(
 
 /// Decodes a binary GraphDef.
 pub fn decode_pb(bytes: &[u8]) -> Result<GraphDef, ImportError> {
-    GraphDef::decode(bytes).map_err(|e| ImportError::Decode { reason: e.to_string() })
+    GraphDef::decode(bytes).map_err(|e| ImportError::decode(e.to_string()))
 }
 
 /// The function library an imported graph carries (the bodies of `While`,
@@ -106,9 +106,9 @@ pub fn library(graph: &crate::ir::Graph) -> Result<Option<FunctionDefLibrary>, I
     let bytes = match value {
         crate::ir::AttrValue::Str(s) => s.as_bytes(),
         crate::ir::AttrValue::Bytes(b) => b.as_slice(),
-        _ => return Err(ImportError::Decode { reason: "the `library` graph attribute is not bytes".into() }),
+        _ => return Err(ImportError::decode("the `library` graph attribute is not bytes")),
     };
-    FunctionDefLibrary::decode(bytes).map(Some).map_err(|e| ImportError::Decode { reason: e.to_string() })
+    FunctionDefLibrary::decode(bytes).map(Some).map_err(|e| ImportError::decode(e.to_string()))
 }
 
 /// Guesses the encoding of a GraphDef from its first bytes: text when it

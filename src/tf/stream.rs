@@ -45,7 +45,7 @@ impl Split<'_> {
 
 /// Splits `bytes`, a binary GraphDef, into its nodes' bytes and the rest.
 pub fn split(bytes: &[u8]) -> Result<Split<'_>, ImportError> {
-    let decode_error = |e: prost::DecodeError| ImportError::Decode { reason: e.to_string() };
+    let decode_error = |e: prost::DecodeError| ImportError::decode(e.to_string());
     let mut nodes = Vec::new();
     let mut rest = Vec::new();
     let mut buf = bytes;
@@ -54,13 +54,14 @@ pub fn split(bytes: &[u8]) -> Result<Split<'_>, ImportError> {
         let (field, wire_type) = decode_key(&mut buf).map_err(decode_error)?;
         if field == NODE_FIELD && wire_type == WireType::LengthDelimited {
             let len = decode_varint(&mut buf).map_err(decode_error)?;
-            let len = usize::try_from(len).ok().filter(|&l| l <= buf.len()).ok_or_else(|| ImportError::Decode {
-                reason: "failed to decode Protobuf message: buffer underflow".into(),
-            })?;
+            let len = usize::try_from(len)
+                .ok()
+                .filter(|&l| l <= buf.len())
+                .ok_or_else(|| ImportError::decode("failed to decode Protobuf message: buffer underflow"))?;
             nodes.push(&buf[..len]);
             buf.advance(len);
         } else {
-            skip_field(wire_type, &mut buf).map_err(|reason| ImportError::Decode { reason })?;
+            skip_field(wire_type, &mut buf).map_err(ImportError::decode)?;
             let end = bytes.len() - buf.remaining();
             rest.extend_from_slice(&bytes[start..end]);
         }
@@ -71,7 +72,7 @@ pub fn split(bytes: &[u8]) -> Result<Split<'_>, ImportError> {
 
 /// Decodes one node's bytes.
 pub fn decode_node(bytes: &[u8]) -> Result<NodeDef, ImportError> {
-    NodeDef::decode(bytes).map_err(|e| ImportError::Decode { reason: e.to_string() })
+    NodeDef::decode(bytes).map_err(|e| ImportError::decode(e.to_string()))
 }
 
 /// A node decoded without its attributes, which stay encoded.
@@ -91,7 +92,7 @@ pub fn decode_node_split(bytes: &[u8]) -> Result<SplitNode<'_>, ImportError> {
     match attr_run(bytes) {
         Some((start, end)) => {
             let rest = (&bytes[..start]).chain(&bytes[end..]);
-            let def = NodeDef::decode(rest).map_err(|e| ImportError::Decode { reason: e.to_string() })?;
+            let def = NodeDef::decode(rest).map_err(|e| ImportError::decode(e.to_string()))?;
             Ok(SplitNode { def, attrs: Some(&bytes[start..end]) })
         }
         None => Ok(SplitNode { def: decode_node(bytes)?, attrs: None }),

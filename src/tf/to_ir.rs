@@ -163,8 +163,7 @@ fn convert<'a>(
             Some(encoded) => match shared_attrs.get(encoded) {
                 Some(shared) => shared.clone(),
                 None => {
-                    let attr =
-                        NodeDef::decode(encoded).map_err(|e| ImportError::Decode { reason: e.to_string() })?.attr;
+                    let attr = NodeDef::decode(encoded).map_err(|e| ImportError::decode(e.to_string()))?.attr;
                     let reported = errors.len();
                     let attrs = convert_attrs(&name, node_spans.node, attr, &mut interned, &mut errors);
                     if errors.len() == reported {

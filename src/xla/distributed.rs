@@ -151,12 +151,64 @@ pub struct Outcome {
     pub step_seconds: Vec<Vec<f64>>,
 }
 
+/// The launcher, its pinned requirements and the script that makes their
+/// venv, compiled into the binary so that an installed `tpu-rewrite` needs
+/// no source tree: `(file name, contents)`.
+const EMBEDDED_PYTHON: [(&str, &str); 3] = [
+    ("tpu_rewrite_launch.py", include_str!("../../python/tpu_rewrite_launch.py")),
+    ("requirements.txt", include_str!("../../python/requirements.txt")),
+    ("setup-venv", include_str!("../../python/setup-venv")),
+];
+
 /// The directory of `tpu_rewrite_launch.py`, `requirements.txt` and
-/// `setup-venv`: `$TPU_REWRITE_PYTHON_DIR`, else the source tree's `python/`.
-pub fn python_dir() -> PathBuf {
-    std::env::var_os("TPU_REWRITE_PYTHON_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/python")))
+/// `setup-venv`: `$TPU_REWRITE_PYTHON_DIR` when set, else the embedded
+/// copies written (once per content) into `python-<hash>` under the cache
+/// directory ([`crate::xla::plugin::cache_dir`]).
+pub fn python_dir() -> Result<PathBuf, DistributedError> {
+    if let Some(dir) = std::env::var_os("TPU_REWRITE_PYTHON_DIR").filter(|d| !d.is_empty()) {
+        return Ok(PathBuf::from(dir));
+    }
+    embedded_python_dir(&crate::xla::plugin::cache_dir())
+}
+
+/// Writes the embedded Python files into `cache/python-<hash>` unless a
+/// complete copy is there, and returns that directory. The files are
+/// written into a temporary directory beside it, then renamed into place,
+/// so a concurrent or interrupted caller never sees half a copy.
+pub fn embedded_python_dir(cache: &Path) -> Result<PathBuf, DistributedError> {
+    use std::hash::Hasher as _;
+    // A content key, not a security check: a changed file gets a new directory.
+    let mut hasher = rustc_hash::FxHasher::default();
+    for (name, text) in EMBEDDED_PYTHON {
+        hasher.write(name.as_bytes());
+        hasher.write_u8(0);
+        hasher.write(text.as_bytes());
+        hasher.write_u8(0);
+    }
+    let hash = format!("{}-{:016x}", env!("CARGO_PKG_VERSION"), hasher.finish());
+    let dir = cache.join(format!("python-{hash}"));
+    if EMBEDDED_PYTHON.iter().all(|(name, _)| dir.join(name).is_file()) {
+        return Ok(dir);
+    }
+    let fail = |what: &Path, e: std::io::Error| DistributedError::Environment {
+        message: format!("cannot write the embedded launcher into {}: {e}", what.display()),
+    };
+    std::fs::create_dir_all(cache).map_err(|e| fail(cache, e))?;
+    let staging = tempfile::Builder::new().prefix(".python-").tempdir_in(cache).map_err(|e| fail(cache, e))?;
+    for (name, text) in EMBEDDED_PYTHON {
+        let path = staging.path().join(name);
+        std::fs::write(&path, text).map_err(|e| fail(&path, e))?;
+    }
+    match std::fs::rename(staging.path(), &dir) {
+        Ok(()) => {
+            // The directory now lives under its final name.
+            let _ = staging.keep();
+            Ok(dir)
+        }
+        // Another process put a complete copy there first.
+        Err(_) if EMBEDDED_PYTHON.iter().all(|(name, _)| dir.join(name).is_file()) => Ok(dir),
+        Err(e) => Err(fail(&dir, e)),
+    }
 }
 
 /// The python to run the launcher with: `$TPU_REWRITE_JAX_PYTHON`, else
@@ -165,7 +217,7 @@ pub fn python() -> Result<PathBuf, DistributedError> {
     if let Some(p) = std::env::var_os("TPU_REWRITE_JAX_PYTHON") {
         return Ok(PathBuf::from(p));
     }
-    let script = python_dir().join("setup-venv");
+    let script = python_dir()?.join("setup-venv");
     let out = Command::new("bash")
         .arg(&script)
         .stdin(Stdio::null())
@@ -220,7 +272,7 @@ pub fn run(graph: &Graph, assignment: &DeviceAssignment, config: &Config) -> Res
         emitted.push(staged.stages.remove(0));
     }
     let python = python()?;
-    let launcher = python_dir().join("tpu_rewrite_launch.py");
+    let launcher = python_dir()?.join("tpu_rewrite_launch.py");
     let mut outcome = RunOutcome {
         fetched: Vec::new(),
         variables: Default::default(),

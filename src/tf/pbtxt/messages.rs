@@ -71,7 +71,10 @@ impl TextMessage for ExperimentalDebugInfo {
 impl TextMessage for FullTypeDef {
     fn field(&mut self, p: &mut Parser<'_>, name: &[u8], span: Span) -> Result<()> {
         match name {
-            b"type_id" => self.type_id = p.scalar(|p| p.enum_value("FullTypeId", full_type_number))?,
+            b"type_id" => {
+                self.type_id =
+                    p.scalar(|p| p.enum_value("FullTypeId", full_type_number, super::super::proto::full_type_name))?
+            }
             b"args" => self.args.push(p.message()?),
             b"s" => self.attr = Some(FullTypeAttr::S(p.scalar(|p| p.string("s"))?)),
             b"i" => self.attr = Some(FullTypeAttr::I(p.scalar(Parser::int)?)),

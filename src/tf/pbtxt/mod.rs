@@ -99,6 +99,15 @@ pub fn parse_graphdef_text(src: &[u8]) -> Result<TextGraphDef> {
     Ok(out)
 }
 
+/// The help of a misspelt enum value name: the closest name, else the names.
+fn enum_help(name: &str, names: impl Iterator<Item = &'static str>) -> String {
+    let names: Vec<&str> = names.collect();
+    match crate::ir::suggest::closest(name, names.iter().copied()) {
+        Some(near) => format!("did you mean `{near}`?"),
+        None => format!("the names are {}; a number is accepted too", names.join(", ")),
+    }
+}
+
 fn unknown_field(message: &'static str, known: &'static str, name: &[u8], span: Span) -> ImportError {
     ImportError::UnknownField { message, field: String::from_utf8_lossy(name).into_owned(), known, span }
 }
@@ -462,7 +471,14 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn enum_value(&mut self, enum_name: &'static str, by_name: impl Fn(&str) -> Option<i32>) -> Result<i32> {
+    /// An enum value, by name or number. `name_of` gives the names, for a
+    /// "did you mean" when a name is misspelt.
+    fn enum_value(
+        &mut self,
+        enum_name: &'static str,
+        by_name: impl Fn(&str) -> Option<i32>,
+        name_of: impl Fn(i32) -> Option<&'static str>,
+    ) -> Result<i32> {
         let t = self.lex.peek()?;
         if t.kind == Tok::Ident {
             self.lex.next()?;
@@ -470,6 +486,7 @@ impl<'a> Parser<'a> {
             return by_name(name).ok_or_else(|| ImportError::UnknownEnumValue {
                 enum_name,
                 value: name.to_string(),
+                help: enum_help(name, (0..1024).filter_map(&name_of)),
                 span: t.span(),
             });
         }
@@ -477,7 +494,7 @@ impl<'a> Parser<'a> {
     }
 
     fn data_type(&mut self) -> Result<i32> {
-        self.enum_value("DataType", data_type_number)
+        self.enum_value("DataType", data_type_number, super::proto::data_type_name)
     }
 
     /// Parses the GraphDef field whose name spans `name` (already consumed)

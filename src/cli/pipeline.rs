@@ -302,6 +302,24 @@ pub(super) fn rewrite_and_lower(
     }
 }
 
+/// Writes StableHLO modules; with `-o FILE`, also their signatures as
+/// `FILE.json` (a sidecar for tools that call the modules): one object
+/// per module with its arguments and results.
+fn write_stablehlo(
+    output: Option<&std::path::Path>,
+    text: &str,
+    signatures: &[crate::xla::stablehlo::signature::Signature],
+) -> Result<(), CliError> {
+    write_output(output, text.as_bytes())?;
+    let Some(path) = output.filter(|p| *p != std::path::Path::new("-")) else { return Ok(()) };
+    let mut sidecar = path.as_os_str().to_owned();
+    sidecar.push(".json");
+    let mut json = serde_json::to_string_pretty(&serde_json::json!({ "modules": signatures }))
+        .map_err(|e| CliError::Write { path: format!("{}", std::path::Path::new(&sidecar).display()), reason: e.to_string() })?;
+    json.push('\n');
+    super::io::write_file(std::path::Path::new(&sidecar), json.as_bytes())
+}
+
 /// `tpu-rewrite lower`.
 /// Which form of a lowered module `lower` prints.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -325,7 +343,11 @@ pub fn lower_command(
     let target = if emit == EmitFormat::Stablehlo { Target::Xla } else { Target::Graph };
     // StableHLO is what a PJRT client runs: a plain graph becomes one
     // single-replica cluster, as `run --backend pjrt` makes it.
-    let plain = super::plain::PlainRun { fetches: &[], unlowered: passes::single_replica::Unlowered::Refuse };
+    let plain = super::plain::PlainRun {
+        fetches: &[],
+        unlowered: passes::single_replica::Unlowered::Refuse,
+        skip_initializers: false,
+    };
     let plain = (emit == EmitFormat::Stablehlo).then_some(&plain);
     let (loaded, lowered, single) = match rewrite_and_lower(&input, format, rewrite_args, lower_args, plain, target) {
         Ok(done) => done,
@@ -337,14 +359,14 @@ pub fn lower_command(
     if emit == EmitFormat::Stablehlo {
         let Some(graph) = loaded.module.graphs.first() else { return ExitCode::from(1) };
         let transfer = lower_args.host_transfer.unwrap_or_default();
-        return match crate::xla::stablehlo::emit_all(
+        return match crate::xla::stablehlo::emit_all_with_signatures(
             graph,
             &lowered.assignment,
             lower_args.steps_per_run,
             transfer,
             Some(&loaded.module),
         ) {
-            Ok(text) => finish(write_output(output.as_deref(), text.as_bytes())),
+            Ok((text, signatures)) => finish(write_stablehlo(output.as_deref(), &text, &signatures)),
             Err(e) => {
                 report(vec![Box::new(e)], &loaded.source);
                 ExitCode::from(1)

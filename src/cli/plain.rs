@@ -17,6 +17,8 @@ pub(super) struct PlainRun<'a> {
     pub fetches: &'a [String],
     /// What happens to ops that neither lower nor run on the host.
     pub unlowered: Unlowered,
+    /// `--no-initializers`: the graph's initialisers do not run first.
+    pub skip_initializers: bool,
 }
 
 /// Makes the first graph of `loaded` one single-replica cluster and forms
@@ -29,7 +31,12 @@ pub(super) fn cluster(
         errors.into_iter().map(|e| Box::new(e) as AnyDiagnostic).collect()
     };
     let Some(graph) = loaded.module.graphs.first_mut() else { return Ok(None) };
-    let config = SingleReplicaConfig { fetches: plain.fetches, variables: &[], unlowered: plain.unlowered };
+    let config = SingleReplicaConfig {
+        fetches: plain.fetches,
+        variables: &[],
+        unlowered: plain.unlowered,
+        skip_initializers: plain.skip_initializers,
+    };
     let Some(single) = single_replica::single_replica(graph, &config).map_err(boxed)? else { return Ok(None) };
     let (formed, errors) = form_clusters(graph);
     if errors.iter().any(|e| !e.is_warning()) {
@@ -76,6 +83,24 @@ pub(super) fn describe(single: &SingleReplica) -> String {
         for op in &single.host_ops {
             text.push_str(&format!("\n  {} ({}): {}", op.op, op.node, op.placement.describe()));
         }
+    }
+    if let Some(chosen) = &single.chosen {
+        let names: Vec<&str> = single.fetches.iter().map(|(name, _)| name.as_str()).collect();
+        text.push_str(&format!(
+            "\nresults (nothing fetched by name): the graph's {} ({})",
+            chosen.rule,
+            if names.is_empty() { "none".to_string() } else { names.join(", ") }
+        ));
+        if chosen.left_out > 0 {
+            text.push_str(&format!("; {} internal sink(s) left out (`run --fetch NAME` gives any tensor)", chosen.left_out));
+        }
+    }
+    if !single.initialized.is_empty() {
+        text.push_str(&format!(
+            "\nnote: variable(s) {} set by the graph's initialisers once, before the first step \
+             (--no-initializers skips them)",
+            single.initialized.join(", ")
+        ));
     }
     if !single.uninitialized.is_empty() {
         text.push_str(&format!(

@@ -15,6 +15,7 @@ use super::{finish, report, InputFormat, LowerArgs, RewriteArgs};
 use crate::exec::{self, driver, Tensor};
 use crate::ir::Module;
 use crate::passes;
+use crate::passes::single_replica::SingleReplica;
 
 /// The arguments of `run`.
 #[derive(Debug, Clone, clap::Args)]
@@ -76,6 +77,11 @@ pub struct RunArgs {
     /// The PJRT plugin (default: $TPU_REWRITE_PJRT_PLUGIN, then the cached CPU plugin).
     #[arg(long, value_name = "PATH")]
     pub pjrt_plugin: Option<PathBuf>,
+    /// A plain graph: do not run its variable initialisers (assignments
+    /// from constants, TensorFlow's `init`) once before the first step;
+    /// variables then start as zeros.
+    #[arg(long)]
+    pub no_initializers: bool,
     /// Processes of `--backend jax-distributed` (docs/distributed.md).
     #[arg(long, default_value_t = 2)]
     pub processes: usize,
@@ -168,6 +174,115 @@ fn output_name(tagged: &Module, i: usize) -> String {
     named.unwrap_or_else(fallback)
 }
 
+/// The name a user knows for each backend fetch: a plain graph's fetch as
+/// it was asked; a default fetch `output_<i>_shard_<r>:0` of a replicated
+/// graph the tensor the computation returns, with its replica when there
+/// are several; anything else as it is.
+fn display_names(tagged: &Module, single: Option<&SingleReplica>, fetches: &[String], defaults: bool) -> Vec<String> {
+    let shard = |f: &str| {
+        let rest = f.strip_suffix(":0")?.strip_prefix("output_")?;
+        let (i, r) = rest.split_once("_shard_")?;
+        Some((i.parse::<usize>().ok()?, r.parse::<u64>().ok()?))
+    };
+    let replicas = fetches.iter().filter_map(|f| shard(f)).map(|(_, r)| r).max().map_or(1, |r| r + 1);
+    fetches
+        .iter()
+        .map(|f| {
+            if let Some((asked, _)) = single.and_then(|s| s.fetches.iter().find(|(_, c)| c == f)) {
+                return asked.clone();
+            }
+            match shard(f).filter(|_| defaults && single.is_none()) {
+                Some((i, r)) if replicas > 1 => format!("{} (replica {r})", output_name(tagged, i)),
+                Some((i, _)) => output_name(tagged, i),
+                None => f.clone(),
+            }
+        })
+        .collect()
+}
+
+/// The name of computation output `i` as a user knows it: a plain graph's
+/// fetch, else the tensor the computation returns.
+fn user_output_name(tagged: &Module, single: Option<&SingleReplica>, i: usize) -> String {
+    let carrier = format!("output_{i}_shard_0:0");
+    match single.and_then(|s| s.fetches.iter().find(|(_, c)| *c == carrier)) {
+        Some((asked, _)) => asked.clone(),
+        None => output_name(tagged, i),
+    }
+}
+
+/// The variables after the run as JSON: name, dtype, shape and `value`,
+/// or `per_replica` values where the mirrored copies differ.
+fn variables_json(outcome: &driver::RunOutcome) -> Vec<serde_json::Value> {
+    let mut all: Vec<(&String, Vec<&Tensor>)> = outcome.mirrors.iter().map(|(k, v)| (k, v.iter().collect())).collect();
+    for (name, t) in &outcome.variables {
+        if !outcome.mirrors.contains_key(name) {
+            all.push((name, vec![t]));
+        }
+    }
+    all.sort_by(|a, b| a.0.cmp(b.0));
+    all.into_iter()
+        .filter_map(|(name, copies)| {
+            let first = *copies.first()?;
+            let mut entry = serde_json::json!({
+                "name": name,
+                "dtype": first.dtype().to_string(),
+                "shape": first.shape(),
+            });
+            if copies.iter().all(|c| c.bit_eq(first)) {
+                entry["value"] = exec::tensor_to_json(first);
+            } else {
+                entry["per_replica"] = copies.iter().map(|t| exec::tensor_to_json(t)).collect();
+            }
+            Some(entry)
+        })
+        .collect()
+}
+
+/// A file name for tensor `name` (`/` and `:` become `_`).
+fn npy_name(name: &str) -> String {
+    format!("{}.npy", name.replace(['/', ':', ' '], "_").replace(['(', ')'], ""))
+}
+
+/// Writes every fetched tensor (by the name the user knows) and every
+/// variable (under `variables/`, one file per replica where the mirrored
+/// copies differ) as `.npy` into `dir`.
+fn write_npy_dir(
+    dir: &std::path::Path,
+    fetched: &[(String, Tensor)],
+    outcome: &driver::RunOutcome,
+) -> Result<(), AnyDiagnostic> {
+    let write = |path: std::path::PathBuf, t: &Tensor| -> Result<(), AnyDiagnostic> {
+        let bytes = exec::write_npy(t).map_err(|e| Box::new(e) as AnyDiagnostic)?;
+        super::io::write_file(&path, &bytes).map_err(|e| Box::new(e) as AnyDiagnostic)
+    };
+    let mkdir = |d: &std::path::Path| {
+        std::fs::create_dir_all(d).map_err(|e| {
+            Box::new(CliError::Write { path: d.display().to_string(), reason: e.to_string() }) as AnyDiagnostic
+        })
+    };
+    mkdir(dir)?;
+    for (name, t) in fetched {
+        write(dir.join(npy_name(name)), t)?;
+    }
+    let vars = dir.join("variables");
+    let mut made = false;
+    for (name, t) in &outcome.variables {
+        if !made {
+            mkdir(&vars)?;
+            made = true;
+        }
+        match outcome.mirrors.get(name).filter(|copies| !copies.iter().all(|c| c.bit_eq(t))) {
+            Some(copies) => {
+                for (r, copy) in copies.iter().enumerate() {
+                    write(vars.join(npy_name(&format!("{name}/replica_{r}"))), copy)?;
+                }
+            }
+            None => write(vars.join(npy_name(name)), t)?,
+        }
+    }
+    Ok(())
+}
+
 /// One grouped output as JSON: its tensor name, dtype and shape, then
 /// `"per_replica": [...]` or `"reduce_op": "SUM", "value": ...`.
 fn output_json(name: String, (reduce, value): &(Option<exec::ReduceOp>, exec::OutputValue)) -> serde_json::Value {
@@ -244,6 +359,17 @@ pub fn run_command(args: RunArgs) -> ExitCode {
         return super::fail_with(CliError::usage("--deadline applies to the simulator (--backend sim) only"), 2);
     }
     let input = InputPath::parse(&args.file);
+    // Sample feeds beside the graph (`X.feeds.json` for `X.opg`) when none are given.
+    let mut args = args;
+    if args.feeds.is_none() && args.feed.is_empty() && args.feed_per_host.is_empty() {
+        if let InputPath::File(path) = &input {
+            let sample = path.with_extension("feeds.json");
+            if sample.is_file() {
+                errln!("feeds: {} (found beside the graph; --feeds or --feed gives others)", sample.display());
+                args.feeds = Some(sample);
+            }
+        }
+    }
     let unlowered = match args.backend {
         Backend::Sim => passes::single_replica::Unlowered::InCluster,
         _ => passes::single_replica::Unlowered::Refuse,
@@ -252,7 +378,8 @@ pub fn run_command(args: RunArgs) -> ExitCode {
         Backend::Sim => Target::Graph,
         Backend::Pjrt | Backend::JaxDistributed => Target::Xla,
     };
-    let plain = super::plain::PlainRun { fetches: &args.fetch, unlowered };
+    let plain =
+        super::plain::PlainRun { fetches: &args.fetch, unlowered, skip_initializers: args.no_initializers };
     let (loaded, lowering, single) =
         match rewrite_and_lower(&input, args.input_format, &args.rewrite, &args.lower, Some(&plain), target) {
             Ok(done) => done,
@@ -297,6 +424,21 @@ pub fn run_command(args: RunArgs) -> ExitCode {
         _ if args.fetch.is_empty() => default_fetches(&lowered),
         _ => args.fetch.clone(),
     };
+    // A fetch of a variable handle (`w1:0`) gives the variable's value after
+    // the run, not the handle: the backends do not fetch it.
+    let variable_of = |fetch: &str| -> Option<String> {
+        let graph = loaded.module.graphs.first()?;
+        let node = graph.node(graph.find(fetch.split(':').next()?)?);
+        matches!(&*node.op, "VarHandleOp" | "MirroredVarHandleOp").then(|| node.name.to_string())
+    };
+    let variable_fetches: Vec<(String, String)> = args
+        .fetch
+        .iter()
+        .filter(|f| !f.starts_with('^'))
+        .filter_map(|f| variable_of(f).map(|v| (f.clone(), v)))
+        .collect();
+    let mut fetches = fetches;
+    fetches.retain(|f| !variable_fetches.iter().any(|(asked, _)| asked == f));
     let feed_names: Vec<String> = feeds.iter().map(|f| f.0.clone()).collect();
     if let Some(tagged) = loaded.module.graphs.first() {
         if let Err(e) = driver::check_feeds_and_fetches(tagged, &feed_names, &fetches) {
@@ -320,6 +462,7 @@ pub fn run_command(args: RunArgs) -> ExitCode {
     let mut heartbeat = Heartbeat::new(total, progress.is_none() && total > 1);
     // The values of a step are the tensor fetches; targets (`^x`) give none.
     let fetch_names: Vec<String> = fetches.iter().filter(|f| !f.starts_with('^')).cloned().collect();
+    let fetch_names = display_names(&loaded.module, single.as_ref(), &fetch_names, args.fetch.is_empty());
     let mut on_step = |i: u64, values: &[Tensor]| {
         if let Some(p) = &progress {
             p.inc(1);
@@ -438,22 +581,36 @@ pub fn run_command(args: RunArgs) -> ExitCode {
     if let Some(single) = &single {
         super::plain::rename_fetched(single, &mut outcome.fetched);
     }
-    if let Some(dir) = &args.npy_dir {
-        if let Err(e) = std::fs::create_dir_all(dir) {
-            return super::fail(CliError::Write { path: dir.display().to_string(), reason: e.to_string() });
-        }
-        for (name, t) in &outcome.fetched {
-            let path = dir.join(format!("{}.npy", name.replace(['/', ':'], "_")));
-            let bytes = match exec::write_npy(t) {
-                Ok(b) => b,
-                Err(e) => {
+    if !variable_fetches.is_empty() {
+        let mut by_name: std::collections::HashMap<String, Tensor> = outcome.fetched.drain(..).collect();
+        for asked in args.fetch.iter().filter(|f| !f.starts_with('^')) {
+            if let Some((_, var)) = variable_fetches.iter().find(|(a, _)| a == asked) {
+                let Some(value) = outcome.variables.get(var) else {
+                    let available = outcome.variables.keys().cloned().collect::<Vec<_>>().join(", ");
+                    let available = if available.is_empty() { "none".to_string() } else { available };
+                    let e = CliError::VariableFetch { name: asked.clone(), variable: var.clone(), available };
                     report(vec![Box::new(e)], &loaded.source);
                     return ExitCode::from(1);
-                }
-            };
-            if let Err(e) = super::io::write_file(&path, &bytes) {
-                return super::fail(e);
+                };
+                outcome.fetched.push((asked.clone(), value.clone()));
+            } else if let Some(t) = by_name.remove(asked) {
+                outcome.fetched.push((asked.clone(), t));
             }
+        }
+    }
+    // Without --fetch, the fetches are the computation outputs: name them as the user knows them.
+    let shown = display_names(
+        &loaded.module,
+        single.as_ref(),
+        &outcome.fetched.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>(),
+        args.fetch.is_empty(),
+    );
+    if let Some(dir) = &args.npy_dir {
+        let named: Vec<(String, Tensor)> =
+            shown.iter().cloned().zip(outcome.fetched.iter().map(|(_, t)| t.clone())).collect();
+        if let Err(e) = write_npy_dir(dir, &named, &outcome) {
+            report(vec![e], &loaded.source);
+            return ExitCode::from(1);
         }
     }
     // Without --fetch, the fetches are the computation outputs: group them.
@@ -464,8 +621,9 @@ pub fn run_command(args: RunArgs) -> ExitCode {
                 "outputs": outputs
                     .iter()
                     .enumerate()
-                    .map(|(i, o)| output_json(output_name(&loaded.module, i), o))
-                    .collect::<Vec<_>>()
+                    .map(|(i, o)| output_json(user_output_name(&loaded.module, single.as_ref(), i), o))
+                    .collect::<Vec<_>>(),
+                "variables": variables_json(&outcome),
             }),
             // `--fetch`: each tensor asked for, named the same way.
             None => serde_json::json!({
@@ -478,7 +636,8 @@ pub fn run_command(args: RunArgs) -> ExitCode {
                         "shape": t.shape(),
                         "value": exec::tensor_to_json(t),
                     }))
-                    .collect::<Vec<_>>()
+                    .collect::<Vec<_>>(),
+                "variables": variables_json(&outcome),
             }),
         };
         let mut text = serde_json::to_string_pretty(&value).unwrap_or_default();
@@ -489,14 +648,18 @@ pub fn run_command(args: RunArgs) -> ExitCode {
     match &grouped {
         Some(outputs) => {
             for (i, output) in outputs.iter().enumerate() {
+                let name = user_output_name(&loaded.module, single.as_ref(), i);
                 match output {
                     (Some(op), exec::OutputValue::Reduced(t)) => {
-                        text.push_str(&format!("output {i} ({}) = {}\n", op.name(), summary(t)))
+                        text.push_str(&format!("output {name} ({}) = {}\n", op.name(), summary(t)))
                     }
-                    (_, exec::OutputValue::Reduced(t)) => text.push_str(&format!("output {i} = {}\n", summary(t))),
+                    (_, exec::OutputValue::Reduced(t)) => text.push_str(&format!("output {name} = {}\n", summary(t))),
+                    (_, exec::OutputValue::PerReplica(values)) if values.len() == 1 => {
+                        text.push_str(&format!("output {name} = {}\n", summary(&values[0])));
+                    }
                     (_, exec::OutputValue::PerReplica(values)) => {
                         for (r, t) in values.iter().enumerate() {
-                            text.push_str(&format!("output {i} replica {r} = {}\n", summary(t)));
+                            text.push_str(&format!("output {name} replica {r} = {}\n", summary(t)));
                         }
                     }
                 }
@@ -510,6 +673,9 @@ pub fn run_command(args: RunArgs) -> ExitCode {
     }
     for (name, t) in &outcome.variables {
         text.push_str(&format!("variable {name} = {}\n", summary(t)));
+    }
+    if text.contains("… (") && args.npy_dir.is_none() {
+        errln!("note: long values are shortened here; --json or --npy-dir DIR gives every output and variable whole");
     }
     finish(write_output(None, text.as_bytes()))
 }

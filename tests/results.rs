@@ -118,8 +118,9 @@ fn json_and_npy_dir_keep_every_variable_whole() {
         let file = npy.join("variables").join(format!("{name}.npy"));
         let t = tpu_rewrite::exec::read_npy_file(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
         assert_eq!(t.shape(), shape.as_slice());
-        let from_file: Vec<f64> = t.to_vec::<f32>().expect("f32").into_iter().map(f64::from).collect();
-        assert_eq!(from_file, values, "{name}: the .npy file and --json differ");
+        // JSON prints each f32 in its shortest form: compare as f32.
+        let from_json: Vec<f32> = values.iter().map(|&v| v as f32).collect();
+        assert_eq!(t.to_vec::<f32>().expect("f32"), from_json, "{name}: the .npy file and --json differ");
     }
     // The outputs are written under the names the user knows.
     assert!(npy.join("loss_0_replica_0.npy").is_file(), "{:?}", std::fs::read_dir(&npy).unwrap().collect::<Vec<_>>());
@@ -128,7 +129,7 @@ fn json_and_npy_dir_keep_every_variable_whole() {
     let out = &fetched["outputs"][0];
     assert_eq!(out["name"], "w1:0", "{fetched}");
     assert_eq!(out["dtype"], "f32", "{fetched}");
-    assert_eq!(flat(&out["value"]), flat(&variable(&json, "w1")["value"]));
+    assert_eq!(flat(&out["value"]), flat(&variable(&json, "w1")["value"]), "{fetched}");
 }
 
 #[test]
@@ -179,6 +180,7 @@ fn a_plain_graph_without_fetches_gives_its_results_not_internal_tensors() {
     let case = corpus("embeddings");
     let dir = tempfile::tempdir().expect("temp dir");
     let feeds = dir.path().join("feeds.json");
+    // Any values: only the names of the results are checked here.
     std::fs::write(
         &feeds,
         r#"{"ids:0": [1, 4, 1, 5, 0], "x:0": [[1,2,3],[4,5,6],[7,8,9],[1,0,1],[0,1,0],[2,2,2]],
@@ -190,10 +192,13 @@ fn a_plain_graph_without_fetches_gives_its_results_not_internal_tensors() {
     let names: Vec<&str> =
         json["outputs"].as_array().expect("outputs").iter().map(|o| o["name"].as_str().expect("a name")).collect();
     for internal in &names {
-        assert!(!internal.starts_with("gradients/") && !internal.contains("IsInitialized"), "{names:?}");
+        assert!(!internal.starts_with("gradients/") && !internal.contains("/Read"), "{names:?}");
     }
-    for result in case["runs"][1]["fetches"].as_object().expect("fetches").keys() {
-        assert!(names.contains(&result.as_str()), "{result} missing from {names:?}");
+    // The results TensorFlow's script asked for that nothing else reads, and the loss.
+    let asked = case["runs"][1]["fetches"].as_object().expect("fetches");
+    for result in ["lookup_out:0", "grad_table:0", "grad_x:0", "tsu:0", "add_1:0"] {
+        assert!(result == "add_1:0" || asked.contains_key(result), "{result} is not one of TensorFlow's results");
+        assert!(names.contains(&result), "{result} missing from {names:?}");
     }
     assert!(log.contains("results (nothing fetched by name): the graph's sinks"), "{log}");
 }

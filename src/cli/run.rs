@@ -98,23 +98,6 @@ pub enum Backend {
     JaxDistributed,
 }
 
-/// Every `output_<i>_shard_<r>` of the host program, ordered by output then replica.
-fn default_fetches(lowered: &Module) -> Vec<String> {
-    let Some(host) = lowered.graph(driver::HOST) else { return Vec::new() };
-    let mut outs: Vec<(u64, u64, String)> = host
-        .node_ids()
-        .filter_map(|id| {
-            let name = &host.node(id).name;
-            let rest = name.strip_prefix("output_")?;
-            let (i, r) = rest.split_once("_shard_")?;
-            Some((i.parse().ok()?, r.parse().ok()?, format!("{name}:0")))
-        })
-        .filter(|(_, _, n)| host.find(n.trim_end_matches(":0")).is_some_and(|id| &*host.node(id).op == "Identity"))
-        .collect();
-    outs.sort();
-    outs.into_iter().map(|o| o.2).collect()
-}
-
 fn summary(t: &Tensor) -> String {
     let json = exec::tensor_to_json(t);
     let text = json.to_string();
@@ -130,84 +113,102 @@ fn summary(t: &Tensor) -> String {
     }
 }
 
-/// Groups the default fetches (`output_<i>_shard_<r>:0`, ordered by output
-/// then replica) by output; an output marked with a reduce op gives its
-/// first replica's copy.
-fn grouped_outputs(tagged: &Module, fetched: &[(String, Tensor)]) -> Vec<(Option<exec::ReduceOp>, exec::OutputValue)> {
-    let reduce = tagged.graphs.first().map(exec::output_reduce_ops).unwrap_or_default();
-    let replica_of = |name: &str| {
-        name.trim_end_matches(":0").rsplit_once("_shard_").and_then(|(_, r)| r.parse::<u64>().ok()).unwrap_or(0)
-    };
-    // Replica numbers come from names: rank them instead of indexing by them,
-    // so `output_0_shard_99999999999` costs one slot, not 10^11.
-    let mut replicas: Vec<u64> = fetched.iter().map(|(name, _)| replica_of(name)).collect();
-    replicas.sort_unstable();
-    replicas.dedup();
-    let mut per_replica: Vec<Vec<Tensor>> = vec![Vec::new(); replicas.len()];
-    for (name, t) in fetched {
-        let rank = replicas.binary_search(&replica_of(name)).unwrap_or(0);
-        per_replica[rank].push(t.clone());
-    }
-    let grouped = exec::group_outputs(per_replica, &reduce);
-    grouped.into_iter().enumerate().map(|(i, v)| (reduce.get(i).copied().flatten(), v)).collect()
+/// A computation output as `run` shows it without `--fetch`.
+struct Output {
+    /// The tensor the computation returns, as the user knows it.
+    name: String,
+    /// The host's copy of each replica's value (`output_<i>_shard_<r>:0`), in replica order.
+    shards: Vec<String>,
+    /// The output's reduce op, if it has one: then one value is shown.
+    reduce: Option<exec::ReduceOp>,
 }
 
-/// The tensor the computation returns as output `i`, as `name:k`: what the
-/// `TPUReplicatedOutput` that `output_<i>_shard_0` reads returns, seen
-/// through the one `Identity` the fan-out (ours and TensorFlow's) wraps each
-/// output in; `output_<i>` when the tagged graph does not show it.
-fn output_name(tagged: &Module, i: usize) -> String {
-    let fallback = || format!("output_{i}");
-    let Some(graph) = tagged.graphs.first() else { return fallback() };
+/// Every computation output of the tagged graph, cluster by cluster in
+/// graph order: each `TPUReplicatedOutput`, the `Identity` per replica the
+/// host reads, and the tensor it returns (seen through the one `Identity`
+/// the fan-out wraps each output in; a plain graph's outputs by the fetch
+/// they carry). Shards the lowered host program lacks are left out.
+fn computation_outputs(tagged: &Module, lowered: &Module, single: Option<&SingleReplica>) -> Vec<Output> {
+    let (Some(graph), Some(host)) = (tagged.graphs.first(), lowered.graph(driver::HOST)) else { return Vec::new() };
     let operand = |id| graph.data_inputs(id).into_iter().next();
-    let named = graph
-        .find(&format!("output_{i}_shard_0"))
-        .and_then(operand)
-        .map(|shard| shard.src)
-        .filter(|&fan_out| &*graph.node(fan_out).op == "TPUReplicatedOutput")
-        .and_then(operand)
-        .map(|wrapped| match &*graph.node(wrapped.src).op {
-            "Identity" => operand(wrapped.src).unwrap_or(wrapped),
-            _ => wrapped,
-        })
-        .map(|value| format!("{}:{}", graph.node(value.src).name, value.output.unwrap_or(0)));
-    named.unwrap_or_else(fallback)
+    let mut outputs = Vec::new();
+    for fan in graph.nodes_in_order() {
+        let node = graph.node(fan);
+        if &*node.op != "TPUReplicatedOutput" {
+            continue;
+        }
+        let mut shards: Vec<(u32, String)> = graph
+            .uses(fan)
+            .into_iter()
+            .filter_map(|(user, edge)| match edge.kind {
+                crate::ir::EdgeKind::Data { output, .. } if &*graph.node(user).op == "Identity" => {
+                    let name = graph.node(user).name.to_string();
+                    host.find(&name).map(|_| (output, format!("{name}:0")))
+                }
+                _ => None,
+            })
+            .collect();
+        if shards.is_empty() {
+            continue;
+        }
+        shards.sort();
+        let shards: Vec<String> = shards.into_iter().map(|(_, name)| name).collect();
+        let asked = single.and_then(|s| s.fetches.iter().find(|(_, carrier)| *carrier == shards[0]));
+        let name = match asked {
+            Some((asked, _)) => asked.clone(),
+            None => operand(fan)
+                .map(|wrapped| match &*graph.node(wrapped.src).op {
+                    "Identity" => operand(wrapped.src).unwrap_or(wrapped),
+                    _ => wrapped,
+                })
+                .map_or_else(
+                    || node.name.to_string(),
+                    |v| format!("{}:{}", graph.node(v.src).name, v.output.unwrap_or(0)),
+                ),
+        };
+        let reduce = node.attrs.get_str("reduce_op").and_then(exec::ReduceOp::parse);
+        outputs.push(Output { name, shards, reduce });
+    }
+    outputs
 }
 
-/// The name a user knows for each backend fetch: a plain graph's fetch as
-/// it was asked; a default fetch `output_<i>_shard_<r>:0` of a replicated
-/// graph the tensor the computation returns, with its replica when there
-/// are several; anything else as it is.
-fn display_names(tagged: &Module, single: Option<&SingleReplica>, fetches: &[String], defaults: bool) -> Vec<String> {
-    let shard = |f: &str| {
-        let rest = f.strip_suffix(":0")?.strip_prefix("output_")?;
-        let (i, r) = rest.split_once("_shard_")?;
-        Some((i.parse::<usize>().ok()?, r.parse::<u64>().ok()?))
-    };
-    let replicas = fetches.iter().filter_map(|f| shard(f)).map(|(_, r)| r).max().map_or(1, |r| r + 1);
+/// The fetched values grouped by output (they come in the order of
+/// [`computation_outputs`]' shards): per replica, or one reduced value.
+fn grouped_outputs(outputs: &[Output], fetched: &[(String, Tensor)]) -> Vec<(Option<exec::ReduceOp>, exec::OutputValue)> {
+    let mut values = fetched.iter().map(|(_, t)| t.clone());
+    outputs
+        .iter()
+        .map(|o| {
+            let mine: Vec<Tensor> = values.by_ref().take(o.shards.len()).collect();
+            match (o.reduce, mine.first()) {
+                // Every replica holds the reduced value: show it once.
+                (Some(op), Some(first)) => (Some(op), exec::OutputValue::Reduced(first.clone())),
+                _ => (None, exec::OutputValue::PerReplica(mine)),
+            }
+        })
+        .collect()
+}
+
+/// The name a user knows for each backend fetch: a computation output's
+/// shard is its tensor (with its replica when there are several), a plain
+/// graph's fetch the name it was asked by; anything else as it is.
+fn display_names(outputs: &[Output], single: Option<&SingleReplica>, fetches: &[String]) -> Vec<String> {
     fetches
         .iter()
         .map(|f| {
             if let Some((asked, _)) = single.and_then(|s| s.fetches.iter().find(|(_, c)| c == f)) {
                 return asked.clone();
             }
-            match shard(f).filter(|_| defaults && single.is_none()) {
-                Some((i, r)) if replicas > 1 => format!("{} (replica {r})", output_name(tagged, i)),
-                Some((i, _)) => output_name(tagged, i),
-                None => f.clone(),
+            for o in outputs {
+                match o.shards.iter().position(|s| s == f) {
+                    Some(r) if o.shards.len() > 1 => return format!("{} (replica {r})", o.name),
+                    Some(_) => return o.name.clone(),
+                    None => {}
+                }
             }
+            f.clone()
         })
         .collect()
-}
-
-/// The name of computation output `i` as a user knows it: a plain graph's
-/// fetch, else the tensor the computation returns.
-fn user_output_name(tagged: &Module, single: Option<&SingleReplica>, i: usize) -> String {
-    let carrier = format!("output_{i}_shard_0:0");
-    match single.and_then(|s| s.fetches.iter().find(|(_, c)| *c == carrier)) {
-        Some((asked, _)) => asked.clone(),
-        None => output_name(tagged, i),
-    }
 }
 
 /// The variables after the run as JSON: name, dtype, shape and `value`,
@@ -418,10 +419,11 @@ pub fn run_command(args: RunArgs) -> ExitCode {
     }
     let assignment = lowering.assignment.clone();
     let lowered = lowering.module;
+    let outputs = computation_outputs(&loaded.module, &lowered, single.as_ref());
     let fetches = match (&single, loaded.module.graphs.first()) {
         // A plain graph's fetches are carried by the cluster's outputs.
         (Some(single), Some(tagged)) if !args.fetch.is_empty() => super::plain::fetches(single, tagged, &args.fetch),
-        _ if args.fetch.is_empty() => default_fetches(&lowered),
+        _ if args.fetch.is_empty() => outputs.iter().flat_map(|o| o.shards.iter().cloned()).collect(),
         _ => args.fetch.clone(),
     };
     // A fetch of a variable handle (`w1:0`) gives the variable's value after
@@ -462,7 +464,7 @@ pub fn run_command(args: RunArgs) -> ExitCode {
     let mut heartbeat = Heartbeat::new(total, progress.is_none() && total > 1);
     // The values of a step are the tensor fetches; targets (`^x`) give none.
     let fetch_names: Vec<String> = fetches.iter().filter(|f| !f.starts_with('^')).cloned().collect();
-    let fetch_names = display_names(&loaded.module, single.as_ref(), &fetch_names, args.fetch.is_empty());
+    let fetch_names = display_names(&outputs, single.as_ref(), &fetch_names);
     let mut on_step = |i: u64, values: &[Tensor]| {
         if let Some(p) = &progress {
             p.inc(1);
@@ -599,12 +601,19 @@ pub fn run_command(args: RunArgs) -> ExitCode {
         }
     }
     // Without --fetch, the fetches are the computation outputs: name them as the user knows them.
-    let shown = display_names(
-        &loaded.module,
-        single.as_ref(),
-        &outcome.fetched.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>(),
-        args.fetch.is_empty(),
-    );
+    // Without --fetch, the fetches are the computation outputs: named as the user knows them.
+    let fetched_names: Vec<String> = outcome.fetched.iter().map(|(n, _)| n.clone()).collect();
+    let shown = if args.fetch.is_empty() {
+        // A plain graph's fetched names were given back already; find their carriers again.
+        let carriers: Vec<String> = outputs.iter().flat_map(|o| o.shards.iter().cloned()).collect();
+        if carriers.len() == fetched_names.len() {
+            display_names(&outputs, single.as_ref(), &carriers)
+        } else {
+            fetched_names
+        }
+    } else {
+        fetched_names
+    };
     if let Some(dir) = &args.npy_dir {
         let named: Vec<(String, Tensor)> =
             shown.iter().cloned().zip(outcome.fetched.iter().map(|(_, t)| t.clone())).collect();
@@ -614,14 +623,14 @@ pub fn run_command(args: RunArgs) -> ExitCode {
         }
     }
     // Without --fetch, the fetches are the computation outputs: group them.
-    let grouped = args.fetch.is_empty().then(|| grouped_outputs(&loaded.module, &outcome.fetched));
+    let grouped = args.fetch.is_empty().then(|| grouped_outputs(&outputs, &outcome.fetched));
     if args.json {
         let value = match &grouped {
-            Some(outputs) => serde_json::json!({
-                "outputs": outputs
+            Some(grouped) => serde_json::json!({
+                "outputs": grouped
                     .iter()
-                    .enumerate()
-                    .map(|(i, o)| output_json(user_output_name(&loaded.module, single.as_ref(), i), o))
+                    .zip(&outputs)
+                    .map(|(o, out)| output_json(out.name.clone(), o))
                     .collect::<Vec<_>>(),
                 "variables": variables_json(&outcome),
             }),
@@ -646,9 +655,8 @@ pub fn run_command(args: RunArgs) -> ExitCode {
     }
     let mut text = String::new();
     match &grouped {
-        Some(outputs) => {
-            for (i, output) in outputs.iter().enumerate() {
-                let name = user_output_name(&loaded.module, single.as_ref(), i);
+        Some(grouped) => {
+            for (output, Output { name, .. }) in grouped.iter().zip(&outputs) {
                 match output {
                     (Some(op), exec::OutputValue::Reduced(t)) => {
                         text.push_str(&format!("output {name} ({}) = {}\n", op.name(), summary(t)))

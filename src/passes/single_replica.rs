@@ -497,8 +497,10 @@ pub fn single_replica(
 }
 
 /// Op types whose results are bookkeeping (shapes, initialisation
-/// checks), never a result a user fetches.
-const BOOKKEEPING: &[&str] = &["BroadcastGradientArgs", "Rank", "Shape", "ShapeN", "Size", "VarIsInitializedOp"];
+/// checks, a variable's read, which the run reports with the variables),
+/// never a result a user fetches by default.
+const BOOKKEEPING: &[&str] =
+    &["BroadcastGradientArgs", "Rank", "ReadVariableOp", "Shape", "ShapeN", "Size", "VarIsInitializedOp"];
 
 /// The outputs a run without fetches gives: the function's declared
 /// returns when the graph has them (sinks named `Identity` or

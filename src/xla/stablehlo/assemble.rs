@@ -122,9 +122,10 @@ pub(super) fn assemble(
 
     // @main, each argument and result named after the graph value it is
     // (`tpu_rewrite.name`, which XLA ignores).
-    let value_name = |node: NodeId, k: u32| match k {
-        0 => graph.node(node).name.to_string(),
-        k => format!("{}:{k}", graph.node(node).name),
+    // A tensor is `node:k`, as feeds and fetches name it; an input or a variable is its node.
+    let value_name = |node: NodeId, k: Option<u32>| match k {
+        None => graph.node(node).name.to_string(),
+        Some(k) => format!("{}:{k}", graph.node(node).name),
     };
     let main_args: Vec<String> = arg_types
         .iter()
@@ -132,8 +133,8 @@ pub(super) fn assemble(
         .enumerate()
         .map(|(i, (t, arg))| {
             let name = match *arg {
-                ArgSource::Replicated(n) | ArgSource::Variable(n) => value_name(n, 0),
-                ArgSource::Host(n, k) | ArgSource::Carried(n, k) => value_name(n, k),
+                ArgSource::Replicated(n) | ArgSource::Variable(n) => value_name(n, None),
+                ArgSource::Host(n, k) | ArgSource::Carried(n, k) => value_name(n, Some(k)),
             };
             let alias = (i >= num_data).then(|| num_outputs + (i - num_data));
             sig.arguments.push(signature::argument(graph, arg, name.clone(), t, alias));
@@ -151,9 +152,9 @@ pub(super) fn assemble(
         .outputs
         .iter()
         .map(|o| (signature::output_name(graph, o.node), "output", None))
-        .chain(program.carried.iter().map(|&(n, k)| (value_name(n, k), "carried", None)))
+        .chain(program.carried.iter().map(|&(n, k)| (value_name(n, Some(k)), "carried", None)))
         .chain(program.args.iter().enumerate().filter_map(|(i, a)| match *a {
-            ArgSource::Variable(n) => Some((value_name(n, 0), "variable", Some(i))),
+            ArgSource::Variable(n) => Some((value_name(n, None), "variable", Some(i))),
             _ => None,
         }));
     let main_results: Vec<String> = results

@@ -228,8 +228,9 @@ pub fn single_replica(
     }
     if !config.skip_initializers {
         // The graph's initialisers the roots do not reach: an assignment
-        // from constants to a variable the run uses, as TensorFlow's `init`
-        // op groups them. The first one per variable, in graph order.
+        // from constants to a variable the run uses and has no value for,
+        // as TensorFlow's `init` op groups them. The first one per
+        // variable, in graph order.
         let mut covered: BTreeSet<NodeId> = BTreeSet::new();
         for id in graph.nodes_in_order() {
             if needed.contains(&id) || !is_initializer(id) {
@@ -237,7 +238,8 @@ pub fn single_replica(
             }
             let inputs = graph.data_inputs(id);
             let (Some(handle), Some(value)) = (inputs.first(), inputs.get(1)) else { continue };
-            if !needed.contains(&handle.src) || covered.contains(&handle.src) {
+            let has_value = config.variables.iter().any(|(n, _)| *n == *graph.node(handle.src).name);
+            if !needed.contains(&handle.src) || covered.contains(&handle.src) || has_value {
                 continue;
             }
             let Some(ancestors) = constant_ancestors(graph, value.src) else { continue };

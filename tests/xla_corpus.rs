@@ -380,7 +380,8 @@ fn host_ops_of_a_plain_graph_run_before_or_after_the_device_program() {
     assert!(errors.is_empty(), "{errors:?}");
     let fetches = ["z:0".to_string(), "before:0".to_string(), "shown:0".to_string(), "^print".to_string()];
     let mut graph = module.graphs[0].clone();
-    let config = SingleReplicaConfig { fetches: &fetches, variables: &[], unlowered: Unlowered::Refuse, ..Default::default() };
+    let config =
+        SingleReplicaConfig { fetches: &fetches, variables: &[], unlowered: Unlowered::Refuse, ..Default::default() };
     let single = single_replica(&mut graph, &config).expect("clusters").expect("a plain graph");
     let placed: Vec<(&str, Placement)> = single.host_ops.iter().map(|h| (h.node.as_str(), h.placement)).collect();
     assert_eq!(
@@ -413,7 +414,8 @@ fn an_op_that_neither_compiles_nor_runs_on_the_host_is_named() {
     let (module, _) = tpu_rewrite::ir::parse_module(text.as_bytes()).expect("parses");
     let mut graph = module.graphs[0].clone();
     let fetches = ["z:0".to_string()];
-    let config = SingleReplicaConfig { fetches: &fetches, variables: &[], unlowered: Unlowered::Refuse, ..Default::default() };
+    let config =
+        SingleReplicaConfig { fetches: &fetches, variables: &[], unlowered: Unlowered::Refuse, ..Default::default() };
     let errors = single_replica(&mut graph, &config).expect_err("refused");
     let e = refusal(&errors[0]);
     assert_eq!(e.code, NOT_COMPILABLE);
@@ -469,7 +471,8 @@ fn a_host_op_between_device_ops_is_outside_compiled() {
     assert!(errors.is_empty(), "{errors:?}");
     let fetches = ["scaled:0".to_string()];
     let mut graph = module.graphs[0].clone();
-    let config = SingleReplicaConfig { fetches: &fetches, variables: &[], unlowered: Unlowered::Refuse, ..Default::default() };
+    let config =
+        SingleReplicaConfig { fetches: &fetches, variables: &[], unlowered: Unlowered::Refuse, ..Default::default() };
     let single = single_replica(&mut graph, &config).expect("clusters").expect("a plain graph");
     let placed: Vec<(&str, Placement)> = single.host_ops.iter().map(|h| (h.node.as_str(), h.placement)).collect();
     assert_eq!(placed, [("where", Placement::OutsideCompiled)]);

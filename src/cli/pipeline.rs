@@ -314,8 +314,9 @@ fn write_stablehlo(
     let Some(path) = output.filter(|p| *p != std::path::Path::new("-")) else { return Ok(()) };
     let mut sidecar = path.as_os_str().to_owned();
     sidecar.push(".json");
-    let mut json = serde_json::to_string_pretty(&serde_json::json!({ "modules": signatures }))
-        .map_err(|e| CliError::Write { path: format!("{}", std::path::Path::new(&sidecar).display()), reason: e.to_string() })?;
+    let mut json = serde_json::to_string_pretty(&serde_json::json!({ "modules": signatures })).map_err(|e| {
+        CliError::Write { path: format!("{}", std::path::Path::new(&sidecar).display()), reason: e.to_string() }
+    })?;
     json.push('\n');
     super::io::write_file(std::path::Path::new(&sidecar), json.as_bytes())
 }

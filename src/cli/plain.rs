@@ -92,7 +92,10 @@ pub(super) fn describe(single: &SingleReplica) -> String {
             if names.is_empty() { "none".to_string() } else { names.join(", ") }
         ));
         if chosen.left_out > 0 {
-            text.push_str(&format!("; {} internal sink(s) left out (`run --fetch NAME` gives any tensor)", chosen.left_out));
+            text.push_str(&format!(
+                "; {} internal sink(s) left out (`run --fetch NAME` gives any tensor)",
+                chosen.left_out
+            ));
         }
     }
     if !single.initialized.is_empty() {

@@ -174,7 +174,10 @@ fn computation_outputs(tagged: &Module, lowered: &Module, single: Option<&Single
 
 /// The fetched values grouped by output (they come in the order of
 /// [`computation_outputs`]' shards): per replica, or one reduced value.
-fn grouped_outputs(outputs: &[Output], fetched: &[(String, Tensor)]) -> Vec<(Option<exec::ReduceOp>, exec::OutputValue)> {
+fn grouped_outputs(
+    outputs: &[Output],
+    fetched: &[(String, Tensor)],
+) -> Vec<(Option<exec::ReduceOp>, exec::OutputValue)> {
     let mut values = fetched.iter().map(|(_, t)| t.clone());
     outputs
         .iter()
@@ -379,8 +382,7 @@ pub fn run_command(args: RunArgs) -> ExitCode {
         Backend::Sim => Target::Graph,
         Backend::Pjrt | Backend::JaxDistributed => Target::Xla,
     };
-    let plain =
-        super::plain::PlainRun { fetches: &args.fetch, unlowered, skip_initializers: args.no_initializers };
+    let plain = super::plain::PlainRun { fetches: &args.fetch, unlowered, skip_initializers: args.no_initializers };
     let (loaded, lowering, single) =
         match rewrite_and_lower(&input, args.input_format, &args.rewrite, &args.lower, Some(&plain), target) {
             Ok(done) => done,

@@ -370,8 +370,7 @@ pub fn single_replica(
         group.insert(id, g);
     }
     // Tags.
-    let mut report =
-        SingleReplica { pruned_feeds, initialized: report_initialized, ..SingleReplica::default() };
+    let mut report = SingleReplica { pruned_feeds, initialized: report_initialized, ..SingleReplica::default() };
     for &id in &order {
         let p = placed[&id];
         let node = graph.node_mut(id);
@@ -516,12 +515,11 @@ fn default_outputs(
     order: &[NodeId],
     on_device: impl Fn(NodeId) -> bool,
 ) -> ((&'static str, Vec<(NodeId, u32)>), usize) {
-    let sinks: Vec<NodeId> =
-        order.iter().copied().filter(|&id| on_device(id) && graph.uses(id).is_empty()).collect();
+    let sinks: Vec<NodeId> = order.iter().copied().filter(|&id| on_device(id) && graph.uses(id).is_empty()).collect();
     let outputs = |ids: &[NodeId]| -> Vec<(NodeId, u32)> {
         ids.iter()
             .flat_map(|&id| {
-                let n = crate::ir::verify::output_count(graph, id).unwrap_or(0) as u32;
+                let n = crate::ir::verify::output_count(graph, id).unwrap_or(0);
                 (0..n).map(move |k| (id, k))
             })
             .collect()
@@ -529,9 +527,10 @@ fn default_outputs(
     let is_return = |id: NodeId| {
         let node = graph.node(id);
         &*node.op == "Identity"
-            && node.name.strip_prefix("Identity").is_some_and(|n| {
-                n.is_empty() || n.strip_prefix('_').is_some_and(|k| k.parse::<u32>().is_ok())
-            })
+            && node
+                .name
+                .strip_prefix("Identity")
+                .is_some_and(|n| n.is_empty() || n.strip_prefix('_').is_some_and(|k| k.parse::<u32>().is_ok()))
     };
     let declared: Vec<NodeId> = sinks.iter().copied().filter(|&id| is_return(id)).collect();
     if !declared.is_empty() {

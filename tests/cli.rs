@@ -299,10 +299,12 @@ fn run_groups_outputs_by_output_and_returns_marked_outputs_once() {
             {"name": "count:0", "dtype": "f32", "shape": [2], "per_replica": [[3.0, 6.0], [30.0, 60.0]]},
             {"name": "count:0", "dtype": "f32", "shape": [2], "reduce_op": "SUM", "value": [33.0, 66.0]},
             {"name": "count:0", "dtype": "f32", "shape": [2], "reduce_op": "MEAN", "value": [16.5, 33.0]},
-        ]})
+        ],
+        // Each replica's copy of the counter differs: one value per replica.
+        "variables": [{"name": "c", "dtype": "f32", "shape": [2], "per_replica": [[3.0, 6.0], [30.0, 60.0]]}]})
     );
     let text = run(&["run", &graph, "--topology", "1x2", "--steps-per-run", "3", "--feeds", feeds]);
-    assert!(String::from_utf8_lossy(&text.stdout).contains("output 1 (SUM) = [33.0,66.0]"), "{}", stderr(&text));
+    assert!(String::from_utf8_lossy(&text.stdout).contains("output count:0 (SUM) = [33.0,66.0]"), "{}", stderr(&text));
 }
 
 #[test]
@@ -464,7 +466,7 @@ fn the_outside_compilation_example_prints_on_the_host_as_tensorflow_does() {
     assert!(err.contains("h = [[0 0][0 0]]\n"), "{err}");
     assert!(err.contains("h = [[0.761594176 0.964027584][0.995054781 0.999329329]]\n"), "{err}");
     // `%y = Print(h) * h`, then `Square(y) + y`: zero for replica 0.
-    assert!(String::from_utf8_lossy(&o.stdout).contains("output 0 replica 0 = [[0.0,0.0],[0.0,0.0]]"));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("output out:0 replica 0 = [[0.0,0.0],[0.0,0.0]]"));
 }
 
 /// A TF1 loop whose counter never moves.

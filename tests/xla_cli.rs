@@ -56,7 +56,11 @@ fn a_bad_plugin_path_in_the_environment_is_reported() {
 #[test]
 fn an_unfed_placeholder_is_a_diagnostic() {
     let plugin = support::plugin_path();
-    let (ok, _, err) = run(&["examples/tf_tagged.opg", "--backend", "pjrt"], plugin.to_str());
+    // A copy away from the example's sample feeds (`tf_tagged.feeds.json`).
+    let dir = tempfile::tempdir().unwrap();
+    let graph = dir.path().join("tf_tagged.opg");
+    std::fs::copy("examples/tf_tagged.opg", &graph).unwrap();
+    let (ok, _, err) = run(&[graph.to_str().unwrap(), "--backend", "pjrt"], plugin.to_str());
     assert!(!ok);
     // Feeds are checked against their placeholders before any backend runs.
     assert!(err.contains("tpu_rewrite::exec::missing_feed") && err.contains("not fed"), "{err}");

@@ -185,7 +185,8 @@ fn run_plain_once(
         .iter()
         .map(|(name, value)| (name.clone(), value.to_literal().unwrap_or_else(|| panic!("{name} has a literal"))))
         .collect();
-    let config = SingleReplicaConfig { fetches, variables: &state, unlowered, support: &OpSupport };
+    let config =
+        SingleReplicaConfig { fetches, variables: &state, unlowered, support: &OpSupport, skip_initializers: false };
     let single = match single_replica(&mut module.graphs[main], &config) {
         Ok(Some(single)) => single,
         Ok(None) => panic!("a plain case has a cluster"),
@@ -384,8 +385,13 @@ fn host_ops_of_a_plain_graph_run_before_or_after_the_device_program() {
     assert!(errors.is_empty(), "{errors:?}");
     let fetches = ["z:0".to_string(), "before:0".to_string(), "shown:0".to_string(), "^print".to_string()];
     let mut graph = module.graphs[0].clone();
-    let config =
-        SingleReplicaConfig { fetches: &fetches, variables: &[], unlowered: Unlowered::Refuse, support: &OpSupport };
+    let config = SingleReplicaConfig {
+        fetches: &fetches,
+        variables: &[],
+        unlowered: Unlowered::Refuse,
+        support: &OpSupport,
+        skip_initializers: false,
+    };
     let single = single_replica(&mut graph, &config).expect("clusters").expect("a plain graph");
     let placed: Vec<(&str, Placement)> = single.host_ops.iter().map(|h| (h.node.as_str(), h.placement)).collect();
     assert_eq!(
@@ -418,8 +424,13 @@ fn an_op_that_neither_compiles_nor_runs_on_the_host_is_named() {
     let (module, _) = tpu_rewrite::ir::parse_module(text.as_bytes()).expect("parses");
     let mut graph = module.graphs[0].clone();
     let fetches = ["z:0".to_string()];
-    let config =
-        SingleReplicaConfig { fetches: &fetches, variables: &[], unlowered: Unlowered::Refuse, support: &OpSupport };
+    let config = SingleReplicaConfig {
+        fetches: &fetches,
+        variables: &[],
+        unlowered: Unlowered::Refuse,
+        support: &OpSupport,
+        skip_initializers: false,
+    };
     let errors = single_replica(&mut graph, &config).expect_err("refused");
     let e = refusal(&errors[0]);
     assert_eq!(e.code, NOT_COMPILABLE);
@@ -475,8 +486,13 @@ fn a_host_op_between_device_ops_is_outside_compiled() {
     assert!(errors.is_empty(), "{errors:?}");
     let fetches = ["scaled:0".to_string()];
     let mut graph = module.graphs[0].clone();
-    let config =
-        SingleReplicaConfig { fetches: &fetches, variables: &[], unlowered: Unlowered::Refuse, support: &OpSupport };
+    let config = SingleReplicaConfig {
+        fetches: &fetches,
+        variables: &[],
+        unlowered: Unlowered::Refuse,
+        support: &OpSupport,
+        skip_initializers: false,
+    };
     let single = single_replica(&mut graph, &config).expect("clusters").expect("a plain graph");
     let placed: Vec<(&str, Placement)> = single.host_ops.iter().map(|h| (h.node.as_str(), h.placement)).collect();
     assert_eq!(placed, [("where", Placement::OutsideCompiled)]);

@@ -32,7 +32,8 @@ fn mlp_train_has_replicas_aliased_variables_and_grouped_all_reduces() {
         assert!(text.contains(&attrs), "{text}");
     }
     assert!(text.contains("%arg0: tensor<4x3xf32> {tpu_rewrite.name = \"input0\"}"), "{text}");
-    assert!(text.contains("-> (tensor<f32> {tpu_rewrite.name = \"output0\"}, "), "{text}");
+    // The output is named by the tensor the step returns.
+    assert!(text.contains("-> (tensor<f32> {tpu_rewrite.name = \"loss:0\"}, "), "{text}");
     // The three gradient sums over the replica group [0..8).
     assert_eq!(text.matches("\"stablehlo.all_reduce\"").count(), 3, "{text}");
     assert!(text.contains("replica_groups = dense<[[0, 1, 2, 3, 4, 5, 6, 7]]> : tensor<1x8xi64>"));

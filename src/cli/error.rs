@@ -100,6 +100,14 @@ pub enum CliError {
     #[error("the module has no graph; nothing to lower")]
     #[diagnostic(code(tpu_rewrite::cli::no_graph))]
     NoGraph,
+
+    /// A fetched variable handle whose variable the run does not report.
+    #[error("`{name}` is a variable handle, but the run reports no value for variable `{variable}`")]
+    #[diagnostic(
+        code(tpu_rewrite::cli::variable_fetch),
+        help("the run reports these variables: {available}; fetch a tensor that reads the variable instead")
+    )]
+    VariableFetch { name: String, variable: String, available: String },
 }
 
 impl CliError {

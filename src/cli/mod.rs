@@ -46,6 +46,9 @@ use source::WindowedSource;
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// Pass the XLA plugin's own logging through (quiet by default).
+    #[arg(short, long, global = true)]
+    pub verbose: bool,
 }
 
 /// Output formats of `emit`.
@@ -386,6 +389,7 @@ pub fn main() -> ExitCode {
 
 /// Runs a parsed command line.
 pub fn run(cli: Cli) -> ExitCode {
+    crate::xla::stderr::set_verbose(cli.verbose);
     match cli.command {
         Command::Check { files, input_format, strict } => check(&files, input_format, strict),
         Command::Fmt { file, input_format, write, output } => {

@@ -307,6 +307,25 @@ pub(super) fn rewrite_and_lower(
     }
 }
 
+/// Writes StableHLO modules; with `-o FILE`, also their signatures as
+/// `FILE.json` (a sidecar for tools that call the modules): one object
+/// per module with its arguments and results.
+fn write_stablehlo(
+    output: Option<&std::path::Path>,
+    text: &str,
+    signatures: &[crate::xla::stablehlo::signature::Signature],
+) -> Result<(), CliError> {
+    write_output(output, text.as_bytes())?;
+    let Some(path) = output.filter(|p| *p != std::path::Path::new("-")) else { return Ok(()) };
+    let mut sidecar = path.as_os_str().to_owned();
+    sidecar.push(".json");
+    let mut json = serde_json::to_string_pretty(&serde_json::json!({ "modules": signatures })).map_err(|e| {
+        CliError::Write { path: format!("{}", std::path::Path::new(&sidecar).display()), reason: e.to_string() }
+    })?;
+    json.push('\n');
+    super::io::write_file(std::path::Path::new(&sidecar), json.as_bytes())
+}
+
 /// `tpu-rewrite lower`.
 /// Which form of a lowered module `lower` prints.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -335,7 +354,8 @@ pub fn lower_command(
         Target::Xla => passes::single_replica::Unlowered::Refuse,
         Target::Graph => passes::single_replica::Unlowered::InCluster,
     };
-    let plain = super::plain::PlainRun { fetches: &[], unlowered, feeds_file: None, feed: &[] };
+    let plain =
+        super::plain::PlainRun { fetches: &[], unlowered, feeds_file: None, feed: &[], skip_initializers: false };
     let plain = Some(&plain);
     let (loaded, lowered, single) = match rewrite_and_lower(&input, format, rewrite_args, lower_args, plain, target) {
         Ok(done) => done,
@@ -347,14 +367,14 @@ pub fn lower_command(
     if emit == EmitFormat::Stablehlo {
         let Some(graph) = loaded.module.graphs.first() else { return ExitCode::from(1) };
         let transfer = lower_args.host_transfer.unwrap_or_default();
-        return match crate::xla::stablehlo::emit_all(
+        return match crate::xla::stablehlo::emit_all_with_signatures(
             graph,
             &lowered.assignment,
             lower_args.steps_per_run,
             transfer,
             Some(&loaded.module),
         ) {
-            Ok(text) => finish(write_output(output.as_deref(), text.as_bytes())),
+            Ok((text, signatures)) => finish(write_stablehlo(output.as_deref(), &text, &signatures)),
             Err(e) => {
                 report(vec![Box::new(e)], &loaded.source);
                 ExitCode::from(1)

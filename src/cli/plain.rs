@@ -21,6 +21,8 @@ pub(super) struct PlainRun<'a> {
     pub feeds_file: Option<&'a std::path::Path>,
     /// `--feed NAME=FILE.npy`: those that name a variable give its value.
     pub feed: &'a [String],
+    /// `--no-initializers`: the graph's initialisers do not run first.
+    pub skip_initializers: bool,
 }
 
 /// Makes the first graph of `loaded` one single-replica cluster and forms
@@ -56,6 +58,7 @@ pub(super) fn cluster(
         variables: &variables,
         unlowered: plain.unlowered,
         support: &crate::xla::OpSupport,
+        skip_initializers: plain.skip_initializers,
     };
     let Some(single) = single_replica::single_replica(graph, &config).map_err(boxed)? else { return Ok(None) };
     let (formed, errors) = form_clusters(graph);
@@ -103,6 +106,27 @@ pub(super) fn describe(single: &SingleReplica) -> String {
         for op in &single.host_ops {
             text.push_str(&format!("\n  {} ({}): {}", op.op, op.node, op.placement.describe()));
         }
+    }
+    if let Some(chosen) = &single.chosen {
+        let names: Vec<&str> = single.fetches.iter().map(|(name, _)| name.as_str()).collect();
+        text.push_str(&format!(
+            "\nresults (nothing fetched by name): the graph's {} ({})",
+            chosen.rule,
+            if names.is_empty() { "none".to_string() } else { names.join(", ") }
+        ));
+        if chosen.left_out > 0 {
+            text.push_str(&format!(
+                "; {} internal sink(s) left out (`run --fetch NAME` gives any tensor)",
+                chosen.left_out
+            ));
+        }
+    }
+    if !single.initialized.is_empty() {
+        text.push_str(&format!(
+            "\nnote: variable(s) {} set by the graph's initialisers once, before the first step \
+             (--no-initializers skips them)",
+            single.initialized.join(", ")
+        ));
     }
     if !single.uninitialized.is_empty() {
         text.push_str(&format!(

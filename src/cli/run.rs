@@ -15,6 +15,7 @@ use super::{finish, report, InputFormat, LowerArgs, RewriteArgs};
 use crate::exec::{self, driver, Tensor};
 use crate::ir::Module;
 use crate::passes;
+use crate::passes::single_replica::SingleReplica;
 
 /// The arguments of `run`.
 #[derive(Debug, Clone, clap::Args)]
@@ -87,6 +88,11 @@ pub struct RunArgs {
     /// The PJRT plugin (default: $TPU_REWRITE_PJRT_PLUGIN, then the cached CPU plugin).
     #[arg(long, value_name = "PATH")]
     pub pjrt_plugin: Option<PathBuf>,
+    /// A plain graph: do not run its variable initialisers (assignments
+    /// from constants, TensorFlow's `init`) once before the first step;
+    /// variables then start as zeros.
+    #[arg(long)]
+    pub no_initializers: bool,
     /// Processes of `--backend jax-distributed` (default 2; docs/distributed.md).
     /// Each process must get a whole share of the replicas. The launcher
     /// and its pinned requirements are built into the binary and written
@@ -117,23 +123,6 @@ pub enum Backend {
     JaxDistributed,
 }
 
-/// Every `output_<i>_shard_<r>` of the host program, ordered by output then replica.
-fn default_fetches(lowered: &Module) -> Vec<String> {
-    let Some(host) = lowered.graph(driver::HOST) else { return Vec::new() };
-    let mut outs: Vec<(u64, u64, String)> = host
-        .node_ids()
-        .filter_map(|id| {
-            let name = &host.node(id).name;
-            let rest = name.strip_prefix("output_")?;
-            let (i, r) = rest.split_once("_shard_")?;
-            Some((i.parse().ok()?, r.parse().ok()?, format!("{name}:0")))
-        })
-        .filter(|(_, _, n)| host.find(n.trim_end_matches(":0")).is_some_and(|id| &*host.node(id).op == "Identity"))
-        .collect();
-    outs.sort();
-    outs.into_iter().map(|o| o.2).collect()
-}
-
 fn summary(t: &Tensor) -> String {
     // 200 characters need at most 100 elements: a huge tensor is never converted whole.
     let json = exec::tensor_to_json(&t.head(100));
@@ -150,48 +139,178 @@ fn summary(t: &Tensor) -> String {
     }
 }
 
-/// Groups the default fetches (`output_<i>_shard_<r>:0`, ordered by output
-/// then replica) by output; an output marked with a reduce op gives its
-/// first replica's copy.
-fn grouped_outputs(tagged: &Module, fetched: &[(String, Tensor)]) -> Vec<(Option<exec::ReduceOp>, exec::OutputValue)> {
-    let reduce = tagged.graphs.first().map(exec::output_reduce_ops).unwrap_or_default();
-    let replica_of = |name: &str| {
-        name.trim_end_matches(":0").rsplit_once("_shard_").and_then(|(_, r)| r.parse::<u64>().ok()).unwrap_or(0)
-    };
-    // Replica numbers come from names: rank them instead of indexing by them,
-    // so `output_0_shard_99999999999` costs one slot, not 10^11.
-    let mut replicas: Vec<u64> = fetched.iter().map(|(name, _)| replica_of(name)).collect();
-    replicas.sort_unstable();
-    replicas.dedup();
-    let mut per_replica: Vec<Vec<Tensor>> = vec![Vec::new(); replicas.len()];
-    for (name, t) in fetched {
-        let rank = replicas.binary_search(&replica_of(name)).unwrap_or(0);
-        per_replica[rank].push(t.clone());
-    }
-    let grouped = exec::group_outputs(per_replica, &reduce);
-    grouped.into_iter().enumerate().map(|(i, v)| (reduce.get(i).copied().flatten(), v)).collect()
+/// A computation output as `run` shows it without `--fetch`.
+struct Output {
+    /// The tensor the computation returns, as the user knows it.
+    name: String,
+    /// The host's copy of each replica's value (`output_<i>_shard_<r>:0`), in replica order.
+    shards: Vec<String>,
+    /// The output's reduce op, if it has one: then one value is shown.
+    reduce: Option<exec::ReduceOp>,
 }
 
-/// The tensor the computation returns as output `i`, as `name:k`: what the
-/// `TPUReplicatedOutput` that `output_<i>_shard_0` reads returns, seen
-/// through the one `Identity` the fan-out (ours and TensorFlow's) wraps each
-/// output in; `output_<i>` when the tagged graph does not show it.
-fn output_name(tagged: &Module, i: usize) -> String {
-    let fallback = || format!("output_{i}");
-    let Some(graph) = tagged.graphs.first() else { return fallback() };
+/// Every computation output of the tagged graph, cluster by cluster in
+/// graph order: each `TPUReplicatedOutput`, the `Identity` per replica the
+/// host reads, and the tensor it returns (seen through the one `Identity`
+/// the fan-out wraps each output in; a plain graph's outputs by the fetch
+/// they carry). Shards the lowered host program lacks are left out.
+fn computation_outputs(tagged: &Module, lowered: &Module, single: Option<&SingleReplica>) -> Vec<Output> {
+    let (Some(graph), Some(host)) = (tagged.graphs.first(), lowered.graph(driver::HOST)) else { return Vec::new() };
     let operand = |id| graph.data_inputs(id).into_iter().next();
-    let named = graph
-        .find(&format!("output_{i}_shard_0"))
-        .and_then(operand)
-        .map(|shard| shard.src)
-        .filter(|&fan_out| &*graph.node(fan_out).op == "TPUReplicatedOutput")
-        .and_then(operand)
-        .map(|wrapped| match &*graph.node(wrapped.src).op {
-            "Identity" => operand(wrapped.src).unwrap_or(wrapped),
-            _ => wrapped,
+    let mut outputs = Vec::new();
+    for fan in graph.nodes_in_order() {
+        let node = graph.node(fan);
+        if &*node.op != "TPUReplicatedOutput" {
+            continue;
+        }
+        let mut shards: Vec<(u32, String)> = graph
+            .uses(fan)
+            .into_iter()
+            .filter_map(|(user, edge)| match edge.kind {
+                crate::ir::EdgeKind::Data { output, .. } if &*graph.node(user).op == "Identity" => {
+                    let name = graph.node(user).name.to_string();
+                    host.find(&name).map(|_| (output, format!("{name}:0")))
+                }
+                _ => None,
+            })
+            .collect();
+        if shards.is_empty() {
+            continue;
+        }
+        shards.sort();
+        let shards: Vec<String> = shards.into_iter().map(|(_, name)| name).collect();
+        let asked = single.and_then(|s| s.fetches.iter().find(|(_, carrier)| *carrier == shards[0]));
+        let name = match asked {
+            Some((asked, _)) => asked.clone(),
+            None => operand(fan)
+                .map(|wrapped| match &*graph.node(wrapped.src).op {
+                    "Identity" => operand(wrapped.src).unwrap_or(wrapped),
+                    _ => wrapped,
+                })
+                .map_or_else(
+                    || node.name.to_string(),
+                    |v| format!("{}:{}", graph.node(v.src).name, v.output.unwrap_or(0)),
+                ),
+        };
+        let reduce = node.attrs.get_str("reduce_op").and_then(exec::ReduceOp::parse);
+        outputs.push(Output { name, shards, reduce });
+    }
+    outputs
+}
+
+/// The fetched values grouped by output (they come in the order of
+/// [`computation_outputs`]' shards): per replica, or one reduced value.
+fn grouped_outputs(
+    outputs: &[Output],
+    fetched: &[(String, Tensor)],
+) -> Vec<(Option<exec::ReduceOp>, exec::OutputValue)> {
+    let mut values = fetched.iter().map(|(_, t)| t.clone());
+    outputs
+        .iter()
+        .map(|o| {
+            let mine: Vec<Tensor> = values.by_ref().take(o.shards.len()).collect();
+            match (o.reduce, mine.first()) {
+                // Every replica holds the reduced value: show it once.
+                (Some(op), Some(first)) => (Some(op), exec::OutputValue::Reduced(first.clone())),
+                _ => (None, exec::OutputValue::PerReplica(mine)),
+            }
         })
-        .map(|value| format!("{}:{}", graph.node(value.src).name, value.output.unwrap_or(0)));
-    named.unwrap_or_else(fallback)
+        .collect()
+}
+
+/// The name a user knows for each backend fetch: a computation output's
+/// shard is its tensor (with its replica when there are several), a plain
+/// graph's fetch the name it was asked by; anything else as it is.
+fn display_names(outputs: &[Output], single: Option<&SingleReplica>, fetches: &[String]) -> Vec<String> {
+    fetches
+        .iter()
+        .map(|f| {
+            if let Some((asked, _)) = single.and_then(|s| s.fetches.iter().find(|(_, c)| c == f)) {
+                return asked.clone();
+            }
+            for o in outputs {
+                match o.shards.iter().position(|s| s == f) {
+                    Some(r) if o.shards.len() > 1 => return format!("{} (replica {r})", o.name),
+                    Some(_) => return o.name.clone(),
+                    None => {}
+                }
+            }
+            f.clone()
+        })
+        .collect()
+}
+
+/// The variables after the run as JSON: name, dtype, shape and `value`,
+/// or `per_replica` values where the mirrored copies differ.
+fn variables_json(outcome: &driver::RunOutcome) -> Vec<serde_json::Value> {
+    let mut all: Vec<(&String, Vec<&Tensor>)> = outcome.mirrors.iter().map(|(k, v)| (k, v.iter().collect())).collect();
+    for (name, t) in &outcome.variables {
+        if !outcome.mirrors.contains_key(name) {
+            all.push((name, vec![t]));
+        }
+    }
+    all.sort_by(|a, b| a.0.cmp(b.0));
+    all.into_iter()
+        .filter_map(|(name, copies)| {
+            let first = *copies.first()?;
+            let mut entry = serde_json::json!({
+                "name": name,
+                "dtype": first.dtype().to_string(),
+                "shape": first.shape(),
+            });
+            if copies.iter().all(|c| c.bit_eq(first)) {
+                entry["value"] = exec::tensor_to_json(first);
+            } else {
+                entry["per_replica"] = copies.iter().map(|t| exec::tensor_to_json(t)).collect();
+            }
+            Some(entry)
+        })
+        .collect()
+}
+
+/// A file name for tensor `name` (`/` and `:` become `_`).
+fn npy_name(name: &str) -> String {
+    format!("{}.npy", name.replace(['/', ':', ' '], "_").replace(['(', ')'], ""))
+}
+
+/// Writes every fetched tensor (by the name the user knows) and every
+/// variable (under `variables/`, one file per replica where the mirrored
+/// copies differ) as `.npy` into `dir`.
+fn write_npy_dir(
+    dir: &std::path::Path,
+    fetched: &[(String, Tensor)],
+    outcome: &driver::RunOutcome,
+) -> Result<(), AnyDiagnostic> {
+    let write = |path: std::path::PathBuf, t: &Tensor| -> Result<(), AnyDiagnostic> {
+        let bytes = exec::write_npy(t).map_err(|e| Box::new(e) as AnyDiagnostic)?;
+        super::io::write_file(&path, &bytes).map_err(|e| Box::new(e) as AnyDiagnostic)
+    };
+    let mkdir = |d: &std::path::Path| {
+        std::fs::create_dir_all(d).map_err(|e| {
+            Box::new(CliError::Write { path: d.display().to_string(), reason: e.to_string() }) as AnyDiagnostic
+        })
+    };
+    mkdir(dir)?;
+    for (name, t) in fetched {
+        write(dir.join(npy_name(name)), t)?;
+    }
+    let vars = dir.join("variables");
+    let mut made = false;
+    for (name, t) in &outcome.variables {
+        if !made {
+            mkdir(&vars)?;
+            made = true;
+        }
+        match outcome.mirrors.get(name).filter(|copies| !copies.iter().all(|c| c.bit_eq(t))) {
+            Some(copies) => {
+                for (r, copy) in copies.iter().enumerate() {
+                    write(vars.join(npy_name(&format!("{name}/replica_{r}"))), copy)?;
+                }
+            }
+            None => write(vars.join(npy_name(name)), t)?,
+        }
+    }
+    Ok(())
 }
 
 /// One grouped output as JSON: its tensor name, dtype and shape, then
@@ -280,6 +399,17 @@ pub fn run_command(args: RunArgs) -> ExitCode {
         return super::fail_with(CliError::usage("--processes applies to --backend jax-distributed only"), 2);
     }
     let input = InputPath::parse(&args.file);
+    // Sample feeds beside the graph (`X.feeds.json` for `X.opg`) when none are given.
+    let mut args = args;
+    if args.feeds.is_none() && args.feed.is_empty() && args.feed_per_host.is_empty() {
+        if let InputPath::File(path) = &input {
+            let sample = path.with_extension("feeds.json");
+            if sample.is_file() {
+                errln!("feeds: {} (found beside the graph; --feeds or --feed gives others)", sample.display());
+                args.feeds = Some(sample);
+            }
+        }
+    }
     let unlowered = match args.backend {
         Backend::Sim => passes::single_replica::Unlowered::InCluster,
         _ => passes::single_replica::Unlowered::Refuse,
@@ -288,8 +418,13 @@ pub fn run_command(args: RunArgs) -> ExitCode {
         Backend::Sim => Target::Graph,
         Backend::Pjrt | Backend::JaxDistributed => Target::Xla,
     };
-    let plain =
-        super::plain::PlainRun { fetches: &args.fetch, unlowered, feeds_file: args.feeds.as_deref(), feed: &args.feed };
+    let plain = super::plain::PlainRun {
+        fetches: &args.fetch,
+        unlowered,
+        feeds_file: args.feeds.as_deref(),
+        feed: &args.feed,
+        skip_initializers: args.no_initializers,
+    };
     let (loaded, lowering, single) =
         match rewrite_and_lower(&input, args.input_format, &args.rewrite, &args.lower, Some(&plain), target) {
             Ok(done) => done,
@@ -333,10 +468,11 @@ pub fn run_command(args: RunArgs) -> ExitCode {
     }
     let assignment = lowering.assignment.clone();
     let lowered = lowering.module;
+    let outputs = computation_outputs(&loaded.module, &lowered, single.as_ref());
     let fetches = match (&single, loaded.module.graphs.first()) {
         // A plain graph's fetches are carried by the cluster's outputs.
         (Some(single), Some(tagged)) if !args.fetch.is_empty() => super::plain::fetches(single, tagged, &args.fetch),
-        _ if args.fetch.is_empty() => default_fetches(&lowered),
+        _ if args.fetch.is_empty() => outputs.iter().flat_map(|o| o.shards.iter().cloned()).collect(),
         _ => args.fetch.clone(),
     };
     if let Some(tagged) = loaded.module.graphs.first() {
@@ -344,6 +480,21 @@ pub fn run_command(args: RunArgs) -> ExitCode {
             return super::fail(e);
         }
     }
+    // A fetch of a variable handle (`w1:0`) gives the variable's value after
+    // the run, not the handle: the backends do not fetch it.
+    let variable_of = |fetch: &str| -> Option<String> {
+        let graph = loaded.module.graphs.first()?;
+        let node = graph.node(graph.find(fetch.split(':').next()?)?);
+        matches!(&*node.op, "VarHandleOp" | "MirroredVarHandleOp").then(|| node.name.to_string())
+    };
+    let variable_fetches: Vec<(String, String)> = args
+        .fetch
+        .iter()
+        .filter(|f| !f.starts_with('^'))
+        .filter_map(|f| variable_of(f).map(|v| (f.clone(), v)))
+        .collect();
+    let mut fetches = fetches;
+    fetches.retain(|f| !variable_fetches.iter().any(|(asked, _)| asked == f));
     let feed_names: Vec<String> = feeds.iter().map(|f| f.0.clone()).collect();
     if let Some(tagged) = loaded.module.graphs.first() {
         if let Err(e) = driver::check_feeds_and_fetches(tagged, &feed_names, &fetches) {
@@ -367,6 +518,7 @@ pub fn run_command(args: RunArgs) -> ExitCode {
     let mut heartbeat = Heartbeat::new(total, progress.is_none() && total > 1);
     // The values of a step are the tensor fetches; targets (`^x`) give none.
     let fetch_names: Vec<String> = fetches.iter().filter(|f| !f.starts_with('^')).cloned().collect();
+    let fetch_names = display_names(&outputs, single.as_ref(), &fetch_names);
     let mut on_step = |i: u64, values: &[Tensor]| {
         if let Some(p) = &progress {
             p.inc(1);
@@ -489,21 +641,20 @@ pub fn run_command(args: RunArgs) -> ExitCode {
     if let Some(single) = &single {
         super::plain::rename_fetched(single, &mut outcome.fetched);
     }
-    if let Some(dir) = &args.npy_dir {
-        if let Err(e) = std::fs::create_dir_all(dir) {
-            return super::fail(CliError::Write { path: dir.display().to_string(), reason: e.to_string() });
-        }
-        for (name, t) in &outcome.fetched {
-            let path = dir.join(format!("{}.npy", name.replace(['/', ':'], "_")));
-            let bytes = match exec::write_npy(t) {
-                Ok(b) => b,
-                Err(e) => {
+    if !variable_fetches.is_empty() {
+        let mut by_name: std::collections::HashMap<String, Tensor> = outcome.fetched.drain(..).collect();
+        for asked in args.fetch.iter().filter(|f| !f.starts_with('^')) {
+            if let Some((_, var)) = variable_fetches.iter().find(|(a, _)| a == asked) {
+                let Some(value) = outcome.variables.get(var) else {
+                    let available = outcome.variables.keys().cloned().collect::<Vec<_>>().join(", ");
+                    let available = if available.is_empty() { "none".to_string() } else { available };
+                    let e = CliError::VariableFetch { name: asked.clone(), variable: var.clone(), available };
                     report(vec![Box::new(e)], &loaded.source);
                     return ExitCode::from(1);
-                }
-            };
-            if let Err(e) = super::io::write_file(&path, &bytes) {
-                return super::fail(e);
+                };
+                outcome.fetched.push((asked.clone(), value.clone()));
+            } else if let Some(t) = by_name.remove(asked) {
+                outcome.fetched.push((asked.clone(), t));
             }
         }
     }
@@ -513,16 +664,38 @@ pub fn run_command(args: RunArgs) -> ExitCode {
             Err(e) => return super::fail(e),
         }
     }
+    // Without --fetch, the fetches are the computation outputs: named as the user knows them.
+    let fetched_names: Vec<String> = outcome.fetched.iter().map(|(n, _)| n.clone()).collect();
+    let shown = if args.fetch.is_empty() {
+        // A plain graph's fetched names were given back already; find their carriers again.
+        let carriers: Vec<String> = outputs.iter().flat_map(|o| o.shards.iter().cloned()).collect();
+        if carriers.len() == fetched_names.len() {
+            display_names(&outputs, single.as_ref(), &carriers)
+        } else {
+            fetched_names
+        }
+    } else {
+        fetched_names
+    };
+    if let Some(dir) = &args.npy_dir {
+        let named: Vec<(String, Tensor)> =
+            shown.iter().cloned().zip(outcome.fetched.iter().map(|(_, t)| t.clone())).collect();
+        if let Err(e) = write_npy_dir(dir, &named, &outcome) {
+            report(vec![e], &loaded.source);
+            return ExitCode::from(1);
+        }
+    }
     // Without --fetch, the fetches are the computation outputs: group them.
-    let grouped = args.fetch.is_empty().then(|| grouped_outputs(&loaded.module, &outcome.fetched));
+    let grouped = args.fetch.is_empty().then(|| grouped_outputs(&outputs, &outcome.fetched));
     if args.json {
         let value = match &grouped {
-            Some(outputs) => serde_json::json!({
-                "outputs": outputs
+            Some(grouped) => serde_json::json!({
+                "outputs": grouped
                     .iter()
-                    .enumerate()
-                    .map(|(i, o)| output_json(output_name(&loaded.module, i), o))
-                    .collect::<Vec<_>>()
+                    .zip(&outputs)
+                    .map(|(o, out)| output_json(out.name.clone(), o))
+                    .collect::<Vec<_>>(),
+                "variables": variables_json(&outcome),
             }),
             // `--fetch`: each tensor asked for, named the same way.
             None => serde_json::json!({
@@ -535,7 +708,8 @@ pub fn run_command(args: RunArgs) -> ExitCode {
                         "shape": t.shape(),
                         "value": exec::tensor_to_json(t),
                     }))
-                    .collect::<Vec<_>>()
+                    .collect::<Vec<_>>(),
+                "variables": variables_json(&outcome),
             }),
         };
         let mut text = serde_json::to_string_pretty(&value).unwrap_or_default();
@@ -544,16 +718,19 @@ pub fn run_command(args: RunArgs) -> ExitCode {
     }
     let mut text = String::new();
     match &grouped {
-        Some(outputs) => {
-            for (i, output) in outputs.iter().enumerate() {
+        Some(grouped) => {
+            for (output, Output { name, .. }) in grouped.iter().zip(&outputs) {
                 match output {
                     (Some(op), exec::OutputValue::Reduced(t)) => {
-                        text.push_str(&format!("output {i} ({}) = {}\n", op.name(), summary(t)))
+                        text.push_str(&format!("output {name} ({}) = {}\n", op.name(), summary(t)))
                     }
-                    (_, exec::OutputValue::Reduced(t)) => text.push_str(&format!("output {i} = {}\n", summary(t))),
+                    (_, exec::OutputValue::Reduced(t)) => text.push_str(&format!("output {name} = {}\n", summary(t))),
+                    (_, exec::OutputValue::PerReplica(values)) if values.len() == 1 => {
+                        text.push_str(&format!("output {name} = {}\n", summary(&values[0])));
+                    }
                     (_, exec::OutputValue::PerReplica(values)) => {
                         for (r, t) in values.iter().enumerate() {
-                            text.push_str(&format!("output {i} replica {r} = {}\n", summary(t)));
+                            text.push_str(&format!("output {name} replica {r} = {}\n", summary(t)));
                         }
                     }
                 }
@@ -567,6 +744,9 @@ pub fn run_command(args: RunArgs) -> ExitCode {
     }
     for (name, t) in &outcome.variables {
         text.push_str(&format!("variable {name} = {}\n", summary(t)));
+    }
+    if text.contains("… (") && args.npy_dir.is_none() {
+        errln!("note: long values are shortened here; --json or --npy-dir DIR gives every output and variable whole");
     }
     finish(write_output(None, text.as_bytes()))
 }

@@ -32,7 +32,9 @@ pub mod variant;
 pub use data::{read_npy, read_npy_file, tensor_from_json, tensor_to_json, write_npy, write_npy_file};
 pub use error::{ExecError, KernelError, KernelProblem};
 pub use input::{split_batch, split_per_host};
-pub use kernels::{check_kernels, has_kernel, kernel_problems, missing_kernels, run_kernel};
+pub use kernels::{
+    check_kernels, has_kernel, kernel_problems, missing_kernels, run_kernel, run_kernel_without_effects,
+};
 pub use mesh::{Feeds, Fetch, Mesh, MeshConfig};
 pub use outputs::{group_outputs, output_reduce_ops, OutputValue, ReduceOp};
 pub use tensor::{Element, ResourceHandle, Tensor};

@@ -87,6 +87,9 @@ pub struct SingleReplicaConfig<'a> {
     pub unlowered: Unlowered,
     /// What the device compiler lowers and the host runs.
     pub support: &'a dyn OpSupport,
+    /// Skip the graph's variable initialisers that the fetches do not
+    /// reach (they run once before the first step unless this is set).
+    pub skip_initializers: bool,
 }
 
 /// Where an op runs.
@@ -136,8 +139,22 @@ pub struct SingleReplica {
     pub device_ops: usize,
     /// Variables with no earlier value, which start as zeros.
     pub uninitialized: Vec<String>,
+    /// Variables set by the graph's own initialisers (an `AssignVariableOp`
+    /// from constants) before the first step, in graph order.
+    pub initialized: Vec<String>,
+    /// Without fetches: the outputs chosen as the run's results, and how.
+    pub chosen: Option<Chosen>,
     /// The placeholders the run does not need (pruned away): their feeds are ignored.
     pub pruned_feeds: Vec<String>,
+}
+
+/// The outputs a run without fetches gives, and why.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Chosen {
+    /// `declared outputs` (the function's `Identity` returns) or `sinks`.
+    pub rule: &'static str,
+    /// Sinks left out as internal (gradient and shape bookkeeping).
+    pub left_out: usize,
 }
 
 /// True when `graph` has a cluster already (a tag or a `replicate` region).
@@ -210,8 +227,21 @@ pub fn single_replica(
     if !errors.is_empty() {
         return Err(errors);
     }
+    let is_initializer = |id: NodeId| {
+        let inputs = graph.data_inputs(id);
+        &*graph.node(id).op == "AssignVariableOp"
+            && inputs.first().is_some_and(|h| &*graph.node(h.src).op == "VarHandleOp")
+            && inputs.get(1).is_some_and(|v| constant_ancestors(graph, config.support, v.src).is_some())
+    };
     if roots.is_empty() {
-        roots = graph.node_ids().collect();
+        // Every op runs; with `skip_initializers`, the initialisers do not.
+        // (TensorFlow's `init` is a `NoOp` on them.)
+        let init_group = |id: NodeId| {
+            let inputs = graph.inputs(id);
+            &*graph.node(id).op == "NoOp" && !inputs.is_empty() && inputs.iter().all(|i| is_initializer(i.src))
+        };
+        let skipped = |id: NodeId| config.skip_initializers && (is_initializer(id) || init_group(id));
+        roots = graph.node_ids().filter(|&id| !skipped(id)).collect();
     }
     // Prune to the roots' ancestors.
     let mut needed: BTreeSet<NodeId> = BTreeSet::new();
@@ -219,6 +249,28 @@ pub fn single_replica(
     while let Some(id) = stack.pop() {
         if needed.insert(id) {
             stack.extend(graph.inputs(id).into_iter().map(|i| i.src).filter(|s| !needed.contains(s)));
+        }
+    }
+    if !config.skip_initializers {
+        // The graph's initialisers the roots do not reach: an assignment
+        // from constants to a variable the run uses and has no value for,
+        // as TensorFlow's `init` op groups them. The first one per
+        // variable, in graph order.
+        let mut covered: BTreeSet<NodeId> = BTreeSet::new();
+        for id in graph.nodes_in_order() {
+            if needed.contains(&id) || !is_initializer(id) {
+                continue;
+            }
+            let inputs = graph.data_inputs(id);
+            let (Some(handle), Some(value)) = (inputs.first(), inputs.get(1)) else { continue };
+            let has_value = config.variables.iter().any(|(n, _)| *n == *graph.node(handle.src).name);
+            if !needed.contains(&handle.src) || covered.contains(&handle.src) || has_value {
+                continue;
+            }
+            let Some(ancestors) = constant_ancestors(graph, config.support, value.src) else { continue };
+            covered.insert(handle.src);
+            needed.insert(id);
+            needed.extend(ancestors);
         }
     }
     let unused: Vec<NodeId> = graph.node_ids().filter(|id| !needed.contains(id)).collect();
@@ -269,8 +321,9 @@ pub fn single_replica(
     // from constants and also uses otherwise is initialised on the host
     // first, as the init program does for a replicated graph.
     let mut initialized: BTreeSet<NodeId> = BTreeSet::new();
+    let mut report_initialized = Vec::new();
     for &id in &order {
-        if &*graph.node(id).op != "AssignVariableOp" {
+        if &*graph.node(id).op != "AssignVariableOp" || config.skip_initializers {
             continue;
         }
         let inputs = graph.data_inputs(id);
@@ -287,6 +340,7 @@ pub fn single_replica(
         }
         kind.insert(id, Kind::Host);
         initialized.insert(handle.src);
+        report_initialized.push(var.name.to_string());
     }
     // A constant only host ops read is a host op.
     for &id in &order {
@@ -341,7 +395,7 @@ pub fn single_replica(
         group.insert(id, g);
     }
     // Tags.
-    let mut report = SingleReplica { pruned_feeds, ..SingleReplica::default() };
+    let mut report = SingleReplica { pruned_feeds, initialized: report_initialized, ..SingleReplica::default() };
     for &id in &order {
         let p = placed[&id];
         let node = graph.node_mut(id);
@@ -418,16 +472,11 @@ pub fn single_replica(
         report.fetches.push((fetch, carrier));
     }
     if config.fetches.is_empty() {
-        // Every output of a device op that nothing reads.
-        for &id in &order {
-            if placed[&id] != Placement::Device || !graph.uses(id).is_empty() {
-                continue;
-            }
-            let n = crate::ir::verify::output_count(graph, id).unwrap_or(0);
-            for k in 0..n {
-                let name = output_of(graph, id, k);
-                report.fetches.push((format!("{}:{k}", graph.node(id).name), format!("{name}:0")));
-            }
+        let (chosen, left_out) = default_outputs(graph, &order, |id| placed[&id] == Placement::Device);
+        report.chosen = Some(Chosen { rule: chosen.0, left_out });
+        for (id, k) in chosen.1 {
+            let name = output_of(graph, id, k);
+            report.fetches.push((format!("{}:{k}", graph.node(id).name), format!("{name}:0")));
         }
     }
 
@@ -471,6 +520,61 @@ pub fn single_replica(
     }
     report.host_ops.sort_by_key(|h| graph.find(&h.node).map(|id| graph.node(id).seq));
     Ok(Some(report))
+}
+
+/// Op types whose results are bookkeeping (shapes, initialisation
+/// checks, a variable's read, which the run reports with the variables),
+/// never a result a user fetches by default.
+const BOOKKEEPING: &[&str] =
+    &["BroadcastGradientArgs", "Rank", "ReadVariableOp", "Shape", "ShapeN", "Size", "VarIsInitializedOp"];
+
+/// The outputs a run without fetches gives: the function's declared
+/// returns when the graph has them (sinks named `Identity` or
+/// `Identity_<n>`, as TensorFlow names a function's outputs), else every
+/// data sink of the device that is not internal (under a `gradients` or
+/// `gradient_tape` scope, or bookkeeping such as shapes). Returns the rule, the
+/// outputs `(node, k)`, and how many sinks were left out.
+#[allow(clippy::type_complexity)]
+fn default_outputs(
+    graph: &Graph,
+    order: &[NodeId],
+    on_device: impl Fn(NodeId) -> bool,
+) -> ((&'static str, Vec<(NodeId, u32)>), usize) {
+    let sinks: Vec<NodeId> = order.iter().copied().filter(|&id| on_device(id) && graph.uses(id).is_empty()).collect();
+    let outputs = |ids: &[NodeId]| -> Vec<(NodeId, u32)> {
+        ids.iter()
+            .flat_map(|&id| {
+                let n = crate::ir::verify::output_count(graph, id).unwrap_or(0);
+                (0..n).map(move |k| (id, k))
+            })
+            .collect()
+    };
+    let is_return = |id: NodeId| {
+        let node = graph.node(id);
+        &*node.op == "Identity"
+            && node
+                .name
+                .strip_prefix("Identity")
+                .is_some_and(|n| n.is_empty() || n.strip_prefix('_').is_some_and(|k| k.parse::<u32>().is_ok()))
+    };
+    let declared: Vec<NodeId> = sinks.iter().copied().filter(|&id| is_return(id)).collect();
+    if !declared.is_empty() {
+        let left_out = sinks.len() - declared.len();
+        return (("declared outputs", outputs(&declared)), left_out);
+    }
+    let internal = |id: NodeId| {
+        let node = graph.node(id);
+        BOOKKEEPING.contains(&&*node.op)
+            || node.name.split('/').any(|scope| {
+                scope == "gradients"
+                    || scope.starts_with("gradients_")
+                    || scope == "gradient_tape"
+                    || scope.starts_with("gradient_tape_")
+            })
+    };
+    let kept: Vec<NodeId> = sinks.iter().copied().filter(|&id| !internal(id)).collect();
+    let left_out = sinks.len() - kept.len();
+    (("sinks", outputs(&kept)), left_out)
 }
 
 /// `id` and its data ancestors when none of them is a feed or touches a

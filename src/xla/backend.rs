@@ -176,6 +176,7 @@ pub fn run(graph: &Graph, assignment: &DeviceAssignment, config: &RunConfig) -> 
             steps_per_run: config.steps_per_run.max(1),
             feeds: config.feeds,
             missing_feed: MissingFeed::Error,
+            host_effects: true,
             host_transfer,
             run: callback::next_id(),
             library: config.library,

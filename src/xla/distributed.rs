@@ -255,6 +255,7 @@ pub fn run(graph: &Graph, assignment: &DeviceAssignment, config: &Config) -> Res
         steps_per_run: config.steps_per_run.max(1),
         feeds: config.feeds,
         missing_feed: MissingFeed::Error,
+        host_effects: true,
         host_transfer: stablehlo::HostTransfer::Stages,
         run: 0,
         library: config.library,

@@ -402,6 +402,8 @@ pub fn load(path: &Path) -> Result<Plugin, XlaError> {
     if !path.is_file() {
         return Err(XlaError::PluginNotFound { path: path.display().to_string() });
     }
+    // The plugin reads its log level when it loads.
+    super::stderr::quiet_plugin_logging();
     // SAFETY: loading a library runs its initialisers; a PJRT plugin is a
     // shared object built to be loaded this way.
     let library = unsafe { libloading::Library::new(path) }

@@ -12,7 +12,7 @@
 use std::collections::HashMap;
 
 use super::error::XlaError;
-use crate::exec::{run_kernel, Tensor};
+use crate::exec::{run_kernel, run_kernel_without_effects, Tensor};
 use crate::ir::{DType, Graph, NodeId};
 use crate::passes::common::TPU_REPLICATE;
 
@@ -33,13 +33,22 @@ pub struct Host<'a> {
     feeds: HashMap<String, Tensor>,
     missing: MissingFeed,
     memo: HashMap<NodeId, Vec<Tensor>>,
+    /// False: host ops that print or assert give their values only.
+    effects: bool,
 }
 
 impl<'a> Host<'a> {
     /// An evaluator over `graph` with `feeds` (tensor name → value).
     pub fn new(graph: &'a Graph, feeds: &[(String, Tensor)], missing: MissingFeed) -> Host<'a> {
         let feeds = feeds.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-        Host { graph, feeds, missing, memo: HashMap::new() }
+        Host { graph, feeds, missing, memo: HashMap::new(), effects: true }
+    }
+
+    /// The same evaluator, for compiling only: `Print`, `PrintV2` and
+    /// `Assert` write nothing and stop nothing.
+    pub fn without_effects(mut self) -> Host<'a> {
+        self.effects = false;
+        self
     }
 
     /// Gives node `id` the values `outputs` (a device result, e.g. a
@@ -107,6 +116,8 @@ impl<'a> Host<'a> {
                     None => vec![self.unfed(id)?],
                 },
                 "VarHandleOp" | "MirroredVarHandleOp" => Vec::new(),
+                op if !self.effects => run_kernel_without_effects(op, &node.attrs, &args)
+                    .map_err(|e| XlaError::Host { node: node.name.to_string(), message: e.to_string() })?,
                 op => run_kernel(op, &node.attrs, &args)
                     .map_err(|e| XlaError::Host { node: node.name.to_string(), message: e.to_string() })?,
             };

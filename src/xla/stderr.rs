@@ -9,6 +9,41 @@
 //! pipe whose lines a thread copies to the real stderr, minus those.
 //! Warnings and errors (`W…`, `E…`, `F…` lines) pass. Unix only; elsewhere
 //! [`Filter::install`] does nothing.
+//!
+//! Before the plugin loads, [`quiet_plugin_logging`] sets
+//! `TF_CPP_MIN_LOG_LEVEL=1` when the environment does not choose a level,
+//! so the plugin itself logs warnings and errors only, in the CLI and in
+//! any program using the library. [`set_verbose`] (the CLI's `-v`) lets
+//! everything through: level 0 and no filter.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// The environment variable XLA's logging reads for its least severity.
+pub const LOG_LEVEL_ENV: &str = "TF_CPP_MIN_LOG_LEVEL";
+
+static VERBOSE: AtomicBool = AtomicBool::new(false);
+
+/// Lets the plugin's own logging through (`-v`): call it before the plugin loads.
+pub fn set_verbose(on: bool) {
+    VERBOSE.store(on, Ordering::Relaxed);
+}
+
+/// True after [`set_verbose`]`(true)`.
+pub fn verbose() -> bool {
+    VERBOSE.load(Ordering::Relaxed)
+}
+
+/// Chooses the plugin's log level, once, before it loads: the
+/// environment's `TF_CPP_MIN_LOG_LEVEL` if set, else 0 when verbose and 1
+/// (warnings and errors) otherwise.
+pub fn quiet_plugin_logging() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        if std::env::var_os(LOG_LEVEL_ENV).is_none() {
+            std::env::set_var(LOG_LEVEL_ENV, if verbose() { "0" } else { "1" });
+        }
+    });
+}
 
 /// True for a plugin log line that says nothing to a user.
 pub fn is_noise(line: &str) -> bool {
@@ -28,11 +63,15 @@ pub struct Filter {
 }
 
 impl Filter {
-    /// Routes descriptor 2 through the filter; `None` if that fails.
+    /// Routes descriptor 2 through the filter; `None` if that fails, or
+    /// when verbose (everything passes).
     #[cfg(unix)]
     pub fn install() -> Option<Filter> {
         use std::io::{BufRead, Write};
         use std::os::fd::FromRawFd;
+        if verbose() {
+            return None;
+        }
         let mut fds = [0i32; 2];
         // SAFETY: plain descriptor calls; every result is checked.
         unsafe {

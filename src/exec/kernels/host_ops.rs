@@ -115,6 +115,11 @@ fn print_v2(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<(), KernelEr
     }
 }
 
+/// What `Print` returns, without printing: its first operand.
+pub(crate) fn pass_through(op: &str, inputs: &[Tensor]) -> Result<Tensor, KernelError> {
+    arg(op, inputs, 0).cloned()
+}
+
 /// `Print(input, data...) {message, first_n, summarize}`: `input`, after
 /// writing the message and the data to stderr.
 fn print_v1(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Tensor, KernelError> {

@@ -482,6 +482,18 @@ pub fn run_kernel(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Te
     .unwrap_or_else(|payload| Err(KernelError::Panic { op: op.to_string(), message: panic_message(payload.as_ref()) }))
 }
 
+/// Runs kernel `op` for its values only: an op whose kernel writes
+/// somewhere (`Print`, `PrintV2`) or stops the run (`Assert`) gives its
+/// pass-through value, or nothing, and writes nothing. Compilation (the
+/// StableHLO trace, `lower`) uses this, so that lowering has no side effects.
+pub fn run_kernel_without_effects(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Tensor>, KernelError> {
+    match op {
+        "Print" => host_ops::pass_through(op, inputs).map(|t| vec![t]),
+        "PrintV2" | "Assert" => Ok(Vec::new()),
+        _ => run_kernel(op, attrs, inputs),
+    }
+}
+
 /// The text of a panic payload.
 pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     if let Some(s) = payload.downcast_ref::<&str>() {

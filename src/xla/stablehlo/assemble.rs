@@ -7,6 +7,7 @@
 use std::collections::HashMap;
 
 use super::calls::Library;
+use super::signature::{self, Signature};
 use super::text::{self, Ctx, Ty, Val};
 use super::{trace, ArgSource, Program};
 use crate::exec::Tensor;
@@ -14,7 +15,7 @@ use crate::ir::{Graph, NodeId};
 use crate::passes::ReplicateCluster;
 use crate::xla::error::XlaError;
 
-/// Prints the module: `@step`, then `@main`.
+/// Prints the module: `@step`, then `@main`; with `@main`'s signature.
 pub(super) fn assemble(
     graph: &Graph,
     cluster: &ReplicateCluster,
@@ -23,7 +24,7 @@ pub(super) fn assemble(
     first: &[Tensor],
     steps: usize,
     lib: &Library,
-) -> Result<String, XlaError> {
+) -> Result<(String, Signature), XlaError> {
     lib.reset();
     let replicas = cluster.num_replicas as usize;
     let arg_types: Vec<Ty> = first.iter().map(Ty::of).collect();
@@ -102,16 +103,17 @@ pub(super) fn assemble(
         num_data,
         num_vars
     ));
+    let module_name = mlir_ident(&if program.stages > 1 {
+        format!("{}_stage{}", cluster.name, program.stage)
+    } else {
+        cluster.name.clone()
+    });
     out.push_str(&format!(
-        "module @{} attributes {{mhlo.num_replicas = {replicas} : i32, mhlo.num_partitions = {partitions} : i32}} {{\n",
-        mlir_ident(&if program.stages > 1 {
-            format!("{}_stage{}", cluster.name, program.stage)
-        } else {
-            cluster.name.clone()
-        })
+        "module @{module_name} attributes {{mhlo.num_replicas = {replicas} : i32, mhlo.num_partitions = {partitions} : i32}} {{\n"
     ));
-    let sig: Vec<String> = params.iter().map(|p| format!("{}: {}", p.name, p.ty.mlir())).collect();
-    out.push_str(&format!("  func.func private @step({}) -> ({}) {{\n", sig.join(", "), result_types.join(", ")));
+    let mut sig = Signature { module: format!("@{module_name}"), num_replicas: replicas, ..Signature::default() };
+    let step_sig: Vec<String> = params.iter().map(|p| format!("{}: {}", p.name, p.ty.mlir())).collect();
+    out.push_str(&format!("  func.func private @step({}) -> ({}) {{\n", step_sig.join(", "), result_types.join(", ")));
     out.push_str(&step_body);
     let names: Vec<&str> = results.iter().map(|v| v.name.as_str()).collect();
     out.push_str(&format!("    \"func.return\"({}) : ({}) -> ()\n  }}\n", names.join(", "), result_types.join(", ")));
@@ -120,9 +122,10 @@ pub(super) fn assemble(
 
     // @main, each argument and result named after the graph value it is
     // (`tpu_rewrite.name`, which XLA ignores).
-    let value_name = |node: NodeId, k: u32| match k {
-        0 => graph.node(node).name.to_string(),
-        k => format!("{}:{k}", graph.node(node).name),
+    // A tensor is `node:k`, as feeds and fetches name it; an input or a variable is its node.
+    let value_name = |node: NodeId, k: Option<u32>| match k {
+        None => graph.node(node).name.to_string(),
+        Some(k) => format!("{}:{k}", graph.node(node).name),
     };
     let main_args: Vec<String> = arg_types
         .iter()
@@ -130,31 +133,37 @@ pub(super) fn assemble(
         .enumerate()
         .map(|(i, (t, arg))| {
             let name = match *arg {
-                ArgSource::Replicated(n) | ArgSource::Variable(n) => value_name(n, 0),
-                ArgSource::Host(n, k) | ArgSource::Carried(n, k) => value_name(n, k),
+                ArgSource::Replicated(n) | ArgSource::Variable(n) => value_name(n, None),
+                ArgSource::Host(n, k) | ArgSource::Carried(n, k) => value_name(n, Some(k)),
             };
+            let alias = (i >= num_data).then(|| num_outputs + (i - num_data));
+            sig.arguments.push(signature::argument(graph, arg, name.clone(), t, alias));
             let name = mlir_string(&name);
-            if i >= num_data {
-                let alias = num_outputs + (i - num_data);
-                format!("%arg{i}: {} {{tf.aliasing_output = {alias} : i32, tpu_rewrite.name = {name}}}", t.mlir())
-            } else {
-                format!("%arg{i}: {} {{tpu_rewrite.name = {name}}}", t.mlir())
+            match alias {
+                Some(alias) => {
+                    format!("%arg{i}: {} {{tf.aliasing_output = {alias} : i32, tpu_rewrite.name = {name}}}", t.mlir())
+                }
+                None => format!("%arg{i}: {} {{tpu_rewrite.name = {name}}}", t.mlir()),
             }
         })
         .collect();
+    // Results: each output named after the tensor the computation returns.
     let result_names = program
         .outputs
         .iter()
-        .map(|o| value_name(o.node, 0))
-        .chain(program.carried.iter().map(|&(n, k)| value_name(n, k)))
-        .chain(program.args.iter().filter_map(|a| match *a {
-            ArgSource::Variable(n) => Some(value_name(n, 0)),
+        .map(|o| (signature::output_name(graph, o.node), "output", None))
+        .chain(program.carried.iter().map(|&(n, k)| (value_name(n, Some(k)), "carried", None)))
+        .chain(program.args.iter().enumerate().filter_map(|(i, a)| match *a {
+            ArgSource::Variable(n) => Some((value_name(n, None), "variable", Some(i))),
             _ => None,
         }));
-    let main_results: Vec<String> = result_types
+    let main_results: Vec<String> = results
         .iter()
         .zip(result_names)
-        .map(|(t, name)| format!("{t} {{tpu_rewrite.name = {}}}", mlir_string(&name)))
+        .map(|(v, (name, kind, alias))| {
+            sig.results.push(signature::result(name.clone(), kind, &v.ty, alias));
+            format!("{} {{tpu_rewrite.name = {}}}", v.ty.mlir(), mlir_string(&name))
+        })
         .collect();
     out.push_str(&format!("  func.func public @main({}) -> ({}) {{\n", main_args.join(", "), main_results.join(", ")));
     let arg_names: Vec<String> = (0..arg_types.len()).map(|i| format!("%arg{i}")).collect();
@@ -186,9 +195,9 @@ pub(super) fn assemble(
     ));
     if results.is_empty() {
         // A call with no results prints without `:0`; keep the form simple.
-        return Ok(out.replace(":0 = \"func.call\"", " = \"func.call\""));
+        return Ok((out.replace(":0 = \"func.call\"", " = \"func.call\""), sig));
     }
-    Ok(out)
+    Ok((out, sig))
 }
 
 /// `@main`'s loop: carries (counter, data args, variables, last outputs).

@@ -35,6 +35,7 @@ mod calls;
 mod host_call;
 mod lists;
 pub(crate) mod ops;
+pub mod signature;
 pub(crate) mod text;
 
 /// The op types the StableHLO lowering table has a builder for, sorted.
@@ -82,6 +83,9 @@ pub struct Config<'a> {
     pub host_transfer: HostTransfer,
     /// The registry id host callbacks carry (`run` in `backend_config`).
     pub run: u64,
+    /// False when compiling only (`lower`): host ops evaluated for the
+    /// program's arguments print nothing (lowering has no side effects).
+    pub host_effects: bool,
     /// The module whose functions (`role = "function"`) the graph's
     /// `While`, `If`, `Case` and call ops name; `None`: no functions.
     pub library: Option<&'a crate::ir::Module>,
@@ -113,6 +117,25 @@ impl ArgSource {
     }
 }
 
+/// Puts `@main`'s arguments in their documented order: by kind
+/// ([`ArgSource::rank`]), feeds and host values in the order the graph
+/// declares their nodes (a replicated input by its replica-0 operand), so
+/// placeholders keep the graph's order; carried values in the order the
+/// program reads them; variables in the order the graph declares their
+/// handles.
+fn order_args(graph: &Graph, args: &mut [ArgSource]) {
+    let position = |arg: &ArgSource| match *arg {
+        ArgSource::Replicated(input) => {
+            let first = graph.data_inputs(input).first().map_or(input, |o| o.src);
+            (graph.node(first).seq, 0)
+        }
+        ArgSource::Host(id, k) => (graph.node(id).seq, k),
+        ArgSource::Carried(..) => (0, 0),
+        ArgSource::Variable(id) => (graph.node(id).seq, 0),
+    };
+    args.sort_by_key(|a| (a.rank(), position(a)));
+}
+
 /// A computation output.
 #[derive(Clone, Debug, PartialEq)]
 pub struct OutputSpec {
@@ -127,6 +150,8 @@ pub struct OutputSpec {
 pub struct Emitted {
     /// The MLIR text.
     pub module: String,
+    /// `@main`'s arguments and results, as the sidecar JSON gives them.
+    pub signature: signature::Signature,
     /// `@main`'s arguments, in order.
     pub args: Vec<ArgSource>,
     /// The argument values, `[argument][replica]` (for `Carried`
@@ -201,6 +226,9 @@ pub fn emit_module(
     let replicas = cluster.num_replicas as usize;
     let analysis = analyse(graph, cluster)?;
     let mut host = Host::new(graph, config.feeds, config.missing_feed);
+    if !config.host_effects {
+        host = host.without_effects();
+    }
     // Values of every argument the whole cluster reads.
     let mut values: HashMap<ArgSource, Vec<Tensor>> = HashMap::new();
     for arg in &analysis.whole.args {
@@ -286,9 +314,10 @@ pub fn emit_module(
             })
             .collect();
         let first: Vec<Tensor> = arg_values.iter().map(|v| v[0].clone()).collect();
-        let module = assemble::assemble(graph, cluster, program, &traced, &first, steps, &lib)?;
+        let (module, signature) = assemble::assemble(graph, cluster, program, &traced, &first, steps, &lib)?;
         stages.push(Emitted {
             module,
+            signature,
             args: program.args.clone(),
             arg_values,
             outputs: program.outputs.clone(),
@@ -333,6 +362,18 @@ pub fn emit_all(
     host_transfer: HostTransfer,
     library: Option<&crate::ir::Module>,
 ) -> Result<String, XlaError> {
+    emit_all_with_signatures(graph, assignment, steps_per_run, host_transfer, library).map(|(text, _)| text)
+}
+
+/// [`emit_all`], with each module's `@main` signature in module order.
+/// Compiling only: host ops print nothing and assert nothing.
+pub fn emit_all_with_signatures(
+    graph: &Graph,
+    assignment: &DeviceAssignment,
+    steps_per_run: u32,
+    host_transfer: HostTransfer,
+    library: Option<&crate::ir::Module>,
+) -> Result<(String, Vec<signature::Signature>), XlaError> {
     let (clusters, errors) = crate::passes::form_clusters(graph);
     if let Some(e) = errors.into_iter().next() {
         return Err(XlaError::UnsupportedGraph { message: e.to_string() });
@@ -340,12 +381,24 @@ pub fn emit_all(
     if clusters.is_empty() {
         return Err(XlaError::UnsupportedGraph { message: "the graph has no replicate cluster".into() });
     }
-    let config = Config { steps_per_run, feeds: &[], missing_feed: MissingFeed::Ones, host_transfer, run: 0, library };
+    let config = Config {
+        steps_per_run,
+        feeds: &[],
+        missing_feed: MissingFeed::Ones,
+        host_transfer,
+        run: 0,
+        host_effects: false,
+        library,
+    };
     let mut modules = Vec::new();
+    let mut signatures = Vec::new();
     for cluster in &clusters {
-        modules.extend(emit_module(graph, cluster, assignment, &config)?.stages.into_iter().map(|s| s.module));
+        for stage in emit_module(graph, cluster, assignment, &config)?.stages {
+            modules.push(stage.module);
+            signatures.push(stage.signature);
+        }
     }
-    Ok(modules.join("// -----\n"))
+    Ok((modules.join("// -----\n"), signatures))
 }
 
 /// A readable name of an argument.
@@ -409,7 +462,7 @@ fn analyse(graph: &Graph, cluster: &ReplicateCluster) -> Result<Analysis, XlaErr
             }
         }
     }
-    args.sort_by_key(ArgSource::rank);
+    order_args(graph, &mut args);
     let outputs = cluster
         .outputs
         .iter()
@@ -541,7 +594,7 @@ fn stage(
             }
         }
         program.args.extend(variables.iter().cloned());
-        program.args.sort_by_key(ArgSource::rank);
+        order_args(graph, &mut program.args);
     }
     // Host ops read device values of the stage they follow (or earlier).
     for ops in &host_ops {

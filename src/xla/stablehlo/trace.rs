@@ -19,7 +19,7 @@ use super::calls::Library;
 use super::ops::{builder, state, Call, FOLD_ONLY, SHAPE_ONLY};
 use super::text::{Ctx, Ty, Val};
 use super::{ArgSource, Program, VARIABLE_OPS};
-use crate::exec::{run_kernel, Tensor};
+use crate::exec::{run_kernel, run_kernel_without_effects, Tensor};
 use crate::ir::{Graph, NodeId};
 use crate::xla::error::XlaError;
 
@@ -206,7 +206,8 @@ fn trace_with(
                 // Random draws stay in the program: folding would put the simulator's stream there.
                 let constant = (all_constant && !super::ops::random::DRAWS.contains(&op)) || SHAPE_ONLY.contains(&op);
                 let fix = fixes.get(&id);
-                run_kernel(op, &node.attrs, &args)
+                // A trace computes types on dummy values: host ops print nothing here.
+                run_kernel_without_effects(op, &node.attrs, &args)
                     .map_err(|e| lowering(graph, id, e.to_string()))?
                     .into_iter()
                     .map(|value| {

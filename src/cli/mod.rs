@@ -341,7 +341,7 @@ pub enum Command {
         output: Option<PathBuf>,
     },
     /// Rewrite, lower and execute on a mesh of simulated devices.
-    Run(run::RunArgs),
+    Run(Box<run::RunArgs>),
     /// List the rewrite passes in pipeline order, each with its meaning.
     Passes,
     /// List the supported ops with their dtypes and backends.
@@ -448,7 +448,7 @@ pub fn run(cli: Cli) -> ExitCode {
             let view = if expand { pipeline::LoweredView::Expanded } else { pipeline::LoweredView::Spmd };
             pipeline::lower_command(&file, input_format, &rewrite, &lower, (format, view), describe, output)
         }
-        Command::Run(args) => run::run_command(args),
+        Command::Run(args) => run::run_command(*args),
         Command::CliReference => finish(write_output(None, reference::markdown().as_bytes())),
         Command::Passes => finish(write_output(None, crate::passes::pass_list().as_bytes())),
         Command::Ops { markdown, coverage } => {

@@ -96,6 +96,7 @@ static REGISTRY: &[OpDef] = ops! {
     "DepthwiseConv2dNative" => Fixed(1), Tpu, ["T": Type, "strides": List, "padding": Str, "explicit_paddings": List, "data_format": Str, "dilations": List];
     "DepthwiseConv2dNativeBackpropFilter" => Fixed(1), Tpu, ["T": Type, "strides": List, "padding": Str, "explicit_paddings": List, "data_format": Str, "dilations": List];
     "DepthwiseConv2dNativeBackpropInput" => Fixed(1), Tpu, ["T": Type, "strides": List, "padding": Str, "explicit_paddings": List, "data_format": Str, "dilations": List];
+    "DivNoNan" => Fixed(1), Tpu, ["T": Type];
     "EagerPyFunc" => FromListAttr("Tout"), HostOnly, ["token": Str, "Tin": List, "Tout": List];
     "Einsum" => Fixed(1), Tpu, ["equation": Str, "N": Int, "T": Type];
     "Elu" => Fixed(1), Tpu, ["T": Type];

@@ -57,6 +57,8 @@ pub(crate) enum BinaryOp {
     Sub,
     Mul,
     Div,
+    /// `DivNoNan(x, y) = x / y`, and 0 where `y` is 0 (even where `x` is not finite).
+    DivNoNan,
     FloorDiv,
     /// `FloorMod(x, y) = x - floor(x / y) * y`: the remainder with the sign of `y`.
     FloorMod,
@@ -101,6 +103,7 @@ fn real_binary<T: Real>(
         BinaryOp::Sub => broadcast_zip(op, x, y, |a, b| a - b)?,
         BinaryOp::Mul => broadcast_zip(op, x, y, |a, b| a * b)?,
         BinaryOp::Div => broadcast_zip(op, x, y, |a, b| a / b)?,
+        BinaryOp::DivNoNan => broadcast_zip(op, x, y, |a, b| if b == T::zero() { T::zero() } else { a / b })?,
         BinaryOp::FloorDiv => broadcast_zip(op, x, y, |a, b| (a / b).floor())?,
         BinaryOp::FloorMod => broadcast_zip(op, x, y, |a, b| a - (a / b).floor() * b)?,
         // NaN propagates, as in TensorFlow.
@@ -140,7 +143,7 @@ fn int_binary<T: Num>(
         BinaryOp::Pow => broadcast_zip(op, x, y, |a, b| a.pow(b).unwrap_or_else(T::zero))?,
         BinaryOp::SquaredDifference => broadcast_zip(op, x, y, |a, b| a.sub(b).mul(a.sub(b)))?,
         BinaryOp::ReluGrad => broadcast_zip(op, x, y, |dy, f| if f > T::zero() { dy } else { T::zero() })?,
-        BinaryOp::TanhGrad | BinaryOp::SigmoidGrad | BinaryOp::RsqrtGrad => {
+        BinaryOp::DivNoNan | BinaryOp::TanhGrad | BinaryOp::SigmoidGrad | BinaryOp::RsqrtGrad => {
             return Err(KernelError::dtype(op, T::DTYPE, "a floating-point dtype is required"))
         }
     };

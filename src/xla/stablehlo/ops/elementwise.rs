@@ -42,6 +42,15 @@ pub(super) fn div(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
     }
 }
 
+/// `DivNoNan(a, b)`: `a / b`, and 0 where `b` is 0.
+pub(super) fn div_no_nan(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
+    let (a, b) = broadcast_pair(c, n)?;
+    let q = c.elementwise("divide", &[&a, &b]);
+    let zero = c.splat(&b.ty, 0.0);
+    let by_zero = c.compare(&b, &zero, Cmp::Eq);
+    Ok(vec![c.select(&by_zero, &zero, &q)])
+}
+
 /// Floor division: `floor(a / b)` for floats; for integers the truncated
 /// quotient, one less where the signs differ and the division is inexact.
 pub(super) fn floor_div(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {

@@ -142,6 +142,7 @@ pub const TABLE: &[(&str, Builder)] = &[
         nchw::with_layout(c, n, |c, n| conv::conv(c, n, conv::Kind::BackpropInput, true))
     }),
     ("Div", ew::div),
+    ("DivNoNan", ew::div_no_nan),
     ("Einsum", linalg::einsum),
     ("Elu", act::elu),
     ("EluGrad", act::elu_grad),

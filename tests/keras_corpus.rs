@@ -49,8 +49,21 @@ const CASES: &[(&str, Expect)] = &[
     ("conv_batchnorm", Runs),
     ("dense_adam", Runs),
     ("gru_classifier", Runs),
+    ("losses", Runs),
     ("lstm_classifier", Runs),
     ("mobilenet_v2", Runs),
+    ("opt_adadelta", Runs),
+    ("opt_adam_clipnorm", Runs),
+    ("opt_adam_global_clipnorm", Runs),
+    ("opt_adamax", Runs),
+    ("opt_rmsprop_centered", Runs),
+    ("opt_schedule_cosine", Runs),
+    ("opt_schedule_exponential", Runs),
+    ("opt_schedule_piecewise", Runs),
+    ("opt_sgd_clipvalue", Runs),
+    ("opt_sgd_nesterov", Runs),
+    ("tf1_adam_decay_clip", Runs),
+    ("tf1_while_cond", Runs),
     ("transformer_encoder", Runs),
 ];
 
@@ -133,8 +146,16 @@ fn check(case: &str) {
         .unwrap_or_else(|e| panic!("{case}: the simulator failed: {:?}", miette::Report::new(e)));
     assert_tf_numbers(&format!("{case} (simulator)"), &meta, &sim, rtol);
 
-    let pjrt_config = backend::RunConfig { fetch: &fetches, steps, ..support::one_step(&feeds, Some(&module)) };
-    match (expect, backend::run(graph, &lowered.assignment, &pjrt_config)) {
+    // PJRT gets TF1 control flow as functional While/If, as the CLI gives it.
+    let mut functional = module.clone();
+    if let Some(e) = tpu_rewrite::passes::functionalize::functionalize(&mut functional).first() {
+        panic!("{case}: functionalize failed: {:?}", miette::Report::new(e.clone()));
+    }
+    let functional_graph = functional.graph("main").expect("@main");
+    let functional_lowered =
+        lower(functional_graph, &config).unwrap_or_else(|e| panic!("{case}: lowering failed: {e:?}"));
+    let pjrt_config = backend::RunConfig { fetch: &fetches, steps, ..support::one_step(&feeds, Some(&functional)) };
+    match (expect, backend::run(functional_graph, &functional_lowered.assignment, &pjrt_config)) {
         (Runs, Ok(outcome)) => assert_tf_numbers(&format!("{case} (pjrt)"), &meta, &outcome.run, rtol),
         (Runs, Err(e)) => panic!("{case}: PJRT refused it: {:?}", miette::Report::new(e)),
         (Expect::Refused(code, why), Err(e)) => {
@@ -165,8 +186,21 @@ keras_cases!(
     conv_batchnorm,
     dense_adam,
     gru_classifier,
+    losses,
     lstm_classifier,
     mobilenet_v2,
+    opt_adadelta,
+    opt_adam_clipnorm,
+    opt_adam_global_clipnorm,
+    opt_adamax,
+    opt_rmsprop_centered,
+    opt_schedule_cosine,
+    opt_schedule_exponential,
+    opt_schedule_piecewise,
+    opt_sgd_clipvalue,
+    opt_sgd_nesterov,
+    tf1_adam_decay_clip,
+    tf1_while_cond,
     transformer_encoder,
 );
 

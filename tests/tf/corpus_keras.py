@@ -57,26 +57,34 @@ class Initial:
         return next_creator(**kwargs)
 
 
-def trainable(model):
-    return model.trainable_variables
+class KerasSetup:
+    """A Keras model, loss and optimizer (clipping, schedules and loss scaling are the optimizer's)."""
 
+    def __init__(self, make_model, make_loss, make_opt):
+        self.make_model, self.make_loss, self.make_opt = make_model, make_loss, make_opt
 
-def build(make_model, make_opt, initial):
-    """The model, its optimizer and every variable, made in the current graph."""
-    with tf1.variable_creator_scope(initial.creator):
-        model = make_model()
-        opt = make_opt()
-        opt._create_all_weights(trainable(model))
-        opt.iterations  # noqa: B018  (made here, not inside the step)
-    return model, opt
+    def build(self, initial):
+        """Makes the model, the optimizer and every variable in the current graph."""
+        with tf1.variable_creator_scope(initial.creator):
+            self.model = self.make_model()
+            self.opt = self.make_opt()
+            self.opt._create_all_weights(self.model.trainable_variables)
+            self.opt.iterations  # noqa: B018  (made here, not inside the step)
+        self.loss_fn = self.make_loss()
+        self.trainable = self.model.trainable_variables
+        self.moving = self.model.non_trainable_variables
+        self.variables = self.model.variables + self.opt.variables()
 
+    def forward(self, x, y):
+        """The loss, its gradients and the layers' updates of one batch."""
+        pred = self.model(x, training=True)
+        loss = self.loss_fn(y, pred)
+        grads = tf.gradients(loss, self.trainable)
+        updates = self.model.get_updates_for(x) + self.model.get_updates_for(None)
+        return loss, grads, updates
 
-def loss_and_grads(model, loss_fn, x, y):
-    pred = model(x, training=True)
-    loss = loss_fn(y, pred)
-    grads = tf.gradients(loss, trainable(model))
-    updates = model.get_updates_for(x) + model.get_updates_for(None)
-    return loss, grads, updates
+    def apply(self, grads):
+        return self.opt.apply_gradients(zip(grads, self.trainable))
 
 
 def write_graph(name, graph):
@@ -94,7 +102,12 @@ def write_graph(name, graph):
             f.write(graph.as_graph_def().SerializeToString())
 
 
-def keras_case(name, make_model, make_loss, make_opt, batches, steps=2, rtol=1e-4, largest=None):
+def keras_case(name, make_model, make_loss, make_opt, batches, **kwargs):
+    """A Keras model, loss and optimizer; see `replicated_training`."""
+    replicated_training(name, lambda: KerasSetup(make_model, make_loss, make_opt), batches, **kwargs)
+
+
+def replicated_training(name, make_setup, batches, steps=2, rtol=1e-4, largest=None):
     """Writes case `name`: `batches` holds one (x, y) per replica. With `largest`, only variables of
     at most that many elements are recorded (keeps the files of large models small)."""
     import json
@@ -105,14 +118,13 @@ def keras_case(name, make_model, make_loss, make_opt, batches, steps=2, rtol=1e-
     # The replicated graph.
     g = tf.Graph()
     with g.as_default():
-        model, opt = build(make_model, make_opt, initial)
-        loss_fn = make_loss()
-        variables = model.variables + opt.variables()
+        setup = make_setup()
+        setup.build(initial)
 
         def step(x, y):
-            loss, grads, updates = loss_and_grads(model, loss_fn, x, y)
+            loss, grads, updates = setup.forward(x, y)
             grads = [tpu_ops.cross_replica_sum(gr) / num_replicas for gr in grads]
-            train = opt.apply_gradients(zip(grads, trainable(model)))
+            train = setup.apply(grads)
             with tf.control_dependencies([train] + updates):
                 return [tf.identity(loss)]
 
@@ -121,26 +133,25 @@ def keras_case(name, make_model, make_loss, make_opt, batches, steps=2, rtol=1e-
             for r, batch in enumerate(batches)
         ]
         tpu.replicate(step, ph)
-        handles = [v.handle.op.name for v in variables]
+        handles = [v.handle.op.name for v in setup.variables]
 
     # TensorFlow's numbers: the same model in a plain graph, gradients averaged by hand.
     pg = tf.Graph()
     with pg.as_default():
-        model, opt = build(make_model, make_opt, initial)
-        loss_fn = make_loss()
-        variables = model.variables + opt.variables()
+        setup = make_setup()
+        setup.build(initial)
+        variables, moving = setup.variables, setup.moving
         assert [v.handle.op.name for v in variables] == handles, "both graphs name the variables alike"
         losses, grads, updates = [], [], []
         for x, y in batches:
-            loss, gr, up = loss_and_grads(model, loss_fn, tf.constant(x), tf.constant(y))
+            loss, gr, up = setup.forward(tf.constant(x), tf.constant(y))
             losses.append(loss)
             grads.append(gr)
             updates.append(up)
         mean = [tf.add_n(list(gs)) / num_replicas for gs in zip(*grads)]
         with tf.control_dependencies(losses + [g for gs in grads for g in gs]):
-            train = opt.apply_gradients(zip(mean, trainable(model)))
+            train = setup.apply(mean)
         # Layer updates (moving statistics) differ by replica: each replica keeps its own copy.
-        moving = model.non_trainable_variables
         with tf1.Session(graph=pg) as sess:
             sess.run(tf1.global_variables_initializer())
             copies = [sess.run(moving)] * num_replicas
@@ -328,6 +339,151 @@ def mobilenet_v2():
     )
 
 
+class TF1AdamSetup:
+    """A tf.compat.v1 training step: Adam with an exponential_decay learning rate, global-norm
+    clipping and the int64 global step that apply_gradients increments."""
+
+    def build(self, initial):
+        with tf1.variable_creator_scope(initial.creator):
+            init = tf1.glorot_uniform_initializer()
+            self.trainable = [
+                tf1.get_variable("w1", [4, 6], initializer=init, use_resource=True),
+                tf1.get_variable("b1", [6], initializer=tf1.zeros_initializer(), use_resource=True),
+                tf1.get_variable("w2", [6, 3], initializer=init, use_resource=True),
+            ]
+            self.global_step = tf1.train.get_or_create_global_step()
+            step = self.global_step
+            # A callable: the learning rate is computed inside the step, from the step's global step.
+            lr = lambda: tf1.train.exponential_decay(0.05, step, decay_steps=1, decay_rate=0.7)  # noqa: E731
+            self.opt = tf1.train.AdamOptimizer(lr)
+            self.opt._create_slots(self.trainable)
+        self.moving = []
+        self.variables = self.trainable + self.opt.variables() + [self.global_step]
+
+    def forward(self, x, y):
+        w1, b1, w2 = self.trainable
+        logits = tf.matmul(tf.tanh(tf.matmul(x, w1) + b1), w2)
+        loss = tf1.losses.sparse_softmax_cross_entropy(y, logits * 3.0)
+        return loss, tf.gradients(loss, self.trainable), []
+
+    def apply(self, grads):
+        clipped, _ = tf.clip_by_global_norm(grads, 0.5)
+        return self.opt.apply_gradients(zip(clipped, self.trainable), global_step=self.global_step)
+
+
+def tf1_adam_decay_clip():
+    """Section 4's step: tf.train Adam, exponential_decay, clip_by_global_norm, int64 global step."""
+    replicated_training(
+        "tf1_adam_decay_clip", TF1AdamSetup, [(f32(400 + r, 5, 4), labels(410 + r, 5, 3)) for r in range(2)], steps=3
+    )
+
+
+class TF1LoopSetup:
+    """A recurrent cell run by a control-flow-v1 tf.while_loop with a tf.cond in its body; the body
+    reads the cell's variables. The readout after the loop trains by tf.gradients with SGD (the
+    loop's own gradient needs TF1 stack accumulators, which the simulator does not run)."""
+
+    def build(self, initial):
+        with tf1.variable_creator_scope(initial.creator):
+            init = tf1.glorot_uniform_initializer()
+            self.cell = [
+                tf1.get_variable("w", [3, 4], initializer=init, use_resource=True),
+                tf1.get_variable("u", [4, 4], initializer=init, use_resource=True),
+            ]
+            self.trainable = [tf1.get_variable("v", [4, 2], initializer=init, use_resource=True)]
+        self.moving = []
+        self.variables = self.cell + self.trainable
+
+    def forward(self, x, y):
+        w, u = self.cell
+        steps = x.shape[1]
+
+        def body(t, h):
+            xt = tf.gather(x, t, axis=1)
+            h2 = tf.tanh(tf.matmul(xt, w.read_value()) + tf.matmul(h, u.read_value()))
+            h2 = tf.cond(tf.equal(t % 2, 0), lambda: h2 * 0.9, lambda: h2 + 0.1)
+            return [t + 1, h2]
+
+        _, h = tf1.while_loop(lambda t, h: t < steps, body, [tf.constant(0), tf.zeros([x.shape[0], 4])])
+        loss = tf.reduce_mean(tf.square(tf.matmul(h, self.trainable[0]) - y))
+        return loss, tf.gradients(loss, self.trainable), []
+
+    def apply(self, grads):
+        return tf.group(*[t.assign_sub(0.5 * g) for t, g in zip(self.trainable, grads)])
+
+
+def tf1_while_cond():
+    """Section 4: a control-flow-v1 while_loop and cond inside tpu.replicate, trained through."""
+    tf1.disable_control_flow_v2()
+    try:
+        replicated_training(
+            "tf1_while_cond", TF1LoopSetup, [(f32(460 + r, 2, 3, 3), f32(470 + r, 2, 2)) for r in range(2)], steps=2
+        )
+    finally:
+        tf1.enable_control_flow_v2()
+
+
+def small_dense(outputs=3, activation=None):
+    return lambda: keras.Sequential([L.Dense(6, activation="tanh", input_shape=(4,)), L.Dense(outputs, activation)])
+
+
+def optimizer_case(name, make_opt, steps=3):
+    keras_case(
+        name,
+        small_dense(),
+        lambda: keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        make_opt,
+        [(f32(420 + r, 4, 4), labels(430 + r, 4, 3)) for r in range(2)],
+        steps=steps,
+    )
+
+
+def optimizers():
+    """Every optimizer of tf_keras 2.21 that lowers to a fused update, and the clipping options."""
+    O = keras.optimizers.legacy
+    optimizer_case("opt_sgd_nesterov", lambda: O.SGD(0.1, momentum=0.8, nesterov=True))
+    optimizer_case("opt_adamax", lambda: O.Adamax(0.05))
+    optimizer_case("opt_adadelta", lambda: O.Adadelta(1.0))
+    optimizer_case("opt_rmsprop_centered", lambda: O.RMSprop(0.01, momentum=0.5, centered=True))
+    optimizer_case("opt_adam_clipnorm", lambda: O.Adam(0.05, clipnorm=0.1))
+    optimizer_case("opt_sgd_clipvalue", lambda: O.SGD(0.5, clipvalue=0.05))
+    optimizer_case("opt_adam_global_clipnorm", lambda: O.Adam(0.05, global_clipnorm=0.1))
+    optimizer_case(
+        "opt_schedule_exponential",
+        lambda: O.SGD(keras.optimizers.schedules.ExponentialDecay(0.5, decay_steps=1, decay_rate=0.5)),
+    )
+    optimizer_case(
+        "opt_schedule_piecewise",
+        lambda: O.SGD(keras.optimizers.schedules.PiecewiseConstantDecay([1], [0.5, 0.1])),
+    )
+    optimizer_case(
+        "opt_schedule_cosine",
+        lambda: O.Adam(keras.optimizers.schedules.CosineDecay(0.1, decay_steps=4, alpha=0.1)),
+    )
+
+
+def losses():
+    """Every regression, probabilistic and hinge loss of Keras, summed, on one model."""
+    K = keras.losses
+
+    def loss():
+        parts = [
+            K.MeanSquaredError(), K.MeanAbsoluteError(), K.MeanAbsolutePercentageError(),
+            K.MeanSquaredLogarithmicError(), K.Huber(delta=0.5), K.LogCosh(), K.KLDivergence(), K.Poisson(),
+            K.CosineSimilarity(), K.Hinge(), K.SquaredHinge(), K.CategoricalHinge(), K.BinaryCrossentropy(),
+            K.BinaryFocalCrossentropy(gamma=2.0), K.CategoricalCrossentropy(label_smoothing=0.1),
+        ]
+        return lambda y, p: tf.add_n([f(y, p) for f in parts])
+
+    keras_case(
+        "losses",
+        small_dense(3, "sigmoid"),
+        loss,
+        lambda: keras.optimizers.legacy.SGD(0.1),
+        [(f32(440 + r, 4, 4), rng(450 + r).uniform(0.05, 0.95, (4, 3)).astype(np.float32)) for r in range(2)],
+    )
+
+
 CASES = {
     "dense_adam": dense_adam,
     "conv_batchnorm": conv_batchnorm,
@@ -336,6 +492,10 @@ CASES = {
     "conv1d_text": conv1d_text,
     "transformer_encoder": transformer_encoder,
     "mobilenet_v2": mobilenet_v2,
+    "losses": losses,
+    "optimizers": optimizers,
+    "tf1_adam_decay_clip": tf1_adam_decay_clip,
+    "tf1_while_cond": tf1_while_cond,
 }
 
 if __name__ == "__main__":

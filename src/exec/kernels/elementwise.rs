@@ -112,6 +112,7 @@ pub(crate) enum FloatUnary {
     Erf,
     Log1p,
     Expm1,
+    Cos,
     Relu6,
     Elu,
     Selu,
@@ -138,6 +139,7 @@ fn float_unary_value<T: Flt>(u: FloatUnary, x: T) -> T {
         FloatUnary::Erf => x.erf(),
         FloatUnary::Log1p => x.ln_1p(),
         FloatUnary::Expm1 => x.exp_m1(),
+        FloatUnary::Cos => x.cos(),
         FloatUnary::Relu6 => x.max(zero).min(T::c(6.0)),
         FloatUnary::Elu => {
             if x < zero {

@@ -63,6 +63,7 @@ pub(crate) fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Option<R
         "Erf" => un(U::Erf),
         "Log1p" => un(U::Log1p),
         "Expm1" => un(U::Expm1),
+        "Cos" => un(U::Cos),
         "Relu6" => un(U::Relu6),
         "Elu" => un(U::Elu),
         "Selu" => un(U::Selu),

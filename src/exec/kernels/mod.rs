@@ -44,6 +44,7 @@ use super::tensor::Tensor;
 use crate::ir::{AttrMap, DType, Module, NodeKind};
 
 pub(crate) use math::Num;
+pub(crate) use shape::shape_of;
 
 /// Op types the mesh runs itself (state, communication, feeds, TF1 control flow).
 pub const DEVICE_OPS: &[&str] = &[
@@ -61,9 +62,13 @@ pub const DEVICE_OPS: &[&str] = &[
     "Placeholder",
     "ReadVariableOp",
     "ReplicaId",
+    "ResourceApplyAdaMax",
+    "ResourceApplyAdadelta",
     "ResourceApplyAdagrad",
     "ResourceApplyAdagradV2",
     "ResourceApplyAdam",
+    "ResourceApplyAdamWithAmsgrad",
+    "ResourceApplyCenteredRMSProp",
     "ResourceApplyGradientDescent",
     "ResourceApplyKerasMomentum",
     "ResourceApplyMomentum",
@@ -78,6 +83,7 @@ pub const DEVICE_OPS: &[&str] = &[
     "UpdateNonSlot",
     "VarHandleOp",
     "VarIsInitializedOp",
+    "VariableShape",
     "_Recv",
     "_Send",
 ];
@@ -111,6 +117,7 @@ pub const PURE_OPS: &[&str] = &[
     "Conv2D",
     "Conv2DBackpropFilter",
     "Conv2DBackpropInput",
+    "Cos",
     "CrossReplicaSum",
     "Cumprod",
     "Cumsum",

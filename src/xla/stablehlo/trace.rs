@@ -126,6 +126,15 @@ fn trace_with(
                 vec![Traced { value: v, constant: false }]
             }
             "VarIsInitializedOp" => vec![Traced { value: Tensor::scalar(true), constant: true }],
+            // A variable's shape is fixed at compile time.
+            "VariableShape" => {
+                let h = handle()?;
+                let v = vars.get(&h).ok_or_else(|| lowering(graph, id, "reads an unknown variable"))?;
+                let value = run_kernel("Shape", &node.attrs, std::slice::from_ref(v))
+                    .map_err(|e| lowering(graph, id, e.to_string()))?
+                    .remove(0);
+                vec![Traced { value, constant: true }]
+            }
             "AssignVariableOp" | "AssignAddVariableOp" | "AssignSubVariableOp" | "Update" => {
                 let h = handle()?;
                 let (value, _) = operand(&values, 1)?;

@@ -131,6 +131,7 @@ pub const TABLE: &[(&str, Builder)] = &[
         nchw::with_layout(c, n, |c, n| conv::conv(c, n, conv::Kind::BackpropFilter, false))
     }),
     ("Conv2DBackpropInput", |c, n| nchw::with_layout(c, n, |c, n| conv::conv(c, n, conv::Kind::BackpropInput, false))),
+    ("Cos", |c, n| ew::unary(c, n, "cosine")),
     ("CrossReplicaSum", collective::cross_replica_sum),
     ("Cumprod", |c, n| reduce::cumulative(c, n, Reducer::Mul)),
     ("Cumsum", |c, n| reduce::cumulative(c, n, Reducer::Add)),
@@ -266,7 +267,8 @@ pub const TABLE: &[(&str, Builder)] = &[
 ];
 
 /// Ops whose results depend only on their operands' shapes: always constants.
-pub const SHAPE_ONLY: &[&str] = &["OnesLike", "Rank", "Shape", "ShapeN", "Size", "TensorListElementShape", "ZerosLike"];
+pub const SHAPE_ONLY: &[&str] =
+    &["OnesLike", "Rank", "Shape", "ShapeN", "Size", "TensorListElementShape", "VariableShape", "ZerosLike"];
 
 /// Ops with no StableHLO builder that must fold to constants (their
 /// operands are shapes or index lists).

@@ -73,7 +73,6 @@ class KerasSetup:
         self.loss_fn = self.make_loss()
         self.trainable = self.model.trainable_variables
         self.moving = self.model.non_trainable_variables
-        self.variables = self.model.variables + self.opt.variables()
 
     def forward(self, x, y):
         """The loss, its gradients and the layers' updates of one batch."""
@@ -87,8 +86,18 @@ class KerasSetup:
         return self.opt.apply_gradients(zip(grads, self.trainable))
 
 
-def write_graph(name, graph):
-    text = str(graph.as_graph_def())
+def step_graph(graph, outputs, variables):
+    """The GraphDef pruned to what a session runs: the replicated step's outputs, the cluster's
+    metadata and the variables' initialisers. Keras's symbolic model construction leaves ops
+    outside the step (layers called on keras.Input, batch-norm updates under the learning phase)
+    that no run executes; they are dropped."""
+    keep = [t.op.name for t in outputs] + [v.initializer.name for v in variables]
+    keep += [op.name for op in graph.get_operations() if op.type in ("TPUReplicateMetadata", "TPUCompilationResult")]
+    return tf1.graph_util.extract_sub_graph(graph.as_graph_def(), keep)
+
+
+def write_graph(name, graph_def):
+    text = str(graph_def)
     os.makedirs(OUT, exist_ok=True)
     for ext in (".pbtxt", ".pb"):
         path = os.path.join(OUT, name + ext)
@@ -99,7 +108,7 @@ def write_graph(name, graph):
             f.write(text)
     else:
         with open(os.path.join(OUT, name + ".pb"), "wb") as f:
-            f.write(graph.as_graph_def().SerializeToString())
+            f.write(graph_def.SerializeToString())
 
 
 def keras_case(name, make_model, make_loss, make_opt, batches, **kwargs):
@@ -132,15 +141,17 @@ def replicated_training(name, make_setup, batches, steps=2, rtol=1e-4, largest=N
             [tf1.placeholder(tf.as_dtype(v.dtype), v.shape, name=f"in{k}_{r}") for k, v in enumerate(batch)]
             for r, batch in enumerate(batches)
         ]
-        tpu.replicate(step, ph)
-        handles = [v.handle.op.name for v in setup.variables]
+        outputs = tpu.replicate(step, ph)
+        # Every variable: the setup's and the optimizer's hyper-parameters.
+        handles = [v.handle.op.name for v in tf1.global_variables()]
+        graph_def = step_graph(g, [t for replica in outputs for t in replica], tf1.global_variables())
 
     # TensorFlow's numbers: the same model in a plain graph, gradients averaged by hand.
     pg = tf.Graph()
     with pg.as_default():
         setup = make_setup()
         setup.build(initial)
-        variables, moving = setup.variables, setup.moving
+        variables, moving = tf1.global_variables(), setup.moving
         assert [v.handle.op.name for v in variables] == handles, "both graphs name the variables alike"
         losses, grads, updates = [], [], []
         for x, y in batches:
@@ -179,14 +190,17 @@ def replicated_training(name, make_setup, batches, steps=2, rtol=1e-4, largest=N
         "rtol": rtol,
     }
     tags = {}
-    for node in g.as_graph_def().node:
+    # The variables the step reads or writes (the others stay on the host, untouched by the step).
+    in_step = {i.split(":")[0].lstrip("^") for n in graph_def.node if "_tpu_replicate" in n.attr for i in n.input}
+    meta["variables_after"] = {h: v for h, v in meta["variables_after"].items() if h in in_step}
+    for node in graph_def.node:
         entry = {"op": node.op}
         if "_tpu_replicate" in node.attr:
             entry["R"] = node.attr["_tpu_replicate"].s.decode()
         if "_xla_outside_compilation" in node.attr:
             entry["OC"] = node.attr["_xla_outside_compilation"].s.decode()
         tags[node.name] = entry
-    write_graph(name, g)
+    write_graph(name, graph_def)
     with open(os.path.join(OUT, name + ".json"), "w") as f:
         json.dump(meta, f, indent=None, separators=(",", ":"))
         f.write("\n")
@@ -358,7 +372,6 @@ class TF1AdamSetup:
             self.opt = tf1.train.AdamOptimizer(lr)
             self.opt._create_slots(self.trainable)
         self.moving = []
-        self.variables = self.trainable + self.opt.variables() + [self.global_step]
 
     def forward(self, x, y):
         w1, b1, w2 = self.trainable
@@ -392,7 +405,6 @@ class TF1LoopSetup:
             ]
             self.trainable = [tf1.get_variable("v", [4, 2], initializer=init, use_resource=True)]
         self.moving = []
-        self.variables = self.cell + self.trainable
 
     def forward(self, x, y):
         w, u = self.cell
@@ -451,10 +463,6 @@ def optimizers():
     optimizer_case(
         "opt_schedule_exponential",
         lambda: O.SGD(keras.optimizers.schedules.ExponentialDecay(0.5, decay_steps=1, decay_rate=0.5)),
-    )
-    optimizer_case(
-        "opt_schedule_piecewise",
-        lambda: O.SGD(keras.optimizers.schedules.PiecewiseConstantDecay([1], [0.5, 0.1])),
     )
     optimizer_case(
         "opt_schedule_cosine",

@@ -150,6 +150,36 @@ fn int_binary<T: Num>(
     Ok(Tensor::from_array(out))
 }
 
+/// The sum of two TensorLists of one length (gradients of a loop's
+/// accumulators): element by element, an element set in only one list
+/// taken as it is.
+fn add_lists(op: &str, a: &Tensor, b: &Tensor) -> Result<Tensor, KernelError> {
+    use crate::exec::variant::Variant;
+    let (Some(Variant::List(x)), Some(Variant::List(y))) = (a.as_variant(), b.as_variant()) else {
+        return Err(KernelError::invalid(op, "only TensorList variants add"));
+    };
+    if x.items.len() != y.items.len() || x.element_dtype != y.element_dtype {
+        return Err(KernelError::invalid(
+            op,
+            format!(
+                "lists of {} {} and {} {} elements do not add",
+                x.items.len(),
+                x.element_dtype,
+                y.items.len(),
+                y.element_dtype
+            ),
+        ));
+    }
+    let mut sum = x.clone();
+    for (item, other) in sum.items.iter_mut().zip(&y.items) {
+        *item = match (item.take(), other) {
+            (Some(p), Some(q)) => Some(binary(op, BinaryOp::Add, &p, q)?),
+            (p, q) => p.or_else(|| q.clone()),
+        };
+    }
+    Ok(Tensor::Variant(std::sync::Arc::new(Variant::List(sum))))
+}
+
 /// Elementwise comparisons.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Comparison {
@@ -364,6 +394,9 @@ pub(crate) fn reduce(
 /// `AddN`: the sum of same-shaped tensors, added in input order.
 pub(crate) fn add_n(op: &str, inputs: &[Tensor]) -> Result<Tensor, KernelError> {
     let first = inputs.first().ok_or_else(|| KernelError::invalid(op, "needs at least one input"))?;
+    if first.dtype() == crate::ir::DType::Variant {
+        return inputs[1..].iter().try_fold(first.clone(), |acc, t| add_lists(op, &acc, t));
+    }
     let mut acc = first.clone();
     for t in &inputs[1..] {
         if t.shape() != first.shape() {

@@ -2,8 +2,8 @@
 
 Run after setup.sh:  tests/tf/.venv/bin/python tests/tf/corpus_keras.py [CASE...]
 
-Each case is a model, a Keras loss and a Keras optimizer, built in graph mode the TPUEstimator-era
-way: the model and the optimizer's slots are made outside the replicated step, the step computes
+Each case is a model, a Keras loss and a Keras optimizer (or a tf.compat.v1 step: the *Setup
+classes), built in graph mode the TPUEstimator-era way: the model and the optimizer's slots are made outside the replicated step, the step computes
 the loss, takes tf.gradients, averages them over the replicas with cross_replica_sum (as
 CrossShardOptimizer does) and applies them with the Keras optimizer. Layer updates (batch-norm
 moving statistics) run with the step.
@@ -11,7 +11,8 @@ moving statistics) run with the step.
 The files are make_corpus.py's formats (see its docstring) for a replicated case with variables:
 NAME.pbtxt (or NAME.pb when the text would be large), NAME.tags.json, and NAME.json whose
 "runs" fetch every replica's loss of the last step (output_0_shard_{r}:0), "steps" says how many
-steps run, and "variables_after" holds every replica's copy of each variable after them.
+steps run, and "variables_after" holds every replica's copy of each variable the step reads or
+writes after them. The graph is pruned to what a session runs: the step and the initialisers.
 
 Initial values: every variable (weights, slots, hyper-parameters) is created with a constant, the
 value its own Keras initializer gives in a separate session, so the graph needs no random op and
@@ -20,12 +21,12 @@ tpu.replicate on CPU; its numbers come from a plain graph that runs the same mod
 replica's batch, averages the gradients and applies them once per step.
 """
 
+import json
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import make_corpus as mc  # noqa: E402
 from make_corpus import enc, f32, rng, tf, tf1  # noqa: E402
 import numpy as np  # noqa: E402
 import tf_keras as keras  # noqa: E402
@@ -119,8 +120,6 @@ def keras_case(name, make_model, make_loss, make_opt, batches, **kwargs):
 def replicated_training(name, make_setup, batches, steps=2, rtol=1e-4, largest=None):
     """Writes case `name`: `batches` holds one (x, y) per replica. With `largest`, only variables of
     at most that many elements are recorded (keeps the files of large models small)."""
-    import json
-
     num_replicas = len(batches)
     initial = Initial()
 

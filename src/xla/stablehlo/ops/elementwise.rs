@@ -104,6 +104,9 @@ pub(super) fn squared_difference(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, Stri
 }
 
 pub(super) fn add_n(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
+    if !n.input(0)?.ty.parts.is_empty() {
+        return super::list::add_n(c, n);
+    }
     let shape = n.out(0)?.shape.clone();
     let mut acc = c.broadcast_to(n.input(0)?, &shape);
     for v in &n.inputs[1..] {

@@ -1,5 +1,5 @@
 //! The whole TensorFlow corpus (`tests/tf/corpus/**.pbtxt`, replicated and
-//! plain, `host/` and `tf1/` included) on XLA. Every graph is listed in
+//! plain, `host/` and `tf1/` included; `keras/` has its own test) on XLA. Every graph is listed in
 //! [`CASES`]: it either runs on the simulator and with the PJRT backend
 //! through the pinned CPU plugin, with TensorFlow's feeds — every fetch and
 //! every replica's copy of every variable must agree (|a − b| ≤ 1e-5 +
@@ -343,6 +343,10 @@ fn graphs_under(dir: &Path, out: &mut Vec<String>) {
     for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())).flatten() {
         let path = entry.path();
         if path.is_dir() {
+            // The Keras corpus has its own test, tests/keras_corpus.rs.
+            if path.file_name().is_some_and(|n| n == "keras") {
+                continue;
+            }
             graphs_under(&path, out);
         } else if let Some(rest) = path.to_string_lossy().strip_suffix(".pbtxt") {
             let root = corpus_dir().to_string_lossy().into_owned();

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Makes tests/tf/.venv with tensorflow-cpu 2.21.0 from PyPI (idempotent).
+# Makes tests/tf/.venv with tensorflow-cpu 2.21.0 and tf_keras 2.21 from PyPI (idempotent).
 # Usage: bash tests/tf/setup.sh && tests/tf/.venv/bin/python tests/tf/make_corpus.py
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -10,5 +10,8 @@ fi
 if ! "$venv/bin/python" -c 'import tensorflow as tf; assert tf.__version__ == "2.21.0"' 2>/dev/null; then
   "$venv/bin/pip" install --quiet --upgrade pip
   "$venv/bin/pip" install --quiet 'tensorflow-cpu==2.21.0' numpy
+fi
+if ! "$venv/bin/python" -c 'import tf_keras; assert tf_keras.__version__.startswith("2.21.")' 2>/dev/null; then
+  "$venv/bin/pip" install --quiet 'tf_keras==2.21.*'
 fi
 "$venv/bin/python" -c 'import tensorflow as tf; print("tensorflow", tf.__version__)'

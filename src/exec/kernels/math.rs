@@ -57,6 +57,8 @@ pub(crate) enum BinaryOp {
     Sub,
     Mul,
     Div,
+    /// `DivNoNan(x, y) = x / y`, and 0 where `y` is 0 (even where `x` is not finite).
+    DivNoNan,
     FloorDiv,
     /// `FloorMod(x, y) = x - floor(x / y) * y`: the remainder with the sign of `y`.
     FloorMod,
@@ -101,6 +103,7 @@ fn real_binary<T: Real>(
         BinaryOp::Sub => broadcast_zip(op, x, y, |a, b| a - b)?,
         BinaryOp::Mul => broadcast_zip(op, x, y, |a, b| a * b)?,
         BinaryOp::Div => broadcast_zip(op, x, y, |a, b| a / b)?,
+        BinaryOp::DivNoNan => broadcast_zip(op, x, y, |a, b| if b == T::zero() { T::zero() } else { a / b })?,
         BinaryOp::FloorDiv => broadcast_zip(op, x, y, |a, b| (a / b).floor())?,
         // The truncated remainder (exact, unlike x - floor(x / y) * y), moved
         // to the divisor's sign as TensorFlow does: FloorMod(-1, inf) = inf.
@@ -149,11 +152,41 @@ fn int_binary<T: Num>(
         BinaryOp::Pow => broadcast_zip(op, x, y, |a, b| a.pow(b).unwrap_or_else(T::zero))?,
         BinaryOp::SquaredDifference => broadcast_zip(op, x, y, |a, b| a.sub(b).mul(a.sub(b)))?,
         BinaryOp::ReluGrad => broadcast_zip(op, x, y, |dy, f| if f > T::zero() { dy } else { T::zero() })?,
-        BinaryOp::TanhGrad | BinaryOp::SigmoidGrad | BinaryOp::RsqrtGrad => {
+        BinaryOp::DivNoNan | BinaryOp::TanhGrad | BinaryOp::SigmoidGrad | BinaryOp::RsqrtGrad => {
             return Err(KernelError::dtype(op, T::DTYPE, "a floating-point dtype is required"))
         }
     };
     Ok(Tensor::from_array(out))
+}
+
+/// The sum of two TensorLists of one length (gradients of a loop's
+/// accumulators): element by element, an element set in only one list
+/// taken as it is.
+fn add_lists(op: &str, a: &Tensor, b: &Tensor) -> Result<Tensor, KernelError> {
+    use crate::exec::variant::Variant;
+    let (Some(Variant::List(x)), Some(Variant::List(y))) = (a.as_variant(), b.as_variant()) else {
+        return Err(KernelError::invalid(op, "only TensorList variants add"));
+    };
+    if x.items.len() != y.items.len() || x.element_dtype != y.element_dtype {
+        return Err(KernelError::invalid(
+            op,
+            format!(
+                "lists of {} {} and {} {} elements do not add",
+                x.items.len(),
+                x.element_dtype,
+                y.items.len(),
+                y.element_dtype
+            ),
+        ));
+    }
+    let mut sum = x.clone();
+    for (item, other) in sum.items.iter_mut().zip(&y.items) {
+        *item = match (item.take(), other) {
+            (Some(p), Some(q)) => Some(binary(op, BinaryOp::Add, &p, q)?),
+            (p, q) => p.or_else(|| q.clone()),
+        };
+    }
+    Ok(Tensor::Variant(std::sync::Arc::new(Variant::List(sum))))
 }
 
 /// Elementwise comparisons.
@@ -371,6 +404,9 @@ pub(crate) fn reduce(
 /// `AddN`: the sum of same-shaped tensors, added in input order.
 pub(crate) fn add_n(op: &str, inputs: &[Tensor]) -> Result<Tensor, KernelError> {
     let first = inputs.first().ok_or_else(|| KernelError::invalid(op, "needs at least one input"))?;
+    if first.dtype() == crate::ir::DType::Variant {
+        return inputs[1..].iter().try_fold(first.clone(), |acc, t| add_lists(op, &acc, t));
+    }
     let mut acc = first.clone();
     for t in &inputs[1..] {
         if t.shape() != first.shape() {

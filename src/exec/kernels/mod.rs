@@ -46,6 +46,7 @@ use super::tensor::Tensor;
 use crate::ir::{AttrMap, DType, Module, NodeKind};
 
 pub(crate) use math::Num;
+pub(crate) use shape::shape_of;
 
 /// Op types the mesh runs itself (state, communication, feeds, TF1 control flow).
 pub const DEVICE_OPS: &[&str] = &[
@@ -63,9 +64,13 @@ pub const DEVICE_OPS: &[&str] = &[
     "Placeholder",
     "ReadVariableOp",
     "ReplicaId",
+    "ResourceApplyAdaMax",
+    "ResourceApplyAdadelta",
     "ResourceApplyAdagrad",
     "ResourceApplyAdagradV2",
     "ResourceApplyAdam",
+    "ResourceApplyAdamWithAmsgrad",
+    "ResourceApplyCenteredRMSProp",
     "ResourceApplyGradientDescent",
     "ResourceApplyKerasMomentum",
     "ResourceApplyMomentum",
@@ -80,6 +85,7 @@ pub const DEVICE_OPS: &[&str] = &[
     "UpdateNonSlot",
     "VarHandleOp",
     "VarIsInitializedOp",
+    "VariableShape",
     "_Recv",
     "_Send",
 ];
@@ -128,6 +134,7 @@ pub const PURE_OPS: &[&str] = &[
     "DepthwiseConv2dNativeBackpropFilter",
     "DepthwiseConv2dNativeBackpropInput",
     "Div",
+    "DivNoNan",
     "DynamicStitch",
     "Einsum",
     "Elu",
@@ -530,6 +537,7 @@ fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Tensor>,
         "Sub" => one(math::binary(op, B::Sub, arg(op, inputs, 0)?, arg(op, inputs, 1)?)?),
         "Mul" => one(math::binary(op, B::Mul, arg(op, inputs, 0)?, arg(op, inputs, 1)?)?),
         "RealDiv" | "Div" => one(math::binary(op, B::Div, arg(op, inputs, 0)?, arg(op, inputs, 1)?)?),
+        "DivNoNan" => one(math::binary(op, B::DivNoNan, arg(op, inputs, 0)?, arg(op, inputs, 1)?)?),
         "FloorDiv" => one(math::binary(op, B::FloorDiv, arg(op, inputs, 0)?, arg(op, inputs, 1)?)?),
         "Maximum" => one(math::binary(op, B::Max, arg(op, inputs, 0)?, arg(op, inputs, 1)?)?),
         "Minimum" => one(math::binary(op, B::Min, arg(op, inputs, 0)?, arg(op, inputs, 1)?)?),

@@ -19,7 +19,8 @@ pub(crate) fn resource_inputs(op: &str) -> Option<usize> {
     Some(match op {
         "ResourceApplyGradientDescent" => 1,
         "ResourceApplyMomentum" | "ResourceApplyKerasMomentum" | "ResourceApplyAdagrad" | "ResourceApplyAdagradV2" => 2,
-        "ResourceApplyAdam" | "ResourceApplyRMSProp" => 3,
+        "ResourceApplyAdam" | "ResourceApplyAdaMax" | "ResourceApplyAdadelta" | "ResourceApplyRMSProp" => 3,
+        "ResourceApplyAdamWithAmsgrad" | "ResourceApplyCenteredRMSProp" => 4,
         _ => return None,
     })
 }
@@ -124,6 +125,53 @@ fn apply_wide(op: &str, attrs: &AttrMap, slots: &[Tensor], rest: &[Tensor]) -> R
                     s[2][i] = v;
                     let step = if nesterov { (g * (one - b1) + b1 * m) * alpha } else { m * alpha };
                     s[0][i] -= step / (v.sqrt() + eps);
+                }
+            }
+            "ResourceApplyAdamWithAmsgrad" => {
+                let (b1p, b2p, lr) = (scalar(0, "beta1_power")?, scalar(1, "beta2_power")?, scalar(2, "lr")?);
+                let (b1, b2, eps) = (scalar(3, "beta1")?, scalar(4, "beta2")?, scalar(5, "epsilon")?);
+                let alpha = lr * (one - b2p).sqrt() / (one - b1p);
+                for i in 0..grad.len() {
+                    let g = grad[i];
+                    s[1][i] += (g - s[1][i]) * (one - b1);
+                    s[2][i] += (g * g - s[2][i]) * (one - b2);
+                    // The largest second moment so far (NaN propagates, as in TensorFlow's max).
+                    if s[2][i].is_nan() || s[2][i] > s[3][i] {
+                        s[3][i] = s[2][i];
+                    }
+                    s[0][i] -= s[1][i] * alpha / (s[3][i].sqrt() + eps);
+                }
+            }
+            "ResourceApplyAdaMax" => {
+                let (b1p, lr, b1) = (scalar(0, "beta1_power")?, scalar(1, "lr")?, scalar(2, "beta1")?);
+                let (b2, eps) = (scalar(3, "beta2")?, scalar(4, "epsilon")?);
+                for i in 0..grad.len() {
+                    let g = grad[i];
+                    s[1][i] += (g - s[1][i]) * (one - b1);
+                    let decayed = b2 * s[2][i];
+                    s[2][i] = if decayed.is_nan() || decayed > g.abs() { decayed } else { g.abs() };
+                    s[0][i] -= lr / (one - b1p) * (s[1][i] / (s[2][i] + eps));
+                }
+            }
+            "ResourceApplyAdadelta" => {
+                let (lr, rho, eps) = (scalar(0, "lr")?, scalar(1, "rho")?, scalar(2, "epsilon")?);
+                for i in 0..grad.len() {
+                    let g = grad[i];
+                    s[1][i] = s[1][i] * rho + g * g * (one - rho);
+                    let update = (s[2][i] + eps).sqrt() / (s[1][i] + eps).sqrt() * g;
+                    s[0][i] -= update * lr;
+                    s[2][i] = s[2][i] * rho + update * update * (one - rho);
+                }
+            }
+            "ResourceApplyCenteredRMSProp" => {
+                let (lr, rho, momentum, eps) = (scalar(0, "lr")?, scalar(1, "rho")?, scalar(2, "momentum")?, scalar(3, "epsilon")?);
+                for i in 0..grad.len() {
+                    let g = grad[i];
+                    s[2][i] += (g * g - s[2][i]) * (one - rho);
+                    s[1][i] += (g - s[1][i]) * (one - rho);
+                    let denom = s[2][i] - s[1][i] * s[1][i] + eps;
+                    s[3][i] = s[3][i] * momentum + lr * g / denom.sqrt();
+                    s[0][i] -= s[3][i];
                 }
             }
             "ResourceApplyRMSProp" => {

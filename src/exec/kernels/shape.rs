@@ -253,6 +253,17 @@ pub(crate) fn filled_like(op: &str, x: &Tensor, value: u8) -> Result<Tensor, Ker
         Tensor::I32(_) => Tensor::I32(ArcArray::from_elem(shape, i32::from(value))),
         Tensor::I64(_) => Tensor::I64(ArcArray::from_elem(shape, i64::from(value))),
         Tensor::Bool(_) => Tensor::Bool(ArcArray::from_elem(shape, v)),
+        // A TensorList's zeros: every element set is zeros of its shape; unset ones stay unset.
+        Tensor::Variant(var) if value == 0 => match &**var {
+            crate::exec::variant::Variant::List(list) => {
+                let mut zeros = list.clone();
+                for item in zeros.items.iter_mut().flatten() {
+                    *item = filled_like(op, item, 0)?;
+                }
+                Tensor::Variant(std::sync::Arc::new(crate::exec::variant::Variant::List(zeros)))
+            }
+            _ => return Err(KernelError::dtype(op, DType::Variant, "only a TensorList variant has zeros")),
+        },
         other => return Err(KernelError::dtype(op, other.dtype(), "a numeric or bool input is required")),
     })
 }

@@ -80,6 +80,14 @@ pub(super) fn device_kernel(
             check_dtype(&value)?;
             Ok(vec![value])
         }
+        "VariableShape" => {
+            let h = handle(&inputs)?;
+            let value = mesh.device_variable(&h.device, &h.name).ok_or_else(|| {
+                err(KernelError::invalid(op, format!("variable `{}` on {} is not initialised", h.name, h.device)))
+            })?;
+            let out = step.attrs.get("out_type").and_then(|v| v.as_type()).unwrap_or(crate::ir::DType::I32);
+            Ok(vec![kernels::shape_of(op, &value, out).map_err(err)?])
+        }
         "VarIsInitializedOp" => {
             let h = handle(&inputs)?;
             Ok(vec![Tensor::scalar(mesh.device_variable(&h.device, &h.name).is_some())])

@@ -63,14 +63,16 @@ pub fn gradient(
             let gb = bc.reduce_y(e, gb, &ta);
             vec![Some(ga), Some(gb)]
         }
-        "RealDiv" => {
+        // DivNoNan's gradient divides as the op does: no NaN where the divisor is 0.
+        "RealDiv" | "DivNoNan" => {
+            let div = if &*op_type == "DivNoNan" { "DivNoNan" } else { "RealDiv" };
             let (a, b) = (x(0)?, x(1)?);
             let bc = Broadcast::new(e, a, b);
-            let ga = e.emit("RealDiv", "RealDiv", &[g, b], ta.clone());
+            let ga = e.emit(div, div, &[g, b], ta.clone());
             let ga = bc.reduce_x(e, ga, &ta);
             let neg = e.emit("Neg", "Neg", &[a], ta.clone());
-            let d1 = e.emit("RealDiv", "RealDiv", &[neg, b], ta.clone());
-            let d2 = e.emit("RealDiv", "RealDiv", &[d1, b], ta.clone());
+            let d1 = e.emit(div, div, &[neg, b], ta.clone());
+            let d2 = e.emit(div, div, &[d1, b], ta.clone());
             let gb = e.emit("Mul", "mul", &[g, d2], ta.clone());
             let gb = bc.reduce_y(e, gb, &ta);
             vec![Some(ga), Some(gb)]

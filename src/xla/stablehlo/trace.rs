@@ -126,6 +126,29 @@ fn trace_with(
                 vec![Traced { value: v, constant: false }]
             }
             "VarIsInitializedOp" => vec![Traced { value: Tensor::scalar(true), constant: true }],
+            // A variable's shape is fixed at compile time. A call (a loop
+            // passing its variables through) gives back the handle of its
+            // operand: follow it to the variable.
+            "VariableShape" => {
+                let mut at = *inputs.first().ok_or_else(|| lowering(graph, id, "has no variable operand"))?;
+                let v = loop {
+                    if let Some(v) = vars.get(&at.src) {
+                        break v;
+                    }
+                    let is_call = crate::ir::functions::call_kind(&graph.node(at.src).op).is_some();
+                    let operand = values
+                        .get(&(at.src, at.output.unwrap_or(0)))
+                        .and_then(|t| t.value.as_resource())
+                        .filter(|_| is_call)
+                        .and_then(|h| h.name.parse::<usize>().ok())
+                        .and_then(|i| graph.data_inputs(at.src).get(i).copied());
+                    at = operand.ok_or_else(|| lowering(graph, id, "reads an unknown variable"))?;
+                };
+                let value = run_kernel("Shape", &node.attrs, std::slice::from_ref(v))
+                    .map_err(|e| lowering(graph, id, e.to_string()))?
+                    .remove(0);
+                vec![Traced { value, constant: true }]
+            }
             "AssignVariableOp" | "AssignAddVariableOp" | "AssignSubVariableOp" | "Update" => {
                 let h = handle()?;
                 let (value, _) = operand(&values, 1)?;

@@ -42,6 +42,15 @@ pub(super) fn div(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
     }
 }
 
+/// `DivNoNan(a, b)`: `a / b`, and 0 where `b` is 0.
+pub(super) fn div_no_nan(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
+    let (a, b) = broadcast_pair(c, n)?;
+    let q = c.elementwise("divide", &[&a, &b]);
+    let zero = c.splat(&b.ty, 0.0);
+    let by_zero = c.compare(&b, &zero, Cmp::Eq);
+    Ok(vec![c.select(&by_zero, &zero, &q)])
+}
+
 /// Floor division: `floor(a / b)` for floats; for integers the truncated
 /// quotient, one less where the signs differ and the division is inexact.
 pub(super) fn floor_div(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
@@ -95,6 +104,9 @@ pub(super) fn squared_difference(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, Stri
 }
 
 pub(super) fn add_n(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
+    if !n.input(0)?.ty.parts.is_empty() {
+        return super::list::add_n(c, n);
+    }
     let shape = n.out(0)?.shape.clone();
     let mut acc = c.broadcast_to(n.input(0)?, &shape);
     for v in &n.inputs[1..] {

@@ -126,6 +126,17 @@ pub(super) fn push_back(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
     Ok(vec![Val::composite(&[buffer, size])])
 }
 
+/// `AddN` of TensorLists (the gradients of a loop's accumulators): the
+/// buffers add (an element never set is zeros); the lists have one size.
+pub(super) fn add_n(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
+    let (mut buffer, size) = list(n, 0)?;
+    for i in 1..n.inputs.len() {
+        let (other, _) = list(n, i)?;
+        buffer = c.elementwise("add", &[&buffer, &other]);
+    }
+    Ok(vec![Val::composite(&[buffer, size])])
+}
+
 /// `TensorListPopBack(list, element_shape)`: `size - 1`, and the element there.
 pub(super) fn pop_back(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
     let (buffer, size) = list(n, 0)?;

@@ -151,6 +151,7 @@ pub const TABLE: &[(&str, Builder)] = &[
         nchw::with_layout(c, n, |c, n| conv::conv(c, n, conv::Kind::BackpropInput, true))
     }),
     ("Div", ew::div),
+    ("DivNoNan", ew::div_no_nan),
     ("Einsum", linalg::einsum),
     ("Elu", act::elu),
     ("EluGrad", act::elu_grad),
@@ -291,7 +292,8 @@ pub const TABLE: &[(&str, Builder)] = &[
 ];
 
 /// Ops whose results depend only on their operands' shapes: always constants.
-pub const SHAPE_ONLY: &[&str] = &["OnesLike", "Rank", "Shape", "ShapeN", "Size", "TensorListElementShape", "ZerosLike"];
+pub const SHAPE_ONLY: &[&str] =
+    &["OnesLike", "Rank", "Shape", "ShapeN", "Size", "TensorListElementShape", "VariableShape", "ZerosLike"];
 
 /// Ops with no StableHLO builder that must fold to constants (their
 /// operands are shapes or index lists).

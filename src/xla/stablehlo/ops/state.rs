@@ -148,6 +148,9 @@ impl Ew<'_> {
     fn sqrt(&mut self, a: &Val) -> Val {
         self.c.elementwise("sqrt", &[a])
     }
+    fn max(&mut self, a: &Val, b: &Val) -> Val {
+        self.c.elementwise("maximum", &[a, b])
+    }
 }
 
 /// `ResourceApply*`: the new slot values (var first).
@@ -244,6 +247,88 @@ fn optimizer(c: &mut Ctx, n: &Call, vars: &[Val]) -> Result<Vec<Val>, String> {
             s[0] = e.sub(&s[0], &q);
             s[1] = m;
             s[2] = v;
+        }
+        "ResourceApplyAdamWithAmsgrad" => {
+            let (b1p, b2p, lr, b1, b2, eps, g) = (get(0)?, get(1)?, get(2)?, get(3)?, get(4)?, get(5)?, get(6)?);
+            let c2 = e.sub(&one, &b2p);
+            let r2 = e.sqrt(&c2);
+            let lr2 = e.mul(&lr, &r2);
+            let c1 = e.sub(&one, &b1p);
+            let alpha = e.div(&lr2, &c1);
+            let ob1 = e.sub(&one, &b1);
+            let ob2 = e.sub(&one, &b2);
+            let gm = e.sub(&g, &s[1]);
+            let dm = e.mul(&gm, &ob1);
+            let m = e.add(&s[1], &dm);
+            let g2 = e.mul(&g, &g);
+            let gv = e.sub(&g2, &s[2]);
+            let dv = e.mul(&gv, &ob2);
+            let v = e.add(&s[2], &dv);
+            let vhat = e.max(&s[3], &v);
+            let ma = e.mul(&m, &alpha);
+            let rv = e.sqrt(&vhat);
+            let d = e.add(&rv, &eps);
+            let q = e.div(&ma, &d);
+            s[0] = e.sub(&s[0], &q);
+            (s[1], s[2], s[3]) = (m, v, vhat);
+        }
+        "ResourceApplyAdaMax" => {
+            let (b1p, lr, b1, b2, eps, g) = (get(0)?, get(1)?, get(2)?, get(3)?, get(4)?, get(5)?);
+            let ob1 = e.sub(&one, &b1);
+            let gm = e.sub(&g, &s[1]);
+            let dm = e.mul(&gm, &ob1);
+            let m = e.add(&s[1], &dm);
+            let decayed = e.mul(&b2, &s[2]);
+            let ag = e.c.elementwise("abs", &[&g]);
+            let v = e.max(&decayed, &ag);
+            let c1 = e.sub(&one, &b1p);
+            let rate = e.div(&lr, &c1);
+            let ve = e.add(&v, &eps);
+            let q = e.div(&m, &ve);
+            let step = e.mul(&rate, &q);
+            s[0] = e.sub(&s[0], &step);
+            (s[1], s[2]) = (m, v);
+        }
+        "ResourceApplyAdadelta" => {
+            let (lr, rho, eps, g) = (get(0)?, get(1)?, get(2)?, get(3)?);
+            let orho = e.sub(&one, &rho);
+            let ar = e.mul(&s[1], &rho);
+            let g2 = e.mul(&g, &g);
+            let g2r = e.mul(&g2, &orho);
+            let accum = e.add(&ar, &g2r);
+            let ue = e.add(&s[2], &eps);
+            let ae = e.add(&accum, &eps);
+            let (su, sa) = (e.sqrt(&ue), e.sqrt(&ae));
+            let ratio = e.div(&su, &sa);
+            let update = e.mul(&ratio, &g);
+            let step = e.mul(&update, &lr);
+            s[0] = e.sub(&s[0], &step);
+            let ur = e.mul(&s[2], &rho);
+            let u2 = e.mul(&update, &update);
+            let u2r = e.mul(&u2, &orho);
+            s[2] = e.add(&ur, &u2r);
+            s[1] = accum;
+        }
+        "ResourceApplyCenteredRMSProp" => {
+            let (lr, rho, momentum, eps, g) = (get(0)?, get(1)?, get(2)?, get(3)?, get(4)?);
+            let orho = e.sub(&one, &rho);
+            let g2 = e.mul(&g, &g);
+            let g2m = e.sub(&g2, &s[2]);
+            let dms = e.mul(&g2m, &orho);
+            let ms = e.add(&s[2], &dms);
+            let gm = e.sub(&g, &s[1]);
+            let dmg = e.mul(&gm, &orho);
+            let mg = e.add(&s[1], &dmg);
+            let mg2 = e.mul(&mg, &mg);
+            let var = e.sub(&ms, &mg2);
+            let denom = e.add(&var, &eps);
+            let rt = e.sqrt(&denom);
+            let lg = e.mul(&lr, &g);
+            let q = e.div(&lg, &rt);
+            let mm = e.mul(&s[3], &momentum);
+            let mom = e.add(&mm, &q);
+            s[0] = e.sub(&s[0], &mom);
+            (s[1], s[2], s[3]) = (mg, ms, mom);
         }
         "ResourceApplyRMSProp" => {
             let (lr, rho, momentum, eps, g) = (get(0)?, get(1)?, get(2)?, get(3)?, get(4)?);

@@ -1,0 +1,511 @@
+"""Writes tests/tf/corpus/keras/: Keras (tf_keras 2.21) training steps under tpu.replicate, with TF's numbers.
+
+Run after setup.sh:  tests/tf/.venv/bin/python tests/tf/corpus_keras.py [CASE...]
+
+Each case is a model, a Keras loss and a Keras optimizer (or a tf.compat.v1 step: the *Setup
+classes), built in graph mode the TPUEstimator-era way: the model and the optimizer's slots are made outside the replicated step, the step computes
+the loss, takes tf.gradients, averages them over the replicas with cross_replica_sum (as
+CrossShardOptimizer does) and applies them with the Keras optimizer. Layer updates (batch-norm
+moving statistics) run with the step.
+
+The files are make_corpus.py's formats (see its docstring) for a replicated case with variables:
+NAME.pbtxt (or NAME.pb when the text would be large), NAME.tags.json, and NAME.json whose
+"runs" fetch every replica's loss of the last step (output_0_shard_{r}:0), "steps" says how many
+steps run, and "variables_after" holds every replica's copy of each variable the step reads or
+writes after them. The graph is pruned to what a session runs: the step and the initialisers.
+
+Initial values: every variable (weights, slots, hyper-parameters) is created with a constant, the
+value its own Keras initializer gives in a separate session, so the graph needs no random op and
+TF's reference run and the replicated graph start from the same numbers. TF cannot run
+tpu.replicate on CPU; its numbers come from a plain graph that runs the same model on each
+replica's batch, averages the gradients and applies them once per step.
+"""
+
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from make_corpus import enc, f32, rng, tf, tf1  # noqa: E402
+import numpy as np  # noqa: E402
+import tf_keras as keras  # noqa: E402
+from tensorflow.python.tpu import tpu  # noqa: E402
+from tensorflow.python.tpu.ops import tpu_ops  # noqa: E402
+
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus", "keras")
+# Graphs whose text is larger than this are written as binary GraphDefs.
+PBTXT_LIMIT = 2_000_000
+
+
+class Initial:
+    """Gives every variable a constant initial value: its Keras initializer's, computed once."""
+
+    def __init__(self):
+        self.values = {}
+
+    def creator(self, next_creator, **kwargs):
+        name = kwargs.get("name") or "var"
+        key = tf1.get_default_graph().unique_name(name, mark_as_used=False)
+        if key not in self.values:
+            init = kwargs["initial_value"]
+            with tf.Graph().as_default():
+                tf1.set_random_seed(len(self.values))
+                t = init() if callable(init) else tf.convert_to_tensor(init)
+                with tf1.Session() as sess:
+                    self.values[key] = sess.run(t)
+        kwargs["initial_value"] = self.values[key]
+        return next_creator(**kwargs)
+
+
+class KerasSetup:
+    """A Keras model, loss and optimizer (clipping, schedules and loss scaling are the optimizer's)."""
+
+    def __init__(self, make_model, make_loss, make_opt):
+        self.make_model, self.make_loss, self.make_opt = make_model, make_loss, make_opt
+
+    def build(self, initial):
+        """Makes the model, the optimizer and every variable in the current graph."""
+        with tf1.variable_creator_scope(initial.creator):
+            self.model = self.make_model()
+            self.opt = self.make_opt()
+            self.opt._create_all_weights(self.model.trainable_variables)
+            self.opt.iterations  # noqa: B018  (made here, not inside the step)
+        self.loss_fn = self.make_loss()
+        self.trainable = self.model.trainable_variables
+        self.moving = self.model.non_trainable_variables
+
+    def forward(self, x, y):
+        """The loss, its gradients and the layers' updates of one batch."""
+        pred = self.model(x, training=True)
+        loss = self.loss_fn(y, pred)
+        grads = tf.gradients(loss, self.trainable)
+        updates = self.model.get_updates_for(x) + self.model.get_updates_for(None)
+        return loss, grads, updates
+
+    def apply(self, grads):
+        return self.opt.apply_gradients(zip(grads, self.trainable))
+
+
+def step_graph(graph, outputs, variables):
+    """The GraphDef pruned to what a session runs: the replicated step's outputs, the cluster's
+    metadata and the variables' initialisers. Keras's symbolic model construction leaves ops
+    outside the step (layers called on keras.Input, batch-norm updates under the learning phase)
+    that no run executes; they are dropped."""
+    keep = [t.op.name for t in outputs] + [v.initializer.name for v in variables]
+    keep += [op.name for op in graph.get_operations() if op.type in ("TPUReplicateMetadata", "TPUCompilationResult")]
+    return tf1.graph_util.extract_sub_graph(graph.as_graph_def(), keep)
+
+
+def write_graph(name, graph_def):
+    text = str(graph_def)
+    os.makedirs(OUT, exist_ok=True)
+    for ext in (".pbtxt", ".pb"):
+        path = os.path.join(OUT, name + ext)
+        if os.path.exists(path):
+            os.remove(path)
+    if len(text) <= PBTXT_LIMIT:
+        with open(os.path.join(OUT, name + ".pbtxt"), "w") as f:
+            f.write(text)
+    else:
+        with open(os.path.join(OUT, name + ".pb"), "wb") as f:
+            f.write(graph_def.SerializeToString())
+
+
+def keras_case(name, make_model, make_loss, make_opt, batches, **kwargs):
+    """A Keras model, loss and optimizer; see `replicated_training`."""
+    replicated_training(name, lambda: KerasSetup(make_model, make_loss, make_opt), batches, **kwargs)
+
+
+def replicated_training(name, make_setup, batches, steps=2, rtol=1e-4, largest=None):
+    """Writes case `name`: `batches` holds one (x, y) per replica. With `largest`, only variables of
+    at most that many elements are recorded (keeps the files of large models small)."""
+    num_replicas = len(batches)
+    initial = Initial()
+
+    # The replicated graph.
+    g = tf.Graph()
+    with g.as_default():
+        setup = make_setup()
+        setup.build(initial)
+
+        def step(x, y):
+            loss, grads, updates = setup.forward(x, y)
+            grads = [tpu_ops.cross_replica_sum(gr) / num_replicas for gr in grads]
+            train = setup.apply(grads)
+            with tf.control_dependencies([train] + updates):
+                return [tf.identity(loss)]
+
+        ph = [
+            [tf1.placeholder(tf.as_dtype(v.dtype), v.shape, name=f"in{k}_{r}") for k, v in enumerate(batch)]
+            for r, batch in enumerate(batches)
+        ]
+        outputs = tpu.replicate(step, ph)
+        # Every variable: the setup's and the optimizer's hyper-parameters.
+        handles = [v.handle.op.name for v in tf1.global_variables()]
+        graph_def = step_graph(g, [t for replica in outputs for t in replica], tf1.global_variables())
+
+    # TensorFlow's numbers: the same model in a plain graph, gradients averaged by hand.
+    pg = tf.Graph()
+    with pg.as_default():
+        setup = make_setup()
+        setup.build(initial)
+        variables, moving = tf1.global_variables(), setup.moving
+        assert [v.handle.op.name for v in variables] == handles, "both graphs name the variables alike"
+        losses, grads, updates = [], [], []
+        for x, y in batches:
+            loss, gr, up = setup.forward(tf.constant(x), tf.constant(y))
+            losses.append(loss)
+            grads.append(gr)
+            updates.append(up)
+        mean = [tf.add_n(list(gs)) / num_replicas for gs in zip(*grads)]
+        with tf.control_dependencies(losses + [g for gs in grads for g in gs]):
+            train = setup.apply(mean)
+        # Layer updates (moving statistics) differ by replica: each replica keeps its own copy.
+        with tf1.Session(graph=pg) as sess:
+            sess.run(tf1.global_variables_initializer())
+            copies = [sess.run(moving)] * num_replicas
+            for _ in range(steps):
+                for r in range(num_replicas):
+                    if updates[r]:
+                        for v, value in zip(moving, copies[r]):
+                            v.load(value, sess)
+                        sess.run(updates[r])
+                        copies[r] = sess.run(moving)
+                got, _ = sess.run([losses, train])
+            after = sess.run([v.read_value() for v in variables])
+        per_replica = {id(v): [c[k] for c in copies] for k, v in enumerate(moving)}
+        after = [per_replica.get(id(v), [value] * num_replicas) for v, value in zip(variables, after)]
+
+    meta = {
+        "kind": "replicated",
+        "num_replicas": num_replicas,
+        "steps": steps,
+        "feeds": {f"in{k}_{r}:0": enc(v) for r, batch in enumerate(batches) for k, v in enumerate(batch)},
+        "runs": [{"targets": [], "fetches": {f"output_0_shard_{r}:0": enc(v) for r, v in enumerate(got)}}],
+        "variables_after": {
+            h: [enc(c) for c in cs] for h, cs in zip(handles, after) if largest is None or cs[0].size <= largest
+        },
+        "rtol": rtol,
+    }
+    tags = {}
+    # The variables the step reads or writes (the others stay on the host, untouched by the step).
+    in_step = {i.split(":")[0].lstrip("^") for n in graph_def.node if "_tpu_replicate" in n.attr for i in n.input}
+    meta["variables_after"] = {h: v for h, v in meta["variables_after"].items() if h in in_step}
+    for node in graph_def.node:
+        entry = {"op": node.op}
+        if "_tpu_replicate" in node.attr:
+            entry["R"] = node.attr["_tpu_replicate"].s.decode()
+        if "_xla_outside_compilation" in node.attr:
+            entry["OC"] = node.attr["_xla_outside_compilation"].s.decode()
+        tags[node.name] = entry
+    write_graph(name, graph_def)
+    with open(os.path.join(OUT, name + ".json"), "w") as f:
+        json.dump(meta, f, indent=None, separators=(",", ":"))
+        f.write("\n")
+    with open(os.path.join(OUT, name + ".tags.json"), "w") as f:
+        json.dump(tags, f, indent=1, sort_keys=True)
+        f.write("\n")
+    print("wrote", name, file=sys.stderr)
+
+
+def labels(seed, n, classes):
+    return rng(seed).integers(0, classes, n).astype(np.int32)
+
+
+def onehot(seed, n, classes):
+    return np.eye(classes, dtype=np.float32)[labels(seed, n, classes)]
+
+
+L = keras.layers
+
+
+def dense_adam():
+    """A Dense model trained by Keras Adam with sparse categorical cross-entropy."""
+    keras_case(
+        "dense_adam",
+        lambda: keras.Sequential([L.Dense(8, activation="relu", input_shape=(5,)), L.Dense(3)]),
+        lambda: keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        lambda: keras.optimizers.legacy.Adam(0.01),
+        [(f32(200 + r, 4, 5), labels(210 + r, 4, 3)) for r in range(2)],
+    )
+
+
+def conv_batchnorm():
+    """Conv2D + BatchNormalization + max and average pooling, SGD with momentum."""
+
+    def model():
+        return keras.Sequential([
+            L.Conv2D(4, 3, padding="same", input_shape=(6, 6, 2)),
+            L.BatchNormalization(),
+            L.ReLU(),
+            L.MaxPooling2D(2),
+            L.Conv2D(3, 2),
+            L.GlobalAveragePooling2D(),
+            L.Dense(3, activation="softmax"),
+        ])
+
+    keras_case(
+        "conv_batchnorm",
+        model,
+        lambda: keras.losses.CategoricalCrossentropy(),
+        lambda: keras.optimizers.legacy.SGD(0.05, momentum=0.9),
+        [(f32(220 + r, 2, 6, 6, 2), onehot(230 + r, 2, 3)) for r in range(2)],
+    )
+
+
+def lstm_classifier():
+    """An Embedding + LSTM text classifier, RMSprop, binary cross-entropy."""
+
+    def model():
+        return keras.Sequential([
+            L.Embedding(10, 4, input_length=5),
+            L.LSTM(6),
+            L.Dense(1, activation="sigmoid"),
+        ])
+
+    keras_case(
+        "lstm_classifier",
+        model,
+        lambda: keras.losses.BinaryCrossentropy(),
+        lambda: keras.optimizers.legacy.RMSprop(0.01),
+        [(labels(240 + r, 15, 10).reshape(3, 5), rng(250 + r).integers(0, 2, (3, 1)).astype(np.float32))
+         for r in range(2)],
+    )
+
+
+def gru_classifier():
+    """An Embedding + GRU classifier returning sequences, pooled, Adagrad."""
+
+    def model():
+        return keras.Sequential([
+            L.Embedding(10, 4, input_length=5),
+            L.GRU(6, return_sequences=True),
+            L.GlobalMaxPooling1D(),
+            L.Dense(3),
+        ])
+
+    keras_case(
+        "gru_classifier",
+        model,
+        lambda: keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        lambda: keras.optimizers.legacy.Adagrad(0.1),
+        [(labels(260 + r, 15, 10).reshape(3, 5), labels(270 + r, 3, 3)) for r in range(2)],
+    )
+
+
+def conv1d_text():
+    """A Conv1D text model: Embedding, Conv1D, global max pooling, Nadam."""
+
+    def model():
+        return keras.Sequential([
+            L.Embedding(12, 4, input_length=8),
+            L.Conv1D(5, 3, activation="relu"),
+            L.MaxPooling1D(2),
+            L.Conv1D(4, 2, activation="tanh"),
+            L.GlobalMaxPooling1D(),
+            L.Dense(2),
+        ])
+
+    keras_case(
+        "conv1d_text",
+        model,
+        lambda: keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        lambda: keras.optimizers.legacy.Nadam(0.01),
+        [(labels(280 + r, 16, 12).reshape(2, 8), labels(290 + r, 2, 2)) for r in range(2)],
+    )
+
+
+def transformer_encoder():
+    """MultiHeadAttention + LayerNormalization + Dense feed-forward, mean squared error, AdamW-style Adam."""
+
+    def model():
+        x = keras.Input((4, 8))
+        a = L.MultiHeadAttention(num_heads=2, key_dim=4)(x, x)
+        h = L.LayerNormalization()(x + a)
+        f = L.Dense(16, activation="gelu")(h)
+        f = L.Dense(8)(f)
+        h = L.LayerNormalization()(h + f)
+        out = L.Dense(2)(L.GlobalAveragePooling1D()(h))
+        return keras.Model(x, out)
+
+    keras_case(
+        "transformer_encoder",
+        model,
+        lambda: keras.losses.MeanSquaredError(),
+        lambda: keras.optimizers.legacy.Adam(0.01, amsgrad=True),
+        [(f32(300 + r, 2, 4, 8), f32(310 + r, 2, 2)) for r in range(2)],
+    )
+
+
+def mobilenet_v2():
+    """keras.applications.MobileNetV2 at 32x32, weights=None, 4 classes, SGD."""
+    keras_case(
+        "mobilenet_v2",
+        lambda: keras.applications.MobileNetV2(input_shape=(32, 32, 3), alpha=0.35, weights=None, classes=4),
+        lambda: keras.losses.CategoricalCrossentropy(),
+        lambda: keras.optimizers.legacy.SGD(0.01),
+        [(f32(320 + r, 1, 32, 32, 3), onehot(330 + r, 1, 4)) for r in range(2)],
+        steps=1,
+        rtol=1e-3,
+        largest=300,
+    )
+
+
+class TF1AdamSetup:
+    """A tf.compat.v1 training step: Adam with an exponential_decay learning rate, global-norm
+    clipping and the int64 global step that apply_gradients increments."""
+
+    def build(self, initial):
+        with tf1.variable_creator_scope(initial.creator):
+            init = tf1.glorot_uniform_initializer()
+            self.trainable = [
+                tf1.get_variable("w1", [4, 6], initializer=init, use_resource=True),
+                tf1.get_variable("b1", [6], initializer=tf1.zeros_initializer(), use_resource=True),
+                tf1.get_variable("w2", [6, 3], initializer=init, use_resource=True),
+            ]
+            self.global_step = tf1.train.get_or_create_global_step()
+            step = self.global_step
+            # A callable: the learning rate is computed inside the step, from the step's global step.
+            lr = lambda: tf1.train.exponential_decay(0.05, step, decay_steps=1, decay_rate=0.7)  # noqa: E731
+            self.opt = tf1.train.AdamOptimizer(lr)
+            self.opt._create_slots(self.trainable)
+        self.moving = []
+
+    def forward(self, x, y):
+        w1, b1, w2 = self.trainable
+        logits = tf.matmul(tf.tanh(tf.matmul(x, w1) + b1), w2)
+        loss = tf1.losses.sparse_softmax_cross_entropy(y, logits * 3.0)
+        return loss, tf.gradients(loss, self.trainable), []
+
+    def apply(self, grads):
+        clipped, _ = tf.clip_by_global_norm(grads, 0.5)
+        return self.opt.apply_gradients(zip(clipped, self.trainable), global_step=self.global_step)
+
+
+def tf1_adam_decay_clip():
+    """Section 4's step: tf.train Adam, exponential_decay, clip_by_global_norm, int64 global step."""
+    replicated_training(
+        "tf1_adam_decay_clip", TF1AdamSetup, [(f32(400 + r, 5, 4), labels(410 + r, 5, 3)) for r in range(2)], steps=3
+    )
+
+
+class TF1LoopSetup:
+    """A recurrent cell run by a control-flow-v1 tf.while_loop with a tf.cond in its body; the body
+    reads the cell's variables. The readout after the loop trains by tf.gradients with SGD (the
+    loop's own gradient needs TF1 stack accumulators, which the simulator does not run)."""
+
+    def build(self, initial):
+        with tf1.variable_creator_scope(initial.creator):
+            init = tf1.glorot_uniform_initializer()
+            self.cell = [
+                tf1.get_variable("w", [3, 4], initializer=init, use_resource=True),
+                tf1.get_variable("u", [4, 4], initializer=init, use_resource=True),
+            ]
+            self.trainable = [tf1.get_variable("v", [4, 2], initializer=init, use_resource=True)]
+        self.moving = []
+
+    def forward(self, x, y):
+        w, u = self.cell
+        steps = x.shape[1]
+
+        def body(t, h):
+            xt = tf.gather(x, t, axis=1)
+            h2 = tf.tanh(tf.matmul(xt, w.read_value()) + tf.matmul(h, u.read_value()))
+            h2 = tf.cond(tf.equal(t % 2, 0), lambda: h2 * 0.9, lambda: h2 + 0.1)
+            return [t + 1, h2]
+
+        _, h = tf1.while_loop(lambda t, h: t < steps, body, [tf.constant(0), tf.zeros([x.shape[0], 4])])
+        loss = tf.reduce_mean(tf.square(tf.matmul(h, self.trainable[0]) - y))
+        return loss, tf.gradients(loss, self.trainable), []
+
+    def apply(self, grads):
+        return tf.group(*[t.assign_sub(0.5 * g) for t, g in zip(self.trainable, grads)])
+
+
+def tf1_while_cond():
+    """Section 4: a control-flow-v1 while_loop and cond inside tpu.replicate, trained through."""
+    tf1.disable_control_flow_v2()
+    try:
+        replicated_training(
+            "tf1_while_cond", TF1LoopSetup, [(f32(460 + r, 2, 3, 3), f32(470 + r, 2, 2)) for r in range(2)], steps=2
+        )
+    finally:
+        tf1.enable_control_flow_v2()
+
+
+def small_dense(outputs=3, activation=None):
+    return lambda: keras.Sequential([L.Dense(6, activation="tanh", input_shape=(4,)), L.Dense(outputs, activation)])
+
+
+def optimizer_case(name, make_opt, steps=3):
+    keras_case(
+        name,
+        small_dense(),
+        lambda: keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        make_opt,
+        [(f32(420 + r, 4, 4), labels(430 + r, 4, 3)) for r in range(2)],
+        steps=steps,
+    )
+
+
+def optimizers():
+    """Every optimizer of tf_keras 2.21 that lowers to a fused update, and the clipping options."""
+    O = keras.optimizers.legacy
+    optimizer_case("opt_sgd_nesterov", lambda: O.SGD(0.1, momentum=0.8, nesterov=True))
+    optimizer_case("opt_adamax", lambda: O.Adamax(0.05))
+    optimizer_case("opt_adadelta", lambda: O.Adadelta(1.0))
+    optimizer_case("opt_rmsprop_centered", lambda: O.RMSprop(0.01, momentum=0.5, centered=True))
+    optimizer_case("opt_adam_clipnorm", lambda: O.Adam(0.05, clipnorm=0.1))
+    optimizer_case("opt_sgd_clipvalue", lambda: O.SGD(0.5, clipvalue=0.05))
+    optimizer_case("opt_adam_global_clipnorm", lambda: O.Adam(0.05, global_clipnorm=0.1))
+    optimizer_case(
+        "opt_schedule_exponential",
+        lambda: O.SGD(keras.optimizers.schedules.ExponentialDecay(0.5, decay_steps=1, decay_rate=0.5)),
+    )
+    optimizer_case(
+        "opt_schedule_cosine",
+        lambda: O.Adam(keras.optimizers.schedules.CosineDecay(0.1, decay_steps=4, alpha=0.1)),
+    )
+
+
+def losses():
+    """Every regression, probabilistic and hinge loss of Keras, summed, on one model."""
+    K = keras.losses
+
+    def loss():
+        parts = [
+            K.MeanSquaredError(), K.MeanAbsoluteError(), K.MeanAbsolutePercentageError(),
+            K.MeanSquaredLogarithmicError(), K.Huber(delta=0.5), K.LogCosh(), K.KLDivergence(), K.Poisson(),
+            K.CosineSimilarity(), K.Hinge(), K.SquaredHinge(), K.CategoricalHinge(), K.BinaryCrossentropy(),
+            K.BinaryFocalCrossentropy(gamma=2.0), K.CategoricalCrossentropy(label_smoothing=0.1),
+        ]
+        return lambda y, p: tf.add_n([f(y, p) for f in parts])
+
+    keras_case(
+        "losses",
+        small_dense(3, "sigmoid"),
+        loss,
+        lambda: keras.optimizers.legacy.SGD(0.1),
+        [(f32(440 + r, 4, 4), rng(450 + r).uniform(0.05, 0.95, (4, 3)).astype(np.float32)) for r in range(2)],
+    )
+
+
+CASES = {
+    "dense_adam": dense_adam,
+    "conv_batchnorm": conv_batchnorm,
+    "lstm_classifier": lstm_classifier,
+    "gru_classifier": gru_classifier,
+    "conv1d_text": conv1d_text,
+    "transformer_encoder": transformer_encoder,
+    "mobilenet_v2": mobilenet_v2,
+    "losses": losses,
+    "optimizers": optimizers,
+    "tf1_adam_decay_clip": tf1_adam_decay_clip,
+    "tf1_while_cond": tf1_while_cond,
+}
+
+if __name__ == "__main__":
+    wanted = sys.argv[1:] or list(CASES)
+    for case in wanted:
+        CASES[case]()

@@ -137,6 +137,16 @@ const NAN_DROPPED_WHY: &str = "a NaN operand of max/min: the simulator propagate
      (checked with TF 2.21: reduce_max([4.47, nan]) is nan on CPU and 4.47 under jit_compile)";
 
 const KNOWN: &[Known] = &[
+    Known {
+        op: "RealDiv",
+        applies: |inputs, want, got| {
+            let degenerate = |v: f64| v == 0.0 || v.is_infinite();
+            inputs.len() == 2 && degenerate(inputs[1]) && want.is_nan() && !got.is_nan()
+        },
+        why: "a divisor that over- or underflowed to 0 or inf: XLA's algebraic simplifier rewrites \
+              a / (1 / b) into a * b before 1 / b is rounded, so XLA's result is finite where the \
+              IEEE quotient of the rounded operands is NaN; TensorFlow's jit_compile path does the same",
+    },
     Known { op: "Max", applies: NAN_DROPPED, why: NAN_DROPPED_WHY },
     Known { op: "Min", applies: NAN_DROPPED, why: NAN_DROPPED_WHY },
     Known { op: "Maximum", applies: NAN_DROPPED, why: NAN_DROPPED_WHY },

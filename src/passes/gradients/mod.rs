@@ -561,7 +561,7 @@ fn default_grad_y(e: &mut Emitter<'_>, y: Tensor, index: usize) -> Tensor {
 }
 
 /// True when op type `op_type` has a gradient function here, or is one
-/// through which no gradient flows ([`functions::is_not_differentiable`]).
+/// through which no gradient flows (`functions::is_not_differentiable`).
 ///
 /// Found by expanding `gradients` over one op of that type fed by an f32
 /// placeholder (three operands, output 0 differentiated): only a type

@@ -377,8 +377,8 @@ fn ops_of(cases: &[&[Case]]) -> BTreeSet<String> {
 
 /// The op types of the graphs the PJRT differential tests run besides
 /// these cases: the examples and strategy graphs of `xla_backend`, its
-/// TensorFlow fixtures, the replicated corpus graphs of `xla_corpus`, and
-/// the TensorList cases of `xla_tensor_list`.
+/// TensorFlow fixtures, the replicated corpus graphs of `xla_corpus`, the
+/// Keras corpus of `keras_corpus`, and the TensorList cases of `xla_tensor_list`.
 fn ops_of_other_differential_graphs() -> BTreeSet<String> {
     use tpu_rewrite::tf::{import_graphdef, GraphDefFormat};
     let mut ops = BTreeSet::new();
@@ -406,6 +406,19 @@ fn ops_of_other_differential_graphs() -> BTreeSet<String> {
     {
         let bytes = std::fs::read(format!("tests/tf/corpus/{name}.pbtxt")).expect("corpus graph");
         add(import_graphdef(&bytes, GraphDefFormat::Text).expect("imports").0);
+    }
+    // The Keras corpus, which `keras_corpus` runs on both backends against TensorFlow.
+    let mut keras: Vec<_> = std::fs::read_dir("tests/tf/corpus/keras")
+        .expect("the Keras corpus")
+        .map(|e| e.expect("an entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "pbtxt" || e == "pb"))
+        .collect();
+    keras.sort();
+    for path in keras {
+        let bytes = std::fs::read(&path).expect("a Keras corpus graph");
+        let format =
+            if path.extension().is_some_and(|e| e == "pb") { GraphDefFormat::Binary } else { GraphDefFormat::Text };
+        add(import_graphdef(&bytes, format).expect("imports").0);
     }
     // The random ops of `random_ops`, compared there with TensorFlow's XLA outputs.
     let random: serde_json::Value =

@@ -219,6 +219,7 @@ impl Lowered {
                 host_transfer: transfer,
                 run: 0,
                 library: Some(&module),
+                host_effects: false,
             };
             let mut stages = Vec::new();
             for cluster in &clusters {

@@ -15,7 +15,7 @@
 //! --backend pjrt` does by default; one row per model also shows it off.
 //! Run: `cargo bench --bench xla` (fetches the pinned plugin if needed).
 
-#[path = "../tests/support/pjrt.rs"]
+#[path = "../tests/it/support/pjrt.rs"]
 mod support;
 
 use std::time::Instant;

@@ -6,7 +6,7 @@
 //! offset of its last field plus that field's size, `*_STRUCT_SIZE` in
 //! `pjrt_c_api.h`), which lets older and newer plugins read it safely. The
 //! declarations follow `pjrt_c_api.h` of PJRT C API 0.81 (the header shipped
-//! in the `xla-cpu-pjrt` wheel); `tests/xla_ffi.rs` parses that header and
+//! in the `xla-cpu-pjrt` wheel); `tests/it/xla_ffi.rs` parses that header and
 //! checks every size here against it.
 //!
 //! Invariants: [`Api`] is only used after [`load`] checked that the plugin's

@@ -13,7 +13,7 @@
 //! the pinned CPU plugin (XLA FFI API 0.2, PJRT C API 0.81). Those headers
 //! are not shipped with the plugin; each `STRUCT_SIZE` is the end of the
 //! struct's last field as the C headers define it (the `*_STRUCT_SIZE`
-//! macros), and `tests/xla_ffi.rs` checks them. The plugin itself refuses
+//! macros), and `tests/it/xla_ffi.rs` checks them. The plugin itself refuses
 //! a `PJRT_FFI_Register_Handler_Args` smaller than 52 bytes. Cost: none
 //! (declarations).
 

@@ -4,7 +4,7 @@ LoopCond) as TensorFlow 2.21 writes it with control flow v2 turned off, with TF'
 Run after setup.sh:  tests/tf/.venv/bin/python tests/tf/corpus_tf1_control_flow.py
 
 The file formats are make_corpus.py's (see its docstring); this script only adds cases and writes
-them to the tf1/ subdirectory, which tests/tf1_control_flow.rs reads.
+them to the tf1/ subdirectory, which tests/it/tf1_control_flow.rs reads.
 """
 
 import os

@@ -1,0 +1,218 @@
+//! The Keras corpus (`tests/tf/corpus/keras/`, written by
+//! `tests/tf/corpus_keras.py` with tensorflow-cpu 2.21.0 and tf_keras
+//! 2.21): Keras models' training steps under `tpu.replicate`. Every graph
+//! is listed in [`CASES`]: it forms the clusters TensorFlow tagged, and
+//! either runs its steps on the simulator and on PJRT (the pinned CPU
+//! plugin), where every replica's loss and every replica's copy of every
+//! variable (weights, optimizer slots, moving statistics) must equal
+//! TensorFlow's, or it is refused with a listed diagnostic code.
+//! `every_keras_graph_is_listed` fails for a graph missing from the list.
+
+use crate::support::pjrt as support;
+
+use crate::support::corpus;
+use corpus::{assert_close, read_json, tensor_of};
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use tpu_rewrite::exec::driver::{self, RunConfig, RunOutcome};
+use tpu_rewrite::exec::Tensor;
+use tpu_rewrite::ir::Module;
+use tpu_rewrite::lower::{lower, LowerConfig, Topology};
+use tpu_rewrite::passes::form_clusters::form_clusters;
+use tpu_rewrite::xla::backend;
+
+fn corpus_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/tf/corpus/keras")
+}
+
+/// What a Keras graph does.
+#[derive(Clone, Copy, Debug)]
+enum Expect {
+    /// Runs on both backends with TensorFlow's numbers.
+    Runs,
+    /// PJRT refuses it with this diagnostic code, naming the reason; the
+    /// simulator still gives TensorFlow's numbers.
+    #[allow(dead_code)] // Kept for graphs that only the simulator runs.
+    Refused(&'static str, &'static str),
+}
+
+use Expect::Runs;
+
+/// Every graph of the Keras corpus (the file stem).
+const CASES: &[(&str, Expect)] = &[
+    ("conv1d_text", Runs),
+    ("conv_batchnorm", Runs),
+    ("dense_adam", Runs),
+    ("gru_classifier", Runs),
+    ("losses", Runs),
+    ("lstm_classifier", Runs),
+    ("mobilenet_v2", Runs),
+    ("opt_adadelta", Runs),
+    ("opt_adam_clipnorm", Runs),
+    ("opt_adam_global_clipnorm", Runs),
+    ("opt_adamax", Runs),
+    ("opt_rmsprop_centered", Runs),
+    ("opt_schedule_cosine", Runs),
+    ("opt_schedule_exponential", Runs),
+    ("opt_sgd_clipvalue", Runs),
+    ("opt_sgd_nesterov", Runs),
+    ("tf1_adam_decay_clip", Runs),
+    ("tf1_while_cond", Runs),
+    ("transformer_encoder", Runs),
+];
+
+/// The graph of `case`, from `.pbtxt` or, for large graphs, `.pb`.
+fn import(case: &str) -> Module {
+    if corpus_dir().join(format!("{case}.pbtxt")).exists() {
+        return corpus::import(&corpus_dir(), case);
+    }
+    let path = corpus_dir().join(format!("{case}.pb"));
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let (module, errors) = tpu_rewrite::tf::import_graphdef(&bytes, tpu_rewrite::tf::GraphDefFormat::Binary)
+        .unwrap_or_else(|e| panic!("{case}: {e:?}"));
+    assert!(errors.is_empty(), "{case}: import problems: {errors:?}");
+    module
+}
+
+/// The clusters of `@main` equal the `_tpu_replicate` tags TensorFlow set.
+fn assert_tf_clusters(case: &str, module: &Module) {
+    let tags = read_json(&corpus_dir().join(format!("{case}.tags.json")));
+    let mut want: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (name, entry) in tags.as_object().expect("tags") {
+        if let Some(cluster) = entry.get("R").and_then(Value::as_str) {
+            want.entry(cluster.to_string()).or_default().insert(name.clone());
+        }
+    }
+    let graph = module.graph("main").expect("@main");
+    let (clusters, errors) = form_clusters(graph);
+    assert!(errors.iter().all(|e| e.is_warning()), "{case}: {errors:?}");
+    let got: BTreeMap<String, BTreeSet<String>> = clusters
+        .iter()
+        .map(|c| (c.name.clone(), c.members.iter().map(|&m| graph.node(m).name.to_string()).collect()))
+        .collect();
+    assert!(!want.is_empty(), "{case}: TensorFlow tagged no cluster");
+    assert_eq!(got, want, "{case}: cluster members");
+}
+
+/// One backend's results against TensorFlow's: every replica's loss of the
+/// last step and every replica's copy of every variable.
+fn assert_tf_numbers(label: &str, meta: &Value, outcome: &RunOutcome, rtol: f64) {
+    let fetches = meta["runs"][0]["fetches"].as_object().expect("fetches");
+    for (name, want) in fetches {
+        let got = &outcome.fetched.iter().find(|(n, _)| n == name).unwrap_or_else(|| panic!("{label}: no {name}")).1;
+        assert_close(&format!("{label}: {name}"), got, &tensor_of(want), rtol);
+    }
+    let after = meta["variables_after"].as_object().expect("variables_after");
+    assert!(!after.is_empty(), "{label}: TensorFlow recorded no variable");
+    for (var, copies) in after {
+        let got = outcome.mirrors.get(var).unwrap_or_else(|| panic!("{label}: no mirrored variable `{var}`"));
+        let copies = copies.as_array().expect("one value per replica");
+        assert_eq!(got.len(), copies.len(), "{label}: copies of `{var}`");
+        for (r, (g, w)) in got.iter().zip(copies).enumerate() {
+            assert_close(&format!("{label}: `{var}` on replica {r}"), g, &tensor_of(w), rtol);
+        }
+    }
+}
+
+/// Runs `case` as [`CASES`] says it goes.
+fn check(case: &str) {
+    let expect = CASES.iter().find(|(c, _)| *c == case).map(|c| c.1).unwrap_or_else(|| panic!("{case} is not listed"));
+    let meta = read_json(&corpus_dir().join(format!("{case}.json")));
+    let rtol = meta["rtol"].as_f64().expect("rtol");
+    let steps = meta["steps"].as_u64().expect("steps") as u32;
+    let replicas = meta["num_replicas"].as_u64().expect("num_replicas") as u32;
+    let module = import(case);
+    assert_tf_clusters(case, &module);
+
+    let graph = module.graph("main").expect("@main");
+    let config = LowerConfig {
+        topology: Topology { hosts: 1, cores_per_host: replicas, job: "worker".into() },
+        ..LowerConfig::default()
+    };
+    let mut lowered = lower(graph, &config).unwrap_or_else(|e| panic!("{case}: lowering failed: {e:?}"));
+    tpu_rewrite::ir::functions::carry_functions(&module, &mut lowered.module);
+    let feeds: Vec<(String, Tensor)> =
+        meta["feeds"].as_object().expect("feeds").iter().map(|(n, v)| (n.clone(), tensor_of(v))).collect();
+    let fetches: Vec<String> = meta["runs"][0]["fetches"].as_object().expect("fetches").keys().cloned().collect();
+
+    let sim_config = RunConfig { steps, ..RunConfig::default() };
+    let sim = driver::run(&lowered.module, &feeds, &fetches, &sim_config, &mut |_, _| {})
+        .unwrap_or_else(|e| panic!("{case}: the simulator failed: {:?}", miette::Report::new(e)));
+    assert_tf_numbers(&format!("{case} (simulator)"), &meta, &sim, rtol);
+
+    // PJRT gets TF1 control flow as functional While/If, as the CLI gives it.
+    let mut functional = module.clone();
+    if let Some(e) = tpu_rewrite::passes::functionalize::functionalize(&mut functional).first() {
+        panic!("{case}: functionalize failed: {:?}", miette::Report::new(e.clone()));
+    }
+    let functional_graph = functional.graph("main").expect("@main");
+    let functional_lowered =
+        lower(functional_graph, &config).unwrap_or_else(|e| panic!("{case}: lowering failed: {e:?}"));
+    let pjrt_config = backend::RunConfig { fetch: &fetches, steps, ..support::one_step(&feeds, Some(&functional)) };
+    match (expect, backend::run(functional_graph, &functional_lowered.assignment, &pjrt_config)) {
+        (Runs, Ok(outcome)) => assert_tf_numbers(&format!("{case} (pjrt)"), &meta, &outcome.run, rtol),
+        (Runs, Err(e)) => panic!("{case}: PJRT refused it: {:?}", miette::Report::new(e)),
+        (Expect::Refused(code, why), Err(e)) => {
+            let got = miette::Diagnostic::code(&e).map(|c| c.to_string()).unwrap_or_default();
+            let text = format!("{e} ({})", miette::Diagnostic::help(&e).map(|h| h.to_string()).unwrap_or_default());
+            assert_eq!(got, code, "{case}: {text}");
+            assert!(text.contains(why), "{case}: the diagnostic says why ({why}): {text}");
+        }
+        (Expect::Refused(..), Ok(_)) => panic!("{case}: PJRT ran it; list it as `Runs`"),
+    }
+}
+
+macro_rules! keras_cases {
+    ($($name:ident),* $(,)?) => {
+        /// The cases with a test.
+        const TESTED: &[&str] = &[$(stringify!($name)),*];
+        $(
+            #[test]
+            fn $name() {
+                check(stringify!($name));
+            }
+        )*
+    };
+}
+
+keras_cases!(
+    conv1d_text,
+    conv_batchnorm,
+    dense_adam,
+    gru_classifier,
+    losses,
+    lstm_classifier,
+    mobilenet_v2,
+    opt_adadelta,
+    opt_adam_clipnorm,
+    opt_adam_global_clipnorm,
+    opt_adamax,
+    opt_rmsprop_centered,
+    opt_schedule_cosine,
+    opt_schedule_exponential,
+    opt_sgd_clipvalue,
+    opt_sgd_nesterov,
+    tf1_adam_decay_clip,
+    tf1_while_cond,
+    transformer_encoder,
+);
+
+#[test]
+fn every_keras_graph_is_listed() {
+    let mut found: Vec<String> = std::fs::read_dir(corpus_dir())
+        .unwrap_or_else(|e| panic!("{}: {e} (run tests/tf/corpus_keras.py to make it)", corpus_dir().display()))
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().map(str::to_string))
+        .filter_map(|n| n.strip_suffix(".pbtxt").or_else(|| n.strip_suffix(".pb")).map(str::to_string))
+        .collect();
+    found.sort();
+    let listed: Vec<&str> = CASES.iter().map(|c| c.0).collect();
+    assert!(!found.is_empty(), "the Keras corpus is empty");
+    assert_eq!(found, listed, "CASES lists every Keras graph, in order, and nothing else");
+    let mut tested = TESTED.to_vec();
+    tested.sort_unstable();
+    assert_eq!(tested, listed, "every listed case has a test");
+}

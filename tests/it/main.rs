@@ -1,0 +1,47 @@
+//! The integration tests, in one binary: one link instead of one per file,
+//! and one pool of test threads for all of them. Each module is one area;
+//! run one with `cargo test --test it MODULE` (a name filter).
+
+mod support;
+
+mod bundle_props;
+mod cases;
+mod cli;
+mod cli_first_hour;
+mod cli_formats;
+mod conformance;
+mod differential_fuzz;
+mod distributed;
+mod docs;
+mod exec;
+mod fuzz_props;
+mod gradient_numerics;
+mod gradients;
+mod graphdef;
+mod keras_corpus;
+mod limits;
+mod lower;
+mod math_ops;
+mod mlp_equivalence;
+mod ops_coverage;
+mod output_files;
+mod random_ops;
+mod results;
+mod rewrite;
+mod roundtrip;
+mod spmd;
+mod strategy;
+mod tf1_control_flow;
+mod tf1_functionalize;
+mod tf2_saved_model;
+mod tf_control_flow;
+mod tf_corpus;
+mod tf_host_ops;
+mod xla_backend;
+mod xla_cli;
+mod xla_corpus;
+mod xla_ffi;
+mod xla_ops;
+mod xla_pjrt;
+mod xla_stablehlo;
+mod xla_tensor_list;

@@ -1,0 +1,331 @@
+//! The stateless random ops against TensorFlow's own outputs
+//! (`tests/tf/corpus/random/random_ops.json`, made by `tests/tf/random_ops.py`).
+//!
+//! On the simulator every case must equal TensorFlow's CPU kernels bit for
+//! bit (the Philox stream and its conversions to numbers). On PJRT the
+//! lowered graphs must give what TensorFlow's XLA bridge gives: the same
+//! Philox bits, turned into numbers as XLA does, to float tolerance (XLA's
+//! `log`, `sin` and `cos` are its own approximations).
+
+// Only `prepare` is used here.
+#[allow(dead_code)]
+use crate::support::lowering;
+use crate::support::pjrt as support;
+
+use serde_json::Value;
+use tpu_rewrite::exec::kernels::run_kernel;
+use tpu_rewrite::exec::Tensor;
+use tpu_rewrite::ir::{AttrMap, AttrValue, DType};
+
+fn corpus() -> Vec<Value> {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/tf/corpus/random/random_ops.json");
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let doc: Value = serde_json::from_str(&text).expect("valid JSON");
+    assert_eq!(doc["tensorflow"], "2.21.0");
+    doc["cases"].as_array().expect("cases").clone()
+}
+
+fn dtype(name: &str) -> DType {
+    match name {
+        "float32" => DType::F32,
+        "float64" => DType::F64,
+        "float16" => DType::F16,
+        "bfloat16" => DType::BF16,
+        "int32" => DType::I32,
+        "int64" => DType::I64,
+        "uint64" => DType::U64,
+        other => panic!("dtype {other}"),
+    }
+}
+
+fn ints(v: &Value) -> Vec<i64> {
+    v.as_array().expect("list").iter().map(|x| x.as_i64().expect("int")).collect()
+}
+
+/// The seed operand of a case, in its recorded dtype.
+fn seed(case: &Value) -> Tensor {
+    let s = ints(&case["seed"]);
+    match case["seed_dtype"].as_str() {
+        Some("int32") => Tensor::vector(s.iter().map(|&v| v as i32).collect()),
+        _ => Tensor::vector(s),
+    }
+}
+
+fn scalar_of(d: DType, v: i64) -> Tensor {
+    match d {
+        DType::I32 => Tensor::scalar(v as i32),
+        _ => Tensor::scalar(v),
+    }
+}
+
+/// The operands and attributes of a case's op.
+fn operands(case: &Value) -> (Vec<Tensor>, AttrMap) {
+    let op = case["op"].as_str().unwrap();
+    let mut attrs = AttrMap::new();
+    if let Some(d) = case["dtype"].as_str() {
+        attrs.insert("dtype", AttrValue::Type(dtype(d)));
+    }
+    if op == "StatelessRandomGetKeyCounterAlg" {
+        return (vec![seed(case)], attrs);
+    }
+    let shape = Tensor::vector(ints(&case["shape"]).into_iter().map(|v| v as i32).collect());
+    let bounds =
+        |d: DType| vec![scalar_of(d, case["minval"].as_i64().unwrap()), scalar_of(d, case["maxval"].as_i64().unwrap())];
+    let mut inputs = vec![shape];
+    if op.ends_with("V2") {
+        let kc = run_kernel("StatelessRandomGetKeyCounter", &AttrMap::new(), &[seed(case)]).expect("key and counter");
+        inputs.extend(kc);
+        inputs.push(Tensor::scalar(1i32));
+    } else {
+        inputs.push(seed(case));
+    }
+    if op.contains("UniformInt") {
+        inputs.extend(bounds(dtype(case["dtype"].as_str().unwrap())));
+    }
+    (inputs, attrs)
+}
+
+/// The values of a tensor as JSON would hold them: f64 for floats, decimal strings for u64.
+fn as_json_values(t: &Tensor) -> Vec<Value> {
+    match t {
+        Tensor::F32(a) => a.iter().map(|&v| Value::from(f64::from(v))).collect(),
+        Tensor::F64(a) => a.iter().map(|&v| Value::from(v)).collect(),
+        Tensor::F16(a) => a.iter().map(|&v| Value::from(f64::from(v.to_f32()))).collect(),
+        Tensor::BF16(a) => a.iter().map(|&v| Value::from(f64::from(v.to_f32()))).collect(),
+        Tensor::I32(a) => a.iter().map(|&v| Value::from(v)).collect(),
+        Tensor::I64(a) => a.iter().map(|&v| Value::from(v)).collect(),
+        Tensor::U64(a) => a.iter().map(|&v| Value::from(v.to_string())).collect(),
+        other => panic!("unexpected dtype {}", other.dtype()),
+    }
+}
+
+/// Why `got` differs from TensorFlow's `want` ({dtype, shape, values}), if it does.
+fn differs(got: &Tensor, want: &Value) -> Option<String> {
+    if got.dtype() != dtype(want["dtype"].as_str().unwrap()) {
+        return Some(format!("dtype {} vs {}", got.dtype(), want["dtype"]));
+    }
+    let shape: Vec<usize> = ints(&want["shape"]).into_iter().map(|v| v as usize).collect();
+    if got.shape() != shape.as_slice() {
+        return Some(format!("shape {:?} vs {shape:?}", got.shape()));
+    }
+    // Floats compare by bit pattern (the decimal values would round in JSON parsing).
+    let bits: Option<Vec<String>> = match got {
+        Tensor::F32(a) => Some(a.iter().map(|v| v.to_bits().to_string()).collect()),
+        Tensor::F64(a) => Some(a.iter().map(|v| v.to_bits().to_string()).collect()),
+        Tensor::F16(a) => Some(a.iter().map(|v| v.to_f32().to_bits().to_string()).collect()),
+        Tensor::BF16(a) => Some(a.iter().map(|v| v.to_f32().to_bits().to_string()).collect()),
+        _ => None,
+    };
+    if let Some(bits) = bits {
+        let expected: Vec<&str> = want["bits"].as_array().unwrap().iter().map(|b| b.as_str().unwrap()).collect();
+        let values = as_json_values(got);
+        return bits.iter().zip(&expected).position(|(a, b)| a != b).map(|i| {
+            format!(
+                "[{i}]: {} (bits {}) vs TensorFlow's {} (bits {})",
+                values[i], bits[i], want["values"][i], expected[i]
+            )
+        });
+    }
+    let values = as_json_values(got);
+    let expected = want["values"].as_array().unwrap();
+    values
+        .iter()
+        .zip(expected)
+        .position(|(a, b)| a != b)
+        .map(|i| format!("[{i}]: {} vs TensorFlow's {}", values[i], expected[i]))
+}
+
+#[test]
+fn the_simulator_draws_tensorflows_cpu_stream_bit_for_bit() {
+    let cases = corpus();
+    assert!(cases.len() >= 100, "{} cases", cases.len());
+    let mut failures = Vec::new();
+    for case in &cases {
+        let op = case["op"].as_str().unwrap();
+        let (inputs, attrs) = operands(case);
+        let got = match run_kernel(op, &attrs, &inputs) {
+            Ok(out) => out,
+            Err(e) => {
+                failures.push(format!("{op} {}: {e}", case["dtype"]));
+                continue;
+            }
+        };
+        let want: Vec<&Value> = match &case["cpu"] {
+            Value::Array(items) => items.iter().collect(),
+            one => vec![one],
+        };
+        assert_eq!(got.len(), want.len(), "{op}: output count");
+        for (i, (g, w)) in got.iter().zip(want).enumerate() {
+            if let Some(d) = differs(g, w) {
+                failures
+                    .push(format!("{op} {} {} seed {}: output {i} {d}", case["dtype"], case["shape"], case["seed"]));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} of {} cases differ:\n{}", failures.len(), cases.len(), failures.join("\n"));
+}
+
+#[test]
+fn bad_operands_are_errors() {
+    let attrs = AttrMap::new();
+    let shape = Tensor::vector(vec![2i32]);
+    let kc = run_kernel("StatelessRandomGetKeyCounter", &attrs, &[Tensor::vector(vec![1i32, 2])]).unwrap();
+    // ThreeFry (2) is not what TensorFlow's CPU kernels run.
+    let err = run_kernel(
+        "StatelessRandomUniformV2",
+        &attrs,
+        &[shape.clone(), kc[0].clone(), kc[1].clone(), Tensor::scalar(2i32)],
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("Philox"), "{err}");
+    let err =
+        run_kernel("StatelessRandomUniform", &attrs, &[shape.clone(), Tensor::vector(vec![1i32, 2, 3])]).unwrap_err();
+    assert!(err.to_string().contains("seed must have shape [2]"), "{err}");
+    let mut int_attrs = AttrMap::new();
+    int_attrs.insert("dtype", AttrValue::Type(DType::I32));
+    let err = run_kernel(
+        "StatelessRandomUniformInt",
+        &int_attrs,
+        &[shape, Tensor::vector(vec![1i32, 2]), Tensor::scalar(5i32), Tensor::scalar(5i32)],
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("minval < maxval"), "{err}");
+    let huge = Tensor::vector(vec![1i64 << 40, 1 << 40]);
+    assert!(run_kernel("StatelessRandomUniform", &attrs, &[huge, Tensor::vector(vec![1i32, 2])]).is_err());
+}
+
+/// The `.opg` graph of a case: the seed fed to a one-replica `replicate`, the op inside it.
+fn pjrt_graph(case: &Value) -> String {
+    let op = case["op"].as_str().unwrap();
+    let seed_t = if case["seed_dtype"] == "int64" { "i64" } else { "i32" };
+    let t = |name: &str| match name {
+        "float32" => "f32",
+        "float64" => "f64",
+        "float16" => "f16",
+        "bfloat16" => "bf16",
+        "int32" => "i32",
+        "int64" => "i64",
+        "uint64" => "u64",
+        other => panic!("dtype {other}"),
+    };
+    let mut body = Vec::new();
+    if op == "StatelessRandomGetKeyCounterAlg" {
+        body.push(format!("%out = StatelessRandomGetKeyCounterAlg(%seed) {{Tseed = {seed_t}}}"));
+        body.push("%key = Identity(%out:0) {T = u64}".to_string());
+        body.push("%counter = Identity(%out:1) {T = u64}".to_string());
+        body.push("%alg = Identity(%out:2) {T = i32}".to_string());
+        return wrap(seed_t, &body, "%key, %counter, %alg");
+    }
+    let shape = ints(&case["shape"]);
+    let dims: Vec<String> = shape.iter().map(i64::to_string).collect();
+    body.push(format!("%shape = Const() {{dtype = i32, value = tensor(i32, [{}]) [{}]}}", dims.len(), dims.join(", ")));
+    let dtype = t(case["dtype"].as_str().unwrap());
+    let mut operands = vec!["%shape".to_string()];
+    if op.ends_with("V2") {
+        // TensorFlow's script made the key and counter eagerly (on its CPU kernels): they are fed.
+        body.push("%alg = StatelessRandomGetAlg()".to_string());
+        operands.extend(["%fkey", "%fcounter", "%alg"].map(String::from));
+    } else {
+        operands.push("%seed".to_string());
+    }
+    if op.contains("UniformInt") {
+        for (name, key) in [("lo", "minval"), ("hi", "maxval")] {
+            let v = case[key].as_i64().unwrap();
+            body.push(format!("%{name} = Const() {{dtype = {dtype}, value = tensor({dtype}, []) [{v}]}}"));
+            operands.push(format!("%{name}"));
+        }
+    }
+    let attrs = if op.ends_with("V2") {
+        format!("dtype = {dtype}, Tshape = i32")
+    } else {
+        format!("dtype = {dtype}, T = i32, Tseed = {seed_t}")
+    };
+    body.push(format!("%out = {op}({}) {{{attrs}}}", operands.join(", ")));
+    wrap(seed_t, &body, "%out")
+}
+
+fn wrap(seed_t: &str, body: &[String], returns: &str) -> String {
+    let mut text = format!(
+        "graph @main {{\n  %s0 = Placeholder() {{dtype = {seed_t}, shape = shape[2]}}\n  \
+         %k0 = Placeholder() {{dtype = u64, shape = shape[1]}}\n  %c0 = Placeholder() {{dtype = u64, shape = shape[2]}}\n  \
+         replicate (num_replicas = 1) (%seed = [%s0], %fkey = [%k0], %fcounter = [%c0]) {{\n"
+    );
+    for line in body {
+        text.push_str(&format!("    {line}\n"));
+    }
+    text.push_str(&format!("    return {returns}\n  }}\n}}\n"));
+    text
+}
+
+/// Why PJRT's `got` differs from TensorFlow's XLA values, if it does: floats to a relative
+/// 1e-4 (f16 and bf16 to their precision), integers exactly.
+fn differs_xla(got: &Tensor, want: &Value) -> Option<String> {
+    let shape: Vec<usize> = ints(&want["shape"]).into_iter().map(|v| v as usize).collect();
+    if got.dtype() != dtype(want["dtype"].as_str().unwrap()) || got.shape() != shape.as_slice() {
+        return Some(format!("{} {:?} vs {} {shape:?}", got.dtype(), got.shape(), want["dtype"]));
+    }
+    let tol = match got.dtype() {
+        DType::F16 => 2.0 * 2f64.powi(-11),
+        DType::BF16 => 2.0 * 2f64.powi(-8),
+        DType::F32 | DType::F64 => 1e-4,
+        _ => return differs(got, want),
+    };
+    let values: Vec<f64> = as_json_values(got).iter().map(|v| v.as_f64().unwrap()).collect();
+    let expected: Vec<f64> = want["values"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
+    values
+        .iter()
+        .zip(&expected)
+        .position(|(a, b)| (a - b).abs() > 1e-5 + tol * b.abs())
+        .map(|i| format!("[{i}]: {} vs TensorFlow's XLA {}", values[i], expected[i]))
+}
+
+#[test]
+fn pjrt_draws_tensorflows_xla_stream() {
+    use tpu_rewrite::xla::backend;
+    // Left out, and said in docs/xla.md: normals (the bridge orders its Box-Muller pairs by a rule
+    // of the shape this lowering does not follow yet) and f16/bf16 draws (the bridge makes their
+    // bits differently). Those lower to Philox streams of their own.
+    let matched = |c: &Value| {
+        let op = c["op"].as_str().unwrap_or_default();
+        !op.contains("RandomNormal") && !matches!(c["dtype"].as_str(), Some("float16" | "bfloat16"))
+    };
+    let cases: Vec<Value> = corpus().into_iter().filter(|c| !c["xla"].is_null() && matched(c)).collect();
+    assert!(cases.len() >= 50, "{} cases TensorFlow's XLA compiled", cases.len());
+    let dir = tempfile::tempdir().unwrap();
+    let mut failures = Vec::new();
+    for (k, case) in cases.iter().enumerate() {
+        let op = case["op"].as_str().unwrap();
+        let path = dir.path().join(format!("case{k}.opg"));
+        std::fs::write(&path, pjrt_graph(case)).unwrap();
+        let (tagged, lowered) = lowering::prepare(path.to_str().unwrap(), "1x1", 1);
+        let kc = run_kernel("StatelessRandomGetKeyCounter", &AttrMap::new(), &[seed(case)]).expect("key and counter");
+        let feeds = vec![
+            ("s0:0".to_string(), seed(case)),
+            ("k0:0".to_string(), kc[0].clone()),
+            ("c0:0".to_string(), kc[1].clone()),
+        ];
+        let config = support::one_step(&feeds, None);
+        let what = format!("{op} {} {} seed {}", case["dtype"], case["shape"], case["seed"]);
+        let run = match backend::run(&tagged.graphs[0], &lowered.assignment, &config) {
+            Ok(r) => r.run,
+            Err(e) => {
+                failures.push(format!("{what}: pjrt failed: {e:?}"));
+                continue;
+            }
+        };
+        let want: Vec<&Value> = match &case["xla"] {
+            Value::Array(items) => items.iter().collect(),
+            one => vec![one],
+        };
+        if run.fetched.len() != want.len() {
+            failures.push(format!("{what}: {} outputs, TensorFlow has {}", run.fetched.len(), want.len()));
+            continue;
+        }
+        for (i, ((_, got), w)) in run.fetched.iter().zip(want).enumerate() {
+            if let Some(d) = differs_xla(got, w) {
+                failures.push(format!("{what}: output {i} {d}"));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} of {} cases differ:\n{}", failures.len(), cases.len(), failures.join("\n"));
+}

@@ -1,0 +1,7 @@
+//! Test support shared by the integration tests.
+
+pub mod cli;
+pub mod corpus;
+pub mod gradcheck;
+pub mod lowering;
+pub mod pjrt;

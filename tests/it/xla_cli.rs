@@ -1,0 +1,377 @@
+//! `run --backend pjrt` from the command line: the same printed result as
+//! the simulator, plugin discovery, and clear errors.
+
+use crate::support::pjrt as support;
+
+use std::process::Command;
+
+fn run(args: &[&str], plugin_env: Option<&str>) -> (bool, String, String) {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_tpu-rewrite"));
+    command.arg("run").args(args);
+    command.env_remove("TPU_REWRITE_PJRT_PLUGIN");
+    if let Some(p) = plugin_env {
+        command.env("TPU_REWRITE_PJRT_PLUGIN", p);
+    }
+    let out = command.output().expect("the binary runs");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn pjrt_prints_what_the_simulator_prints_for_the_mlp() {
+    let plugin = support::plugin_path();
+    let (ok, sim, err) = run(&["examples/mlp_train.opg", "--steps", "2"], None);
+    assert!(ok, "{err}");
+    let (ok, pjrt, err) = run(&["examples/mlp_train.opg", "--steps", "2", "--backend", "pjrt"], plugin.to_str());
+    assert!(ok, "{err}");
+    let lines = |s: &str| s.lines().map(|l| l.split(" = ").next().unwrap_or("").to_string()).collect::<Vec<_>>();
+    assert_eq!(lines(&sim), lines(&pjrt), "the same outputs and variables, in the same order");
+    assert!(pjrt.contains("variable w1 = "), "{pjrt}");
+    // The plugin's info log lines are filtered out of stderr.
+    assert!(!err.contains("cpu_device_count set via create_options"), "{err}");
+}
+
+#[test]
+fn the_flag_beats_the_environment() {
+    let plugin = support::plugin_path();
+    let (ok, _, err) = run(
+        &["examples/mlp_train.opg", "--backend", "pjrt", "--pjrt-plugin", "/nonexistent/plugin.so"],
+        plugin.to_str(),
+    );
+    assert!(!ok);
+    assert!(err.contains("tpu_rewrite::xla::plugin_not_found"), "{err}");
+}
+
+#[test]
+fn a_bad_plugin_path_in_the_environment_is_reported() {
+    let (ok, _, err) = run(&["examples/mlp_train.opg", "--backend", "pjrt"], Some("/nonexistent/libtpu.so"));
+    assert!(!ok);
+    assert!(err.contains("/nonexistent/libtpu.so"), "{err}");
+}
+
+#[test]
+fn an_unfed_placeholder_is_a_diagnostic() {
+    let plugin = support::plugin_path();
+    // A copy away from the example's sample feeds (`tf_tagged.feeds.json`).
+    let dir = tempfile::tempdir().unwrap();
+    let graph = dir.path().join("tf_tagged.opg");
+    std::fs::copy("examples/tf_tagged.opg", &graph).unwrap();
+    let (ok, _, err) = run(&[graph.to_str().unwrap(), "--backend", "pjrt"], plugin.to_str());
+    assert!(!ok);
+    // Feeds are checked against their placeholders before any backend runs.
+    assert!(err.contains("tpu_rewrite::exec::missing_feed") && err.contains("not fed"), "{err}");
+}
+
+/// The numbers of `output I replica R = V` lines, by their name.
+fn printed(text: &str) -> Vec<(String, Vec<f64>)> {
+    text.lines()
+        .filter(|l| l.starts_with("output ") || l.starts_with("variable "))
+        .filter_map(|l| l.split_once(" = "))
+        .map(|(name, v)| {
+            let nums = v.trim_matches(|c| c == '[' || c == ']').split(',').map(|x| x.trim().parse().unwrap()).collect();
+            (name.to_string(), nums)
+        })
+        .collect()
+}
+
+#[test]
+fn outside_compilation_runs_through_the_host_callback_from_the_cli() {
+    let plugin = support::plugin_path();
+    let dir = tempfile::tempdir().unwrap();
+    let feeds = dir.path().join("feeds.json");
+    std::fs::write(&feeds, r#"{"x0:0": [0.1, -0.5, 0.9], "x1:0": [0.3, 0.2, -1.2]}"#).unwrap();
+    let feeds = feeds.to_str().unwrap();
+    let base = ["examples/second_order.opg", "--steps", "2", "--steps-per-run", "3", "--feeds", feeds];
+    let (ok, sim, err) = run(&base, None);
+    assert!(ok, "{err}");
+    let with = |extra: &[&str]| {
+        let args: Vec<&str> = base.iter().chain(extra).copied().collect();
+        let (ok, out, err) = run(&args, plugin.to_str());
+        assert!(ok, "{err}");
+        out
+    };
+    for pjrt in [with(&["--backend", "pjrt"]), with(&["--backend", "pjrt", "--host-transfer", "stages"])] {
+        let (want, got) = (printed(&sim), printed(&pjrt));
+        assert_eq!(want.len(), 6, "{sim}");
+        assert_eq!(want.iter().map(|w| &w.0).collect::<Vec<_>>(), got.iter().map(|g| &g.0).collect::<Vec<_>>());
+        for ((name, w), (_, g)) in want.iter().zip(&got) {
+            for (a, b) in g.iter().zip(w) {
+                assert!((a - b).abs() <= 1e-5 + 1e-4 * b.abs(), "{name}: pjrt {a} vs sim {b}");
+            }
+        }
+    }
+    // send/recv is the TPU/GPU form: this backend refuses to run it, by code.
+    let args: Vec<&str> = base.iter().chain(&["--backend", "pjrt", "--host-transfer", "send-recv"]).copied().collect();
+    let (ok, _, err) = run(&args, plugin.to_str());
+    assert!(!ok && err.contains("tpu_rewrite::xla::send_recv_run"), "{err}");
+}
+
+#[test]
+fn fetch_takes_the_device_results_and_refuses_targets() {
+    let plugin = support::plugin_path();
+    let base = ["examples/mlp_train.opg", "--steps", "2", "--fetch", "output_0_shard_1:0"];
+    let (ok, sim, err) = run(&base, None);
+    assert!(ok, "{err}");
+    let args: Vec<&str> = base.iter().chain(&["--backend", "pjrt"]).copied().collect();
+    let (ok, pjrt, err) = run(&args, plugin.to_str());
+    assert!(ok, "{err}");
+    let value = |text: &str| -> f64 {
+        let line = text.lines().find(|l| l.starts_with("output_0_shard_1:0 = ")).unwrap_or_else(|| panic!("{text}"));
+        line.split(" = ").nth(1).unwrap().parse().unwrap()
+    };
+    let (a, b) = (value(&pjrt), value(&sim));
+    assert!((a - b).abs() <= 1e-5 + 1e-4 * b.abs(), "pjrt {a} vs sim {b}");
+    // A target is not a device result.
+    let (ok, _, err) = run(&["examples/mlp_train.opg", "--backend", "pjrt", "--fetch", "^w1_init"], plugin.to_str());
+    assert!(!ok && err.contains("tpu_rewrite::xla::not_fetchable") && err.contains("output_0_shard_0:0"), "{err}");
+}
+
+#[test]
+fn pure_host_ops_after_the_step_are_fetched_and_variable_reads_refused() {
+    let plugin = support::plugin_path();
+    let dir = tempfile::tempdir().unwrap();
+    let feeds = dir.path().join("feeds.json");
+    std::fs::write(&feeds, r#"{"x0:0": [1.0, -2.0], "x1:0": [3.0, 4.0]}"#).unwrap();
+    let feeds = feeds.to_str().unwrap();
+    let base = [
+        "tests/fixtures/host_after_step.opg",
+        "--topology",
+        "1x2",
+        "--steps",
+        "2",
+        "--feeds",
+        feeds,
+        "--fetch",
+        "total:0",
+    ];
+    let (ok, sim, err) = run(&base, None);
+    assert!(ok, "{err}");
+    let args: Vec<&str> = base.iter().chain(&["--backend", "pjrt"]).copied().collect();
+    let (ok, pjrt, err) = run(&args, plugin.to_str());
+    assert!(ok, "{err}");
+    let last = |text: &str| text.lines().find(|l| l.starts_with("total:0 = ")).map(str::to_string);
+    // relu([1, -2]) + relu([3, 4]) on the host, after the device step.
+    assert_eq!(last(&sim).as_deref(), Some("total:0 = [4.0,4.0]"), "{sim}");
+    assert_eq!(last(&pjrt), last(&sim), "{pjrt}");
+    let args = ["tests/fixtures/host_after_step.opg", "--topology", "1x2", "--feeds", feeds];
+    let args: Vec<&str> = args.iter().chain(&["--backend", "pjrt", "--fetch", "w_host:0"]).copied().collect();
+    let (ok, _, err) = run(&args, plugin.to_str());
+    assert!(!ok && err.contains("tpu_rewrite::xla::host_after_step") && err.contains("w_host"), "{err}");
+}
+
+/// The values of a nested JSON array, flattened.
+fn flat(v: &serde_json::Value, out: &mut Vec<f64>) {
+    match v {
+        serde_json::Value::Array(items) => items.iter().for_each(|i| flat(i, out)),
+        other => out.push(other.as_f64().unwrap_or_else(|| panic!("not a number: {other}"))),
+    }
+}
+
+/// Nests flat corpus values into the feed JSON's arrays of `shape`.
+fn nest(values: &[serde_json::Value], shape: &[usize]) -> serde_json::Value {
+    match shape {
+        [] => values[0].clone(),
+        [_] => serde_json::Value::Array(values.to_vec()),
+        [n, rest @ ..] => {
+            let step = values.len() / n;
+            serde_json::Value::Array((0..*n).map(|i| nest(&values[i * step..(i + 1) * step], rest)).collect())
+        }
+    }
+}
+
+/// A plain TensorFlow graph (no replicate cluster) runs end to end with
+/// `--backend pjrt` as one single-replica cluster, with TensorFlow's numbers.
+#[test]
+fn a_plain_tensorflow_graph_runs_on_pjrt_from_the_command_line() {
+    let plugin = support::plugin_path();
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string("tests/tf/corpus/math.json").unwrap()).unwrap();
+    let mut feeds = serde_json::Map::new();
+    for name in ["x:0", "p:0"] {
+        let feed = &meta["feeds"][name];
+        let shape: Vec<usize> =
+            feed["shape"].as_array().unwrap().iter().map(|d| d.as_u64().unwrap() as usize).collect();
+        feeds.insert(name.to_string(), nest(feed["values"].as_array().unwrap(), &shape));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("feeds.json");
+    std::fs::write(&path, serde_json::Value::Object(feeds).to_string()).unwrap();
+    let args = [
+        "tests/tf/corpus/math.pbtxt",
+        "--backend",
+        "pjrt",
+        "--feeds",
+        path.to_str().unwrap(),
+        "--fetch",
+        "max:0",
+        "--fetch",
+        "sqrt:0",
+        "--json",
+    ];
+    let (ok, out, err) = run(&args, plugin.to_str());
+    assert!(ok, "{err}");
+    assert!(
+        err.contains("plain graph: compiled as one single-replica cluster") && err.contains("no op on the host"),
+        "{err}"
+    );
+    let printed: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    let outputs = printed["outputs"].as_array().expect("outputs");
+    assert_eq!(outputs.len(), 2, "{out}");
+    for output in outputs {
+        let name = output["name"].as_str().expect("a name");
+        let (mut got, mut want) = (Vec::new(), Vec::new());
+        flat(&output["value"], &mut got);
+        flat(&meta["runs"][0]["fetches"][name]["values"], &mut want);
+        assert_eq!(got.len(), want.len(), "{name}");
+        for (a, b) in got.iter().zip(&want) {
+            assert!((a - b).abs() <= 1e-5 + 1e-4 * b.abs(), "{name}: pjrt {a}, TensorFlow {b}");
+        }
+    }
+}
+
+/// Host ops of a plain graph run on the host, and the CLI lists them; an
+/// op that neither compiles nor runs on the host is refused by name.
+#[test]
+fn a_plain_graph_lists_its_host_ops_and_refuses_what_cannot_run() {
+    let plugin = support::plugin_path();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("feeds.json");
+    std::fs::write(&path, r#"{"x:0": [[0.5, -1.25, 0.0], [2.0, 0.001, 7.0]], "n:0": [1, 2, 3, 4]}"#).unwrap();
+    let file = "tests/tf/corpus/host/host_string_format.pbtxt";
+    let base = [file, "--feeds", path.to_str().unwrap(), "--fetch", "all:0", "--fetch", "^print"];
+    let (ok, sim, err) = run(&base, None);
+    assert!(ok, "{err}");
+    let args: Vec<&str> = base.iter().chain(&["--backend", "pjrt"]).copied().collect();
+    let (ok, pjrt, err) = run(&args, plugin.to_str());
+    assert!(ok, "{err}");
+    assert_eq!(pjrt, sim, "the same string on both backends");
+    assert!(pjrt.starts_with("all:0 = \"[[0.5 -1.25 0]"), "{pjrt}");
+    assert!(err.contains("PrintV2 (print): host"), "the CLI says where the print runs: {err}");
+    assert!(err.contains("\"x = [[0.5 -1.25 0]"), "the print ran: {err}");
+    // A ragged TensorList concatenation neither lowers nor runs on the host.
+    let (ok, _, err) = run(&["tests/tf/corpus/tensor_array.pbtxt", "--backend", "pjrt"], plugin.to_str());
+    assert!(!ok && err.contains("tpu_rewrite::passes::not_compilable") && err.contains("TensorListConcatV2"), "{err}");
+    assert!(err.contains("tensor_array.pbtxt:"), "located in the file: {err}");
+}
+
+/// The numbers of every output in `run --json` output, in order, with their names.
+fn json_outputs(out: &str) -> Vec<(String, Vec<f64>)> {
+    let printed: serde_json::Value = serde_json::from_str(out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    let outputs = printed["outputs"].as_array().unwrap_or_else(|| panic!("no outputs: {out}"));
+    outputs
+        .iter()
+        .map(|o| {
+            let mut values = Vec::new();
+            flat(&o["per_replica"], &mut values);
+            (o["name"].as_str().unwrap_or_default().to_string(), values)
+        })
+        .collect()
+}
+
+/// A generated transformer's gradient all-reduces are fused into one on
+/// the PJRT path by default (`--all-reduce-fusion auto`): the fused and
+/// unfused runs give the same numbers, their loss is the simulator's, and
+/// the StableHLO has one `stablehlo.all_reduce` fused and one per gradient
+/// unfused. (The generator's constant weights put every ReLU input of the
+/// layer-normed activations at zero up to rounding, so which units pass a
+/// gradient depends on each backend's rounding: the `w1` updates are
+/// compared between the two PJRT runs only.)
+#[test]
+fn fused_gradient_all_reduces_give_the_unfused_numbers() {
+    let plugin = support::plugin_path();
+    let bin = env!("CARGO_BIN_EXE_tpu-rewrite");
+    let dir = tempfile::tempdir().unwrap();
+    let graph = dir.path().join("transformer.pbtxt");
+    let graph = graph.to_str().unwrap();
+    let gen = Command::new(bin)
+        .args(["gen", "--model", "transformer", "--ops", "600", "--replicas", "4", "--format", "pbtxt", "-o", graph])
+        .output()
+        .unwrap();
+    assert!(gen.status.success(), "{}", String::from_utf8_lossy(&gen.stderr));
+    // Each replica's x and y: 16 tokens of width 16, distinct per replica.
+    let mut feeds = serde_json::Map::new();
+    for (p, name) in ["x", "y"].iter().enumerate() {
+        for r in 0..4 {
+            let rows: Vec<serde_json::Value> = (0..16)
+                .map(|i| (0..16).map(|j| ((i * 7 + j * 3 + r * 5 + p * 11) % 13) as f64 / 13.0 - 0.5).collect())
+                .collect();
+            feeds.insert(format!("{name}{r}:0"), serde_json::Value::from(rows));
+        }
+    }
+    let path = dir.path().join("feeds.json");
+    std::fs::write(&path, serde_json::Value::Object(feeds).to_string()).unwrap();
+    let base = [graph, "--feeds", path.to_str().unwrap(), "--json"];
+    let with = |extra: &[&str]| {
+        let args: Vec<&str> = base.iter().chain(extra).copied().collect();
+        let (ok, out, err) = run(&args, plugin.to_str());
+        assert!(ok, "{err}");
+        json_outputs(&out)
+    };
+    let sim = with(&[]);
+    let gradients = std::fs::read_to_string(graph).unwrap().matches("op: \"CrossReplicaSum\"").count();
+    assert!(gradients >= 12, "{gradients} gradient sums");
+    assert_eq!(sim.len(), 1 + gradients, "the loss and every updated weight");
+    let fused = with(&["--backend", "pjrt"]);
+    let unfused = with(&["--backend", "pjrt", "--all-reduce-fusion", "off"]);
+    let names = |outputs: &[(String, Vec<f64>)]| outputs.iter().map(|o| o.0.clone()).collect::<Vec<_>>();
+    assert_eq!(names(&sim), names(&fused));
+    assert_eq!(names(&sim), names(&unfused));
+    for ((name, want), (_, got)) in unfused.iter().zip(&fused) {
+        assert_eq!(want.len(), got.len(), "{name}");
+        for (a, b) in got.iter().zip(want) {
+            assert!((a - b).abs() <= 1e-6 * b.abs().max(1e-3), "{name}: fused {a} vs unfused {b}");
+        }
+    }
+    let (loss_sim, loss_fused) = (&sim[0], &fused[0]);
+    assert_eq!(loss_sim.0, "loss:0");
+    assert_eq!(loss_sim.1.len(), 4, "one loss per replica");
+    for (a, b) in loss_fused.1.iter().zip(&loss_sim.1) {
+        assert!((a - b).abs() <= 1e-5 + 1e-4 * b.abs(), "loss: pjrt {a} vs sim {b}");
+    }
+    let all_reduces = |extra: &[&str]| {
+        let out = Command::new(bin)
+            .args(["lower", graph, "--topology", "1x4", "--format", "stablehlo"])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).matches("\"stablehlo.all_reduce\"").count()
+    };
+    assert_eq!(all_reduces(&[]), 1);
+    assert_eq!(all_reduces(&["--all-reduce-fusion", "off"]), gradients);
+}
+
+/// A plain graph that initialises its variable in the graph and gathers
+/// from it with `batch_dims = 1` (along axis 1, row by row): both backends
+/// give TensorFlow's result, worked out by hand.
+#[test]
+fn an_in_graph_initialiser_and_a_batched_resource_gather_run_on_both_backends() {
+    let plugin = support::plugin_path();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("gather.opg");
+    std::fs::write(
+        &path,
+        r#"graph @main {
+  %w = VarHandleOp() {dtype = f32, shape = shape[2, 3], shared_name = "w"}
+  %w_value = Const() {dtype = f32, value = tensor(f32, [2, 3]) [0.5, -1.0, 1.5, 2.0, -0.5, 0.25]}
+  %w_init = AssignVariableOp(%w, %w_value) {dtype = f32}
+  %i = Const() {dtype = i32, value = tensor(i32, [2, 2]) [2, 0, 1, 1]}
+  %g = ResourceGather(%w, %i, ^%w_init) {dtype = f32, Tindices = i32, batch_dims = 1}
+}
+"#,
+    )
+    .unwrap();
+    let path = path.to_str().unwrap();
+    for backend in ["sim", "pjrt"] {
+        let (ok, out, err) = run(&[path, "--fetch", "g:0", "--backend", backend, "--json"], plugin.to_str());
+        assert!(ok, "{backend}: {err}");
+        let printed: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+        let mut got = Vec::new();
+        flat(&printed["outputs"][0]["value"], &mut got);
+        // Row 0 takes w[0][2], w[0][0]; row 1 takes w[1][1] twice.
+        assert_eq!(got, [1.5, 0.5, -0.5, -0.5], "{backend}: {out}");
+    }
+}

@@ -1,26 +1,17 @@
 #!/usr/bin/env bash
 # Builds the tpu_rewrite wheel into a venv and runs its pytest suite.
 #
-# The venv (TensorFlow, JAX, pytest: python/tests/requirements.txt) lives in
-# the tpu-rewrite cache directory, keyed by the requirements file, and is
-# made once; `pip install .` then builds the wheel through maturin (a dev
-# profile build, which reuses the workspace's target directory) and the
-# suite runs against the installed package. Any failure, and a run that
-# collects no test (pytest exit 5), fails the script.
+# The venv is the development venv of tests/tf/setup.sh (TensorFlow, JAX,
+# pytest: tests/tf/requirements.txt), shared with the TensorFlow scripts and
+# made once per machine; `pip install .` then builds the wheel through
+# maturin (a dev profile build, which reuses the workspace's target
+# directory) and the suite runs against the installed package. Any failure,
+# and a run that collects no test (pytest exit 5), fails the script.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
-req="$here/requirements.txt"
-cache="${TPU_REWRITE_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tpu-rewrite}"
-python="${PYTHON:-python3}"
-venv="$cache/py-venv-$(sha256sum "$req" | cut -c1-12)"
-mkdir -p "$cache"
-if [ ! -x "$venv/bin/python" ] || [ ! -f "$venv/.complete" ]; then
-  rm -rf "$venv"
-  "$python" -m venv "$venv"
-  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$req"
-  touch "$venv/.complete"
-fi
+bash "$root/tests/tf/setup.sh" >/dev/null
+venv="$root/tests/tf/.venv"
 cd "$root"
 # A dev-profile extension builds in a fraction of a release build's time;
 # `pip install .` without this variable builds the release wheel users get.

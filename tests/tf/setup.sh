@@ -1,17 +1,28 @@
 #!/usr/bin/env bash
-# Makes tests/tf/.venv with tensorflow-cpu 2.21.0 and tf_keras 2.21 from PyPI (idempotent).
+# Makes the development venv from tests/tf/requirements.txt (TensorFlow
+# 2.21, tf_keras, JAX, pytest; from PyPI) and links tests/tf/.venv to it.
+# The venv lives in the tpu-rewrite cache directory, keyed by a hash of the
+# requirements, so every clone on a machine shares one; a lock keeps two
+# callers from building it at once. Idempotent.
 # Usage: bash tests/tf/setup.sh && tests/tf/.venv/bin/python tests/tf/make_corpus.py
 set -euo pipefail
-here="$(cd "$(dirname "$0")" && pwd)"
-venv="$here/.venv"
-if [ ! -x "$venv/bin/python" ]; then
-  python3 -m venv "$venv"
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+req="$here/requirements.txt"
+cache="${TPU_REWRITE_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tpu-rewrite}"
+venv="$cache/dev-venv-$(sha256sum "$req" | cut -c1-12)"
+mkdir -p "$cache"
+exec 9>"$cache/.dev-venv.lock"
+flock 9
+if [ ! -f "$venv/.complete" ]; then
+  rm -rf "$venv"
+  "${PYTHON:-python3}" -m venv "$venv"
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$req"
+  touch "$venv/.complete"
 fi
-if ! "$venv/bin/python" -c 'import tensorflow as tf; assert tf.__version__ == "2.21.0"' 2>/dev/null; then
-  "$venv/bin/pip" install --quiet --upgrade pip
-  "$venv/bin/pip" install --quiet 'tensorflow-cpu==2.21.0' numpy
+link="$here/.venv"
+if [ "$(readlink "$link" 2>/dev/null || true)" != "$venv" ]; then
+  # An older layout kept a venv directory here; it is generated, not data.
+  rm -rf "$link"
+  ln -s "$venv" "$link"
 fi
-if ! "$venv/bin/python" -c 'import tf_keras; assert tf_keras.__version__.startswith("2.21.")' 2>/dev/null; then
-  "$venv/bin/pip" install --quiet 'tf_keras==2.21.*'
-fi
-"$venv/bin/python" -c 'import tensorflow as tf; print("tensorflow", tf.__version__)'
+"$link/bin/python" -c 'import tensorflow as tf; print("tensorflow", tf.__version__)'

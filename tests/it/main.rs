@@ -1,6 +1,7 @@
 //! The integration tests, in one binary: one link instead of one per file,
 //! and one pool of test threads for all of them. Each module is one area;
-//! run one with `cargo test --test it MODULE` (a name filter).
+//! run one with `cargo test --test it MODULE` (a name filter). The memory
+//! limit tests are a binary of their own, `tests/limits.rs` (its docs say why).
 
 mod support;
 
@@ -19,7 +20,6 @@ mod gradient_numerics;
 mod gradients;
 mod graphdef;
 mod keras_corpus;
-mod limits;
 mod lower;
 mod math_ops;
 mod mlp_equivalence;

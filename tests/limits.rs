@@ -3,6 +3,11 @@
 //! out of names, `.npy` headers, long tokens in diagnostics, and operand
 //! counts (adding an input is O(1)), and memory that grows linearly with
 //! the graph when lowering.
+//!
+//! This file is a test binary of its own, not a module of `tests/it`:
+//! Linux gives a child its parent's peak resident set at `exec` (the
+//! `ru_maxrss` that `wait4` reports starts from it), so the peaks measured
+//! here are only the child's while the parent stays small.
 
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};

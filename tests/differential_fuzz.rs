@@ -127,6 +127,9 @@ struct Known {
     op: &'static str,
     /// True for the inputs and results the difference covers.
     applies: fn(inputs: &[f64], want: f64, got: f64) -> bool,
+    /// Only where the op's divisor (operand 1) is itself a quotient in the
+    /// graph (`RealDiv`, `Reciprocal`), which XLA's simplifier folds in.
+    divisor_is_quotient: bool,
     why: &'static str,
 }
 
@@ -140,23 +143,27 @@ const KNOWN: &[Known] = &[
     Known {
         op: "RealDiv",
         applies: |inputs, want, got| {
-            let degenerate = |v: f64| v == 0.0 || v.is_infinite();
-            inputs.len() == 2 && degenerate(inputs[1]) && want.is_nan() && !got.is_nan()
+            let degenerate = |v: f64| v == 0.0 || !v.is_finite();
+            inputs.len() == 2 && degenerate(want) != degenerate(got)
         },
-        why: "a divisor that over- or underflowed to 0 or inf: XLA's algebraic simplifier rewrites \
-              a / (1 / b) into a * b before 1 / b is rounded, so XLA's result is finite where the \
-              IEEE quotient of the rounded operands is NaN; TensorFlow's jit_compile path does the same",
+        divisor_is_quotient: true,
+        why: "a divisor that is itself a quotient: XLA's algebraic simplifier rewrites a / (b / c) \
+              into (a * c) / b and a / (1 / b) into a * b, so an intermediate over- or underflows \
+              where the IEEE quotient of the rounded operands does not, or the other way round \
+              (TF 2.21: f32max / (f32max / -1.53) is -1.53 on CPU and -inf under jit_compile; \
+              tests/tf/known_differences.py)",
     },
-    Known { op: "Max", applies: NAN_DROPPED, why: NAN_DROPPED_WHY },
-    Known { op: "Min", applies: NAN_DROPPED, why: NAN_DROPPED_WHY },
-    Known { op: "Maximum", applies: NAN_DROPPED, why: NAN_DROPPED_WHY },
-    Known { op: "Minimum", applies: NAN_DROPPED, why: NAN_DROPPED_WHY },
+    Known { op: "Max", applies: NAN_DROPPED, divisor_is_quotient: false, why: NAN_DROPPED_WHY },
+    Known { op: "Min", applies: NAN_DROPPED, divisor_is_quotient: false, why: NAN_DROPPED_WHY },
+    Known { op: "Maximum", applies: NAN_DROPPED, divisor_is_quotient: false, why: NAN_DROPPED_WHY },
+    Known { op: "Minimum", applies: NAN_DROPPED, divisor_is_quotient: false, why: NAN_DROPPED_WHY },
     Known {
         op: "*",
         applies: |inputs, want, got| {
             let subnormal = |v: f64| v != 0.0 && v.abs() < f64::from(f32::MIN_POSITIVE);
             inputs.iter().any(|&v| subnormal(v)) || subnormal(want) || subnormal(got)
         },
+        divisor_is_quotient: false,
         why: "subnormal operands or results: both backends flush denormals to zero in arithmetic, as \
           TensorFlow's CPU kernels do, but the simulator's bit-level library routines (fmod, for \
           FloorMod) still see a subnormal operand, as TensorFlow's do, where XLA:CPU flushes it first",
@@ -178,6 +185,8 @@ fn note_known(known: &Known) {
 struct Value {
     name: String,
     shape: Shape,
+    /// An `i32` value (else `f32`).
+    int: bool,
 }
 
 /// One op of a generated graph: its line of `.opg` and how to check it.
@@ -187,6 +196,9 @@ struct Op {
     op: &'static str,
     /// Value operands (constants of axes and groups are not listed).
     operands: Vec<String>,
+    /// Constants appended to the operands when the kernel is checked
+    /// (a reduction's axes, a gather's indices and axis).
+    consts: Vec<String>,
     class: Class,
     /// Its result is the sum over replicas of its operand.
     cross_replica: bool,
@@ -247,6 +259,51 @@ fn runs_on_both(op: &str) -> bool {
     tpu_rewrite::exec::has_kernel(op) && tpu_rewrite::xla::stablehlo::lowering_of(op).is_some()
 }
 
+/// An `i32` from a pool of ordinary values and the extremes.
+fn int(u: &mut Unstructured) -> arbitrary::Result<i32> {
+    const SPECIAL: &[i32] =
+        &[0, 1, -1, 2, -2, 7, 65536, -65536, i32::MAX, i32::MIN, i32::MAX - 1, i32::MIN + 1, 46341, -46341];
+    Ok(match u.int_in_range(0..=3)? {
+        0..=1 => SPECIAL[u.choose_index(SPECIAL.len())?],
+        _ => i32::from(u.int_in_range(-1000i16..=1000)?),
+    })
+}
+
+/// Integer ops: (op, unary).
+const INT_OPS: &[(&str, bool)] = &[
+    ("Abs", true),
+    ("Neg", true),
+    ("Square", true),
+    ("Sign", true),
+    ("AddV2", false),
+    ("Sub", false),
+    ("Mul", false),
+    ("Maximum", false),
+    ("Minimum", false),
+    ("FloorDiv", false),
+    ("FloorMod", false),
+];
+
+/// A constant of a random shape, of `i32` or `f32`, as a line of `.opg`;
+/// `nonzero` replaces integer zeros by 1 (a divisor).
+fn constant(u: &mut Unstructured, name: &str, int_valued: bool, nonzero: bool) -> arbitrary::Result<(String, Shape)> {
+    let shape = [Shape::Matrix, Shape::Row, Shape::Scalar][u.choose_index(3)?];
+    let n: usize = shape.dims().iter().product();
+    let items: Vec<String> = if int_valued {
+        (0..n).map(|_| int(u).map(|v| if nonzero && v == 0 { 1 } else { v }.to_string())).collect::<Result<_, _>>()?
+    } else {
+        (0..n).map(|_| float(u).map(text)).collect::<Result<_, _>>()?
+    };
+    let dims: Vec<String> = shape.dims().iter().map(usize::to_string).collect();
+    let dtype = if int_valued { "i32" } else { "f32" };
+    let line = format!(
+        "%{name} = Const() {{dtype = {dtype}, value = tensor({dtype}, [{}]) [{}]}}\n",
+        dims.join(", "),
+        items.join(", ")
+    );
+    Ok((line, shape))
+}
+
 fn generate(u: &mut Unstructured) -> arbitrary::Result<Case> {
     let replicas = [1usize, 2, 3, 4, 8][u.choose_index(5)?];
     let mut feeds = Vec::new();
@@ -259,31 +316,35 @@ fn generate(u: &mut Unstructured) -> arbitrary::Result<Case> {
         }
         feeds.push(pair);
     }
-    let mut values =
-        vec![Value { name: "x".into(), shape: Shape::Matrix }, Value { name: "y".into(), shape: Shape::Matrix }];
+    let mut values = vec![
+        Value { name: "x".into(), shape: Shape::Matrix, int: false },
+        Value { name: "y".into(), shape: Shape::Matrix, int: false },
+    ];
     let mut body = String::new();
     let mut ops = Vec::new();
     let mut returns = Vec::new();
     let count = u.int_in_range(1..=10)?;
+    // An op of the table on values of one kind.
+    let simple = |name: String, op: &'static str, operands: Vec<String>, class: Class| Op {
+        name,
+        op,
+        operands,
+        class,
+        cross_replica: false,
+        consts: Vec::new(),
+    };
     for i in 0..count {
         let name = format!("v{i}");
+        let floats: Vec<Value> = values.iter().filter(|v| !v.int).cloned().collect();
         let pick = |u: &mut Unstructured, values: &[Value]| -> arbitrary::Result<Value> {
             Ok(values[u.choose_index(values.len())?].clone())
         };
-        match u.int_in_range(0..=9)? {
+        match u.int_in_range(0..=12)? {
             // A constant of a random shape.
             0 => {
-                let shape = [Shape::Matrix, Shape::Row, Shape::Scalar][u.choose_index(3)?];
-                let n: usize = shape.dims().iter().product();
-                let items: Vec<String> = (0..n).map(|_| float(u).map(text)).collect::<Result<_, _>>()?;
-                let dims: Vec<String> = shape.dims().iter().map(usize::to_string).collect();
-                let _ = writeln!(
-                    body,
-                    "%{name} = Const() {{dtype = f32, value = tensor(f32, [{}]) [{}]}}",
-                    dims.join(", "),
-                    items.join(", ")
-                );
-                values.push(Value { name, shape });
+                let (line, shape) = constant(u, &name, false, false)?;
+                body.push_str(&line);
+                values.push(Value { name, shape, int: false });
                 continue;
             }
             1..=3 => {
@@ -291,24 +352,24 @@ fn generate(u: &mut Unstructured) -> arbitrary::Result<Case> {
                 if !runs_on_both(op) {
                     continue;
                 }
-                let a = pick(u, &values)?;
+                let a = pick(u, &floats)?;
                 let _ = writeln!(body, "%{name} = {op}(%{}) {{T = f32}}", a.name);
-                ops.push(Op { name: name.clone(), op, operands: vec![a.name], class, cross_replica: false });
-                values.push(Value { name, shape: a.shape });
+                ops.push(simple(name.clone(), op, vec![a.name], class));
+                values.push(Value { name, shape: a.shape, int: false });
             }
             4..=6 => {
                 let (op, class) = BINARY[u.choose_index(BINARY.len())?];
                 if !runs_on_both(op) {
                     continue;
                 }
-                let (a, b) = (pick(u, &values)?, pick(u, &values)?);
+                let (a, b) = (pick(u, &floats)?, pick(u, &floats)?);
                 let _ = writeln!(body, "%{name} = {op}(%{}, %{}) {{T = f32}}", a.name, b.name);
-                ops.push(Op { name: name.clone(), op, operands: vec![a.name, b.name], class, cross_replica: false });
-                values.push(Value { name, shape: a.shape.broadcast(b.shape) });
+                ops.push(simple(name.clone(), op, vec![a.name, b.name], class));
+                values.push(Value { name, shape: a.shape.broadcast(b.shape), int: false });
             }
             7 => {
                 let (op, class) = REDUCTIONS[u.choose_index(REDUCTIONS.len())?];
-                let a = pick(u, &values)?;
+                let a = pick(u, &floats)?;
                 let (axes, shape) = match (a.shape, u.arbitrary::<bool>()?) {
                     (Shape::Scalar, _) => continue,
                     (Shape::Matrix, true) => ("[1]) [0]", Shape::Row),
@@ -321,28 +382,93 @@ fn generate(u: &mut Unstructured) -> arbitrary::Result<Case> {
                     "%{name} = {op}(%{}, %{name}_axes) {{T = f32, Tidx = i32, keep_dims = false}}",
                     a.name
                 );
-                ops.push(Op { name: name.clone(), op, operands: vec![a.name], class, cross_replica: false });
-                values.push(Value { name, shape });
+                let mut op = simple(name.clone(), op, vec![a.name], class);
+                op.consts = vec![format!("{name}_axes")];
+                ops.push(op);
+                values.push(Value { name, shape, int: false });
             }
             8 => {
-                let (a, b) = (pick(u, &values)?, pick(u, &values)?);
+                let (a, b) = (pick(u, &floats)?, pick(u, &floats)?);
                 if !runs_on_both("SelectV2") {
                     continue;
                 }
                 let _ = writeln!(body, "%{name}_p = Greater(%{}, %{}) {{T = f32}}", a.name, b.name);
                 let _ = writeln!(body, "%{name} = SelectV2(%{name}_p, %{}, %{}) {{T = f32}}", a.name, b.name);
                 let shape = a.shape.broadcast(b.shape);
-                ops.push(Op {
-                    name: name.clone(),
-                    op: "SelectV2",
-                    operands: vec![a.name, b.name],
-                    class: Class::Exact,
-                    cross_replica: false,
-                });
-                values.push(Value { name, shape });
+                ops.push(simple(name.clone(), "SelectV2", vec![a.name, b.name], Class::Exact));
+                values.push(Value { name, shape, int: false });
+            }
+            // A gather at indices in range (XLA clamps, the simulator
+            // refuses, out of range: see the device checks).
+            9 => {
+                let a = pick(u, &floats)?;
+                let (axis, size) = match (a.shape, u.arbitrary::<bool>()?) {
+                    (Shape::Scalar, _) => continue,
+                    (Shape::Matrix, true) => (0, 2),
+                    (Shape::Matrix, false) => (1, 3),
+                    (Shape::Row, _) => (0, 3),
+                };
+                let indices: Vec<String> =
+                    (0..size).map(|_| u.int_in_range(0..=size - 1).map(|v| v.to_string())).collect::<Result<_, _>>()?;
+                let _ = writeln!(
+                    body,
+                    "%{name}_idx = Const() {{dtype = i32, value = tensor(i32, [{size}]) [{}]}}",
+                    indices.join(", ")
+                );
+                let _ = writeln!(body, "%{name}_axis = Const() {{dtype = i32, value = tensor(i32, []) [{axis}]}}");
+                let _ = writeln!(
+                    body,
+                    "%{name} = GatherV2(%{}, %{name}_idx, %{name}_axis) {{Taxis = i32, Tindices = i32, Tparams = f32, batch_dims = 0}}",
+                    a.name
+                );
+                let mut op = simple(name.clone(), "GatherV2", vec![a.name], Class::Exact);
+                op.consts = vec![format!("{name}_idx"), format!("{name}_axis")];
+                ops.push(op);
+                values.push(Value { name, shape: a.shape, int: false });
+            }
+            // Integer ops on integer constants with the extremes (wrapping
+            // arithmetic, division by zero and by -1).
+            10..=11 => {
+                let (op, unary) = INT_OPS[u.choose_index(INT_OPS.len())?];
+                if !runs_on_both(op) {
+                    continue;
+                }
+                let mut ints: Vec<Value> = values.iter().filter(|v| v.int).cloned().collect();
+                while ints.len() < 2 || u.ratio(1, 4)? {
+                    let c = format!("{name}_c{}", ints.len());
+                    let (line, shape) = constant(u, &c, true, false)?;
+                    body.push_str(&line);
+                    let v = Value { name: c, shape, int: true };
+                    values.push(v.clone());
+                    ints.push(v);
+                    if ints.len() > 4 {
+                        break;
+                    }
+                }
+                let a = pick(u, &ints)?;
+                let (operands, shape) = if unary {
+                    let _ = writeln!(body, "%{name} = {op}(%{}) {{T = i32}}", a.name);
+                    (vec![a.name], a.shape)
+                } else {
+                    // Integer division by zero is an error in TensorFlow and
+                    // the simulator and -1 on XLA: divisors are constants
+                    // without zeros (by -1 stays in).
+                    let b = if matches!(op, "FloorDiv" | "FloorMod") {
+                        let d = format!("{name}_d");
+                        let (line, shape) = constant(u, &d, true, true)?;
+                        body.push_str(&line);
+                        Value { name: d, shape, int: true }
+                    } else {
+                        pick(u, &ints)?
+                    };
+                    let _ = writeln!(body, "%{name} = {op}(%{}, %{}) {{T = i32}}", a.name, b.name);
+                    (vec![a.name, b.name.clone()], a.shape.broadcast(b.shape))
+                };
+                ops.push(simple(name.clone(), op, operands, Class::Exact));
+                values.push(Value { name, shape, int: true });
             }
             _ => {
-                let a = pick(u, &values)?;
+                let a = pick(u, &floats)?;
                 let groups: Vec<String> = (0..replicas).map(|r| r.to_string()).collect();
                 let _ = writeln!(
                     body,
@@ -356,21 +482,16 @@ fn generate(u: &mut Unstructured) -> arbitrary::Result<Case> {
                     operands: vec![a.name],
                     class: Class::Approx(1e-5),
                     cross_replica: true,
+                    consts: Vec::new(),
                 });
-                values.push(Value { name, shape: a.shape });
+                values.push(Value { name, shape: a.shape, int: false });
             }
         }
         returns.push(format!("v{i}"));
     }
     if returns.is_empty() {
         let _ = writeln!(body, "%v_last = Neg(%x) {{T = f32}}");
-        ops.push(Op {
-            name: "v_last".into(),
-            op: "Neg",
-            operands: vec!["x".into()],
-            class: Class::Exact,
-            cross_replica: false,
-        });
+        ops.push(simple("v_last".into(), "Neg", vec!["x".into()], Class::Exact));
         returns.push("v_last".into());
     }
     // Every operand of a checked op is returned too, so its XLA value is known.
@@ -409,7 +530,7 @@ fn source(case: &Case) -> String {
 }
 
 /// Why `got` (XLA) differs from `want` (the simulator's kernel), if it does.
-fn differs(op: &Op, inputs: &[Tensor], got: &Tensor, want: &Tensor) -> Option<String> {
+fn differs(op: &Op, inputs: &[Tensor], got: &Tensor, want: &Tensor, divisor_is_quotient: bool) -> Option<String> {
     if got.dtype() != want.dtype() || got.shape() != want.shape() {
         return Some(format!("{} {:?} vs {} {:?}", got.dtype(), got.shape(), want.dtype(), want.shape()));
     }
@@ -428,7 +549,10 @@ fn differs(op: &Op, inputs: &[Tensor], got: &Tensor, want: &Tensor) -> Option<St
         // The operands at this element, broadcast as NumPy does.
         let at: Vec<f64> =
             operand_values.iter().map(|v| if v.len() == g.len() { v[i] } else { v[i % v.len().max(1)] }).collect();
-        if let Some(known) = KNOWN.iter().find(|k| (k.op == "*" || k.op == op.op) && (k.applies)(&at, b, a)) {
+        let known = KNOWN.iter().find(|k| {
+            (k.op == "*" || k.op == op.op) && (divisor_is_quotient || !k.divisor_is_quotient) && (k.applies)(&at, b, a)
+        });
+        if let Some(known) = known {
             note_known(known);
             continue;
         }
@@ -477,8 +601,8 @@ fn check(case: &Case) -> Result<(), String> {
                 all.into_iter().reduce(|a, b| run_kernel("AddV2", &node.attrs, &[a, b]).expect("sums").remove(0))
             } else {
                 let mut kernel_inputs = inputs.clone();
-                if REDUCTIONS.iter().any(|(n, _)| *n == op.op) {
-                    kernel_inputs.push(axes_of(graph, &op.name)?);
+                for c in &op.consts {
+                    kernel_inputs.push(const_of(graph, c)?);
                 }
                 if op.op == "SelectV2" {
                     let p = run_kernel("Greater", &node.attrs, &inputs).map_err(|e| e.to_string())?;
@@ -497,7 +621,10 @@ fn check(case: &Case) -> Result<(), String> {
                 }
             };
             if let Some(want) = want {
-                if let Some(d) = differs(op, &inputs, &got, &want) {
+                let quotient = op.operands.get(1).is_some_and(|d| {
+                    case.ops.iter().any(|o| &o.name == d && matches!(o.op, "RealDiv" | "Reciprocal"))
+                });
+                if let Some(d) = differs(op, &inputs, &got, &want, quotient) {
                     findings.push(format!("%{} = {} on replica {r}: {d}", op.name, op.op));
                 }
             }
@@ -510,9 +637,9 @@ fn check(case: &Case) -> Result<(), String> {
     }
 }
 
-/// The axes constant of a reduction, read from the graph.
-fn axes_of(graph: &tpu_rewrite::ir::Graph, name: &str) -> Result<Tensor, String> {
-    let node = graph.find(&format!("{name}_axes")).map(|id| graph.node(id)).ok_or("no axes")?;
+/// The value of constant `%name`, read from the graph.
+fn const_of(graph: &tpu_rewrite::ir::Graph, name: &str) -> Result<Tensor, String> {
+    let node = graph.find(name).map(|id| graph.node(id)).ok_or_else(|| format!("no constant %{name}"))?;
     run_kernel("Const", &node.attrs, &[])
         .map_err(|e| e.to_string())?
         .into_iter()

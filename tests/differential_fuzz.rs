@@ -686,3 +686,38 @@ fn the_simulator_and_xla_agree_on_random_graphs() {
         Err(e) => panic!("{e}"),
     }
 }
+
+/// The pinned differences are TensorFlow's own: `tests/tf/known_differences.py`
+/// computed each on TensorFlow's CPU kernels and under `jit_compile`
+/// (XLA). The two columns differ, and the simulator's kernels give the
+/// CPU column bit for bit.
+#[test]
+fn the_pinned_differences_are_tensorflows() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/tf/known_differences.json");
+    let text = std::fs::read_to_string(&path).expect("tests/tf/known_differences.json (run the script beside it)");
+    let json: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
+    let column = |case: &str, column: &str| -> f32 {
+        let v = json[case][column][0].as_str().unwrap_or_else(|| panic!("{case}: no {column} value"));
+        v.parse::<f64>().unwrap_or_else(|e| panic!("{case}: {v}: {e}")) as f32
+    };
+    let attrs = tpu_rewrite::ir::AttrMap::default();
+    let k = |op: &str, inputs: &[Tensor]| -> Tensor {
+        run_kernel(op, &attrs, inputs).unwrap_or_else(|e| panic!("{op}: {e}")).remove(0)
+    };
+    let scalar = |t: Tensor| -> f32 { t.to_vec::<f32>().expect("f32")[0] };
+    let v = |x: f32| Tensor::vector(vec![x]);
+    let same = |a: f32, b: f32| (a.is_nan() && b.is_nan()) || a.to_bits() == b.to_bits();
+    let cases: [(&str, f32); 3] = [
+        ("a/(a/c), a=f32max, c=-1.5312499", scalar(k("RealDiv", &[v(f32::MAX), k("RealDiv", &[v(f32::MAX), v(-1.5312499)])]))),
+        (
+            "(exp(a)/b)/(1/b), a=0.5, b=3e38",
+            scalar(k("RealDiv", &[k("RealDiv", &[k("Exp", &[v(0.5)]), v(3e38)]), k("RealDiv", &[v(1.0), v(3e38)])])),
+        ),
+        ("reduce_max([4.47, nan])", scalar(k("Max", &[Tensor::vector(vec![4.47f32, f32::NAN]), Tensor::vector(vec![0i32])]))),
+    ];
+    for (case, simulator) in cases {
+        let (cpu, jit) = (column(case, "cpu"), column(case, "jit_compile"));
+        assert!(!same(cpu, jit), "{case}: TensorFlow gives {cpu} on both paths; nothing to pin");
+        assert!(same(simulator, cpu), "{case}: the simulator gives {simulator}, TensorFlow's CPU kernels {cpu}");
+    }
+}

@@ -139,20 +139,22 @@ const NAN_DROPPED_WHY: &str = "a NaN operand of max/min: the simulator propagate
      XLA:CPU's fast min/max may drop it, as TensorFlow's own XLA path (jit_compile) does \
      (checked with TF 2.21: reduce_max([4.47, nan]) is nan on CPU and 4.47 under jit_compile)";
 
+/// A quotient whose divisor is itself a quotient: one result is 0, ±inf or
+/// NaN where the other is not.
+const QUOTIENT_REWRITTEN: fn(&[f64], f64, f64) -> bool = |inputs, want, got| {
+    let degenerate = |v: f64| v == 0.0 || !v.is_finite();
+    inputs.len() == 2 && degenerate(want) != degenerate(got)
+};
+const QUOTIENT_REWRITTEN_WHY: &str = "a divisor that is itself a quotient: XLA's algebraic simplifier \
+     rewrites a / (b / c) into (a * c) / b, a / (1 / b) into a * b and (y / x) / (y / x) so that no \
+     quotient is rounded on the way, so an intermediate over- or underflows where the IEEE quotient of \
+     the rounded operands does not, or the other way round (TF 2.21, tests/tf/known_differences.py: \
+     f32max / (f32max / -1.53) is -1.53 on CPU and -inf under jit_compile; (y / x) / (y / x) with \
+     y = -1e30, x = 1e-30 is NaN on CPU and 1 under jit_compile, for RealDiv and DivNoNan alike)";
+
 const KNOWN: &[Known] = &[
-    Known {
-        op: "RealDiv",
-        applies: |inputs, want, got| {
-            let degenerate = |v: f64| v == 0.0 || !v.is_finite();
-            inputs.len() == 2 && degenerate(want) != degenerate(got)
-        },
-        divisor_is_quotient: true,
-        why: "a divisor that is itself a quotient: XLA's algebraic simplifier rewrites a / (b / c) \
-              into (a * c) / b and a / (1 / b) into a * b, so an intermediate over- or underflows \
-              where the IEEE quotient of the rounded operands does not, or the other way round \
-              (TF 2.21: f32max / (f32max / -1.53) is -1.53 on CPU and -inf under jit_compile; \
-              tests/tf/known_differences.py)",
-    },
+    Known { op: "RealDiv", applies: QUOTIENT_REWRITTEN, divisor_is_quotient: true, why: QUOTIENT_REWRITTEN_WHY },
+    Known { op: "DivNoNan", applies: QUOTIENT_REWRITTEN, divisor_is_quotient: true, why: QUOTIENT_REWRITTEN_WHY },
     Known { op: "Max", applies: NAN_DROPPED, divisor_is_quotient: false, why: NAN_DROPPED_WHY },
     Known { op: "Min", applies: NAN_DROPPED, divisor_is_quotient: false, why: NAN_DROPPED_WHY },
     Known { op: "Maximum", applies: NAN_DROPPED, divisor_is_quotient: false, why: NAN_DROPPED_WHY },
@@ -707,11 +709,15 @@ fn the_pinned_differences_are_tensorflows() {
     let scalar = |t: Tensor| -> f32 { t.to_vec::<f32>().expect("f32")[0] };
     let v = |x: f32| Tensor::vector(vec![x]);
     let same = |a: f32, b: f32| (a.is_nan() && b.is_nan()) || a.to_bits() == b.to_bits();
-    let cases: [(&str, f32); 3] = [
+    let cases: [(&str, f32); 4] = [
         ("a/(a/c), a=f32max, c=-1.5312499", scalar(k("RealDiv", &[v(f32::MAX), k("RealDiv", &[v(f32::MAX), v(-1.5312499)])]))),
         (
             "(exp(a)/b)/(1/b), a=0.5, b=3e38",
             scalar(k("RealDiv", &[k("RealDiv", &[k("Exp", &[v(0.5)]), v(3e38)]), k("RealDiv", &[v(1.0), v(3e38)])])),
+        ),
+        (
+            "div_no_nan(y/x, y/x), x=1e-30, y=-1e30",
+            scalar(k("DivNoNan", &[k("RealDiv", &[v(-1e30), v(1e-30)]), k("RealDiv", &[v(-1e30), v(1e-30)])])),
         ),
         ("reduce_max([4.47, nan])", scalar(k("Max", &[Tensor::vector(vec![4.47f32, f32::NAN]), Tensor::vector(vec![0i32])]))),
     ];

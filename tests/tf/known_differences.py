@@ -22,6 +22,9 @@ CASES = {
     # (e / b) / (1 / b): XLA cancels b; on the CPU both quotients are
     # subnormal, flush to 0, and 0 / 0 is NaN.
     "(exp(a)/b)/(1/b), a=0.5, b=3e38": (lambda a, b: (tf.exp(a) / b) / (1.0 / b), [0.5], [3e38]),
+    # (y / x) / (y / x): y / x overflows to -inf on the CPU, and -inf / -inf
+    # is NaN; XLA cancels the quotients. DivNoNan does the same.
+    "div_no_nan(y/x, y/x), x=1e-30, y=-1e30": (lambda x, y: tf.math.divide_no_nan(y / x, y / x), [1e-30], [-1e30]),
     # max over a NaN: the CPU kernel keeps it, XLA:CPU may drop it.
     "reduce_max([4.47, nan])": (lambda a, _: tf.reduce_max(a), [4.47, float("nan")], [0.0]),
 }

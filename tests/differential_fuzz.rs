@@ -623,9 +623,10 @@ fn check(case: &Case) -> Result<(), String> {
                 }
             };
             if let Some(want) = want {
-                let quotient = op.operands.get(1).is_some_and(|d| {
-                    case.ops.iter().any(|o| &o.name == d && matches!(o.op, "RealDiv" | "Reciprocal"))
-                });
+                let quotient = op
+                    .operands
+                    .get(1)
+                    .is_some_and(|d| case.ops.iter().any(|o| &o.name == d && matches!(o.op, "RealDiv" | "Reciprocal")));
                 if let Some(d) = differs(op, &inputs, &got, &want, quotient) {
                     findings.push(format!("%{} = {} on replica {r}: {d}", op.name, op.op));
                 }
@@ -710,7 +711,10 @@ fn the_pinned_differences_are_tensorflows() {
     let v = |x: f32| Tensor::vector(vec![x]);
     let same = |a: f32, b: f32| (a.is_nan() && b.is_nan()) || a.to_bits() == b.to_bits();
     let cases: [(&str, f32); 4] = [
-        ("a/(a/c), a=f32max, c=-1.5312499", scalar(k("RealDiv", &[v(f32::MAX), k("RealDiv", &[v(f32::MAX), v(-1.5312499)])]))),
+        (
+            "a/(a/c), a=f32max, c=-1.5312499",
+            scalar(k("RealDiv", &[v(f32::MAX), k("RealDiv", &[v(f32::MAX), v(-1.5312499)])])),
+        ),
         (
             "(exp(a)/b)/(1/b), a=0.5, b=3e38",
             scalar(k("RealDiv", &[k("RealDiv", &[k("Exp", &[v(0.5)]), v(3e38)]), k("RealDiv", &[v(1.0), v(3e38)])])),
@@ -719,7 +723,10 @@ fn the_pinned_differences_are_tensorflows() {
             "div_no_nan(y/x, y/x), x=1e-30, y=-1e30",
             scalar(k("DivNoNan", &[k("RealDiv", &[v(-1e30), v(1e-30)]), k("RealDiv", &[v(-1e30), v(1e-30)])])),
         ),
-        ("reduce_max([4.47, nan])", scalar(k("Max", &[Tensor::vector(vec![4.47f32, f32::NAN]), Tensor::vector(vec![0i32])]))),
+        (
+            "reduce_max([4.47, nan])",
+            scalar(k("Max", &[Tensor::vector(vec![4.47f32, f32::NAN]), Tensor::vector(vec![0i32])])),
+        ),
     ];
     for (case, simulator) in cases {
         let (cpu, jit) = (column(case, "cpu"), column(case, "jit_compile"));

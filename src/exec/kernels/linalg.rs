@@ -304,7 +304,10 @@ mod tests {
 
     /// Runs `products` from a thread outside a 2-thread pool, so every part
     /// runs on a pool thread that starts with IEEE modes.
-    fn split_on_pool(pairs: &[(ndarray::ArrayView2<'_, f32>, ndarray::ArrayView2<'_, f32>)], dims: (usize, usize, usize)) -> Vec<f32> {
+    fn split_on_pool(
+        pairs: &[(ndarray::ArrayView2<'_, f32>, ndarray::ArrayView2<'_, f32>)],
+        dims: (usize, usize, usize),
+    ) -> Vec<f32> {
         let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().expect("a pool");
         let mut out = vec![1.0f32; pairs.len() * dims.0 * dims.1];
         pool.install(|| products(pairs, &mut out, dims));

@@ -76,11 +76,17 @@ pub(super) fn gather_nd(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
     if crate::xla::device_check::enabled() && indices.ty.count() > 0 {
         let bounds = crate::exec::Tensor::vector(params.ty.shape[..m].iter().map(|&d| d as i64).collect::<Vec<i64>>());
         let bounds = c.constant(&bounds);
-        let bounds = if indices.ty.dtype == crate::ir::DType::I64 { bounds } else { c.convert(&bounds, indices.ty.dtype) };
+        let bounds =
+            if indices.ty.dtype == crate::ir::DType::I64 { bounds } else { c.convert(&bounds, indices.ty.dtype) };
         let bounds = c.broadcast_to(&bounds, &indices.ty.shape);
         let bad = check::outside(c, indices, &bounds);
         check::fail_if(c, &bad, || {
-            format!("{}: an index is outside the bounds {:?} of {} (XLA would clamp it)", n.op, &params.ty.shape[..m], params.ty.mlir())
+            format!(
+                "{}: an index is outside the bounds {:?} of {} (XLA would clamp it)",
+                n.op,
+                &params.ty.shape[..m],
+                params.ty.mlir()
+            )
         });
     }
     let batch = indices.ty.rank() - 1;

@@ -14,8 +14,8 @@
 //! the run. Cost: one slice or update per op (and a compare per check).
 
 use super::{check, gather, Call};
-use crate::xla::stablehlo::text::Cmp;
 use crate::ir::DType;
+use crate::xla::stablehlo::text::Cmp;
 use crate::xla::stablehlo::text::{Ctx, Ty, Val};
 
 /// A list operand's (buffer, size).

@@ -27,6 +27,8 @@ CASES = {
     "div_no_nan(y/x, y/x), x=1e-30, y=-1e30": (lambda x, y: tf.math.divide_no_nan(y / x, y / x), [1e-30], [-1e30]),
     # log(exp(a)): XLA computes a; on the CPU exp underflows to 0 first.
     "log(exp(a)), a=f32 lowest": (lambda a, _: tf.math.log(tf.exp(a)), [-F32_MAX], [0.0]),
+    # log(rsqrt(a)): XLA computes -0.5 * log(a); on the CPU rsqrt(-0) is -inf.
+    "log(rsqrt(a)), a=-0": (lambda a, _: tf.math.log(tf.math.rsqrt(a)), [-0.0], [0.0]),
     # max over a NaN: the CPU kernel keeps it, XLA:CPU may drop it.
     "reduce_max([4.47, nan])": (lambda a, _: tf.reduce_max(a), [4.47, float("nan")], [0.0]),
 }

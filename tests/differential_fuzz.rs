@@ -151,7 +151,7 @@ const QUOTIENT_REWRITTEN_WHY: &str = "a divisor that is itself a quotient: XLA's
      the rounded operands does not, or the other way round (TF 2.21, tests/tf/known_differences.py: \
      f32max / (f32max / -1.53) is -1.53 on CPU and -inf under jit_compile; (y / x) / (y / x) with \
      y = -1e30, x = 1e-30 is NaN on CPU and 1 under jit_compile; RealDiv, DivNoNan and float FloorDiv \
-     divide alike, and Softsign is a quotient)";
+     divide alike, Reciprocal is 1 / a, and Softsign is a quotient)";
 
 /// A divisor that is a quotient (`Softsign` is `x / (1 + |x|)`).
 const QUOTIENT: Option<(usize, &[&str])> = Some((1, &["RealDiv", "Reciprocal", "Softsign"]));
@@ -182,6 +182,15 @@ const KNOWN: &[Known] = &[
     Known { op: "RealDiv", applies: QUOTIENT_REWRITTEN, operand_from: QUOTIENT, why: QUOTIENT_REWRITTEN_WHY },
     Known { op: "DivNoNan", applies: QUOTIENT_REWRITTEN, operand_from: QUOTIENT, why: QUOTIENT_REWRITTEN_WHY },
     Known { op: "FloorDiv", applies: QUOTIENT_REWRITTEN, operand_from: QUOTIENT, why: QUOTIENT_REWRITTEN_WHY },
+    Known {
+        op: "Reciprocal",
+        applies: |_, want, got| {
+            let degenerate = |v: f64| v == 0.0 || !v.is_finite();
+            degenerate(want) != degenerate(got)
+        },
+        operand_from: Some((0, &["RealDiv", "Reciprocal", "Softsign"])),
+        why: QUOTIENT_REWRITTEN_WHY,
+    },
     Known { op: "Max", applies: NAN_DROPPED, operand_from: None, why: NAN_DROPPED_WHY },
     Known { op: "Min", applies: NAN_DROPPED, operand_from: None, why: NAN_DROPPED_WHY },
     Known { op: "Maximum", applies: NAN_DROPPED, operand_from: None, why: NAN_DROPPED_WHY },

@@ -9,6 +9,9 @@
 //! `ru_maxrss` that `wait4` reports starts from it), so the peaks measured
 //! here are only the child's while the parent stays small.
 
+#[path = "support/pjrt.rs"]
+mod support;
+
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
@@ -333,4 +336,35 @@ fn values_kept_alive_past_the_budget_stop_the_run_at_the_kernel_that_crosses_it(
     assert_eq!(code, Some(0), "{err}");
     let held = 6 * one_output;
     assert!(peak < held + base + slack * 4, "printing took {peak} bytes beside the {held} the tensors hold");
+}
+
+#[test]
+fn a_pjrt_program_past_the_budget_is_refused_from_its_compiled_memory_stats() {
+    // Eight replicas each hold a 2 MiB argument and four 2 MiB outputs on
+    // XLA: 80 MiB in all by XLA's compiled memory stats, over a 64 MiB
+    // budget, while the host holds one copy of the input. Nothing runs.
+    let dir = tempfile::tempdir().unwrap();
+    let text = "graph @main {
+  %d = Const() {dtype = i32, value = tensor(i32, [2]) [512, 1024]}
+  %one = Const() {dtype = f32, value = tensor(f32, []) [1.0]}
+  %c = Fill(%d, %one) {T = f32}
+  replicate (num_replicas = 8) (%a = [%c, %c, %c, %c, %c, %c, %c, %c]) {
+    %two = Const() {dtype = f32, value = tensor(f32, []) [2.0]}
+    %o1 = Mul(%a, %two) {T = f32}
+    %o2 = AddV2(%a, %two) {T = f32}
+    %o3 = Sub(%a, %two) {T = f32}
+    %o4 = Neg(%a) {T = f32}
+    return %o1, %o2, %o3, %o4
+  }
+}
+";
+    let plugin = support::plugin_path();
+    let plugin = plugin.to_str().expect("a UTF-8 plugin path");
+    let args = ["--backend", "pjrt", "--pjrt-plugin", plugin, "--max-memory", "64M"];
+    let (code, err, _, elapsed) = run_measured(&dir, text, &args);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("tpu_rewrite::xla::memory_budget"), "{err}");
+    assert!(err.contains("from XLA's compiled memory stats") && err.contains("on each of 8 devices"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(elapsed < Duration::from_secs(20), "took {elapsed:?}");
 }

@@ -88,6 +88,11 @@ pub struct RunArgs {
     /// The PJRT plugin (default: $TPU_REWRITE_PJRT_PLUGIN, then the cached CPU plugin).
     #[arg(long, value_name = "PATH")]
     pub pjrt_plugin: Option<PathBuf>,
+    /// `--backend pjrt`: leave out the device checks (gather indices,
+    /// TensorList capacity, empty Optionals) and get XLA's unchecked
+    /// results: clamped indices, zeros (docs/robustness.md).
+    #[arg(long)]
+    pub no_device_checks: bool,
     /// A plain graph: do not run its variable initialisers (assignments
     /// from constants, TensorFlow's `init`) once before the first step;
     /// variables then start as zeros.
@@ -597,6 +602,7 @@ pub fn run_command(args: RunArgs) -> ExitCode {
                 host_transfer: args.lower.host_transfer,
                 fetch: &fetches,
                 library: Some(&loaded.module),
+                no_device_checks: args.no_device_checks,
             };
             let filter = crate::xla::stderr::Filter::install();
             let result = crate::xla::backend::run(graph, &assignment, &config);

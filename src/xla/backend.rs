@@ -27,7 +27,7 @@ use super::client::{Client, ClientConfig, DeviceBuffer};
 use super::error::XlaError;
 use super::host::{Host, MissingFeed};
 use super::stablehlo::{self, ArgSource, HostTransfer};
-use super::{callback, ffi, plugin};
+use super::{callback, device_check, ffi, plugin};
 use crate::exec::driver::RunOutcome;
 use crate::exec::Tensor;
 use crate::ir::Graph;
@@ -55,6 +55,33 @@ pub struct RunConfig<'a> {
     /// The module whose functions the graph's control-flow and call ops
     /// name (`None`: the graph calls no function).
     pub library: Option<&'a crate::ir::Module>,
+    /// `--no-device-checks`: leave out the device checks
+    /// ([`super::device_check`]) that a host-callback run (a CPU plugin)
+    /// otherwise has, and get XLA's clamped gathers and unchecked lists.
+    pub no_device_checks: bool,
+}
+
+/// Refuses a program whose compiled footprint on all its devices, beside
+/// what the process holds, passes the run's memory budget
+/// ([`crate::exec::memory`]): checked after compiling, before anything is
+/// copied to the devices or run. A plugin without memory stats passes.
+fn within_budget(exe: &super::client::Executable) -> Result<(), XlaError> {
+    let Some(stats) = exe.memory_stats()? else { return Ok(()) };
+    let per_device = stats.per_device();
+    let bytes = per_device.saturating_mul(exe.devices as u64);
+    let live = crate::exec::memory::live_bytes().unwrap_or(0);
+    let budget = crate::exec::memory::budget();
+    if live.saturating_add(bytes) > budget {
+        return Err(XlaError::MemoryBudget {
+            program: exe.name.clone(),
+            bytes,
+            per_device,
+            devices: exe.devices,
+            live,
+            budget,
+        });
+    }
+    Ok(())
 }
 
 /// Where a run spent its time.
@@ -166,6 +193,7 @@ pub fn run(graph: &Graph, assignment: &DeviceAssignment, config: &RunConfig) -> 
         HostTransfer::Stages
     });
     let mut installed = false;
+    let mut checks_installed = false;
     for cluster in &clusters {
         // A cluster of metadata alone (a plain graph whose ops all run on the host) computes nothing.
         if cluster.members.iter().all(|&m| &*graph.node(m).op == "TPUReplicateMetadata") {
@@ -181,8 +209,15 @@ pub fn run(graph: &Graph, assignment: &DeviceAssignment, config: &RunConfig) -> 
             run: callback::next_id(),
             library: config.library,
         };
-        let staged = stablehlo::emit_module(graph, cluster, assignment, &emit_config)?;
+        let staged = {
+            let _checks = device_check::Scope::new(host_transfer == HostTransfer::Callback && !config.no_device_checks);
+            stablehlo::emit_module(graph, cluster, assignment, &emit_config)?
+        };
         timings.emit += t.elapsed();
+        if !checks_installed && staged.stages.iter().any(|s| s.module.contains(device_check::TARGET)) {
+            device_check::install(client.plugin(), callback::CPU_PLATFORM)?;
+            checks_installed = true;
+        }
         // Host calls inside the module: the handler, and this run's host programs.
         let _registration = if staged.calls.is_empty() {
             None
@@ -211,6 +246,7 @@ pub fn run(graph: &Graph, assignment: &DeviceAssignment, config: &RunConfig) -> 
             let t = Instant::now();
             let exe = client.compile(&program, &emitted.module, emitted.num_replicas, emitted.num_partitions)?;
             timings.compile += t.elapsed();
+            within_budget(&exe)?;
             // Inputs and host tensors go to the devices once.
             let t = Instant::now();
             let mut fixed: Vec<Vec<Option<DeviceBuffer>>> = Vec::with_capacity(devices);

@@ -177,9 +177,20 @@ pub const CPU_PLATFORM: &str = "Host";
 /// plugin's PJRT FFI extension. Registering again is harmless (XLA keeps
 /// one entry per target and platform).
 pub fn install(plugin: &ffi::Plugin, platform: &str) -> Result<(), XlaError> {
+    install_handler(plugin, platform, TARGET, handler)
+}
+
+/// Registers `handler` as the typed FFI handler of custom-call `target` on
+/// `platform` through the plugin's PJRT FFI extension.
+pub(super) fn install_handler(
+    plugin: &ffi::Plugin,
+    platform: &str,
+    target: &str,
+    handler: unsafe extern "C" fn(*mut x::CallFrame) -> *mut x::Opaque,
+) -> Result<(), XlaError> {
     let refuse = |reason: String| XlaError::Pjrt {
         call: "PJRT_FFI_Register_Handler".into(),
-        program: format!("host callback `{TARGET}`"),
+        program: format!("custom-call handler `{target}`"),
         message: reason,
     };
     let mut ext = plugin.api().extension_start.cast::<x::ExtensionBase>();
@@ -207,8 +218,8 @@ pub fn install(plugin: &ffi::Plugin, platform: &str) -> Result<(), XlaError> {
     let register = register.ok_or_else(|| refuse("its FFI extension has no register_handler".into()))?;
     let mut args = x::RegisterHandlerArgs {
         struct_size: x::RegisterHandlerArgs::STRUCT_SIZE,
-        target_name: TARGET.as_ptr(),
-        target_name_size: TARGET.len(),
+        target_name: target.as_ptr(),
+        target_name_size: target.len(),
         handler: Some(handler),
         platform_name: platform.as_ptr(),
         platform_name_size: platform.len(),
@@ -240,7 +251,7 @@ pub unsafe extern "C" fn handler(frame: *mut x::CallFrame) -> *mut x::Opaque {
 ///
 /// # Safety
 /// `frame` is null or a live call frame.
-unsafe fn error(frame: *mut x::CallFrame, code: i32, message: &str) -> *mut x::Opaque {
+pub(super) unsafe fn error(frame: *mut x::CallFrame, code: i32, message: &str) -> *mut x::Opaque {
     // SAFETY: the caller's contract.
     let api = if frame.is_null() { std::ptr::null() } else { unsafe { (*frame).api } };
     // SAFETY: a non-null api is XLA's table, whose head we declare.
@@ -265,27 +276,8 @@ unsafe fn error(frame: *mut x::CallFrame, code: i32, message: &str) -> *mut x::O
 unsafe fn dispatch(frame: *mut x::CallFrame) -> Result<(), String> {
     // SAFETY: the caller's contract.
     let frame = unsafe { frame.as_mut() }.ok_or("no call frame")?;
-    // The metadata query: a frame with a metadata extension.
-    let mut ext = frame.extension_start;
-    while !ext.is_null() {
-        // SAFETY: XLA's extension chain of live structs.
-        let base = unsafe { *ext };
-        if base.kind == x::XLA_FFI_EXTENSION_METADATA {
-            // SAFETY: a metadata extension; its metadata's size is checked before writing.
-            unsafe {
-                let meta = (*ext.cast::<x::MetadataExtension>()).metadata;
-                if meta.is_null() || (*meta).struct_size < x::Metadata::STRUCT_SIZE {
-                    return Err("the metadata struct is too small".into());
-                }
-                (*meta).api_version.major_version = x::FFI_API_VERSION.0;
-                (*meta).api_version.minor_version = x::FFI_API_VERSION.1;
-                (*meta).traits = 0;
-            }
-            return Ok(());
-        }
-        ext = base.next;
-    }
-    if frame.stage != x::XLA_FFI_STAGE_EXECUTE {
+    // SAFETY: as above.
+    if unsafe { answer_metadata(frame) }? || frame.stage != x::XLA_FFI_STAGE_EXECUTE {
         return Ok(());
     }
     let (index, run) = attributes(&frame.attrs)?;
@@ -295,18 +287,8 @@ unsafe fn dispatch(frame: *mut x::CallFrame) -> Result<(), String> {
         .get(&run)
         .cloned()
         .ok_or_else(|| format!("no run {run} is registered (a module from `lower` needs its own host handler)"))?;
-    let mut operands = Vec::with_capacity(frame.args.size as usize);
-    for i in 0..frame.args.size.max(0) as usize {
-        // SAFETY: `size` entries of buffer arguments.
-        let buffer = unsafe {
-            if *frame.args.types.add(i) != x::XLA_FFI_BUFFER {
-                return Err(format!("argument {i} is not a buffer"));
-            }
-            &*(*frame.args.args.add(i)).cast::<x::Buffer>()
-        };
-        // SAFETY: a live XLA buffer.
-        operands.push(unsafe { read(buffer) }.map_err(|m| format!("argument {i}: {m}"))?);
-    }
+    // SAFETY: the caller's contract.
+    let operands = unsafe { arguments(frame) }?;
     let replica = operands.first().and_then(|t| t.to_i64_vec("", "").ok()).and_then(|v| v.first().copied());
     let replica = replica.ok_or("operand 0 must be the replica id")?;
     let results =
@@ -328,35 +310,84 @@ unsafe fn dispatch(frame: *mut x::CallFrame) -> Result<(), String> {
     Ok(())
 }
 
+/// Host copies of the call's buffer arguments.
+///
+/// # Safety
+/// `frame` is a live call frame at the execute stage.
+pub(super) unsafe fn arguments(frame: &x::CallFrame) -> Result<Vec<Tensor>, String> {
+    let mut operands = Vec::with_capacity(frame.args.size as usize);
+    for i in 0..frame.args.size.max(0) as usize {
+        // SAFETY: `size` entries of buffer arguments.
+        let buffer = unsafe {
+            if *frame.args.types.add(i) != x::XLA_FFI_BUFFER {
+                return Err(format!("argument {i} is not a buffer"));
+            }
+            &*(*frame.args.args.add(i)).cast::<x::Buffer>()
+        };
+        // SAFETY: a live XLA buffer.
+        operands.push(unsafe { read(buffer) }.map_err(|m| format!("argument {i}: {m}"))?);
+    }
+    Ok(operands)
+}
+
+/// True when `frame` is XLA's metadata query, which this answers (the FFI
+/// API version, no traits).
+///
+/// # Safety
+/// `frame` is a live call frame.
+pub(super) unsafe fn answer_metadata(frame: &mut x::CallFrame) -> Result<bool, String> {
+    let mut ext = frame.extension_start;
+    while !ext.is_null() {
+        // SAFETY: XLA's extension chain of live structs.
+        let base = unsafe { *ext };
+        if base.kind == x::XLA_FFI_EXTENSION_METADATA {
+            // SAFETY: a metadata extension; its metadata's size is checked before writing.
+            unsafe {
+                let meta = (*ext.cast::<x::MetadataExtension>()).metadata;
+                if meta.is_null() || (*meta).struct_size < x::Metadata::STRUCT_SIZE {
+                    return Err("the metadata struct is too small".into());
+                }
+                (*meta).api_version.major_version = x::FFI_API_VERSION.0;
+                (*meta).api_version.minor_version = x::FFI_API_VERSION.1;
+                (*meta).traits = 0;
+            }
+            return Ok(true);
+        }
+        ext = base.next;
+    }
+    Ok(false)
+}
+
 /// `oc_program` and `run` from the call's attributes.
 fn attributes(attrs: &x::Attrs) -> Result<(usize, u64), String> {
-    let (mut index, mut run) = (None, None);
+    let index = scalar_attr(attrs, b"oc_program").and_then(|v| usize::try_from(v).ok());
+    let run = scalar_attr(attrs, b"run").and_then(|v| u64::try_from(v).ok());
+    Ok((index.ok_or("no `oc_program` attribute")?, run.ok_or("no `run` attribute")?))
+}
+
+/// The integer scalar attribute `wanted` of a call, if it has one.
+pub(super) fn scalar_attr(attrs: &x::Attrs, wanted: &[u8]) -> Option<i64> {
     for i in 0..attrs.size.max(0) as usize {
         // SAFETY: `size` entries of names, types and attribute pointers.
         let (name, kind, value) = unsafe {
             let span = &**attrs.names.add(i);
             (std::slice::from_raw_parts(span.ptr, span.len), *attrs.types.add(i), *attrs.attrs.add(i))
         };
-        if kind != x::XLA_FFI_ATTR_SCALAR {
+        if kind != x::XLA_FFI_ATTR_SCALAR || name != wanted {
             continue;
         }
         // SAFETY: a scalar attribute points at an `XLA_FFI_Scalar`.
         let scalar = unsafe { &*value.cast::<x::Scalar>() };
         // SAFETY: the scalar's value has its dtype.
-        let v = unsafe {
+        return unsafe {
             match scalar.dtype {
-                data_type::S64 => *scalar.value.cast::<i64>(),
-                data_type::S32 => i64::from(*scalar.value.cast::<i32>()),
-                _ => continue,
+                data_type::S64 => Some(*scalar.value.cast::<i64>()),
+                data_type::S32 => Some(i64::from(*scalar.value.cast::<i32>())),
+                _ => None,
             }
         };
-        match name {
-            b"oc_program" => index = usize::try_from(v).ok(),
-            b"run" => run = u64::try_from(v).ok(),
-            _ => {}
-        }
     }
-    Ok((index.ok_or("no `oc_program` attribute")?, run.ok_or("no `run` attribute")?))
+    None
 }
 
 /// The dtype and element width of an XLA element type.
@@ -395,7 +426,7 @@ unsafe fn layout(b: &x::Buffer) -> Result<(DType, Vec<usize>, usize), String> {
 ///
 /// # Safety
 /// As [`layout`].
-unsafe fn read(b: &x::Buffer) -> Result<Tensor, String> {
+pub(super) unsafe fn read(b: &x::Buffer) -> Result<Tensor, String> {
     // SAFETY: the caller's contract.
     let (dt, shape, len) = unsafe { layout(b) }?;
     let bytes: &[u8] = if len == 0 {

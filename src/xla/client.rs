@@ -305,7 +305,72 @@ unsafe impl Send for Executable {}
 // SAFETY: as above.
 unsafe impl Sync for Executable {}
 
+/// What a compiled program holds on each device while it runs, from
+/// XLA's buffer assignment (`PJRT_Executable_GetCompiledMemoryStats`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CompiledMemory {
+    /// Argument buffers.
+    pub arguments: u64,
+    /// Output buffers.
+    pub outputs: u64,
+    /// Bytes of outputs that reuse argument buffers (donated variables).
+    pub aliased: u64,
+    /// Scratch buffers.
+    pub temp: u64,
+    /// The generated code.
+    pub code: u64,
+    /// The plugin's peak, where it reports one (0 otherwise).
+    pub peak: u64,
+}
+
+impl CompiledMemory {
+    /// The bytes one device holds at most while the program runs: its
+    /// buffers (aliased outputs counted once) and code, or the plugin's
+    /// peak when that is larger.
+    pub fn per_device(&self) -> u64 {
+        let buffers = self.arguments.saturating_add(self.outputs).saturating_sub(self.aliased);
+        buffers.saturating_add(self.temp).saturating_add(self.code).max(self.peak)
+    }
+}
+
 impl Executable {
+    /// The program's compiled memory stats, or `None` when the plugin
+    /// does not report them.
+    pub fn memory_stats(&self) -> Result<Option<CompiledMemory>, XlaError> {
+        let offset = std::mem::offset_of!(ffi::Api, executable_getcompiledmemorystats);
+        let Some(stats) = self.plugin.optional_entry(offset, |a| a.executable_getcompiledmemorystats) else {
+            return Ok(None);
+        };
+        let api = self.plugin.api();
+        let mut get = ffi::LoadedExecutableGetExecutableArgs::new();
+        get.loaded_executable = self.raw;
+        // SAFETY: a live loaded executable.
+        let err = unsafe { call(api.loadedexecutable_getexecutable, &mut get) };
+        pjrt(&self.plugin, err, "LoadedExecutable_GetExecutable", &self.name)?;
+        let mut args = ffi::ExecutableGetCompiledMemoryStatsArgs::new();
+        args.executable = get.executable;
+        // SAFETY: the executable just returned; the entry was checked present.
+        let err = unsafe { call(Some(stats), &mut args) };
+        let mut destroy = ffi::ExecutableDestroyArgs::new();
+        destroy.executable = get.executable;
+        // SAFETY: GetExecutable hands the caller a reference to free.
+        let destroy_err = unsafe { call(api.executable_destroy, &mut destroy) };
+        pjrt(&self.plugin, destroy_err, "Executable_Destroy", &self.name)?;
+        // A plugin that has the entry but cannot answer (unimplemented) reports nothing.
+        if check(&self.plugin, err).is_err() {
+            return Ok(None);
+        }
+        let bytes = |v: i64| u64::try_from(v).unwrap_or(0);
+        Ok(Some(CompiledMemory {
+            arguments: bytes(args.argument_size_in_bytes),
+            outputs: bytes(args.output_size_in_bytes),
+            aliased: bytes(args.alias_size_in_bytes),
+            temp: bytes(args.temp_size_in_bytes),
+            code: bytes(args.generated_code_size_in_bytes),
+            peak: bytes(args.peak_memory_in_bytes),
+        }))
+    }
+
     /// Runs once on every device: `args[d]` are device d's arguments (on
     /// device d). Returns each device's outputs, after the run finished.
     /// An argument the program aliases to an output (a variable) is

@@ -69,6 +69,30 @@ pub enum XlaError {
         message: String,
     },
 
+    /// A compiled program would hold more than the run's memory budget.
+    #[error(
+        "{program} would hold {bytes} bytes ({per_device} on each of {devices} devices, from XLA's compiled \
+         memory stats) beside the {live} the run holds, over the run's memory budget of {budget} bytes"
+    )]
+    #[diagnostic(
+        code(tpu_rewrite::xla::memory_budget),
+        help("raise --max-memory, or run fewer replicas or smaller tensors; nothing was run")
+    )]
+    MemoryBudget {
+        /// The program.
+        program: String,
+        /// Its bytes on all its devices.
+        bytes: u64,
+        /// Its bytes on one device.
+        per_device: u64,
+        /// Its devices.
+        devices: usize,
+        /// What the process held before it.
+        live: u64,
+        /// The budget.
+        budget: u64,
+    },
+
     /// The plugin could not compile a program; `message` is the compiler's.
     #[error("XLA could not compile {program}:\n{message}")]
     #[diagnostic(

@@ -195,6 +195,14 @@ c_structs! {
     ExecutableNumOutputsArgs = "PJRT_Executable_NumOutputs_Args", last num_outputs {
         struct_size: usize, extension_start: Ext, executable: *mut Executable, num_outputs: usize,
     }
+    /// `PJRT_Executable_GetCompiledMemoryStats_Args`.
+    ExecutableGetCompiledMemoryStatsArgs = "PJRT_Executable_GetCompiledMemoryStats_Args", last peak_memory_in_bytes {
+        struct_size: usize, extension_start: Ext, executable: *mut Executable,
+        generated_code_size_in_bytes: i64, argument_size_in_bytes: i64, output_size_in_bytes: i64,
+        alias_size_in_bytes: i64, temp_size_in_bytes: i64, host_generated_code_size_in_bytes: i64,
+        host_argument_size_in_bytes: i64, host_output_size_in_bytes: i64, host_alias_size_in_bytes: i64,
+        host_temp_size_in_bytes: i64, peak_memory_in_bytes: i64,
+    }
     /// `PJRT_LoadedExecutable_Destroy_Args`.
     LoadedExecutableDestroyArgs = "PJRT_LoadedExecutable_Destroy_Args", last executable {
         struct_size: usize, extension_start: Ext, executable: *mut LoadedExecutable,
@@ -302,6 +310,15 @@ api_struct! {
 impl Api {
     /// `PJRT_Api_STRUCT_SIZE`.
     pub const STRUCT_SIZE: usize = struct_size!(Api, loadedexecutable_getdeviceassignment);
+}
+
+impl Plugin {
+    /// An entry past those [`load`] checks, when the plugin's table is
+    /// large enough to hold it and fills it.
+    pub fn optional_entry(&self, offset: usize, get: fn(&Api) -> Option<Fn>) -> Option<Fn> {
+        let api = self.api();
+        (api.struct_size >= offset + std::mem::size_of::<Option<Fn>>()).then(|| get(api)).flatten()
+    }
 }
 
 /// The API functions the backend calls; [`load`] refuses a plugin missing one.

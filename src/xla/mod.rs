@@ -2,6 +2,9 @@
 //!
 //! - [`callback`]: the host callback (XLA FFI handler) that runs
 //!   outside-compilation ops from inside the device program.
+//! - [`device_check`]: run-time checks in device programs (gather
+//!   indices, TensorList capacity, empty Optionals) that fail the run
+//!   where XLA would clamp or read zeros.
 //! - [`xla_ffi`]: the XLA FFI and PJRT FFI extension structs it uses.
 //! - [`ffi`]: the subset of the PJRT C API tpu-rewrite calls, and the
 //!   plugin loader (version, table size and function checks).
@@ -24,6 +27,7 @@
 pub mod backend;
 pub mod callback;
 pub mod client;
+pub mod device_check;
 pub mod distributed;
 mod error;
 pub mod ffi;

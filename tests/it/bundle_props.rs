@@ -1,10 +1,13 @@
-//! Property tests of the tensor-bundle index reader on damaged bytes: the
-//! corpus SavedModels' `variables.index` files and written bundles,
-//! mutated (bytes flipped, cut, inserted, removed), must give an error or
-//! entries, never a panic; an index that still reads must agree with its
-//! shard's checksums or say which entry does not.
+//! Property tests of the tensor-bundle index reader and the SavedModel
+//! reader on damaged bytes: the corpus SavedModels' `variables.index`
+//! files and written bundles, mutated (bytes flipped, cut, inserted,
+//! removed), must give an error or entries, never a panic; an index that
+//! still reads must agree with its shard's checksums or say which entry
+//! does not. Mutated `saved_model.pb` files load or give a coded
+//! diagnostic, never a panic. The `bundle` and `saved_model` cargo-fuzz
+//! targets (`fuzz/`) run the same harnesses under libFuzzer.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use proptest::prelude::*;
 use tpu_rewrite::tf::bundle::{self, table};
@@ -20,6 +23,29 @@ fn seeds() -> Vec<(Vec<u8>, Vec<u8>)> {
         out.push((index, data));
     }
     out
+}
+
+/// The corpus SavedModels' directories.
+fn saved_models() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/tf/corpus_tf2");
+    ["mlp", "cnn"].iter().map(|m| root.join(m).join("saved_model")).collect()
+}
+
+/// The `bundle` fuzz target's harness: a 4-byte little-endian index
+/// length, the index, then shard 0; other shards are missing.
+fn decode_fuzz_input(data: &[u8]) -> Result<usize, tpu_rewrite::tf::saved_model::SavedModelError> {
+    let Some((len, rest)) = data.split_first_chunk::<4>() else { return Ok(0) };
+    let len = (u32::from_le_bytes(*len) as usize).min(rest.len());
+    let (index, shard) = rest.split_at(len);
+    let entries = bundle::decode_bundle(index, "variables.index", |i, _| {
+        let name = format!("variables.data-{i:05}");
+        if i == 0 {
+            (name, Ok(shard.to_vec()))
+        } else {
+            (name, Err("no such shard".into()))
+        }
+    })?;
+    Ok(entries.len())
 }
 
 #[derive(Clone, Debug)]
@@ -84,8 +110,60 @@ proptest! {
     }
 
     #[test]
+    fn a_damaged_fuzz_input_never_panics(seed in 0usize..2, edits in proptest::collection::vec(edit(), 1..4)) {
+        let (index, data) = seeds().swap_remove(seed);
+        let mut input = (index.len() as u32).to_le_bytes().to_vec();
+        input.extend(&index);
+        input.extend(&data);
+        for e in &edits {
+            apply(&mut input, e);
+        }
+        let _ = decode_fuzz_input(&input);
+    }
+
+    #[test]
     fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
         let _ = table::read_table(&bytes);
+    }
+}
+
+proptest! {
+    // Each case writes a file and loads a whole model: fewer cases.
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn a_damaged_saved_model_loads_or_gives_a_coded_diagnostic(
+        seed in 0usize..2,
+        edits in proptest::collection::vec(edit(), 1..4),
+    ) {
+        let model = saved_models().swap_remove(seed);
+        let mut bytes = std::fs::read(model.join("saved_model.pb")).expect("corpus saved_model.pb");
+        for e in &edits {
+            apply(&mut bytes, e);
+        }
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        std::fs::write(dir.path().join("saved_model.pb"), &bytes).expect("writes");
+        std::os::unix::fs::symlink(model.join("variables"), dir.path().join("variables")).expect("links");
+        if let Err(e) = tpu_rewrite::tf::saved_model::load(dir.path(), None) {
+            let code = miette::Diagnostic::code(&e).map(|c| c.to_string()).unwrap_or_default();
+            prop_assert!(code.starts_with("tpu_rewrite::saved_model::"), "uncoded: {e:?}");
+            prop_assert!(!e.to_string().is_empty());
+        }
+    }
+}
+
+#[test]
+fn the_fuzz_harnesses_read_the_corpus() {
+    for (index, data) in seeds() {
+        let mut input = (index.len() as u32).to_le_bytes().to_vec();
+        input.extend(&index);
+        input.extend(&data);
+        let entries = decode_fuzz_input(&input).expect("the bundle target's seed reads");
+        assert!(entries > 1, "{entries} entries");
+    }
+    for model in saved_models() {
+        let loaded = tpu_rewrite::tf::saved_model::load(&model, None).expect("the corpus SavedModel loads");
+        assert!(!loaded.module.graphs.is_empty());
     }
 }
 

@@ -125,6 +125,9 @@ struct Known {
     op: &'static str,
     /// True for the inputs and results the difference covers.
     applies: fn(inputs: &[f64], want: f64, got: f64) -> bool,
+    /// Only where operand `.0` of the op is made by one of the ops `.1` in
+    /// the graph: an XLA rewrite of the pair.
+    operand_from: Option<(usize, &'static [&'static str])>,
     why: &'static str,
 }
 
@@ -134,27 +137,69 @@ const NAN_DROPPED_WHY: &str = "a NaN operand of max/min: the simulator propagate
      XLA:CPU's fast min/max may drop it, as TensorFlow's own XLA path (jit_compile) does \
      (checked with TF 2.21: reduce_max([4.47, nan]) is nan on CPU and 4.47 under jit_compile)";
 
+/// A quotient whose divisor is itself a quotient: one result is 0, ±inf or
+/// NaN where the other is not.
+const QUOTIENT_REWRITTEN: fn(&[f64], f64, f64) -> bool = |inputs, want, got| {
+    let degenerate = |v: f64| v == 0.0 || !v.is_finite();
+    inputs.len() == 2 && degenerate(want) != degenerate(got)
+};
+const QUOTIENT_REWRITTEN_WHY: &str = "a divisor that is itself a quotient: XLA's algebraic simplifier \
+     rewrites a / (b / c) into (a * c) / b, a / (1 / b) into a * b and (y / x) / (y / x) so that no \
+     quotient is rounded on the way, so an intermediate over- or underflows where the IEEE quotient of \
+     the rounded operands does not, or the other way round (TF 2.21, tests/tf/known_differences.py: \
+     f32max / (f32max / -1.53) is -1.53 on CPU and -inf under jit_compile; (y / x) / (y / x) with \
+     y = -1e30, x = 1e-30 is NaN on CPU and 1 under jit_compile; RealDiv, DivNoNan and float FloorDiv \
+     divide alike, Reciprocal is 1 / a, and Softsign is a quotient)";
+
+/// A divisor that is a quotient (`Softsign` is `x / (1 + |x|)`).
+const QUOTIENT: Option<(usize, &[&str])> = Some((1, &["RealDiv", "Reciprocal", "Softsign"]));
+
+/// A reduction whose result over- or underflows on one side or both: the
+/// order in which the backends add (or multiply) decides between NaN, ±inf
+/// and a finite value.
+const ORDER_DEPENDENT: fn(&[f64], f64, f64) -> bool = |_, want, got| !(want.is_finite() && got.is_finite());
+const ORDER_DEPENDENT_WHY: &str = "a reduction that overflows: adding (or multiplying) huge values in a \
+     different order gives +inf, -inf, NaN or a finite value; the simulator adds in index order, \
+     XLA:CPU in its own (vectorised) order";
+
 const KNOWN: &[Known] = &[
+    Known { op: "Sum", applies: ORDER_DEPENDENT, operand_from: None, why: ORDER_DEPENDENT_WHY },
+    Known { op: "Mean", applies: ORDER_DEPENDENT, operand_from: None, why: ORDER_DEPENDENT_WHY },
+    Known { op: "Prod", applies: ORDER_DEPENDENT, operand_from: None, why: ORDER_DEPENDENT_WHY },
     Known {
-        op: "RealDiv",
-        applies: |inputs, want, got| {
-            let degenerate = |v: f64| v == 0.0 || v.is_infinite();
-            inputs.len() == 2 && degenerate(inputs[1]) && want.is_nan() && !got.is_nan()
-        },
-        why: "a divisor that over- or underflowed to 0 or inf: XLA's algebraic simplifier rewrites \
-              a / (1 / b) into a * b before 1 / b is rounded, so XLA's result is finite where the \
-              IEEE quotient of the rounded operands is NaN; TensorFlow's jit_compile path does the same",
+        op: "Log",
+        applies: |_, want, got| want != got,
+        operand_from: Some((0, &["Exp", "Pow", "Sqrt", "Rsqrt"])),
+        why: "log of an exp or a power: XLA's algebraic simplifier rewrites log(exp(x)) into x, \
+              log(pow(a, b)) into b * log(a) and log(rsqrt(a)) into -0.5 * log(a), so an exp or power \
+              that under- or overflowed (or met -0 or a subnormal) gives another value than the log of \
+              the rounded power (TF 2.21, tests/tf/known_differences.py: log(exp(f32 lowest)) is -inf \
+              on CPU and -3.4e38 under jit_compile; log(rsqrt(-0)) is NaN on CPU and inf under \
+              jit_compile)",
     },
-    Known { op: "Max", applies: NAN_DROPPED, why: NAN_DROPPED_WHY },
-    Known { op: "Min", applies: NAN_DROPPED, why: NAN_DROPPED_WHY },
-    Known { op: "Maximum", applies: NAN_DROPPED, why: NAN_DROPPED_WHY },
-    Known { op: "Minimum", applies: NAN_DROPPED, why: NAN_DROPPED_WHY },
+    Known { op: "RealDiv", applies: QUOTIENT_REWRITTEN, operand_from: QUOTIENT, why: QUOTIENT_REWRITTEN_WHY },
+    Known { op: "DivNoNan", applies: QUOTIENT_REWRITTEN, operand_from: QUOTIENT, why: QUOTIENT_REWRITTEN_WHY },
+    Known { op: "FloorDiv", applies: QUOTIENT_REWRITTEN, operand_from: QUOTIENT, why: QUOTIENT_REWRITTEN_WHY },
+    Known {
+        op: "Reciprocal",
+        applies: |_, want, got| {
+            let degenerate = |v: f64| v == 0.0 || !v.is_finite();
+            degenerate(want) != degenerate(got)
+        },
+        operand_from: Some((0, &["RealDiv", "Reciprocal", "Softsign"])),
+        why: QUOTIENT_REWRITTEN_WHY,
+    },
+    Known { op: "Max", applies: NAN_DROPPED, operand_from: None, why: NAN_DROPPED_WHY },
+    Known { op: "Min", applies: NAN_DROPPED, operand_from: None, why: NAN_DROPPED_WHY },
+    Known { op: "Maximum", applies: NAN_DROPPED, operand_from: None, why: NAN_DROPPED_WHY },
+    Known { op: "Minimum", applies: NAN_DROPPED, operand_from: None, why: NAN_DROPPED_WHY },
     Known {
         op: "*",
         applies: |inputs, want, got| {
             let subnormal = |v: f64| v != 0.0 && v.abs() < f64::from(f32::MIN_POSITIVE);
             inputs.iter().any(|&v| subnormal(v)) || subnormal(want) || subnormal(got)
         },
+        operand_from: None,
         why: "subnormal operands or results: both backends flush denormals to zero in arithmetic, as \
           TensorFlow's CPU kernels do, but the simulator's bit-level library routines (fmod, for \
           FloorMod) still see a subnormal operand, as TensorFlow's do, where XLA:CPU flushes it first",
@@ -176,6 +221,8 @@ fn note_known(known: &Known) {
 struct Value {
     name: String,
     shape: Shape,
+    /// An `i32` value (else `f32`).
+    int: bool,
 }
 
 /// One op of a generated graph: its line of `.opg` and how to check it.
@@ -185,6 +232,9 @@ struct Op {
     op: &'static str,
     /// Value operands (constants of axes and groups are not listed).
     operands: Vec<String>,
+    /// Constants appended to the operands when the kernel is checked
+    /// (a reduction's axes, a gather's indices and axis).
+    consts: Vec<String>,
     class: Class,
     /// Its result is the sum over replicas of its operand.
     cross_replica: bool,
@@ -245,6 +295,51 @@ fn runs_on_both(op: &str) -> bool {
     tpu_rewrite::exec::has_kernel(op) && tpu_rewrite::xla::stablehlo::lowering_of(op).is_some()
 }
 
+/// An `i32` from a pool of ordinary values and the extremes.
+fn int(u: &mut Unstructured) -> arbitrary::Result<i32> {
+    const SPECIAL: &[i32] =
+        &[0, 1, -1, 2, -2, 7, 65536, -65536, i32::MAX, i32::MIN, i32::MAX - 1, i32::MIN + 1, 46341, -46341];
+    Ok(match u.int_in_range(0..=3)? {
+        0..=1 => SPECIAL[u.choose_index(SPECIAL.len())?],
+        _ => i32::from(u.int_in_range(-1000i16..=1000)?),
+    })
+}
+
+/// Integer ops: (op, unary).
+const INT_OPS: &[(&str, bool)] = &[
+    ("Abs", true),
+    ("Neg", true),
+    ("Square", true),
+    ("Sign", true),
+    ("AddV2", false),
+    ("Sub", false),
+    ("Mul", false),
+    ("Maximum", false),
+    ("Minimum", false),
+    ("FloorDiv", false),
+    ("FloorMod", false),
+];
+
+/// A constant of a random shape, of `i32` or `f32`, as a line of `.opg`;
+/// `nonzero` replaces integer zeros by 1 (a divisor).
+fn constant(u: &mut Unstructured, name: &str, int_valued: bool, nonzero: bool) -> arbitrary::Result<(String, Shape)> {
+    let shape = [Shape::Matrix, Shape::Row, Shape::Scalar][u.choose_index(3)?];
+    let n: usize = shape.dims().iter().product();
+    let items: Vec<String> = if int_valued {
+        (0..n).map(|_| int(u).map(|v| if nonzero && v == 0 { 1 } else { v }.to_string())).collect::<Result<_, _>>()?
+    } else {
+        (0..n).map(|_| float(u).map(text)).collect::<Result<_, _>>()?
+    };
+    let dims: Vec<String> = shape.dims().iter().map(usize::to_string).collect();
+    let dtype = if int_valued { "i32" } else { "f32" };
+    let line = format!(
+        "%{name} = Const() {{dtype = {dtype}, value = tensor({dtype}, [{}]) [{}]}}\n",
+        dims.join(", "),
+        items.join(", ")
+    );
+    Ok((line, shape))
+}
+
 fn generate(u: &mut Unstructured) -> arbitrary::Result<Case> {
     let replicas = [1usize, 2, 3, 4, 8][u.choose_index(5)?];
     let mut feeds = Vec::new();
@@ -257,31 +352,35 @@ fn generate(u: &mut Unstructured) -> arbitrary::Result<Case> {
         }
         feeds.push(pair);
     }
-    let mut values =
-        vec![Value { name: "x".into(), shape: Shape::Matrix }, Value { name: "y".into(), shape: Shape::Matrix }];
+    let mut values = vec![
+        Value { name: "x".into(), shape: Shape::Matrix, int: false },
+        Value { name: "y".into(), shape: Shape::Matrix, int: false },
+    ];
     let mut body = String::new();
     let mut ops = Vec::new();
     let mut returns = Vec::new();
     let count = u.int_in_range(1..=10)?;
+    // An op of the table on values of one kind.
+    let simple = |name: String, op: &'static str, operands: Vec<String>, class: Class| Op {
+        name,
+        op,
+        operands,
+        class,
+        cross_replica: false,
+        consts: Vec::new(),
+    };
     for i in 0..count {
         let name = format!("v{i}");
+        let floats: Vec<Value> = values.iter().filter(|v| !v.int).cloned().collect();
         let pick = |u: &mut Unstructured, values: &[Value]| -> arbitrary::Result<Value> {
             Ok(values[u.choose_index(values.len())?].clone())
         };
-        match u.int_in_range(0..=9)? {
+        match u.int_in_range(0..=12)? {
             // A constant of a random shape.
             0 => {
-                let shape = [Shape::Matrix, Shape::Row, Shape::Scalar][u.choose_index(3)?];
-                let n: usize = shape.dims().iter().product();
-                let items: Vec<String> = (0..n).map(|_| float(u).map(text)).collect::<Result<_, _>>()?;
-                let dims: Vec<String> = shape.dims().iter().map(usize::to_string).collect();
-                let _ = writeln!(
-                    body,
-                    "%{name} = Const() {{dtype = f32, value = tensor(f32, [{}]) [{}]}}",
-                    dims.join(", "),
-                    items.join(", ")
-                );
-                values.push(Value { name, shape });
+                let (line, shape) = constant(u, &name, false, false)?;
+                body.push_str(&line);
+                values.push(Value { name, shape, int: false });
                 continue;
             }
             1..=3 => {
@@ -289,24 +388,24 @@ fn generate(u: &mut Unstructured) -> arbitrary::Result<Case> {
                 if !runs_on_both(op) {
                     continue;
                 }
-                let a = pick(u, &values)?;
+                let a = pick(u, &floats)?;
                 let _ = writeln!(body, "%{name} = {op}(%{}) {{T = f32}}", a.name);
-                ops.push(Op { name: name.clone(), op, operands: vec![a.name], class, cross_replica: false });
-                values.push(Value { name, shape: a.shape });
+                ops.push(simple(name.clone(), op, vec![a.name], class));
+                values.push(Value { name, shape: a.shape, int: false });
             }
             4..=6 => {
                 let (op, class) = BINARY[u.choose_index(BINARY.len())?];
                 if !runs_on_both(op) {
                     continue;
                 }
-                let (a, b) = (pick(u, &values)?, pick(u, &values)?);
+                let (a, b) = (pick(u, &floats)?, pick(u, &floats)?);
                 let _ = writeln!(body, "%{name} = {op}(%{}, %{}) {{T = f32}}", a.name, b.name);
-                ops.push(Op { name: name.clone(), op, operands: vec![a.name, b.name], class, cross_replica: false });
-                values.push(Value { name, shape: a.shape.broadcast(b.shape) });
+                ops.push(simple(name.clone(), op, vec![a.name, b.name], class));
+                values.push(Value { name, shape: a.shape.broadcast(b.shape), int: false });
             }
             7 => {
                 let (op, class) = REDUCTIONS[u.choose_index(REDUCTIONS.len())?];
-                let a = pick(u, &values)?;
+                let a = pick(u, &floats)?;
                 let (axes, shape) = match (a.shape, u.arbitrary::<bool>()?) {
                     (Shape::Scalar, _) => continue,
                     (Shape::Matrix, true) => ("[1]) [0]", Shape::Row),
@@ -319,28 +418,93 @@ fn generate(u: &mut Unstructured) -> arbitrary::Result<Case> {
                     "%{name} = {op}(%{}, %{name}_axes) {{T = f32, Tidx = i32, keep_dims = false}}",
                     a.name
                 );
-                ops.push(Op { name: name.clone(), op, operands: vec![a.name], class, cross_replica: false });
-                values.push(Value { name, shape });
+                let mut op = simple(name.clone(), op, vec![a.name], class);
+                op.consts = vec![format!("{name}_axes")];
+                ops.push(op);
+                values.push(Value { name, shape, int: false });
             }
             8 => {
-                let (a, b) = (pick(u, &values)?, pick(u, &values)?);
+                let (a, b) = (pick(u, &floats)?, pick(u, &floats)?);
                 if !runs_on_both("SelectV2") {
                     continue;
                 }
                 let _ = writeln!(body, "%{name}_p = Greater(%{}, %{}) {{T = f32}}", a.name, b.name);
                 let _ = writeln!(body, "%{name} = SelectV2(%{name}_p, %{}, %{}) {{T = f32}}", a.name, b.name);
                 let shape = a.shape.broadcast(b.shape);
-                ops.push(Op {
-                    name: name.clone(),
-                    op: "SelectV2",
-                    operands: vec![a.name, b.name],
-                    class: Class::Exact,
-                    cross_replica: false,
-                });
-                values.push(Value { name, shape });
+                ops.push(simple(name.clone(), "SelectV2", vec![a.name, b.name], Class::Exact));
+                values.push(Value { name, shape, int: false });
+            }
+            // A gather at indices in range (XLA clamps, the simulator
+            // refuses, out of range: see the device checks).
+            9 => {
+                let a = pick(u, &floats)?;
+                let (axis, size) = match (a.shape, u.arbitrary::<bool>()?) {
+                    (Shape::Scalar, _) => continue,
+                    (Shape::Matrix, true) => (0, 2),
+                    (Shape::Matrix, false) => (1, 3),
+                    (Shape::Row, _) => (0, 3),
+                };
+                let indices: Vec<String> =
+                    (0..size).map(|_| u.int_in_range(0..=size - 1).map(|v| v.to_string())).collect::<Result<_, _>>()?;
+                let _ = writeln!(
+                    body,
+                    "%{name}_idx = Const() {{dtype = i32, value = tensor(i32, [{size}]) [{}]}}",
+                    indices.join(", ")
+                );
+                let _ = writeln!(body, "%{name}_axis = Const() {{dtype = i32, value = tensor(i32, []) [{axis}]}}");
+                let _ = writeln!(
+                    body,
+                    "%{name} = GatherV2(%{}, %{name}_idx, %{name}_axis) {{Taxis = i32, Tindices = i32, Tparams = f32, batch_dims = 0}}",
+                    a.name
+                );
+                let mut op = simple(name.clone(), "GatherV2", vec![a.name], Class::Exact);
+                op.consts = vec![format!("{name}_idx"), format!("{name}_axis")];
+                ops.push(op);
+                values.push(Value { name, shape: a.shape, int: false });
+            }
+            // Integer ops on integer constants with the extremes (wrapping
+            // arithmetic, division by zero and by -1).
+            10..=11 => {
+                let (op, unary) = INT_OPS[u.choose_index(INT_OPS.len())?];
+                if !runs_on_both(op) {
+                    continue;
+                }
+                let mut ints: Vec<Value> = values.iter().filter(|v| v.int).cloned().collect();
+                while ints.len() < 2 || u.ratio(1, 4)? {
+                    let c = format!("{name}_c{}", ints.len());
+                    let (line, shape) = constant(u, &c, true, false)?;
+                    body.push_str(&line);
+                    let v = Value { name: c, shape, int: true };
+                    values.push(v.clone());
+                    ints.push(v);
+                    if ints.len() > 4 {
+                        break;
+                    }
+                }
+                let a = pick(u, &ints)?;
+                let (operands, shape) = if unary {
+                    let _ = writeln!(body, "%{name} = {op}(%{}) {{T = i32}}", a.name);
+                    (vec![a.name], a.shape)
+                } else {
+                    // Integer division by zero is an error in TensorFlow and
+                    // the simulator and -1 on XLA: divisors are constants
+                    // without zeros (by -1 stays in).
+                    let b = if matches!(op, "FloorDiv" | "FloorMod") {
+                        let d = format!("{name}_d");
+                        let (line, shape) = constant(u, &d, true, true)?;
+                        body.push_str(&line);
+                        Value { name: d, shape, int: true }
+                    } else {
+                        pick(u, &ints)?
+                    };
+                    let _ = writeln!(body, "%{name} = {op}(%{}, %{}) {{T = i32}}", a.name, b.name);
+                    (vec![a.name, b.name.clone()], a.shape.broadcast(b.shape))
+                };
+                ops.push(simple(name.clone(), op, operands, Class::Exact));
+                values.push(Value { name, shape, int: true });
             }
             _ => {
-                let a = pick(u, &values)?;
+                let a = pick(u, &floats)?;
                 let groups: Vec<String> = (0..replicas).map(|r| r.to_string()).collect();
                 let _ = writeln!(
                     body,
@@ -354,21 +518,16 @@ fn generate(u: &mut Unstructured) -> arbitrary::Result<Case> {
                     operands: vec![a.name],
                     class: Class::Approx(1e-5),
                     cross_replica: true,
+                    consts: Vec::new(),
                 });
-                values.push(Value { name, shape: a.shape });
+                values.push(Value { name, shape: a.shape, int: false });
             }
         }
         returns.push(format!("v{i}"));
     }
     if returns.is_empty() {
         let _ = writeln!(body, "%v_last = Neg(%x) {{T = f32}}");
-        ops.push(Op {
-            name: "v_last".into(),
-            op: "Neg",
-            operands: vec!["x".into()],
-            class: Class::Exact,
-            cross_replica: false,
-        });
+        ops.push(simple("v_last".into(), "Neg", vec!["x".into()], Class::Exact));
         returns.push("v_last".into());
     }
     // Every operand of a checked op is returned too, so its XLA value is known.
@@ -407,7 +566,13 @@ fn source(case: &Case) -> String {
 }
 
 /// Why `got` (XLA) differs from `want` (the simulator's kernel), if it does.
-fn differs(op: &Op, inputs: &[Tensor], got: &Tensor, want: &Tensor) -> Option<String> {
+fn differs(
+    op: &Op,
+    inputs: &[Tensor],
+    got: &Tensor,
+    want: &Tensor,
+    made_by: &dyn Fn(usize, &[&str]) -> bool,
+) -> Option<String> {
     if got.dtype() != want.dtype() || got.shape() != want.shape() {
         return Some(format!("{} {:?} vs {} {:?}", got.dtype(), got.shape(), want.dtype(), want.shape()));
     }
@@ -426,7 +591,12 @@ fn differs(op: &Op, inputs: &[Tensor], got: &Tensor, want: &Tensor) -> Option<St
         // The operands at this element, broadcast as NumPy does.
         let at: Vec<f64> =
             operand_values.iter().map(|v| if v.len() == g.len() { v[i] } else { v[i % v.len().max(1)] }).collect();
-        if let Some(known) = KNOWN.iter().find(|k| (k.op == "*" || k.op == op.op) && (k.applies)(&at, b, a)) {
+        let known = KNOWN.iter().find(|k| {
+            (k.op == "*" || k.op == op.op)
+                && k.operand_from.is_none_or(|(i, by)| made_by(i, by))
+                && (k.applies)(&at, b, a)
+        });
+        if let Some(known) = known {
             note_known(known);
             continue;
         }
@@ -475,8 +645,8 @@ fn check(case: &Case) -> Result<(), String> {
                 all.into_iter().reduce(|a, b| run_kernel("AddV2", &node.attrs, &[a, b]).expect("sums").remove(0))
             } else {
                 let mut kernel_inputs = inputs.clone();
-                if REDUCTIONS.iter().any(|(n, _)| *n == op.op) {
-                    kernel_inputs.push(axes_of(graph, &op.name)?);
+                for c in &op.consts {
+                    kernel_inputs.push(const_of(graph, c)?);
                 }
                 if op.op == "SelectV2" {
                     let p = run_kernel("Greater", &node.attrs, &inputs).map_err(|e| e.to_string())?;
@@ -495,7 +665,10 @@ fn check(case: &Case) -> Result<(), String> {
                 }
             };
             if let Some(want) = want {
-                if let Some(d) = differs(op, &inputs, &got, &want) {
+                let made_by = |i: usize, by: &[&str]| {
+                    op.operands.get(i).is_some_and(|d| case.ops.iter().any(|o| &o.name == d && by.contains(&o.op)))
+                };
+                if let Some(d) = differs(op, &inputs, &got, &want, &made_by) {
                     findings.push(format!("%{} = {} on replica {r}: {d}", op.name, op.op));
                 }
             }
@@ -508,9 +681,9 @@ fn check(case: &Case) -> Result<(), String> {
     }
 }
 
-/// The axes constant of a reduction, read from the graph.
-fn axes_of(graph: &tpu_rewrite::ir::Graph, name: &str) -> Result<Tensor, String> {
-    let node = graph.find(&format!("{name}_axes")).map(|id| graph.node(id)).ok_or("no axes")?;
+/// The value of constant `%name`, read from the graph.
+fn const_of(graph: &tpu_rewrite::ir::Graph, name: &str) -> Result<Tensor, String> {
+    let node = graph.find(name).map(|id| graph.node(id)).ok_or_else(|| format!("no constant %{name}"))?;
     run_kernel("Const", &node.attrs, &[])
         .map_err(|e| e.to_string())?
         .into_iter()
@@ -555,5 +728,52 @@ fn the_simulator_and_xla_agree_on_random_graphs() {
         Ok(()) => {}
         Err(proptest::test_runner::TestError::Fail(reason, _)) => panic!("the backends disagree:\n{reason}"),
         Err(e) => panic!("{e}"),
+    }
+}
+
+/// The pinned differences are TensorFlow's own: `tests/tf/known_differences.py`
+/// computed each on TensorFlow's CPU kernels and under `jit_compile`
+/// (XLA). The two columns differ, and the simulator's kernels give the
+/// CPU column bit for bit.
+#[test]
+fn the_pinned_differences_are_tensorflows() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/tf/known_differences.json");
+    let text = std::fs::read_to_string(&path).expect("tests/tf/known_differences.json (run the script beside it)");
+    let json: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
+    let column = |case: &str, column: &str| -> f32 {
+        let v = json[case][column][0].as_str().unwrap_or_else(|| panic!("{case}: no {column} value"));
+        v.parse::<f64>().unwrap_or_else(|e| panic!("{case}: {v}: {e}")) as f32
+    };
+    let attrs = tpu_rewrite::ir::AttrMap::default();
+    let k = |op: &str, inputs: &[Tensor]| -> Tensor {
+        run_kernel(op, &attrs, inputs).unwrap_or_else(|e| panic!("{op}: {e}")).remove(0)
+    };
+    let scalar = |t: Tensor| -> f32 { t.to_vec::<f32>().expect("f32")[0] };
+    let v = |x: f32| Tensor::vector(vec![x]);
+    let same = |a: f32, b: f32| (a.is_nan() && b.is_nan()) || a.to_bits() == b.to_bits();
+    let cases: [(&str, f32); 6] = [
+        ("log(rsqrt(a)), a=-0", scalar(k("Log", &[k("Rsqrt", &[v(-0.0)])]))),
+        ("log(exp(a)), a=f32 lowest", scalar(k("Log", &[k("Exp", &[v(f32::MIN)])]))),
+        (
+            "a/(a/c), a=f32max, c=-1.5312499",
+            scalar(k("RealDiv", &[v(f32::MAX), k("RealDiv", &[v(f32::MAX), v(-1.5312499)])])),
+        ),
+        (
+            "(exp(a)/b)/(1/b), a=0.5, b=3e38",
+            scalar(k("RealDiv", &[k("RealDiv", &[k("Exp", &[v(0.5)]), v(3e38)]), k("RealDiv", &[v(1.0), v(3e38)])])),
+        ),
+        (
+            "div_no_nan(y/x, y/x), x=1e-30, y=-1e30",
+            scalar(k("DivNoNan", &[k("RealDiv", &[v(-1e30), v(1e-30)]), k("RealDiv", &[v(-1e30), v(1e-30)])])),
+        ),
+        (
+            "reduce_max([4.47, nan])",
+            scalar(k("Max", &[Tensor::vector(vec![4.47f32, f32::NAN]), Tensor::vector(vec![0i32])])),
+        ),
+    ];
+    for (case, simulator) in cases {
+        let (cpu, jit) = (column(case, "cpu"), column(case, "jit_compile"));
+        assert!(!same(cpu, jit), "{case}: TensorFlow gives {cpu} on both paths; nothing to pin");
+        assert!(same(simulator, cpu), "{case}: the simulator gives {simulator}, TensorFlow's CPU kernels {cpu}");
     }
 }

@@ -136,3 +136,71 @@ fn a_short_function_table_or_a_missing_function_is_refused() {
         "{err:?}"
     );
 }
+
+/// A program whose only work is on a 1 MiB argument: XLA's compiled
+/// memory stats give its argument and output buffers, which the backend
+/// checks against the run's memory budget before running it.
+#[test]
+fn compiled_memory_stats_give_the_program_buffers() {
+    let client = Client::new(support::loaded(), &ClientConfig { cpu_device_count: Some(1) }).expect("client");
+    let module = r#"
+module @double attributes {mhlo.num_replicas = 1 : i32, mhlo.num_partitions = 1 : i32} {
+  func.func public @main(%arg0: tensor<512x512xf32>) -> tensor<512x512xf32> {
+    %0 = "stablehlo.add"(%arg0, %arg0) : (tensor<512x512xf32>, tensor<512x512xf32>) -> tensor<512x512xf32>
+    return %0 : tensor<512x512xf32>
+  }
+}
+"#;
+    let exe = client.compile("double", module, 1, 1).expect("compile");
+    let stats = exe.memory_stats().expect("memory stats").expect("the CPU plugin reports compiled memory stats");
+    assert_eq!(stats.arguments, 1 << 20, "{stats:?}");
+    assert_eq!(stats.outputs, 1 << 20, "{stats:?}");
+    assert!(stats.per_device() >= 2 << 20, "{stats:?}");
+}
+
+/// Faults on PJRT through the command line, each a coded diagnostic and
+/// exit 1, never a panic or an abort: a plugin file that is no shared
+/// object, and a device program that fails while it runs (a gather index
+/// out of range on replica 1, stopped by its device check).
+#[test]
+fn plugin_and_execution_faults_end_the_run_with_a_diagnostic() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let graph = dir.path().join("gather.opg");
+    std::fs::write(
+        &graph,
+        "graph @main {
+  %x0 = Const() {dtype = f32, value = tensor(f32, [4]) [0.0, 1.0, 2.0, 3.0]}
+  %i0 = Const() {dtype = i32, value = tensor(i32, []) [2]}
+  %i1 = Const() {dtype = i32, value = tensor(i32, []) [7]}
+  replicate (num_replicas = 2) (%x = [%x0, %x0], %i = [%i0, %i1]) {
+    %a = Const() {dtype = i32, value = tensor(i32, []) [0]}
+    %g = GatherV2(%x, %i, %a) {Taxis = i32, Tindices = i32, Tparams = f32, batch_dims = 0}
+    return %g
+  }
+}
+",
+    )
+    .expect("writes the graph");
+    let not_a_library = dir.path().join("libbroken.so");
+    std::fs::write(&not_a_library, "this is not a shared object").expect("writes");
+    let plugin = support::plugin_path();
+    let run = |plugin: &std::path::Path| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_tpu-rewrite"))
+            .args(["run", "--backend", "pjrt", "--pjrt-plugin"])
+            .arg(plugin)
+            .arg(&graph)
+            .env("NO_COLOR", "1")
+            .output()
+            .expect("runs the binary")
+    };
+    for (plugin, code, says) in [
+        (not_a_library.as_path(), "tpu_rewrite::xla::plugin_load", "libbroken.so"),
+        (plugin.as_path(), "tpu_rewrite::xla::pjrt", "replica 1"),
+    ] {
+        let out = run(plugin);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(err.contains(code) && err.contains(says), "{code}, {says}: {err}");
+        assert!(!err.contains("panicked") && !err.contains("Aborted"), "{err}");
+    }
+}

@@ -441,3 +441,117 @@ fn optionals_of_conditionals_and_their_gradients_match_the_simulator() {
     differential_fed(&case, Some([positive.clone(), negative.clone()]));
     differential_fed(&case, Some([negative, positive]));
 }
+
+/// Runs `case` with replica r fed `x[r]` where replica 1 passes a bound
+/// that replica 0 keeps: the simulator fails, PJRT's device check fails
+/// the run naming replica 1 and `wants`, and with `--no-device-checks`
+/// PJRT gives XLA's unchecked result (so the check is what stopped it).
+fn refused_on_both_backends(case: &Case, x: [Tensor; 2], wants: &str) {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join(format!("{}.opg", case.name));
+    std::fs::write(&path, source(case)).expect("writes the case");
+    let (tagged, lowered) = prepare(path.to_str().expect("utf-8"), "1x2", 1);
+    let graph = &tagged.graphs[0];
+    let [x0, x1] = x;
+    let feeds = vec![("x0:0".to_string(), x0), ("x1:0".to_string(), x1)];
+    let fetches = default_fetches(&lowered.module);
+    let sim = driver::run(&lowered.module, &feeds, &fetches, &driver::RunConfig::default(), &mut |_, _| {});
+    let sim = sim.err().unwrap_or_else(|| panic!("{}: the simulator ran it", case.name)).to_string();
+    assert!(sim.contains("replica_1"), "{}: the simulator fails on replica 1: {sim}", case.name);
+    let config = support::one_step(&feeds, Some(&tagged));
+    let err = match backend::run(graph, &lowered.assignment, &config) {
+        Ok(_) => panic!("{}: PJRT ran it with device checks (the simulator said: {sim})", case.name),
+        Err(e) => format!("{e:?}"),
+    };
+    for part in ["replica 1", "a device check", wants] {
+        assert!(err.contains(part), "{}: the error should say {part:?}: {err}", case.name);
+    }
+    let unchecked = backend::RunConfig { no_device_checks: true, ..support::one_step(&feeds, Some(&tagged)) };
+    if let Err(e) = backend::run(graph, &lowered.assignment, &unchecked) {
+        panic!("{}: without device checks XLA runs it unchecked, but: {e:?}", case.name);
+    }
+}
+
+/// A `[4, 3]` tensor of `v`.
+fn filled(v: f32) -> Tensor {
+    Tensor::from_vec(&[4, 3], vec![v; 12]).expect("x")
+}
+
+/// `GatherV2` at an index computed on the device (the sum of `x`, cast):
+/// 2 on replica 0, 6 (outside `[0, 4)`) on replica 1. XLA would clamp it
+/// to row 3; the simulator and the device check refuse it.
+#[test]
+fn a_gather_index_out_of_range_fails_on_both_backends() {
+    let case = Case {
+        name: "gather_out_of_range",
+        body: "%ax = Const() {dtype = i32, value = tensor(i32, [2]) [0, 1]}
+            %s = Sum(%x, %ax) {T = f32, Tidx = i32}
+            %i = Cast(%s) {SrcT = f32, DstT = i32}
+            %a0 = Const() {dtype = i32, value = tensor(i32, []) [0]}
+            %g = GatherV2(%x, %i, %a0) {Taxis = i32, Tindices = i32, Tparams = f32, batch_dims = 0}",
+        returns: "%g",
+        functions: "",
+    };
+    refused_on_both_backends(&case, [filled(1.0 / 6.0), filled(0.5)], "GatherV2 on axis 0");
+}
+
+/// A loop pushes `n` elements (the sum of `x`, cast: 2 on replica 0, 3 on
+/// replica 1) onto a list of capacity 2 (`max_num_elements`): replica 1's
+/// third push passes the capacity, where XLA would overwrite the last row.
+#[test]
+fn a_push_past_a_lists_capacity_fails_on_both_backends() {
+    let case = Case {
+        name: "push_past_capacity",
+        body: "%shape = Const() {dtype = i32, value = tensor(i32, [2]) [4, 3]}
+            %two = Const() {dtype = i32, value = tensor(i32, []) [2]}
+            %e = EmptyTensorList(%shape, %two) {element_dtype = f32, shape_type = i32}
+            %ax = Const() {dtype = i32, value = tensor(i32, [2]) [0, 1]}
+            %s = Sum(%x, %ax) {T = f32, Tidx = i32}
+            %n = Cast(%s) {SrcT = f32, DstT = i32}
+            %w = StatelessWhile(%n, %x, %e) {T = [i32, f32, variant], body = func \"push_n\", cond = func \"positive\", parallel_iterations = 10}
+            %len = TensorListLength(%w:2)",
+        returns: "%len",
+        functions: r#"
+graph @push_n (role = "function") {
+  %n = _Arg() {T = i32, index = 0}
+  %v = _Arg() {T = f32, index = 1}
+  %l = _Arg() {T = variant, index = 2}
+  %one = Const() {dtype = i32, value = tensor(i32, []) [1]}
+  %n2 = Sub(%n, %one) {T = i32}
+  %l2 = TensorListPushBack(%l, %v) {element_dtype = f32}
+  %r0 = _Retval(%n2) {T = i32, index = 0}
+  %r1 = _Retval(%v) {T = f32, index = 1}
+  %r2 = _Retval(%l2) {T = variant, index = 2}
+}
+
+graph @positive (role = "function") {
+  %n = _Arg() {T = i32, index = 0}
+  %v = _Arg() {T = f32, index = 1}
+  %l = _Arg() {T = variant, index = 2}
+  %z = Const() {dtype = i32, value = tensor(i32, []) [0]}
+  %p = Greater(%n, %z) {T = i32}
+  %r = _Retval(%p) {T = bool, index = 0}
+}
+"#,
+    };
+    refused_on_both_backends(&case, [filled(1.0 / 6.0), filled(0.25)], "a push onto a full list");
+}
+
+/// `OptionalGetValue` of the Optional a `StatelessIf` returns: the branch
+/// replica 0 takes keeps a value, the one replica 1 takes keeps none.
+/// XLA would read zeros; the simulator and the device check refuse it.
+#[test]
+fn reading_an_empty_optional_fails_on_both_backends() {
+    let case = Case {
+        name: "empty_optional",
+        body: "%ax = Const() {dtype = i32, value = tensor(i32, [2]) [0, 1]}
+            %sum = Sum(%x, %ax) {T = f32, Tidx = i32}
+            %zero = Const() {dtype = f32, value = tensor(f32, []) [0.0]}
+            %p = Greater(%sum, %zero) {T = f32}
+            %f = StatelessIf(%p, %x) {Tcond = bool, Tin = [f32], Tout = [f32, variant], then_branch = func \"keep_mul\", else_branch = func \"case_none\"}
+            %v = OptionalGetValue(%f:1) {output_shapes = [shape[4, 3]], output_types = [f32]}",
+        returns: "%v",
+        functions: CONDS,
+    };
+    refused_on_both_backends(&case, [filled(0.5), filled(-0.5)], "the Optional is empty");
+}

@@ -118,7 +118,9 @@ const PARALLEL_WORK: usize = 1 << 22;
 /// other into `out`. Large batches run their products on rayon's threads;
 /// one large product is split by rows. Each element is computed by the
 /// same GEMM arithmetic (the same sum over k) whichever thread runs it, so
-/// the result does not depend on the split.
+/// the result does not depend on the split. Rayon's threads flush denormals
+/// while they run a part, as the calling kernel does, so a split product
+/// flushes subnormals exactly as a serial one.
 fn products<T: Num>(
     pairs: &[(ndarray::ArrayView2<'_, T>, ndarray::ArrayView2<'_, T>)],
     out: &mut [T],
@@ -139,6 +141,7 @@ fn products<T: Num>(
         }
     } else if pairs.len() > 1 {
         out.par_chunks_exact_mut(m * n).zip(pairs).for_each(|(o, (a, b))| {
+            let _flush = super::denormals::FlushDenormals::new();
             T::matmul_into(a.view(), b.view(), view(o, m, n));
         });
     } else {
@@ -146,6 +149,7 @@ fn products<T: Num>(
         let (a, b) = &pairs[0];
         let rows = m.div_ceil(threads.min(work / (PARALLEL_WORK / 2)).max(1));
         out.par_chunks_mut(rows * n).enumerate().for_each(|(i, o)| {
+            let _flush = super::denormals::FlushDenormals::new();
             let r0 = i * rows;
             let r1 = (r0 + rows).min(m);
             T::matmul_into(a.slice(ndarray::s![r0..r1, ..]), b.view(), view(o, r1 - r0, n));
@@ -297,6 +301,41 @@ fn permute(op: &str, t: &Tensor, from: &[char], to: &[char]) -> Result<Tensor, K
 mod tests {
     use super::*;
     use ndarray::{Axis, Ix2};
+
+    /// Runs `products` from a thread outside a 2-thread pool, so every part
+    /// runs on a pool thread that starts with IEEE modes.
+    fn split_on_pool(
+        pairs: &[(ndarray::ArrayView2<'_, f32>, ndarray::ArrayView2<'_, f32>)],
+        dims: (usize, usize, usize),
+    ) -> Vec<f32> {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().expect("a pool");
+        let mut out = vec![1.0f32; pairs.len() * dims.0 * dims.1];
+        pool.install(|| products(pairs, &mut out, dims));
+        out
+    }
+
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    #[test]
+    fn split_products_flush_subnormals_on_rayon_threads() {
+        // Subnormal operands read as zero under DAZ; unflushed, each sum
+        // would be 256 · 1e-40 = 2.56e-38, a normal float.
+        let (m, k, n) = (256, 256, 64);
+        let a = ndarray::Array2::from_elem((m, k), 1e-40f32);
+        let b = ndarray::Array2::from_elem((k, n), 1.0f32);
+        assert!(m * n * k >= PARALLEL_WORK, "one product large enough to be split by rows");
+        let out = split_on_pool(&[(a.view(), b.view())], (m, n, k));
+        assert!(out.iter().all(|&v| v.to_bits() == 0), "row split: {:?}", out.iter().find(|v| **v != 0.0));
+        // A batch of products split one product per thread.
+        let (m, k, n) = (128, 128, 64);
+        let a = ndarray::Array2::from_elem((m, k), 1e-40f32);
+        let b = ndarray::Array2::from_elem((k, n), 1.0f32);
+        let pairs = vec![(a.view(), b.view()); 4];
+        assert!(m * n * k * pairs.len() >= PARALLEL_WORK, "a batch large enough to be split");
+        let out = split_on_pool(&pairs, (m, n, k));
+        assert!(out.iter().all(|&v| v.to_bits() == 0), "batch split: {:?}", out.iter().find(|v| **v != 0.0));
+        // Outside a kernel, this thread keeps IEEE modes.
+        assert!(std::hint::black_box(1e-40f32) * 1.0 != 0.0, "the test thread is not flushed");
+    }
 
     #[test]
     fn split_products_equal_one_product_bitwise() {

@@ -2,10 +2,12 @@
 //! `ScatterNd` (duplicates add up), `TensorScatterUpdate`/`Add`,
 //! `UnsortedSegmentSum` and `OneHot`. Index tensors are device values;
 //! XLA clamps out-of-range gather indices and drops out-of-range scatter
-//! updates where the simulator reports an error. Cost: one gather or
-//! scatter per TF op.
+//! updates where the simulator reports an error. Under a device-check
+//! scope ([`crate::xla::device_check`]) the gathers check their indices
+//! and fail the run instead of clamping. Cost: one gather or scatter per
+//! TF op (and a compare and a reduction per checked gather).
 
-use super::{axis, expand, Call};
+use super::{axis, check, expand, Call};
 use crate::xla::stablehlo::text::{Cmp, Ctx, Reducer, Ty, Val};
 
 fn ints(items: impl IntoIterator<Item = usize>) -> String {
@@ -58,6 +60,7 @@ pub(super) fn gather_v2(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
         )
     })?;
     let out = n.out(0)?.clone();
+    check::in_range(c, indices, params.ty.shape[a], || format!("{} on axis {a} of {}", n.op, params.ty.mlir()));
     Ok(vec![gather_batched(c, params, indices, a, b, out)])
 }
 
@@ -66,7 +69,26 @@ pub(super) fn gather_nd(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
     let params = n.input(0)?;
     let indices = n.input(1)?;
     let m = *indices.ty.shape.last().ok_or("indices must have rank >= 1")?;
+    if m > params.ty.rank() {
+        return Err(format!("indices address {m} dimensions of a rank-{} tensor", params.ty.rank()));
+    }
     let out = n.out(0)?.clone();
+    if crate::xla::device_check::enabled() && indices.ty.count() > 0 {
+        let bounds = crate::exec::Tensor::vector(params.ty.shape[..m].iter().map(|&d| d as i64).collect::<Vec<i64>>());
+        let bounds = c.constant(&bounds);
+        let bounds =
+            if indices.ty.dtype == crate::ir::DType::I64 { bounds } else { c.convert(&bounds, indices.ty.dtype) };
+        let bounds = c.broadcast_to(&bounds, &indices.ty.shape);
+        let bad = check::outside(c, indices, &bounds);
+        check::fail_if(c, &bad, || {
+            format!(
+                "{}: an index is outside the bounds {:?} of {} (XLA would clamp it)",
+                n.op,
+                &params.ty.shape[..m],
+                params.ty.mlir()
+            )
+        });
+    }
     let batch = indices.ty.rank() - 1;
     let rank = params.ty.rank();
     let offset: Vec<usize> = (batch..batch + rank - m).collect();

@@ -5,11 +5,17 @@
 //! gather of rows, `TensorListScatterIntoExistingList` a scatter of rows.
 //! An Optional (`tf.cond`'s gradient intermediates) is its `i1` flag and
 //! its components. `TensorListElementShape` is a constant. As tf2xla's,
-//! a push onto a full list and a read past the size are not checked on the
-//! device (XLA clamps the index). Cost: one slice or update per op.
+//! a push onto a full list, a pop of an empty one, a read past the size
+//! and an empty Optional's value are not checked on the device (XLA
+//! clamps the index, an empty Optional reads as zeros) unless a
+//! device-check scope is open ([`crate::xla::device_check`]): then a push
+//! past the capacity, a pop of an empty list, a `TensorListGather` index
+//! outside the capacity and `OptionalGetValue` of an empty Optional fail
+//! the run. Cost: one slice or update per op (and a compare per check).
 
-use super::{gather, Call};
+use super::{check, gather, Call};
 use crate::ir::DType;
+use crate::xla::stablehlo::text::Cmp;
 use crate::xla::stablehlo::text::{Ctx, Ty, Val};
 
 /// A list operand's (buffer, size).
@@ -121,6 +127,14 @@ pub(super) fn from_tensor(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
 /// `TensorListPushBack(list, item)`: writes at `size`, then `size + 1`.
 pub(super) fn push_back(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
     let (buffer, size) = list(n, 0)?;
+    let capacity = buffer.ty.shape.first().copied().unwrap_or(0);
+    if crate::xla::device_check::enabled() {
+        let full = c.splat(&size.ty, capacity as f64);
+        let bad = c.compare(&size, &full, Cmp::Ge);
+        check::fail_if(c, &bad, || {
+            format!("{}: a push onto a full list (its compile-time capacity is {capacity})", n.op)
+        });
+    }
     let buffer = write(c, &buffer, &size, n.input(1)?)?;
     let size = add(c, &size, 1.0);
     Ok(vec![Val::composite(&[buffer, size])])
@@ -140,6 +154,11 @@ pub(super) fn add_n(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
 /// `TensorListPopBack(list, element_shape)`: `size - 1`, and the element there.
 pub(super) fn pop_back(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
     let (buffer, size) = list(n, 0)?;
+    if crate::xla::device_check::enabled() {
+        let zero = c.splat(&size.ty, 0.0);
+        let bad = c.compare(&size, &zero, Cmp::Le);
+        check::fail_if(c, &bad, || format!("{}: a pop from an empty list", n.op));
+    }
     let size = add(c, &size, -1.0);
     let item = read(c, &buffer, &size);
     Ok(vec![Val::composite(&[buffer, size]), item])
@@ -223,6 +242,8 @@ pub(super) fn scatter_rows(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
 pub(super) fn gather_rows(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
     let (buffer, _) = list(n, 0)?;
     let out = n.out(0)?.clone();
+    let capacity = buffer.ty.shape.first().copied().unwrap_or(0);
+    check::in_range(c, n.input(1)?, capacity, || format!("{} of a list of capacity {capacity}", n.op));
     Ok(vec![gather::gather(c, &buffer, n.input(1)?, 0, out)])
 }
 
@@ -247,10 +268,16 @@ pub(super) fn optional_has_value(_: &mut Ctx, n: &Call) -> Result<Vec<Val>, Stri
     parts.into_iter().next().map(|f| vec![f]).ok_or_else(|| "operand 0 is not an Optional".to_string())
 }
 
-/// `OptionalGetValue(optional)`: the components (unchecked on the device,
-/// as tf2xla's: an empty Optional gives zeros).
-pub(super) fn optional_get_value(_: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
+/// `OptionalGetValue(optional)`: the components (unchecked on the device
+/// without a device-check scope, as tf2xla's: an empty Optional gives
+/// zeros).
+pub(super) fn optional_get_value(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
     let parts = n.input(0)?.parts();
+    if let Some(flag) = parts.first().filter(|_| crate::xla::device_check::enabled()) {
+        let none = c.constant(&crate::exec::Tensor::scalar(false));
+        let bad = c.compare(flag, &none, Cmp::Eq);
+        check::fail_if(c, &bad, || format!("{}: the Optional is empty", n.op));
+    }
     if parts.len() != n.outputs.len() + 1 {
         return Err(format!(
             "the Optional holds {} components, the op returns {} (an Optional that no branch sets)",

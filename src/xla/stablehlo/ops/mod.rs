@@ -24,6 +24,7 @@
 //! name (a test checks it), so lookups are a binary search.
 
 mod activation;
+mod check;
 mod collective;
 mod conv;
 mod elementwise;

@@ -72,6 +72,7 @@ fn warm_up(module: Module) {
         host_transfer: None,
         fetch: &[],
         library: None,
+        compile_cache: None,
     };
     backend::run(graph, &lowered.assignment, &config).expect("the PJRT backend runs");
 }
@@ -111,6 +112,7 @@ fn bench(name: &str, module: Module, fusion: AllReduceFusion) {
             host_transfer: None,
             fetch: &[],
             library: None,
+            compile_cache: None,
         };
         let outcome = backend::run(graph, &lowered.assignment, &config).expect("the PJRT backend runs");
         let t = outcome.timings;

@@ -100,6 +100,18 @@ pub struct RunArgs {
     /// directory holding them.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub processes: Option<u32>,
+    /// Keep compiled executables in DIR and reuse them in later runs of
+    /// the same program on the same plugin (`--backend pjrt`; default:
+    /// `compile/` under the cache directory, docs/xla.md).
+    #[arg(long, value_name = "DIR")]
+    pub compile_cache: Option<PathBuf>,
+    /// Compile every program afresh: no compile cache is read or written.
+    #[arg(long, conflicts_with = "compile_cache")]
+    pub no_compile_cache: bool,
+    /// The most disk the compile cache may take, in bytes or with a
+    /// K/M/G/T suffix; the least recently used entries go first.
+    #[arg(long, value_name = "BYTES", value_parser = parse_bytes, default_value = "1G")]
+    pub compile_cache_size: u64,
 }
 
 /// Checks a `--feed` value's form, `NAME=FILE.npy`, while the arguments are
@@ -398,6 +410,12 @@ pub fn run_command(args: RunArgs) -> ExitCode {
     if args.processes.is_some() && args.backend != Backend::JaxDistributed {
         return super::fail_with(CliError::usage("--processes applies to --backend jax-distributed only"), 2);
     }
+    if (args.compile_cache.is_some() || args.no_compile_cache) && args.backend != Backend::Pjrt {
+        return super::fail_with(
+            CliError::usage("--compile-cache and --no-compile-cache apply to --backend pjrt only"),
+            2,
+        );
+    }
     let input = InputPath::parse(&args.file);
     // Sample feeds beside the graph (`X.feeds.json` for `X.opg`) when none are given.
     let mut args = args;
@@ -589,6 +607,10 @@ pub fn run_command(args: RunArgs) -> ExitCode {
         }
         Backend::Pjrt => {
             let Some(graph) = loaded.module.graphs.first() else { return ExitCode::from(1) };
+            let cache = (!args.no_compile_cache).then(|| crate::xla::cache::CompileCache {
+                dir: args.compile_cache.clone().unwrap_or_else(crate::xla::cache::CompileCache::default_dir),
+                max_bytes: args.compile_cache_size,
+            });
             let config = crate::xla::backend::RunConfig {
                 plugin: args.pjrt_plugin.as_deref(),
                 steps: args.steps.max(1),
@@ -597,10 +619,14 @@ pub fn run_command(args: RunArgs) -> ExitCode {
                 host_transfer: args.lower.host_transfer,
                 fetch: &fetches,
                 library: Some(&loaded.module),
+                compile_cache: cache.as_ref(),
             };
             let filter = crate::xla::stderr::Filter::install();
             let result = crate::xla::backend::run(graph, &assignment, &config);
             drop(filter);
+            if let Ok(o) = &result {
+                report_cache_use(&o.timings);
+            }
             match result {
                 // The simulator's default fetches, in its order, so both backends print alike.
                 Ok(mut o) => {
@@ -749,6 +775,44 @@ pub fn run_command(args: RunArgs) -> ExitCode {
         errln!("note: long values are shortened here; --json or --npy-dir DIR gives every output and variable whole");
     }
     finish(write_output(None, text.as_bytes()))
+}
+
+/// Notes on stderr about the compile cache: an entry that could not be
+/// used or stored always; with `-v`, each program's hit or miss and the
+/// compile (or load) time.
+fn report_cache_use(timings: &crate::xla::backend::Timings) {
+    use crate::xla::cache::CacheUse;
+    let verbose = crate::xla::stderr::verbose();
+    for (program, used) in &timings.cache {
+        match used {
+            CacheUse::Hit { key } if verbose => {
+                errln!("compile cache: hit for {program} (entry {}…)", &key[..12.min(key.len())])
+            }
+            CacheUse::Miss { key, recovered, not_stored } => {
+                if let Some(why) = recovered {
+                    errln!("note: compile cache: {why}; {program} was compiled afresh");
+                }
+                if let Some(why) = not_stored {
+                    errln!("note: compile cache: {program} was not stored: {why}");
+                }
+                if verbose {
+                    errln!(
+                        "compile cache: miss for {program}, compiled and stored (entry {}…)",
+                        &key[..12.min(key.len())]
+                    );
+                }
+            }
+            _ => {}
+        }
+    }
+    if verbose && !timings.cache.is_empty() {
+        errln!(
+            "compile: {:.3} s for {} program(s), {} compiled by XLA",
+            timings.compile.as_secs_f64(),
+            timings.cache.len(),
+            timings.compiles
+        );
+    }
 }
 
 /// A byte count: digits with an optional K, M, G or T suffix (powers of

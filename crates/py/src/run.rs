@@ -115,6 +115,7 @@ fn run_pjrt(request: &Request, fetches: &[String]) -> Result<RunOutcome, Failure
         host_transfer: host_transfer(request.host_transfer.as_deref())?,
         fetch: fetches,
         library: Some(&module),
+        compile_cache: None,
     };
     let mut outcome = tpu_rewrite::xla::backend::run(graph, &lowered.assignment, &config)
         .map_err(|e| Failure::at(vec![Box::new(e)], &lowered.source))?

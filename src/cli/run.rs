@@ -42,9 +42,11 @@ pub struct RunArgs {
     /// split along dimension 0 into one slice per replica.
     #[arg(long)]
     pub split_batch: bool,
-    /// One JSON feed file per input host, in host order (repeatable): each
-    /// maps replicated inputs (`input0:0`) to that host's batch, split along
-    /// dimension 0 among the host's own replicas.
+    /// One JSON feed file per input host, in host order (repeatable), or
+    /// one pattern with `{process_id}` for the host index: each maps
+    /// replicated inputs (`input0:0`) to that host's batch, split along
+    /// dimension 0 among the host's own replicas. On one host of a
+    /// multi-host run, only that host's file is read.
     #[arg(long = "feed-per-host", value_name = "F.json")]
     pub feed_per_host: Vec<PathBuf>,
     /// Tensors to fetch (default: every replicated output).
@@ -112,6 +114,19 @@ pub struct RunArgs {
     /// K/M/G/T suffix; the least recently used entries go first.
     #[arg(long, value_name = "BYTES", value_parser = parse_bytes, default_value = "1G")]
     pub compile_cache_size: u64,
+    /// One host of a multi-host `--backend jax-distributed` run: the
+    /// coordinator's `HOST:PORT` (process 0's host). Run the same command
+    /// on every host (docs/distributed.md). Absent with `--num-processes`:
+    /// JAX finds it (Slurm, Cloud TPU).
+    #[arg(long, value_name = "HOST:PORT", conflicts_with = "processes")]
+    pub coordinator: Option<String>,
+    /// Processes of a multi-host run, one per host (default: $SLURM_NTASKS).
+    #[arg(long, value_name = "N", conflicts_with = "processes", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub num_processes: Option<u32>,
+    /// This host's process index in a multi-host run, 0..N (default:
+    /// $SLURM_PROCID, else JAX's own detection).
+    #[arg(long, value_name = "I", conflicts_with = "processes")]
+    pub process_id: Option<u32>,
 }
 
 /// Checks a `--feed` value's form, `NAME=FILE.npy`, while the arguments are
@@ -410,6 +425,10 @@ pub fn run_command(args: RunArgs) -> ExitCode {
     if args.processes.is_some() && args.backend != Backend::JaxDistributed {
         return super::fail_with(CliError::usage("--processes applies to --backend jax-distributed only"), 2);
     }
+    let multi_host = match multi_host(&args) {
+        Ok(m) => m,
+        Err(message) => return super::fail_with(CliError::usage(message), 2),
+    };
     if (args.compile_cache.is_some() || args.no_compile_cache) && args.backend != Backend::Pjrt {
         return super::fail_with(
             CliError::usage("--compile-cache and --no-compile-cache apply to --backend pjrt only"),
@@ -476,7 +495,14 @@ pub fn run_command(args: RunArgs) -> ExitCode {
         feeds
     };
     if !args.feed_per_host.is_empty() {
-        match per_host_feeds(&args, &loaded, &lowering) {
+        let only_host = multi_host.as_ref().map(|(_, m)| m.process_id);
+        if only_host == Some(None) {
+            return super::fail_with(
+                CliError::usage("--feed-per-host on one host of several needs --process-id (or $SLURM_PROCID)"),
+                2,
+            );
+        }
+        match per_host_feeds(&args, &loaded, &lowering, only_host.flatten()) {
             Ok(f) => feeds.extend(f),
             Err(e) => {
                 report(vec![e], &loaded.source);
@@ -585,12 +611,16 @@ pub fn run_command(args: RunArgs) -> ExitCode {
                 return ExitCode::from(1);
             }
             let Some(graph) = loaded.module.graphs.first() else { return ExitCode::from(1) };
-            let processes = args.processes.unwrap_or(DEFAULT_PROCESSES);
+            let processes = match &multi_host {
+                Some((n, _)) => *n,
+                None => args.processes.unwrap_or(DEFAULT_PROCESSES),
+            };
             if let Err(message) = super::validate::check_processes(processes, &assignment) {
                 return super::fail_with(CliError::usage(message), 2);
             }
             let config = crate::xla::distributed::Config {
                 processes: processes as usize,
+                multi_host: multi_host.as_ref().map(|(_, m)| m.clone()),
                 steps: args.steps.max(1),
                 steps_per_run: args.lower.steps_per_run.max(1),
                 feeds: &feeds,
@@ -598,6 +628,10 @@ pub fn run_command(args: RunArgs) -> ExitCode {
                 library: Some(&loaded.module),
             };
             match crate::xla::distributed::run(graph, &assignment, &config) {
+                Ok(o) if o.process_index != 0 => {
+                    errln!("process {} of {processes}: done; process 0 prints the results", o.process_index);
+                    return ExitCode::SUCCESS;
+                }
                 Ok(o) => Ok(crate::xla::distributed::in_fetch_order(o.run, &fetches)),
                 Err(e) => {
                     report(vec![Box::new(e)], &loaded.source);
@@ -775,6 +809,46 @@ pub fn run_command(args: RunArgs) -> ExitCode {
         errln!("note: long values are shortened here; --json or --npy-dir DIR gives every output and variable whole");
     }
     finish(write_output(None, text.as_bytes()))
+}
+
+/// The multi-host settings of `run`: `None` unless `--coordinator`,
+/// `--num-processes` or `--process-id` is given; then the process count
+/// (the flag, else `$SLURM_NTASKS`) and this host's part. An absent
+/// process id is `$SLURM_PROCID`, else left to JAX, as is an absent
+/// coordinator.
+fn multi_host(args: &RunArgs) -> Result<Option<(u32, crate::xla::distributed::MultiHost)>, String> {
+    if args.coordinator.is_none() && args.num_processes.is_none() && args.process_id.is_none() {
+        return Ok(None);
+    }
+    if args.backend != Backend::JaxDistributed {
+        return Err("--coordinator, --num-processes and --process-id apply to --backend jax-distributed only".into());
+    }
+    let env = |name: &str| -> Result<Option<u32>, String> {
+        match std::env::var(name) {
+            Ok(v) => v.trim().parse().map(Some).map_err(|_| format!("${name} is `{v}`, not a number")),
+            Err(_) => Ok(None),
+        }
+    };
+    let n = match args.num_processes {
+        Some(n) => n,
+        None => env("SLURM_NTASKS")?
+            .ok_or("a multi-host run needs --num-processes N (or $SLURM_NTASKS): every process must know N")?,
+    };
+    let id = match args.process_id {
+        Some(i) => Some(i),
+        None => env("SLURM_PROCID")?,
+    };
+    if let Some(i) = id.filter(|&i| i >= n) {
+        return Err(format!("--process-id {i} is not below --num-processes {n}"));
+    }
+    // A platform chosen in the environment (TPU, GPU) keeps its own devices.
+    let platform_devices = std::env::var("JAX_PLATFORMS").is_ok_and(|p| !p.is_empty() && p != "cpu");
+    let m = crate::xla::distributed::MultiHost {
+        coordinator: args.coordinator.clone(),
+        process_id: id.map(|i| i as usize),
+        platform_devices,
+    };
+    Ok(Some((n, m)))
 }
 
 /// Notes on stderr about the compile cache: an entry that could not be

@@ -454,10 +454,11 @@ fn launch(
         let log =
             std::fs::File::create(dir.join(format!("process_{p}.log"))).map_err(|err| job_err(err.to_string()))?;
         let mut cmd = Command::new(python);
-        cmd.arg(launcher).arg(dir).args(["--num-processes", &processes.to_string()]);
+        cmd.arg(launcher).arg(dir);
         if let Some(id) = id {
             cmd.args(["--process-id", &id.to_string()]);
         }
+        cmd.args(["--num-processes", &processes.to_string()]);
         if let Some(c) = coordinator {
             cmd.args(["--coordinator", c]);
         }

@@ -94,8 +94,9 @@ pub enum DistributedError {
         message: String,
     },
 
-    /// A process exited with an error (or was killed); the others were ended.
-    #[error("process {process} of {processes} {status}; the other processes were ended\n{log}")]
+    /// A process exited with an error (or was killed); the others this
+    /// `tpu-rewrite` started were ended.
+    #[error("process {process} of {processes} {status}; {others}\n{log}")]
     #[diagnostic(
         code(tpu_rewrite::distributed::process_failed),
         help("the lines above are the end of that process's log")
@@ -107,6 +108,8 @@ pub enum DistributedError {
         processes: usize,
         /// How it ended (exit status or signal), as printed.
         status: String,
+        /// What became of the other processes, as printed.
+        others: &'static str,
         /// The end of its log.
         log: String,
     },
@@ -319,7 +322,7 @@ pub fn run(graph: &Graph, assignment: &DeviceAssignment, config: &Config) -> Res
             DistributedError::Job { path: std::env::temp_dir().display().to_string(), message: err.to_string() }
         })?;
         let results = run_job(graph, e, job.path(), &python, &launcher, config)?;
-        process_index = read_process_index(job.path());
+        process_index = if config.multi_host.is_some() { read_process_index(job.path()) } else { 0 };
         if process_index != 0 {
             // Process 0 gathers and prints; this host's part is done.
             continue;
@@ -403,7 +406,8 @@ fn run_job(
     });
     std::fs::write(dir.join("job.json"), job.to_string()).map_err(|err| job_err(err.to_string()))?;
     launch(dir, python, launcher, processes, per_process, config)?;
-    if read_process_index(dir) != 0 {
+    // On one host of several, only process 0 has the gathered results.
+    if config.multi_host.is_some() && read_process_index(dir) != 0 {
         return Ok(Vec::new());
     }
     let mut out = Vec::with_capacity(results);
@@ -516,6 +520,11 @@ fn launch(
                 process: own_index(p),
                 processes,
                 status: describe(status),
+                others: if config.multi_host.is_some() {
+                    "the other hosts' processes stop when they lose it (JAX's heartbeat)"
+                } else {
+                    "the other processes were ended"
+                },
                 log,
             });
         }
@@ -581,7 +590,9 @@ fn log_tail(path: &Path) -> String {
 /// The launcher's exit code when the processes' modules differ.
 const MISMATCH_EXIT: i32 = 4;
 
-/// The index the launcher in `dir` ran as (its `process.json`; 0 when absent).
+/// The index the one launcher of a multi-host job in `dir` ran as (its
+/// `process.json`; 0 when absent). On one host, every process writes the
+/// file, so it is not read there.
 fn read_process_index(dir: &Path) -> usize {
     std::fs::read_to_string(dir.join("process.json"))
         .ok()

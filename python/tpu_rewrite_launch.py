@@ -179,6 +179,14 @@ if __name__ == "__main__":
         raise
     except ModuleMismatch as e:
         print(f"tpu_rewrite_launch: ModuleMismatch: {e}", file=sys.stderr, flush=True)
+        # Every process found the mismatch: leave together, so that no
+        # process loses the coordinator while it is still reading.
+        try:
+            import jax
+
+            jax.distributed.shutdown()
+        except BaseException:
+            pass
         os._exit(4)
     except BaseException as e:  # one line for tpu-rewrite, then a non-zero exit
         print(f"tpu_rewrite_launch: {type(e).__name__}: {e}", file=sys.stderr, flush=True)

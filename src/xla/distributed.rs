@@ -508,12 +508,13 @@ fn launch(
         if let Some(&(p, status)) = failed.first() {
             group.end();
             let log = log_tail(&dir.join(format!("process_{p}.log")));
-            if status.code() == Some(MISMATCH_EXIT) {
-                let message = log
-                    .lines()
-                    .rev()
-                    .find_map(|l| l.split_once("ModuleMismatch: ").map(|(_, m)| m.to_string()))
-                    .unwrap_or(log);
+            // The launcher found another module (exit 4, or ended by a peer after saying so).
+            let said = std::fs::read_to_string(dir.join(format!("process_{p}.log")))
+                .unwrap_or_default()
+                .lines()
+                .find_map(|l| l.split_once("ModuleMismatch: ").map(|(_, m)| m.to_string()));
+            if status.code() == Some(MISMATCH_EXIT) || said.is_some() {
+                let message = said.unwrap_or(log);
                 return Err(DistributedError::ModuleMismatch { process: own_index(p), message });
             }
             return Err(DistributedError::ProcessFailed {

@@ -73,6 +73,7 @@ fn warm_up(module: Module) {
         fetch: &[],
         library: None,
         no_device_checks: false,
+        compile_cache: None,
     };
     backend::run(graph, &lowered.assignment, &config).expect("the PJRT backend runs");
 }
@@ -113,6 +114,7 @@ fn bench(name: &str, module: Module, fusion: AllReduceFusion) {
             fetch: &[],
             library: None,
             no_device_checks: false,
+            compile_cache: None,
         };
         let outcome = backend::run(graph, &lowered.assignment, &config).expect("the PJRT backend runs");
         let t = outcome.timings;

@@ -1,18 +1,25 @@
 """One process of `tpu-rewrite run --backend jax-distributed`.
 
 tpu-rewrite writes a job directory (module.mlir, job.json, one .npy per
-argument and replica) and starts N copies of this script, one per process.
-Each copy joins the coordination service, compiles the StableHLO module
+argument and replica) and starts N copies of this script, one per process
+(or, with --coordinator/--num-processes/--process-id, each host's
+tpu-rewrite starts its own copy). Each copy joins the coordination
+service, checks through its key-value store that every process lowered
+the same module (the SHA3-256 of module.mlir; a mismatch ends every
+process with exit code 4), compiles the StableHLO module
 for the global device assignment tpu-rewrite chose (replica r on the
 device it names), feeds the replicas it owns, executes the module `steps`
 times (variables are results that replace their arguments), and process 0
 gathers every replica's results and writes them as out_<i>_<r>.npy.
 
-Usage: tpu_rewrite_launch.py JOB_DIR --process-id P --num-processes N
-       --coordinator 127.0.0.1:PORT --cpu-devices K
+Usage: tpu_rewrite_launch.py JOB_DIR [--process-id P] [--num-processes N]
+       [--coordinator HOST:PORT] --cpu-devices K
+An absent --process-id or --coordinator is left to jax.distributed's own
+detection (Slurm, Cloud TPU, GKE, MPI).
 """
 
 import argparse
+import hashlib
 import json
 import os
 import signal
@@ -40,12 +47,34 @@ def die_with_parent():
     threading.Thread(target=watch, daemon=True).start()
 
 
+class ModuleMismatch(Exception):
+    """Another process lowered a different module."""
+
+
+def check_same_module(module, me, count, timeout_s):
+    """Publishes this process's module hash and compares every process's with process 0's."""
+    from jax._src import distributed
+
+    client = distributed.global_state.client
+    digest = hashlib.sha3_256(module.encode()).hexdigest()
+    client.key_value_set(f"tpu_rewrite/module_sha3/{me}", digest)
+    hashes = [client.blocking_key_value_get(f"tpu_rewrite/module_sha3/{p}", timeout_s * 1000) for p in range(count)]
+    differ = [p for p, h in enumerate(hashes) if h != hashes[0]]
+    if differ:
+        listing = ", ".join(f"process {p} has {hashes[p][:16]}" for p in differ)
+        raise ModuleMismatch(
+            f"the lowered module differs between processes: process 0 has sha3 {hashes[0][:16]}, {listing} "
+            f"(this is process {me} of {count}); every process must run the same file with the same flags"
+        )
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("job")
-    p.add_argument("--process-id", type=int, required=True)
-    p.add_argument("--num-processes", type=int, required=True)
-    p.add_argument("--coordinator", required=True)
+    p.add_argument("--process-id", type=int, default=None)
+    p.add_argument("--num-processes", type=int, default=None)
+    p.add_argument("--coordinator", default=None)
+    p.add_argument("--init-timeout", type=int, default=60, help="seconds to wait for every process to join")
     p.add_argument("--cpu-devices", type=int, default=0, help="local CPU devices (0: the platform's devices)")
     p.add_argument("--heartbeat-timeout", type=int, default=10)
     a = p.parse_args()
@@ -64,7 +93,7 @@ def main():
         num_processes=a.num_processes,
         process_id=a.process_id,
         heartbeat_timeout_seconds=a.heartbeat_timeout,
-        initialization_timeout=60,
+        initialization_timeout=a.init_timeout,
     )
     from jax._src.lib import xla_client as xc
     from jax.sharding import Mesh, NamedSharding, PartitionSpec
@@ -74,6 +103,10 @@ def main():
         job = json.load(f)
     with open(os.path.join(a.job, "module.mlir")) as f:
         module = f.read()
+    me = jax.process_index()
+    with open(os.path.join(a.job, "process.json"), "w") as f:
+        json.dump({"process_index": me, "process_count": jax.process_count()}, f)
+    check_same_module(module, me, jax.process_count(), a.init_timeout)
 
     # tpu-rewrite's device d is the d-th device in (process, local id) order.
     devices = sorted(jax.devices(), key=lambda d: (d.process_index, d.id))
@@ -103,6 +136,7 @@ def main():
 
     def load(arg):
         return [np.load(os.path.join(a.job, arg["files"][r])) for r in mine]
+
 
     args = [array(load(arg)) for arg in job["args"]]
     variables = [i for i, arg in enumerate(job["args"]) if arg["kind"] == "variable"]
@@ -143,6 +177,17 @@ if __name__ == "__main__":
         main()
     except SystemExit:
         raise
+    except ModuleMismatch as e:
+        print(f"tpu_rewrite_launch: ModuleMismatch: {e}", file=sys.stderr, flush=True)
+        # Every process found the mismatch: leave together, so that no
+        # process loses the coordinator while it is still reading.
+        try:
+            import jax
+
+            jax.distributed.shutdown()
+        except BaseException:
+            pass
+        os._exit(4)
     except BaseException as e:  # one line for tpu-rewrite, then a non-zero exit
         print(f"tpu_rewrite_launch: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
         os._exit(1)

@@ -153,18 +153,55 @@ pub(super) fn split_global_feeds(
     Ok(out)
 }
 
+/// The token of a `--feed-per-host` pattern that stands for the host index.
+pub(super) const HOST_TOKEN: &str = "{process_id}";
+
+/// The feed file of each of `hosts` input hosts: the `--feed-per-host`
+/// files as given, or one pattern with [`HOST_TOKEN`] expanded per host.
+fn host_files(args: &RunArgs, hosts: usize) -> Vec<std::path::PathBuf> {
+    match args.feed_per_host.as_slice() {
+        [one] if one.to_string_lossy().contains(HOST_TOKEN) => {
+            (0..hosts).map(|h| one.to_string_lossy().replace(HOST_TOKEN, &h.to_string()).into()).collect()
+        }
+        files => files.to_vec(),
+    }
+}
+
 /// Reads one feed file per input host and splits each host's batches among
-/// that host's replicas; returns the per-replica feeds.
+/// that host's replicas; returns the per-replica feeds. With `only_host`
+/// (one host of a multi-host run), only that host's file is read: its
+/// replicas get their slices, and every other replica a copy of its first
+/// slice, which only gives the lowering the shapes (that host's own
+/// process feeds its replicas).
 pub(super) fn per_host_feeds(
     args: &RunArgs,
     loaded: &Loaded,
     lowered: &lower::Lowered,
+    only_host: Option<usize>,
 ) -> Result<Vec<(String, Tensor)>, AnyDiagnostic> {
     let message = |text: String| -> AnyDiagnostic { Box::new(CliError::feed(text)) };
     let workers = lower::input_workers(&lowered.assignment);
-    let host_replicas: Vec<Vec<u32>> = workers.into_iter().map(|w| w.replicas).collect();
-    let mut host_feeds = Vec::with_capacity(args.feed_per_host.len());
-    for path in &args.feed_per_host {
+    let mut host_replicas: Vec<Vec<u32>> = workers.into_iter().map(|w| w.replicas).collect();
+    let mut files = host_files(args, host_replicas.len());
+    if let Some(host) = only_host {
+        if files.len() != host_replicas.len() {
+            return Err(message(format!(
+                "--feed-per-host gives {} file(s) for {} input host(s): give one per host, or one pattern with {HOST_TOKEN}",
+                files.len(),
+                host_replicas.len()
+            )));
+        }
+        let (Some(file), Some(replicas)) = (files.get(host).cloned(), host_replicas.get(host).cloned()) else {
+            return Err(message(format!(
+                "process {host} has no input host: the topology has {} host(s) (--topology HOSTSxCORES)",
+                host_replicas.len()
+            )));
+        };
+        files = vec![file];
+        host_replicas = vec![replicas];
+    }
+    let mut host_feeds = Vec::with_capacity(files.len());
+    for path in &files {
         let feeds =
             read_json_feeds(path, &lowered.module, &loaded.module, &[]).map_err(|e| Box::new(e) as AnyDiagnostic)?;
         if let Some((input, _)) = feeds.iter().find(|(name, _)| replica_operands(&loaded.module, name).is_none()) {
@@ -175,11 +212,26 @@ pub(super) fn per_host_feeds(
         }
         host_feeds.push(feeds);
     }
-    let per_input = exec::split_per_host(&host_feeds, &host_replicas).map_err(|e| Box::new(e) as AnyDiagnostic)?;
+    // One host alone: its replicas are numbered 0.. for the split, then mapped back.
+    let own = host_replicas.first().cloned().unwrap_or_default();
+    let split_replicas: Vec<Vec<u32>> = match only_host {
+        Some(_) => vec![(0..own.len() as u32).collect()],
+        None => host_replicas,
+    };
+    let per_input = exec::split_per_host(&host_feeds, &split_replicas).map_err(|e| Box::new(e) as AnyDiagnostic)?;
     let mut out = Vec::new();
     for (input, slices) in per_input {
         let operands = replica_operands(&loaded.module, &input)
             .ok_or_else(|| message(format!("`{input}` is not a `TPUReplicatedInput`")))?;
+        let slices = match only_host {
+            Some(_) => {
+                let Some(first) = slices.first() else { continue };
+                (0..operands.len())
+                    .map(|r| own.iter().position(|&o| o as usize == r).map_or(first, |k| &slices[k]).clone())
+                    .collect()
+            }
+            None => slices,
+        };
         if operands.len() != slices.len() {
             return Err(message(format!(
                 "`{input}` has {} replicas, but the input hosts feed {} replicas",

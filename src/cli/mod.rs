@@ -10,6 +10,7 @@
 
 #[macro_use]
 pub mod console;
+mod backends;
 mod checkpoint;
 pub mod coverage;
 pub mod error;

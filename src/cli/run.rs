@@ -42,9 +42,11 @@ pub struct RunArgs {
     /// split along dimension 0 into one slice per replica.
     #[arg(long)]
     pub split_batch: bool,
-    /// One JSON feed file per input host, in host order (repeatable): each
-    /// maps replicated inputs (`input0:0`) to that host's batch, split along
-    /// dimension 0 among the host's own replicas.
+    /// One JSON feed file per input host, in host order (repeatable), or
+    /// one pattern with `{process_id}` for the host index: each maps
+    /// replicated inputs (`input0:0`) to that host's batch, split along
+    /// dimension 0 among the host's own replicas. On one host of a
+    /// multi-host run, only that host's file is read.
     #[arg(long = "feed-per-host", value_name = "F.json")]
     pub feed_per_host: Vec<PathBuf>,
     /// Tensors to fetch (default: every replicated output).
@@ -105,6 +107,31 @@ pub struct RunArgs {
     /// directory holding them.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub processes: Option<u32>,
+    /// Keep compiled executables in DIR and reuse them in later runs of
+    /// the same program on the same plugin (`--backend pjrt`; default:
+    /// `compile/` under the cache directory, docs/xla.md).
+    #[arg(long, value_name = "DIR")]
+    pub compile_cache: Option<PathBuf>,
+    /// Compile every program afresh: no compile cache is read or written.
+    #[arg(long, conflicts_with = "compile_cache")]
+    pub no_compile_cache: bool,
+    /// The most disk the compile cache may take, in bytes or with a
+    /// K/M/G/T suffix; the least recently used entries go first.
+    #[arg(long, value_name = "BYTES", value_parser = parse_bytes, default_value = "1G")]
+    pub compile_cache_size: u64,
+    /// One host of a multi-host `--backend jax-distributed` run: the
+    /// coordinator's `HOST:PORT` (process 0's host). Run the same command
+    /// on every host (docs/distributed.md). Absent with `--num-processes`:
+    /// JAX finds it (Slurm, Cloud TPU).
+    #[arg(long, value_name = "HOST:PORT", conflicts_with = "processes")]
+    pub coordinator: Option<String>,
+    /// Processes of a multi-host run, one per host (default: $SLURM_NTASKS).
+    #[arg(long, value_name = "N", conflicts_with = "processes", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub num_processes: Option<u32>,
+    /// This host's process index in a multi-host run, 0..N (default:
+    /// $SLURM_PROCID, else JAX's own detection).
+    #[arg(long, value_name = "I", conflicts_with = "processes")]
+    pub process_id: Option<u32>,
 }
 
 /// Checks a `--feed` value's form, `NAME=FILE.npy`, while the arguments are
@@ -403,6 +430,16 @@ pub fn run_command(args: RunArgs) -> ExitCode {
     if args.processes.is_some() && args.backend != Backend::JaxDistributed {
         return super::fail_with(CliError::usage("--processes applies to --backend jax-distributed only"), 2);
     }
+    let multi_host = match super::backends::multi_host(&args) {
+        Ok(m) => m,
+        Err(message) => return super::fail_with(CliError::usage(message), 2),
+    };
+    if (args.compile_cache.is_some() || args.no_compile_cache) && args.backend != Backend::Pjrt {
+        return super::fail_with(
+            CliError::usage("--compile-cache and --no-compile-cache apply to --backend pjrt only"),
+            2,
+        );
+    }
     let input = InputPath::parse(&args.file);
     // Sample feeds beside the graph (`X.feeds.json` for `X.opg`) when none are given.
     let mut args = args;
@@ -463,7 +500,14 @@ pub fn run_command(args: RunArgs) -> ExitCode {
         feeds
     };
     if !args.feed_per_host.is_empty() {
-        match per_host_feeds(&args, &loaded, &lowering) {
+        let only_host = multi_host.as_ref().map(|(_, m)| m.process_id);
+        if only_host == Some(None) {
+            return super::fail_with(
+                CliError::usage("--feed-per-host on one host of several needs --process-id (or $SLURM_PROCID)"),
+                2,
+            );
+        }
+        match per_host_feeds(&args, &loaded, &lowering, only_host.flatten()) {
             Ok(f) => feeds.extend(f),
             Err(e) => {
                 report(vec![e], &loaded.source);
@@ -572,12 +616,16 @@ pub fn run_command(args: RunArgs) -> ExitCode {
                 return ExitCode::from(1);
             }
             let Some(graph) = loaded.module.graphs.first() else { return ExitCode::from(1) };
-            let processes = args.processes.unwrap_or(DEFAULT_PROCESSES);
+            let processes = match &multi_host {
+                Some((n, _)) => *n,
+                None => args.processes.unwrap_or(DEFAULT_PROCESSES),
+            };
             if let Err(message) = super::validate::check_processes(processes, &assignment) {
                 return super::fail_with(CliError::usage(message), 2);
             }
             let config = crate::xla::distributed::Config {
                 processes: processes as usize,
+                multi_host: multi_host.as_ref().map(|(_, m)| m.clone()),
                 steps: args.steps.max(1),
                 steps_per_run: args.lower.steps_per_run.max(1),
                 feeds: &feeds,
@@ -585,6 +633,10 @@ pub fn run_command(args: RunArgs) -> ExitCode {
                 library: Some(&loaded.module),
             };
             match crate::xla::distributed::run(graph, &assignment, &config) {
+                Ok(o) if o.process_index != 0 => {
+                    errln!("process {} of {processes}: done; process 0 prints the results", o.process_index);
+                    return ExitCode::SUCCESS;
+                }
                 Ok(o) => Ok(crate::xla::distributed::in_fetch_order(o.run, &fetches)),
                 Err(e) => {
                     report(vec![Box::new(e)], &loaded.source);
@@ -594,6 +646,10 @@ pub fn run_command(args: RunArgs) -> ExitCode {
         }
         Backend::Pjrt => {
             let Some(graph) = loaded.module.graphs.first() else { return ExitCode::from(1) };
+            let cache = (!args.no_compile_cache).then(|| crate::xla::cache::CompileCache {
+                dir: args.compile_cache.clone().unwrap_or_else(crate::xla::cache::CompileCache::default_dir),
+                max_bytes: args.compile_cache_size,
+            });
             let config = crate::xla::backend::RunConfig {
                 plugin: args.pjrt_plugin.as_deref(),
                 steps: args.steps.max(1),
@@ -603,10 +659,14 @@ pub fn run_command(args: RunArgs) -> ExitCode {
                 fetch: &fetches,
                 library: Some(&loaded.module),
                 no_device_checks: args.no_device_checks,
+                compile_cache: cache.as_ref(),
             };
             let filter = crate::xla::stderr::Filter::install();
             let result = crate::xla::backend::run(graph, &assignment, &config);
             drop(filter);
+            if let Ok(o) = &result {
+                super::backends::report_cache_use(&o.timings);
+            }
             match result {
                 // The simulator's default fetches, in its order, so both backends print alike.
                 Ok(mut o) => {

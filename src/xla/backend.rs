@@ -6,7 +6,8 @@
 //! plugin is asked for as many devices as the device assignment uses);
 //! then, per cluster in text order: emit its StableHLO module
 //! ([`super::stablehlo::emit_module`]), compile it with the replica count
-//! and device assignment, copy its arguments to every replica's device,
+//! and device assignment (or load it from the compile cache,
+//! [`super::cache`]), once for all steps, copy its arguments to every replica's device,
 //! and execute it `steps` times. Variables stay on the devices between
 //! steps (their results replace their argument buffers, which the program
 //! aliases) and are fetched after the last step with the outputs.
@@ -23,6 +24,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::cache::{CacheUse, CompileCache};
 use super::client::{Client, ClientConfig, DeviceBuffer};
 use super::error::XlaError;
 use super::host::{Host, MissingFeed};
@@ -59,6 +61,9 @@ pub struct RunConfig<'a> {
     /// ([`super::device_check`]) that a host-callback run (a CPU plugin)
     /// otherwise has, and get XLA's clamped gathers and unchecked lists.
     pub no_device_checks: bool,
+    /// The on-disk cache of compiled executables (`None`: compile every
+    /// program).
+    pub compile_cache: Option<&'a CompileCache>,
 }
 
 /// Refuses a program whose compiled footprint on all its devices, beside
@@ -104,6 +109,10 @@ pub struct Timings {
     pub execute_cpu: Duration,
     /// How many `execute` calls were made.
     pub executions: u32,
+    /// How many programs XLA compiled (not loaded from the cache).
+    pub compiles: u32,
+    /// Each program's use of the compile cache, by program name.
+    pub cache: Vec<(String, CacheUse)>,
 }
 
 /// A PJRT run's results and timings.
@@ -244,9 +253,19 @@ pub fn run(graph: &Graph, assignment: &DeviceAssignment, config: &RunConfig) -> 
                 format!("cluster `{}`", cluster.name)
             };
             let t = Instant::now();
-            let exe = client.compile(&program, &emitted.module, emitted.num_replicas, emitted.num_partitions)?;
+            let (exe, used) = client.compile_cached(
+                &program,
+                &emitted.module,
+                emitted.num_replicas,
+                emitted.num_partitions,
+                config.compile_cache,
+            )?;
             timings.compile += t.elapsed();
             within_budget(&exe)?;
+            if !matches!(used, CacheUse::Hit { .. }) {
+                timings.compiles += 1;
+            }
+            timings.cache.push((program.clone(), used));
             // Inputs and host tensors go to the devices once.
             let t = Instant::now();
             let mut fixed: Vec<Vec<Option<DeviceBuffer>>> = Vec::with_capacity(devices);

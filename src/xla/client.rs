@@ -14,6 +14,7 @@
 use std::ffi::c_void;
 use std::sync::Arc;
 
+use super::cache::{CacheUse, CompileCache, Lookup};
 use super::error::XlaError;
 use super::ffi::{self, call, check, Plugin};
 use super::proto;
@@ -139,9 +140,7 @@ impl Client {
                 platform: self.platform.clone(),
             });
         }
-        let ids: Vec<Vec<i64>> =
-            (0..num_replicas).map(|r| (0..num_partitions).map(|p| (r * num_partitions + p) as i64).collect()).collect();
-        let options = proto::compile_options(num_replicas, num_partitions, &ids);
+        let options = self.options(num_replicas, num_partitions);
         let mut code = mlir.as_bytes().to_vec();
         let format = "mlir";
         let mut program = ffi::Program::new();
@@ -158,13 +157,132 @@ impl Client {
         // SAFETY: `code`, `program` and `options` outlive the call.
         let err = unsafe { call(api.client_compile, &mut args) };
         check(&self.plugin, err).map_err(|message| XlaError::Compile { program: name.into(), message })?;
-        let mut exe = Executable {
-            plugin: self.plugin.clone(),
-            raw: args.executable,
-            name: name.to_string(),
-            num_outputs: 0,
-            devices: needed,
+        self.loaded(args.executable, name, needed)
+    }
+
+    /// Compiles as [`Client::compile`], through the on-disk `cache` when
+    /// one is given: a stored executable for the same module, plugin and
+    /// options is loaded instead of compiled, and a fresh compile is
+    /// stored. A cache entry that cannot be used (corrupt, written by
+    /// another plugin build) is compiled afresh and replaced; the returned
+    /// [`CacheUse`] says which happened.
+    pub fn compile_cached(
+        &self,
+        name: &str,
+        mlir: &str,
+        num_replicas: usize,
+        num_partitions: usize,
+        cache: Option<&CompileCache>,
+    ) -> Result<(Executable, CacheUse), XlaError> {
+        let Some(cache) = cache else {
+            return Ok((self.compile(name, mlir, num_replicas, num_partitions)?, CacheUse::Off));
         };
+        let options = self.options(num_replicas, num_partitions);
+        let key = cache.key(&self.plugin, &self.platform, self.devices.len(), mlir, &options);
+        let mut note = None;
+        match cache.load(&key) {
+            Lookup::Hit(bytes) => match self.deserialize(name, &bytes, num_replicas * num_partitions) {
+                Ok(exe) => return Ok((exe, CacheUse::Hit { key })),
+                Err(e) => note = Some(format!("the plugin could not load it ({e})")),
+            },
+            Lookup::Unusable(why) => note = Some(why),
+            Lookup::Miss => {}
+        }
+        let exe = self.compile(name, mlir, num_replicas, num_partitions)?;
+        let stored = self.serialize(&exe).and_then(|bytes| {
+            cache.store(&key, &bytes).map_err(|message| XlaError::Pjrt {
+                call: "writing the compile cache".into(),
+                program: name.into(),
+                message,
+            })
+        });
+        let stored = stored.err().map(|e| e.to_string());
+        Ok((exe, CacheUse::Miss { key, recovered: note, not_stored: stored }))
+    }
+
+    /// The serialized `CompileOptionsProto` of a program on `num_replicas`
+    /// x `num_partitions` devices (replica r, partition p on device
+    /// `r * num_partitions + p`).
+    fn options(&self, num_replicas: usize, num_partitions: usize) -> Vec<u8> {
+        let ids: Vec<Vec<i64>> =
+            (0..num_replicas).map(|r| (0..num_partitions).map(|p| (r * num_partitions + p) as i64).collect()).collect();
+        proto::compile_options(num_replicas, num_partitions, &ids)
+    }
+
+    /// The plugin's serialization of a compiled executable
+    /// (`PJRT_Executable_Serialize`), for [`Client::deserialize`] by the
+    /// same plugin build.
+    pub fn serialize(&self, exe: &Executable) -> Result<Vec<u8>, XlaError> {
+        let api = self.plugin.api();
+        if api.executable_serialize.is_none() {
+            return Err(XlaError::Pjrt {
+                call: "PJRT_Executable_Serialize".into(),
+                program: exe.name.clone(),
+                message: "the plugin does not implement it".into(),
+            });
+        }
+        let mut get = ffi::LoadedExecutableGetExecutableArgs::new();
+        get.loaded_executable = exe.raw;
+        // SAFETY: a live loaded executable.
+        let err = unsafe { call(api.loadedexecutable_getexecutable, &mut get) };
+        pjrt(&self.plugin, err, "LoadedExecutable_GetExecutable", &exe.name)?;
+        let mut args = ffi::ExecutableSerializeArgs::new();
+        args.executable = get.executable;
+        // SAFETY: the executable just returned; the outputs are filled by the plugin.
+        let err = unsafe { call(api.executable_serialize, &mut args) };
+        let result = pjrt(&self.plugin, err, "Executable_Serialize", &exe.name).map(|()| {
+            if args.serialized_bytes.is_null() {
+                Vec::new()
+            } else {
+                // SAFETY: `serialized_bytes_size` bytes live until the deleter runs below.
+                unsafe { std::slice::from_raw_parts(args.serialized_bytes, args.serialized_bytes_size) }.to_vec()
+            }
+        });
+        if let (Some(deleter), false) = (args.serialized_executable_deleter, args.serialized_executable.is_null()) {
+            // SAFETY: the plugin's deleter, called once on the object it returned.
+            unsafe { deleter(args.serialized_executable) };
+        }
+        let mut destroy = ffi::ExecutableDestroyArgs::new();
+        destroy.executable = get.executable;
+        // SAFETY: GetExecutable hands the caller a reference to free.
+        let destroy_err = unsafe { call(api.executable_destroy, &mut destroy) };
+        pjrt(&self.plugin, destroy_err, "Executable_Destroy", &exe.name)?;
+        result
+    }
+
+    /// Loads an executable that [`Client::serialize`] wrote
+    /// (`PJRT_Executable_DeserializeAndLoad`), for `devices` devices.
+    pub fn deserialize(&self, name: &str, bytes: &[u8], devices: usize) -> Result<Executable, XlaError> {
+        if devices > self.devices.len() {
+            return Err(XlaError::Devices {
+                program: name.into(),
+                needed: devices,
+                available: self.devices.len(),
+                platform: self.platform.clone(),
+            });
+        }
+        let api = self.plugin.api();
+        if api.executable_deserializeandload.is_none() {
+            return Err(XlaError::Pjrt {
+                call: "PJRT_Executable_DeserializeAndLoad".into(),
+                program: name.into(),
+                message: "the plugin does not implement it".into(),
+            });
+        }
+        let mut args = ffi::ExecutableDeserializeAndLoadArgs::new();
+        args.client = self.raw;
+        args.serialized_executable = bytes.as_ptr();
+        args.serialized_executable_size = bytes.len();
+        // SAFETY: `bytes` outlives the call.
+        let err = unsafe { call(api.executable_deserializeandload, &mut args) };
+        pjrt(&self.plugin, err, "Executable_DeserializeAndLoad", name)?;
+        self.loaded(args.loaded_executable, name, devices)
+    }
+
+    /// Wraps a loaded executable the plugin returned and reads its output count.
+    fn loaded(&self, raw: *mut ffi::LoadedExecutable, name: &str, devices: usize) -> Result<Executable, XlaError> {
+        let api = self.plugin.api();
+        let mut exe = Executable { plugin: self.plugin.clone(), raw, name: name.to_string(), num_outputs: 0, devices };
         let mut get = ffi::LoadedExecutableGetExecutableArgs::new();
         get.loaded_executable = exe.raw;
         // SAFETY: a live loaded executable.

@@ -94,8 +94,9 @@ pub enum DistributedError {
         message: String,
     },
 
-    /// A process exited with an error (or was killed); the others were ended.
-    #[error("process {process} of {processes} {status}; the other processes were ended\n{log}")]
+    /// A process exited with an error (or was killed); the others this
+    /// `tpu-rewrite` started were ended.
+    #[error("process {process} of {processes} {status}; {others}\n{log}")]
     #[diagnostic(
         code(tpu_rewrite::distributed::process_failed),
         help("the lines above are the end of that process's log")
@@ -107,8 +108,23 @@ pub enum DistributedError {
         processes: usize,
         /// How it ended (exit status or signal), as printed.
         status: String,
+        /// What became of the other processes, as printed.
+        others: &'static str,
         /// The end of its log.
         log: String,
+    },
+
+    /// Another process lowered a different module (the launcher's hash check).
+    #[error("process {process} refused the run: {message}")]
+    #[diagnostic(
+        code(tpu_rewrite::distributed::module_mismatch),
+        help("run the same tpu-rewrite version on every host with the same graph file, flags and feeds' shapes; each process lowers the graph itself and the modules must be identical")
+    )]
+    ModuleMismatch {
+        /// This host's process index.
+        process: usize,
+        /// The launcher's explanation (which processes differ).
+        message: String,
     },
 
     /// The run outlived its deadline; every process was ended.
@@ -125,11 +141,27 @@ pub enum DistributedError {
     },
 }
 
+/// One process of a run started on every host by its own `tpu-rewrite`
+/// (`--coordinator`, `--num-processes`, `--process-id`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MultiHost {
+    /// The coordinator, `HOST:PORT`; `None`: JAX's own detection (Slurm,
+    /// Cloud TPU, GKE, MPI).
+    pub coordinator: Option<String>,
+    /// This process's index; `None`: JAX's own detection.
+    pub process_id: Option<usize>,
+    /// The platform's own devices instead of `K` CPU devices (TPU, GPU).
+    pub platform_devices: bool,
+}
+
 /// Settings of a distributed run.
 #[derive(Clone, Debug)]
 pub struct Config<'a> {
-    /// Processes to start (all on this host).
+    /// Processes: all started on this host, or (with `multi_host`) one per
+    /// host, each started by that host's `tpu-rewrite`.
     pub processes: usize,
+    /// This host's part of a multi-host run (`None`: every process here).
+    pub multi_host: Option<MultiHost>,
     /// Replicated steps.
     pub steps: u32,
     /// Device iterations per step, looped on the device.
@@ -145,8 +177,11 @@ pub struct Config<'a> {
 
 /// A distributed run's results and process 0's timings.
 pub struct Outcome {
-    /// The fetched values, as the simulator reports them.
+    /// The fetched values, as the simulator reports them (empty on a
+    /// multi-host run's processes other than 0).
     pub run: RunOutcome,
+    /// The process this `tpu-rewrite` ran (0 when it started them all).
+    pub process_index: usize,
     /// Seconds of each step (one `execute_sharded`), per cluster, from process 0.
     pub step_seconds: Vec<Vec<f64>>,
 }
@@ -281,11 +316,17 @@ pub fn run(graph: &Graph, assignment: &DeviceAssignment, config: &Config) -> Res
         iterations: u64::from(config.steps.max(1)) * u64::from(config.steps_per_run.max(1)),
     };
     let mut step_seconds = Vec::new();
+    let mut process_index = 0;
     for e in &emitted {
         let job = tempfile::Builder::new().prefix("tpu-rewrite-jax-").tempdir().map_err(|err| {
             DistributedError::Job { path: std::env::temp_dir().display().to_string(), message: err.to_string() }
         })?;
         let results = run_job(graph, e, job.path(), &python, &launcher, config)?;
+        process_index = if config.multi_host.is_some() { read_process_index(job.path()) } else { 0 };
+        if process_index != 0 {
+            // Process 0 gathers and prints; this host's part is done.
+            continue;
+        }
         step_seconds.push(read_timing(job.path()));
         let replicas = e.num_replicas;
         for (i, out) in e.outputs.iter().enumerate() {
@@ -303,7 +344,7 @@ pub fn run(graph: &Graph, assignment: &DeviceAssignment, config: &Config) -> Res
             outcome.mirrors.insert(name, copies);
         }
     }
-    Ok(Outcome { run: outcome, step_seconds })
+    Ok(Outcome { run: outcome, process_index, step_seconds })
 }
 
 /// Writes one module's job, runs its processes and reads back
@@ -332,6 +373,9 @@ fn run_job(
         return Err(DistributedError::Placement { replicas, devices, processes });
     }
     std::fs::write(dir.join("module.mlir"), &e.module).map_err(|err| job_err(err.to_string()))?;
+    // On one host of several, only that host's replicas' values are written.
+    let own_process = config.multi_host.as_ref().and_then(|m| m.process_id);
+    let owned_replica = |r: usize| own_process.is_none_or(|p| device_ids[r] as usize / per_process == p);
     let mut args = Vec::with_capacity(e.args.len());
     for (a, (arg, values)) in e.args.iter().zip(&e.arg_values).enumerate() {
         let kind = match arg {
@@ -342,9 +386,13 @@ fn run_job(
         };
         let mut files = Vec::with_capacity(replicas);
         for (r, t) in values.iter().enumerate() {
+            if !owned_replica(r) {
+                files.push(serde_json::Value::Null);
+                continue;
+            }
             let file = format!("arg_{a}_{r}.npy");
             crate::exec::write_npy_file(&dir.join(&file), t).map_err(|err| job_err(err.to_string()))?;
-            files.push(file);
+            files.push(file.into());
         }
         args.push(serde_json::json!({ "kind": kind, "name": stablehlo::arg_name(graph, arg), "files": files }));
     }
@@ -357,7 +405,11 @@ fn run_job(
         "results": results,
     });
     std::fs::write(dir.join("job.json"), job.to_string()).map_err(|err| job_err(err.to_string()))?;
-    launch(dir, python, launcher, processes, per_process, config.deadline)?;
+    launch(dir, python, launcher, processes, per_process, config)?;
+    // On one host of several, only process 0 has the gathered results.
+    if config.multi_host.is_some() && read_process_index(dir) != 0 {
+        return Ok(Vec::new());
+    }
     let mut out = Vec::with_capacity(results);
     for i in 0..results {
         let mut row = Vec::with_capacity(replicas);
@@ -376,27 +428,49 @@ fn free_port() -> std::io::Result<u16> {
 }
 
 /// Starts the processes in one process group and waits for all of them,
-/// ending the group at the first failure or at the deadline.
+/// ending the group at the first failure or at the deadline. On one host
+/// of a multi-host run, that is this host's one process.
 fn launch(
     dir: &Path,
     python: &Path,
     launcher: &Path,
     processes: usize,
     per_process: usize,
-    deadline: Duration,
+    config: &Config,
 ) -> Result<(), DistributedError> {
     use std::os::unix::process::CommandExt;
+    let deadline = config.deadline;
     let job_err = |m: String| DistributedError::Job { path: dir.display().to_string(), message: m };
-    let port = free_port().map_err(|err| job_err(format!("no free port: {err}")))?;
-    let mut group = Group { children: Vec::with_capacity(processes), pgid: 0 };
-    for p in 0..processes {
+    // (process id to pass, coordinator to pass) per process started here.
+    let starts: Vec<(Option<usize>, Option<String>)> = match &config.multi_host {
+        Some(m) => vec![(m.process_id, m.coordinator.clone())],
+        None => {
+            let port = free_port().map_err(|err| job_err(format!("no free port: {err}")))?;
+            (0..processes).map(|p| (Some(p), Some(format!("127.0.0.1:{port}")))).collect()
+        }
+    };
+    let cpu_devices = match &config.multi_host {
+        Some(m) if m.platform_devices => 0,
+        _ => per_process,
+    };
+    let mut group = Group { children: Vec::with_capacity(starts.len()), pgid: 0 };
+    for (p, (id, coordinator)) in starts.iter().enumerate() {
         let log =
             std::fs::File::create(dir.join(format!("process_{p}.log"))).map_err(|err| job_err(err.to_string()))?;
         let mut cmd = Command::new(python);
-        cmd.arg(launcher)
-            .arg(dir)
-            .args(["--process-id", &p.to_string(), "--num-processes", &processes.to_string()])
-            .args(["--coordinator", &format!("127.0.0.1:{port}"), "--cpu-devices", &per_process.to_string()])
+        cmd.arg(launcher).arg(dir);
+        if let Some(id) = id {
+            cmd.args(["--process-id", &id.to_string()]);
+        }
+        cmd.args(["--num-processes", &processes.to_string()]);
+        if let Some(c) = coordinator {
+            cmd.args(["--coordinator", c]);
+        }
+        if config.multi_host.is_some() {
+            // Hosts started by hand join within the deadline, not JAX's 60 s.
+            cmd.args(["--init-timeout", &deadline.as_secs().to_string()]);
+        }
+        cmd.args(["--cpu-devices", &cpu_devices.to_string()])
             .env("PYTHONUNBUFFERED", "1")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -410,11 +484,13 @@ fn launch(
         }
         group.children.push(Some(child));
     }
+    let processes_here = starts.len();
+    let own_index = |p: usize| config.multi_host.as_ref().map_or(p, |m| m.process_id.unwrap_or(p));
     let start = Instant::now();
     loop {
         let mut running = 0;
         let mut failed: Vec<(usize, std::process::ExitStatus)> = Vec::new();
-        for p in 0..processes {
+        for p in 0..processes_here {
             let Some(child) = group.children[p].as_mut() else { continue };
             match child.try_wait() {
                 Ok(Some(status)) if status.success() => group.children[p] = None,
@@ -431,11 +507,26 @@ fn launch(
         failed.sort_by_key(|(p, status)| (std::os::unix::process::ExitStatusExt::signal(status).is_none(), *p));
         if let Some(&(p, status)) = failed.first() {
             group.end();
+            let log = log_tail(&dir.join(format!("process_{p}.log")));
+            // The launcher found another module (exit 4, or ended by a peer after saying so).
+            let said = std::fs::read_to_string(dir.join(format!("process_{p}.log")))
+                .unwrap_or_default()
+                .lines()
+                .find_map(|l| l.split_once("ModuleMismatch: ").map(|(_, m)| m.to_string()));
+            if status.code() == Some(MISMATCH_EXIT) || said.is_some() {
+                let message = said.unwrap_or(log);
+                return Err(DistributedError::ModuleMismatch { process: own_index(p), message });
+            }
             return Err(DistributedError::ProcessFailed {
-                process: p,
+                process: own_index(p),
                 processes,
                 status: describe(status),
-                log: log_tail(&dir.join(format!("process_{p}.log"))),
+                others: if config.multi_host.is_some() {
+                    "the other hosts' processes stop when they lose it (JAX's heartbeat)"
+                } else {
+                    "the other processes were ended"
+                },
+                log,
             });
         }
         if running == 0 {
@@ -495,6 +586,20 @@ fn log_tail(path: &Path) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
     lines[lines.len().saturating_sub(6)..].join("\n")
+}
+
+/// The launcher's exit code when the processes' modules differ.
+const MISMATCH_EXIT: i32 = 4;
+
+/// The index the one launcher of a multi-host job in `dir` ran as (its
+/// `process.json`; 0 when absent). On one host, every process writes the
+/// file, so it is not read there.
+fn read_process_index(dir: &Path) -> usize {
+    std::fs::read_to_string(dir.join("process.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .and_then(|v| v.get("process_index").and_then(serde_json::Value::as_u64))
+        .unwrap_or(0) as usize
 }
 
 /// Process 0's per-step seconds, if it wrote them.

@@ -207,6 +207,19 @@ c_structs! {
     LoadedExecutableDestroyArgs = "PJRT_LoadedExecutable_Destroy_Args", last executable {
         struct_size: usize, extension_start: Ext, executable: *mut LoadedExecutable,
     }
+    /// `PJRT_Executable_Serialize_Args`.
+    ExecutableSerializeArgs = "PJRT_Executable_Serialize_Args", last serialized_executable_deleter {
+        struct_size: usize, extension_start: Ext, executable: *const Executable,
+        serialized_bytes: *const u8, serialized_bytes_size: usize, serialized_executable: *mut c_void,
+        serialized_executable_deleter: Option<unsafe extern "C" fn(*mut c_void)>,
+    }
+    /// `PJRT_Executable_DeserializeAndLoad_Args`.
+    ExecutableDeserializeAndLoadArgs = "PJRT_Executable_DeserializeAndLoad_Args",
+        last overridden_serialized_compile_options_size {
+        struct_size: usize, extension_start: Ext, client: *mut Client, serialized_executable: *const u8,
+        serialized_executable_size: usize, loaded_executable: *mut LoadedExecutable,
+        overridden_serialized_compile_options: *const u8, overridden_serialized_compile_options_size: usize,
+    }
     /// `PJRT_LoadedExecutable_GetExecutable_Args`.
     LoadedExecutableGetExecutableArgs = "PJRT_LoadedExecutable_GetExecutable_Args", last executable {
         struct_size: usize, extension_start: Ext, loaded_executable: *mut LoadedExecutable,

@@ -11,6 +11,7 @@
 //! - [`plugin`]: where the plugin is found, and the fetch of the pinned
 //!   CPU plugin into a cache outside git.
 //! - [`client`]: a PJRT client (devices, compile, buffers, execute).
+//! - [`cache`]: compiled executables kept on disk between runs.
 //! - [`proto`]: the `xla.CompileOptionsProto` fields tpu-rewrite sets.
 //! - [`stablehlo`]: a replicate cluster's device program as a StableHLO
 //!   module (one small builder per op, in a table).
@@ -25,6 +26,7 @@
 //! what the simulator's kernels run on the host.
 
 pub mod backend;
+pub mod cache;
 pub mod callback;
 pub mod client;
 pub mod device_check;

@@ -53,6 +53,7 @@ fn differential(path: &str, topology: &str, processes: usize, steps: u32) -> (Ru
     let sim = driver::run(&lowered.module, &feeds, &fetches, &config, &mut |_, _| {}).expect("the simulator runs");
     let dist_config = distributed::Config {
         processes,
+        multi_host: None,
         steps,
         steps_per_run: 1,
         feeds: &feeds,
@@ -114,6 +115,7 @@ fn refused(path: &str, topology: &str, processes: usize) -> distributed::Distrib
     let feeds = support::synthetic_feeds(graph);
     let config = distributed::Config {
         processes,
+        multi_host: None,
         steps: 1,
         steps_per_run: 1,
         feeds: &feeds,
@@ -217,4 +219,92 @@ fn fetch_is_refused_on_the_distributed_backend() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success());
     assert!(err.contains("--fetch is for the simulator"), "{err}");
+}
+
+/// One `tpu-rewrite run` per "host" of a two-host run on 127.0.0.1:
+/// `(graph, extra flags)` for process 0 and process 1; returns each
+/// process's (success, stdout, stderr).
+fn two_hosts(hosts: [(&str, Vec<String>); 2]) -> Vec<(bool, String, String)> {
+    ensure_python();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let coordinator = format!("127.0.0.1:{port}");
+    let children: Vec<_> = hosts
+        .iter()
+        .enumerate()
+        .map(|(p, (graph, extra))| {
+            cli()
+                .args(["run", graph, "--topology", "2x2", "--backend", "jax-distributed", "--json"])
+                .args(["--coordinator", &coordinator, "--num-processes", "2", "--process-id", &p.to_string()])
+                .args(extra)
+                .env_remove("SLURM_NTASKS")
+                .env_remove("SLURM_PROCID")
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("starts")
+        })
+        .collect();
+    children
+        .into_iter()
+        .map(|c| {
+            let o = c.wait_with_output().expect("waits");
+            (
+                o.status.success(),
+                String::from_utf8_lossy(&o.stdout).into_owned(),
+                String::from_utf8_lossy(&o.stderr).into_owned(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn one_command_per_host_with_per_host_feeds_equals_the_simulator() {
+    // 2x2, four replicas: host 0 feeds replicas 0 and 1, host 1 replicas 2 and 3.
+    let graph = "tests/strategy/per_host.opg";
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("h0.json"), r#"{"input0:0": [[1.0, 2.0], [3.0, 4.0]]}"#).unwrap();
+    std::fs::write(dir.path().join("h1.json"), r#"{"input0:0": [[5.0, 6.0], [-7.0, 8.5]]}"#).unwrap();
+    let pattern = dir.path().join("h{process_id}.json").to_str().unwrap().to_string();
+    let sim = cli().args(["run", graph, "--topology", "2x2", "--json", "--feed-per-host", &pattern]).output().unwrap();
+    assert!(sim.status.success(), "{}", String::from_utf8_lossy(&sim.stderr));
+    // Process 1 names a host-0 file that does not exist: it reads only its own.
+    let missing = dir.path().join("not-here.json").to_str().unwrap().to_string();
+    let own = dir.path().join("h1.json").to_str().unwrap().to_string();
+    let out = two_hosts([
+        (graph, vec!["--feed-per-host".into(), pattern.clone()]),
+        (graph, vec!["--feed-per-host".into(), missing, "--feed-per-host".into(), own]),
+    ]);
+    assert!(out[0].0 && out[1].0, "process 0:\n{}\nprocess 1:\n{}", out[0].2, out[1].2);
+    assert_eq!(out[0].1, String::from_utf8_lossy(&sim.stdout), "process 0 prints the simulator's results");
+    assert!(out[1].1.is_empty(), "process 1 prints no results: {}", out[1].1);
+    assert!(out[1].2.contains("process 1 of 2: done; process 0 prints the results"), "{}", out[1].2);
+}
+
+#[test]
+fn a_host_with_another_graph_is_refused_on_every_host() {
+    let dir = tempfile::tempdir().unwrap();
+    let graph = "tests/strategy/per_host.opg";
+    let other = dir.path().join("other.opg");
+    let text = std::fs::read_to_string(graph).unwrap().replace("Add(%x, %x)", "Mul(%x, %x)");
+    std::fs::write(&other, text).unwrap();
+    std::fs::write(dir.path().join("h0.json"), r#"{"input0:0": [[1.0, 2.0], [3.0, 4.0]]}"#).unwrap();
+    std::fs::write(dir.path().join("h1.json"), r#"{"input0:0": [[5.0, 6.0], [-7.0, 8.5]]}"#).unwrap();
+    let feeds = vec!["--feed-per-host".to_string(), dir.path().join("h{process_id}.json").to_str().unwrap().into()];
+    let out = two_hosts([(graph, feeds.clone()), (other.to_str().unwrap(), feeds)]);
+    for (p, (ok, _, err)) in out.iter().enumerate() {
+        assert!(!ok, "process {p} ran a mismatched graph");
+        assert!(err.contains("distributed::module_mismatch"), "process {p}: {err}");
+        assert!(err.contains("the lowered module differs between processes"), "process {p}: {err}");
+        assert!(err.contains(&format!("process {p} refused the run")), "process {p}: {err}");
+    }
+    // Usage errors, before anything starts.
+    let usage = |extra: &[&str]| {
+        let o = cli().args(["run", graph, "--topology", "2x2"]).args(extra).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{extra:?}");
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    let err = usage(&["--backend", "jax-distributed", "--num-processes", "2", "--process-id", "2"]);
+    assert!(err.contains("--process-id 2 is not below --num-processes 2"), "{err}");
+    let err = usage(&["--coordinator", "127.0.0.1:1"]);
+    assert!(err.contains("apply to --backend jax-distributed only"), "{err}");
 }

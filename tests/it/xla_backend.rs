@@ -81,7 +81,9 @@ fn mlp_train_matches_the_simulator() {
 
 #[test]
 fn mlp_train_over_several_steps_matches() {
-    differential("examples/mlp_train.opg", "1x8", 3, 1);
+    let out = differential("examples/mlp_train.opg", "1x8", 3, 1);
+    // Compiled once for all steps (no cache here), executed once per step.
+    assert_eq!((out.timings.compiles, out.timings.executions), (1, 3));
 }
 
 #[test]
@@ -231,6 +233,7 @@ fn tensorflow_outside_compilation_gradients_match() {
 fn outside_compilation_by_stages_still_matches() {
     let out = differential_with("examples/second_order.opg", "1x8", 1, 2, Some(HostTransfer::Stages));
     assert!(out.timings.executions > 2, "stages: one execution per stage and iteration");
+    assert_eq!(out.timings.compiles as usize, out.timings.cache.len(), "each stage is compiled once");
     let out = differential_with(&shared("oc_grad_r2.pb"), "1x2", 1, 1, Some(HostTransfer::Stages));
     assert!(out.timings.executions > 1);
 }

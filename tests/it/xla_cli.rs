@@ -375,3 +375,78 @@ fn an_in_graph_initialiser_and_a_batched_resource_gather_run_on_both_backends() 
         assert_eq!(got, [1.5, 0.5, -0.5, -0.5], "{backend}: {out}");
     }
 }
+
+/// The `compile: S s for N program(s), C compiled by XLA` line of `-v`: (S, C).
+fn compile_line(err: &str) -> (f64, u32) {
+    let line = err.lines().find(|l| l.starts_with("compile: ")).unwrap_or_else(|| panic!("no compile line in {err}"));
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let seconds = words[1].parse().unwrap_or_else(|_| panic!("{line}"));
+    let compiled = words[words.len() - 4].parse().unwrap_or_else(|_| panic!("{line}"));
+    (seconds, compiled)
+}
+
+#[test]
+fn the_compile_cache_loads_a_second_run_and_recovers_from_a_damaged_entry() {
+    let plugin = support::plugin_path();
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("compile");
+    let cache_arg = cache.to_str().unwrap();
+    let go = |graph: &str, extra: &[&str]| {
+        let mut args = vec!["-v", graph, "--steps", "4", "--backend", "pjrt", "--compile-cache", cache_arg];
+        args.extend_from_slice(extra);
+        let start = std::time::Instant::now();
+        let (ok, out, err) = run(&args, plugin.to_str());
+        assert!(ok, "{err}");
+        (out, err, start.elapsed().as_secs_f64())
+    };
+    let entries = || std::fs::read_dir(&cache).map_or(0, |d| d.filter_map(Result::ok).count());
+    // First run: XLA compiles once for all four steps and stores the executable.
+    let (first, err, first_wall) = go("examples/mlp_train.opg", &[]);
+    assert!(err.contains("compile cache: miss for cluster `cluster`"), "{err}");
+    let (miss_s, compiled) = compile_line(&err);
+    assert_eq!(compiled, 1, "{err}");
+    assert_eq!(entries(), 1);
+    // Second run: loaded, not compiled; the same numbers.
+    let (second, err, second_wall) = go("examples/mlp_train.opg", &[]);
+    assert!(err.contains("compile cache: hit for cluster `cluster`"), "{err}");
+    let (hit_s, compiled) = compile_line(&err);
+    assert_eq!(compiled, 0, "{err}");
+    assert!(hit_s < miss_s, "loading ({hit_s} s) is faster than compiling ({miss_s} s)");
+    assert_eq!(first, second);
+    eprintln!("compile {miss_s:.3} s, load {hit_s:.3} s; whole run {first_wall:.2} s, then {second_wall:.2} s");
+    // A changed program (a device loop of two iterations) misses and gets its own entry.
+    let (_, err, _) = go("examples/mlp_train.opg", &["--steps-per-run", "2"]);
+    assert!(err.contains("compile cache: miss"), "{err}");
+    assert_eq!(entries(), 2);
+    // A damaged entry is noted, removed and replaced by a fresh compile.
+    for entry in std::fs::read_dir(&cache).unwrap().filter_map(Result::ok) {
+        let mut bytes = std::fs::read(entry.path()).unwrap();
+        let middle = bytes.len() / 2;
+        bytes[middle] ^= 0x5a;
+        std::fs::write(entry.path(), bytes).unwrap();
+    }
+    let (third, err, _) = go("examples/mlp_train.opg", &[]);
+    assert!(err.contains("fails its checksum; it was removed; cluster `cluster` was compiled afresh"), "{err}");
+    assert_eq!(third, first);
+    let (_, err, _) = go("examples/mlp_train.opg", &[]);
+    assert!(err.contains("compile cache: hit"), "the fresh compile was stored again: {err}");
+    // Outside compilation through the host callback: the loaded executable reaches the host too.
+    let feeds = dir.path().join("feeds.json");
+    std::fs::write(&feeds, r#"{"x0:0": [0.1, -0.5, 0.9], "x1:0": [0.3, 0.2, -1.2]}"#).unwrap();
+    let with_feeds = ["--feeds", feeds.to_str().unwrap()];
+    let (compiled_out, err, _) = go("examples/second_order.opg", &with_feeds);
+    assert!(err.contains("compile cache: miss"), "{err}");
+    let (loaded_out, err, _) = go("examples/second_order.opg", &with_feeds);
+    assert!(err.contains("compile cache: hit"), "{err}");
+    assert_eq!(compiled_out, loaded_out);
+    // --no-compile-cache compiles and writes nothing.
+    let before = entries();
+    let (ok, _, err) =
+        run(&["-v", "examples/mlp_train.opg", "--backend", "pjrt", "--no-compile-cache"], plugin.to_str());
+    assert!(ok, "{err}");
+    assert!(!err.contains("compile cache:") && compile_line(&err).1 == 1, "{err}");
+    assert_eq!(entries(), before);
+    // The cache belongs to the PJRT backend.
+    let (ok, _, err) = run(&["examples/mlp_train.opg", "--compile-cache", cache_arg], None);
+    assert!(!ok && err.contains("--backend pjrt only"), "{err}");
+}

@@ -116,6 +116,7 @@ fn run_pjrt(request: &Request, fetches: &[String]) -> Result<RunOutcome, Failure
         fetch: fetches,
         library: Some(&module),
         no_device_checks: false,
+        compile_cache: None,
     };
     let mut outcome = tpu_rewrite::xla::backend::run(graph, &lowered.assignment, &config)
         .map_err(|e| Failure::at(vec![Box::new(e)], &lowered.source))?

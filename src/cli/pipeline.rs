@@ -289,6 +289,14 @@ pub(super) fn rewrite_and_lower(
         Ok(mut lowered) => {
             // The bodies of While / If / calls travel with the programs that call them.
             crate::ir::functions::carry_functions(&loaded.module, &mut lowered.module);
+            // A plain graph's single replica says what it is on its own.
+            if let (Some(idle), None) = (lowered.assignment.idle_summary(), &single) {
+                errln!(
+                    "note: {} replica(s) of {} core(s) leave {idle}",
+                    lowered.assignment.num_replicas,
+                    lowered.assignment.cores_per_replica
+                );
+            }
             if lower_args.time_passes {
                 for phase in &lowered.phases {
                     errln!("  {:<22} {:>12.3} ms wall", phase.name, phase.wall.as_secs_f64() * 1e3);

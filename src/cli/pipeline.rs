@@ -289,8 +289,10 @@ pub(super) fn rewrite_and_lower(
         Ok(mut lowered) => {
             // The bodies of While / If / calls travel with the programs that call them.
             crate::ir::functions::carry_functions(&loaded.module, &mut lowered.module);
-            // A plain graph's single replica says what it is on its own.
-            if let (Some(idle), None) = (lowered.assignment.idle_summary(), &single) {
+            // A topology or assignment the user chose that leaves cores idle
+            // names them (a plain graph's single replica says what it is).
+            let chosen = lower_args.topology != "1x8" || lower_args.device_assignment.is_some();
+            if let (Some(idle), None, true) = (lowered.assignment.idle_summary(), &single, chosen) {
                 errln!(
                     "note: {} replica(s) of {} core(s) leave {idle}",
                     lowered.assignment.num_replicas,

@@ -65,6 +65,7 @@ pub mod ir;
 pub mod lower;
 pub mod passes;
 pub mod progress;
+pub mod session;
 pub mod syntax;
 pub mod synth;
 pub mod tf;

@@ -372,7 +372,7 @@ pub fn lower_command(
         Err(code) => return code,
     };
     if let Some(single) = &single {
-        errln!("{}", super::plain::describe(single));
+        errln!("{}", crate::session::plain::describe(single));
     }
     if emit == EmitFormat::Stablehlo {
         let Some(graph) = loaded.module.graphs.first() else { return ExitCode::from(1) };

@@ -167,9 +167,10 @@ def test_a_saved_model_function_runs_with_its_checkpoint_values(root, tmp_path):
         np.testing.assert_allclose(result["identity:0"], want["losses"][steps - 1], rtol=1e-5)
     # Its saved_model.pb names the same SavedModel.
     assert tr.load(corpus / "saved_model" / "saved_model.pb", function="train_step").graphs
+    # A directory is read as a SavedModel: one without saved_model.pb says so.
     with pytest.raises(tr.Error) as e:
         tr.load(corpus)
-    assert e.value.code == "tpu_rewrite::py::directory"
+    assert e.value.code == "tpu_rewrite::saved_model::read"
     with pytest.raises(tr.Error) as e:
         tr.load(tmp_path / "x.opg", function="train_step")
     assert e.value.code == "tpu_rewrite::py::argument"

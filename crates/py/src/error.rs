@@ -28,14 +28,6 @@ pub enum PyLayerError {
     #[diagnostic(code(tpu_rewrite::py::read))]
     Read { path: String, reason: String },
 
-    /// A directory that is not a SavedModel was given.
-    #[error("{path} is a directory without a saved_model.pb")]
-    #[diagnostic(
-        code(tpu_rewrite::py::directory),
-        help("tpu_rewrite.load reads a .opg, .pbtxt or .pb file, or a SavedModel directory (tf.saved_model.save)")
-    )]
-    Directory { path: String },
-
     /// An argument's value is not one the function takes.
     #[error("{message}")]
     #[diagnostic(code(tpu_rewrite::py::argument))]

@@ -221,9 +221,6 @@ pub fn load_path(py: Python<'_>, path: PathBuf, format: Option<String>, function
                 ),
             }));
         }
-        if path.is_dir() {
-            return Err(Failure::of(PyLayerError::Directory { path: name }));
-        }
         let limit = tpu_rewrite::syntax::MAX_SOURCE_BYTES as u64;
         if let Ok(meta) = std::fs::metadata(&path) {
             if meta.len() > limit {

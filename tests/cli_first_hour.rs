@@ -371,6 +371,17 @@ fn a_returned_gradient_keeps_the_users_name() {
     let names: Vec<&str> =
         json["outputs"].as_array().expect("outputs").iter().map(|o| o["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["loss:0", "g:0"], "{json}");
+    // Several xs: the region returns outputs of one `IdentityN` named `g`.
+    let two = TRAIN
+        .replace("xs = [%w_read])", "xs = [%w_read, %x])")
+        .replace("return %loss, %g, ^%upd", "return %loss, %g, %g:1, ^%upd");
+    let (_t, path2) = file("train2.opg", two.as_bytes());
+    let o = run(&["run", &path2, "--feeds", &feeds, "--json"]);
+    assert_eq!(code(&o), Some(0), "{}", stderr(&o));
+    let json: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    let names: Vec<&str> =
+        json["outputs"].as_array().expect("outputs").iter().map(|o| o["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["loss:0", "g:0", "g:1"], "{json}");
     // The text output shows the names too.
     let o = run(&["run", &example("second_order.opg")]);
     let text = String::from_utf8_lossy(&o.stdout);

@@ -429,3 +429,42 @@ fn the_stablehlo_file_runs_in_jax_from_its_sidecar_with_runs_numbers() {
     assert_eq!(code(&o), Some(1), "{}", stderr(&o));
     assert!(stderr(&o).contains("JAX and `tpu-rewrite run` differ"), "{}", stderr(&o));
 }
+
+#[test]
+fn tf1_ref_variables_are_initialised_as_resource_variables_are() {
+    // tests/tf/tf1_ref_variables.py: `VariableV2`s set by `Assign` from
+    // constants (TensorFlow's `init`), no `VarHandleOp`, and TensorFlow's
+    // loss after `init`.
+    let root = env!("CARGO_MANIFEST_DIR");
+    let graph = format!("{root}/tests/tf/corpus/tf1_ref_variables.pbtxt");
+    let meta: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(format!("{root}/tests/tf/corpus/tf1_ref_variables.json")).expect("reads"),
+    )
+    .expect("JSON");
+    // The corpus' flat values of x (shape [2, 3]) as the nested rows `--feeds` takes.
+    let x = &meta["feeds"]["x:0"];
+    assert_eq!(x["shape"], serde_json::json!([2, 3]));
+    let flat = x["values"].as_array().expect("values");
+    let rows: Vec<serde_json::Value> = flat.chunks(3).map(|row| serde_json::Value::Array(row.to_vec())).collect();
+    let feeds: serde_json::Map<String, serde_json::Value> =
+        [("x:0".to_string(), serde_json::Value::Array(rows))].into_iter().collect();
+    let (_d, feeds) = file("feeds.json", serde_json::Value::Object(feeds).to_string().as_bytes());
+    let o = run(&["run", &graph, "--feeds", &feeds, "--json"]);
+    let err = stderr(&o);
+    assert_eq!(code(&o), Some(0), "{err}");
+    assert!(err.contains("variable(s) w, b set by the graph's initialisers"), "{err}");
+    let json: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    let loss = json["outputs"][0]["per_replica"][0].as_f64().expect("the loss");
+    let want = meta["runs"][1]["fetches"]["loss:0"]["values"][0].as_f64().expect("TensorFlow's loss");
+    assert!((loss - want).abs() <= 1e-5 * want.abs(), "loss {loss}, TensorFlow {want}");
+    assert_eq!(json["outputs"][0]["name"], "loss:0");
+    // A ref variable read other than through its `read` Identity is refused at the reader.
+    let text = std::fs::read_to_string(&graph).expect("reads");
+    let direct = text.replacen("input: \"w/read\"", "input: \"w\"", 1);
+    assert_ne!(direct, text, "the graph reads w through w/read");
+    let (_e, path) = file("direct.pbtxt", direct.as_bytes());
+    let o = run(&["run", &path, "--feeds", &feeds]);
+    let err = stderr(&o);
+    assert_eq!(code(&o), Some(1), "{err}");
+    assert!(err.contains("tpu_rewrite::session::ref_variable") && err.contains("used by `MatMul`"), "{err}");
+}

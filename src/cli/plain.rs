@@ -55,5 +55,4 @@ pub(super) fn cluster(
         skip_initializers: plain.skip_initializers,
     };
     crate::session::plain::cluster(&mut loaded.module, &config)
-        .map_err(|errors| errors.into_iter().map(|e| Box::new(e) as AnyDiagnostic).collect())
 }

@@ -7,5 +7,8 @@
 //! may name `exec` and `xla` items (the op support the single-replica pass
 //! is given, tensors); nothing below it names it.
 
+pub mod error;
 pub mod outputs;
 pub mod plain;
+
+pub use error::SessionError;

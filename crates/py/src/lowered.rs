@@ -100,7 +100,7 @@ pub fn lower_module(module: &Module, options: &LowerOptions) -> Result<Lowered, 
                 tagged = Arc::new(plain);
             }
             Ok(None) => return Err(Failure::of(PyLayerError::NoGraph)),
-            Err(errors) => return Err(Failure::at(boxed(errors), &module.source)),
+            Err(errors) => return Err(Failure::at(errors, &module.source)),
         }
     }
     let graph = Lowered::graph_of(&tagged)?;

@@ -436,9 +436,9 @@ fn tf1_ref_variables_are_initialised_as_resource_variables_are() {
     // constants (TensorFlow's `init`), no `VarHandleOp`, and TensorFlow's
     // loss after `init`.
     let root = env!("CARGO_MANIFEST_DIR");
-    let graph = format!("{root}/tests/tf/corpus/tf1_ref_variables.pbtxt");
+    let graph = format!("{root}/tests/tf/corpus/tf1_variables/ref_variables.pbtxt");
     let meta: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(format!("{root}/tests/tf/corpus/tf1_ref_variables.json")).expect("reads"),
+        &std::fs::read(format!("{root}/tests/tf/corpus/tf1_variables/ref_variables.json")).expect("reads"),
     )
     .expect("JSON");
     // The corpus' flat values of x (shape [2, 3]) as the nested rows `--feeds` takes.

@@ -1,9 +1,11 @@
-"""Writes tests/tf/corpus/tf1_ref_variables.{pbtxt,json}: a TF1 graph whose variables are
+"""Writes tests/tf/corpus/tf1_variables/ref_variables.{pbtxt,json}: a TF1 graph whose variables are
 ref variables (`VariableV2`, set by `Assign` from constants, read through `<name>/read`), with
 no `VarHandleOp`, and TensorFlow's value of its loss after running its `init` op.
 
 Run after setup.sh:  tests/tf/.venv/bin/python tests/tf/tf1_ref_variables.py
 
+It lives in its own directory because tests/tf_corpus.rs runs every top-level case on the
+library's kernels, which have none for ref variables (the CLI's plain-graph run converts them).
 The JSON is make_corpus.py's format: {"kind": "plain", "feeds": {tensor: T},
 "runs": [{"targets": ["init"], "fetches": {}}, {"targets": [], "fetches": {tensor: T}}]}.
 """
@@ -44,10 +46,11 @@ def main():
         ],
         "rtol": 1e-5,
     }
-    os.makedirs(mc.OUT, exist_ok=True)
-    with open(os.path.join(mc.OUT, "tf1_ref_variables.pbtxt"), "w") as f:
+    out = os.path.join(mc.OUT, "tf1_variables")
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "ref_variables.pbtxt"), "w") as f:
         f.write(str(graph.as_graph_def()))
-    with open(os.path.join(mc.OUT, "tf1_ref_variables.json"), "w") as f:
+    with open(os.path.join(out, "ref_variables.json"), "w") as f:
         json.dump(meta, f, indent=1)
     print("tf1_ref_variables: loss", value)
 

@@ -5,8 +5,9 @@
 //! `lower` (per-device programs) → `exec` (the device mesh). `emit` prints
 //! any stage; `tf` reads and writes TensorFlow GraphDefs; `xla` emits
 //! StableHLO and runs it through PJRT. `diagnostics` renders any error
-//! against its source as the binary does, and `synth` makes synthetic
-//! graphs for benchmarks. The command-line interface is the `tpu-rewrite`
+//! against its source as the binary does, `session` makes a plain graph one
+//! single-replica cluster and names a run's outputs (for the binary and the
+//! Python package alike), and `synth` makes synthetic graphs for benchmarks. The command-line interface is the `tpu-rewrite`
 //! binary's own code (`src/cli/`) and not part of the library.
 //!
 //! The main types and entry points are re-exported here. The library
@@ -65,6 +66,7 @@ pub mod ir;
 pub mod lower;
 pub mod passes;
 pub mod progress;
+pub mod session;
 pub mod syntax;
 pub mod synth;
 pub mod tf;

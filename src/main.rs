@@ -5,7 +5,7 @@ mod cli;
 
 // The CLI names library items as `crate::<module>::...`: the library's
 // modules, re-exported at the binary's root, give those paths.
-use tpu_rewrite::{diagnostics, emit, exec, ir, lower, passes, progress, syntax, tf, xla};
+use tpu_rewrite::{diagnostics, emit, exec, ir, lower, passes, progress, session, syntax, tf, xla};
 
 /// The global allocator (feature `mimalloc`, on by default): graphs of
 /// millions of small nodes spend a fifth of their time in malloc/free with

@@ -1,5 +1,6 @@
 """load, rewrite, lower, run and errors of the tpu_rewrite package, on .opg graphs."""
 
+import json
 import pathlib
 
 import numpy as np
@@ -123,8 +124,55 @@ def test_bad_options_and_feeds_raise_error():
     assert e.value.code == "tpu_rewrite::py::read"
 
 
-def test_a_plain_graph_cannot_be_lowered_here():
-    plain = "graph @main {\n  %a = Const() {dtype = f32, value = tensor(f32, [1]) [1.0]}\n}\n"
+PLAIN = """graph @main {
+  %x = Placeholder() {dtype = f32, shape = shape[2]}
+  %w = VarHandleOp() {dtype = f32, shape = shape[2], shared_name = "w"}
+  %w_value = Const() {dtype = f32, value = tensor(f32, [2]) [3.0, -1.0]}
+  %w_init = AssignVariableOp(%w, %w_value) {dtype = f32}
+  %w_read = ReadVariableOp(%w) {dtype = f32}
+  %loss = Mul(%x, %w_read) {T = f32}
+}
+"""
+
+
+def test_a_plain_graph_lowers_and_runs_as_one_replica():
+    # As `tpu-rewrite run` makes it: one single-replica cluster, the
+    # initialiser run first, the result named as the CLI names it.
+    lowered = tr.lower(tr.load(PLAIN))
+    assert lowered.num_replicas == 1
+    assert "single-replica cluster" in lowered.plain and "variable(s) w set" in lowered.plain
+    x = np.array([1.5, 2.0], np.float32)
+    w = np.array([3.0, -1.0], np.float32)
+    result = tr.run(lowered, feeds={"x:0": x})
+    assert list(result) == ["loss:0"]
+    np.testing.assert_array_equal(result["loss:0"], [x * w])
+    np.testing.assert_array_equal(result.variables["w"], w)
+    fetched = tr.run(lowered, feeds={"x:0": x}, fetches=["loss:0"])
+    assert list(fetched) == ["loss:0"]
+    np.testing.assert_array_equal(fetched["loss:0"], x * w)
+    # A replicated graph is not a plain one.
+    assert tr.lower(tr.load(DOUBLE), topology="1x2").plain is None
+
+
+def test_a_saved_model_function_runs_with_its_checkpoint_values(root, tmp_path):
+    # The Keras MLP of tests/tf/corpus_tf2 (corpus_tf2.py): TensorFlow's
+    # losses of its train_step, from the SavedModel's checkpoint values.
+    corpus = root / "tests" / "tf" / "corpus_tf2" / "mlp"
+    want = json.loads((corpus / "expected.json").read_text())
+    feeds = {f"{k}:0": np.asarray(v, np.float32) for k, v in json.loads((corpus / "feeds.json").read_text()).items()}
+    lowered = tr.lower(tr.load(corpus / "saved_model", function="train_step"))
+    assert lowered.num_replicas == 1 and "single-replica cluster" in lowered.plain
+    for steps in (1, 3):
+        result = tr.run(lowered, feeds=feeds, fetches=["identity:0"], steps=steps)
+        np.testing.assert_allclose(result["identity:0"], want["losses"][steps - 1], rtol=1e-5)
+    # Its saved_model.pb names the same SavedModel.
+    assert tr.load(corpus / "saved_model" / "saved_model.pb", function="train_step").graphs
+    # A directory is read as a SavedModel: one without saved_model.pb says so.
     with pytest.raises(tr.Error) as e:
-        tr.lower(tr.load(plain))
-    assert e.value.code == "tpu_rewrite::py::no_cluster"
+        tr.load(corpus)
+    assert e.value.code == "tpu_rewrite::saved_model::read"
+    with pytest.raises(tr.Error) as e:
+        tr.load(tmp_path / "x.opg", function="train_step")
+    assert e.value.code == "tpu_rewrite::py::argument"
+
+

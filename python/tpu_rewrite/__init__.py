@@ -34,7 +34,9 @@ def _looks_like_text(x: str) -> bool:
     return "\n" in x or "{" in x
 
 
-def load(x: Any, format: Optional[str] = None, name: Optional[str] = None) -> Module:
+def load(
+    x: Any, format: Optional[str] = None, name: Optional[str] = None, function: Optional[str] = None
+) -> Module:
     """Reads a graph.
 
     ``x`` is a ``tf.compat.v1.GraphDef`` (or anything with
@@ -43,10 +45,16 @@ def load(x: Any, format: Optional[str] = None, name: Optional[str] = None) -> Mo
     A ``str`` holding a newline or ``{`` is graph text; any other is a
     path. ``format`` ("opg", "pbtxt" or "pb") overrides the choice made from the
     extension or the bytes; ``name`` is the file name diagnostics show.
+    A path to a SavedModel (its directory, or its ``saved_model.pb``) loads
+    the function ``function`` (default: the serving signature) with its
+    variables' checkpoint values, as ``tpu-rewrite run DIR --function``
+    does; ``function`` on any other input is an error.
     A GraphDef is imported and verified; errors raise ``Error``.
     """
     if format not in _FORMATS:
         raise ValueError(f'format must be "opg", "pbtxt", "pb" or None, not {format!r}')
+    if function is not None and not isinstance(x, (str, os.PathLike)):
+        raise ValueError("function picks a function of a SavedModel, which is loaded from a path")
     if hasattr(x, "SerializeToString") and not isinstance(x, (bytes, str)):
         return _native.load_bytes(x.SerializeToString(), name or "<GraphDef>", format or "pb")
     if isinstance(x, (bytes, bytearray, memoryview)):
@@ -54,7 +62,7 @@ def load(x: Any, format: Optional[str] = None, name: Optional[str] = None) -> Mo
     if isinstance(x, str) and _looks_like_text(x):
         return _native.load_bytes(x.encode(), name or "<string>", format)
     if isinstance(x, (str, os.PathLike)):
-        return _native.load_path(os.fspath(x), format)
+        return _native.load_path(os.fspath(x), format, function)
     raise TypeError(
         "load takes a GraphDef, bytes, graph text or a path, not " + type(x).__name__
     )
@@ -99,7 +107,11 @@ def lower(
     (HOSTSxCORES_PER_HOST). A module ``rewrite`` did not make is rewritten
     with the default passes first. ``device_assignment`` is a table
     ``task:core`` per logical core, ``,`` between cores, ``;`` between
-    replicas."""
+    replicas. A plain graph (no replicate cluster: a GraphDef, a
+    SavedModel function) becomes one single-replica cluster carrying the
+    graph's results, its variable initialisers (or a SavedModel's
+    checkpoint values) set first, as ``tpu-rewrite run`` makes it;
+    ``Lowered.plain`` says what was chosen."""
     return _native.lower(module, topology, num_replicas, cores_per_replica, device_assignment, steps_per_run)
 
 

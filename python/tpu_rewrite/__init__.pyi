@@ -10,7 +10,9 @@ from ._native import Lowered as Lowered, Module as Module
 
 __version__: str
 
-def load(x: Any, format: Optional[str] = None, name: Optional[str] = None) -> Module: ...
+def load(
+    x: Any, format: Optional[str] = None, name: Optional[str] = None, function: Optional[str] = None
+) -> Module: ...
 def rewrite(
     graph: Module,
     passes: Optional[Union[str, Sequence[str]]] = None,

@@ -40,6 +40,9 @@ class Lowered:
     @property
     def steps_per_run(self) -> int: ...
     @property
+    def plain(self) -> Optional[str]:
+        """For a plain graph, what its single-replica cluster is; None otherwise."""
+    @property
     def device_assignment(self) -> npt.NDArray[np.int64]:
         """[replica, logical core] -> device id (task * cores_per_host + core)."""
     def to_opg(self) -> str: ...
@@ -50,7 +53,7 @@ class Lowered:
         variables, num_replicas, num_partitions and device_ids."""
 
 def load_bytes(data: bytes, name: str, format: Optional[str] = None) -> Module: ...
-def load_path(path: str, format: Optional[str] = None) -> Module: ...
+def load_path(path: str, format: Optional[str] = None, function: Optional[str] = None) -> Module: ...
 def rewrite(
     module: Module,
     passes: Optional[List[str]] = None,

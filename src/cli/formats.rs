@@ -83,10 +83,11 @@ pub fn load_function(
     let loaded = load_source(input, flag, function, progress)?;
     let also_known =
         |op: &str| crate::exec::kernels::has_kernel(op) || crate::xla::stablehlo::lowering_of(op).is_some();
-    let unknown: Vec<AnyDiagnostic> = crate::ir::known_ops::unknown_op_types(&loaded.module, &also_known, strict)
-        .into_iter()
-        .map(|e| Box::new(e) as AnyDiagnostic)
-        .collect();
+    let unknown: Vec<AnyDiagnostic> =
+        crate::ir::known_ops::unknown_op_types(&loaded.module, &also_known, strict, loaded.source.text())
+            .into_iter()
+            .map(|e| Box::new(e) as AnyDiagnostic)
+            .collect();
     if report(unknown, &loaded.source) {
         return None;
     }

@@ -289,6 +289,16 @@ pub(super) fn rewrite_and_lower(
         Ok(mut lowered) => {
             // The bodies of While / If / calls travel with the programs that call them.
             crate::ir::functions::carry_functions(&loaded.module, &mut lowered.module);
+            // A topology or assignment the user chose that leaves cores idle
+            // names them (a plain graph's single replica says what it is).
+            let chosen = lower_args.topology != "1x8" || lower_args.device_assignment.is_some();
+            if let (Some(idle), None, true) = (lowered.assignment.idle_summary(), &single, chosen) {
+                errln!(
+                    "note: {} replica(s) of {} core(s) leave {idle}",
+                    lowered.assignment.num_replicas,
+                    lowered.assignment.cores_per_replica
+                );
+            }
             if lower_args.time_passes {
                 for phase in &lowered.phases {
                     errln!("  {:<22} {:>12.3} ms wall", phase.name, phase.wall.as_secs_f64() * 1e3);
@@ -362,7 +372,7 @@ pub fn lower_command(
         Err(code) => return code,
     };
     if let Some(single) = &single {
-        errln!("{}", super::plain::describe(single));
+        errln!("{}", crate::session::plain::describe(single));
     }
     if emit == EmitFormat::Stablehlo {
         let Some(graph) = loaded.module.graphs.first() else { return ExitCode::from(1) };

@@ -13,9 +13,8 @@ use super::io::{write_output, InputPath};
 use super::pipeline::{rewrite_and_lower, Target};
 use super::{finish, report, InputFormat, LowerArgs, RewriteArgs};
 use crate::exec::{self, driver, Tensor};
-use crate::ir::Module;
 use crate::passes;
-use crate::passes::single_replica::SingleReplica;
+use crate::session::outputs::{computation_outputs, display_names, grouped_outputs, shard_fetches, Output};
 
 /// The arguments of `run`.
 #[derive(Debug, Clone, clap::Args)]
@@ -169,107 +168,6 @@ fn summary(t: &Tensor) -> String {
             t.shape()
         )
     }
-}
-
-/// A computation output as `run` shows it without `--fetch`.
-struct Output {
-    /// The tensor the computation returns, as the user knows it.
-    name: String,
-    /// The host's copy of each replica's value (`output_<i>_shard_<r>:0`), in replica order.
-    shards: Vec<String>,
-    /// The output's reduce op, if it has one: then one value is shown.
-    reduce: Option<exec::ReduceOp>,
-}
-
-/// Every computation output of the tagged graph, cluster by cluster in
-/// graph order: each `TPUReplicatedOutput`, the `Identity` per replica the
-/// host reads, and the tensor it returns (seen through the one `Identity`
-/// the fan-out wraps each output in; a plain graph's outputs by the fetch
-/// they carry). Shards the lowered host program lacks are left out.
-fn computation_outputs(tagged: &Module, lowered: &Module, single: Option<&SingleReplica>) -> Vec<Output> {
-    let (Some(graph), Some(host)) = (tagged.graphs.first(), lowered.graph(driver::HOST)) else { return Vec::new() };
-    let operand = |id| graph.data_inputs(id).into_iter().next();
-    let mut outputs = Vec::new();
-    for fan in graph.nodes_in_order() {
-        let node = graph.node(fan);
-        if &*node.op != "TPUReplicatedOutput" {
-            continue;
-        }
-        let mut shards: Vec<(u32, String)> = graph
-            .uses(fan)
-            .into_iter()
-            .filter_map(|(user, edge)| match edge.kind {
-                crate::ir::EdgeKind::Data { output, .. } if &*graph.node(user).op == "Identity" => {
-                    let name = graph.node(user).name.to_string();
-                    host.find(&name).map(|_| (output, format!("{name}:0")))
-                }
-                _ => None,
-            })
-            .collect();
-        if shards.is_empty() {
-            continue;
-        }
-        shards.sort();
-        let shards: Vec<String> = shards.into_iter().map(|(_, name)| name).collect();
-        let asked = single.and_then(|s| s.fetches.iter().find(|(_, carrier)| *carrier == shards[0]));
-        let name = match asked {
-            Some((asked, _)) => asked.clone(),
-            None => operand(fan)
-                .map(|wrapped| match &*graph.node(wrapped.src).op {
-                    "Identity" => operand(wrapped.src).unwrap_or(wrapped),
-                    _ => wrapped,
-                })
-                .map_or_else(
-                    || node.name.to_string(),
-                    |v| format!("{}:{}", graph.node(v.src).name, v.output.unwrap_or(0)),
-                ),
-        };
-        let reduce = node.attrs.get_str("reduce_op").and_then(exec::ReduceOp::parse);
-        outputs.push(Output { name, shards, reduce });
-    }
-    outputs
-}
-
-/// The fetched values grouped by output (they come in the order of
-/// [`computation_outputs`]' shards): per replica, or one reduced value.
-fn grouped_outputs(
-    outputs: &[Output],
-    fetched: &[(String, Tensor)],
-) -> Vec<(Option<exec::ReduceOp>, exec::OutputValue)> {
-    let mut values = fetched.iter().map(|(_, t)| t.clone());
-    outputs
-        .iter()
-        .map(|o| {
-            let mine: Vec<Tensor> = values.by_ref().take(o.shards.len()).collect();
-            match (o.reduce, mine.first()) {
-                // Every replica holds the reduced value: show it once.
-                (Some(op), Some(first)) => (Some(op), exec::OutputValue::Reduced(first.clone())),
-                _ => (None, exec::OutputValue::PerReplica(mine)),
-            }
-        })
-        .collect()
-}
-
-/// The name a user knows for each backend fetch: a computation output's
-/// shard is its tensor (with its replica when there are several), a plain
-/// graph's fetch the name it was asked by; anything else as it is.
-fn display_names(outputs: &[Output], single: Option<&SingleReplica>, fetches: &[String]) -> Vec<String> {
-    fetches
-        .iter()
-        .map(|f| {
-            if let Some((asked, _)) = single.and_then(|s| s.fetches.iter().find(|(_, c)| c == f)) {
-                return asked.clone();
-            }
-            for o in outputs {
-                match o.shards.iter().position(|s| s == f) {
-                    Some(r) if o.shards.len() > 1 => return format!("{} (replica {r})", o.name),
-                    Some(_) => return o.name.clone(),
-                    None => {}
-                }
-            }
-            f.clone()
-        })
-        .collect()
 }
 
 /// The variables after the run as JSON: name, dtype, shape and `value`,
@@ -473,7 +371,7 @@ pub fn run_command(args: RunArgs) -> ExitCode {
             Err(code) => return code,
         };
     if let Some(single) = &single {
-        errln!("{}", super::plain::describe(single));
+        errln!("{}", crate::session::plain::describe(single));
     }
     // Feeds of placeholders the run does not need, and of variables (their
     // values were loaded above), are not feeds of the program.
@@ -520,8 +418,10 @@ pub fn run_command(args: RunArgs) -> ExitCode {
     let outputs = computation_outputs(&loaded.module, &lowered, single.as_ref());
     let fetches = match (&single, loaded.module.graphs.first()) {
         // A plain graph's fetches are carried by the cluster's outputs.
-        (Some(single), Some(tagged)) if !args.fetch.is_empty() => super::plain::fetches(single, tagged, &args.fetch),
-        _ if args.fetch.is_empty() => outputs.iter().flat_map(|o| o.shards.iter().cloned()).collect(),
+        (Some(single), Some(tagged)) if !args.fetch.is_empty() => {
+            crate::session::plain::fetches(single, tagged, &args.fetch)
+        }
+        _ if args.fetch.is_empty() => shard_fetches(&outputs),
         _ => args.fetch.clone(),
     };
     if let Some(tagged) = loaded.module.graphs.first() {
@@ -705,7 +605,7 @@ pub fn run_command(args: RunArgs) -> ExitCode {
     };
     let mut outcome = outcome;
     if let Some(single) = &single {
-        super::plain::rename_fetched(single, &mut outcome.fetched);
+        crate::session::plain::rename_fetched(single, &mut outcome.fetched);
     }
     if !variable_fetches.is_empty() {
         let mut by_name: std::collections::HashMap<String, Tensor> = outcome.fetched.drain(..).collect();

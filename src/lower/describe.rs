@@ -90,6 +90,9 @@ pub struct StrategyFacts {
     pub input_contexts: Vec<InputContext>,
     /// The global batch size the contexts' per-replica sizes are for.
     pub global_batch_size: Option<u64>,
+    /// The topology's cores no replica runs on, summarised by host
+    /// (`None` when every core is used).
+    pub idle_cores: Option<String>,
 }
 
 /// The per-replica batch size, with TensorFlow's error when it does not divide.
@@ -161,6 +164,7 @@ pub fn describe(assignment: &DeviceAssignment, global_batch_size: Option<u64>) -
         input_workers,
         input_contexts,
         global_batch_size,
+        idle_cores: assignment.idle_summary(),
     })
 }
 
@@ -185,6 +189,9 @@ impl fmt::Display for StrategyFacts {
             for (k, d) in r.logical_devices.iter().enumerate() {
                 writeln!(f, "    logical device {k}: {d}")?;
             }
+        }
+        if let Some(idle) = &self.idle_cores {
+            writeln!(f, "idle_cores: {idle}")?;
         }
         writeln!(f, "input_pipelines:")?;
         for (w, c) in self.input_workers.iter().zip(&self.input_contexts) {
@@ -215,6 +222,21 @@ mod tests {
 
     fn host(task: u32) -> String {
         format!("/job:worker/replica:0/task:{task}/device:CPU:0")
+    }
+
+    #[test]
+    fn idle_cores_are_named_by_host() {
+        let t = Topology::parse("1x16").unwrap();
+        let a = DeviceAssignment::full_mesh(&t, 8, 1).unwrap();
+        let facts = describe(&a, None).unwrap();
+        let idle = facts.idle_cores.as_deref().expect("8 idle cores");
+        assert_eq!(idle, "8 of the 16 cores idle (task 0: TPU:8-15)");
+        assert!(facts.to_string().contains("idle_cores: 8 of the 16 cores idle"));
+        let t = Topology::parse("2x4").unwrap();
+        let table = DeviceAssignment::parse_table(&t, "0:0;0:2;1:3").unwrap();
+        assert_eq!(table.idle_summary().as_deref(), Some("5 of the 8 cores idle (task 0: TPU:1,3; task 1: TPU:0-2)"));
+        let full = DeviceAssignment::full_mesh(&t, 8, 1).unwrap();
+        assert_eq!(describe(&full, None).unwrap().idle_cores, None);
     }
 
     #[test]

@@ -137,6 +137,30 @@ pub enum LowerError {
         span: Span,
     },
 
+    /// A variable assignment outside every cluster that reads a value the
+    /// step computes (Keras leaves batch-norm moving averages so): the
+    /// lowering runs such assignments once, as initialisers, before the
+    /// first step, when that value does not exist yet.
+    #[error("`{node}` ({op}) outside the replicate cluster reads `{reads}`, a value of the step")]
+    #[diagnostic(
+        code(tpu_rewrite::lower::update_after_step),
+        help(
+            "assignments outside a cluster run once, before the first step, as variable initialisers; \
+             update the variable inside the cluster (as TPUStrategy's `strategy.run` does), or drop the update"
+        )
+    )]
+    UpdateAfterStep {
+        /// The assignment's node name.
+        node: String,
+        /// Its op type.
+        op: String,
+        /// The step's value it reads (a cluster output).
+        reads: String,
+        /// The assignment.
+        #[label("runs before the first step, but reads the step's result")]
+        span: Span,
+    },
+
     /// A global batch size that does not divide by the replicas in sync.
     #[error(
         "The `global_batch_size` {global_batch_size} is not divisible by `num_replicas_in_sync` {num_replicas_in_sync}"

@@ -193,6 +193,41 @@ impl DeviceAssignment {
         self.topology.host_device(self.core(replica, logical).task)
     }
 
+    /// The cores of the topology no replica uses, by task then core.
+    pub fn idle_cores(&self) -> Vec<PhysicalCore> {
+        let used: std::collections::HashSet<PhysicalCore> = self.cores.iter().flatten().copied().collect();
+        (0..self.topology.hosts)
+            .flat_map(|task| (0..self.topology.cores_per_host).map(move |core| PhysicalCore { task, core }))
+            .filter(|c| !used.contains(c))
+            .collect()
+    }
+
+    /// The idle cores as ranges per host (`task 0: TPU:8-15`), or `None`
+    /// when every core runs a replica.
+    pub fn idle_summary(&self) -> Option<String> {
+        let idle = self.idle_cores();
+        if idle.is_empty() {
+            return None;
+        }
+        let mut parts: Vec<String> = Vec::new();
+        let mut i = 0;
+        while i < idle.len() {
+            let task = idle[i].task;
+            let mut ranges: Vec<String> = Vec::new();
+            while i < idle.len() && idle[i].task == task {
+                let first = idle[i].core;
+                while i + 1 < idle.len() && idle[i + 1].task == task && idle[i + 1].core == idle[i].core + 1 {
+                    i += 1;
+                }
+                let last = idle[i].core;
+                ranges.push(if first == last { format!("{first}") } else { format!("{first}-{last}") });
+                i += 1;
+            }
+            parts.push(format!("task {task}: TPU:{}", ranges.join(",")));
+        }
+        Some(format!("{} of the {} cores idle ({})", idle.len(), self.topology.num_cores(), parts.join("; ")))
+    }
+
     /// Distinct tasks that hold at least one replica, in order.
     pub fn tasks(&self) -> Vec<u32> {
         let mut tasks: Vec<u32> = self.cores.iter().flatten().map(|c| c.task).collect();

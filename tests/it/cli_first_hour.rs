@@ -42,13 +42,20 @@ fn unknown_op_types_warn_with_a_suggestion_and_strict_refuses_them() {
     assert!(err.contains("tpu_rewrite::ir::unknown_op"), "{err}");
     assert!(err.contains("unknown op type `Tahn`") && err.contains("did you mean `Tanh`?"), "{err}");
     assert!(err.contains("did you mean `MatMul`?"), "{err}");
-    assert!(err.contains("typo.opg:3:"), "located at the node: {err}");
+    // Labelled at the op-type token (column 8), not the whole node.
+    assert!(err.contains("typo.opg:3:8") && err.contains("typo.opg:4:8"), "located at the op type: {err}");
     let o = run(&["check", "--strict", &path]);
     assert_eq!(code(&o), Some(1), "{}", stderr(&o));
     assert!(stderr(&o).contains("unknown op type `Tahn`"));
     // `lower` warns too, before the gradient or kernel problems it leads to.
     let o = run(&["lower", &path]);
     assert!(stderr(&o).contains("did you mean `Tanh`?"), "{}", stderr(&o));
+    // In a GraphDef's text, the label is the value of `op:` (line 13, column 8).
+    let typo = BAD_ATTR.replace("\"Relu\"", "\"Rleu\"").replace("i: 3", "type: DT_FLOAT");
+    let (_p, pbtxt) = file("typo.pbtxt", typo.as_bytes());
+    let err = stderr(&run(&["check", &pbtxt]));
+    assert!(err.contains("unknown op type `Rleu`") && err.contains("did you mean `Relu`?"), "{err}");
+    assert!(err.contains("typo.pbtxt:13:8"), "located at the op value: {err}");
     // Known ops (TensorFlow's and ours) give no warning.
     let o = run(&["check", "--strict", &example("mlp_train.opg")]);
     assert_eq!(code(&o), Some(0), "{}", stderr(&o));
@@ -91,11 +98,40 @@ fn a_topology_the_replicas_span_unevenly_is_refused() {
     assert!(err.contains("tpu_rewrite::lower::uneven_hosts"), "{err}");
     assert!(err.contains("host 2 would use 2 of its 3 cores"), "{err}");
     assert!(o.stdout.is_empty(), "--describe printed facts for an uneven topology");
-    // Filling the hosts works, and so do idle cores on a single host.
+    // Filling the hosts works, and says nothing about idle cores.
     let o = run(&["lower", &example("mlp_train.opg"), "--topology", "2x4", "--describe"]);
     assert_eq!(code(&o), Some(0), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("idle") && !String::from_utf8_lossy(&o.stdout).contains("idle"));
+    // Idle cores on a single host run, and are named on stderr and in --describe.
     let o = run(&["lower", &example("mlp_train.opg"), "--topology", "1x16", "--describe"]);
     assert_eq!(code(&o), Some(0), "{}", stderr(&o));
+    let idle = "8 of the 16 cores idle (task 0: TPU:8-15)";
+    assert!(stderr(&o).contains(&format!("note: 8 replica(s) of 1 core(s) leave {idle}")), "{}", stderr(&o));
+    let facts = String::from_utf8_lossy(&o.stdout);
+    assert!(facts.contains(&format!("idle_cores: {idle}")), "{facts}");
+    assert!(facts.contains("num_replicas_per_host: 8"), "{facts}");
+    let o = run(&["run", &example("mlp_train.opg"), "--topology", "1x16"]);
+    assert_eq!(code(&o), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).contains(idle), "{}", stderr(&o));
+}
+
+#[test]
+fn the_lock_file_that_cargo_install_locked_reads_is_current() {
+    // `cargo install --locked --path .` (README, Quick start) builds with
+    // Cargo.lock's versions, and fails if the lock file would have to
+    // change. A release build is too slow for a test, so this checks what
+    // `--locked` relies on: Cargo.lock is committed and resolves as is.
+    // (`an_installed_binary_writes_its_own_launcher` runs the binary alone.)
+    let root = env!("CARGO_MANIFEST_DIR");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let o = std::process::Command::new(cargo)
+        .args(["metadata", "--locked", "--offline", "--format-version", "1"])
+        .current_dir(root)
+        .output()
+        .expect("cargo runs");
+    assert!(o.status.success(), "Cargo.lock is stale or missing: {}", stderr(&o));
+    let readme = std::fs::read_to_string(format!("{root}/README.md")).expect("reads");
+    assert!(readme.contains("cargo install --locked --path ."), "the README installs with --locked");
 }
 
 #[test]
@@ -250,4 +286,184 @@ fn an_installed_binary_writes_its_own_launcher() {
         .filter(|e| e.file_name().to_string_lossy().starts_with("python-"))
         .count();
     assert_eq!(written, 1, "one copy of the launcher in the cache");
+}
+
+/// TensorFlow's tpu.replicate form (as `examples/tf_tagged.opg`), plus a
+/// variable assigned outside the cluster from the step's result, as Keras
+/// leaves a batch-norm moving average.
+const UPDATE_AFTER_STEP: &str = "graph @main {
+  %x0 = Placeholder() {dtype = f32, shape = shape[2]}
+  %x1 = Placeholder() {dtype = f32, shape = shape[2]}
+  %input0 = TPUReplicatedInput(%x0, %x1) {N = 2, T = f32, index = 0, is_mirrored_variable = false, is_packed = false}
+  %cluster/pivot = NoOp()
+  %TPUReplicateMetadata = TPUReplicateMetadata(^%cluster/pivot) {_tpu_replicate = \"cluster\", allow_soft_placement = false, computation_shape = [], device_assignment = [], host_compute_core = [], num_cores_per_replica = 1, num_replicas = 2, padding_map = [], topology = \"\", use_tpu = true}
+  %replicated_input_0 = Identity(%input0) {T = f32, _tpu_input_identity = true, _tpu_replicate = \"cluster\"}
+  %Relu = Relu(%replicated_input_0) {T = f32, _tpu_replicate = \"cluster\"}
+  %Identity = Identity(%Relu) {T = f32, _tpu_replicate = \"cluster\"}
+  %output0 = TPUReplicatedOutput(%Identity) {T = f32, num_replicas = 2}
+  %output_0_shard_0 = Identity(%output0) {T = f32}
+  %output_0_shard_1 = Identity(%output0:1) {T = f32}
+  %moving = VarHandleOp() {dtype = f32, shape = shape[2], shared_name = \"moving\"}
+  %moving_init_value = Const() {dtype = f32, value = tensor(f32, [2]) [0.0, 0.0]}
+  %moving_init = AssignVariableOp(%moving, %moving_init_value) {dtype = f32}
+  %moving_update = AssignVariableOp(%moving, %output_0_shard_0) {dtype = f32}
+}
+";
+
+#[test]
+fn an_assignment_outside_the_cluster_that_reads_the_step_is_refused_at_it() {
+    let (_d, path) = file("update.opg", UPDATE_AFTER_STEP.as_bytes());
+    let (_f, feeds) = file("feeds.json", br#"{"x0:0": [1.5, -2.0], "x1:0": [-0.5, 3.0]}"#);
+    for args in [vec!["lower", &path], vec!["run", &path, "--feeds", &feeds]] {
+        let o = run(&args);
+        let err = stderr(&o);
+        assert_eq!(code(&o), Some(1), "{args:?}: {err}");
+        assert!(err.contains("tpu_rewrite::lower::update_after_step"), "{err}");
+        assert!(err.contains("`moving_update` (AssignVariableOp) outside the replicate cluster reads"), "{err}");
+        assert!(err.contains("update.opg:16:3"), "located at the assignment: {err}");
+        assert!(!err.contains("moving_init`"), "the initialiser from a constant is fine: {err}");
+        assert!(!err.contains("_Send"), "{err}");
+    }
+    // Without the update, the initialiser runs and the graph runs.
+    let fixed = UPDATE_AFTER_STEP
+        .replace("  %moving_update = AssignVariableOp(%moving, %output_0_shard_0) {dtype = f32}\n", "");
+    let (_g, path) = file("fixed.opg", fixed.as_bytes());
+    let o = run(&["run", &path, "--feeds", &feeds]);
+    assert_eq!(code(&o), Some(0), "{}", stderr(&o));
+}
+
+/// A data-parallel step on two replicas: one variable, a `gradients`
+/// call whose result the step returns, and an SGD update.
+const TRAIN: &str = "graph @main {
+  %x0 = Placeholder() {dtype = f32, shape = shape[3]}
+  %x1 = Placeholder() {dtype = f32, shape = shape[3]}
+  %w = VarHandleOp() {dtype = f32, shape = shape[3], shared_name = \"w\"}
+  %w_init_value = Const() {dtype = f32, value = tensor(f32, [3]) [0.5, -1.0, 2.0]}
+  %w_init = AssignVariableOp(%w, %w_init_value) {dtype = f32}
+  replicate (num_replicas = 2) (%x = [%x0, %x1]) {
+    %w_read = ReadVariableOp(%w) {dtype = f32}
+    %p = Mul(%x, %w_read) {T = f32}
+    %t = Tanh(%p) {T = f32}
+    %sq = Square(%t) {T = f32}
+    %axes = Const() {dtype = i32, value = tensor(i32, [1]) [0]}
+    %loss = Sum(%sq, %axes) {T = f32, keep_dims = false}
+    %g = gradients(ys = [%loss], xs = [%w_read])
+    %group = Const() {dtype = i32, value = tensor(i32, [1, 2]) [0, 1]}
+    %g_sum = CrossReplicaSum(%g, %group) {T = f32}
+    %lr = Const() {dtype = f32, value = tensor(f32, []) [0.1]}
+    %step = Mul(%g_sum, %lr) {T = f32}
+    %upd = AssignSubVariableOp(%w, %step) {dtype = f32}
+    return %loss, %g, ^%upd
+  }
+}
+";
+
+const TRAIN_FEEDS: &[u8] = br#"{"x0:0": [1.0, 2.0, -1.0], "x1:0": [0.5, -0.5, 3.0]}"#;
+
+#[test]
+fn a_returned_gradient_keeps_the_users_name() {
+    let (_d, path) = file("train.opg", TRAIN.as_bytes());
+    let (_f, feeds) = file("feeds.json", TRAIN_FEEDS);
+    let o = run(&["run", &path, "--feeds", &feeds, "--json"]);
+    assert_eq!(code(&o), Some(0), "{}", stderr(&o));
+    let json: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    let names: Vec<&str> =
+        json["outputs"].as_array().expect("outputs").iter().map(|o| o["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["loss:0", "g:0"], "{json}");
+    // Several xs: the region returns outputs of one `IdentityN` named `g`.
+    let two = TRAIN
+        .replace("xs = [%w_read])", "xs = [%w_read, %x])")
+        .replace("return %loss, %g, ^%upd", "return %loss, %g, %g:1, ^%upd");
+    let (_t, path2) = file("train2.opg", two.as_bytes());
+    let o = run(&["run", &path2, "--feeds", &feeds, "--json"]);
+    assert_eq!(code(&o), Some(0), "{}", stderr(&o));
+    let json: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    let names: Vec<&str> =
+        json["outputs"].as_array().expect("outputs").iter().map(|o| o["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["loss:0", "g:0", "g:1"], "{json}");
+    // The text output shows the names too.
+    let o = run(&["run", &example("second_order.opg")]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("output dy:0 replica 0") && text.contains("output ddy:0 replica 1"), "{text}");
+    assert!(!text.contains("TanhGrad"), "{text}");
+}
+
+#[test]
+fn the_stablehlo_file_runs_in_jax_from_its_sidecar_with_runs_numbers() {
+    // First-hour step 5: `lower --format stablehlo -o step.mlir` and its
+    // `step.mlir.json`, run by python/examples/run_stablehlo.py in the
+    // pinned JAX venv, give `tpu-rewrite run`'s outputs and variables. The
+    // script starts from the variables after step 1 (`--npy-dir`) and runs
+    // two steps: the run's step 3.
+    let python = tpu_rewrite::xla::distributed::python()
+        .unwrap_or_else(|e| panic!("the pinned JAX venv (python/setup-venv) is required: {e}"));
+    let dir = tempfile::tempdir().expect("a directory");
+    let at = |name: &str| dir.path().join(name).display().to_string();
+    std::fs::write(at("train.opg"), TRAIN).expect("writes");
+    std::fs::write(at("feeds.json"), TRAIN_FEEDS).expect("writes");
+    let o = run(&["lower", &at("train.opg"), "--format", "stablehlo", "-o", &at("step.mlir")]);
+    assert_eq!(code(&o), Some(0), "{}", stderr(&o));
+    let o = run(&["run", &at("train.opg"), "--feeds", &at("feeds.json"), "--npy-dir", &at("step1")]);
+    assert_eq!(code(&o), Some(0), "{}", stderr(&o));
+    let o = run(&["run", &at("train.opg"), "--feeds", &at("feeds.json"), "--steps", "3", "--json"]);
+    assert_eq!(code(&o), Some(0), "{}", stderr(&o));
+    std::fs::write(at("step3.json"), &o.stdout).expect("writes");
+    let script = format!("{}/python/examples/run_stablehlo.py", env!("CARGO_MANIFEST_DIR"));
+    let jax = |steps: &str| {
+        std::process::Command::new(&python)
+            .args([&script, &at("step.mlir"), "--feeds", &at("feeds.json"), "--variables", &at("step1/variables")])
+            .args(["--steps", steps, "--compare", &at("step3.json")])
+            .output()
+            .expect("python runs")
+    };
+    let o = jax("2");
+    assert_eq!(code(&o), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).contains("every output and variable equals"), "{}", stderr(&o));
+    let printed: serde_json::Value = serde_json::from_slice(&o.stdout).expect("the script prints JSON");
+    assert_eq!(printed["outputs"][1]["name"], "g:0", "{printed}");
+    assert_eq!(printed["variables"][0]["name"], "w", "{printed}");
+    // The comparison can fail: one step from there is the run's step 2,
+    // not its step 3, and the script says so.
+    let o = jax("1");
+    assert_eq!(code(&o), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("JAX and `tpu-rewrite run` differ"), "{}", stderr(&o));
+}
+
+#[test]
+fn tf1_ref_variables_are_initialised_as_resource_variables_are() {
+    // tests/tf/tf1_ref_variables.py: `VariableV2`s set by `Assign` from
+    // constants (TensorFlow's `init`), no `VarHandleOp`, and TensorFlow's
+    // loss after `init`.
+    let root = env!("CARGO_MANIFEST_DIR");
+    let graph = format!("{root}/tests/tf/corpus/tf1_variables/ref_variables.pbtxt");
+    let meta: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(format!("{root}/tests/tf/corpus/tf1_variables/ref_variables.json")).expect("reads"),
+    )
+    .expect("JSON");
+    // The corpus' flat values of x (shape [2, 3]) as the nested rows `--feeds` takes.
+    let x = &meta["feeds"]["x:0"];
+    assert_eq!(x["shape"], serde_json::json!([2, 3]));
+    let flat = x["values"].as_array().expect("values");
+    let rows: Vec<serde_json::Value> = flat.chunks(3).map(|row| serde_json::Value::Array(row.to_vec())).collect();
+    let feeds: serde_json::Map<String, serde_json::Value> =
+        [("x:0".to_string(), serde_json::Value::Array(rows))].into_iter().collect();
+    let (_d, feeds) = file("feeds.json", serde_json::Value::Object(feeds).to_string().as_bytes());
+    let o = run(&["run", &graph, "--feeds", &feeds, "--json"]);
+    let err = stderr(&o);
+    assert_eq!(code(&o), Some(0), "{err}");
+    assert!(err.contains("variable(s) w, b set by the graph's initialisers"), "{err}");
+    let json: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    let loss = json["outputs"][0]["per_replica"][0].as_f64().expect("the loss");
+    let want = meta["runs"][1]["fetches"]["loss:0"]["values"][0].as_f64().expect("TensorFlow's loss");
+    assert!((loss - want).abs() <= 1e-5 * want.abs(), "loss {loss}, TensorFlow {want}");
+    assert_eq!(json["outputs"][0]["name"], "loss:0");
+    // A ref variable read other than through its `read` Identity is refused at the reader.
+    let text = std::fs::read_to_string(&graph).expect("reads");
+    let direct = text.replacen("input: \"w/read\"", "input: \"w\"", 1);
+    assert_ne!(direct, text, "the graph reads w through w/read");
+    let (_e, path) = file("direct.pbtxt", direct.as_bytes());
+    let o = run(&["run", &path, "--feeds", &feeds]);
+    let err = stderr(&o);
+    assert_eq!(code(&o), Some(1), "{err}");
+    assert!(err.contains("tpu_rewrite::session::ref_variable") && err.contains("used by `MatMul`"), "{err}");
 }

@@ -28,14 +28,6 @@ pub enum PyLayerError {
     #[diagnostic(code(tpu_rewrite::py::read))]
     Read { path: String, reason: String },
 
-    /// A directory was given; only files are read.
-    #[error("{path} is a directory; tpu_rewrite.load reads a .opg, .pbtxt or .pb file")]
-    #[diagnostic(
-        code(tpu_rewrite::py::directory),
-        help("SavedModel directories are not read yet; export the graph with tf.compat.v1 and pass its GraphDef")
-    )]
-    Directory { path: String },
-
     /// An argument's value is not one the function takes.
     #[error("{message}")]
     #[diagnostic(code(tpu_rewrite::py::argument))]
@@ -48,14 +40,6 @@ pub enum PyLayerError {
         help("feeds are NumPy arrays of bool, int8, uint8, int32, int64, float16, bfloat16, float32 or float64")
     )]
     Feed { name: String, message: String },
-
-    /// The module has no replicate cluster to lower.
-    #[error("the graph has no replicate cluster to lower")]
-    #[diagnostic(
-        code(tpu_rewrite::py::no_cluster),
-        help("wrap the step in a `replicate` region (or tpu.replicate); `tpu-rewrite run` compiles a plain graph as one single-replica cluster")
-    )]
-    NoCluster,
 
     /// The module has no graph.
     #[error("the module has no graph")]

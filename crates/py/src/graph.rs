@@ -97,6 +97,9 @@ pub struct Module {
     pub(crate) source: Arc<WindowedSource>,
     /// Whether the rewrite passes ran on it.
     pub(crate) rewritten: bool,
+    /// A SavedModel function's captured variables with their checkpoint
+    /// values (by `VarHandleOp` name); empty for any other input.
+    pub(crate) variables: Arc<Vec<(String, tpu_rewrite::ir::TensorLit)>>,
     clusters: Vec<ClusterInfo>,
     warnings: Vec<DiagnosticInfo>,
 }
@@ -155,7 +158,31 @@ fn load(bytes: Vec<u8>, name: String, format: Format) -> Result<Module, Failure>
         }
     };
     let warnings = split_warnings(diagnostics, &source)?;
-    Ok(Module { module: Arc::new(module), source, rewritten: false, clusters: Vec::new(), warnings })
+    Ok(Module {
+        module: Arc::new(module),
+        source,
+        rewritten: false,
+        variables: Arc::default(),
+        clusters: Vec::new(),
+        warnings,
+    })
+}
+
+/// Loads function `function` (default: the serving signature) of the
+/// SavedModel in `dir`, its variables with their checkpoint values.
+fn load_saved_model(dir: &std::path::Path, name: String, function: Option<&str>) -> Result<Module, Failure> {
+    let source = Arc::new(WindowedSource::from_vec(name, Vec::new()));
+    let imported = tf::saved_model::load(dir, function).map_err(|e| Failure::at(vec![Box::new(e)], &source))?;
+    let warnings = split_warnings(boxed(imported.warnings), &source)?;
+    let variables = imported.captured.variables.into_iter().map(|v| (v.name, v.value)).collect();
+    Ok(Module {
+        module: Arc::new(imported.module),
+        source,
+        rewritten: false,
+        variables: Arc::new(variables),
+        clusters: Vec::new(),
+        warnings,
+    })
 }
 
 /// Reads a graph from bytes (`format`: "opg", "pbtxt", "pb" or None to
@@ -174,14 +201,25 @@ pub fn load_bytes(py: Python<'_>, data: &[u8], name: String, format: Option<Stri
 }
 
 /// Reads a graph from a file (`format`: as for `load_bytes`; None decides
-/// by the extension, then by the bytes).
+/// by the extension, then by the bytes), or function `function` (default:
+/// the serving signature) of a SavedModel (a directory, or its
+/// `saved_model.pb`).
 #[pyfunction]
-#[pyo3(signature = (path, format=None))]
-pub fn load_path(py: Python<'_>, path: PathBuf, format: Option<String>) -> PyResult<Module> {
+#[pyo3(signature = (path, format=None, function=None))]
+pub fn load_path(py: Python<'_>, path: PathBuf, format: Option<String>, function: Option<String>) -> PyResult<Module> {
     without_gil(py, move || {
         let name = path.display().to_string();
-        if path.is_dir() {
-            return Err(Failure::of(PyLayerError::Directory { path: name }));
+        if format.is_none() {
+            if let Some(dir) = tf::saved_model::saved_model_dir(&path) {
+                return load_saved_model(&dir, name, function.as_deref());
+            }
+        }
+        if function.is_some() {
+            return Err(Failure::of(PyLayerError::Argument {
+                message: format!(
+                    "function picks a function of a SavedModel (a directory, or its saved_model.pb); {name} is not one"
+                ),
+            }));
         }
         let limit = tpu_rewrite::syntax::MAX_SOURCE_BYTES as u64;
         if let Ok(meta) = std::fs::metadata(&path) {
@@ -277,7 +315,14 @@ pub fn rewrite_module(input: &Module, options: &RewriteOptions) -> Result<Module
         Some(graph) => passes::form_clusters(graph).0.iter().map(|c| ClusterInfo::of(graph, c)).collect(),
         None => Vec::new(),
     };
-    Ok(Module { module: Arc::new(module), source, rewritten: true, clusters, warnings })
+    Ok(Module {
+        module: Arc::new(module),
+        source,
+        rewritten: true,
+        variables: input.variables.clone(),
+        clusters,
+        warnings,
+    })
 }
 
 /// Runs the rewrite passes; returns the rewritten module.

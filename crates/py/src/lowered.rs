@@ -6,7 +6,9 @@
 //! made from the tagged graph and the device assignment, as the CLI makes
 //! them. For those, TF1 control flow is rewritten into functional ops on a
 //! copy first (StableHLO has no frames), which keeps the clusters and so
-//! the assignment.
+//! the assignment. A plain graph (no replicate cluster) is lowered as the
+//! CLI lowers it: one single-replica cluster carrying the graph's results
+//! (`tpu_rewrite::session::plain`), its initialisers run first.
 
 use std::sync::Arc;
 
@@ -17,6 +19,8 @@ use tpu_rewrite::diagnostics::WindowedSource;
 use tpu_rewrite::ir::functions::is_function;
 use tpu_rewrite::lower::{self as lowering, DeviceAssignment, LowerConfig, LowerFailure, Topology};
 use tpu_rewrite::passes;
+use tpu_rewrite::passes::single_replica::{SingleReplica, Unlowered};
+use tpu_rewrite::session::{self, plain::PlainConfig};
 use tpu_rewrite::xla::host::MissingFeed;
 use tpu_rewrite::xla::stablehlo::{self, HostTransfer};
 
@@ -35,6 +39,8 @@ pub struct Lowered {
     pub(crate) assignment: DeviceAssignment,
     pub(crate) steps_per_run: u32,
     pub(crate) source: Arc<WindowedSource>,
+    /// For a plain graph: its single-replica cluster (results, host ops).
+    pub(crate) single: Option<SingleReplica>,
 }
 
 /// The options of `lower`, as Python passes them.
@@ -72,27 +78,46 @@ pub fn lower_module(module: &Module, options: &LowerOptions) -> Result<Lowered, 
         &rewritten
     };
     let config = lower_config(options).map_err(|e| Failure::at(vec![Box::new(e)], &module.source))?;
-    let graph = module.main_graph()?;
-    let (clusters, errors) = passes::form_clusters(graph);
+    let (mut clusters, errors) = passes::form_clusters(module.main_graph()?);
     if errors.iter().any(|e| !e.is_warning()) {
         return Err(Failure::at(boxed(errors), &module.source));
     }
+    // A plain graph becomes one single-replica cluster, as `tpu-rewrite run` makes it.
+    let mut tagged = module.module.clone();
+    let mut single = None;
     if clusters.is_empty() {
-        return Err(Failure::of(PyLayerError::NoCluster));
+        let mut plain = (*module.module).clone();
+        let config = PlainConfig {
+            fetches: &[],
+            unlowered: Unlowered::InCluster,
+            variables: &module.variables,
+            skip_initializers: false,
+        };
+        match session::plain::cluster(&mut plain, &config) {
+            Ok(Some((made, formed))) => {
+                single = Some(made);
+                clusters = formed;
+                tagged = Arc::new(plain);
+            }
+            Ok(None) => return Err(Failure::of(PyLayerError::NoGraph)),
+            Err(errors) => return Err(Failure::at(errors, &module.source)),
+        }
     }
+    let graph = Lowered::graph_of(&tagged)?;
     let mut lowered = match lowering::lower_clusters(graph, clusters, &config) {
         Ok(lowered) => lowered,
         Err(LowerFailure::Lower(errors)) => return Err(Failure::at(boxed(errors), &module.source)),
         Err(LowerFailure::Clusters(errors)) => return Err(Failure::at(boxed(errors), &module.source)),
     };
     // The bodies of While / If / calls travel with the programs that call them.
-    tpu_rewrite::ir::functions::carry_functions(&module.module, &mut lowered.module);
+    tpu_rewrite::ir::functions::carry_functions(&tagged, &mut lowered.module);
     Ok(Lowered {
-        tagged: module.module.clone(),
+        tagged,
         programs: lowered.module,
         assignment: lowered.assignment,
         steps_per_run: config.steps_per_run,
         source: module.source.clone(),
+        single,
     })
 }
 
@@ -167,6 +192,14 @@ impl Lowered {
     #[getter]
     fn steps_per_run(&self) -> u32 {
         self.steps_per_run
+    }
+
+    /// For a plain graph, what its single-replica cluster is (the ops on
+    /// the host, the results chosen, the variables its initialisers set),
+    /// as `tpu-rewrite run` says it on stderr; `None` for a replicated graph.
+    #[getter]
+    fn plain(&self) -> Option<String> {
+        self.single.as_ref().map(session::plain::describe)
     }
 
     /// `[replica, logical core]` → device id (`task * cores_per_host +

@@ -3,8 +3,10 @@
 //! Without fetches, the run fetches every computation output (each
 //! replica's `output_<i>_shard_<r>`) and groups them by output: an output
 //! with a reduce op gives one value, any other one value per replica.
-//! Each output is named by the tensor the computation returns (as `tpu-rewrite run
-//! --json` names it). The simulator checks for signals after every device
+//! Each output is named by the tensor the computation returns, by the
+//! library's naming (`tpu_rewrite::session::outputs`) that `tpu-rewrite run
+//! --json` uses; a plain graph's fetches are carried by its cluster's
+//! outputs and keep the names they were asked by. The simulator checks for signals after every device
 //! iteration, so Ctrl-C stops a long run with `KeyboardInterrupt`; a PJRT
 //! run checks before it starts (XLA cannot stop an execution).
 
@@ -17,47 +19,12 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use tpu_rewrite::exec::driver::RunOutcome;
 use tpu_rewrite::exec::{self, driver, preflight, OutputValue, Tensor};
-use tpu_rewrite::ir::{Graph, Module};
+use tpu_rewrite::session::{self, outputs};
 
 use crate::convert::{tensor_from_py, tensor_to_py};
 use crate::error::{boxed, Failure, PyLayerError};
 use crate::lowered::{host_transfer, Lowered};
 use crate::without_gil;
-
-/// Every `output_<i>_shard_<r>` of the host program, ordered by output then replica.
-fn default_fetches(lowered: &Module) -> Vec<(u64, u64, String)> {
-    let Some(host) = lowered.graph(driver::HOST) else { return Vec::new() };
-    let mut outs: Vec<(u64, u64, String)> = host
-        .node_ids()
-        .filter(|&id| &*host.node(id).op == "Identity")
-        .filter_map(|id| {
-            let name = &host.node(id).name;
-            let (i, r) = name.strip_prefix("output_")?.split_once("_shard_")?;
-            Some((i.parse().ok()?, r.parse().ok()?, format!("{name}:0")))
-        })
-        .collect();
-    outs.sort();
-    outs
-}
-
-/// The tensor the computation returns as output `i` (`name:k`): what the
-/// `TPUReplicatedOutput` that `output_<i>_shard_0` reads returns, seen
-/// through the `Identity` the fan-out wraps each output in.
-fn output_name(tagged: &Graph, i: u64) -> String {
-    let operand = |id| tagged.data_inputs(id).into_iter().next();
-    tagged
-        .find(&format!("output_{i}_shard_0"))
-        .and_then(operand)
-        .map(|shard| shard.src)
-        .filter(|&fan_out| &*tagged.node(fan_out).op == "TPUReplicatedOutput")
-        .and_then(operand)
-        .map(|wrapped| match &*tagged.node(wrapped.src).op {
-            "Identity" => operand(wrapped.src).unwrap_or(wrapped),
-            _ => wrapped,
-        })
-        .map(|value| format!("{}:{}", tagged.node(value.src).name, value.output.unwrap_or(0)))
-        .unwrap_or_else(|| format!("output_{i}"))
-}
 
 /// What a run gives back before it crosses to Python.
 enum Values {
@@ -135,11 +102,14 @@ fn run_pjrt(request: &Request, fetches: &[String]) -> Result<RunOutcome, Failure
 
 fn execute(request: Request) -> Result<(Values, RunOutcome), Failure> {
     let lowered = request.lowered;
-    let tagged = Lowered::graph_of(&lowered.tagged)?;
-    let defaults = default_fetches(&lowered.programs);
-    let fetches: Vec<String> = match &request.fetches {
-        Some(f) => f.clone(),
-        None => defaults.iter().map(|d| d.2.clone()).collect(),
+    let tagged_module = &lowered.tagged;
+    let tagged = Lowered::graph_of(tagged_module)?;
+    let single = lowered.single.as_ref();
+    let defaults = outputs::computation_outputs(tagged_module, &lowered.programs, single);
+    let fetches: Vec<String> = match (&request.fetches, single) {
+        (Some(f), Some(single)) => session::plain::fetches(single, tagged, f),
+        (Some(f), None) => f.clone(),
+        (None, _) => outputs::shard_fetches(&defaults),
     };
     let feed_names: Vec<String> = request.feeds.iter().map(|f| f.0.clone()).collect();
     driver::check_feeds_and_fetches(tagged, &feed_names, &fetches)
@@ -163,31 +133,15 @@ fn execute(request: Request) -> Result<(Values, RunOutcome), Failure> {
             }))
         }
     };
-    let fetched = std::mem::take(&mut outcome.fetched);
+    let mut fetched = std::mem::take(&mut outcome.fetched);
     if request.fetches.is_some() {
+        if let Some(single) = single {
+            session::plain::rename_fetched(single, &mut fetched);
+        }
         return Ok((Values::Fetched(fetched), outcome));
     }
-    // Group by output, replicas in order: the defaults are sorted so.
-    let reduce = exec::output_reduce_ops(tagged);
-    let mut per_replica: Vec<Vec<Tensor>> = Vec::new();
-    let mut replicas: Vec<u64> = defaults.iter().map(|d| d.1).collect();
-    replicas.sort_unstable();
-    replicas.dedup();
-    per_replica.resize(replicas.len(), Vec::new());
-    let mut outputs: Vec<u64> = Vec::new();
-    for ((i, r, _), (_, t)) in defaults.iter().zip(fetched) {
-        let rank = replicas.binary_search(r).unwrap_or(0);
-        per_replica[rank].push(t);
-        if !outputs.contains(i) {
-            outputs.push(*i);
-        }
-    }
-    let grouped = exec::group_outputs(per_replica, &reduce);
-    let named = grouped
-        .into_iter()
-        .zip(outputs)
-        .map(|(value, i)| (output_name(tagged, i), reduce.get(i as usize).copied().flatten(), value))
-        .collect();
+    let grouped = outputs::grouped_outputs(&defaults, &fetched);
+    let named = defaults.into_iter().zip(grouped).map(|(o, (reduce, value))| (o.name, reduce, value)).collect();
     Ok((Values::Outputs(named), outcome))
 }
 

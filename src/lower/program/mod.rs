@@ -417,8 +417,11 @@ impl Builder<'_> {
                 Part::Device { .. } | Part::Oc { .. } | Part::FanIn { .. } | Part::FanOut { .. }
             ) || src.node(id).attrs.contains_key(TPU_REPLICATE)
         };
+        // Each node of the init program is walked from the assignment
+        // (`root`) that reached it first; an assignment whose data reaches
+        // back into a cluster reads the step's result and is refused.
         let mut init: HashSet<NodeId> = HashSet::default();
-        let mut stack: Vec<NodeId> = order
+        let mut stack: Vec<(NodeId, NodeId)> = order
             .iter()
             .copied()
             .filter(|&id| {
@@ -426,12 +429,29 @@ impl Builder<'_> {
                     && src.node(id).op.starts_with("Assign")
                     && src.node(id).op.ends_with("VariableOp")
             })
+            .map(|id| (id, id))
             .collect();
-        while let Some(id) = stack.pop() {
+        let mut refused: HashSet<NodeId> = HashSet::default();
+        while let Some((id, root)) = stack.pop() {
             if in_cluster(&self.parts, id) || !init.insert(id) {
                 continue;
             }
-            stack.extend(src.inputs(id).iter().map(|i| i.src));
+            for input in src.inputs(id) {
+                let data = !input.is_control();
+                if data && in_cluster(&self.parts, input.src) {
+                    if refused.insert(root) {
+                        let node = src.node(root);
+                        self.errors.push(LowerError::UpdateAfterStep {
+                            node: node.name.to_string(),
+                            op: node.op.to_string(),
+                            reads: src.node(input.src).name.to_string(),
+                            span: node.span,
+                        });
+                    }
+                    continue;
+                }
+                stack.push((input.src, root));
+            }
         }
         for &id in order {
             if in_cluster(&self.parts, id) {

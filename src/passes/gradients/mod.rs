@@ -45,7 +45,7 @@ use rustc_hash::FxHashSet;
 use self::colocation::{ColocationContext, OUTSIDE_COMPILATION_ATTR};
 use self::emitter::Emitter;
 use super::error::PassError;
-use crate::ir::{AttrMap, AttrValue, EdgeKind, Graph, NodeId, NodeKind, RegionKind, ValueRef};
+use crate::ir::{AttrMap, AttrValue, DType, EdgeKind, Graph, NodeId, NodeKind, RegionKind, ValueRef};
 
 pub use self::emitter::Tensor;
 
@@ -435,6 +435,10 @@ fn expand_call(
         };
         results.push(grad);
     }
+    // Outputs the region returns keep the user's name (`%dy` → `dy:0`):
+    // they are read through an `Identity` (`IdentityN` for several xs)
+    // that takes the call's name once the call is gone.
+    let named: Vec<bool> = (0..call.xs.len()).map(|i| returned(e.graph, call_id, Some(i as u32))).collect();
     for (i, &(x, x_span)) in call.xs.iter().enumerate() {
         let grad = results[i];
         let used = e
@@ -473,8 +477,11 @@ fn expand_call(
             }
         };
         e.graph.replace_uses(call_id, i as u32, grad.node, grad.output);
-        replace_returned(e.graph, call_id, i as u32, grad);
+        if !named[i] {
+            replace_returned(e.graph, call_id, i as u32, grad);
+        }
     }
+    let alias = name_returned(&mut e, call_id, &named, &results);
     let mut errors_of_call = e.finish();
     // Control uses of the call now wait for every gradient it produced.
     let control_users: Vec<NodeId> = graph
@@ -510,7 +517,43 @@ fn expand_call(
         }
     }
     graph.remove_node(call.id);
+    if let Some(alias) = alias {
+        // The call's name is free now; a clash is impossible, as the call held it.
+        let _ = graph.rename(alias, &call.name);
+    }
     errors.append(&mut errors_of_call);
+}
+
+/// Points the returned outputs of the call (`named[i]`) at one new
+/// `Identity`/`IdentityN` of the gradients, whose id is returned to be
+/// given the call's name; `None` (and the gradients returned directly)
+/// when none is returned or some gradient or dtype is missing.
+fn name_returned(e: &mut Emitter<'_>, call_id: NodeId, named: &[bool], results: &[Option<Tensor>]) -> Option<NodeId> {
+    if !named.iter().any(|&n| n) {
+        return None;
+    }
+    let grads: Option<Vec<Tensor>> = results.iter().copied().collect();
+    let dtypes: Option<Vec<DType>> = grads.as_ref().and_then(|g| g.iter().map(|&t| e.dtype_of(t)).collect());
+    let (Some(grads), Some(dtypes)) = (grads, dtypes) else {
+        // The old way: the region returns the gradients themselves.
+        for (i, grad) in results.iter().enumerate() {
+            if let (true, Some(grad)) = (named[i], grad) {
+                replace_returned(e.graph, call_id, i as u32, *grad);
+            }
+        }
+        return None;
+    };
+    let name = e.fresh_name("returned");
+    let alias = if let [dtype] = dtypes[..] {
+        e.emit_named(name, "Identity", &grads, [("T", AttrValue::Type(dtype))])
+    } else {
+        let list = AttrValue::List(dtypes.into_iter().map(AttrValue::Type).collect());
+        e.emit_named(name, "IdentityN", &grads, [("T", list)])
+    };
+    for (i, _) in named.iter().enumerate().filter(|(_, &n)| n) {
+        replace_returned(e.graph, call_id, i as u32, Tensor { node: alias.node, output: i as u32 });
+    }
+    Some(alias.node)
 }
 
 /// Fills `out` with the data inputs of `op`, by slot.

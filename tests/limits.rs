@@ -9,7 +9,7 @@
 //! `ru_maxrss` that `wait4` reports starts from it), so the peaks measured
 //! here are only the child's while the parent stays small.
 
-#[path = "support/pjrt.rs"]
+#[path = "it/support/pjrt.rs"]
 mod support;
 
 use std::process::{Command, Output};

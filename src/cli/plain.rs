@@ -23,6 +23,8 @@ pub(super) struct PlainRun<'a> {
     pub feed: &'a [String],
     /// `--no-initializers`: the graph's initialisers do not run first.
     pub skip_initializers: bool,
+    /// `--data-parallel N`: the cluster becomes N data-parallel replicas.
+    pub data_parallel: Option<u32>,
 }
 
 /// Makes the first graph of `loaded` one single-replica cluster and forms
@@ -61,6 +63,10 @@ pub(super) fn cluster(
         skip_initializers: plain.skip_initializers,
     };
     let Some(single) = single_replica::single_replica(graph, &config).map_err(boxed)? else { return Ok(None) };
+    if let Some(replicas) = plain.data_parallel {
+        let done = crate::passes::data_parallel::data_parallel(graph, replicas).map_err(boxed)?;
+        errln!("{}", done.describe());
+    }
     let (formed, errors) = form_clusters(graph);
     if errors.iter().any(|e| !e.is_warning()) {
         return Err(boxed(errors));

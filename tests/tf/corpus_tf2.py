@@ -9,6 +9,9 @@ For each model NAME it writes, under tests/tf/corpus_tf2/NAME/:
   feeds.json          the batch, {"x": ..., "y": ...} as nested lists (a `run --feeds` file);
   concrete_feeds.json the batch and every captured variable's initial value, keyed by the name of the
                       resource placeholder that captures it in concrete.pb;
+  dp4_feeds.json      a global batch of 4 times the traced one (another draw), for `--data-parallel 4`;
+  dp4_expected.json   {"steps", "losses", "variables": {name: final value}}: TF's single-device step on that
+                      global batch (a train_step traced for it, from the same initial weights);
   expected.json       {"steps": 3, "losses": [loss of each step], "concrete_names": {placeholder: name},
                       "variables": {name: {"checkpoint_key",
                       "initial", "final"}}} with name = the variable's path (its SavedModel name) and each
@@ -33,12 +36,12 @@ OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus_tf2")
 STEPS = 3
 
 
-def mlp():
+def mlp(rows=5, seed=1):
     """Dense(8, relu) then Dense(3); mean squared error."""
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(8, activation="relu"), keras.layers.Dense(3)])
-    rng = np.random.default_rng(1)
-    x = rng.standard_normal((5, 4)).astype(np.float32)
-    y = rng.standard_normal((5, 3)).astype(np.float32)
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((rows, 4)).astype(np.float32)
+    y = rng.standard_normal((rows, 3)).astype(np.float32)
 
     def loss_fn(model, x, y):
         return tf.reduce_mean(tf.square(model(x, training=True) - y))
@@ -46,7 +49,7 @@ def mlp():
     return model, (x, y), loss_fn
 
 
-def cnn():
+def cnn(rows=4, seed=2):
     """Conv2D, batch norm (training mode), ReLU, Dense; softmax cross-entropy on integer labels."""
     model = keras.Sequential(
         [
@@ -58,9 +61,9 @@ def cnn():
             keras.layers.Dense(3),
         ]
     )
-    rng = np.random.default_rng(2)
-    x = rng.standard_normal((4, 6, 6, 1)).astype(np.float32)
-    y = np.array([0, 2, 1, 2], dtype=np.int32)
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((rows, 6, 6, 1)).astype(np.float32)
+    y = np.array([0, 2, 1, 2], dtype=np.int32) if rows == 4 else rng.integers(0, 3, rows).astype(np.int32)
 
     def loss_fn(model, x, y):
         logits = model(x, training=True)
@@ -72,11 +75,12 @@ def cnn():
 MODELS = {"mlp": mlp, "cnn": cnn}
 
 
-def build(name):
-    """The model, its batch and the tf.Module that carries train_step, built from a fresh Keras session."""
+def build(name, **batch):
+    """The model, its batch and the tf.Module that carries train_step, built from a fresh Keras session
+    (`batch`: the model function's `rows` and `seed`, for another batch of the same model)."""
     keras.backend.clear_session()
     keras.utils.set_random_seed(0)
-    model, (x, y), loss_fn = MODELS[name]()
+    model, (x, y), loss_fn = MODELS[name](**batch)
     optimizer = keras.optimizers.Adam(learning_rate=0.01)
     optimizer.build(model.trainable_variables)
     spec = [tf.TensorSpec(x.shape, tf.float32), tf.TensorSpec(y.shape, tf.as_dtype(y.dtype))]
@@ -172,6 +176,24 @@ def make(name):
     print(name, "losses", losses)
 
 
+def make_data_parallel(name, replicas=4):
+    """TF's numbers for the global batch that `--data-parallel REPLICAS` splits."""
+    traced, (x, _) = build(name)
+    rows = replicas * x.shape[0]
+    trainer, (gx, gy) = build(name, rows=rows, seed=100)
+    out = os.path.join(OUT, name)
+    write_json(os.path.join(out, f"dp{replicas}_feeds.json"), {"x": gx.tolist(), "y": gy.tolist()})
+    losses = [float(trainer.train_step(gx, gy).numpy()) for _ in range(STEPS)]
+    expected = {
+        "steps": STEPS,
+        "losses": losses,
+        "variables": {path: enc(v.numpy()) for path, v in variables(trainer).items()},
+    }
+    write_json(os.path.join(out, f"dp{replicas}_expected.json"), expected)
+    print(name, f"global batch of {rows}: losses", losses)
+
+
 if __name__ == "__main__":
     for name in sys.argv[1:] or MODELS:
         make(name)
+        make_data_parallel(name)

@@ -139,7 +139,10 @@ pub fn data_parallel(graph: &mut Graph, replicas: u32) -> Result<DataParallel, V
             errors.push(refuse(
                 graph,
                 id,
-                format!("the host op `{}` reads this batch input, which would be split over the replicas", graph.node(*u).name),
+                format!(
+                    "the host op `{}` reads this batch input, which would be split over the replicas",
+                    graph.node(*u).name
+                ),
             ));
             continue;
         }
@@ -228,7 +231,8 @@ pub fn data_parallel(graph: &mut Graph, replicas: u32) -> Result<DataParallel, V
         if !dependent.contains(&id) || in_gradient_tape(&node.name) || loss_reductions.contains(&id) {
             continue;
         }
-        if node.op.starts_with("FusedBatchNorm") && node.attrs.get("is_training").and_then(AttrValue::as_bool) != Some(false)
+        if node.op.starts_with("FusedBatchNorm")
+            && node.attrs.get("is_training").and_then(AttrValue::as_bool) != Some(false)
         {
             errors.push(refuse(graph, id, batch_statistic_reason()));
         } else if REDUCTIONS.contains(&&*node.op) && reduces_batch_axis(graph, &shapes, id) != Some(false) {
@@ -385,7 +389,8 @@ fn average(graph: &mut Graph, id: NodeId, k: u32, dtype: DType, replicas: u32) -
     let span = graph.node(id).span;
     let tag = AttrValue::str(CLUSTER);
     let n = i64::from(replicas);
-    let group = TensorLit { dtype: DType::I32, shape: vec![1, n], data: TensorData::Int((0..replicas as i32).collect()) };
+    let group =
+        TensorLit { dtype: DType::I32, shape: vec![1, n], data: TensorData::Int((0..replicas as i32).collect()) };
     let group = Node::op(graph.unique_name(&format!("{name}/data_parallel/group")), "Const")
         .with_attr("dtype", AttrValue::Type(DType::I32))
         .with_attr("value", AttrValue::Tensor(Arc::new(group)))
@@ -446,7 +451,8 @@ fn split_input(graph: &mut Graph, id: NodeId, replicas: u32, index: usize) -> St
     let _ = graph.rename(id, &first);
     let mut operands = vec![id];
     for r in 1..replicas {
-        let mut copy = Node::op(graph.unique_name(&format!("{name}/replica_{r}")), "Placeholder").with_span(template.span);
+        let mut copy =
+            Node::op(graph.unique_name(&format!("{name}/replica_{r}")), "Placeholder").with_span(template.span);
         copy.attrs = template.attrs.clone();
         operands.push(graph.add_node_unique(copy));
     }

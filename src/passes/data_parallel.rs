@@ -12,9 +12,11 @@
 //!   a feed of `x` is the global batch (N times the traced one), split along
 //!   dimension 0 in replica order (`run --split-batch` semantics);
 //! - averages each gradient over the replicas before the optimizer reads it:
-//!   a gradient is an output of an op under TensorFlow's `gradient_tape/`
-//!   scope that an op outside that scope reads; it is replaced there by
-//!   `CrossReplicaSum(g) / N`;
+//!   the backward pass is the ops under TensorFlow's `gradient_tape/` scope
+//!   and the ops on data paths between two of them (the `AddN` that sums a
+//!   value's gradient contributions is named outside the scope); a gradient
+//!   is an output of the backward pass that an op outside it reads, and is
+//!   replaced there by `CrossReplicaSum(g) / N`;
 //! - averages each output of the step that depends on the batch (the loss),
 //!   which must be a mean over the batch;
 //! - keeps the variables as they are: the backends mirror a cluster's
@@ -93,6 +95,33 @@ fn in_gradient_tape(name: &str) -> bool {
     name.split('/').rev().skip(1).any(|scope| scope == "gradient_tape")
 }
 
+/// The backward pass: the ops under a `gradient_tape` scope, and the ops
+/// that lie between two of them on a data path (TensorFlow names the
+/// `AddN` that sums a value's gradient contributions outside the scope).
+fn backward_pass(graph: &Graph, order: &[NodeId]) -> HashSet<NodeId> {
+    let scoped: Vec<NodeId> = order.iter().copied().filter(|&id| in_gradient_tape(&graph.node(id).name)).collect();
+    let data_users = |id: NodeId| -> Vec<NodeId> {
+        graph.uses(id).into_iter().filter(|(_, e)| matches!(e.kind, EdgeKind::Data { .. })).map(|(u, _)| u).collect()
+    };
+    let mut after: HashSet<NodeId> = HashSet::new();
+    let mut stack: Vec<NodeId> = scoped.iter().flat_map(|&id| data_users(id)).collect();
+    while let Some(id) = stack.pop() {
+        if after.insert(id) {
+            stack.extend(data_users(id));
+        }
+    }
+    let mut before: HashSet<NodeId> = HashSet::new();
+    let mut stack: Vec<NodeId> = scoped.iter().flat_map(|&id| graph.data_inputs(id)).map(|i| i.src).collect();
+    while let Some(id) = stack.pop() {
+        if before.insert(id) {
+            stack.extend(graph.data_inputs(id).into_iter().map(|i| i.src));
+        }
+    }
+    let mut tape: HashSet<NodeId> = after.intersection(&before).copied().collect();
+    tape.extend(scoped);
+    tape
+}
+
 fn refuse(graph: &Graph, id: NodeId, reason: String) -> PassError {
     let node = graph.node(id);
     PassError::NotDataParallel { node: node.name.to_string(), op: node.op.to_string(), reason, span: node.span }
@@ -160,6 +189,7 @@ pub fn data_parallel(graph: &mut Graph, replicas: u32) -> Result<DataParallel, V
         return Err(errors);
     }
 
+    let tape = backward_pass(graph, &order);
     // The values that differ between replicas: those the batch reaches,
     // through the gradients or (`averaged`) not through them, as they will
     // be averaged.
@@ -170,9 +200,9 @@ pub fn data_parallel(graph: &mut Graph, replicas: u32) -> Result<DataParallel, V
             if !seen.insert(id) {
                 continue;
             }
-            let from_tape = in_gradient_tape(&graph.node(id).name);
+            let from_tape = tape.contains(&id);
             for (user, edge) in graph.uses(id) {
-                let gradient = from_tape && !in_gradient_tape(&graph.node(user).name);
+                let gradient = from_tape && !tape.contains(&user);
                 if matches!(edge.kind, EdgeKind::Data { .. }) && in_cluster(graph, user) && !(averaged && gradient) {
                     stack.push(user);
                 }
@@ -184,12 +214,12 @@ pub fn data_parallel(graph: &mut Graph, replicas: u32) -> Result<DataParallel, V
     let after = per_replica(graph, true);
     let mut gradients: BTreeSet<(NodeId, u32)> = BTreeSet::new();
     for &id in &order {
-        if !dependent.contains(&id) || !in_gradient_tape(&graph.node(id).name) {
+        if !dependent.contains(&id) || !tape.contains(&id) {
             continue;
         }
         for (user, edge) in graph.uses(id) {
             if let EdgeKind::Data { output, .. } = edge.kind {
-                if in_cluster(graph, user) && !in_gradient_tape(&graph.node(user).name) {
+                if in_cluster(graph, user) && !tape.contains(&user) {
                     gradients.insert((id, output));
                 }
             }
@@ -228,14 +258,13 @@ pub fn data_parallel(graph: &mut Graph, replicas: u32) -> Result<DataParallel, V
     }
     for &id in &order {
         let node = graph.node(id);
-        if !dependent.contains(&id) || in_gradient_tape(&node.name) || loss_reductions.contains(&id) {
+        if !dependent.contains(&id) || tape.contains(&id) || loss_reductions.contains(&id) {
             continue;
         }
-        if node.op.starts_with("FusedBatchNorm")
-            && node.attrs.get("is_training").and_then(AttrValue::as_bool) != Some(false)
-        {
-            errors.push(refuse(graph, id, batch_statistic_reason()));
-        } else if REDUCTIONS.contains(&&*node.op) && reduces_batch_axis(graph, &shapes, id) != Some(false) {
+        let training_norm = node.op.starts_with("FusedBatchNorm")
+            && node.attrs.get("is_training").and_then(AttrValue::as_bool) != Some(false);
+        let batch_reduction = REDUCTIONS.contains(&&*node.op) && reduces_batch_axis(graph, &shapes, id) != Some(false);
+        if training_norm || batch_reduction {
             errors.push(refuse(graph, id, batch_statistic_reason()));
         }
     }
@@ -276,7 +305,7 @@ pub fn data_parallel(graph: &mut Graph, replicas: u32) -> Result<DataParallel, V
         let Some(dtype) = output_dtype(graph, id, k) else { continue };
         let mean = average(graph, id, k, dtype, replicas);
         for (user, edge) in graph.uses(id) {
-            let outside = in_cluster(graph, user) && !in_gradient_tape(&graph.node(user).name);
+            let outside = in_cluster(graph, user) && !tape.contains(&user);
             if !outside || user == mean.0 || !matches!(edge.kind, EdgeKind::Data { output, .. } if output == k) {
                 continue;
             }
@@ -497,5 +526,30 @@ mod tests {
         assert!(!in_gradient_tape("gradient_tape"));
         assert!(!in_gradient_tape("adam/IdentityN"));
         assert!(!in_gradient_tape("my_gradient_tape/Mul"));
+    }
+
+    #[test]
+    fn the_backward_pass_holds_an_addn_between_tape_ops() {
+        // x -> a (forward); gradient_tape/g1, gradient_tape/g2 -> AddN -> gradient_tape/g3 -> opt.
+        let mut graph = Graph::new("main");
+        let mut add = |name: &str, op: &str, inputs: &[NodeId]| {
+            let id = graph.add_node(Node::op(name, op)).expect("a fresh name");
+            for &i in inputs {
+                graph.add_data_input(id, i, 0, Span::DETACHED);
+            }
+            id
+        };
+        let x = add("x", "Placeholder", &[]);
+        let a = add("a", "Relu", &[x]);
+        let g1 = add("gradient_tape/g1", "Mul", &[a]);
+        let g2 = add("gradient_tape/g2", "Mul", &[a]);
+        let sum = add("AddN", "AddN", &[g1, g2]);
+        let g3 = add("gradient_tape/g3", "MatMul", &[x, sum]);
+        let opt = add("adam/Square", "Square", &[g3]);
+        let order = crate::ir::walk::post_order(&graph, graph.nodes_in_order(), |_, _| true);
+        let tape = backward_pass(&graph, &order);
+        assert!(tape.contains(&sum), "the AddN between tape ops is in the backward pass");
+        assert!([g1, g2, g3].iter().all(|g| tape.contains(g)));
+        assert!(!tape.contains(&a) && !tape.contains(&x) && !tape.contains(&opt));
     }
 }

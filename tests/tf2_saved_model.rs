@@ -505,6 +505,16 @@ fn data_parallel_4_gives_tensorflow_global_batch_numbers_on_pjrt() {
 }
 
 #[test]
+fn data_parallel_4_on_the_lstm_gives_tensorflow_global_batch_numbers() {
+    data_parallel_matches_tensorflow("lstm", "sim");
+}
+
+#[test]
+fn data_parallel_4_on_the_lstm_gives_tensorflow_global_batch_numbers_on_pjrt() {
+    data_parallel_matches_tensorflow("lstm", "pjrt");
+}
+
+#[test]
 fn data_parallel_4_on_the_concrete_graph_gives_tensorflow_global_batch_numbers() {
     let want = expected_dp4("mlp");
     let names = expected("mlp");

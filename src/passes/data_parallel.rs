@@ -97,8 +97,11 @@ fn in_gradient_tape(name: &str) -> bool {
 
 /// The backward pass: the ops under a `gradient_tape` scope, and the ops
 /// that lie between two of them on a data path (TensorFlow names the
-/// `AddN` that sums a value's gradient contributions outside the scope).
-fn backward_pass(graph: &Graph, order: &[NodeId]) -> HashSet<NodeId> {
+/// `AddN` that sums a value's gradient contributions outside the scope),
+/// except the forward computation: what the step's `outputs` (the loss)
+/// read. (Differentiating a `While` rewrites the forward loop to keep its
+/// intermediates, in accumulators made under the scope.)
+fn backward_pass(graph: &Graph, order: &[NodeId], outputs: &[NodeId]) -> HashSet<NodeId> {
     let scoped: Vec<NodeId> = order.iter().copied().filter(|&id| in_gradient_tape(&graph.node(id).name)).collect();
     let data_users = |id: NodeId| -> Vec<NodeId> {
         graph.uses(id).into_iter().filter(|(_, e)| matches!(e.kind, EdgeKind::Data { .. })).map(|(u, _)| u).collect()
@@ -117,8 +120,16 @@ fn backward_pass(graph: &Graph, order: &[NodeId]) -> HashSet<NodeId> {
             stack.extend(graph.data_inputs(id).into_iter().map(|i| i.src));
         }
     }
+    let mut forward: HashSet<NodeId> = HashSet::new();
+    let mut stack: Vec<NodeId> = outputs.iter().flat_map(|&id| graph.data_inputs(id)).map(|i| i.src).collect();
+    while let Some(id) = stack.pop() {
+        if forward.insert(id) {
+            stack.extend(graph.data_inputs(id).into_iter().map(|i| i.src));
+        }
+    }
     let mut tape: HashSet<NodeId> = after.intersection(&before).copied().collect();
     tape.extend(scoped);
+    tape.retain(|id| !forward.contains(id));
     tape
 }
 
@@ -189,7 +200,9 @@ pub fn data_parallel(graph: &mut Graph, replicas: u32) -> Result<DataParallel, V
         return Err(errors);
     }
 
-    let tape = backward_pass(graph, &order);
+    let outputs: Vec<NodeId> =
+        order.iter().copied().filter(|&id| &*graph.node(id).op == "TPUReplicatedOutput").collect();
+    let tape = backward_pass(graph, &order, &outputs);
     // The values that differ between replicas: those the batch reaches,
     // through the gradients or (`averaged`) not through them, as they will
     // be averaged.
@@ -240,8 +253,6 @@ pub fn data_parallel(graph: &mut Graph, replicas: u32) -> Result<DataParallel, V
 
     // Batch statistics in the forward computation.
     let mut loss_reductions: HashSet<NodeId> = HashSet::new();
-    let outputs: Vec<NodeId> =
-        order.iter().copied().filter(|&id| &*graph.node(id).op == "TPUReplicatedOutput").collect();
     let mut averaged = Vec::new();
     for &out in &outputs {
         let Some(input) = graph.data_inputs(out).first().copied() else { continue };
@@ -547,7 +558,7 @@ mod tests {
         let g3 = add("gradient_tape/g3", "MatMul", &[x, sum]);
         let opt = add("adam/Square", "Square", &[g3]);
         let order = crate::ir::walk::post_order(&graph, graph.nodes_in_order(), |_, _| true);
-        let tape = backward_pass(&graph, &order);
+        let tape = backward_pass(&graph, &order, &[]);
         assert!(tape.contains(&sum), "the AddN between tape ops is in the backward pass");
         assert!([g1, g2, g3].iter().all(|g| tape.contains(g)));
         assert!(!tape.contains(&a) && !tape.contains(&x) && !tape.contains(&opt));

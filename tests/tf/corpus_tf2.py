@@ -1,6 +1,7 @@
 """Writes tests/tf/corpus_tf2/: TF2 users' artifacts (Keras 3 models with a tf.function train step) and TF's numbers.
 
-Run after setup.sh:  tests/tf/.venv/bin/python tests/tf/corpus_tf2.py
+Run after setup.sh:  tests/tf/.venv/bin/python tests/tf/corpus_tf2.py [NAME...]
+(models: mlp, cnn, transformer, lstm, gpt2; gpt2 is keras-hub's GPT2Backbone, which setup.sh installs).
 
 For each model NAME it writes, under tests/tf/corpus_tf2/NAME/:
   saved_model/        tf.saved_model.save of a tf.Module with `model`, `optimizer` (Keras Adam) and the

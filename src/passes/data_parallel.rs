@@ -98,9 +98,9 @@ fn in_gradient_tape(name: &str) -> bool {
 /// The backward pass: the ops under a `gradient_tape` scope, and the ops
 /// that lie between two of them on a data path (TensorFlow names the
 /// `AddN` that sums a value's gradient contributions outside the scope),
-/// except the forward computation: what the step's `outputs` (the loss)
-/// read. (Differentiating a `While` rewrites the forward loop to keep its
-/// intermediates, in accumulators made under the scope.)
+/// except the forward computation: the unscoped ops the step's `outputs`
+/// (the loss) read. (Differentiating a `While` rewrites the forward loop to
+/// keep its intermediates, in accumulators made under the scope.)
 fn backward_pass(graph: &Graph, order: &[NodeId], outputs: &[NodeId]) -> HashSet<NodeId> {
     let scoped: Vec<NodeId> = order.iter().copied().filter(|&id| in_gradient_tape(&graph.node(id).name)).collect();
     let data_users = |id: NodeId| -> Vec<NodeId> {
@@ -120,10 +120,13 @@ fn backward_pass(graph: &Graph, order: &[NodeId], outputs: &[NodeId]) -> HashSet
             stack.extend(graph.data_inputs(id).into_iter().map(|i| i.src));
         }
     }
+    // The forward computation: what the outputs read, short of the scoped ops
+    // (an output may pass a gradient through, as Keras' optimizer does).
+    let scoped_set: HashSet<NodeId> = scoped.iter().copied().collect();
     let mut forward: HashSet<NodeId> = HashSet::new();
     let mut stack: Vec<NodeId> = outputs.iter().flat_map(|&id| graph.data_inputs(id)).map(|i| i.src).collect();
     while let Some(id) = stack.pop() {
-        if forward.insert(id) {
+        if !scoped_set.contains(&id) && forward.insert(id) {
             stack.extend(graph.data_inputs(id).into_iter().map(|i| i.src));
         }
     }

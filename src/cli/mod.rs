@@ -244,6 +244,11 @@ pub struct LowerArgs {
     /// and for a CPU plugin; stages for other plugins (docs/xla.md).
     #[arg(long, value_enum)]
     pub host_transfer: Option<crate::xla::stablehlo::HostTransfer>,
+    /// Replicate a single-device training step N ways (data parallel): batch
+    /// inputs are global batches split along dimension 0, gradients and the
+    /// loss are averaged over the replicas, variables are mirrored (docs/tf2.md).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub data_parallel: Option<u32>,
 }
 
 /// The subcommands.

@@ -364,8 +364,14 @@ pub fn lower_command(
         Target::Xla => passes::single_replica::Unlowered::Refuse,
         Target::Graph => passes::single_replica::Unlowered::InCluster,
     };
-    let plain =
-        super::plain::PlainRun { fetches: &[], unlowered, feeds_file: None, feed: &[], skip_initializers: false };
+    let plain = super::plain::PlainRun {
+        fetches: &[],
+        unlowered,
+        feeds_file: None,
+        feed: &[],
+        skip_initializers: false,
+        data_parallel: lower_args.data_parallel,
+    };
     let plain = Some(&plain);
     let (loaded, lowered, single) = match rewrite_and_lower(&input, format, rewrite_args, lower_args, plain, target) {
         Ok(done) => done,

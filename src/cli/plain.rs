@@ -21,6 +21,8 @@ pub(super) struct PlainRun<'a> {
     pub feed: &'a [String],
     /// `--no-initializers`: the graph's initialisers do not run first.
     pub skip_initializers: bool,
+    /// `--data-parallel N`: the cluster becomes N data-parallel replicas.
+    pub data_parallel: Option<u32>,
 }
 
 /// Makes the first graph of `loaded` one single-replica cluster and forms
@@ -53,6 +55,7 @@ pub(super) fn cluster(
         unlowered: plain.unlowered,
         variables: &variables,
         skip_initializers: plain.skip_initializers,
+        data_parallel: plain.data_parallel,
     };
     crate::session::plain::cluster(&mut loaded.module, &config)
 }

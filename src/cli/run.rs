@@ -364,6 +364,7 @@ pub fn run_command(args: RunArgs) -> ExitCode {
         feeds_file: args.feeds.as_deref(),
         feed: &args.feed,
         skip_initializers: args.no_initializers,
+        data_parallel: args.lower.data_parallel,
     };
     let (loaded, lowering, single) =
         match rewrite_and_lower(&input, args.input_format, &args.rewrite, &args.lower, Some(&plain), target) {
@@ -386,7 +387,7 @@ pub fn run_command(args: RunArgs) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let mut feeds = if args.split_batch {
+    let mut feeds = if args.split_batch || args.lower.data_parallel.is_some() {
         match split_global_feeds(&loaded.module, feeds) {
             Ok(f) => f,
             Err(e) => {

@@ -544,6 +544,24 @@ pub enum PassError {
         other: Span,
     },
 
+    /// A training step `--data-parallel` cannot replicate safely.
+    #[error("`%{node}` ({op}) stops data parallelism: {reason}")]
+    #[diagnostic(
+        code(tpu_rewrite::passes::data_parallel),
+        help("run the step without `--data-parallel`, or change it as the reason says (docs/tf2.md, Data parallel)")
+    )]
+    NotDataParallel {
+        /// The node.
+        node: String,
+        /// Its op type.
+        op: String,
+        /// Why the step cannot be replicated.
+        reason: String,
+        /// The node.
+        #[label("here")]
+        span: Span,
+    },
+
     /// Outside compilation on some, not all, ops of a TF1 loop or conditional.
     #[error("`%{node}` runs outside compilation inside {what}, which is not supported")]
     #[diagnostic(

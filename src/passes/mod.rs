@@ -15,6 +15,7 @@
 
 pub mod cluster_cycles;
 pub mod common;
+pub mod data_parallel;
 pub mod error;
 pub mod fan_in;
 pub mod fan_out;

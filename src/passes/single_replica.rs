@@ -146,6 +146,9 @@ pub struct SingleReplica {
     pub chosen: Option<Chosen>,
     /// The placeholders the run does not need (pruned away): their feeds are ignored.
     pub pruned_feeds: Vec<String>,
+    /// What `--data-parallel` made of the cluster, when asked
+    /// ([`super::data_parallel`]).
+    pub data_parallel: Option<super::data_parallel::DataParallel>,
 }
 
 /// The outputs a run without fetches gives, and why.

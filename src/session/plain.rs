@@ -28,6 +28,9 @@ pub struct PlainConfig<'a> {
     pub variables: &'a [(String, TensorLit)],
     /// The graph's initialisers do not run first.
     pub skip_initializers: bool,
+    /// The cluster becomes this many data-parallel replicas
+    /// ([`crate::passes::data_parallel`]).
+    pub data_parallel: Option<u32>,
 }
 
 /// Makes the first graph of `module` one single-replica cluster and forms
@@ -52,9 +55,12 @@ pub fn cluster(
         support: &crate::xla::OpSupport,
         skip_initializers: config.skip_initializers,
     };
-    let Some(single) = single_replica::single_replica(graph, &single_config).map_err(boxed)? else {
+    let Some(mut single) = single_replica::single_replica(graph, &single_config).map_err(boxed)? else {
         return Ok(None);
     };
+    if let Some(replicas) = config.data_parallel {
+        single.data_parallel = Some(crate::passes::data_parallel::data_parallel(graph, replicas).map_err(boxed)?);
+    }
     let (formed, errors) = form_clusters(graph);
     if errors.iter().any(|e| !e.is_warning()) {
         return Err(boxed(errors));
@@ -159,6 +165,9 @@ pub fn rename_fetched(single: &SingleReplica, fetched: &mut [(String, Tensor)]) 
 pub fn describe(single: &SingleReplica) -> String {
     let mut text =
         format!("plain graph: compiled as one single-replica cluster ({} ops on the device)", single.device_ops);
+    if let Some(done) = &single.data_parallel {
+        text.push_str(&format!(", then {}", done.describe()));
+    }
     if single.host_ops.is_empty() {
         text.push_str("; no op on the host");
     } else {

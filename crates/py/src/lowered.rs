@@ -92,6 +92,7 @@ pub fn lower_module(module: &Module, options: &LowerOptions) -> Result<Lowered, 
             unlowered: Unlowered::InCluster,
             variables: &module.variables,
             skip_initializers: false,
+            data_parallel: None,
         };
         match session::plain::cluster(&mut plain, &config) {
             Ok(Some((made, formed))) => {

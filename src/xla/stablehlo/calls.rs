@@ -223,7 +223,8 @@ fn define(
         roots.push(graph.find(name).ok_or_else(|| bad(format!("control output `{name}` is not a node")))?);
     }
     let mut order = crate::ir::walk::post_order(graph, roots.iter().copied(), |_, _| true);
-    order.retain(|&id| !matches!(&*graph.node(id).op, ARG_OP | RETVAL_OP));
+    // A `NoOp` only orders the body's effects, which the walk has already ordered.
+    order.retain(|&id| !matches!(&*graph.node(id).op, ARG_OP | RETVAL_OP | "NoOp"));
     // A result that passes a variable argument through returns its final value.
     let program = Program {
         nodes: order,

@@ -119,7 +119,7 @@ const PARALLEL_WORK: usize = 1 << 22;
 /// one large product is split by rows. Each element is computed by the
 /// same GEMM arithmetic (the same sum over k) whichever thread runs it, so
 /// the result does not depend on the split.
-fn products<T: Num>(
+pub(super) fn products<T: Num>(
     pairs: &[(ndarray::ArrayView2<'_, T>, ndarray::ArrayView2<'_, T>)],
     out: &mut [T],
     (m, n, k): (usize, usize, usize),

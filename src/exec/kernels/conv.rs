@@ -255,10 +255,7 @@ pub(crate) fn conv(
 /// The shape of a convolution of an NHWC `input` by an HWIO filter of shape `fs`.
 fn conv_shape(op: &str, input: &[usize; 4], fs: [usize; 4], w: &WindowAttrs) -> Result<conv_gemm::Shape, KernelError> {
     if fs[2] != input[3] {
-        return Err(KernelError::invalid(
-            op,
-            format!("filter has {} input channels, the input {}", fs[2], input[3]),
-        ));
+        return Err(KernelError::invalid(op, format!("filter has {} input channels, the input {}", fs[2], input[3])));
     }
     let g = geometry(op, input, [fs[0], fs[1]], w)?;
     Ok(conv_gemm::Shape { g, channels: input[3], filter: fs })

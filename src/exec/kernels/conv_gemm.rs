@@ -26,8 +26,9 @@ use super::conv::Geometry;
 use super::linalg::products;
 use super::num::Num;
 
-/// The most elements of patch matrix held at once.
-const PATCH_ELEMENTS: usize = 1 << 21;
+/// The most elements of patch matrix held at once (few in unit tests, so
+/// that small shapes take several chunks).
+const PATCH_ELEMENTS: usize = if cfg!(test) { 1 << 12 } else { 1 << 21 };
 
 /// Multiply-adds below which a direct (depthwise) loop stays on the calling
 /// thread: a hand-over to rayon costs more than it saves on small ops.
@@ -54,7 +55,9 @@ impl Shape {
 
     /// True when the patch matrix is the input itself: a 1×1 window at stride 1 without padding.
     fn pointwise(&self) -> bool {
-        [self.g.rows, self.g.cols].iter().all(|a| a.window == 1 && a.stride == 1 && a.pad_before == 0 && a.output == a.input)
+        [self.g.rows, self.g.cols]
+            .iter()
+            .all(|a| a.window == 1 && a.stride == 1 && a.pad_before == 0 && a.output == a.input)
     }
 
     /// Output positions per chunk, so a chunk's patches fit in [`PATCH_ELEMENTS`].
@@ -273,4 +276,147 @@ pub(super) fn depthwise_backprop_filter<T: Num>(s: &Shape, x: &[T], dy: &[T]) ->
         }
     });
     df
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::conv::{Axis1, Geometry};
+    use super::*;
+
+    /// One axis with explicit padding `(before, after)`.
+    fn axis(input: usize, window: usize, stride: usize, dilation: usize, pad: (usize, usize)) -> Axis1 {
+        let span = (window - 1) * dilation + 1;
+        let output = (input + pad.0 + pad.1 - span) / stride + 1;
+        Axis1 { input, window, stride, dilation, pad_before: pad.0, output }
+    }
+
+    fn values(n: usize, seed: f64) -> Vec<f64> {
+        (0..n).map(|i| ((i as f64 + seed) * 0.618).sin()).collect()
+    }
+
+    /// The three kernels computed tap by tap, the obvious way: `(y, dx, df)` for `x`, `f` and `dy`.
+    fn reference(s: &Shape, depthwise: bool, x: &[f64], f: &[f64], dy: &[f64]) -> [Vec<f64>; 3] {
+        let (g, ch, per) = (s.g, s.channels, s.filter[3]);
+        let out_ch = if depthwise { ch * per } else { per };
+        let mut y = vec![0.0; s.positions() * out_ch];
+        let (mut dx, mut df) = (vec![0.0; x.len()], vec![0.0; f.len()]);
+        for b in 0..g.batch {
+            for oh in 0..g.rows.output {
+                for ow in 0..g.cols.output {
+                    for wr in 0..g.rows.window {
+                        for wc in 0..g.cols.window {
+                            let ir = (oh * g.rows.stride + wr * g.rows.dilation) as isize - g.rows.pad_before as isize;
+                            let ic = (ow * g.cols.stride + wc * g.cols.dilation) as isize - g.cols.pad_before as isize;
+                            if ir < 0 || ic < 0 || ir as usize >= g.rows.input || ic as usize >= g.cols.input {
+                                continue;
+                            }
+                            let xb = ((b * g.rows.input + ir as usize) * g.cols.input + ic as usize) * ch;
+                            let yb = ((b * g.rows.output + oh) * g.cols.output + ow) * out_ch;
+                            for ci in 0..ch {
+                                for o in 0..per {
+                                    let fi = ((wr * g.cols.window + wc) * ch + ci) * per + o;
+                                    let yi = yb + if depthwise { ci * per + o } else { o };
+                                    y[yi] += x[xb + ci] * f[fi];
+                                    dx[xb + ci] += dy[yi] * f[fi];
+                                    df[fi] += x[xb + ci] * dy[yi];
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        [y, dx, df]
+    }
+
+    fn assert_close(what: &str, got: &[f64], want: &[f64]) {
+        assert_eq!(got.len(), want.len(), "{what}: length");
+        for (i, (g, w)) in got.iter().zip(want).enumerate() {
+            assert!((g - w).abs() <= 1e-10 * (1.0 + w.abs()), "{what}[{i}]: {g} != {w}");
+        }
+    }
+
+    fn check(batch: usize, rows: Axis1, cols: Axis1, ch: usize, per: usize) {
+        let filter = [rows.window, cols.window, ch, per];
+        let s = Shape { g: Geometry { batch, rows, cols }, channels: ch, filter };
+        let x = values(batch * rows.input * cols.input * ch, 0.5);
+        let f = values(filter.iter().product(), 7.0);
+        for depthwise in [false, true] {
+            let what = format!("{s:?} depthwise={depthwise}");
+            let out_ch = if depthwise { ch * per } else { per };
+            let dy = values(s.positions() * out_ch, 3.0);
+            let [y, dx, df] = reference(&s, depthwise, &x, &f, &dy);
+            let got = if depthwise {
+                [
+                    depthwise_forward(&s, &x, &f),
+                    depthwise_backprop_input(&s, &dy, &f, x.len()),
+                    depthwise_backprop_filter(&s, &x, &dy),
+                ]
+            } else {
+                [forward(&s, &x, &f), backprop_input(&s, &dy, &f, x.len()), backprop_filter(&s, &x, &dy)]
+            };
+            assert_close(&format!("{what} y"), &got[0], &y);
+            assert_close(&format!("{what} dx"), &got[1], &dx);
+            assert_close(&format!("{what} df"), &got[2], &df);
+        }
+    }
+
+    #[test]
+    fn kernels_match_tap_by_tap_sums() {
+        // SAME 3x3, two images.
+        check(2, axis(5, 3, 1, 1, (1, 1)), axis(4, 3, 1, 1, (1, 1)), 3, 2);
+        // Stride 2, no padding, a row left over.
+        check(1, axis(7, 3, 2, 1, (0, 0)), axis(6, 3, 2, 1, (0, 1)), 2, 3);
+        // A 2x3 window dilated by 2, uneven strides and padding.
+        check(2, axis(6, 2, 1, 2, (1, 0)), axis(7, 3, 2, 2, (2, 1)), 2, 2);
+        // 1x1 at stride 1 (the input is the patch matrix) and at stride 2 (it is not).
+        check(2, axis(4, 1, 1, 1, (0, 0)), axis(3, 1, 1, 1, (0, 0)), 5, 3);
+        check(1, axis(5, 1, 2, 1, (0, 0)), axis(5, 1, 2, 1, (0, 0)), 3, 2);
+        // More patch elements than one chunk holds: several chunks, summed in order.
+        let big = axis(9, 3, 1, 1, (1, 1));
+        assert!(2 * 9 * 9 * 3 * 3 * 8 > 2 * PATCH_ELEMENTS);
+        check(2, big, big, 8, 2);
+    }
+
+    #[test]
+    fn results_do_not_depend_on_the_thread_count() {
+        let a = axis(32, 3, 1, 1, (1, 1));
+        let s = Shape { g: Geometry { batch: 2, rows: a, cols: a }, channels: 16, filter: [3, 3, 16, 16] };
+        let x: Vec<f32> = values(2 * 32 * 32 * 16, 1.0).iter().map(|&v| v as f32).collect();
+        let f: Vec<f32> = values(3 * 3 * 16 * 16, 2.0).iter().map(|&v| v as f32).collect();
+        let dy: Vec<f32> = values(s.positions() * 16, 4.0).iter().map(|&v| v as f32).collect();
+        let d = Shape { filter: [3, 3, 16, 1], ..s };
+        // A 1x1 convolution is one product, large enough to be split between threads.
+        let one = axis(32, 1, 1, 1, (0, 0));
+        let p = Shape { g: Geometry { batch: 2, rows: one, cols: one }, channels: 16, filter: [1, 1, 16, 144] };
+        let run = |threads: usize| {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("a thread pool");
+            pool.install(|| {
+                [
+                    forward(&s, &x, &f),
+                    backprop_input(&s, &dy, &f, x.len()),
+                    backprop_filter(&s, &x, &dy),
+                    depthwise_forward(&d, &x, &f[..3 * 3 * 16]),
+                    depthwise_backprop_input(&d, &dy, &f[..3 * 3 * 16], x.len()),
+                    depthwise_backprop_filter(&d, &x, &dy),
+                    forward(&p, &x, &f[..16 * 144]),
+                    backprop_input(
+                        &p,
+                        &values(2 * 32 * 32 * 144, 5.0).iter().map(|&v| v as f32).collect::<Vec<_>>(),
+                        &f[..16 * 144],
+                        x.len(),
+                    ),
+                    backprop_filter(
+                        &p,
+                        &x,
+                        &values(2 * 32 * 32 * 144, 5.0).iter().map(|&v| v as f32).collect::<Vec<_>>(),
+                    ),
+                ]
+            })
+        };
+        let (one, three) = (run(1), run(3));
+        for (a, b) in one.iter().zip(&three) {
+            assert!(a.iter().zip(b).all(|(p, q)| p.to_bits() == q.to_bits()));
+        }
+    }
 }

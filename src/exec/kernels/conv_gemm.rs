@@ -129,7 +129,7 @@ pub(super) fn forward<T: Num>(s: &Shape, x: &[T], f: &[T]) -> Vec<T> {
     let chunk = s.chunk();
     let mut patches = vec![T::zero(); chunk.min(n) * k];
     for (i, yc) in y.chunks_mut(chunk * o.max(1)).enumerate() {
-        let rows = if o == 0 { 0 } else { yc.len() / o };
+        let rows = yc.len().checked_div(o).unwrap_or(0);
         let p = &mut patches[..rows * k];
         s.im2col(x, i * chunk, p);
         products(&[(matrix(p, rows, k), fm)], yc, (rows, o, k));
@@ -374,7 +374,7 @@ mod tests {
         check(1, axis(5, 1, 2, 1, (0, 0)), axis(5, 1, 2, 1, (0, 0)), 3, 2);
         // More patch elements than one chunk holds: several chunks, summed in order.
         let big = axis(9, 3, 1, 1, (1, 1));
-        assert!(2 * 9 * 9 * 3 * 3 * 8 > 2 * PATCH_ELEMENTS);
+        const { assert!(2 * 9 * 9 * 3 * 3 * 8 > 2 * PATCH_ELEMENTS) };
         check(2, big, big, 8, 2);
     }
 

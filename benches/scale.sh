@@ -13,6 +13,9 @@
 #   TF_PYTHON=path     a python with tensorflow-cpu 2.21.0 (default: the venv
 #                      tests/tf/.venv, made by tests/tf/setup.sh when missing)
 #   RUNS=n             runs per figure (default 3)
+#   TF_TRANSFORMER=f   the TF-made transformer .pb (default:
+#                      ~/.cache/tpu-rewrite/bench-models/tf_transformer.pb,
+#                      made by benches/tf_transformer.py when missing)
 #   KEEP=dir           generate inputs into dir and keep them (default: a
 #                      temporary directory, removed at exit; 1M inputs take
 #                      80-130 MB each)
@@ -82,6 +85,28 @@ ratio=$(awk -v a="$tw" -v b="$w" 'BEGIN { printf "%.1f", a / b }')
 cratio=$(awk -v a="$tc" -v b="$c" 'BEGIN { printf "%.1f", a / b }')
 row "88k transformer .pb: lower --topology 2x4 vs TF import" "${w} s / ${c} s CPU vs TF ${tw} s / ${tc} s CPU" ">= 25x faster" \
   "${ratio}x wall, ${cratio}x CPU: $(awk -v r="$ratio" 'BEGIN { print (r >= 25) ? "met" : "not met" }')"
+
+# 1b. A transformer TensorFlow 2.21 made under tpu.replicate (benches/tf_transformer.py: 170
+# layers, about 88k nodes, 18.6 MB), generated once into the cache directory ($TF_TRANSFORMER).
+tfpb=${TF_TRANSFORMER:-$HOME/.cache/tpu-rewrite/bench-models/tf_transformer.pb}
+if [ ! -s "$tfpb" ]; then
+  [ -n "${py:-}" ] || py=$(tf_python)
+  "$py" benches/tf_transformer.py "$tfpb" >/dev/null 2>"$work/tf.err" || { cat "$work/tf.err" >&2; exit 1; }
+fi
+read -r w c m < <(measure "$bin" lower "$tfpb" --topology 2x4 -o /dev/null)
+tf_runs=$("$py" benches/tf_import.py "$tfpb" "$runs" 2>"$work/tf.err") || { cat "$work/tf.err" >&2; exit 1; }
+read -r tw tc _ < <(echo "$tf_runs" | sort -n | awk -v n="$runs" 'NR == int((n + 1) / 2)')
+cratio=$(awk -v a="$tc" -v b="$c" 'BEGIN { printf "%.1f", a / b }')
+row "TF-made transformer .pb: lower --topology 2x4 vs TF import" "${w} s / ${c} s CPU vs TF ${tw} s / ${tc} s CPU" \
+  ">= 25x faster (CPU)" "${cratio}x CPU: $(awk -v r="$cratio" 'BEGIN { print (r >= 25) ? "met" : "not met" }')"
+# Its load phase (read, decode, build the IR) from `--time-passes`: median wall and CPU ms.
+for ((i = 0; i < runs; i++)); do
+  "$bin" lower "$tfpb" --topology 2x4 --time-passes -o /dev/null 2>&1 >/dev/null | awk '$1 == "load" { print $2, $5 }'
+done | sort -n | awk -v n="$runs" 'NR == int((n + 1) / 2)' >"$work/load"
+read -r lw lc <"$work/load"
+mbs=$(awk -v b="$(stat -c %s "$tfpb")" -v ms="$lw" 'BEGIN { printf "%.0f", b / 1e6 / (ms / 1e3) }')
+row "  its load phase (lower --time-passes)" "${lw} ms wall / ${lc} ms CPU = ${mbs} MB/s" ">= 300 MB/s" \
+  "$(awk -v r="$mbs" 'BEGIN { print (r >= 300) ? "met" : "not met" }')"
 
 # 2-4. The transformer at 100k and 1M ops, lower --topology 1x8.
 gen_once t100k.pb --model transformer --ops 100000 --format pb

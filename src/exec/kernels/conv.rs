@@ -6,25 +6,30 @@
 //! Every kernel walks the same taps — (batch, output row, output column,
 //! window row, window column) with the input position each reads — so the
 //! forward ops and their gradients agree on the geometry by construction.
-//! Cost: output size × window size (× channels for convolutions), direct
-//! loops, no im2col buffer.
+//! This module reads attributes and checks shapes; the convolutions'
+//! arithmetic (im2col over GEMM, depthwise loops) is in `conv_gemm`.
+//! Pooling cost: output size × window size, direct loops.
 
 use crate::exec::error::KernelError;
 use crate::exec::tensor::Tensor;
 use crate::ir::AttrMap;
 use num_traits::{Float as _, Zero as _};
 
+use std::borrow::Cow;
+
+use super::conv_gemm;
 use super::elementwise::{same, with_float, Flt};
+use crate::exec::limits::checked_elements;
 
 /// One spatial axis of a window op.
 #[derive(Clone, Copy, Debug)]
-struct Axis1 {
-    input: usize,
-    window: usize,
-    stride: usize,
-    dilation: usize,
-    pad_before: usize,
-    output: usize,
+pub(super) struct Axis1 {
+    pub(super) input: usize,
+    pub(super) window: usize,
+    pub(super) stride: usize,
+    pub(super) dilation: usize,
+    pub(super) pad_before: usize,
+    pub(super) output: usize,
 }
 
 /// Padding of a window op.
@@ -66,10 +71,10 @@ fn axis1(
 
 /// The geometry of a 2-D window op on `[batch, rows, cols, channels]`.
 #[derive(Clone, Copy, Debug)]
-struct Geometry {
-    batch: usize,
-    rows: Axis1,
-    cols: Axis1,
+pub(super) struct Geometry {
+    pub(super) batch: usize,
+    pub(super) rows: Axis1,
+    pub(super) cols: Axis1,
 }
 
 impl Geometry {
@@ -189,34 +194,57 @@ pub(crate) fn conv(
             format!("{op} takes {} inputs, got {}", 2 + usize::from(kind != ConvKind::Forward), inputs.len()),
         )
     };
+    let w = window_attrs(op, attrs)?;
     match (kind, inputs) {
-        (ConvKind::Forward, [x, f]) => conv_forward(op, depthwise, attrs, x, f),
-        (ConvKind::BackpropInput, [a, b, c]) => {
-            let in_shape = four(op, &dims_of(op, a, "input_sizes")?, "input_sizes")?;
-            let f = b;
+        (ConvKind::Forward, [x, f]) => {
+            let xs = four(op, x.shape(), "input")?;
             let fs = four(op, f.shape(), "filter")?;
-            let w = window_attrs(op, attrs)?;
-            let g = geometry(op, &in_shape, [fs[0], fs[1]], &w)?;
-            with_float!(op, c, dy, T => {
-                let f = same::<T>(op, f, c)?;
-                let mut dx = vec![T::zero(); in_shape.iter().product()];
-                let fv: Vec<T> = f.iter().copied().collect();
-                let dyv: Vec<T> = dy.iter().copied().collect();
-                taps_conv(&g, in_shape[3], fs, depthwise, |xi, fi, yi| dx[xi] += dyv[yi] * fv[fi]);
+            let s = conv_shape(op, &xs, fs, &w)?;
+            let out_channels = if depthwise { xs[3] * fs[3] } else { fs[3] };
+            let out_shape = [s.g.batch, s.g.rows.output, s.g.cols.output, out_channels];
+            checked_elements(op, x.dtype(), &out_shape)?;
+            with_float!(op, x, xa, T => {
+                let fa = same::<T>(op, f, x)?;
+                let (xv, fv) = (contiguous(xa), contiguous(fa));
+                let y = if depthwise {
+                    conv_gemm::depthwise_forward(&s, &xv, &fv)
+                } else {
+                    conv_gemm::forward(&s, &xv, &fv)
+                };
+                Tensor::from_vec(&out_shape, y)
+            })
+        }
+        (ConvKind::BackpropInput, [sizes, f, dy]) => {
+            let in_shape = four(op, &dims_of(op, sizes, "input_sizes")?, "input_sizes")?;
+            let fs = four(op, f.shape(), "filter")?;
+            let s = conv_shape(op, &in_shape, fs, &w)?;
+            expect_out_backprop(op, &s, depthwise, dy)?;
+            let len = checked_elements(op, dy.dtype(), &in_shape)?;
+            with_float!(op, dy, dya, T => {
+                let fa = same::<T>(op, f, dy)?;
+                let (dyv, fv) = (contiguous(dya), contiguous(fa));
+                let dx = if depthwise {
+                    conv_gemm::depthwise_backprop_input(&s, &dyv, &fv, len)
+                } else {
+                    conv_gemm::backprop_input(&s, &dyv, &fv, len)
+                };
                 Tensor::from_vec(&in_shape, dx)
             })
         }
-        (ConvKind::BackpropFilter, [x, b, c]) => {
-            let fs = four(op, &dims_of(op, b, "filter_sizes")?, "filter_sizes")?;
-            let w = window_attrs(op, attrs)?;
-            let g = geometry(op, x.shape(), [fs[0], fs[1]], &w)?;
-            let channels = x.shape()[3];
-            with_float!(op, c, dy, T => {
-                let x = same::<T>(op, x, c)?;
-                let mut df = vec![T::zero(); fs.iter().product()];
-                let xv: Vec<T> = x.iter().copied().collect();
-                let dyv: Vec<T> = dy.iter().copied().collect();
-                taps_conv(&g, channels, fs, depthwise, |xi, fi, yi| df[fi] += xv[xi] * dyv[yi]);
+        (ConvKind::BackpropFilter, [x, sizes, dy]) => {
+            let xs = four(op, x.shape(), "input")?;
+            let fs = four(op, &dims_of(op, sizes, "filter_sizes")?, "filter_sizes")?;
+            let s = conv_shape(op, &xs, fs, &w)?;
+            expect_out_backprop(op, &s, depthwise, dy)?;
+            checked_elements(op, dy.dtype(), &fs)?;
+            with_float!(op, dy, dya, T => {
+                let xa = same::<T>(op, x, dy)?;
+                let (xv, dyv) = (contiguous(xa), contiguous(dya));
+                let df = if depthwise {
+                    conv_gemm::depthwise_backprop_filter(&s, &xv, &dyv)
+                } else {
+                    conv_gemm::backprop_filter(&s, &xv, &dyv)
+                };
                 Tensor::from_vec(&fs, df)
             })
         }
@@ -224,42 +252,34 @@ pub(crate) fn conv(
     }
 }
 
-/// Calls `f(input offset, filter offset, output offset)` for every multiply of the convolution.
-fn taps_conv(g: &Geometry, channels: usize, fs: [usize; 4], depthwise: bool, mut f: impl FnMut(usize, usize, usize)) {
-    let (kw, out_per) = (fs[1], fs[3]);
-    let out_channels = if depthwise { channels * out_per } else { out_per };
-    let (rows, cols) = (g.rows, g.cols);
-    g.taps(|b, orow, ocol, wr, wc, ir, ic| {
-        let xbase = ((b * rows.input + ir) * cols.input + ic) * channels;
-        let ybase = ((b * rows.output + orow) * cols.output + ocol) * out_channels;
-        let fbase = (wr * kw + wc) * fs[2] * out_per;
-        for ch in 0..channels {
-            for o in 0..out_per {
-                let yi = if depthwise { ybase + ch * out_per + o } else { ybase + o };
-                f(xbase + ch, fbase + ch * out_per + o, yi);
-            }
-        }
-    });
+/// The shape of a convolution of an NHWC `input` by an HWIO filter of shape `fs`.
+fn conv_shape(op: &str, input: &[usize; 4], fs: [usize; 4], w: &WindowAttrs) -> Result<conv_gemm::Shape, KernelError> {
+    if fs[2] != input[3] {
+        return Err(KernelError::invalid(op, format!("filter has {} input channels, the input {}", fs[2], input[3])));
+    }
+    let g = geometry(op, input, [fs[0], fs[1]], w)?;
+    Ok(conv_gemm::Shape { g, channels: input[3], filter: fs })
 }
 
-fn conv_forward(op: &str, depthwise: bool, attrs: &AttrMap, x: &Tensor, f: &Tensor) -> Result<Tensor, KernelError> {
-    let xs = four(op, x.shape(), "input")?;
-    let fs = four(op, f.shape(), "filter")?;
-    if fs[2] != xs[3] {
-        return Err(KernelError::invalid(op, format!("filter has {} input channels, the input {}", fs[2], xs[3])));
+/// Checks that the output gradient has the shape the forward convolution produces.
+fn expect_out_backprop(op: &str, s: &conv_gemm::Shape, depthwise: bool, dy: &Tensor) -> Result<(), KernelError> {
+    let out_channels = if depthwise { s.channels * s.filter[3] } else { s.filter[3] };
+    let want = [s.g.batch, s.g.rows.output, s.g.cols.output, out_channels];
+    if dy.shape() != want {
+        return Err(KernelError::invalid(
+            op,
+            format!("out_backprop has shape {:?}, the convolution's output is {want:?}", dy.shape()),
+        ));
     }
-    let w = window_attrs(op, attrs)?;
-    let g = geometry(op, &xs, [fs[0], fs[1]], &w)?;
-    let out_channels = if depthwise { xs[3] * fs[3] } else { fs[3] };
-    let out_shape = [g.batch, g.rows.output, g.cols.output, out_channels];
-    with_float!(op, x, xa, T => {
-        let fa = same::<T>(op, f, x)?;
-        let xv: Vec<T> = xa.iter().copied().collect();
-        let fv: Vec<T> = fa.iter().copied().collect();
-        let mut y = vec![T::zero(); out_shape.iter().product()];
-        taps_conv(&g, xs[3], fs, depthwise, |xi, fi, yi| y[yi] += xv[xi] * fv[fi]);
-        Tensor::from_vec(&out_shape, y)
-    })
+    Ok(())
+}
+
+/// The elements of `a` in row-major order, borrowed when it is already laid out so.
+fn contiguous<T: Clone>(a: &ndarray::ArcArray<T, ndarray::IxDyn>) -> Cow<'_, [T]> {
+    match a.as_slice() {
+        Some(s) => Cow::Borrowed(s),
+        None => Cow::Owned(a.iter().cloned().collect()),
+    }
 }
 
 /// Which pooling kernel to run.

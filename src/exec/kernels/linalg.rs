@@ -121,7 +121,7 @@ const PARALLEL_WORK: usize = 1 << 22;
 /// the result does not depend on the split. Rayon's threads flush denormals
 /// while they run a part, as the calling kernel does, so a split product
 /// flushes subnormals exactly as a serial one.
-fn products<T: Num>(
+pub(super) fn products<T: Num>(
     pairs: &[(ndarray::ArrayView2<'_, T>, ndarray::ArrayView2<'_, T>)],
     out: &mut [T],
     (m, n, k): (usize, usize, usize),

@@ -19,6 +19,7 @@ pub(crate) mod control_flow;
 /// The TensorList and Optional kernels (variant values), sorted.
 pub use control_flow::VARIANT_OPS;
 mod conv;
+mod conv_gemm;
 pub(crate) mod denormals;
 pub(crate) mod dtypes;
 mod elementwise;

@@ -71,6 +71,8 @@ pub const DEVICE_OPS: &[&str] = &[
     "ResourceApplyAdam",
     "ResourceApplyAdamWithAmsgrad",
     "ResourceApplyCenteredRMSProp",
+    "ResourceApplyFtrl",
+    "ResourceApplyFtrlV2",
     "ResourceApplyGradientDescent",
     "ResourceApplyKerasMomentum",
     "ResourceApplyMomentum",

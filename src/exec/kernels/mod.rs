@@ -163,6 +163,7 @@ pub const PURE_OPS: &[&str] = &[
     "GreaterEqual",
     "Identity",
     "IdentityN",
+    "InTopKV2",
     "InvertPermutation",
     "IsFinite",
     "IsInf",
@@ -210,6 +211,7 @@ pub const PURE_OPS: &[&str] = &[
     "Relu6Grad",
     "ReluGrad",
     "Reshape",
+    "ReverseV2",
     "Rint",
     "Round",
     "Rsqrt",
@@ -615,6 +617,8 @@ fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Tensor>,
         "InvertPermutation" => one(shape::invert_permutation(op, arg(op, inputs, 0)?)?),
         "Tile" => one(shape::tile(op, arg(op, inputs, 0)?, arg(op, inputs, 1)?)?),
         "Fill" => one(shape::fill(op, arg(op, inputs, 0)?, arg(op, inputs, 1)?)?),
+        "ReverseV2" => one(shape::reverse(op, arg(op, inputs, 0)?, arg(op, inputs, 1)?)?),
+        "InTopKV2" => one(reduce::in_top_k(op, arg(op, inputs, 0)?, arg(op, inputs, 1)?, arg(op, inputs, 2)?)?),
         "Shape" => {
             let out = attrs.get("out_type").and_then(|v| v.as_type()).unwrap_or(DType::I32);
             one(shape::shape_of(op, arg(op, inputs, 0)?, out)?)

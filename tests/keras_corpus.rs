@@ -46,7 +46,6 @@ use Expect::Runs;
 /// Every graph of the Keras corpus (the file stem).
 const CASES: &[(&str, Expect)] = &[
     ("activations", Runs),
-    ("app_efficientnet_b0", Runs),
     ("app_mobilenet", Runs),
     ("app_mobilenet_v3_small", Runs),
     ("attention", Runs),
@@ -59,7 +58,7 @@ const CASES: &[(&str, Expect)] = &[
     ("losses", Runs),
     ("lstm_classifier", Runs),
     ("mobilenet_v2", Runs),
-    ("normalization_dropout", Runs),
+    ("normalization", Runs),
     ("opt_adadelta", Runs),
     ("opt_adafactor", Runs),
     ("opt_adam_clipnorm", Runs),
@@ -197,7 +196,6 @@ macro_rules! keras_cases {
 
 keras_cases!(
     activations,
-    app_efficientnet_b0,
     app_mobilenet,
     app_mobilenet_v3_small,
     attention,
@@ -210,7 +208,7 @@ keras_cases!(
     losses,
     lstm_classifier,
     mobilenet_v2,
-    normalization_dropout,
+    normalization,
     opt_adadelta,
     opt_adafactor,
     opt_adam_clipnorm,

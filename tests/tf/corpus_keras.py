@@ -551,8 +551,10 @@ APPLICATIONS = {
     "app_mobilenet_v3_small": lambda: A.MobileNetV3Small(
         input_shape=(32, 32, 3), alpha=0.75, weights=None, classes=4, dropout_rate=0.0
     ),
-    "app_efficientnet_b0": lambda: A.EfficientNetB0(
-        input_shape=(32, 32, 3), weights=None, classes=4, dropout_rate=0.0, drop_connect_rate=0.0
+    # EfficientNetB0's widths and depths; its constructor fixes the top dropout, so it is built directly.
+    "app_efficientnet_b0": lambda: A.efficientnet.EfficientNet(
+        1.0, 1.0, 224, 0.0, drop_connect_rate=0.0, model_name="efficientnetb0",
+        input_shape=(32, 32, 3), weights=None, classes=4,
     ),
 }
 

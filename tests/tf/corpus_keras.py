@@ -31,6 +31,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from make_corpus import enc, f32, rng, tf, tf1  # noqa: E402
 import numpy as np  # noqa: E402
 import tf_keras as keras  # noqa: E402
+from tf_keras.src.applications import efficientnet  # noqa: E402
 from tensorflow.python.tpu import tpu  # noqa: E402
 from tensorflow.python.tpu.ops import tpu_ops  # noqa: E402
 
@@ -552,7 +553,9 @@ APPLICATIONS = {
         input_shape=(32, 32, 3), alpha=0.75, weights=None, classes=4, dropout_rate=0.0
     ),
     # EfficientNetB0's widths and depths; its constructor fixes the top dropout, so it is built directly.
-    "app_efficientnet_b0": lambda: A.efficientnet.EfficientNet(
+    # Not yet in the corpus: the simulator gives TensorFlow's numbers, but PJRT fails on the input
+    # Normalization layer's variables ("host op normalization/mean: has no output 0").
+    "app_efficientnet_b0": lambda: efficientnet.EfficientNet(
         1.0, 1.0, 224, 0.0, drop_connect_rate=0.0, model_name="efficientnetb0",
         input_shape=(32, 32, 3), weights=None, classes=4,
     ),
@@ -761,7 +764,14 @@ CASES = {
     "ftrl": ftrl,
     "new_optimizers": new_optimizers,
 }
-CASES.update({name: (lambda name=name: application(name, APPLICATIONS[name])) for name in APPLICATIONS})
+CASES.update({
+    name: (lambda name=name: application(name, APPLICATIONS[name])) for name in APPLICATIONS
+    if name != "app_efficientnet_b0"
+})
+# Written only when asked for by name (see APPLICATIONS).
+CASES["app_efficientnet_b0"] = lambda: application("app_efficientnet_b0", APPLICATIONS["app_efficientnet_b0"])
+if __name__ == "__main__" and not sys.argv[1:]:
+    del CASES["app_efficientnet_b0"]
 
 if __name__ == "__main__":
     wanted = sys.argv[1:] or list(CASES)

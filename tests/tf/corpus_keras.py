@@ -10,7 +10,8 @@ moving statistics) run with the step.
 
 The files are make_corpus.py's formats (see its docstring) for a replicated case with variables:
 NAME.pbtxt (or NAME.pb when the text would be large), NAME.tags.json, and NAME.json whose
-"runs" fetch every replica's loss of the last step (output_0_shard_{r}:0), "steps" says how many
+"runs" fetch every replica's loss of the last step (output_0_shard_{r}:0) and, where the case has
+metrics, their values (output_{k}_shard_{r}:0, k >= 1), "steps" says how many
 steps run, and "variables_after" holds every replica's copy of each variable the step reads or
 writes after them. The graph is pruned to what a session runs: the step and the initialisers.
 
@@ -30,6 +31,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from make_corpus import enc, f32, rng, tf, tf1  # noqa: E402
 import numpy as np  # noqa: E402
 import tf_keras as keras  # noqa: E402
+from tf_keras.src.applications import efficientnet  # noqa: E402
 from tensorflow.python.tpu import tpu  # noqa: E402
 from tensorflow.python.tpu.ops import tpu_ops  # noqa: E402
 
@@ -38,8 +40,26 @@ OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus", "keras"
 PBTXT_LIMIT = 2_000_000
 
 
+# Variables with more elements than this start from `spread`, not from a constant.
+CONSTANT_LIMIT = 4096
+
+
+def spread(shape, scale, seed):
+    """A deterministic pseudo-random tensor made in the graph: uniform on [-scale, scale] from a
+    quadratic residue sequence of int64 element indices. Every step of it is exact or correctly
+    rounded, so TensorFlow and both backends compute the same bits; it keeps the graphs of large
+    models small (no constant holds their weights)."""
+    n = int(np.prod(shape))
+    i = tf.range(n, dtype=tf.int64)
+    h = tf.math.floormod(i * i * 31 + i * 7919 + seed, 65521)
+    u = tf.cast(h, tf.float32) / 32760.0 - 1.0
+    return tf.reshape(u * scale, shape)
+
+
 class Initial:
-    """Gives every variable a constant initial value: its Keras initializer's, computed once."""
+    """Gives every variable an initial value independent of random ops: its Keras initializer's
+    value, computed once, as a constant; or, for variables of more than CONSTANT_LIMIT elements,
+    `spread` with the standard deviation of that value."""
 
     def __init__(self):
         self.values = {}
@@ -49,11 +69,19 @@ class Initial:
         key = tf1.get_default_graph().unique_name(name, mark_as_used=False)
         if key not in self.values:
             init = kwargs["initial_value"]
+            if isinstance(init, tf.Tensor):
+                # A tensor of this graph (the new optimizers' slots): its value must be constant.
+                init = tf.get_static_value(init)
+                assert init is not None, f"{name}: the initial value is not a constant"
             with tf.Graph().as_default():
                 tf1.set_random_seed(len(self.values))
                 t = init() if callable(init) else tf.convert_to_tensor(init)
                 with tf1.Session() as sess:
-                    self.values[key] = sess.run(t)
+                    value = sess.run(t)
+            if value.size > CONSTANT_LIMIT and value.dtype == np.float32:
+                args = (value.shape, float(np.std(value) * np.sqrt(3.0)), len(self.values))
+                value = lambda: spread(*args)  # noqa: E731
+            self.values[key] = value
         kwargs["initial_value"] = self.values[key]
         return next_creator(**kwargs)
 
@@ -61,15 +89,19 @@ class Initial:
 class KerasSetup:
     """A Keras model, loss and optimizer (clipping, schedules and loss scaling are the optimizer's)."""
 
-    def __init__(self, make_model, make_loss, make_opt):
+    def __init__(self, make_model, make_loss, make_opt, metrics=()):
         self.make_model, self.make_loss, self.make_opt = make_model, make_loss, make_opt
+        self.metrics = metrics
 
     def build(self, initial):
         """Makes the model, the optimizer and every variable in the current graph."""
         with tf1.variable_creator_scope(initial.creator):
             self.model = self.make_model()
             self.opt = self.make_opt()
-            self.opt._create_all_weights(self.model.trainable_variables)
+            if hasattr(self.opt, "_create_all_weights"):
+                self.opt._create_all_weights(self.model.trainable_variables)
+            else:
+                self.opt.build(self.model.trainable_variables)
             self.opt.iterations  # noqa: B018  (made here, not inside the step)
         self.loss_fn = self.make_loss()
         self.trainable = self.model.trainable_variables
@@ -81,6 +113,8 @@ class KerasSetup:
         loss = self.loss_fn(y, pred)
         grads = tf.gradients(loss, self.trainable)
         updates = self.model.get_updates_for(x) + self.model.get_updates_for(None)
+        # Metrics are further outputs of the step: each one's batch mean.
+        self.metric_values = [tf.reduce_mean(m(y, pred)) for m in self.metrics]
         return loss, grads, updates
 
     def apply(self, grads):
@@ -112,9 +146,10 @@ def write_graph(name, graph_def):
             f.write(graph_def.SerializeToString())
 
 
-def keras_case(name, make_model, make_loss, make_opt, batches, **kwargs):
-    """A Keras model, loss and optimizer; see `replicated_training`."""
-    replicated_training(name, lambda: KerasSetup(make_model, make_loss, make_opt), batches, **kwargs)
+def keras_case(name, make_model, make_loss, make_opt, batches, metrics=(), **kwargs):
+    """A Keras model, loss and optimizer, and metric functions (y, pred) -> values whose means the
+    step also returns; see `replicated_training`."""
+    replicated_training(name, lambda: KerasSetup(make_model, make_loss, make_opt, metrics), batches, **kwargs)
 
 
 def replicated_training(name, make_setup, batches, steps=2, rtol=1e-4, largest=None):
@@ -134,7 +169,7 @@ def replicated_training(name, make_setup, batches, steps=2, rtol=1e-4, largest=N
             grads = [tpu_ops.cross_replica_sum(gr) / num_replicas for gr in grads]
             train = setup.apply(grads)
             with tf.control_dependencies([train] + updates):
-                return [tf.identity(loss)]
+                return [tf.identity(loss)] + [tf.identity(m) for m in getattr(setup, "metric_values", [])]
 
         ph = [
             [tf1.placeholder(tf.as_dtype(v.dtype), v.shape, name=f"in{k}_{r}") for k, v in enumerate(batch)]
@@ -155,11 +190,11 @@ def replicated_training(name, make_setup, batches, steps=2, rtol=1e-4, largest=N
         losses, grads, updates = [], [], []
         for x, y in batches:
             loss, gr, up = setup.forward(tf.constant(x), tf.constant(y))
-            losses.append(loss)
+            losses.append([loss] + list(getattr(setup, "metric_values", [])))
             grads.append(gr)
             updates.append(up)
         mean = [tf.add_n(list(gs)) / num_replicas for gs in zip(*grads)]
-        with tf.control_dependencies(losses + [g for gs in grads for g in gs]):
+        with tf.control_dependencies([t for ts in losses for t in ts] + [g for gs in grads for g in gs]):
             train = setup.apply(mean)
         # Layer updates (moving statistics) differ by replica: each replica keeps its own copy.
         with tf1.Session(graph=pg) as sess:
@@ -182,7 +217,10 @@ def replicated_training(name, make_setup, batches, steps=2, rtol=1e-4, largest=N
         "num_replicas": num_replicas,
         "steps": steps,
         "feeds": {f"in{k}_{r}:0": enc(v) for r, batch in enumerate(batches) for k, v in enumerate(batch)},
-        "runs": [{"targets": [], "fetches": {f"output_0_shard_{r}:0": enc(v) for r, v in enumerate(got)}}],
+        "runs": [{
+            "targets": [],
+            "fetches": {f"output_{k}_shard_{r}:0": enc(v) for r, vs in enumerate(got) for k, v in enumerate(vs)},
+        }],
         "variables_after": {
             h: [enc(c) for c in cs] for h, cs in zip(handles, after) if largest is None or cs[0].size <= largest
         },
@@ -491,6 +529,219 @@ def losses():
     )
 
 
+def application(name, make_model, size=32, **kwargs):
+    """A keras.applications family at a small input, weights=None, 4 classes, one step of SGD."""
+    keras_case(
+        name,
+        make_model,
+        lambda: keras.losses.CategoricalCrossentropy(),
+        lambda: keras.optimizers.legacy.SGD(0.01),
+        [(f32(340 + r, 1, size, size, 3), onehot(350 + r, 1, 4)) for r in range(2)],
+        steps=1,
+        rtol=kwargs.pop("rtol", 1e-3),
+        largest=300,
+        **kwargs,
+    )
+
+
+A = keras.applications
+# keras.applications families at a small input and width (MobileNetV2 is `mobilenet_v2`). Top dropout
+# is off: Keras's unseeded dropout is a stateful RandomUniform, whose stream neither backend follows.
+APPLICATIONS = {
+    "app_mobilenet": lambda: A.MobileNet(input_shape=(32, 32, 3), alpha=0.25, weights=None, classes=4, dropout=0.0),
+    "app_mobilenet_v3_small": lambda: A.MobileNetV3Small(
+        input_shape=(32, 32, 3), alpha=0.75, weights=None, classes=4, dropout_rate=0.0
+    ),
+    # EfficientNetB0's widths and depths; its constructor fixes the top dropout, so it is built directly.
+    # Not yet in the corpus: the simulator gives TensorFlow's numbers, but PJRT fails on the input
+    # Normalization layer's variables ("host op normalization/mean: has no output 0").
+    "app_efficientnet_b0": lambda: efficientnet.EfficientNet(
+        1.0, 1.0, 224, 0.0, drop_connect_rate=0.0, model_name="efficientnetb0",
+        input_shape=(32, 32, 3), weights=None, classes=4,
+    ),
+}
+
+
+def sparse_ce():
+    return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+
+def conv_transpose():
+    """Conv2DTranspose, DepthwiseConv2D, SeparableConv2D, average and global max pooling."""
+
+    def model():
+        return keras.Sequential([
+            L.Conv2DTranspose(3, 3, strides=2, input_shape=(4, 4, 2)),
+            L.DepthwiseConv2D(3, depth_multiplier=2, activation="relu"),
+            L.SeparableConv2D(4, 2, padding="same"),
+            L.AveragePooling2D(2),
+            L.GlobalMaxPooling2D(),
+            L.Dense(3),
+        ])
+
+    keras_case(
+        "conv_transpose",
+        model,
+        sparse_ce,
+        lambda: keras.optimizers.legacy.Adam(0.01),
+        [(f32(500 + r, 2, 4, 4, 2), labels(510 + r, 2, 3)) for r in range(2)],
+        metrics=[keras.metrics.sparse_categorical_accuracy],
+    )
+
+
+def conv1d_transpose():
+    """Conv1DTranspose, SeparableConv1D, 1-D average pooling and global average pooling."""
+
+    def model():
+        return keras.Sequential([
+            L.Conv1DTranspose(3, 3, strides=2, input_shape=(5, 2)),
+            L.SeparableConv1D(4, 2, activation="relu"),
+            L.AveragePooling1D(2),
+            L.GlobalAveragePooling1D(),
+            L.Dense(3),
+        ])
+
+    keras_case(
+        "conv1d_transpose",
+        model,
+        sparse_ce,
+        lambda: keras.optimizers.legacy.SGD(0.1),
+        [(f32(520 + r, 2, 5, 2), labels(530 + r, 2, 3)) for r in range(2)],
+    )
+
+
+def rnn_masked():
+    """Embedding with mask_zero, a Bidirectional SimpleRNN returning sequences and a masked LSTM."""
+
+    def model():
+        return keras.Sequential([
+            L.Embedding(8, 3, mask_zero=True, input_length=5),
+            L.Bidirectional(L.SimpleRNN(4, return_sequences=True)),
+            L.LSTM(3),
+            L.Dense(3),
+        ])
+
+    tokens = [labels(540 + r, 10, 8).reshape(2, 5) for r in range(2)]
+    for t in tokens:
+        t[:, 3:] = 0  # Padding the mask hides.
+    keras_case(
+        "rnn_masked",
+        model,
+        sparse_ce,
+        lambda: keras.optimizers.legacy.RMSprop(0.01),
+        [(t, labels(550 + r, 2, 3)) for r, t in enumerate(tokens)],
+        metrics=[keras.metrics.sparse_categorical_accuracy],
+    )
+
+
+def attention():
+    """Dot-product Attention (scaled) and AdditiveAttention on a query and a value sequence."""
+
+    def model():
+        x = keras.Input((6, 4))
+        q = L.Dense(4)(x[:, :3])
+        v = x[:, 3:]
+        a = L.Attention(use_scale=True)([q, v])
+        b = L.AdditiveAttention()([q, v])
+        h = L.Concatenate()([a, b])
+        return keras.Model(x, L.Dense(2)(L.Flatten()(h)))
+
+    keras_case(
+        "attention",
+        model,
+        lambda: keras.losses.CategoricalCrossentropy(from_logits=True),
+        lambda: keras.optimizers.legacy.Adam(0.01),
+        [(f32(560 + r, 2, 6, 4), onehot(570 + r, 2, 2)) for r in range(2)],
+        metrics=[keras.metrics.categorical_accuracy],
+    )
+
+
+def normalization():
+    """GroupNormalization and UnitNormalization."""
+
+    def model():
+        return keras.Sequential([
+            L.Dense(8, input_shape=(4,)),
+            L.Reshape((2, 4)),
+            L.GroupNormalization(groups=2),
+            L.UnitNormalization(),
+            L.Flatten(),
+            L.Dense(1, activation="sigmoid"),
+        ])
+
+    keras_case(
+        "normalization",
+        model,
+        lambda: keras.losses.BinaryCrossentropy(),
+        lambda: keras.optimizers.legacy.SGD(0.1),
+        [(f32(580 + r, 3, 4), rng(590 + r).integers(0, 2, (3, 1)).astype(np.float32)) for r in range(2)],
+        metrics=[keras.metrics.binary_accuracy],
+    )
+
+
+def activations():
+    """The activation layers and the activation functions by name."""
+
+    def model():
+        acts = [
+            L.LeakyReLU(0.2), L.PReLU(), L.ELU(0.7), L.ThresholdedReLU(0.1), L.ReLU(max_value=2.0, threshold=0.1),
+            L.Activation("selu"), L.Activation("softplus"), L.Activation("softsign"), L.Activation("swish"),
+            L.Activation("hard_sigmoid"), L.Activation("gelu"), L.Activation("mish"), L.Activation("relu6"),
+            L.Activation("exponential"), L.Activation("tanh"), L.Softmax(),
+        ]
+        return keras.Sequential([L.Dense(5, input_shape=(3,))] + [x for a in acts for x in (a, L.Dense(5))])
+
+    keras_case(
+        "activations",
+        model,
+        sparse_ce,
+        lambda: keras.optimizers.legacy.SGD(0.1),
+        [(f32(600 + r, 4, 3), labels(610 + r, 4, 5)) for r in range(2)],
+    )
+
+
+def pooling():
+    """Every 1-D and 2-D pooling layer, max and average, local and global."""
+
+    def model():
+        x = keras.Input((6, 6, 2))
+        s = L.Reshape((12, 6))(x)
+        parts = [
+            L.Flatten()(L.MaxPooling2D(2, strides=1, padding="same")(x)),
+            L.Flatten()(L.AveragePooling2D(3, strides=2, padding="same")(x)),
+            L.GlobalMaxPooling2D()(x), L.GlobalAveragePooling2D()(x),
+            L.Flatten()(L.MaxPooling1D(3, strides=2)(s)), L.Flatten()(L.AveragePooling1D(2, padding="same")(s)),
+            L.GlobalMaxPooling1D()(s), L.GlobalAveragePooling1D()(s),
+        ]
+        return keras.Model(x, L.Dense(3)(L.Concatenate()(parts)))
+
+    keras_case(
+        "pooling",
+        model,
+        sparse_ce,
+        lambda: keras.optimizers.legacy.SGD(0.1),
+        [(f32(620 + r, 2, 6, 6, 2), labels(630 + r, 2, 3)) for r in range(2)],
+        metrics=[keras.metrics.sparse_categorical_accuracy, lambda y, p: keras.metrics.sparse_top_k_categorical_accuracy(y, p, k=2)],
+    )
+
+
+def ftrl():
+    """The legacy Ftrl optimizer with L1 and L2 regularisation (ResourceApplyFtrl)."""
+    optimizer_case(
+        "opt_ftrl",
+        lambda: keras.optimizers.legacy.Ftrl(0.1, l1_regularization_strength=0.01, l2_regularization_strength=0.01),
+    )
+
+
+def new_optimizers():
+    """The new (non-legacy) tf_keras optimizer classes: plain variable ops, no fused update."""
+    O = keras.optimizers
+    optimizer_case("opt_adamw", lambda: O.AdamW(0.05, weight_decay=0.1))
+    optimizer_case("opt_lion", lambda: O.Lion(0.01))
+    optimizer_case("opt_adafactor", lambda: O.Adafactor(0.1))
+    optimizer_case("opt_adam_new", lambda: O.Adam(0.05))
+
+
 CASES = {
     "dense_adam": dense_adam,
     "conv_batchnorm": conv_batchnorm,
@@ -503,7 +754,24 @@ CASES = {
     "optimizers": optimizers,
     "tf1_adam_decay_clip": tf1_adam_decay_clip,
     "tf1_while_cond": tf1_while_cond,
+    "conv_transpose": conv_transpose,
+    "conv1d_transpose": conv1d_transpose,
+    "rnn_masked": rnn_masked,
+    "attention": attention,
+    "normalization": normalization,
+    "activations": activations,
+    "pooling": pooling,
+    "ftrl": ftrl,
+    "new_optimizers": new_optimizers,
 }
+CASES.update({
+    name: (lambda name=name: application(name, APPLICATIONS[name])) for name in APPLICATIONS
+    if name != "app_efficientnet_b0"
+})
+# Written only when asked for by name (see APPLICATIONS).
+CASES["app_efficientnet_b0"] = lambda: application("app_efficientnet_b0", APPLICATIONS["app_efficientnet_b0"])
+if __name__ == "__main__" and not sys.argv[1:]:
+    del CASES["app_efficientnet_b0"]
 
 if __name__ == "__main__":
     wanted = sys.argv[1:] or list(CASES)

@@ -72,6 +72,8 @@ pub const DEVICE_OPS: &[&str] = &[
     "ResourceApplyAdam",
     "ResourceApplyAdamWithAmsgrad",
     "ResourceApplyCenteredRMSProp",
+    "ResourceApplyFtrl",
+    "ResourceApplyFtrlV2",
     "ResourceApplyGradientDescent",
     "ResourceApplyKerasMomentum",
     "ResourceApplyMomentum",
@@ -162,6 +164,7 @@ pub const PURE_OPS: &[&str] = &[
     "GreaterEqual",
     "Identity",
     "IdentityN",
+    "InTopKV2",
     "InvertPermutation",
     "IsFinite",
     "IsInf",
@@ -209,6 +212,7 @@ pub const PURE_OPS: &[&str] = &[
     "Relu6Grad",
     "ReluGrad",
     "Reshape",
+    "ReverseV2",
     "Rint",
     "Round",
     "Rsqrt",
@@ -614,6 +618,8 @@ fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Tensor>,
         "InvertPermutation" => one(shape::invert_permutation(op, arg(op, inputs, 0)?)?),
         "Tile" => one(shape::tile(op, arg(op, inputs, 0)?, arg(op, inputs, 1)?)?),
         "Fill" => one(shape::fill(op, arg(op, inputs, 0)?, arg(op, inputs, 1)?)?),
+        "ReverseV2" => one(shape::reverse(op, arg(op, inputs, 0)?, arg(op, inputs, 1)?)?),
+        "InTopKV2" => one(reduce::in_top_k(op, arg(op, inputs, 0)?, arg(op, inputs, 1)?, arg(op, inputs, 2)?)?),
         "Shape" => {
             let out = attrs.get("out_type").and_then(|v| v.as_type()).unwrap_or(DType::I32);
             one(shape::shape_of(op, arg(op, inputs, 0)?, out)?)

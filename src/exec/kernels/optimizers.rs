@@ -10,7 +10,7 @@
 use crate::exec::error::KernelError;
 use crate::exec::tensor::Tensor;
 use crate::ir::AttrMap;
-use num_traits::One as _;
+use num_traits::{One as _, Zero as _};
 
 use super::elementwise::with_float;
 
@@ -20,6 +20,7 @@ pub(crate) fn resource_inputs(op: &str) -> Option<usize> {
         "ResourceApplyGradientDescent" => 1,
         "ResourceApplyMomentum" | "ResourceApplyKerasMomentum" | "ResourceApplyAdagrad" | "ResourceApplyAdagradV2" => 2,
         "ResourceApplyAdam" | "ResourceApplyAdaMax" | "ResourceApplyAdadelta" | "ResourceApplyRMSProp" => 3,
+        "ResourceApplyFtrl" | "ResourceApplyFtrlV2" => 3,
         "ResourceApplyAdamWithAmsgrad" | "ResourceApplyCenteredRMSProp" => 4,
         _ => return None,
     })
@@ -41,9 +42,11 @@ pub(crate) fn apply(op: &str, attrs: &AttrMap, slots: &[Tensor], rest: &[Tensor]
 /// [`apply`] on f32 or f64 values.
 fn apply_wide(op: &str, attrs: &AttrMap, slots: &[Tensor], rest: &[Tensor]) -> Result<Vec<Tensor>, KernelError> {
     let var = slots.first().ok_or_else(|| KernelError::invalid(op, "needs a variable"))?;
-    // The gradient is the last input, except for momentum, where `momentum` follows it.
+    // The gradient is the last input, except for momentum, where `momentum` follows it, and FTRL,
+    // where the gradient comes first.
     let grad_at = match op {
         "ResourceApplyMomentum" | "ResourceApplyKerasMomentum" => 1,
+        "ResourceApplyFtrl" | "ResourceApplyFtrlV2" => 0,
         _ => rest.len().saturating_sub(1),
     };
     let grad = rest.get(grad_at).ok_or_else(|| KernelError::invalid(op, "missing the gradient"))?;
@@ -172,6 +175,39 @@ fn apply_wide(op: &str, attrs: &AttrMap, slots: &[Tensor], rest: &[Tensor]) -> R
                     let denom = s[2][i] - s[1][i] * s[1][i] + eps;
                     s[3][i] = s[3][i] * momentum + lr * g / denom.sqrt();
                     s[0][i] -= s[3][i];
+                }
+            }
+            "ResourceApplyFtrl" | "ResourceApplyFtrlV2" => {
+                if attrs.get_bool("multiply_linear_by_lr").unwrap_or(false) {
+                    return Err(KernelError::invalid(op, "multiply_linear_by_lr=true is not supported"));
+                }
+                // Inputs after the gradient: lr, l1, l2, (l2_shrinkage,) lr_power.
+                let (lr, l1, l2) = (scalar(1, "lr")?, scalar(2, "l1")?, scalar(3, "l2")?);
+                let (shrinkage, lr_power) = if op == "ResourceApplyFtrlV2" {
+                    (scalar(4, "l2_shrinkage")?, scalar(5, "lr_power")?)
+                } else {
+                    (T::zero(), scalar(4, "lr_power")?)
+                };
+                let two = one + one;
+                // TensorFlow takes the square root when lr_power is -0.5 and a power otherwise.
+                let power = |x: T| if lr_power == -(one / two) { x.sqrt() } else { x.powf(-lr_power) };
+                for i in 0..grad.len() {
+                    let g = grad[i];
+                    let shrunk = if op == "ResourceApplyFtrlV2" { g + two * shrinkage * s[0][i] } else { g };
+                    let accum = s[1][i] + g * g;
+                    s[2][i] += shrunk - (power(accum) - power(s[1][i])) / lr * s[0][i];
+                    let linear = s[2][i];
+                    let sign = if linear > T::zero() {
+                        one
+                    } else if linear < T::zero() {
+                        -one
+                    } else {
+                        T::zero()
+                    };
+                    let x = l1 * sign - linear;
+                    let y = power(accum) / lr + two * l2;
+                    s[0][i] = if linear.abs() > l1 { x / y } else { T::zero() };
+                    s[1][i] = accum;
                 }
             }
             "ResourceApplyRMSProp" => {

@@ -12,6 +12,40 @@ use crate::exec::error::KernelError;
 use crate::exec::tensor::{Element, Tensor};
 use crate::ir::DType;
 
+/// `InTopKV2(predictions, targets, k)`: per row, whether fewer than `k`
+/// classes score strictly higher than the target class. A target out of
+/// range or with a non-finite score is never in the top `k`.
+pub(crate) fn in_top_k(op: &str, predictions: &Tensor, targets: &Tensor, k: &Tensor) -> Result<Tensor, KernelError> {
+    let (rows, classes) = match predictions.shape() {
+        &[r, c] => (r, c),
+        s => return Err(KernelError::invalid(op, format!("predictions must be a matrix, got shape {s:?}"))),
+    };
+    let targets = targets.to_i64_vec(op, "targets")?;
+    if targets.len() != rows {
+        return Err(KernelError::invalid(op, format!("{} targets for {rows} rows", targets.len())));
+    }
+    let k = match k.to_i64_vec(op, "k")?.as_slice() {
+        &[k] => k,
+        _ => return Err(KernelError::invalid(op, "k must be a scalar")),
+    };
+    if !matches!(predictions.dtype(), DType::BF16 | DType::F16 | DType::F32 | DType::F64) {
+        return Err(KernelError::dtype(op, predictions.dtype(), "predictions must be floating point"));
+    }
+    let scores = super::math::cast(op, predictions, DType::F64)?
+        .to_vec::<f64>()
+        .ok_or_else(|| KernelError::invalid(op, "predictions did not widen to f64"))?;
+    let out: Vec<bool> = (0..rows)
+        .map(|r| {
+            let row = &scores[r * classes..(r + 1) * classes];
+            match usize::try_from(targets[r]).ok().and_then(|t| row.get(t)) {
+                Some(&target) if target.is_finite() => (row.iter().filter(|&&s| s > target).count() as i64) < k,
+                _ => false,
+            }
+        })
+        .collect();
+    Ok(Tensor::vector(out))
+}
+
 /// Normalised, sorted, distinct axes of `axes` for a tensor of `rank`.
 pub(crate) fn norm_axes(op: &str, axes: &Tensor, rank: usize) -> Result<Vec<usize>, KernelError> {
     let mut out = Vec::new();

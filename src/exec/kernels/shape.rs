@@ -172,6 +172,19 @@ pub(crate) fn tile(op: &str, x: &Tensor, multiples: &Tensor) -> Result<Tensor, K
     Ok(any_array!(op, x, a => tile_array(op, a, &m)?))
 }
 
+/// `ReverseV2(x, axis)`: `x` with the order of each listed axis reversed.
+pub(crate) fn reverse(op: &str, x: &Tensor, axes: &Tensor) -> Result<Tensor, KernelError> {
+    let rank = x.shape().len();
+    let axes = super::reduce::norm_axes(op, axes, rank)?;
+    Ok(any_array!(op, x, a => {
+        let mut v = a.view();
+        for &axis in axes.iter().filter(|&&axis| axis < rank) {
+            v.invert_axis(Axis(axis));
+        }
+        v.as_standard_layout().into_owned().into_shared()
+    }))
+}
+
 /// `Fill(dims, value)`: a tensor of shape `dims` holding the scalar `value`.
 pub(crate) fn fill(op: &str, shape: &Tensor, value: &Tensor) -> Result<Tensor, KernelError> {
     let shape = dims(op, shape, "dims")?;

@@ -255,6 +255,13 @@ pub fn gradient(
             let inv = e.emit("InvertPermutation", "InvertPermutation", &[perm], e.t_attr(Some(DType::I32)));
             vec![Some(e.emit("Transpose", "transpose", &[g, inv], ta)), None]
         }
+        "ReverseV2" => {
+            // The gradient is reversed back along the same axes.
+            let axes = x(1)?;
+            let tidx = super::op_attr(&e.graph.node(op).attrs, "Tidx").cloned().map(|t| ("Tidx", t));
+            let attrs = ta.clone().into_iter().chain(tidx);
+            vec![Some(e.emit("ReverseV2", "ReverseV2", &[g, axes], attrs)), None]
+        }
         "Tile" => {
             let (a, multiples) = (x(0)?, x(1)?);
             vec![Some(tile_grad(e, a, multiples, g, &ta)), None]

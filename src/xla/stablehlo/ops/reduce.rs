@@ -6,6 +6,38 @@
 use super::{axis, expand, i64s, Call};
 use crate::xla::stablehlo::text::{Cmp, Ctx, Reducer, Val};
 
+/// `InTopKV2(predictions, targets, k)`: the target's score is picked by a
+/// one-hot mask; a row is in the top `k` when fewer than `k` scores exceed
+/// it, the target is in range and its score is finite.
+pub(super) fn in_top_k(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
+    let (p, t) = (n.input(0)?, n.input(1)?);
+    let (rows, classes) = match p.ty.shape.as_slice() {
+        &[r, k] => (r, k),
+        s => return Err(format!("InTopKV2: predictions must be a matrix, got shape {s:?}")),
+    };
+    let int = t.ty.with_shape(vec![rows, classes]);
+    let cls = c.op("stablehlo.iota", &[], "iota_dimension = 1 : i64", int.clone());
+    let tb = c.op("stablehlo.broadcast_in_dim", &[t], "broadcast_dimensions = array<i64: 0>", int);
+    let hit = c.compare(&cls, &tb, Cmp::Eq);
+    let low = c.splat(&p.ty, f64::NEG_INFINITY);
+    let picked = c.select(&hit, p, &low);
+    let score = c.reduce(&picked, &[1], Reducer::Max);
+    let sb = c.op("stablehlo.broadcast_in_dim", &[&score], "broadcast_dimensions = array<i64: 0>", p.ty.clone());
+    let above = c.compare(p, &sb, Cmp::Gt);
+    let ones = c.convert(&above, t.ty.dtype);
+    let count = c.reduce(&ones, &[1], Reducer::Add);
+    let k = c.convert(n.input(2)?, t.ty.dtype);
+    let kb = c.broadcast_to(&k, &[rows]);
+    let within = c.compare(&count, &kb, Cmp::Lt);
+    let finite = c.op("stablehlo.is_finite", &[&score], "", score.ty.with_dtype(crate::ir::DType::Bool));
+    let zero = c.splat(&t.ty, 0.0);
+    let top = c.splat(&t.ty, classes as f64);
+    let (ge, lt) = (c.compare(t, &zero, Cmp::Ge), c.compare(t, &top, Cmp::Lt));
+    let a = c.elementwise("and", &[&within, &finite]);
+    let b = c.elementwise("and", &[&ge, &lt]);
+    Ok(vec![c.elementwise("and", &[&a, &b])])
+}
+
 /// Which reduction.
 #[derive(Clone, Copy, Debug)]
 pub(super) enum Kind {

@@ -47,6 +47,20 @@ pub(super) fn tile(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
     Ok(vec![c.reshape(&b, out)])
 }
 
+/// `ReverseV2(x, axis)`: `stablehlo.reverse` over the constant axes.
+pub(super) fn reverse(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
+    let x = n.input(0)?;
+    let rank = x.ty.shape.len();
+    let mut dims = Vec::new();
+    for a in n.ints(1, "axis")? {
+        dims.push(axis(a, rank, n.op)? as i64);
+    }
+    dims.sort_unstable();
+    dims.dedup();
+    let out = n.out(0)?.clone();
+    Ok(vec![c.op("stablehlo.reverse", &[x], &format!("dimensions = {}", i64s(&dims)), out)])
+}
+
 pub(super) fn fill(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
     let out = n.out(0)?.shape.clone();
     Ok(vec![c.broadcast_to(n.input(1)?, &out)])

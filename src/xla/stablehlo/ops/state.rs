@@ -15,7 +15,7 @@ use super::Call;
 use crate::exec::kernels::{gather as host_gather, optimizers};
 use crate::exec::Tensor;
 use crate::ir::{AttrMap, DType};
-use crate::xla::stablehlo::text::{Ctx, Ty, Val};
+use crate::xla::stablehlo::text::{Cmp, Ctx, Ty, Val};
 
 /// Ops the emitter itself threads through the step (reads and assignments).
 const EMITTER_OPS: &[&str] = &[
@@ -329,6 +329,52 @@ fn optimizer(c: &mut Ctx, n: &Call, vars: &[Val]) -> Result<Vec<Val>, String> {
             let mom = e.add(&mm, &q);
             s[0] = e.sub(&s[0], &mom);
             (s[1], s[2], s[3]) = (mg, ms, mom);
+        }
+        "ResourceApplyFtrl" | "ResourceApplyFtrlV2" => {
+            if n.attrs.get_bool("multiply_linear_by_lr").unwrap_or(false) {
+                return Err(format!("{} with multiply_linear_by_lr is not supported", n.op));
+            }
+            let v2 = n.op == "ResourceApplyFtrlV2";
+            let (g, lr, l1, l2) = (get(0)?, get(1)?, get(2)?, get(3)?);
+            let lr_power = if v2 { get(5)? } else { get(4)? };
+            let two = e.k(2.0);
+            let shrunk = if v2 {
+                let shrinkage = get(4)?;
+                let t = e.mul(&two, &shrinkage);
+                let tw = e.mul(&t, &s[0]);
+                e.add(&g, &tw)
+            } else {
+                g.clone()
+            };
+            let g2 = e.mul(&g, &g);
+            let accum = e.add(&s[1], &g2);
+            // accum^(-lr_power), as a square root when lr_power is -0.5 (TensorFlow's special case).
+            let neg = e.c.elementwise("negate", &[&lr_power]);
+            let half = e.k(-0.5);
+            let is_half = e.c.compare(&lr_power, &half, Cmp::Eq);
+            let power = |e: &mut Ew, x: &Val| {
+                let p = e.c.elementwise("power", &[x, &neg]);
+                let r = e.sqrt(x);
+                e.c.select(&is_half, &r, &p)
+            };
+            let (pn, po) = (power(&mut e, &accum), power(&mut e, &s[1]));
+            let dp = e.sub(&pn, &po);
+            let dpl = e.div(&dp, &lr);
+            let dw = e.mul(&dpl, &s[0]);
+            let step = e.sub(&shrunk, &dw);
+            let linear = e.add(&s[2], &step);
+            let sign = e.c.elementwise("sign", &[&linear]);
+            let l1s = e.mul(&l1, &sign);
+            let x = e.sub(&l1s, &linear);
+            let pl = e.div(&pn, &lr);
+            let tl2 = e.mul(&two, &l2);
+            let y = e.add(&pl, &tl2);
+            let shrink = e.div(&x, &y);
+            let zero = e.k(0.0);
+            let mag = e.c.elementwise("abs", &[&linear]);
+            let big = e.c.compare(&mag, &l1, Cmp::Gt);
+            s[0] = e.c.select(&big, &shrink, &zero);
+            (s[1], s[2]) = (accum, linear);
         }
         "ResourceApplyRMSProp" => {
             let (lr, rho, momentum, eps, g) = (get(0)?, get(1)?, get(2)?, get(3)?, get(4)?);

@@ -1,8 +1,8 @@
 """The semantic differences between the simulator and XLA that
-tests/differential_fuzz.rs pins, computed by TensorFlow on its CPU kernels
+tests/it/differential_fuzz.rs pins, computed by TensorFlow on its CPU kernels
 and under jit_compile (XLA). The simulator follows the CPU column, the PJRT
 backend the jit column. Writes tests/tf/known_differences.json, which
-tests/differential_fuzz.rs checks the simulator's kernels against.
+tests/it/differential_fuzz.rs checks the simulator's kernels against.
 
 Run: tests/tf/.venv/bin/python tests/tf/known_differences.py
 """

@@ -4,7 +4,7 @@ no `VarHandleOp`, and TensorFlow's value of its loss after running its `init` op
 
 Run after setup.sh:  tests/tf/.venv/bin/python tests/tf/tf1_ref_variables.py
 
-It lives in its own directory because tests/tf_corpus.rs runs every top-level case on the
+It lives in its own directory because tests/it/tf_corpus.rs runs every top-level case on the
 library's kernels, which have none for ref variables (the CLI's plain-graph run converts them).
 The JSON is make_corpus.py's format: {"kind": "plain", "feeds": {tensor: T},
 "runs": [{"targets": ["init"], "fetches": {}}, {"targets": [], "fetches": {tensor: T}}]}.

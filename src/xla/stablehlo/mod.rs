@@ -56,6 +56,7 @@ pub fn unlowered_reason(op: &str) -> Option<&'static str> {
     ops::reason(op)
 }
 mod trace;
+mod types;
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -266,7 +267,7 @@ pub fn emit_module(
     let traced = trace::trace(graph, &analysis.whole, &first, &lib)?;
     // Strings live on the host: a string value inside the cluster cannot go to the device.
     let mut strings: Vec<NodeId> =
-        traced.values.iter().filter(|(_, v)| v.value.dtype() == DType::Str).map(|(&(id, _), _)| id).collect();
+        traced.values.iter().filter(|(_, v)| v.ty.dtype == DType::Str).map(|(&(id, _), _)| id).collect();
     strings.sort_unstable();
     if let Some(&id) = strings.first() {
         return Err(XlaError::DType {
@@ -306,15 +307,26 @@ pub fn emit_module(
             .map(|a| match a {
                 ArgSource::Carried(id, o) => {
                     vec![
-                        traced.values.get(&(*id, *o)).map(|t| t.value.clone()).unwrap_or_else(|| Tensor::scalar(0f32));
+                        traced.values.get(&(*id, *o)).and_then(|t| t.value.clone()).unwrap_or_else(|| Tensor::scalar(0f32));
                         replicas
                     ]
                 }
                 other => values[other].clone(),
             })
             .collect();
-        let first: Vec<Tensor> = arg_values.iter().map(|v| v[0].clone()).collect();
-        let (module, signature) = assemble::assemble(graph, cluster, program, &traced, &first, steps, &lib)?;
+        // Carried values have their traced types (their values come from the previous stage).
+        let arg_types: Vec<text::Ty> = program
+            .args
+            .iter()
+            .zip(&arg_values)
+            .map(|(a, v)| match a {
+                ArgSource::Carried(id, o) => {
+                    traced.values.get(&(*id, *o)).map(|t| t.ty.clone()).unwrap_or_else(|| text::Ty::of(&v[0]))
+                }
+                _ => text::Ty::of(&v[0]),
+            })
+            .collect();
+        let (module, signature) = assemble::assemble(graph, cluster, program, &traced, &arg_types, steps, &lib)?;
         stages.push(Emitted {
             module,
             signature,
@@ -340,8 +352,8 @@ pub fn emit_module(
         for &id in ops {
             for input in graph.data_inputs(id) {
                 let key = (input.src, input.output.unwrap_or(0));
-                if let Some(t) = traced.values.get(&key).filter(|t| t.constant) {
-                    folded.insert(key, t.value.clone());
+                if let Some(v) = traced.values.get(&key).filter(|t| t.constant).and_then(|t| t.value.as_ref()) {
+                    folded.insert(key, v.clone());
                 }
             }
         }

@@ -73,6 +73,17 @@ fn outside_compilation_splits_the_program_into_stages() {
 }
 
 #[test]
+fn lowering_a_host_print_prints_nothing() {
+    // The types come from the type rules: nothing runs, so the host's
+    // `Print` writes nothing while the module is made.
+    let (ok, text, err) = lower(&["examples/outside_compilation.opg"]);
+    assert!(ok, "{err}");
+    assert!(text.contains("stablehlo.custom_call") || text.contains("// -----"), "{text}");
+    assert!(!err.contains("h = "), "lower printed the host's Print: {err}");
+    assert!(!text.contains("// Note:"), "every op is typed by a rule: {text}");
+}
+
+#[test]
 fn an_op_without_a_kernel_is_a_diagnostic() {
     // A host op with no kernel: the trace cannot run it.
     let dir = tempfile::tempdir().expect("a temporary directory");

@@ -88,21 +88,22 @@ fn update_kind(graph: &Graph, id: NodeId) -> Result<&'static str, XlaError> {
 /// when an op's types can depend on values, by running it on the host with
 /// `args` (replica 0's argument values; see [`trace_values`]).
 pub(crate) fn trace(graph: &Graph, program: &Program, args: &[Tensor], lib: &Library) -> Result<Trace, XlaError> {
-    match super::types::needs_values(graph, program) {
+    let why = match super::types::needs_values(graph, program) {
         None => {
             let types: Vec<Ty> = args.iter().map(Ty::of).collect();
-            super::types::infer(graph, program, &types)
+            match super::types::infer(graph, program, &types, Some(args))? {
+                super::types::Typed::Done(trace) => return Ok(trace),
+                super::types::Typed::Whole(why) => why,
+            }
         }
         Some((id, why)) => {
-            let mut trace = trace_values(graph, program, args, lib)?;
             let node = graph.node(id);
-            trace.notes.insert(
-                0,
-                format!("the whole program was run on the host for its types: `{}` ({}) is {why}", node.name, node.op),
-            );
-            Ok(trace)
+            format!("`{}` ({}) is {why}", node.name, node.op)
         }
-    }
+    };
+    let mut trace = trace_values(graph, program, args, lib)?;
+    trace.notes.insert(0, format!("the whole program was run on the host for its types: {why}"));
+    Ok(trace)
 }
 
 /// Runs the program on the host with `args` (replica 0's argument values).

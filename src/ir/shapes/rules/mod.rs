@@ -232,6 +232,7 @@ const TABLE: &[(&str, Rule)] = &[
     ("Pad", shape::pad),
     ("PadV2", shape::pad),
     ("Pow", ew::broadcast),
+    ("Print", ew::same),
     ("Prod", reduce::reduce),
     ("RealDiv", ew::broadcast),
     ("Reciprocal", ew::same),

@@ -224,7 +224,8 @@ pub(crate) fn fixes(
                 }
                 info.most = info.most.max(n);
                 if info.shape.is_none() {
-                    info.shape = values.get(&(id, o)).and_then(|t| t.value.as_ref().and_then(as_list)).and_then(element_shape);
+                    info.shape =
+                        values.get(&(id, o)).and_then(|t| t.value.as_ref().and_then(as_list)).and_then(element_shape);
                 }
             }
             derived.push(((id, o), makers));

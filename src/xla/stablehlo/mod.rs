@@ -393,9 +393,11 @@ fn emit(
         let mut types = Vec::with_capacity(program.args.len());
         for a in &program.args {
             types.push(match a {
-                ArgSource::Carried(id, o) => traced.values.get(&(*id, *o)).map(|t| t.ty.clone()).ok_or_else(|| {
-                    XlaError::UnsupportedGraph { message: format!("carried value `{}` has no type", arg_name(graph, a)) }
-                })?,
+                ArgSource::Carried(id, o) => {
+                    traced.values.get(&(*id, *o)).map(|t| t.ty.clone()).ok_or_else(|| XlaError::UnsupportedGraph {
+                        message: format!("carried value `{}` has no type", arg_name(graph, a)),
+                    })?
+                }
                 other => arg_types[other].clone(),
             });
         }

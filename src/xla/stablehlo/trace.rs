@@ -161,9 +161,9 @@ fn trace_with(
             values
                 .get(&(input.src, input.output.unwrap_or(0)))
                 .and_then(|t| Some((t.value.clone()?, t.constant)))
-                .ok_or_else(
-                || lowering(graph, id, format!("operand {i} (`{}`) has no value", graph.node(input.src).name)),
-            )
+                .ok_or_else(|| {
+                    lowering(graph, id, format!("operand {i} (`{}`) has no value", graph.node(input.src).name))
+                })
         };
         let handle = || inputs.first().map(|i| i.src).ok_or_else(|| lowering(graph, id, "has no variable operand"));
         let outputs: Vec<Traced> = match op {
@@ -358,7 +358,11 @@ impl Emitter<'_> {
                 Val::composite(&parts)
             }
             None if !super::text::device_dtype(value.dtype()) => {
-                return Err(lowering(self.graph, key.0, format!("a {} constant cannot go to the device", value.dtype())))
+                return Err(lowering(
+                    self.graph,
+                    key.0,
+                    format!("a {} constant cannot go to the device", value.dtype()),
+                ))
             }
             None => ctx.constant(value),
         };
@@ -453,8 +457,7 @@ impl Emitter<'_> {
             consts.push(self.traced.values.get(&key).filter(|t| t.constant).and_then(|t| t.value.clone()));
             vals.push(self.value(ctx, key)?);
         }
-        let outputs: Vec<Ty> =
-            (0u32..).map_while(|o| self.traced.values.get(&(id, o))).map(|t| t.ty.clone()).collect();
+        let outputs: Vec<Ty> = (0u32..).map_while(|o| self.traced.values.get(&(id, o))).map(|t| t.ty.clone()).collect();
         let call = Call {
             op: &node.op,
             attrs: &node.attrs,

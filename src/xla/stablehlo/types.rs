@@ -203,14 +203,16 @@ impl Walk<'_> {
         let graph = self.graph;
         let inputs = graph.data_inputs(id);
         let input = inputs.get(i).ok_or_else(|| lowering(graph, id, format!("has no operand {i}")))?;
-        self.values.get(&(input.src, input.output.unwrap_or(0))).cloned().ok_or_else(|| {
-            lowering(graph, id, format!("operand {i} (`{}`) has no value", graph.node(input.src).name))
-        })
+        self.values
+            .get(&(input.src, input.output.unwrap_or(0)))
+            .cloned()
+            .ok_or_else(|| lowering(graph, id, format!("operand {i} (`{}`) has no value", graph.node(input.src).name)))
     }
 
     /// The variable operand 0 of `id` names, and its type.
     fn var(&self, id: NodeId) -> Result<(NodeId, Ty), XlaError> {
-        let h = self.graph.data_inputs(id).first().ok_or_else(|| lowering(self.graph, id, "has no variable operand"))?.src;
+        let h =
+            self.graph.data_inputs(id).first().ok_or_else(|| lowering(self.graph, id, "has no variable operand"))?.src;
         let ty = self.vars.get(&h).cloned().ok_or_else(|| lowering(self.graph, id, "names an unknown variable"))?;
         Ok((h, ty))
     }
@@ -326,6 +328,9 @@ impl Walk<'_> {
     /// `Err` says why it cannot be run here.
     fn host_value(&mut self, node: NodeId, output: u32) -> Result<Result<Tensor, String>, XlaError> {
         let graph = self.graph;
+        if let Some(v) = self.memo.get(&(node, output)).cloned().or_else(|| self.known(node, output)) {
+            return Ok(Ok(v));
+        }
         let mut stack = vec![(node, false)];
         while let Some((id, ready)) = stack.pop() {
             if self.memo.contains_key(&(id, 0)) {
@@ -338,7 +343,9 @@ impl Walk<'_> {
                 if op != "ReadVariableOp" {
                     for i in &inputs {
                         let key = (i.src, i.output.unwrap_or(0));
-                        if !self.memo.contains_key(&key) && self.known(key.0, key.1).is_none() {
+                        // A variable handle is not a value: the op that names it reads it.
+                        let handle = self.vars.contains_key(&i.src);
+                        if !handle && !self.memo.contains_key(&key) && self.known(key.0, key.1).is_none() {
                             stack.push((i.src, false));
                         }
                     }

@@ -199,6 +199,7 @@ const TABLE: &[(&str, Rule)] = &[
     ("FusedBatchNormGradV3", nn::batch_norm_grad),
     ("FusedBatchNormV2", nn::batch_norm),
     ("FusedBatchNormV3", nn::batch_norm),
+    ("GatherV2", shape::gather),
     ("Greater", ew::compare),
     ("GreaterEqual", ew::compare),
     ("Identity", ew::same),

@@ -5,7 +5,6 @@
 
 use super::{dim, Args, OutType};
 
-
 /// `MatMul(a, b)` with `transpose_a`/`transpose_b`.
 pub(super) fn matmul(a: &Args) -> Result<Vec<OutType>, String> {
     let (x, y) = (a.x(0)?, a.x(1)?);
@@ -106,7 +105,14 @@ fn spatial(a: &Args) -> (usize, usize) {
 }
 
 /// One spatial output size.
-fn out_size(a: &Args, input: usize, window: usize, stride: i64, dilation: i64, pads: (i64, i64)) -> Result<usize, String> {
+fn out_size(
+    a: &Args,
+    input: usize,
+    window: usize,
+    stride: i64,
+    dilation: i64,
+    pads: (i64, i64),
+) -> Result<usize, String> {
     let stride = dim(stride, "stride")?.max(1);
     let effective = (window.max(1) - 1) * dim(dilation, "dilation")?.max(1) + 1;
     match a.str_attr("padding", "VALID") {
@@ -192,7 +198,6 @@ pub(super) fn avg_pool_grad(a: &Args) -> Result<Vec<OutType>, String> {
     Ok(vec![OutType::new(a.x(1)?.dtype, shape_operand(a, 0, "orig_input_shape")?)])
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::super::tests::{check, k, x};
@@ -208,7 +213,12 @@ mod tests {
         let t = AttrValue::Bool(true);
         check("MatMul", &[("transpose_a", t.clone())], &[x(F32, &[3, 2]), x(F32, &[3, 4])], Ok(&[(F32, &[2, 4])]));
         check("MatMul", &[], &[x(F32, &[2, 3]), x(F32, &[2, 4])], Err("inner dimensions"));
-        check("BatchMatMulV2", &[("adj_y", t)], &[x(F32, &[5, 1, 2, 3]), x(F32, &[4, 6, 3])], Ok(&[(F32, &[5, 4, 2, 6])]));
+        check(
+            "BatchMatMulV2",
+            &[("adj_y", t)],
+            &[x(F32, &[5, 1, 2, 3]), x(F32, &[4, 6, 3])],
+            Ok(&[(F32, &[5, 4, 2, 6])]),
+        );
     }
 
     #[test]
@@ -216,16 +226,51 @@ mod tests {
         let s2 = ("strides", list(&[1, 2, 2, 1]));
         let same = ("padding", AttrValue::str("SAME"));
         let valid = ("padding", AttrValue::str("VALID"));
-        check("Conv2D", &[s2.clone(), valid.clone()], &[x(F32, &[1, 38, 38, 3]), x(F32, &[7, 7, 3, 64])], Ok(&[(F32, &[1, 16, 16, 64])]));
-        check("Conv2D", &[s2.clone(), same.clone()], &[x(F32, &[2, 7, 7, 8]), x(F32, &[3, 3, 8, 4])], Ok(&[(F32, &[2, 4, 4, 4])]));
+        check(
+            "Conv2D",
+            &[s2.clone(), valid.clone()],
+            &[x(F32, &[1, 38, 38, 3]), x(F32, &[7, 7, 3, 64])],
+            Ok(&[(F32, &[1, 16, 16, 64])]),
+        );
+        check(
+            "Conv2D",
+            &[s2.clone(), same.clone()],
+            &[x(F32, &[2, 7, 7, 8]), x(F32, &[3, 3, 8, 4])],
+            Ok(&[(F32, &[2, 4, 4, 4])]),
+        );
         let nchw = ("data_format", AttrValue::str("NCHW"));
-        check("Conv2D", &[nchw, same.clone(), ("strides", list(&[1, 1, 1, 1]))], &[x(F32, &[2, 8, 5, 5]), x(F32, &[3, 3, 8, 4])], Ok(&[(F32, &[2, 4, 5, 5])]));
+        check(
+            "Conv2D",
+            &[nchw, same.clone(), ("strides", list(&[1, 1, 1, 1]))],
+            &[x(F32, &[2, 8, 5, 5]), x(F32, &[3, 3, 8, 4])],
+            Ok(&[(F32, &[2, 4, 5, 5])]),
+        );
         let explicit = ("padding", AttrValue::str("EXPLICIT"));
         let pads = ("explicit_paddings", list(&[0, 0, 1, 1, 2, 2, 0, 0]));
-        check("Conv2D", &[explicit, pads], &[x(F32, &[1, 4, 4, 1]), x(F32, &[3, 3, 1, 2])], Ok(&[(F32, &[1, 4, 6, 2])]));
-        check("DepthwiseConv2dNative", &[same.clone()], &[x(F32, &[1, 5, 5, 3]), x(F32, &[3, 3, 3, 2])], Ok(&[(F32, &[1, 5, 5, 6])]));
-        check("Conv2DBackpropInput", &[], &[k(&[1, 8, 8, 3]), x(F32, &[3, 3, 3, 4]), x(F32, &[1, 4, 4, 4])], Ok(&[(F32, &[1, 8, 8, 3])]));
-        check("Conv2DBackpropFilter", &[], &[x(F32, &[1, 8, 8, 3]), k(&[3, 3, 3, 4]), x(F32, &[1, 4, 4, 4])], Ok(&[(F32, &[3, 3, 3, 4])]));
+        check(
+            "Conv2D",
+            &[explicit, pads],
+            &[x(F32, &[1, 4, 4, 1]), x(F32, &[3, 3, 1, 2])],
+            Ok(&[(F32, &[1, 4, 6, 2])]),
+        );
+        check(
+            "DepthwiseConv2dNative",
+            &[same.clone()],
+            &[x(F32, &[1, 5, 5, 3]), x(F32, &[3, 3, 3, 2])],
+            Ok(&[(F32, &[1, 5, 5, 6])]),
+        );
+        check(
+            "Conv2DBackpropInput",
+            &[],
+            &[k(&[1, 8, 8, 3]), x(F32, &[3, 3, 3, 4]), x(F32, &[1, 4, 4, 4])],
+            Ok(&[(F32, &[1, 8, 8, 3])]),
+        );
+        check(
+            "Conv2DBackpropFilter",
+            &[],
+            &[x(F32, &[1, 8, 8, 3]), k(&[3, 3, 3, 4]), x(F32, &[1, 4, 4, 4])],
+            Ok(&[(F32, &[3, 3, 3, 4])]),
+        );
         let k3 = ("ksize", list(&[1, 3, 3, 1]));
         check("MaxPool", &[k3.clone(), s2.clone(), valid], &[x(F32, &[1, 18, 18, 64])], Ok(&[(F32, &[1, 8, 8, 64])]));
         check("AvgPool", &[k3, s2, same], &[x(F32, &[1, 5, 5, 2])], Ok(&[(F32, &[1, 3, 3, 2])]));
@@ -236,12 +281,33 @@ mod tests {
     #[test]
     fn normalisation_and_loss_rules() {
         let five = [x(F32, &[2, 4, 4, 3]), x(F32, &[3]), x(F32, &[3]), x(F32, &[3]), x(F32, &[3])];
-        check("FusedBatchNormV3", &[], &five, Ok(&[(F32, &[2, 4, 4, 3]), (F32, &[3]), (F32, &[3]), (F32, &[3]), (F32, &[3]), (F32, &[0])]));
-        let grad = [x(F32, &[2, 4, 4, 3]), x(F32, &[2, 4, 4, 3]), x(F32, &[3]), x(F32, &[3]), x(F32, &[3]), x(F32, &[0])];
-        check("FusedBatchNormGradV3", &[], &grad, Ok(&[(F32, &[2, 4, 4, 3]), (F32, &[3]), (F32, &[3]), (F32, &[0]), (F32, &[0])]));
+        check(
+            "FusedBatchNormV3",
+            &[],
+            &five,
+            Ok(&[(F32, &[2, 4, 4, 3]), (F32, &[3]), (F32, &[3]), (F32, &[3]), (F32, &[3]), (F32, &[0])]),
+        );
+        let grad =
+            [x(F32, &[2, 4, 4, 3]), x(F32, &[2, 4, 4, 3]), x(F32, &[3]), x(F32, &[3]), x(F32, &[3]), x(F32, &[0])];
+        check(
+            "FusedBatchNormGradV3",
+            &[],
+            &grad,
+            Ok(&[(F32, &[2, 4, 4, 3]), (F32, &[3]), (F32, &[3]), (F32, &[0]), (F32, &[0])]),
+        );
         check("BiasAddGrad", &[], &[x(F32, &[2, 4, 4, 3])], Ok(&[(F32, &[3])]));
-        check("SoftmaxCrossEntropyWithLogits", &[], &[x(F32, &[2, 10]), x(F32, &[2, 10])], Ok(&[(F32, &[2]), (F32, &[2, 10])]));
-        check("SparseSoftmaxCrossEntropyWithLogits", &[], &[x(F32, &[2, 10]), x(I64, &[2])], Ok(&[(F32, &[2]), (F32, &[2, 10])]));
+        check(
+            "SoftmaxCrossEntropyWithLogits",
+            &[],
+            &[x(F32, &[2, 10]), x(F32, &[2, 10])],
+            Ok(&[(F32, &[2]), (F32, &[2, 10])]),
+        );
+        check(
+            "SparseSoftmaxCrossEntropyWithLogits",
+            &[],
+            &[x(F32, &[2, 10]), x(I64, &[2])],
+            Ok(&[(F32, &[2]), (F32, &[2, 10])]),
+        );
         check("L2Loss", &[], &[x(F32, &[2, 10])], Ok(&[(F32, &[])]));
     }
 }

@@ -7,8 +7,7 @@ use crate::ir::DType;
 /// A reduction over the constant axes of operand 1 (`keep_dims` keeps them as 1s).
 pub(super) fn reduce(a: &Args) -> Result<Vec<OutType>, String> {
     let x = a.x(0)?;
-    let axes: Vec<usize> =
-        a.ints(1, "axes")?.iter().map(|&d| axis(d, x.shape.len())).collect::<Result<_, _>>()?;
+    let axes: Vec<usize> = a.ints(1, "axes")?.iter().map(|&d| axis(d, x.shape.len())).collect::<Result<_, _>>()?;
     let keep = a.bool_attr("keep_dims", false);
     let mut shape = Vec::with_capacity(x.shape.len());
     for (i, &d) in x.shape.iter().enumerate() {

@@ -159,6 +159,23 @@ pub(super) fn slice(a: &Args) -> Result<Vec<OutType>, String> {
     Ok(vec![OutType::new(x.dtype, shape)])
 }
 
+/// `GatherV2(params, indices, axis)`: the rows `indices` picks along
+/// `axis`, after `batch_dims` leading dims the two share.
+pub(super) fn gather(a: &Args) -> Result<Vec<OutType>, String> {
+    let (p, i) = (a.x(0)?, a.x(1)?);
+    let at = axis(*a.ints(2, "axis")?.first().ok_or("the axis is empty")?, p.shape.len())?;
+    let batch = a.int_attr("batch_dims", 0);
+    let batch = if batch < 0 { batch + i.shape.len() as i64 } else { batch };
+    let batch = dim(batch, "batch_dims")?;
+    if batch > at || batch > i.shape.len() {
+        return Err(format!("batch_dims {batch} exceeds the axis {at} or the indices' rank"));
+    }
+    let mut shape = p.shape[..at].to_vec();
+    shape.extend(&i.shape[batch..]);
+    shape.extend(&p.shape[at + 1..]);
+    Ok(vec![OutType::new(p.dtype, shape)])
+}
+
 /// `Fill(dims, value)`.
 pub(super) fn fill(a: &Args) -> Result<Vec<OutType>, String> {
     let shape = a.ints(0, "dims")?.iter().map(|&d| dim(d, "dimension")).collect::<Result<_, _>>()?;
@@ -233,8 +250,20 @@ mod tests {
         check("Slice", &[], &[x(F32, &[4, 5]), k(&[1, 2]), k(&[-1, 2])], Ok(&[(F32, &[3, 2])]));
         check("Slice", &[], &[x(F32, &[4, 5]), k(&[1, 4]), k(&[1, 2])], Err("out of bounds"));
         check("Fill", &[], &[k(&[2, 3]), x(Bool, &[])], Ok(&[(Bool, &[2, 3])]));
+        check("GatherV2", &[], &[x(F32, &[10, 4]), x(I32, &[2, 3]), k0(0)], Ok(&[(F32, &[2, 3, 4])]));
+        check(
+            "GatherV2",
+            &[("batch_dims", AttrValue::Int(1))],
+            &[x(F32, &[2, 5, 4]), x(I64, &[2, 3]), k0(1)],
+            Ok(&[(F32, &[2, 3, 4])]),
+        );
         check("BroadcastTo", &[], &[x(F32, &[3, 1]), k(&[2, 3, 4])], Ok(&[(F32, &[2, 3, 4])]));
-        check("Split", &[("num_split", AttrValue::Int(2))], &[k0(1), x(F32, &[3, 4])], Ok(&[(F32, &[3, 2]), (F32, &[3, 2])]));
+        check(
+            "Split",
+            &[("num_split", AttrValue::Int(2))],
+            &[k0(1), x(F32, &[3, 4])],
+            Ok(&[(F32, &[3, 2]), (F32, &[3, 2])]),
+        );
         check("SplitV", &[], &[x(F32, &[6]), k(&[1, -1, 2]), k0(0)], Ok(&[(F32, &[1]), (F32, &[3]), (F32, &[2])]));
     }
 }

@@ -8,8 +8,9 @@ classes) built in graph mode as a new user would (Keras's own initializers), cat
 cross-entropy, tf.gradients averaged over the replicas with cross_replica_sum, and the legacy
 SGD optimizer, with the batch-norm updates. Each replica reads placeholders `in0_{r}` (images,
 batch x size x size x 3) and `in1_{r}` (one-hot labels). The graph is pruned to the replicated
-step and the variables' initialisers. The files are large (about 100 MB of no constants, but
-many nodes); they are not committed. Used by docs/performance.md's StableHLO lowering figures.
+step and the variables' initialisers. The files are about 1.3 MB at any size (the variables start
+from Keras's initialisers, which are ops in the graph, not constants); they are not committed.
+Used by docs/performance.md's StableHLO lowering figures.
 """
 
 import argparse

@@ -186,7 +186,7 @@ pub(super) fn assemble(
         ));
         (0..results.len()).map(|i| format!("{r}#{i}")).collect()
     } else {
-        while_loop(&mut body, &arg_names, &arg_types, &results, num_data, num_outputs, steps)
+        while_loop(&mut body, &arg_names, arg_types, &results, num_data, num_outputs, steps)
     };
     out.push_str(&body.text);
     out.push_str(&format!(

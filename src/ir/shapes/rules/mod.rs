@@ -285,18 +285,21 @@ const TABLE: &[(&str, Rule)] = &[
 pub(crate) mod tests {
     use super::*;
 
+    /// A test operand: dtype, shape and an optional constant value.
+    pub(crate) type TestOperand = (DType, Vec<usize>, Option<Vec<i64>>);
+
     /// An operand of a test: dtype, shape and an optional constant value.
-    pub(crate) fn x(dtype: DType, shape: &[usize]) -> (DType, Vec<usize>, Option<Vec<i64>>) {
+    pub(crate) fn x(dtype: DType, shape: &[usize]) -> TestOperand {
         (dtype, shape.to_vec(), None)
     }
 
     /// A constant integer vector operand.
-    pub(crate) fn k(values: &[i64]) -> (DType, Vec<usize>, Option<Vec<i64>>) {
+    pub(crate) fn k(values: &[i64]) -> TestOperand {
         (DType::I32, vec![values.len()], Some(values.to_vec()))
     }
 
     /// A constant integer scalar operand.
-    pub(crate) fn k0(value: i64) -> (DType, Vec<usize>, Option<Vec<i64>>) {
+    pub(crate) fn k0(value: i64) -> TestOperand {
         (DType::I32, Vec::new(), Some(vec![value]))
     }
 
@@ -305,7 +308,7 @@ pub(crate) mod tests {
     pub(crate) fn check(
         op: &str,
         attrs: &[(&str, AttrValue)],
-        operands: &[(DType, Vec<usize>, Option<Vec<i64>>)],
+        operands: &[TestOperand],
         expect: Result<&[(DType, &[usize])], &str>,
     ) {
         let attrs: AttrMap = attrs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();

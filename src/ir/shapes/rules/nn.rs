@@ -77,7 +77,7 @@ pub(super) fn batch_norm(a: &Args) -> Result<Vec<OutType>, String> {
     let x = a.x(0)?;
     let c = *x.shape.get(channel_dim(a, x.shape.len())).ok_or("the input has no channels")?;
     let mut out = vec![a.same(0)?];
-    out.extend(std::iter::repeat(OutType::new(x.dtype, vec![c])).take(4));
+    out.extend(std::iter::repeat_n(OutType::new(x.dtype, vec![c]), 4));
     if a.op == "FusedBatchNormV3" {
         out.push(OutType::new(x.dtype, vec![0]));
     }
@@ -255,7 +255,7 @@ mod tests {
         );
         check(
             "DepthwiseConv2dNative",
-            &[same.clone()],
+            std::slice::from_ref(&same),
             &[x(F32, &[1, 5, 5, 3]), x(F32, &[3, 3, 3, 2])],
             Ok(&[(F32, &[1, 5, 5, 6])]),
         );

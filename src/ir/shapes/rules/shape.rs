@@ -14,7 +14,7 @@ pub(super) fn reshape(a: &Args) -> Result<Vec<OutType>, String> {
     let mut shape = Vec::with_capacity(target.len());
     for &d in target {
         shape.push(if d == -1 {
-            if wild > 1 || known == 0 || count % known != 0 {
+            if wild > 1 || known == 0 || !count.is_multiple_of(known) {
                 return Err(format!("cannot reshape {:?} to {target:?}", x.shape));
             }
             count / known
@@ -198,7 +198,7 @@ pub(super) fn split(a: &Args) -> Result<Vec<OutType>, String> {
     let x = a.x(1)?;
     let at = axis(*a.ints(0, "axis")?.first().ok_or("the axis is empty")?, x.shape.len())?;
     let n = dim(a.int_attr("num_split", 1), "num_split")?;
-    if n == 0 || x.shape[at] % n != 0 {
+    if n == 0 || !x.shape[at].is_multiple_of(n) {
         return Err(format!("dimension {at} of {:?} does not split into {n}", x.shape));
     }
     let mut shape = x.shape.to_vec();

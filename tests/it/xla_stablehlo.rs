@@ -73,6 +73,49 @@ fn outside_compilation_splits_the_program_into_stages() {
 }
 
 #[test]
+fn lowering_a_host_print_prints_nothing() {
+    // The types come from the type rules: nothing runs, so the host's
+    // `Print` writes nothing while the module is made.
+    let (ok, text, err) = lower(&["examples/outside_compilation.opg"]);
+    assert!(ok, "{err}");
+    assert!(text.contains("stablehlo.custom_call") || text.contains("// -----"), "{text}");
+    assert!(!err.contains("h = "), "lower printed the host's Print: {err}");
+    assert!(!text.contains("// Note:"), "every op is typed by a rule: {text}");
+}
+
+#[test]
+fn a_data_dependent_host_op_is_typed_by_running_its_subgraph_and_named() {
+    // `Where`'s shape depends on values: it has no type rule, so it runs on
+    // the host with the ops it depends on (unfed placeholders are ones) and
+    // the module says so.
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("where.opg");
+    std::fs::write(
+        &path,
+        r#"graph @main {
+  %x0 = Placeholder() {dtype = f32, shape = shape[4]}
+  %x1 = Placeholder() {dtype = f32, shape = shape[4]}
+  replicate (num_replicas = 2) (%x = [%x0, %x1]) {
+    %h = Relu(%x) {T = f32}
+    outside_compilation {
+      %where = Where(%h) {T = f32}
+    }
+    %idx = Cast(%where) {SrcT = i64, DstT = f32}
+    %axes = Const() {dtype = i32, value = tensor(i32, [2]) [0, 1]}
+    %out = Sum(%idx, %axes) {T = f32, Tidx = i32, keep_dims = false}
+    return %out
+  }
+}
+"#,
+    )
+    .expect("writes");
+    let (ok, text, err) = lower(&[path.to_str().expect("a UTF-8 path")]);
+    assert!(ok, "{err}");
+    assert!(text.contains("// Note: `where` (Where) was typed by running it"), "{text}");
+    assert!(text.contains("tensor<4x1xf32>"), "the cast of Where's [4, 1] result: {text}");
+}
+
+#[test]
 fn an_op_without_a_kernel_is_a_diagnostic() {
     // A host op with no kernel: the trace cannot run it.
     let dir = tempfile::tempdir().expect("a temporary directory");

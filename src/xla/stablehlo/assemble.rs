@@ -10,7 +10,6 @@ use super::calls::Library;
 use super::signature::{self, Signature};
 use super::text::{self, Ctx, Ty, Val};
 use super::{trace, ArgSource, Program};
-use crate::exec::Tensor;
 use crate::ir::{Graph, NodeId};
 use crate::passes::ReplicateCluster;
 use crate::xla::error::XlaError;
@@ -21,13 +20,12 @@ pub(super) fn assemble(
     cluster: &ReplicateCluster,
     program: &Program,
     traced: &trace::Trace,
-    first: &[Tensor],
+    arg_types: &[Ty],
     steps: usize,
     lib: &Library,
 ) -> Result<(String, Signature), XlaError> {
     lib.reset();
     let replicas = cluster.num_replicas as usize;
-    let arg_types: Vec<Ty> = first.iter().map(Ty::of).collect();
     let num_vars = program.args.iter().filter(|a| matches!(a, ArgSource::Variable(_))).count();
     let num_data = program.args.len() - num_vars;
     // Results before the variables: outputs, then carried values.
@@ -103,6 +101,9 @@ pub(super) fn assemble(
         num_data,
         num_vars
     ));
+    for note in &traced.notes {
+        out.push_str(&format!("// Note: {note}.\n"));
+    }
     let module_name = mlir_ident(&if program.stages > 1 {
         format!("{}_stage{}", cluster.name, program.stage)
     } else {
@@ -185,7 +186,7 @@ pub(super) fn assemble(
         ));
         (0..results.len()).map(|i| format!("{r}#{i}")).collect()
     } else {
-        while_loop(&mut body, &arg_names, &arg_types, &results, num_data, num_outputs, steps)
+        while_loop(&mut body, &arg_names, arg_types, &results, num_data, num_outputs, steps)
     };
     out.push_str(&body.text);
     out.push_str(&format!(

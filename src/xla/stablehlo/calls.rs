@@ -461,7 +461,7 @@ impl Emitter<'_> {
                 .traced
                 .values
                 .get(&key)
-                .map(|t| t.value.clone())
+                .and_then(|t| t.value.clone())
                 .ok_or_else(|| lowering(graph, id, "an operand has no traced value"))?;
             let v = self.value(ctx, key)?;
             traced.push(typed_optional(t, &v.ty).map_err(|m| lowering(graph, id, m))?);
@@ -471,15 +471,15 @@ impl Emitter<'_> {
         // The op's result types; a variable passed through a result has its value's type.
         let mut expected: Vec<Ty> = Vec::new();
         for (o, t) in (0u32..).map_while(|o| self.traced.values.get(&(id, o)).map(|t| (o, t))) {
-            let ty = match (&t.value, kind) {
-                (Tensor::Resource(_), CallKind::While) => vals
+            let ty = match (t.value.as_ref(), kind) {
+                (Some(Tensor::Resource(_)), CallKind::While) => vals
                     .get(o as usize)
                     .map(|v| v.ty.clone())
                     .ok_or_else(|| lowering(graph, id, "a variable result has no operand"))?,
-                (Tensor::Resource(_), _) => {
+                (Some(Tensor::Resource(_)), _) => {
                     return Err(lowering(graph, id, "returns a variable handle, which is not lowered"))
                 }
-                _ => Ty::of(&t.value),
+                _ => t.ty.clone(),
             };
             expected.push(ty);
         }

@@ -172,7 +172,7 @@ pub(super) fn emit(e: &mut Emitter, c: &mut Ctx, call: &HostCall, cluster: &str)
             op: e.graph.node(key.0).op.to_string(),
             message: format!("output {} of a host op has no traced value", key.1),
         })?;
-        types.push(Ty::of(&t.value));
+        types.push(t.ty.clone());
     }
     let results = match call.form {
         CallForm::Callback { run } => {

@@ -112,7 +112,7 @@ fn lowering(graph: &Graph, id: NodeId, message: impl Into<String>) -> XlaError {
 
 /// The length of a traced list value (`None` when it is not a list).
 fn len(values: &HashMap<(NodeId, u32), Traced>, key: (NodeId, u32)) -> Option<usize> {
-    values.get(&key).and_then(|t| as_list(&t.value)).map(|l| l.items.len())
+    values.get(&key).and_then(|t| t.value.as_ref().and_then(as_list)).map(|l| l.items.len())
 }
 
 /// What one pass over a program learns of a list a maker op makes.
@@ -143,7 +143,7 @@ pub(crate) fn fixes(
     for &id in nodes {
         let node = graph.node(id);
         if MAKERS.contains(&&*node.op) {
-            if let Some(made) = values.get(&(id, 0)).and_then(|t| as_list(&t.value)) {
+            if let Some(made) = values.get(&(id, 0)).and_then(|t| t.value.as_ref().and_then(as_list)) {
                 at.insert(id, seen.len());
                 let info = Seen { made: made.clone(), most: made.items.len(), shape: element_shape(made) };
                 seen.push((id, info));
@@ -224,7 +224,8 @@ pub(crate) fn fixes(
                 }
                 info.most = info.most.max(n);
                 if info.shape.is_none() {
-                    info.shape = values.get(&(id, o)).and_then(|t| as_list(&t.value)).and_then(element_shape);
+                    info.shape =
+                        values.get(&(id, o)).and_then(|t| t.value.as_ref().and_then(as_list)).and_then(element_shape);
                 }
             }
             derived.push(((id, o), makers));

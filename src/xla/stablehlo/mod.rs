@@ -17,18 +17,23 @@
 //! `stablehlo.while`/`if`/`case` and `func.call` over private functions
 //! printed after `@step` (`calls.rs`).
 //!
-//! Static shapes: the program is traced once on the host (`trace`) with
-//! replica 0's argument values, which gives every value's type; values
+//! Static shapes: every value's type comes from the op type rules
+//! (`types`, over `ir::shapes::rules`), from the arguments' types; values
 //! that depend on no argument, variable, replica id or collective (shape
-//! arithmetic, axes, constants) are printed as constants, so `Reshape`,
-//! `Sum` and `Tile` see their shapes and axes at compile time.
+//! arithmetic, axes, constants) are folded and printed as constants, so
+//! `Reshape`, `Sum` and `Tile` see their shapes and axes at compile time.
+//! Programs with call ops, TensorLists or Optionals are instead run once
+//! on the host (`trace`) with replica 0's argument values, and the module
+//! says so in a `// Note:` line. Compiling only ([`emit_all`]), declared
+//! placeholder and variable types stand for their values, which are not
+//! computed.
 //!
 //! Logical cores (model parallelism): with several cores per replica the
 //! module has `num_partitions` = cores per replica, and every op carries a
 //! maximal sharding `mhlo.sharding = "{maximal device=k}"` for its logical
 //! core k, as TensorFlow's bridge writes it; XLA's SPMD partitioner moves
-//! values between cores. Cost: linear in the program's size, plus
-//! one host evaluation of it for the trace.
+//! values between cores. Cost: linear in the program's size, plus the
+//! folded constants (and one host evaluation of the program when traced).
 
 mod assemble;
 mod calls;
@@ -56,6 +61,7 @@ pub fn unlowered_reason(op: &str) -> Option<&'static str> {
     ops::reason(op)
 }
 mod trace;
+mod types;
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -155,7 +161,8 @@ pub struct Emitted {
     /// `@main`'s arguments, in order.
     pub args: Vec<ArgSource>,
     /// The argument values, `[argument][replica]` (for `Carried`
-    /// arguments, the trace's replica-0 value: the run supplies its own).
+    /// arguments, the trace's replica-0 value: the run supplies its own;
+    /// empty for the modules of [`emit_all`], which only compile).
     pub arg_values: Vec<Vec<Tensor>>,
     /// The computation outputs this stage computes (its first results).
     pub outputs: Vec<OutputSpec>,
@@ -223,15 +230,72 @@ pub fn emit_module(
     assignment: &DeviceAssignment,
     config: &Config,
 ) -> Result<Staged, XlaError> {
+    emit(graph, cluster, assignment, config, false)
+}
+
+/// The type of argument `arg` from its declaration (a placeholder's
+/// `dtype` and `shape`, unknown dims 1 as an unfed placeholder's ones; a
+/// variable's `dtype` and `shape`), or `None` when it declares none.
+fn declared_type(graph: &Graph, arg: &ArgSource) -> Option<text::Ty> {
+    let (id, output) = match *arg {
+        ArgSource::Replicated(input) => {
+            let first = *graph.data_inputs(input).first()?;
+            (first.src, first.output.unwrap_or(0))
+        }
+        ArgSource::Host(id, o) => (id, o),
+        ArgSource::Variable(id) => (id, 0),
+        ArgSource::Carried(..) => return None,
+    };
+    let node = graph.node(id);
+    let (dtype_key, known) = match &*node.op {
+        "Placeholder" if output == 0 => ("dtype", false),
+        "VarHandleOp" => ("dtype", true),
+        _ => return None,
+    };
+    let dtype = node.attrs.get(dtype_key)?.as_type()?;
+    let dims = node.attrs.get("shape")?.as_shape()?.dims.clone()?;
+    if known && dims.iter().any(|&d| d < 0) {
+        return None;
+    }
+    Some(text::Ty::new(dtype, dims.iter().map(|&d| d.max(1) as usize).collect()))
+}
+
+/// [`emit_module`]; with `only_types` (compiling without running), the
+/// arguments' values are not computed where their declarations give
+/// their types, and the stages carry no argument values.
+fn emit(
+    graph: &Graph,
+    cluster: &ReplicateCluster,
+    assignment: &DeviceAssignment,
+    config: &Config,
+    only_types: bool,
+) -> Result<Staged, XlaError> {
     let replicas = cluster.num_replicas as usize;
     let analysis = analyse(graph, cluster)?;
     let mut host = Host::new(graph, config.feeds, config.missing_feed);
     if !config.host_effects {
         host = host.without_effects();
     }
-    // Values of every argument the whole cluster reads.
+    let only_types = only_types && config.feeds.is_empty() && types::needs_values(graph, &analysis.whole).is_none();
+    // Values (or, compiling only, types) of every argument the whole cluster reads.
     let mut values: HashMap<ArgSource, Vec<Tensor>> = HashMap::new();
+    let mut arg_types: HashMap<ArgSource, text::Ty> = HashMap::new();
     for arg in &analysis.whole.args {
+        if let ArgSource::Replicated(input) = *arg {
+            let n = graph.data_inputs(input).len();
+            if n != replicas {
+                return Err(XlaError::UnsupportedGraph {
+                    message: format!("`{}` has {n} operands for {replicas} replicas", graph.node(input).name),
+                });
+            }
+        }
+        if let (true, Some(ty)) = (only_types, declared_type(graph, arg)) {
+            if !text::device_dtype(ty.dtype) {
+                return Err(XlaError::DType { what: arg_name(graph, arg), dtype: ty.dtype.to_string() });
+            }
+            arg_types.insert(arg.clone(), ty);
+            continue;
+        }
         let v = match *arg {
             ArgSource::Replicated(input) => {
                 let operands = graph.data_inputs(input);
@@ -259,14 +323,24 @@ pub fn emit_module(
                 return Err(XlaError::DType { what: arg_name(graph, arg), dtype: t.dtype().to_string() });
             }
         }
+        arg_types.insert(arg.clone(), text::Ty::of(&v[0]));
         values.insert(arg.clone(), v);
     }
-    let first: Vec<Tensor> = analysis.whole.args.iter().map(|a| values[a][0].clone()).collect();
     let lib = calls::Library::new(config.library)?;
-    let traced = trace::trace(graph, &analysis.whole, &first, &lib)?;
+    let traced = if only_types {
+        let types: Vec<text::Ty> = analysis.whole.args.iter().map(|a| arg_types[a].clone()).collect();
+        match types::infer(graph, &analysis.whole, &types, None)? {
+            types::Typed::Done(trace) => trace,
+            // Typing needs the arguments' values: compute them.
+            types::Typed::Whole(_) => return emit(graph, cluster, assignment, config, false),
+        }
+    } else {
+        let first: Vec<Tensor> = analysis.whole.args.iter().map(|a| values[a][0].clone()).collect();
+        trace::trace(graph, &analysis.whole, &first, &lib)?
+    };
     // Strings live on the host: a string value inside the cluster cannot go to the device.
     let mut strings: Vec<NodeId> =
-        traced.values.iter().filter(|(_, v)| v.value.dtype() == DType::Str).map(|(&(id, _), _)| id).collect();
+        traced.values.iter().filter(|(_, v)| v.ty.dtype == DType::Str).map(|(&(id, _), _)| id).collect();
     strings.sort_unstable();
     if let Some(&id) = strings.first() {
         return Err(XlaError::DType {
@@ -300,21 +374,34 @@ pub fn emit_module(
         .collect();
     let mut stages = Vec::with_capacity(programs.len());
     for program in &programs {
-        let arg_values: Vec<Vec<Tensor>> = program
-            .args
-            .iter()
-            .map(|a| match a {
+        // Carried values come from the previous stage: placeholders here, of their traced types.
+        let arg_values: Vec<Vec<Tensor>> = if only_types {
+            Vec::new()
+        } else {
+            program
+                .args
+                .iter()
+                .map(|a| match a {
+                    ArgSource::Carried(id, o) => {
+                        let v = traced.values.get(&(*id, *o)).and_then(|t| t.value.clone());
+                        vec![v.unwrap_or_else(|| Tensor::scalar(0f32)); replicas]
+                    }
+                    other => values[other].clone(),
+                })
+                .collect()
+        };
+        let mut types = Vec::with_capacity(program.args.len());
+        for a in &program.args {
+            types.push(match a {
                 ArgSource::Carried(id, o) => {
-                    vec![
-                        traced.values.get(&(*id, *o)).map(|t| t.value.clone()).unwrap_or_else(|| Tensor::scalar(0f32));
-                        replicas
-                    ]
+                    traced.values.get(&(*id, *o)).map(|t| t.ty.clone()).ok_or_else(|| XlaError::UnsupportedGraph {
+                        message: format!("carried value `{}` has no type", arg_name(graph, a)),
+                    })?
                 }
-                other => values[other].clone(),
-            })
-            .collect();
-        let first: Vec<Tensor> = arg_values.iter().map(|v| v[0].clone()).collect();
-        let (module, signature) = assemble::assemble(graph, cluster, program, &traced, &first, steps, &lib)?;
+                other => arg_types[other].clone(),
+            });
+        }
+        let (module, signature) = assemble::assemble(graph, cluster, program, &traced, &types, steps, &lib)?;
         stages.push(Emitted {
             module,
             signature,
@@ -340,8 +427,8 @@ pub fn emit_module(
         for &id in ops {
             for input in graph.data_inputs(id) {
                 let key = (input.src, input.output.unwrap_or(0));
-                if let Some(t) = traced.values.get(&key).filter(|t| t.constant) {
-                    folded.insert(key, t.value.clone());
+                if let Some(v) = traced.values.get(&key).filter(|t| t.constant).and_then(|t| t.value.as_ref()) {
+                    folded.insert(key, v.clone());
                 }
             }
         }
@@ -393,7 +480,7 @@ pub fn emit_all_with_signatures(
     let mut modules = Vec::new();
     let mut signatures = Vec::new();
     for cluster in &clusters {
-        for stage in emit_module(graph, cluster, assignment, &config)?.stages {
+        for stage in emit(graph, cluster, assignment, &config, true)?.stages {
             modules.push(stage.module);
             signatures.push(stage.signature);
         }

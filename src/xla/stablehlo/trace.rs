@@ -2,6 +2,11 @@
 //! argument values, to learn every value's type and which values are
 //! compile-time constants; and the emitter that walks the program with it.
 //!
+//! [`trace`] types the program statically (`types`) unless it holds an op
+//! whose types can depend on values (call ops, TensorLists, Optionals):
+//! then the whole program runs here, as below, and a note says which op
+//! made it.
+//!
 //! A value is constant when its op is pure and every data operand is
 //! constant, or when its op reads only its operands' shapes ([`SHAPE_ONLY`]).
 //! Arguments, variable reads, the replica id and collectives are never
@@ -23,10 +28,25 @@ use crate::exec::{run_kernel, run_kernel_without_effects, Tensor};
 use crate::ir::{Graph, NodeId};
 use crate::xla::error::XlaError;
 
-/// A traced value.
+/// A traced value: its type, and its value when known (always for a
+/// constant; for every value of a program traced whole).
+#[derive(Clone)]
 pub(crate) struct Traced {
-    pub value: Tensor,
+    pub ty: Ty,
+    pub value: Option<Tensor>,
     pub constant: bool,
+}
+
+impl Traced {
+    /// A value (its type is the value's).
+    pub fn known(value: Tensor, constant: bool) -> Traced {
+        Traced { ty: Ty::of(&value), value: Some(value), constant }
+    }
+
+    /// A computed value of type `ty`, not known at compile time.
+    pub fn typed(ty: Ty) -> Traced {
+        Traced { ty, value: None, constant: false }
+    }
 }
 
 /// Every traced value, by (node, output).
@@ -34,6 +54,8 @@ pub(crate) struct Trace {
     pub values: HashMap<(NodeId, u32), Traced>,
     /// The value of each variable a call op passes, by (call, operand).
     pub call_vars: HashMap<(NodeId, usize), Tensor>,
+    /// How the types were found where not by the type rules (one line each).
+    pub notes: Vec<String>,
 }
 
 /// Ops traced as the identity of their data operands.
@@ -62,10 +84,32 @@ fn update_kind(graph: &Graph, id: NodeId) -> Result<&'static str, XlaError> {
     }
 }
 
+/// Types the program: statically from the argument types (`types`), or,
+/// when an op's types can depend on values, by running it on the host with
+/// `args` (replica 0's argument values; see [`trace_values`]).
+pub(crate) fn trace(graph: &Graph, program: &Program, args: &[Tensor], lib: &Library) -> Result<Trace, XlaError> {
+    let why = match super::types::needs_values(graph, program) {
+        None => {
+            let types: Vec<Ty> = args.iter().map(Ty::of).collect();
+            match super::types::infer(graph, program, &types, Some(args))? {
+                super::types::Typed::Done(trace) => return Ok(trace),
+                super::types::Typed::Whole(why) => why,
+            }
+        }
+        Some((id, why)) => {
+            let node = graph.node(id);
+            format!("`{}` ({}) is {why}", node.name, node.op)
+        }
+    };
+    let mut trace = trace_values(graph, program, args, lib)?;
+    trace.notes.insert(0, format!("the whole program was run on the host for its types: {why}"));
+    Ok(trace)
+}
+
 /// Runs the program on the host with `args` (replica 0's argument values).
 /// When a TensorList the program makes needs its capacity or element shape
 /// fixed (`lists`), the program is traced again with them fixed.
-pub(crate) fn trace(graph: &Graph, program: &Program, args: &[Tensor], lib: &Library) -> Result<Trace, XlaError> {
+fn trace_values(graph: &Graph, program: &Program, args: &[Tensor], lib: &Library) -> Result<Trace, XlaError> {
     let first = trace_with(graph, program, args, lib, &HashMap::new())?;
     let fixes = super::lists::fixes(graph, &program.nodes, &first.values, lib)?;
     if fixes.is_empty() {
@@ -98,10 +142,10 @@ fn trace_with(
     for (arg, v) in program.args.iter().zip(args) {
         match *arg {
             ArgSource::Replicated(id) => {
-                values.insert((id, 0), Traced { value: v.clone(), constant: false });
+                values.insert((id, 0), Traced::known(v.clone(), false));
             }
             ArgSource::Host(id, o) | ArgSource::Carried(id, o) => {
-                values.insert((id, o), Traced { value: v.clone(), constant: false });
+                values.insert((id, o), Traced::known(v.clone(), false));
             }
             ArgSource::Variable(id) => {
                 vars.insert(id, v.clone());
@@ -114,18 +158,21 @@ fn trace_with(
         let inputs = graph.data_inputs(id);
         let operand = |values: &HashMap<(NodeId, u32), Traced>, i: usize| {
             let input = inputs.get(i).ok_or_else(|| lowering(graph, id, format!("has no operand {i}")))?;
-            values.get(&(input.src, input.output.unwrap_or(0))).map(|t| (t.value.clone(), t.constant)).ok_or_else(
-                || lowering(graph, id, format!("operand {i} (`{}`) has no value", graph.node(input.src).name)),
-            )
+            values
+                .get(&(input.src, input.output.unwrap_or(0)))
+                .and_then(|t| Some((t.value.clone()?, t.constant)))
+                .ok_or_else(|| {
+                    lowering(graph, id, format!("operand {i} (`{}`) has no value", graph.node(input.src).name))
+                })
         };
         let handle = || inputs.first().map(|i| i.src).ok_or_else(|| lowering(graph, id, "has no variable operand"));
         let outputs: Vec<Traced> = match op {
             "ReadVariableOp" => {
                 let h = handle()?;
                 let v = vars.get(&h).cloned().ok_or_else(|| lowering(graph, id, "reads an unknown variable"))?;
-                vec![Traced { value: v, constant: false }]
+                vec![Traced::known(v, false)]
             }
-            "VarIsInitializedOp" => vec![Traced { value: Tensor::scalar(true), constant: true }],
+            "VarIsInitializedOp" => vec![Traced::known(Tensor::scalar(true), true)],
             // A variable's shape is fixed at compile time. A call (a loop
             // passing its variables through) gives back the handle of its
             // operand: follow it to the variable.
@@ -138,7 +185,7 @@ fn trace_with(
                     let is_call = crate::ir::functions::call_kind(&graph.node(at.src).op).is_some();
                     let operand = values
                         .get(&(at.src, at.output.unwrap_or(0)))
-                        .and_then(|t| t.value.as_resource())
+                        .and_then(|t| t.value.as_ref()?.as_resource())
                         .filter(|_| is_call)
                         .and_then(|h| h.name.parse::<usize>().ok())
                         .and_then(|i| graph.data_inputs(at.src).get(i).copied());
@@ -147,7 +194,7 @@ fn trace_with(
                 let value = run_kernel("Shape", &node.attrs, std::slice::from_ref(v))
                     .map_err(|e| lowering(graph, id, e.to_string()))?
                     .remove(0);
-                vec![Traced { value, constant: true }]
+                vec![Traced::known(value, true)]
             }
             "AssignVariableOp" | "AssignAddVariableOp" | "AssignSubVariableOp" | "Update" => {
                 let h = handle()?;
@@ -165,7 +212,7 @@ fn trace_with(
                 vars.insert(h, new);
                 Vec::new()
             }
-            "ReplicaId" => vec![Traced { value: Tensor::scalar(0i32), constant: false }],
+            "ReplicaId" => vec![Traced::known(Tensor::scalar(0i32), false)],
             _ if state::has_builder(op) => {
                 let k = state::handle_operands(op);
                 let mut handles = Vec::with_capacity(k);
@@ -187,7 +234,7 @@ fn trace_with(
                 for (h, v) in handles.into_iter().zip(new) {
                     vars.insert(h, v);
                 }
-                results.into_iter().map(|value| Traced { value, constant: false }).collect()
+                results.into_iter().map(|value| Traced::known(value, false)).collect()
             }
             // Calls run the simulator's interpreter; their results are never constant.
             _ if crate::ir::functions::call_kind(op).is_some() => {
@@ -208,13 +255,13 @@ fn trace_with(
                 for ((_, h, _), (_, v)) in handles.iter().zip(state) {
                     vars.insert(*h, v);
                 }
-                results.into_iter().map(|value| Traced { value, constant: false }).collect()
+                results.into_iter().map(|value| Traced::known(value, false)).collect()
             }
             _ if COLLECTIVES.contains(&op) => {
                 let n = if op == "CrossReplicaSum" { 1 } else { inputs.len() };
                 let mut out = Vec::with_capacity(n);
                 for i in 0..n {
-                    out.push(Traced { value: operand(&values, i)?.0, constant: false });
+                    out.push(Traced::known(operand(&values, i)?.0, false));
                 }
                 out
             }
@@ -238,7 +285,7 @@ fn trace_with(
                             Some(f) => super::lists::apply(&value, f),
                             None => value,
                         };
-                        Traced { value, constant }
+                        Traced::known(value, constant)
                     })
                     .collect()
             }
@@ -247,7 +294,7 @@ fn trace_with(
             values.insert((id, i as u32), t);
         }
     }
-    Ok(Trace { values, call_vars })
+    Ok(Trace { values, call_vars, notes: Vec::new() })
 }
 
 /// Walks the program, appending StableHLO for each op.
@@ -286,7 +333,8 @@ impl Emitter<'_> {
         if !t.constant {
             return Err(lowering(self.graph, key.0, format!("output {} has no value on the device", key.1)));
         }
-        let v = match t.value.as_variant() {
+        let value = t.value.as_ref().ok_or_else(|| lowering(self.graph, key.0, "a constant has no value"))?;
+        let v = match value.as_variant() {
             // A constant TensorList: its buffer and its size.
             Some(crate::exec::variant::Variant::List(l)) => {
                 let buffer = super::lists::buffer(l).map_err(|m| lowering(self.graph, key.0, m))?;
@@ -309,14 +357,14 @@ impl Emitter<'_> {
                 }
                 Val::composite(&parts)
             }
-            None if !super::text::device_dtype(t.value.dtype()) => {
+            None if !super::text::device_dtype(value.dtype()) => {
                 return Err(lowering(
                     self.graph,
                     key.0,
-                    format!("a {} constant cannot go to the device", t.value.dtype()),
+                    format!("a {} constant cannot go to the device", value.dtype()),
                 ))
             }
-            None => ctx.constant(&t.value),
+            None => ctx.constant(value),
         };
         self.env.insert(key, v.clone());
         Ok(v)
@@ -373,10 +421,10 @@ impl Emitter<'_> {
         for i in 0..inputs.len() {
             let k = key(i).unwrap_or((id, 0));
             let t = self.traced.values.get(&k);
-            consts.push(t.filter(|t| t.constant).map(|t| t.value.clone()));
+            consts.push(t.filter(|t| t.constant).and_then(|t| t.value.clone()));
             vals.push(self.value(ctx, k)?);
         }
-        let outputs: Vec<Ty> = traced_outputs.iter().map(|t| Ty::of(&t.value)).collect();
+        let outputs: Vec<Ty> = traced_outputs.iter().map(|t| t.ty.clone()).collect();
         let call =
             Call { op, attrs: &node.attrs, inputs: vals, consts, outputs: &outputs, num_replicas: self.replicas };
         let results = build(ctx, &call).map_err(|m| lowering(graph, id, m))?;
@@ -406,11 +454,10 @@ impl Emitter<'_> {
         let mut consts = Vec::new();
         for input in inputs.iter().skip(k) {
             let key = (input.src, input.output.unwrap_or(0));
-            consts.push(self.traced.values.get(&key).filter(|t| t.constant).map(|t| t.value.clone()));
+            consts.push(self.traced.values.get(&key).filter(|t| t.constant).and_then(|t| t.value.clone()));
             vals.push(self.value(ctx, key)?);
         }
-        let outputs: Vec<Ty> =
-            (0u32..).map_while(|o| self.traced.values.get(&(id, o))).map(|t| Ty::of(&t.value)).collect();
+        let outputs: Vec<Ty> = (0u32..).map_while(|o| self.traced.values.get(&(id, o))).map(|t| t.ty.clone()).collect();
         let call = Call {
             op: &node.op,
             attrs: &node.attrs,

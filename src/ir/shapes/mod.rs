@@ -17,6 +17,12 @@
 //! every valid input (the rules follow TensorFlow's shape functions); a
 //! value with no static shape is `None`, never a guess. Cost: linear in
 //! the nodes and edges visited, plus the constants read.
+//!
+//! [`rules`] is the other half: the per-op type rules (dtype and shape of
+//! every output from the operands' types and the constant operands) that
+//! the StableHLO emitter uses to type a device program without running it.
+
+pub mod rules;
 
 use rustc_hash::FxHashMap;
 

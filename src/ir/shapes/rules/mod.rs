@@ -1,0 +1,347 @@
+//! Type rules: the dtype and static shape of every output of an op, from
+//! its attributes, its operands' types and the values of the operands that
+//! must be compile-time constants (shapes, axes, permutations, sizes,
+//! paddings), as TensorFlow's op registry gives each op a shape function.
+//!
+//! Meaning: [`infer`] looks the op up in [`TABLE`] (one small function
+//! per op, sorted by op name, grouped by family in [`elementwise`],
+//! [`shape`], [`reduce`] and [`nn`]) and applies its rule. A rule that
+//! needs a constant operand it was not given, or meets operands it cannot
+//! type, answers an error message; an op with no rule answers `None`. The
+//! caller then learns the type another way (the StableHLO emitter runs the
+//! op's kernel on stand-in operands).
+//!
+//! Invariant: a type given is the one the simulator's kernel produces for
+//! operands of those types (the rules follow TensorFlow's shape functions
+//! and the kernels' conventions, e.g. the empty reserve outputs of the
+//! fused batch norms). Shapes are fully static: these rules serve programs
+//! whose every dimension is known. Cost: proportional to the ranks and the
+//! constant operands read.
+
+mod elementwise;
+mod nn;
+mod reduce;
+mod shape;
+
+use super::super::attrs::AttrMap;
+use super::super::types::{AttrValue, DType};
+
+/// One operand as a rule sees it.
+#[derive(Clone, Copy, Debug)]
+pub struct Operand<'a> {
+    /// The element type.
+    pub dtype: DType,
+    /// The static shape.
+    pub shape: &'a [usize],
+    /// The value, when it is a compile-time constant of integers.
+    pub value: Option<&'a [i64]>,
+}
+
+/// An output type: element type and static shape.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OutType {
+    /// The element type.
+    pub dtype: DType,
+    /// The static shape.
+    pub shape: Vec<usize>,
+}
+
+impl OutType {
+    /// A type of `dtype` and `shape`.
+    pub fn new(dtype: DType, shape: Vec<usize>) -> OutType {
+        OutType { dtype, shape }
+    }
+}
+
+/// What a rule gets: the op, its attributes and its operands.
+pub struct Args<'a> {
+    /// The op type.
+    pub op: &'a str,
+    /// The node's attributes.
+    pub attrs: &'a AttrMap,
+    /// The operands, in order.
+    pub operands: &'a [Operand<'a>],
+}
+
+impl Args<'_> {
+    /// Operand `i`.
+    fn x(&self, i: usize) -> Result<&Operand<'_>, String> {
+        self.operands.get(i).ok_or_else(|| format!("expected at least {} operands", i + 1))
+    }
+
+    /// The constant value of operand `i` (`what` names it in the error).
+    fn ints(&self, i: usize, what: &str) -> Result<&[i64], String> {
+        self.x(i)?.value.ok_or_else(|| format!("operand {i} ({what}) must be a compile-time constant"))
+    }
+
+    /// Operand `i`'s type, unchanged.
+    fn same(&self, i: usize) -> Result<OutType, String> {
+        let x = self.x(i)?;
+        Ok(OutType::new(x.dtype, x.shape.to_vec()))
+    }
+
+    /// An integer attribute, or `default`.
+    fn int_attr(&self, key: &str, default: i64) -> i64 {
+        self.attrs.get_int(key).unwrap_or(default)
+    }
+
+    /// A boolean attribute, or `default`.
+    fn bool_attr(&self, key: &str, default: bool) -> bool {
+        self.attrs.get_bool(key).unwrap_or(default)
+    }
+
+    /// A string attribute, or `default`.
+    fn str_attr<'s>(&'s self, key: &str, default: &'s str) -> &'s str {
+        self.attrs.get_str(key).unwrap_or(default)
+    }
+
+    /// A type attribute, or `default`.
+    fn type_attr(&self, key: &str, default: DType) -> DType {
+        self.attrs.get(key).and_then(AttrValue::as_type).unwrap_or(default)
+    }
+
+    /// A list-of-integers attribute (empty when absent).
+    fn int_list(&self, key: &str) -> Vec<i64> {
+        self.attrs.get(key).and_then(AttrValue::as_int_list).unwrap_or_default()
+    }
+}
+
+/// A rule: the op's output types.
+pub type Rule = fn(&Args) -> Result<Vec<OutType>, String>;
+
+/// The output types of `op`, or `None` when no rule knows it.
+pub fn infer(op: &str, attrs: &AttrMap, operands: &[Operand]) -> Option<Result<Vec<OutType>, String>> {
+    let rule = rule(op)?;
+    Some(rule(&Args { op, attrs, operands }))
+}
+
+/// The rule of `op`.
+pub fn rule(op: &str) -> Option<Rule> {
+    TABLE.binary_search_by(|(name, _)| (*name).cmp(op)).ok().map(|i| TABLE[i].1)
+}
+
+/// The op types that have a rule, sorted.
+pub fn ops() -> impl Iterator<Item = &'static str> {
+    TABLE.iter().map(|(name, _)| *name)
+}
+
+/// `axis` (negative counts from the end) as an index into `rank` dims.
+fn axis(axis: i64, rank: usize) -> Result<usize, String> {
+    let r = rank as i64;
+    let a = if axis < 0 { axis + r } else { axis };
+    if (0..r).contains(&a) {
+        Ok(a as usize)
+    } else {
+        Err(format!("axis {axis} is out of range for rank {rank}"))
+    }
+}
+
+/// A non-negative constant as a dimension.
+fn dim(v: i64, what: &str) -> Result<usize, String> {
+    usize::try_from(v).map_err(|_| format!("{what} {v} is negative"))
+}
+
+use elementwise as ew;
+
+/// The rule table, sorted by op name (a test checks it).
+const TABLE: &[(&str, Rule)] = &[
+    ("Abs", ew::same),
+    ("Acos", ew::same),
+    ("Acosh", ew::same),
+    ("Add", ew::broadcast),
+    ("AddN", ew::same),
+    ("AddV2", ew::broadcast),
+    ("All", reduce::reduce),
+    ("Any", reduce::reduce),
+    ("ArgMax", reduce::arg_extreme),
+    ("ArgMin", reduce::arg_extreme),
+    ("Asin", ew::same),
+    ("Asinh", ew::same),
+    ("Atan", ew::same),
+    ("Atanh", ew::same),
+    ("AvgPool", nn::pool),
+    ("AvgPoolGrad", nn::avg_pool_grad),
+    ("BatchMatMul", nn::batch_matmul),
+    ("BatchMatMulV2", nn::batch_matmul),
+    ("BatchMatMulV3", nn::batch_matmul),
+    ("BiasAdd", ew::same),
+    ("BiasAddGrad", nn::bias_add_grad),
+    ("BroadcastTo", shape::broadcast_to),
+    ("Cast", ew::cast),
+    ("Ceil", ew::same),
+    ("ConcatV2", shape::concat),
+    ("Conv2D", nn::conv2d),
+    ("Conv2DBackpropFilter", nn::conv_backprop_filter),
+    ("Conv2DBackpropInput", nn::conv_backprop_input),
+    ("Cos", ew::same),
+    ("Cosh", ew::same),
+    ("Cumprod", ew::same),
+    ("Cumsum", ew::same),
+    ("DepthwiseConv2dNative", nn::depthwise_conv2d),
+    ("DepthwiseConv2dNativeBackpropFilter", nn::conv_backprop_filter),
+    ("DepthwiseConv2dNativeBackpropInput", nn::conv_backprop_input),
+    ("DivNoNan", ew::broadcast),
+    ("Elu", ew::same),
+    ("EluGrad", ew::same),
+    ("Equal", ew::compare),
+    ("Erf", ew::same),
+    ("Erfc", ew::same),
+    ("Exp", ew::same),
+    ("ExpandDims", shape::expand_dims),
+    ("Expm1", ew::same),
+    ("Fill", shape::fill),
+    ("Floor", ew::same),
+    ("FloorDiv", ew::broadcast),
+    ("FloorMod", ew::broadcast),
+    ("FusedBatchNorm", nn::batch_norm),
+    ("FusedBatchNormGrad", nn::batch_norm_grad),
+    ("FusedBatchNormGradV2", nn::batch_norm_grad),
+    ("FusedBatchNormGradV3", nn::batch_norm_grad),
+    ("FusedBatchNormV2", nn::batch_norm),
+    ("FusedBatchNormV3", nn::batch_norm),
+    ("GatherV2", shape::gather),
+    ("Greater", ew::compare),
+    ("GreaterEqual", ew::compare),
+    ("Identity", ew::same),
+    ("IdentityN", ew::identity_n),
+    ("IsFinite", ew::predicate),
+    ("IsInf", ew::predicate),
+    ("IsNan", ew::predicate),
+    ("L2Loss", nn::l2_loss),
+    ("LeakyRelu", ew::same),
+    ("LeakyReluGrad", ew::same),
+    ("Less", ew::compare),
+    ("LessEqual", ew::compare),
+    ("Log", ew::same),
+    ("Log1p", ew::same),
+    ("LogSoftmax", ew::same),
+    ("LogicalAnd", ew::broadcast),
+    ("LogicalNot", ew::same),
+    ("LogicalOr", ew::broadcast),
+    ("MatMul", nn::matmul),
+    ("Max", reduce::reduce),
+    ("MaxPool", nn::pool),
+    ("MaxPoolGrad", ew::same),
+    ("Maximum", ew::broadcast),
+    ("Mean", reduce::reduce),
+    ("Min", reduce::reduce),
+    ("Minimum", ew::broadcast),
+    ("Mul", ew::broadcast),
+    ("Neg", ew::same),
+    ("NotEqual", ew::compare),
+    ("Pack", shape::pack),
+    ("Pad", shape::pad),
+    ("PadV2", shape::pad),
+    ("Pow", ew::broadcast),
+    ("Print", ew::same),
+    ("Prod", reduce::reduce),
+    ("RealDiv", ew::broadcast),
+    ("Reciprocal", ew::same),
+    ("Relu", ew::same),
+    ("Relu6", ew::same),
+    ("Relu6Grad", ew::same),
+    ("ReluGrad", ew::same),
+    ("Reshape", shape::reshape),
+    ("Rint", ew::same),
+    ("Round", ew::same),
+    ("Rsqrt", ew::same),
+    ("RsqrtGrad", ew::same),
+    ("Select", ew::select),
+    ("SelectV2", ew::select),
+    ("Selu", ew::same),
+    ("SeluGrad", ew::same),
+    ("Sigmoid", ew::same),
+    ("SigmoidGrad", ew::same),
+    ("Sign", ew::same),
+    ("Sin", ew::same),
+    ("Sinh", ew::same),
+    ("Slice", shape::slice),
+    ("Softmax", ew::same),
+    ("SoftmaxCrossEntropyWithLogits", nn::softmax_cross_entropy),
+    ("Softplus", ew::same),
+    ("SoftplusGrad", ew::same),
+    ("Softsign", ew::same),
+    ("SoftsignGrad", ew::same),
+    ("SparseSoftmaxCrossEntropyWithLogits", nn::softmax_cross_entropy),
+    ("Split", shape::split),
+    ("SplitV", shape::split_v),
+    ("Sqrt", ew::same),
+    ("SqrtGrad", ew::same),
+    ("Square", ew::same),
+    ("SquaredDifference", ew::broadcast),
+    ("Squeeze", shape::squeeze),
+    ("StopGradient", ew::same),
+    ("Sub", ew::broadcast),
+    ("Sum", reduce::reduce),
+    ("Tan", ew::same),
+    ("Tanh", ew::same),
+    ("TanhGrad", ew::same),
+    ("Tile", shape::tile),
+    ("Transpose", shape::transpose),
+    ("Unpack", shape::unpack),
+];
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// A test operand: dtype, shape and an optional constant value.
+    pub(crate) type TestOperand = (DType, Vec<usize>, Option<Vec<i64>>);
+
+    /// An operand of a test: dtype, shape and an optional constant value.
+    pub(crate) fn x(dtype: DType, shape: &[usize]) -> TestOperand {
+        (dtype, shape.to_vec(), None)
+    }
+
+    /// A constant integer vector operand.
+    pub(crate) fn k(values: &[i64]) -> TestOperand {
+        (DType::I32, vec![values.len()], Some(values.to_vec()))
+    }
+
+    /// A constant integer scalar operand.
+    pub(crate) fn k0(value: i64) -> TestOperand {
+        (DType::I32, Vec::new(), Some(vec![value]))
+    }
+
+    /// Infers `op` with `attrs` over `operands` and compares with `expect`
+    /// (`Ok` types, or `Err` with a part of the message).
+    pub(crate) fn check(
+        op: &str,
+        attrs: &[(&str, AttrValue)],
+        operands: &[TestOperand],
+        expect: Result<&[(DType, &[usize])], &str>,
+    ) {
+        let attrs: AttrMap = attrs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
+        let ops: Vec<Operand> =
+            operands.iter().map(|(d, s, v)| Operand { dtype: *d, shape: s, value: v.as_deref() }).collect();
+        let got = infer(op, &attrs, &ops).unwrap_or_else(|| panic!("{op} has no rule"));
+        match (got, expect) {
+            (Ok(got), Ok(want)) => {
+                let want: Vec<OutType> = want.iter().map(|(d, s)| OutType::new(*d, s.to_vec())).collect();
+                assert_eq!(got, want, "{op}");
+            }
+            (Err(e), Err(part)) => assert!(e.contains(part), "{op}: {e:?} lacks {part:?}"),
+            (got, want) => panic!("{op}: got {got:?}, want {want:?}"),
+        }
+    }
+
+    #[test]
+    fn the_table_is_sorted_and_names_registered_ops() {
+        assert!(TABLE.windows(2).all(|w| w[0].0 < w[1].0), "TABLE is sorted");
+        let unknown: Vec<&str> = ops().filter(|op| crate::ir::ops::lookup(op).is_none()).collect();
+        assert!(unknown.is_empty(), "not in the op registry: {unknown:?}");
+    }
+
+    #[test]
+    fn an_op_without_a_rule_is_none() {
+        assert!(infer("Where", &AttrMap::default(), &[]).is_none());
+    }
+
+    #[test]
+    fn axes_normalise_and_are_checked() {
+        assert_eq!(axis(-1, 3), Ok(2));
+        assert_eq!(axis(0, 1), Ok(0));
+        assert!(axis(3, 3).is_err());
+        assert!(axis(-4, 3).is_err());
+    }
+}

@@ -74,7 +74,7 @@ fn assert_round_trip(module: &Module, path: &Path) {
 
 #[test]
 fn ok_cases() {
-    insta::glob!("..", "cases/ok/*.opg", |path| {
+    insta::glob!("../cases", "ok/*.opg", |path| {
         let bytes = std::fs::read(path).unwrap();
         let outcome = process(&bytes);
         assert!(!outcome.has_error, "{} has errors", path.display());
@@ -86,7 +86,7 @@ fn ok_cases() {
 
 #[test]
 fn err_cases() {
-    insta::glob!("..", "cases/err/*.opg", |path| {
+    insta::glob!("../cases", "err/*.opg", |path| {
         let bytes = std::fs::read(path).unwrap();
         let outcome = process(&bytes);
         assert!(!outcome.diagnostics.is_empty(), "{} yields no diagnostic", path.display());

@@ -97,7 +97,7 @@ fn snapshot(path: &Path) -> String {
 
 #[test]
 fn ok_cases() {
-    insta::glob!("..", "cases/gradients/ok/*.opg", |path| {
+    insta::glob!("../cases/gradients", "ok/*.opg", |path| {
         let out = snapshot(path);
         let expanded = out.split("== expanded ==").nth(1).and_then(|s| s.split("== diagnostics ==").next());
         let expanded = expanded.unwrap_or_default();
@@ -108,7 +108,7 @@ fn ok_cases() {
 
 #[test]
 fn err_cases() {
-    insta::glob!("..", "cases/gradients/err/*.opg", |path| {
+    insta::glob!("../cases/gradients", "err/*.opg", |path| {
         let source = std::fs::read_to_string(path).expect("case is readable");
         let (_, errors) = run(&source);
         assert!(!errors.is_empty(), "an err case reports something");

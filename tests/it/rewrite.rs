@@ -155,7 +155,7 @@ fn run_access_checks(module: &Module, source: &str) -> (String, Vec<PassError>) 
 
 #[test]
 fn ok_cases() {
-    insta::glob!("..", "cases/rewrite/ok/*.opg", |path| {
+    insta::glob!("../cases/rewrite", "ok/*.opg", |path| {
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("case").to_string();
         let source = std::fs::read_to_string(path).expect("case file is readable");
         let mut module = parse_case(&name, &source);
@@ -201,7 +201,7 @@ fn ok_cases() {
 
 #[test]
 fn err_cases() {
-    insta::glob!("..", "cases/rewrite/err/*.opg", |path| {
+    insta::glob!("../cases/rewrite", "err/*.opg", |path| {
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("case").to_string();
         let source = std::fs::read_to_string(path).expect("case file is readable");
         // The verifier may already object to some inputs; show what it says,

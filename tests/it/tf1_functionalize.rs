@@ -402,7 +402,7 @@ fn a_text_loop_and_cond_run_alike_in_both_forms() {
 /// graph is left as it was.
 #[test]
 fn malformed_frames_and_conds_are_coded_errors() {
-    insta::glob!("..", "cases/functionalize/err/*.opg", |path| {
+    insta::glob!("../cases/functionalize", "err/*.opg", |path| {
         let bytes = std::fs::read(path).unwrap();
         let (mut module, errors) = parse_module(&bytes).expect("parses");
         assert!(errors.is_empty(), "{}: {errors:?}", path.display());

@@ -84,6 +84,7 @@ const CASES: &[(&str, Expect)] = &[
     ("tf1/replicated_while", Runs),
     ("tf1/replicated_while_outside_compilation", Refused(OC_IN_CONTROL_FLOW, "outside compilation")),
     ("tf1/while_loop", Runs),
+    ("tf1_variables/ref_variables", Runs),
 ];
 
 /// PJRT against the simulator: |got − want| ≤ 1e-5 + tol·|want| element by
@@ -177,6 +178,9 @@ fn run_plain_once(
     // PJRT gets TF1 control flow as functional While/If, as the CLI gives it.
     let mut module = if pjrt { functional(module)? } else { module.clone() };
     let main = module.graphs.iter().position(|g| g.name == "main").expect("@main");
+    // TF1 ref variables become resource variables, as the CLI makes them.
+    tpu_rewrite::session::plain::ref_variables_to_resources(&mut module.graphs[main])
+        .unwrap_or_else(|errors| panic!("ref variables: {errors:?}"));
     // The simulator runs every kernel in the cluster; XLA refuses what does not lower.
     let unlowered = if pjrt { Unlowered::Refuse } else { Unlowered::InCluster };
     let state: Vec<(String, tpu_rewrite::ir::TensorLit)> = state
@@ -334,6 +338,7 @@ corpus_cases!(
     tf1_replicated_while_matches => "tf1/replicated_while",
     tf1_replicated_while_outside_compilation_is_refused => "tf1/replicated_while_outside_compilation",
     tf1_while_loop_matches => "tf1/while_loop",
+    tf1_ref_variables_match => "tf1_variables/ref_variables",
 );
 
 /// Every `.pbtxt` under `dir`, as paths relative to the corpus without the extension.

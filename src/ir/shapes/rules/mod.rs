@@ -3,9 +3,9 @@
 //! must be compile-time constants (shapes, axes, permutations, sizes,
 //! paddings), as TensorFlow's op registry gives each op a shape function.
 //!
-//! Meaning: [`infer`] looks the op up in [`TABLE`] (one small function
-//! per op, sorted by op name, grouped by family in [`elementwise`],
-//! [`shape`], [`reduce`] and [`nn`]) and applies its rule. A rule that
+//! Meaning: [`infer`] looks the op up in `TABLE` (one small function
+//! per op, sorted by op name, grouped by family in `elementwise`,
+//! `shape`, `reduce` and `nn`) and applies its rule. A rule that
 //! needs a constant operand it was not given, or meets operands it cannot
 //! type, answers an error message; an op with no rule answers `None`. The
 //! caller then learns the type another way (the StableHLO emitter runs the

@@ -103,6 +103,31 @@ fn differential_fed(case: &Case, x: Option<[Tensor; 2]>) -> Vec<(String, Tensor)
 
 /// Reserve, FromTensor, GetItem, SetItem, Stack, Gather, Length, and a
 /// bounded EmptyTensorList pushed twice and popped once (straight-line).
+/// A loop body that pushes its value onto the list while its counter
+/// (counted down) is positive, and the condition that tests it.
+const PUSH_WHILE_POSITIVE: &str = r#"
+graph @push_n (role = "function") {
+  %n = _Arg() {T = i32, index = 0}
+  %v = _Arg() {T = f32, index = 1}
+  %l = _Arg() {T = variant, index = 2}
+  %one = Const() {dtype = i32, value = tensor(i32, []) [1]}
+  %n2 = Sub(%n, %one) {T = i32}
+  %l2 = TensorListPushBack(%l, %v) {element_dtype = f32}
+  %r0 = _Retval(%n2) {T = i32, index = 0}
+  %r1 = _Retval(%v) {T = f32, index = 1}
+  %r2 = _Retval(%l2) {T = variant, index = 2}
+}
+
+graph @positive (role = "function") {
+  %n = _Arg() {T = i32, index = 0}
+  %v = _Arg() {T = f32, index = 1}
+  %l = _Arg() {T = variant, index = 2}
+  %z = Const() {dtype = i32, value = tensor(i32, []) [0]}
+  %p = Greater(%n, %z) {T = i32}
+  %r = _Retval(%p) {T = bool, index = 0}
+}
+"#;
+
 #[test]
 fn straight_line_list_ops_match_the_simulator() {
     differential(&Case {
@@ -219,31 +244,10 @@ fn an_unbounded_list_in_a_data_dependent_loop_is_refused() {
             %s = Sum(%x, %ax) {T = f32, Tidx = i32}
             %a = Abs(%s) {T = f32}
             %n = Cast(%a) {SrcT = f32, DstT = i32}
-            %w = StatelessWhile(%n, %x, %e) {T = [i32, f32, variant], body = func \"pop_free\", cond = func \"positive\", parallel_iterations = 10}
+            %w = StatelessWhile(%n, %x, %e) {T = [i32, f32, variant], body = func \"push_n\", cond = func \"positive\", parallel_iterations = 10}
             %st = TensorListLength(%w:2)",
         returns: "%st",
-        functions: r#"
-graph @pop_free (role = "function") {
-  %n = _Arg() {T = i32, index = 0}
-  %v = _Arg() {T = f32, index = 1}
-  %l = _Arg() {T = variant, index = 2}
-  %one = Const() {dtype = i32, value = tensor(i32, []) [1]}
-  %n2 = Sub(%n, %one) {T = i32}
-  %l2 = TensorListPushBack(%l, %v) {element_dtype = f32}
-  %r0 = _Retval(%n2) {T = i32, index = 0}
-  %r1 = _Retval(%v) {T = f32, index = 1}
-  %r2 = _Retval(%l2) {T = variant, index = 2}
-}
-
-graph @positive (role = "function") {
-  %n = _Arg() {T = i32, index = 0}
-  %v = _Arg() {T = f32, index = 1}
-  %l = _Arg() {T = variant, index = 2}
-  %z = Const() {dtype = i32, value = tensor(i32, []) [0]}
-  %p = Greater(%n, %z) {T = i32}
-  %r = _Retval(%p) {T = bool, index = 0}
-}
-"#,
+        functions: PUSH_WHILE_POSITIVE,
     };
     let err = match pjrt(&case).pjrt {
         Ok(_) => panic!("PJRT ran a list of unknown size"),
@@ -511,28 +515,7 @@ fn a_push_past_a_lists_capacity_fails_on_both_backends() {
             %w = StatelessWhile(%n, %x, %e) {T = [i32, f32, variant], body = func \"push_n\", cond = func \"positive\", parallel_iterations = 10}
             %len = TensorListLength(%w:2)",
         returns: "%len",
-        functions: r#"
-graph @push_n (role = "function") {
-  %n = _Arg() {T = i32, index = 0}
-  %v = _Arg() {T = f32, index = 1}
-  %l = _Arg() {T = variant, index = 2}
-  %one = Const() {dtype = i32, value = tensor(i32, []) [1]}
-  %n2 = Sub(%n, %one) {T = i32}
-  %l2 = TensorListPushBack(%l, %v) {element_dtype = f32}
-  %r0 = _Retval(%n2) {T = i32, index = 0}
-  %r1 = _Retval(%v) {T = f32, index = 1}
-  %r2 = _Retval(%l2) {T = variant, index = 2}
-}
-
-graph @positive (role = "function") {
-  %n = _Arg() {T = i32, index = 0}
-  %v = _Arg() {T = f32, index = 1}
-  %l = _Arg() {T = variant, index = 2}
-  %z = Const() {dtype = i32, value = tensor(i32, []) [0]}
-  %p = Greater(%n, %z) {T = i32}
-  %r = _Retval(%p) {T = bool, index = 0}
-}
-"#,
+        functions: PUSH_WHILE_POSITIVE,
     };
     refused_on_both_backends(&case, [filled(1.0 / 6.0), filled(0.25)], "a push onto a full list");
 }

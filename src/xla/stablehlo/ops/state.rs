@@ -151,6 +151,34 @@ impl Ew<'_> {
     fn max(&mut self, a: &Val, b: &Val) -> Val {
         self.c.elementwise("maximum", &[a, b])
     }
+    /// Adam's step size and moments from β1ᵗ, β2ᵗ, the rate, β1, β2 and the
+    /// gradient, and the old moments `m` and `v`.
+    fn adam(&mut self, one: &Val, [b1p, b2p, lr, b1, b2, g]: [&Val; 6], m: &Val, v: &Val) -> Adam {
+        let c2 = self.sub(one, b2p);
+        let r2 = self.sqrt(&c2);
+        let lr2 = self.mul(lr, &r2);
+        let c1 = self.sub(one, b1p);
+        let alpha = self.div(&lr2, &c1);
+        let ob1 = self.sub(one, b1);
+        let ob2 = self.sub(one, b2);
+        let gm = self.sub(g, m);
+        let dm = self.mul(&gm, &ob1);
+        let m = self.add(m, &dm);
+        let g2 = self.mul(g, g);
+        let gv = self.sub(&g2, v);
+        let dv = self.mul(&gv, &ob2);
+        let v = self.add(v, &dv);
+        Adam { alpha, ob1, m, v }
+    }
+}
+
+/// What [`Ew::adam`] gives: the bias-corrected step size
+/// `lr·√(1−β2ᵗ)/(1−β1ᵗ)`, `1 − β1`, and the new first and second moments.
+struct Adam {
+    alpha: Val,
+    ob1: Val,
+    m: Val,
+    v: Val,
 }
 
 /// `ResourceApply*`: the new slot values (var first).
@@ -219,20 +247,7 @@ fn optimizer(c: &mut Ctx, n: &Call, vars: &[Val]) -> Result<Vec<Val>, String> {
         }
         "ResourceApplyAdam" => {
             let (b1p, b2p, lr, b1, b2, eps, g) = (get(0)?, get(1)?, get(2)?, get(3)?, get(4)?, get(5)?, get(6)?);
-            let c2 = e.sub(&one, &b2p);
-            let r2 = e.sqrt(&c2);
-            let lr2 = e.mul(&lr, &r2);
-            let c1 = e.sub(&one, &b1p);
-            let alpha = e.div(&lr2, &c1);
-            let ob1 = e.sub(&one, &b1);
-            let ob2 = e.sub(&one, &b2);
-            let gm = e.sub(&g, &s[1]);
-            let dm = e.mul(&gm, &ob1);
-            let m = e.add(&s[1], &dm);
-            let g2 = e.mul(&g, &g);
-            let gv = e.sub(&g2, &s[2]);
-            let dv = e.mul(&gv, &ob2);
-            let v = e.add(&s[2], &dv);
+            let Adam { alpha, ob1, m, v } = e.adam(&one, [&b1p, &b2p, &lr, &b1, &b2, &g], &s[1], &s[2]);
             let step = if nesterov {
                 let a = e.mul(&g, &ob1);
                 let b = e.mul(&b1, &m);
@@ -250,20 +265,7 @@ fn optimizer(c: &mut Ctx, n: &Call, vars: &[Val]) -> Result<Vec<Val>, String> {
         }
         "ResourceApplyAdamWithAmsgrad" => {
             let (b1p, b2p, lr, b1, b2, eps, g) = (get(0)?, get(1)?, get(2)?, get(3)?, get(4)?, get(5)?, get(6)?);
-            let c2 = e.sub(&one, &b2p);
-            let r2 = e.sqrt(&c2);
-            let lr2 = e.mul(&lr, &r2);
-            let c1 = e.sub(&one, &b1p);
-            let alpha = e.div(&lr2, &c1);
-            let ob1 = e.sub(&one, &b1);
-            let ob2 = e.sub(&one, &b2);
-            let gm = e.sub(&g, &s[1]);
-            let dm = e.mul(&gm, &ob1);
-            let m = e.add(&s[1], &dm);
-            let g2 = e.mul(&g, &g);
-            let gv = e.sub(&g2, &s[2]);
-            let dv = e.mul(&gv, &ob2);
-            let v = e.add(&s[2], &dv);
+            let Adam { alpha, m, v, .. } = e.adam(&one, [&b1p, &b2p, &lr, &b1, &b2, &g], &s[1], &s[2]);
             let vhat = e.max(&s[3], &v);
             let ma = e.mul(&m, &alpha);
             let rv = e.sqrt(&vhat);

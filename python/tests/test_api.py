@@ -176,3 +176,48 @@ def test_a_saved_model_function_runs_with_its_checkpoint_values(root, tmp_path):
     assert e.value.code == "tpu_rewrite::py::argument"
 
 
+
+
+def test_skip_initializers_starts_the_variables_at_zero():
+    # As `tpu-rewrite run --no-initializers`: w is not set from its constant.
+    x = np.array([1.5, 2.0], np.float32)
+    lowered = tr.lower(tr.load(PLAIN), skip_initializers=True)
+    result = tr.run(lowered, feeds={"x:0": x})
+    np.testing.assert_array_equal(result["loss:0"], [np.zeros(2, np.float32)])
+    np.testing.assert_array_equal(result.variables["w"], np.zeros(2, np.float32))
+
+
+# Replica 0 gathers index 2 of [10, 11, 12, 13]; replica 1 index 4, one past the end.
+GATHER = """graph @main {
+  %x0 = Const() {dtype = f32, value = tensor(f32, [4]) [10.0, 11.0, 12.0, 13.0]}
+  %i0 = Const() {dtype = i32, value = tensor(i32, []) [2]}
+  %i1 = Const() {dtype = i32, value = tensor(i32, []) [4]}
+  replicate (num_replicas = 2) (%x = [%x0, %x0], %i = [%i0, %i1]) {
+    %a = Const() {dtype = i32, value = tensor(i32, []) [0]}
+    %g = GatherV2(%x, %i, %a) {Taxis = i32, Tindices = i32, Tparams = f32, batch_dims = 0}
+    return %g
+  }
+}
+"""
+
+
+def test_pjrt_keeps_compiled_programs_and_checks_indices_on_the_device(tmp_path):
+    lowered = tr.lower(tr.load(GATHER), topology="1x2")
+    cache = tmp_path / "compile"
+    entries = lambda: sorted(p.name for p in cache.rglob("*") if p.is_file())  # noqa: E731
+    # The device check stops replica 1's out-of-range index, as the simulator does.
+    for _ in range(2):
+        with pytest.raises(tr.Error) as e:
+            tr.run(lowered, backend="pjrt", compile_cache=cache)
+        assert "replica 1" in str(e.value)
+    kept = entries()
+    assert kept, "the compiled program is kept in the cache directory"
+    # Without the checks XLA clamps the index (docs/robustness.md): 13.0, not an error.
+    result = tr.run(lowered, backend="pjrt", compile_cache=cache, device_checks=False)
+    np.testing.assert_array_equal(np.ravel(result["g:0"]), [12.0, 13.0])
+    assert len(entries()) > len(kept), "the unchecked program is another entry"
+    # compile_cache=False compiles without the cache, and touches no directory.
+    result = tr.run(lowered, backend="pjrt", compile_cache=False, device_checks=False)
+    np.testing.assert_array_equal(np.ravel(result["g:0"]), [12.0, 13.0])
+    with pytest.raises(ValueError):
+        tr.run(lowered, backend="sim", compile_cache=cache)

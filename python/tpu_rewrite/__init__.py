@@ -102,6 +102,7 @@ def lower(
     cores_per_replica: Optional[int] = None,
     device_assignment: Optional[str] = None,
     steps_per_run: int = 1,
+    skip_initializers: bool = False,
 ) -> Lowered:
     """Lowers a module to one program per device on ``topology``
     (HOSTSxCORES_PER_HOST). A module ``rewrite`` did not make is rewritten
@@ -111,8 +112,12 @@ def lower(
     SavedModel function) becomes one single-replica cluster carrying the
     graph's results, its variable initialisers (or a SavedModel's
     checkpoint values) set first, as ``tpu-rewrite run`` makes it;
+    ``skip_initializers=True`` leaves them out, as ``run --no-initializers``
+    does, so the variables start from their feeds (or zeros).
     ``Lowered.plain`` says what was chosen."""
-    return _native.lower(module, topology, num_replicas, cores_per_replica, device_assignment, steps_per_run)
+    return _native.lower(
+        module, topology, num_replicas, cores_per_replica, device_assignment, steps_per_run, skip_initializers
+    )
 
 
 class RunResult(dict):
@@ -155,6 +160,9 @@ def run(
     deadline: Optional[float] = None,
     pjrt_plugin: Optional[Union[str, os.PathLike]] = None,
     host_transfer: Optional[str] = None,
+    compile_cache: Union[str, os.PathLike, bool, None] = None,
+    compile_cache_size: int = 1 << 30,
+    device_checks: bool = True,
 ) -> RunResult:
     """Runs ``steps`` replicated steps and returns a ``RunResult``.
 
@@ -166,6 +174,12 @@ def run(
     ``pjrt_plugin``, else ``$TPU_REWRITE_PJRT_PLUGIN``, else the cached CPU
     plugin). ``timeout``: the longest any device waits for another, in
     seconds; ``deadline``: the longest one step may run (simulator only).
+    On PJRT, compiled executables are kept between runs in
+    ``compile_cache`` (a directory; ``None``: the default one,
+    ``~/.cache/tpu-rewrite/compile``; ``False``: compile every run), at most
+    ``compile_cache_size`` bytes, as ``tpu-rewrite run --compile-cache``
+    keeps them; ``device_checks=False`` drops the on-device index,
+    capacity and optional checks, as ``--no-device-checks`` does.
     """
     if isinstance(module, Module):
         module = lower(
@@ -181,6 +195,12 @@ def run(
         raise ValueError(f'backend must be "sim" or "pjrt", not {backend!r}')
     if deadline is not None and backend != "sim":
         raise ValueError("deadline applies to the simulator (backend=\"sim\") only")
+    if compile_cache is True:
+        compile_cache = None
+    if compile_cache is not None and compile_cache is not False and backend != "pjrt":
+        raise ValueError("compile_cache applies to PJRT (backend=\"pjrt\") only")
+    if compile_cache_size < 0:
+        raise ValueError(f"compile_cache_size must be a number of bytes, not {compile_cache_size}")
     fetch_list = None if fetches is None else [str(f) for f in fetches]
     values, variables = _native.run_lowered(
         module,
@@ -192,6 +212,10 @@ def run(
         deadline,
         None if pjrt_plugin is None else os.fspath(pjrt_plugin),
         host_transfer,
+        compile_cache is not False,
+        None if compile_cache is None or compile_cache is False else os.fspath(compile_cache),
+        compile_cache_size,
+        device_checks,
     )
     result = RunResult()
     if fetch_list is not None:

@@ -28,6 +28,7 @@ def lower(
     cores_per_replica: Optional[int] = None,
     device_assignment: Optional[str] = None,
     steps_per_run: int = 1,
+    skip_initializers: bool = False,
 ) -> Lowered: ...
 
 class RunResult(Dict[str, np.ndarray]):
@@ -49,4 +50,7 @@ def run(
     deadline: Optional[float] = None,
     pjrt_plugin: Optional[Union[str, os.PathLike]] = None,
     host_transfer: Optional[str] = None,
+    compile_cache: Union[str, os.PathLike, bool, None] = None,
+    compile_cache_size: int = 1 << 30,
+    device_checks: bool = True,
 ) -> RunResult: ...

@@ -69,6 +69,7 @@ def lower(
     cores_per_replica: Optional[int] = None,
     device_assignment: Optional[str] = None,
     steps_per_run: int = 1,
+    skip_initializers: bool = False,
 ) -> Lowered: ...
 def run_lowered(
     lowered: Lowered,
@@ -80,4 +81,8 @@ def run_lowered(
     deadline: Optional[float] = None,
     pjrt_plugin: Optional[str] = None,
     host_transfer: Optional[str] = None,
+    use_compile_cache: bool = True,
+    compile_cache: Optional[str] = None,
+    compile_cache_size: int = 1 << 30,
+    device_checks: bool = True,
 ) -> Tuple[List[Tuple[Any, ...]], Dict[str, np.ndarray]]: ...

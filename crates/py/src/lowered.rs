@@ -50,6 +50,8 @@ pub struct LowerOptions {
     pub cores_per_replica: Option<u32>,
     pub device_assignment: Option<String>,
     pub steps_per_run: u32,
+    /// For a plain graph: start from the feeds and the variables as they are, without running the initialisers.
+    pub skip_initializers: bool,
 }
 
 fn lower_config(options: &LowerOptions) -> Result<LowerConfig, tpu_rewrite::LowerError> {
@@ -91,7 +93,7 @@ pub fn lower_module(module: &Module, options: &LowerOptions) -> Result<Lowered, 
             fetches: &[],
             unlowered: Unlowered::InCluster,
             variables: &module.variables,
-            skip_initializers: false,
+            skip_initializers: options.skip_initializers,
             data_parallel: None,
         };
         match session::plain::cluster(&mut plain, &config) {
@@ -125,7 +127,8 @@ pub fn lower_module(module: &Module, options: &LowerOptions) -> Result<Lowered, 
 /// Lowers a module to one program per device (rewriting it first with the
 /// default passes if `rewrite` did not).
 #[pyfunction]
-#[pyo3(signature = (module, topology="1x8".to_string(), num_replicas=None, cores_per_replica=None, device_assignment=None, steps_per_run=1))]
+#[pyo3(signature = (module, topology="1x8".to_string(), num_replicas=None, cores_per_replica=None, device_assignment=None, steps_per_run=1, skip_initializers=false))]
+#[allow(clippy::too_many_arguments)]
 pub fn lower(
     py: Python<'_>,
     module: &Module,
@@ -134,8 +137,10 @@ pub fn lower(
     cores_per_replica: Option<u32>,
     device_assignment: Option<String>,
     steps_per_run: u32,
+    skip_initializers: bool,
 ) -> PyResult<Lowered> {
-    let options = LowerOptions { topology, num_replicas, cores_per_replica, device_assignment, steps_per_run };
+    let options =
+        LowerOptions { topology, num_replicas, cores_per_replica, device_assignment, steps_per_run, skip_initializers };
     without_gil(py, || lower_module(module, &options))
 }
 

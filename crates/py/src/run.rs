@@ -20,6 +20,7 @@ use pyo3::types::{PyDict, PyList};
 use tpu_rewrite::exec::driver::RunOutcome;
 use tpu_rewrite::exec::{self, driver, preflight, OutputValue, Tensor};
 use tpu_rewrite::session::{self, outputs};
+use tpu_rewrite::xla::cache::CompileCache;
 
 use crate::convert::{tensor_from_py, tensor_to_py};
 use crate::error::{boxed, Failure, PyLayerError};
@@ -45,6 +46,10 @@ struct Request<'a> {
     deadline: Option<Duration>,
     plugin: Option<PathBuf>,
     host_transfer: Option<String>,
+    /// Where PJRT keeps compiled executables between runs; `None` compiles every run.
+    compile_cache: Option<CompileCache>,
+    /// Whether the PJRT program checks indices, list capacities and optionals on the device.
+    device_checks: bool,
 }
 
 fn run_sim(request: &Request, fetches: &[String]) -> Result<RunOutcome, Failure> {
@@ -82,8 +87,8 @@ fn run_pjrt(request: &Request, fetches: &[String]) -> Result<RunOutcome, Failure
         host_transfer: host_transfer(request.host_transfer.as_deref())?,
         fetch: fetches,
         library: Some(&module),
-        no_device_checks: false,
-        compile_cache: None,
+        no_device_checks: !request.device_checks,
+        compile_cache: request.compile_cache.as_ref(),
     };
     let mut outcome = tpu_rewrite::xla::backend::run(graph, &lowered.assignment, &config)
         .map_err(|e| Failure::at(vec![Box::new(e)], &lowered.source))?
@@ -148,9 +153,11 @@ fn execute(request: Request) -> Result<(Values, RunOutcome), Failure> {
 /// Runs `lowered`; returns `(values, variables)`: without fetches,
 /// `values` is a list of `(name, reduce_op or None, array or [array per
 /// replica])`, with fetches a list of `(name, array)`; `variables` maps
-/// each mirrored variable to its replica-0 value.
+/// each mirrored variable to its replica-0 value. `compile_cache` is the
+/// PJRT compile cache's directory (`None`: the default one) unless
+/// `use_compile_cache` is false.
 #[pyfunction]
-#[pyo3(signature = (lowered, feeds, fetches=None, steps=1, backend="sim".to_string(), timeout=30.0, deadline=None, pjrt_plugin=None, host_transfer=None))]
+#[pyo3(signature = (lowered, feeds, fetches=None, steps=1, backend="sim".to_string(), timeout=30.0, deadline=None, pjrt_plugin=None, host_transfer=None, use_compile_cache=true, compile_cache=None, compile_cache_size=1<<30, device_checks=true))]
 #[allow(clippy::too_many_arguments)]
 pub fn run_lowered<'py>(
     py: Python<'py>,
@@ -163,6 +170,10 @@ pub fn run_lowered<'py>(
     deadline: Option<f64>,
     pjrt_plugin: Option<PathBuf>,
     host_transfer: Option<String>,
+    use_compile_cache: bool,
+    compile_cache: Option<PathBuf>,
+    compile_cache_size: u64,
+    device_checks: bool,
 ) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyDict>)> {
     let seconds = |s: f64| Duration::try_from_secs_f64(s.max(0.001)).unwrap_or(Duration::MAX);
     let mut converted = Vec::with_capacity(feeds.len());
@@ -180,6 +191,11 @@ pub fn run_lowered<'py>(
         deadline: deadline.map(seconds),
         plugin: pjrt_plugin,
         host_transfer,
+        compile_cache: use_compile_cache.then(|| CompileCache {
+            dir: compile_cache.unwrap_or_else(CompileCache::default_dir),
+            max_bytes: compile_cache_size,
+        }),
+        device_checks,
     };
     let (values, outcome) = without_gil(py, || execute(request))?;
     let list = PyList::empty(py);

@@ -35,13 +35,8 @@ fn strided_shape(a: &Args, shape: &[usize], first: usize) -> Result<Vec<usize>, 
         return Err("begin, end and strides must have one length".into());
     }
     let mask = |key: &str| a.int_attr(key, 0);
-    let (begin_mask, end_mask, ellipsis, new_axis, shrink) = (
-        mask("begin_mask"),
-        mask("end_mask"),
-        mask("ellipsis_mask"),
-        mask("new_axis_mask"),
-        mask("shrink_axis_mask"),
-    );
+    let (begin_mask, end_mask, ellipsis, new_axis, shrink) =
+        (mask("begin_mask"), mask("end_mask"), mask("ellipsis_mask"), mask("new_axis_mask"), mask("shrink_axis_mask"));
     let bit = |m: i64, i: usize| i < 63 && (m >> i) & 1 == 1;
     if (0..n).filter(|&i| bit(ellipsis, i)).count() > 1 {
         return Err("only one ellipsis is allowed".into());
@@ -242,12 +237,7 @@ mod tests {
         );
         ss(&[("shrink_axis_mask", AttrValue::Int(1))], &[4], &[5], &[1], Err("out of range"));
         ss(&[], &[0], &[1], &[0], Err("zero"));
-        check(
-            "StridedSlice",
-            &[],
-            &[input(), x(DType::I32, &[1]), k(&[1]), k(&[1])],
-            Err("compile-time constant"),
-        );
+        check("StridedSlice", &[], &[input(), x(DType::I32, &[1]), k(&[1]), k(&[1])], Err("compile-time constant"));
         check("StridedSliceGrad", &[], &[k(&[4, 5]), k(&[0]), k(&[1]), k(&[1]), x(F, &[1, 5])], Ok(&[(F, &[4, 5])]));
     }
 

@@ -145,6 +145,42 @@ fn outside_compilation_in_second_order_gradients_matches_the_simulator() {
 }
 
 #[test]
+fn a_failing_host_op_names_the_op_and_ends_the_run() {
+    // Replica 1's doubled index 10 is out of the host gather's range: its
+    // process's tpu-rewrite reports the op, and the run ends.
+    ensure_python();
+    let dir = tempfile::tempdir().unwrap();
+    let graph = dir.path().join("gather.opg");
+    std::fs::write(
+        &graph,
+        r#"graph @main {
+  %x0 = Placeholder() {dtype = i32, shape = shape[2]}
+  %x1 = Placeholder() {dtype = i32, shape = shape[2]}
+  replicate (num_replicas = 2) (%x = [%x0, %x1]) {
+    %i = Add(%x, %x) {T = i32}
+    outside_compilation {
+      %table = Const() {dtype = f32, value = tensor(f32, [3]) [1.0, 2.0, 3.0]}
+      %axis = Const() {dtype = i32, value = tensor(i32, []) [0]}
+      %g = GatherV2(%table, %i, %axis) {Tparams = f32, Tindices = i32, Taxis = i32, batch_dims = 0}
+    }
+    %out = Mul(%g, %g) {T = f32}
+    return %out
+  }
+}
+"#,
+    )
+    .unwrap();
+    let feeds = dir.path().join("feeds.json");
+    std::fs::write(&feeds, r#"{"x0:0": [0, 1], "x1:0": [1, 5]}"#).unwrap();
+    let args = ["run", graph.to_str().unwrap(), "--topology", "1x2", "--backend", "jax-distributed"];
+    let o = cli().args(args).args(["--processes", "2", "--feeds", feeds.to_str().unwrap()]).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("tpu_rewrite::xla::host"), "{err}");
+    assert!(err.contains("host op g"), "{err}");
+}
+
+#[test]
 fn more_processes_than_replicas_is_refused() {
     let e = refused("tests/strategy/replica_id.opg", "1x2", 3);
     assert!(matches!(e, distributed::DistributedError::Placement { replicas: 2, processes: 3, .. }), "{e:?}");

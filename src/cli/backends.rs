@@ -1,7 +1,7 @@
 //! The `run` settings of the XLA backends that are not the run itself:
 //! the multi-host flags of `--backend jax-distributed` (with Slurm's
-//! environment filling what is absent) and the notes `--backend pjrt`
-//! prints about its compile cache.
+//! environment filling what is absent), what each of its processes holds,
+//! and the notes `--backend pjrt` prints about its compile cache.
 
 use super::run::{Backend, RunArgs};
 
@@ -80,5 +80,17 @@ pub(super) fn report_cache_use(timings: &crate::xla::backend::Timings) {
             timings.cache.len(),
             timings.compiles
         );
+    }
+}
+
+/// With `-v`, what each `jax-distributed` process started here loaded of
+/// the feeds and host values (only its own replicas'), on stderr.
+pub(super) fn report_held(held: &[crate::xla::distributed::Held]) {
+    if !crate::xla::stderr::verbose() {
+        return;
+    }
+    for h in held {
+        let replicas: Vec<String> = h.replicas.iter().map(usize::to_string).collect();
+        errln!("process {} holds the feeds of replicas {}: {} bytes", h.process, replicas.join(","), h.bytes);
     }
 }

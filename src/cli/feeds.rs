@@ -170,9 +170,10 @@ fn host_files(args: &RunArgs, hosts: usize) -> Vec<std::path::PathBuf> {
 /// Reads one feed file per input host and splits each host's batches among
 /// that host's replicas; returns the per-replica feeds. With `only_host`
 /// (one host of a multi-host run), only that host's file is read: its
-/// replicas get their slices, and every other replica a copy of its first
-/// slice, which only gives the lowering the shapes (that host's own
-/// process feeds its replicas).
+/// replicas get their slices, and every other replica its first slice
+/// (a shared reference to the same buffer, not a copy), which only gives
+/// the lowering the shapes; those values are never sent anywhere (that
+/// host's own process feeds its replicas).
 pub(super) fn per_host_feeds(
     args: &RunArgs,
     loaded: &Loaded,

@@ -533,7 +533,11 @@ pub fn run_command(args: RunArgs) -> ExitCode {
                 deadline: Duration::from_secs(300 + args.timeout),
                 library: Some(&loaded.module),
             };
-            match crate::xla::distributed::run(graph, &assignment, &config) {
+            let result = crate::xla::distributed::run(graph, &assignment, &config);
+            if let Ok(o) = &result {
+                super::backends::report_held(&o.held);
+            }
+            match result {
                 Ok(o) if o.process_index != 0 => {
                     errln!("process {} of {processes}: done; process 0 prints the results", o.process_index);
                     return ExitCode::SUCCESS;

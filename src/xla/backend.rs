@@ -446,7 +446,7 @@ pub fn process_cpu_time() -> Duration {
 
 /// Runs the outside-compilation ops that follow stage `k`, per replica,
 /// with the simulator's kernels; their results join `values`.
-fn run_host_ops(
+pub(crate) fn run_host_ops(
     graph: &Graph,
     staged: &stablehlo::Staged,
     k: usize,

@@ -1,7 +1,8 @@
 //! `--backend jax-distributed`: the StableHLO module on several JAX
 //! processes (coordination service on 127.0.0.1, gloo collectives, CPU
-//! devices) gives the simulator's numbers; a process killed mid-run ends
-//! the others within 30 s and leaves no child behind.
+//! devices) gives the simulator's numbers, with outside compilation run by
+//! the host that owns each replica; a process killed mid-run ends the
+//! others within 30 s and leaves no child behind.
 //!
 //! The tests make the pinned venv themselves (`python/setup-venv`, from
 //! `python/requirements.txt`, into the cache outside git) and fail with the
@@ -129,11 +130,54 @@ fn refused(path: &str, topology: &str, processes: usize) -> distributed::Distrib
 }
 
 #[test]
-fn outside_compilation_read_by_the_device_is_refused() {
-    let e = refused("examples/second_order.opg", "1x8", 2);
-    assert!(matches!(e, distributed::DistributedError::OutsideCompilation { stages: 2.., .. }), "{e:?}");
-    let text = e.to_string();
-    assert!(text.contains("cluster `") && text.contains("outside-compilation"), "{text}");
+fn outside_compilation_on_two_processes_matches_the_simulator() {
+    // A host `Print` between two device stages, then a host `Square`: each
+    // process's tpu-rewrite runs the host ops of its own replica.
+    let (out, steps) = differential("examples/outside_compilation.opg", "1x2", 2, 3);
+    assert_eq!(out.fetched.len(), 2, "one output of two replicas");
+    assert_eq!(steps.len(), 3);
+}
+
+#[test]
+fn outside_compilation_in_second_order_gradients_matches_the_simulator() {
+    // Three host programs (the forward op and its two gradients) between device stages.
+    differential("examples/second_order.opg", "1x8", 2, 2);
+}
+
+#[test]
+fn a_failing_host_op_names_the_op_and_ends_the_run() {
+    // Replica 1's doubled index 10 is out of the host gather's range: its
+    // process's tpu-rewrite reports the op, and the run ends.
+    ensure_python();
+    let dir = tempfile::tempdir().unwrap();
+    let graph = dir.path().join("gather.opg");
+    std::fs::write(
+        &graph,
+        r#"graph @main {
+  %x0 = Placeholder() {dtype = i32, shape = shape[2]}
+  %x1 = Placeholder() {dtype = i32, shape = shape[2]}
+  replicate (num_replicas = 2) (%x = [%x0, %x1]) {
+    %i = Add(%x, %x) {T = i32}
+    outside_compilation {
+      %table = Const() {dtype = f32, value = tensor(f32, [3]) [1.0, 2.0, 3.0]}
+      %axis = Const() {dtype = i32, value = tensor(i32, []) [0]}
+      %g = GatherV2(%table, %i, %axis) {Tparams = f32, Tindices = i32, Taxis = i32, batch_dims = 0}
+    }
+    %out = Mul(%g, %g) {T = f32}
+    return %out
+  }
+}
+"#,
+    )
+    .unwrap();
+    let feeds = dir.path().join("feeds.json");
+    std::fs::write(&feeds, r#"{"x0:0": [0, 1], "x1:0": [1, 5]}"#).unwrap();
+    let args = ["run", graph.to_str().unwrap(), "--topology", "1x2", "--backend", "jax-distributed"];
+    let o = cli().args(args).args(["--processes", "2", "--feeds", feeds.to_str().unwrap()]).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("tpu_rewrite::xla::host"), "{err}");
+    assert!(err.contains("host op g"), "{err}");
 }
 
 #[test]
@@ -278,6 +322,36 @@ fn one_command_per_host_with_per_host_feeds_equals_the_simulator() {
     assert_eq!(out[0].1, String::from_utf8_lossy(&sim.stdout), "process 0 prints the simulator's results");
     assert!(out[1].1.is_empty(), "process 1 prints no results: {}", out[1].1);
     assert!(out[1].2.contains("process 1 of 2: done; process 0 prints the results"), "{}", out[1].2);
+}
+
+#[test]
+fn outside_compilation_runs_on_the_host_that_owns_the_replica() {
+    // Host 0 owns replicas 0 and 1, host 1 replicas 2 and 3; each prints only its own rows.
+    let graph = "tests/strategy/host_print.opg";
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("h0.json"), r#"{"input0:0": [[1.0, 2.0], [3.0, 4.0]]}"#).unwrap();
+    std::fs::write(dir.path().join("h1.json"), r#"{"input0:0": [[5.0, 6.0], [-7.0, 8.5]]}"#).unwrap();
+    let pattern = dir.path().join("h{process_id}.json").to_str().unwrap().to_string();
+    let sim = cli().args(["run", graph, "--topology", "2x2", "--json", "--feed-per-host", &pattern]).output().unwrap();
+    let sim_err = String::from_utf8_lossy(&sim.stderr);
+    assert!(sim.status.success(), "{sim_err}");
+    let rows = ["y = [[2 4]]", "y = [[6 8]]", "y = [[10 12]]", "y = [[-14 17]]"];
+    for row in rows {
+        assert!(sim_err.contains(row), "the simulator prints {row}: {sim_err}");
+    }
+    let flags = vec!["--feed-per-host".to_string(), pattern, "-v".into()];
+    let out = two_hosts([(graph, flags.clone()), (graph, flags)]);
+    assert!(out[0].0 && out[1].0, "process 0:\n{}\nprocess 1:\n{}", out[0].2, out[1].2);
+    assert_eq!(out[0].1, String::from_utf8_lossy(&sim.stdout), "process 0 prints the simulator's results");
+    for (p, (_, _, err)) in out.iter().enumerate() {
+        for (r, row) in rows.iter().enumerate() {
+            let own = r / 2 == p;
+            assert_eq!(err.matches(row).count(), usize::from(own), "process {p}, replica {r}'s {row}:\n{err}");
+        }
+    }
+    // Each process loaded only its own two replicas' rows: 2 × 2 f32, not the global 4 × 2.
+    assert!(out[0].2.contains("process 0 holds the feeds of replicas 0,1: 16 bytes"), "{}", out[0].2);
+    assert!(out[1].2.contains("process 1 holds the feeds of replicas 2,3: 16 bytes"), "{}", out[1].2);
 }
 
 #[test]

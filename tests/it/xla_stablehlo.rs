@@ -197,3 +197,81 @@ fn send_recv_form_has_host_transfers_with_distinct_channels() {
     // Every send and receive is threaded on a token that starts at after_all.
     assert_eq!(text.matches("\"stablehlo.after_all\"").count(), 3, "{text}");
 }
+
+/// Ops whose output shapes depend on their operands' values: typing runs
+/// them, with the ops they depend on, on the host, and says so in a note.
+const DATA_DEPENDENT: &[&str] = &["ListDiff", "NonMaxSuppressionV3", "Unique", "Where"];
+
+/// Corpus graphs whose programs hold call ops (`While`, `If`), TensorLists
+/// or Optionals: their types are still found by running the whole program.
+const TRACED_WHOLE: &[&str] = &[
+    "cond.pbtxt",
+    "keras/gru_classifier.pbtxt",
+    "keras/losses.pbtxt",
+    "keras/lstm_classifier.pbtxt",
+    "keras/rnn_masked.pbtxt",
+    "keras/tf1_while_cond.pbtxt",
+    "replicated_while.pbtxt",
+    "stateful_control_flow.pbtxt",
+    "tf1/cond.pbtxt",
+    "tf1/nested_while.pbtxt",
+    "tf1/replicated_while.pbtxt",
+    "tf1/while_loop.pbtxt",
+    "while_loop.pbtxt",
+];
+
+/// Corpus graphs `lower --format stablehlo` refuses, with the diagnostic code.
+const REFUSED: &[(&str, &str)] = &[
+    ("tensor_array.pbtxt", "tpu_rewrite::passes::not_compilable"),
+    ("tf1/replicated_while_outside_compilation.pbtxt", "tpu_rewrite::passes::outside_compilation_in_control_flow"),
+];
+
+/// The graph files under `dir`, as paths relative to it, sorted.
+fn graph_files(dir: &std::path::Path, under: &str, out: &mut Vec<String>) {
+    let mut entries: Vec<_> = std::fs::read_dir(dir.join(under)).expect("the corpus").flatten().collect();
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let rel = if under.is_empty() { name.clone() } else { format!("{under}/{name}") };
+        if e.path().is_dir() {
+            graph_files(dir, &rel, out);
+        } else if name.ends_with(".pbtxt") || name.ends_with(".pb") {
+            out.push(rel);
+        }
+    }
+}
+
+#[test]
+fn every_corpus_graph_is_typed_by_the_rules() {
+    // Each op's types come from its type rule; only data-dependent ops run
+    // (a per-op note), and only the listed programs with calls or lists
+    // are traced whole.
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/tf/corpus");
+    let mut files = Vec::new();
+    graph_files(&dir, "", &mut files);
+    assert!(files.len() >= 50, "the corpus has {} graphs", files.len());
+    let mut whole = Vec::new();
+    let mut refused = Vec::new();
+    for file in &files {
+        let (ok, text, err) = lower(&[dir.join(file).to_str().expect("a UTF-8 path")]);
+        if !ok {
+            let code = REFUSED.iter().find(|(f, _)| f == file).map(|(_, c)| *c);
+            assert!(code.is_some_and(|c| err.contains(c)), "{file} was refused:\n{err}");
+            refused.push(file.as_str());
+            continue;
+        }
+        for note in text.lines().filter(|l| l.starts_with("// Note:")) {
+            if note.contains("the whole program was run on the host for its types") {
+                whole.push(file.as_str());
+            } else if let Some((_, rest)) = note.split_once("` (") {
+                let op = rest.split(')').next().unwrap_or_default();
+                assert!(note.contains("was typed by running it"), "{file}: {note}");
+                assert!(DATA_DEPENDENT.contains(&op), "{file}: {op} has no type rule: {note}");
+            } else {
+                panic!("{file}: an unexpected note: {note}");
+            }
+        }
+    }
+    assert_eq!(whole, TRACED_WHOLE, "the programs traced whole");
+    assert_eq!(refused, REFUSED.iter().map(|(f, _)| *f).collect::<Vec<_>>(), "the refused graphs");
+}

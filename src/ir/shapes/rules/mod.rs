@@ -5,7 +5,7 @@
 //!
 //! Meaning: [`infer`] looks the op up in `TABLE` (one small function
 //! per op, sorted by op name, grouped by family in `elementwise`,
-//! `shape`, `reduce` and `nn`) and applies its rule. A rule that
+//! `shape`, `reduce`, `nn`, `index` and `random`) and applies its rule. A rule that
 //! needs a constant operand it was not given, or meets operands it cannot
 //! type, answers an error message; an op with no rule answers `None`. The
 //! caller then learns the type another way (the StableHLO emitter runs the
@@ -19,7 +19,9 @@
 //! constant operands read.
 
 mod elementwise;
+mod index;
 mod nn;
+mod random;
 mod reduce;
 mod shape;
 
@@ -181,6 +183,7 @@ const TABLE: &[(&str, Rule)] = &[
     ("DepthwiseConv2dNativeBackpropFilter", nn::conv_backprop_filter),
     ("DepthwiseConv2dNativeBackpropInput", nn::conv_backprop_input),
     ("DivNoNan", ew::broadcast),
+    ("Einsum", index::einsum),
     ("Elu", ew::same),
     ("EluGrad", ew::same),
     ("Equal", ew::compare),
@@ -199,11 +202,13 @@ const TABLE: &[(&str, Rule)] = &[
     ("FusedBatchNormGradV3", nn::batch_norm_grad),
     ("FusedBatchNormV2", nn::batch_norm),
     ("FusedBatchNormV3", nn::batch_norm),
+    ("GatherNd", index::gather_nd),
     ("GatherV2", shape::gather),
     ("Greater", ew::compare),
     ("GreaterEqual", ew::compare),
     ("Identity", ew::same),
     ("IdentityN", ew::identity_n),
+    ("InTopKV2", index::in_top_k),
     ("IsFinite", ew::predicate),
     ("IsInf", ew::predicate),
     ("IsNan", ew::predicate),
@@ -229,9 +234,11 @@ const TABLE: &[(&str, Rule)] = &[
     ("Mul", ew::broadcast),
     ("Neg", ew::same),
     ("NotEqual", ew::compare),
+    ("OneHot", index::one_hot),
     ("Pack", shape::pack),
     ("Pad", shape::pad),
     ("PadV2", shape::pad),
+    ("PlaceholderWithDefault", ew::same),
     ("Pow", ew::broadcast),
     ("Print", ew::same),
     ("Prod", reduce::reduce),
@@ -242,10 +249,12 @@ const TABLE: &[(&str, Rule)] = &[
     ("Relu6Grad", ew::same),
     ("ReluGrad", ew::same),
     ("Reshape", shape::reshape),
+    ("ReverseV2", ew::same),
     ("Rint", ew::same),
     ("Round", ew::same),
     ("Rsqrt", ew::same),
     ("RsqrtGrad", ew::same),
+    ("ScatterNd", index::scatter_nd),
     ("Select", ew::select),
     ("SelectV2", ew::select),
     ("Selu", ew::same),
@@ -270,15 +279,33 @@ const TABLE: &[(&str, Rule)] = &[
     ("Square", ew::same),
     ("SquaredDifference", ew::broadcast),
     ("Squeeze", shape::squeeze),
+    ("StatelessRandomGetAlg", random::alg),
+    ("StatelessRandomGetKeyCounter", random::key_counter),
+    ("StatelessRandomGetKeyCounterAlg", random::key_counter_alg),
+    ("StatelessRandomNormal", random::float_draw),
+    ("StatelessRandomNormalV2", random::float_draw),
+    ("StatelessRandomUniform", random::float_draw),
+    ("StatelessRandomUniformFullInt", random::full_int_draw),
+    ("StatelessRandomUniformFullIntV2", random::full_int_draw),
+    ("StatelessRandomUniformInt", random::int_draw),
+    ("StatelessRandomUniformIntV2", random::int_draw),
+    ("StatelessRandomUniformV2", random::float_draw),
+    ("StatelessTruncatedNormal", random::float_draw),
+    ("StatelessTruncatedNormalV2", random::float_draw),
     ("StopGradient", ew::same),
+    ("StridedSlice", index::strided_slice),
+    ("StridedSliceGrad", index::strided_slice_grad),
     ("Sub", ew::broadcast),
     ("Sum", reduce::reduce),
     ("Tan", ew::same),
     ("Tanh", ew::same),
     ("TanhGrad", ew::same),
+    ("TensorScatterAdd", ew::same),
+    ("TensorScatterUpdate", ew::same),
     ("Tile", shape::tile),
     ("Transpose", shape::transpose),
     ("Unpack", shape::unpack),
+    ("UnsortedSegmentSum", index::unsorted_segment),
 ];
 
 #[cfg(test)]

@@ -29,13 +29,15 @@ use miette::Diagnostic;
 use thiserror::Error;
 
 use super::host::MissingFeed;
-use super::stablehlo::{self, ArgSource};
+use super::stablehlo::{self, ArgSource, Staged};
 use super::XlaError;
 use crate::exec::driver::RunOutcome;
 use crate::exec::Tensor;
-use crate::ir::Graph;
+use crate::ir::{Graph, NodeId};
 use crate::lower::DeviceAssignment;
 use crate::passes::form_clusters;
+
+mod exchange;
 
 /// An error of the distributed backend.
 #[derive(Debug, Error, Diagnostic)]
@@ -44,19 +46,6 @@ pub enum DistributedError {
     #[error(transparent)]
     #[diagnostic(transparent)]
     Xla(#[from] XlaError),
-
-    /// The device program reads values computed by outside-compilation ops.
-    #[error("cluster `{cluster}` has outside-compilation ops whose results the device program reads ({stages} device stages); the jax-distributed backend runs one device program per cluster")]
-    #[diagnostic(
-        code(tpu_rewrite::distributed::outside_compilation),
-        help("run it with --backend pjrt (which runs the host ops between the stages) or the simulator; on JAX this needs host callbacks (`jax.pure_callback`) or a send/recv pair, see docs/distributed.md")
-    )]
-    OutsideCompilation {
-        /// The cluster's name.
-        cluster: String,
-        /// How many device stages the host ops split it into.
-        stages: usize,
-    },
 
     /// The replicas cannot be spread over the processes.
     #[error("{replicas} replicas on devices 0..{devices} cannot give each of {processes} processes a replica")]
@@ -184,15 +173,29 @@ pub struct Outcome {
     pub process_index: usize,
     /// Seconds of each step (one `execute_sharded`), per cluster, from process 0.
     pub step_seconds: Vec<Vec<f64>>,
+    /// What each process this `tpu-rewrite` started loaded of the feeds and
+    /// host values, per cluster: only its own replicas'.
+    pub held: Vec<Held>,
+}
+
+/// The feed and host values one launcher process loaded onto its devices.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Held {
+    /// The process index.
+    pub process: usize,
+    /// The replicas whose values it loaded (its own).
+    pub replicas: Vec<usize>,
+    /// Their bytes, summed over the arguments of every stage.
+    pub bytes: u64,
 }
 
 /// The launcher, its pinned requirements and the script that makes their
 /// venv, compiled into the binary so that an installed `tpu-rewrite` needs
 /// no source tree: `(file name, contents)`.
 const EMBEDDED_PYTHON: [(&str, &str); 3] = [
-    ("tpu_rewrite_launch.py", include_str!("../../python/tpu_rewrite_launch.py")),
-    ("requirements.txt", include_str!("../../python/requirements.txt")),
-    ("setup-venv", include_str!("../../python/setup-venv")),
+    ("tpu_rewrite_launch.py", include_str!("../../../python/tpu_rewrite_launch.py")),
+    ("requirements.txt", include_str!("../../../python/requirements.txt")),
+    ("setup-venv", include_str!("../../../python/setup-venv")),
 ];
 
 /// The directory of `tpu_rewrite_launch.py`, `requirements.txt` and
@@ -298,14 +301,7 @@ pub fn run(graph: &Graph, assignment: &DeviceAssignment, config: &Config) -> Res
     // Emit everything first: a graph this backend refuses starts no process.
     let mut emitted = Vec::with_capacity(clusters.len());
     for cluster in &clusters {
-        let mut staged = stablehlo::emit_module(graph, cluster, assignment, &emit_config)?;
-        if staged.stages.len() != 1 {
-            return Err(DistributedError::OutsideCompilation {
-                cluster: cluster.name.to_string(),
-                stages: staged.stages.len(),
-            });
-        }
-        emitted.push(staged.stages.remove(0));
+        emitted.push(stablehlo::emit_module(graph, cluster, assignment, &emit_config)?);
     }
     let python = python()?;
     let launcher = python_dir()?.join("tpu_rewrite_launch.py");
@@ -316,50 +312,59 @@ pub fn run(graph: &Graph, assignment: &DeviceAssignment, config: &Config) -> Res
         iterations: u64::from(config.steps.max(1)) * u64::from(config.steps_per_run.max(1)),
     };
     let mut step_seconds = Vec::new();
+    let mut held = Vec::new();
     let mut process_index = 0;
-    for e in &emitted {
+    for staged in &emitted {
         let job = tempfile::Builder::new().prefix("tpu-rewrite-jax-").tempdir().map_err(|err| {
             DistributedError::Job { path: std::env::temp_dir().display().to_string(), message: err.to_string() }
         })?;
-        let results = run_job(graph, e, job.path(), &python, &launcher, config)?;
+        let results = run_job(graph, staged, job.path(), &python, &launcher, config)?;
+        held.extend(read_held(job.path(), config.processes.max(1)));
         process_index = if config.multi_host.is_some() { read_process_index(job.path()) } else { 0 };
         if process_index != 0 {
             // Process 0 gathers and prints; this host's part is done.
             continue;
         }
         step_seconds.push(read_timing(job.path()));
-        let replicas = e.num_replicas;
-        for (i, out) in e.outputs.iter().enumerate() {
-            for (r, t) in results[i].iter().enumerate().take(replicas) {
-                outcome.fetched.push((super::backend::output_name(graph, out.node, r), t.clone()));
+        for (e, outputs) in staged.stages.iter().zip(&results.outputs) {
+            for (out, values) in e.outputs.iter().zip(outputs) {
+                for (r, t) in values.iter().enumerate() {
+                    outcome.fetched.push((super::backend::output_name(graph, out.node, r), t.clone()));
+                }
             }
         }
-        let first_var = e.outputs.len() + e.carried.len();
-        for (k, h) in e.variables.iter().enumerate() {
-            let copies = results[first_var + k].clone();
-            let name = graph.node(*h).name.to_string();
+        for (h, copies) in results.variables {
+            let name = graph.node(h).name.to_string();
             if let Some(t) = copies.first() {
                 outcome.variables.insert(name.clone(), t.clone());
             }
             outcome.mirrors.insert(name, copies);
         }
     }
-    Ok(Outcome { run: outcome, process_index, step_seconds })
+    Ok(Outcome { run: outcome, process_index, step_seconds, held })
 }
 
-/// Writes one module's job, runs its processes and reads back
-/// `[result][replica]`.
+/// Process 0's results of one job: `outputs[stage][output][replica]` and
+/// every variable's copies after the last step.
+struct JobResults {
+    outputs: Vec<Vec<Vec<Tensor>>>,
+    variables: Vec<(NodeId, Vec<Tensor>)>,
+}
+
+/// Writes one cluster's job (every stage's module and arguments), runs its
+/// processes and reads back process 0's gathered results.
 fn run_job(
     graph: &Graph,
-    e: &stablehlo::Emitted,
+    staged: &Staged,
     dir: &Path,
     python: &Path,
     launcher: &Path,
     config: &Config,
-) -> Result<Vec<Vec<Tensor>>, DistributedError> {
+) -> Result<JobResults, DistributedError> {
     let job_err = |m: String| DistributedError::Job { path: dir.display().to_string(), message: m };
-    let replicas = e.num_replicas;
-    let device_ids: Vec<i64> = e.device_ids.iter().map(|d| d.first().copied().unwrap_or(0)).collect();
+    let first = &staged.stages[0];
+    let replicas = first.num_replicas;
+    let device_ids: Vec<i64> = first.device_ids.iter().map(|d| d.first().copied().unwrap_or(0)).collect();
     let processes = config.processes.max(1);
     let devices = (device_ids.iter().copied().max().unwrap_or(0) as usize + 1).max(replicas);
     let per_process = devices.div_ceil(processes);
@@ -372,54 +377,113 @@ fn run_job(
     if owned.contains(&0) {
         return Err(DistributedError::Placement { replicas, devices, processes });
     }
-    std::fs::write(dir.join("module.mlir"), &e.module).map_err(|err| job_err(err.to_string()))?;
     // On one host of several, only that host's replicas' values are written.
     let own_process = config.multi_host.as_ref().and_then(|m| m.process_id);
     let owned_replica = |r: usize| own_process.is_none_or(|p| device_ids[r] as usize / per_process == p);
-    let mut args = Vec::with_capacity(e.args.len());
-    for (a, (arg, values)) in e.args.iter().zip(&e.arg_values).enumerate() {
-        let kind = match arg {
-            ArgSource::Replicated(_) => "replicated",
-            ArgSource::Host(..) => "host",
-            ArgSource::Carried(..) => "carried",
-            ArgSource::Variable(_) => "variable",
-        };
-        let mut files = Vec::with_capacity(replicas);
-        for (r, t) in values.iter().enumerate() {
-            if !owned_replica(r) {
-                files.push(serde_json::Value::Null);
+    let write = |file: &str, t: &Tensor| -> Result<serde_json::Value, DistributedError> {
+        crate::exec::write_npy_file(&dir.join(file), t).map_err(|err| job_err(err.to_string()))?;
+        Ok(file.into())
+    };
+    // Variables, in the order the stages first name them, with their initial values.
+    let mut variables: Vec<NodeId> = Vec::new();
+    let mut variable_files = Vec::new();
+    for e in &staged.stages {
+        for (arg, values) in e.args.iter().zip(&e.arg_values) {
+            let ArgSource::Variable(h) = *arg else { continue };
+            if variables.contains(&h) {
                 continue;
             }
-            let file = format!("arg_{a}_{r}.npy");
-            crate::exec::write_npy_file(&dir.join(&file), t).map_err(|err| job_err(err.to_string()))?;
-            files.push(file.into());
+            let v = variables.len();
+            variables.push(h);
+            let mut files = Vec::with_capacity(replicas);
+            for (r, t) in values.iter().enumerate() {
+                files.push(if owned_replica(r) {
+                    write(&format!("var_{v}_{r}.npy"), t)?
+                } else {
+                    serde_json::Value::Null
+                });
+            }
+            variable_files.push(serde_json::json!({ "name": graph.node(h).name.to_string(), "files": files }));
         }
-        args.push(serde_json::json!({ "kind": kind, "name": stablehlo::arg_name(graph, arg), "files": files }));
     }
-    let results = e.outputs.len() + e.carried.len() + e.variables.len();
+    let var_index = |h: &NodeId| variables.iter().position(|v| v == h).unwrap_or(0);
+    let mut stages = Vec::with_capacity(staged.stages.len());
+    for (k, e) in staged.stages.iter().enumerate() {
+        let module = format!("module_{k}.mlir");
+        std::fs::write(dir.join(&module), &e.module).map_err(|err| job_err(err.to_string()))?;
+        let mut args = Vec::with_capacity(e.args.len());
+        for (a, (arg, values)) in e.args.iter().zip(&e.arg_values).enumerate() {
+            let name = stablehlo::arg_name(graph, arg);
+            let (kind, files) = match arg {
+                ArgSource::Variable(h) => {
+                    args.push(serde_json::json!({ "kind": "variable", "name": name, "variable": var_index(h) }));
+                    continue;
+                }
+                // Computed on the host between stages (see `exchange`).
+                ArgSource::Carried(..) => {
+                    args.push(serde_json::json!({ "kind": "carried", "name": name }));
+                    continue;
+                }
+                ArgSource::Replicated(_) => ("replicated", values),
+                ArgSource::Host(..) => ("host", values),
+            };
+            let mut row = Vec::with_capacity(replicas);
+            for (r, t) in files.iter().enumerate() {
+                row.push(if owned_replica(r) {
+                    write(&format!("arg_{k}_{a}_{r}.npy"), t)?
+                } else {
+                    serde_json::Value::Null
+                });
+            }
+            args.push(serde_json::json!({ "kind": kind, "name": name, "files": row }));
+        }
+        stages.push(serde_json::json!({
+            "module": module,
+            "args": args,
+            "outputs": e.outputs.len(),
+            "carried": e.carried.len(),
+            "variables": e.variables.iter().map(var_index).collect::<Vec<_>>(),
+            "exchange": exchange::exchanges(staged, k),
+        }));
+    }
+    // With host ops between stages, the launcher runs the device loop.
+    let steps =
+        if staged.stages.len() > 1 { config.steps.max(1) * config.steps_per_run.max(1) } else { config.steps.max(1) };
     let job = serde_json::json!({
         "device_ids": device_ids,
-        "steps": config.steps.max(1),
-        "args": args,
-        "outputs": e.outputs.len() + e.carried.len(),
-        "results": results,
+        "steps": steps,
+        "stages": stages,
+        "variables": variable_files,
     });
     std::fs::write(dir.join("job.json"), job.to_string()).map_err(|err| job_err(err.to_string()))?;
-    launch(dir, python, launcher, processes, per_process, config)?;
+    let host = HostSide { graph, staged, feeds: config.feeds };
+    launch(dir, python, launcher, processes, per_process, config, &host)?;
     // On one host of several, only process 0 has the gathered results.
     if config.multi_host.is_some() && read_process_index(dir) != 0 {
-        return Ok(Vec::new());
+        return Ok(JobResults { outputs: Vec::new(), variables: Vec::new() });
     }
-    let mut out = Vec::with_capacity(results);
-    for i in 0..results {
-        let mut row = Vec::with_capacity(replicas);
-        for r in 0..replicas {
-            let path = dir.join(format!("out_{i}_{r}.npy"));
-            row.push(crate::exec::read_npy_file(&path).map_err(|err| job_err(err.to_string()))?);
+    let read = |file: String| crate::exec::read_npy_file(&dir.join(file)).map_err(|err| job_err(err.to_string()));
+    let mut outputs = Vec::with_capacity(staged.stages.len());
+    for (k, e) in staged.stages.iter().enumerate() {
+        let mut stage = Vec::with_capacity(e.outputs.len());
+        for i in 0..e.outputs.len() {
+            stage.push((0..replicas).map(|r| read(format!("out_{k}_{i}_{r}.npy"))).collect::<Result<Vec<_>, _>>()?);
         }
-        out.push(row);
+        outputs.push(stage);
     }
-    Ok(out)
+    let mut last = Vec::with_capacity(variables.len());
+    for (v, &h) in variables.iter().enumerate() {
+        last.push((h, (0..replicas).map(|r| read(format!("var_out_{v}_{r}.npy"))).collect::<Result<Vec<_>, _>>()?));
+    }
+    Ok(JobResults { outputs, variables: last })
+}
+
+/// What the host side of a job needs to answer its launchers' host steps.
+#[derive(Clone, Copy)]
+struct HostSide<'a> {
+    graph: &'a Graph,
+    staged: &'a Staged,
+    feeds: &'a [(String, Tensor)],
 }
 
 /// A free TCP port on 127.0.0.1 for the coordinator.
@@ -437,6 +501,22 @@ fn launch(
     processes: usize,
     per_process: usize,
     config: &Config,
+    host: &HostSide,
+) -> Result<(), DistributedError> {
+    std::thread::scope(|scope| launch_in(scope, dir, python, launcher, processes, per_process, config, host))
+}
+
+/// [`launch`] within `scope`, whose threads answer each launcher's host steps.
+#[allow(clippy::too_many_arguments)]
+fn launch_in<'s>(
+    scope: &'s std::thread::Scope<'s, '_>,
+    dir: &'s Path,
+    python: &Path,
+    launcher: &Path,
+    processes: usize,
+    per_process: usize,
+    config: &Config,
+    host: &'s HostSide<'s>,
 ) -> Result<(), DistributedError> {
     use std::os::unix::process::CommandExt;
     let deadline = config.deadline;
@@ -454,6 +534,7 @@ fn launch(
         _ => per_process,
     };
     let mut group = Group { children: Vec::with_capacity(starts.len()), pgid: 0 };
+    let mut servers = Vec::with_capacity(starts.len());
     for (p, (id, coordinator)) in starts.iter().enumerate() {
         let log =
             std::fs::File::create(dir.join(format!("process_{p}.log"))).map_err(|err| job_err(err.to_string()))?;
@@ -472,15 +553,20 @@ fn launch(
         }
         cmd.args(["--cpu-devices", &cpu_devices.to_string()])
             .env("PYTHONUNBUFFERED", "1")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
             .stderr(log)
             .process_group(group.pgid);
-        let child = cmd.spawn().map_err(|err| DistributedError::Environment {
+        let mut child = cmd.spawn().map_err(|err| DistributedError::Environment {
             message: format!("cannot start {}: {err}", python.display()),
         })?;
         if p == 0 {
             group.pgid = child.id() as i32;
+        }
+        // The launcher's host steps: its stdout asks, its stdin answers.
+        if let (Some(requests), Some(replies)) = (child.stdout.take(), child.stdin.take()) {
+            let HostSide { graph, staged, feeds } = *host;
+            servers.push(scope.spawn(move || exchange::serve(graph, staged, feeds, dir, requests, replies)));
         }
         group.children.push(Some(child));
     }
@@ -507,6 +593,12 @@ fn launch(
         failed.sort_by_key(|(p, status)| (std::os::unix::process::ExitStatusExt::signal(status).is_none(), *p));
         if let Some(&(p, status)) = failed.first() {
             group.end();
+            // A host op that failed is the cause: its launcher stopped on it.
+            for server in servers.drain(..) {
+                if let Ok(Err(e)) = server.join() {
+                    return Err(e.into());
+                }
+            }
             let log = log_tail(&dir.join(format!("process_{p}.log")));
             // The launcher found another module (exit 4, or ended by a peer after saying so).
             let said = std::fs::read_to_string(dir.join(format!("process_{p}.log")))
@@ -600,6 +692,22 @@ fn read_process_index(dir: &Path) -> usize {
         .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
         .and_then(|v| v.get("process_index").and_then(serde_json::Value::as_u64))
         .unwrap_or(0) as usize
+}
+
+/// What the processes started here say they loaded (`held_<p>.json`).
+fn read_held(dir: &Path, processes: usize) -> Vec<Held> {
+    let mut out = Vec::new();
+    for p in 0..processes {
+        let Ok(text) = std::fs::read_to_string(dir.join(format!("held_{p}.json"))) else { continue };
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else { continue };
+        let replicas = v
+            .get("replicas")
+            .and_then(serde_json::Value::as_array)
+            .map_or_else(Vec::new, |a| a.iter().filter_map(serde_json::Value::as_u64).map(|r| r as usize).collect());
+        let bytes = v.get("bytes").and_then(serde_json::Value::as_u64).unwrap_or(0);
+        out.push(Held { process: p, replicas, bytes });
+    }
+    out
 }
 
 /// Process 0's per-step seconds, if it wrote them.

@@ -1,0 +1,101 @@
+//! The IR's own `gradients(...)` through functional control flow, against TensorFlow.
+//!
+//! `tests/tf/ir_gradients.py` builds small TF 2 graphs with `tf.cond` (If), `tf.switch_case`
+//! (Case), `tf.function` calls (PartitionedCall) and `tf.while_loop` (While), and records what
+//! `tf.gradients` computes of them. Each test imports the forward graph alone, asks our
+//! `gradients(ys = [loss], xs)` of it, runs the expanded graph on the simulator, and compares the
+//! loss and every gradient with TensorFlow's.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use tpu_rewrite::exec::{Feeds, Fetch, Mesh, MeshConfig};
+use tpu_rewrite::ir::{AttrValue, Module, Node, NodeKind};
+use tpu_rewrite::passes::{run_pipeline, Pass, PassSelection, PipelineConfig};
+
+use crate::support::corpus::{assert_close, import, read_json, tensor_of};
+
+fn dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/tf/corpus/ir_gradients")
+}
+
+/// The op name of tensor name `name` (`x:0` → `x`).
+fn op_of(name: &str) -> &str {
+    name.split(':').next().unwrap_or(name)
+}
+
+/// Adds `%grads = gradients(ys = [loss], xs = [...])` to `@main`, with one `Identity` per x
+/// (`grad_<i>`) to fetch its gradient by, and runs the gradients pass.
+fn with_gradients(case: &str, module: &mut Module, loss: &str, xs: &[String]) {
+    let main = module.graphs.iter_mut().find(|g| g.name == "main").expect("@main");
+    let find = |name: &str| main.find(op_of(name)).unwrap_or_else(|| panic!("{case}: no `{name}`"));
+    let ys = [find(loss)];
+    let xs: Vec<_> = xs.iter().map(|x| find(x)).collect();
+    let call = Node {
+        kind: NodeKind::Gradients { num_ys: 1, num_xs: xs.len() as u32, has_grad_ys: false },
+        ..Node::op("grads", "gradients")
+    };
+    let call = main.add_node(call).expect("the name is free");
+    let edges: Vec<_> = ys.iter().chain(&xs).map(|&n| (n, 0)).collect();
+    main.add_data_inputs(call, &edges, Default::default());
+    for i in 0..xs.len() {
+        let node =
+            Node::op(format!("grad_{i}"), "Identity").with_attr("T", AttrValue::Type(tpu_rewrite::ir::DType::F32));
+        let id = main.add_node(node).expect("the name is free");
+        main.add_data_input(id, call, i as u32, Default::default());
+    }
+    let config = PipelineConfig { passes: PassSelection::Only(vec![Pass::Gradients]), ..PipelineConfig::default() };
+    let report = run_pipeline(module, &config);
+    let problems: Vec<String> = report.diagnostics.iter().map(|d| format!("{:?}", d.diagnostic())).collect();
+    assert!(!report.has_errors() && problems.is_empty(), "{case}: gradients pass: {problems:#?}");
+}
+
+/// Checks every run of `case` on the simulator against TensorFlow's loss and gradients.
+fn check(case: &str) {
+    let meta: Value = read_json(&dir().join(format!("{case}.json")));
+    let mut module = import(&dir(), case);
+    let loss = meta["loss"].as_str().expect("loss");
+    let xs: Vec<String> = meta["xs"].as_array().expect("xs").iter().map(|x| x.as_str().expect("x").into()).collect();
+    with_gradients(case, &mut module, loss, &xs);
+    let rtol = meta["rtol"].as_f64().expect("rtol");
+    let mesh = Mesh::new(&module, MeshConfig::default()).unwrap_or_else(|e| panic!("{case}: {e:?}"));
+    let mut fetches = vec![Fetch::new("main", loss)];
+    fetches.extend((0..xs.len()).map(|i| Fetch::new("main", format!("grad_{i}:0"))));
+    for (r, run) in meta["runs"].as_array().expect("runs").iter().enumerate() {
+        let mut feeds = Feeds::new();
+        for (name, value) in run["feeds"].as_object().expect("feeds") {
+            feeds.insert("main", name.clone(), tensor_of(value));
+        }
+        let got = mesh.run_step(&feeds, &fetches).unwrap_or_else(|e| panic!("{case}: run {r}: {e}"));
+        assert_close(&format!("{case}: run {r}: loss"), &got[0], &tensor_of(&run["loss"]), rtol);
+        for (i, want) in run["grads"].as_array().expect("grads").iter().enumerate() {
+            let label = format!("{case}: run {r}: d loss / d {}", xs[i]);
+            assert_close(&label, &got[1 + i], &tensor_of(want), rtol);
+        }
+    }
+}
+
+#[test]
+fn gradient_of_cond_matches_tensorflow() {
+    check("cond");
+}
+
+#[test]
+fn gradient_of_switch_case_matches_tensorflow() {
+    check("switch_case");
+}
+
+#[test]
+fn gradient_of_nested_function_calls_matches_tensorflow() {
+    check("call");
+}
+
+#[test]
+fn gradient_of_an_rnn_while_loop_matches_tensorflow() {
+    check("rnn_loop");
+}
+
+#[test]
+fn gradient_of_a_loop_holding_a_cond_matches_tensorflow() {
+    check("loop_with_cond");
+}

@@ -99,3 +99,69 @@ fn gradient_of_an_rnn_while_loop_matches_tensorflow() {
 fn gradient_of_a_loop_holding_a_cond_matches_tensorflow() {
     check("loop_with_cond");
 }
+
+/// `tpu-rewrite run examples/rnn_loop.opg --steps N --json` (with its sample feeds) on `backend`.
+fn run_example(steps: u32, backend: &str) -> Value {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_tpu-rewrite"));
+    command.current_dir(env!("CARGO_MANIFEST_DIR")).args([
+        "run",
+        "examples/rnn_loop.opg",
+        "--json",
+        "--backend",
+        backend,
+    ]);
+    command.args(["--steps", &steps.to_string()]);
+    if backend == "pjrt" {
+        command.env("TPU_REWRITE_PJRT_PLUGIN", crate::support::pjrt::plugin_path());
+    }
+    let out = command.output().expect("the binary runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "run --backend {backend} failed: {stderr}");
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("--json output: {e}"))
+}
+
+/// The numbers of a JSON value, nested arrays flattened in order.
+fn flat(v: &Value) -> Vec<f64> {
+    match v {
+        Value::Array(items) => items.iter().flat_map(flat).collect(),
+        other => vec![other.as_f64().unwrap_or_else(|| panic!("not a number: {other}"))],
+    }
+}
+
+/// The RNN of `examples/rnn_loop.opg` trains: five steps on `backend` give TensorFlow's losses
+/// and variables (the same loop, weights, feeds and update, trained by TF), and the loss falls.
+fn rnn_example_trains_like_tensorflow(backend: &str) {
+    let want = read_json(&dir().join("rnn_loop_training.json"));
+    let steps = want["steps"].as_u64().expect("steps") as u32;
+    let rtol = want["rtol"].as_f64().expect("rtol");
+    let close = |label: &str, got: &[f64], want: &[f64]| {
+        assert_eq!(got.len(), want.len(), "{label}: length");
+        for (k, (a, b)) in got.iter().zip(want).enumerate() {
+            assert!((a - b).abs() <= rtol * b.abs().max(1.0), "{label}[{k}]: got {a}, TensorFlow computed {b}");
+        }
+    };
+    let last = run_example(steps, backend);
+    let loss = |run: &Value| flat(&run["outputs"][0]["per_replica"]);
+    let tf_losses = want["losses"].as_array().expect("losses");
+    close(&format!("{backend}: loss after {steps} steps"), &loss(&last), &flat(&tf_losses[steps as usize - 1]));
+    for var in last["variables"].as_array().expect("variables") {
+        let name = var["name"].as_str().expect("name");
+        let tf = &want["variables"][name];
+        assert!(!tf.is_null(), "TensorFlow has no variable {name}");
+        close(&format!("{backend}: variable {name}"), &flat(&var["value"]), &flat(&tf["values"]));
+    }
+    let first = run_example(1, backend);
+    close(&format!("{backend}: loss of step 1"), &loss(&first), &flat(&tf_losses[0]));
+    let (before, after): (f64, f64) = (loss(&first).iter().sum(), loss(&last).iter().sum());
+    assert!(after < 0.1 * before, "{backend}: the loss falls from {before} to {after} only");
+}
+
+#[test]
+fn rnn_example_trains_like_tensorflow_on_the_simulator() {
+    rnn_example_trains_like_tensorflow("sim");
+}
+
+#[test]
+fn rnn_example_trains_like_tensorflow_on_pjrt() {
+    rnn_example_trains_like_tensorflow("pjrt");
+}

@@ -10,10 +10,13 @@ For each case NAME it writes
                "runs": [{"feeds": {tensor: T}, "loss": T, "grads": [T]}]}
               with T in make_corpus.py's encoding. tests/it/gradients_control_flow.rs asks the
               IR's own gradients(ys = [loss], xs) of the imported graph for the same values.
+  rnn_loop_training.json  examples/rnn_loop.opg trained 5 steps by TF (same weights, feeds and
+              update): {"steps", "losses": [[replica 0, replica 1] per step], "variables", "rtol"}.
 """
 
 import json
 import os
+import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -156,6 +159,67 @@ def loop_with_cond():
     case("loop_with_cond", build, [{"n": np.int32(k), "x": x, "w": w} for k in (0, 1, 3)])
 
 
+def example_constants(path):
+    """The f32 `Const` literals of an .opg file, by node name: {name: (shape, values)}."""
+    out = {}
+    pattern = re.compile(r"%(\w+) = Const\(\) \{dtype = f32, value = tensor\(f32, \[([\d, ]*)\]\) \[([^\]]*)\]\}")
+    with open(path) as f:
+        for m in pattern.finditer(f.read()):
+            dims = [int(d) for d in m.group(2).split(",") if d.strip()]
+            values = [float(v) for v in m.group(3).split(",")]
+            out[m.group(1)] = (dims, values)
+    return out
+
+
+def rnn_training(steps=5):
+    """examples/rnn_loop.opg trained by TF: the same RNN as a tf.while_loop over 2 replicas' feeds
+    (examples/rnn_loop.feeds.json), the gradients of each replica's loss summed, SGD with rate 0.1.
+    Writes each step's per-replica losses and the variables after the last step."""
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples")
+    consts = example_constants(os.path.join(root, "rnn_loop.opg"))
+    with open(os.path.join(root, "rnn_loop.feeds.json")) as f:
+        feeds = json.load(f)
+
+    def init(name):
+        dims, values = consts[name + "_init_value"]
+        a = np.array(values, np.float32)
+        # A literal with one value fills its shape, as in the .opg text.
+        return np.broadcast_to(a, dims).copy() if a.size == 1 else a.reshape(dims)
+
+    g = tf.Graph()
+    with g.as_default():
+        names = ["wx", "wh", "b", "wo"]
+        variables = {n: tf1.Variable(init(n), name=n) for n in names}
+        losses, grads = [], []
+        for r in range(2):
+            xs = tf.constant(np.array(feeds[f"xs{r}:0"], np.float32))
+            y = tf.constant(np.array(feeds[f"y{r}:0"], np.float32))
+            wx, wh, b, wo = (variables[n] for n in names)
+
+            def body(t, h, xs=xs, wx=wx, wh=wh, b=b):
+                return t + 1, tf.tanh(tf.matmul(tf.gather(xs, t), wx) + tf.matmul(h, wh) + b)
+
+            _, h = tf.while_loop(lambda t, h: t < 4, body, [tf.constant(0), tf.zeros([2, 5])])
+            loss = tf.reduce_mean(tf.square(tf.matmul(h, wo) - y))
+            losses.append(loss)
+            grads.append(tf.gradients(loss, [variables[n] for n in names]))
+        updates = [
+            variables[n].assign_sub(0.1 * tf.add_n([grads[r][k] for r in range(2)])) for k, n in enumerate(names)
+        ]
+        with tf1.Session(graph=g) as sess:
+            sess.run(tf1.global_variables_initializer())
+            per_step = []
+            for _ in range(steps):
+                values = sess.run(losses + updates)
+                per_step.append([float(v) for v in values[:2]])
+            final = {n: enc(v) for n, v in zip(names, sess.run([variables[n] for n in names]))}
+    meta = {"steps": steps, "losses": per_step, "variables": final, "rtol": 1e-4}
+    with open(os.path.join(OUT, "rnn_loop_training.json"), "w") as f:
+        json.dump(meta, f, indent=None, separators=(",", ":"))
+        f.write("\n")
+    print("wrote rnn_loop_training", file=sys.stderr)
+
+
 if __name__ == "__main__":
     tf1.disable_eager_execution()
     cond()
@@ -163,3 +227,4 @@ if __name__ == "__main__":
     call()
     rnn_loop()
     loop_with_cond()
+    rnn_training()

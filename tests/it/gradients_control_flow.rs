@@ -16,7 +16,7 @@ use tpu_rewrite::passes::{run_pipeline, Pass, PassSelection, PipelineConfig};
 use crate::support::corpus::{assert_close, import, read_json, tensor_of};
 
 fn dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/tf/corpus/ir_gradients")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/tf/corpus_ir_gradients")
 }
 
 /// The op name of tensor name `name` (`x:0` → `x`).

@@ -1,4 +1,4 @@
-"""Writes tests/tf/corpus/ir_gradients/: forward graphs with TF 2 control flow (While, If, Case,
+"""Writes tests/tf/corpus_ir_gradients/: forward graphs with TF 2 control flow (While, If, Case,
 PartitionedCall), and the gradients TensorFlow computes of them with tf.gradients.
 
 Run after setup.sh:  tests/tf/.venv/bin/python tests/tf/ir_gradients.py
@@ -24,7 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from make_corpus import enc, f32, np, tf  # noqa: E402  (sets the TF env first)
 
 tf1 = tf.compat.v1
-OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus", "ir_gradients")
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus_ir_gradients")
 
 
 def case(name, build, feed_sets, rtol=1e-4):

@@ -165,3 +165,61 @@ fn rnn_example_trains_like_tensorflow_on_the_simulator() {
 fn rnn_example_trains_like_tensorflow_on_pjrt() {
     rnn_example_trains_like_tensorflow("pjrt");
 }
+
+/// A loop that carries a variable's handle is refused with the reason, at the loop, not expanded
+/// with a silent zero.
+#[test]
+fn a_loop_carrying_a_resource_is_refused_with_the_reason() {
+    let text = r#"graph @main {
+  %x = Placeholder() {dtype = f32, shape = shape[2]}
+  %v = VarHandleOp() {dtype = f32, shape = shape[2], shared_name = "v"}
+  %zero = Const() {dtype = i32, value = tensor(i32, []) [0]}
+  %loop = While(%zero, %x, %v) {T = [i32, f32, resource], body = func "body", cond = func "cond"}
+  %g = gradients(ys = [%loop:1], xs = [%x])
+}
+
+graph @cond (role = "function") {
+  %i = _Arg() {T = i32, index = 0}
+  %h = _Arg() {T = f32, index = 1}
+  %v = _Arg() {T = resource, index = 2}
+  %three = Const() {dtype = i32, value = tensor(i32, []) [3]}
+  %more = Less(%i, %three) {T = i32}
+  %r = _Retval(%more) {T = bool, index = 0}
+}
+
+graph @body (role = "function") {
+  %i = _Arg() {T = i32, index = 0}
+  %h = _Arg() {T = f32, index = 1}
+  %v = _Arg() {T = resource, index = 2}
+  %one = Const() {dtype = i32, value = tensor(i32, []) [1]}
+  %next = AddV2(%i, %one) {T = i32}
+  %w = ReadVariableOp(%v) {dtype = f32}
+  %h2 = Mul(%h, %w) {T = f32}
+  %r0 = _Retval(%next) {T = i32, index = 0}
+  %r1 = _Retval(%h2) {T = f32, index = 1}
+  %r2 = _Retval(%v) {T = resource, index = 2}
+}
+"#;
+    let (mut module, errors) = tpu_rewrite::ir::parse_module(text.as_bytes()).expect("parses");
+    assert!(errors.is_empty(), "{errors:?}");
+    let config = PipelineConfig { passes: PassSelection::Only(vec![Pass::Gradients]), ..PipelineConfig::default() };
+    let report = run_pipeline(&mut module, &config);
+    assert!(report.has_errors(), "the loop was differentiated: {:?}", report.diagnostics);
+    let found: Vec<String> = report
+        .diagnostics
+        .iter()
+        .map(|d| {
+            format!(
+                "{} {}",
+                miette::Diagnostic::code(d.diagnostic()).map(|c| c.to_string()).unwrap_or_default(),
+                d.diagnostic()
+            )
+        })
+        .collect();
+    assert!(
+        found.iter().any(|d| d.starts_with("tpu_rewrite::passes::no_gradient")
+            && d.contains("%loop")
+            && d.contains("type resource")),
+        "{found:#?}"
+    );
+}

@@ -11,7 +11,10 @@
 //! - a missing grad_ys entry defaults to `Fill(Shape(y), 1)` (`<scope>/Shape`,
 //!   `<scope>/grad_ys_<i>/Const`, `<scope>/grad_ys_<i>`);
 //! - an x with no path to a y has no gradient: a warning, and if the call's output is used it is
-//!   replaced by `ZerosLike(x)`.
+//!   replaced by `ZerosLike(x)`;
+//! - a call op (`PartitionedCall`, `If`, `Case`, `While` and their twins) is differentiated through
+//!   the functions it runs ([`expand_module`] gives the module's functions; `control_flow` and
+//!   `library` make the gradient functions, which are appended to the module).
 //!
 //! Names: each call opens a name scope by the graph's unique-name rule (`gradients`, `gradients_1`,
 //! ...; a scope is taken if a node is named like it or starts with it and `/`), and its uid is

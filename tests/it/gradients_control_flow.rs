@@ -3,8 +3,9 @@
 //! `tests/tf/ir_gradients.py` builds small TF 2 graphs with `tf.cond` (If), `tf.switch_case`
 //! (Case), `tf.function` calls (PartitionedCall) and `tf.while_loop` (While), and records what
 //! `tf.gradients` computes of them. Each test imports the forward graph alone, asks our
-//! `gradients(ys = [loss], xs)` of it, runs the expanded graph on the simulator, and compares the
-//! loss and every gradient with TensorFlow's.
+//! `gradients(ys = [loss], xs)` of it, runs the expanded graph on the simulator (and, through
+//! `tpu-rewrite run --backend pjrt`, on PJRT), and compares the loss and every gradient with
+//! TensorFlow's. `examples/rnn_loop.opg` trains like the same RNN trained by TensorFlow.
 
 use std::path::{Path, PathBuf};
 
@@ -25,8 +26,8 @@ fn op_of(name: &str) -> &str {
 }
 
 /// Adds `%grads = gradients(ys = [loss], xs = [...])` to `@main`, with one `Identity` per x
-/// (`grad_<i>`) to fetch its gradient by, and runs the gradients pass.
-fn with_gradients(case: &str, module: &mut Module, loss: &str, xs: &[String]) {
+/// (`grad_<i>`) to fetch its gradient by.
+fn add_gradients(case: &str, module: &mut Module, loss: &str, xs: &[String]) {
     let main = module.graphs.iter_mut().find(|g| g.name == "main").expect("@main");
     let find = |name: &str| main.find(op_of(name)).unwrap_or_else(|| panic!("{case}: no `{name}`"));
     let ys = [find(loss)];
@@ -44,6 +45,11 @@ fn with_gradients(case: &str, module: &mut Module, loss: &str, xs: &[String]) {
         let id = main.add_node(node).expect("the name is free");
         main.add_data_input(id, call, i as u32, Default::default());
     }
+}
+
+/// [`add_gradients`], then the gradients pass.
+fn with_gradients(case: &str, module: &mut Module, loss: &str, xs: &[String]) {
+    add_gradients(case, module, loss, xs);
     let config = PipelineConfig { passes: PassSelection::Only(vec![Pass::Gradients]), ..PipelineConfig::default() };
     let report = run_pipeline(module, &config);
     let problems: Vec<String> = report.diagnostics.iter().map(|d| format!("{:?}", d.diagnostic())).collect();
@@ -222,4 +228,107 @@ graph @body (role = "function") {
             && d.contains("type resource")),
         "{found:#?}"
     );
+}
+
+/// A tensor of the corpus encoding as nested JSON lists, as `run --feeds` reads them.
+fn nested(v: &Value) -> Value {
+    let shape: Vec<usize> =
+        v["shape"].as_array().expect("shape").iter().map(|d| d.as_u64().expect("dim") as usize).collect();
+    let values = v["values"].as_array().expect("values");
+    fn nest(values: &[Value], shape: &[usize]) -> Value {
+        match shape {
+            [] => values[0].clone(),
+            [_, rest @ ..] => {
+                let inner: usize = rest.iter().product();
+                Value::Array(values.chunks(inner.max(1)).map(|c| nest(c, rest)).collect())
+            }
+        }
+    }
+    nest(values, &shape)
+}
+
+/// Runs every run of `case` through `tpu-rewrite run --backend pjrt` (the gradients call written
+/// in the `.opg` text, expanded by the CLI's pipeline): the loss and gradients must be TF's.
+fn check_pjrt(case: &str) {
+    check_pjrt_or_refusal(case, None);
+}
+
+/// [`check_pjrt`], or, with `refused = Some((code, why))`, checks that every run is refused with
+/// that diagnostic code and text.
+fn check_pjrt_or_refusal(case: &str, refused: Option<(&str, &str)>) {
+    let meta: Value = read_json(&dir().join(format!("{case}.json")));
+    let mut module = import(&dir(), case);
+    let loss = meta["loss"].as_str().expect("loss");
+    let xs: Vec<String> = meta["xs"].as_array().expect("xs").iter().map(|x| x.as_str().expect("x").into()).collect();
+    add_gradients(case, &mut module, loss, &xs);
+    let rtol = meta["rtol"].as_f64().expect("rtol");
+    let tmp = tempfile::tempdir().expect("a temporary directory");
+    let graph = tmp.path().join(format!("{case}.opg"));
+    std::fs::write(&graph, tpu_rewrite::emit::print_module(&module)).expect("writes the graph");
+    for (r, run) in meta["runs"].as_array().expect("runs").iter().enumerate() {
+        let feeds: serde_json::Map<String, Value> =
+            run["feeds"].as_object().expect("feeds").iter().map(|(k, v)| (k.clone(), nested(v))).collect();
+        let feeds_path = tmp.path().join(format!("feeds_{r}.json"));
+        std::fs::write(&feeds_path, Value::Object(feeds).to_string()).expect("writes the feeds");
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_tpu-rewrite"));
+        command.arg("run").arg(&graph).arg("--feeds").arg(&feeds_path).args(["--backend", "pjrt", "--json"]);
+        command.args(["--fetch", loss]);
+        for i in 0..xs.len() {
+            command.args(["--fetch", &format!("grad_{i}:0")]);
+        }
+        command.env("TPU_REWRITE_PJRT_PLUGIN", crate::support::pjrt::plugin_path());
+        let out = command.output().expect("the binary runs");
+        if let Some((code, why)) = refused {
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(!out.status.success(), "{case}: PJRT ran it");
+            assert!(stderr.contains(code) && stderr.contains(why), "{case}: refused with {code} ({why}): {stderr}");
+            continue;
+        }
+        assert!(out.status.success(), "{case}: run {r} on PJRT: {}", String::from_utf8_lossy(&out.stderr));
+        let got: Value = serde_json::from_slice(&out.stdout).expect("--json output");
+        let outputs = got["outputs"].as_array().expect("outputs");
+        let value = |name: &str| {
+            let o = outputs.iter().find(|o| o["name"] == name).unwrap_or_else(|| panic!("{case}: no output {name}"));
+            flat(&o["value"])
+        };
+        let close = |label: &str, got: &[f64], want: &Value| {
+            let want: Vec<f64> =
+                want["values"].as_array().expect("values").iter().map(crate::support::corpus::float_of).collect();
+            assert_eq!(got.len(), want.len(), "{label}: length");
+            for (k, (a, b)) in got.iter().zip(&want).enumerate() {
+                assert!((a - b).abs() <= rtol * b.abs().max(1.0), "{label}[{k}]: got {a}, TensorFlow computed {b}");
+            }
+        };
+        close(&format!("{case}: run {r}: loss on PJRT"), &value(loss), &run["loss"]);
+        for (i, want) in run["grads"].as_array().expect("grads").iter().enumerate() {
+            close(&format!("{case}: run {r}: d loss / d {} on PJRT", xs[i]), &value(&format!("grad_{i}:0")), want);
+        }
+    }
+}
+
+#[test]
+fn gradient_of_cond_matches_tensorflow_on_pjrt() {
+    check_pjrt("cond");
+}
+
+#[test]
+fn gradient_of_switch_case_matches_tensorflow_on_pjrt() {
+    check_pjrt("switch_case");
+}
+
+#[test]
+fn gradient_of_nested_function_calls_matches_tensorflow_on_pjrt() {
+    check_pjrt("call");
+}
+
+#[test]
+fn gradient_of_an_rnn_while_loop_matches_tensorflow_on_pjrt() {
+    check_pjrt("rnn_loop");
+}
+
+/// A loop whose trip count is fed at run time accumulates into lists of unknown size, which XLA
+/// cannot hold: PJRT refuses it at the accumulator, saying why (the simulator runs it, above).
+#[test]
+fn gradient_of_a_loop_with_a_fed_trip_count_is_refused_on_pjrt() {
+    check_pjrt_or_refusal("loop_with_cond", Some(("tpu_rewrite::xla::lowering", "no compile-time capacity")));
 }

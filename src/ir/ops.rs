@@ -118,6 +118,7 @@ static REGISTRY: &[OpDef] = ops! {
     "Exp" => Fixed(1), Tpu, ["T": Type];
     "ExpandDims" => Fixed(1), Tpu, ["T": Type, "Tdim": Type];
     "Expm1" => Fixed(1), Tpu, ["T": Type];
+    "FakeParam" => Fixed(1), Tpu, ["dtype": Type, "shape": Shape];
     "Fill" => Fixed(1), Tpu, ["T": Type, "index_type": Type];
     "Floor" => Fixed(1), Tpu, ["T": Type];
     "FloorDiv" => Fixed(1), Tpu, ["T": Type];

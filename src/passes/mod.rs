@@ -477,13 +477,21 @@ pub fn run_pipeline(module: &mut Module, config: &PipelineConfig) -> PipelineRep
         }
         {
             let _timer = TimingGuard::start(pass, &mut report.timings);
-            for (graph, formed) in module.graphs.iter_mut().zip(clusters.iter_mut()) {
-                for error in pass.run(graph, config, formed) {
-                    found.push(PassDiagnostic {
-                        pass,
-                        graph: graph.name.clone(),
-                        source: DiagnosticSource::Pass(error),
-                    });
+            if pass == Pass::Gradients {
+                // Gradients through call ops read the module's functions and add new ones.
+                for (graph, error) in gradients::expand_module(module, &config.gradients) {
+                    found.push(PassDiagnostic { pass, graph, source: DiagnosticSource::Pass(error) });
+                }
+                clusters.resize(module.graphs.len(), Vec::new());
+            } else {
+                for (graph, formed) in module.graphs.iter_mut().zip(clusters.iter_mut()) {
+                    for error in pass.run(graph, config, formed) {
+                        found.push(PassDiagnostic {
+                            pass,
+                            graph: graph.name.clone(),
+                            source: DiagnosticSource::Pass(error),
+                        });
+                    }
                 }
             }
         }

@@ -18,6 +18,7 @@ mod exec;
 mod fuzz_props;
 mod gradient_numerics;
 mod gradients;
+mod gradients_control_flow;
 mod graphdef;
 mod keras_corpus;
 mod lower;

@@ -127,6 +127,7 @@ corpus_tests!(
     while_loop,
     cond,
     replicated_while,
+    replicated_cond_grad,
     stateful_control_flow,
     tensor_array,
 );

@@ -162,12 +162,33 @@ def tensor_array():
     plain_case("tensor_array", build, [([], ["gathered", "scattered", "concat", "grown", "size"])])
 
 
+def replicated_cond_grad():
+    """The gradient of a tf.cond inside tpu.replicate, 2 replicas (one takes each branch). In an XLA
+    context cond_v2 gives each branch function FakeParam ops standing in for the intermediates
+    only the other branch makes, so that both branches have the same outputs."""
+
+    def step(x, w):
+        y = tf.cond(
+            tf.reduce_sum(x) > 0.0,
+            lambda: tf.tanh(tf.matmul(x, w)) * 2.0,
+            lambda: tf.sigmoid(tf.matmul(x * x, w)) - 1.0,
+        )
+        loss = tf.reduce_mean(y * y)
+        gx, gw = tf.gradients(loss, [x, w])
+        return [loss, gx, w - 0.1 * gw]
+
+    w0 = f32(251, 3, 3, scale=0.7)
+    x0 = np.abs(f32(252, 2, 3))
+    replicated_case("replicated_cond_grad", step, [[x0, w0], [-x0 * 0.5, w0]])
+
+
 CASES = {
     "tensor_array": tensor_array,
     "while_loop": while_loop,
     "cond": cond,
     "replicated_while": replicated_while,
     "stateful_control_flow": stateful_control_flow,
+    "replicated_cond_grad": replicated_cond_grad,
 }
 
 if __name__ == "__main__":

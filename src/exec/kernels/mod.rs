@@ -148,6 +148,7 @@ pub const PURE_OPS: &[&str] = &[
     "Exp",
     "ExpandDims",
     "Expm1",
+    "FakeParam",
     "Fill",
     "Floor",
     "FloorDiv",
@@ -618,6 +619,7 @@ fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Tensor>,
         "InvertPermutation" => one(shape::invert_permutation(op, arg(op, inputs, 0)?)?),
         "Tile" => one(shape::tile(op, arg(op, inputs, 0)?, arg(op, inputs, 1)?)?),
         "Fill" => one(shape::fill(op, arg(op, inputs, 0)?, arg(op, inputs, 1)?)?),
+        "FakeParam" => one(fake_param(op, attrs)?),
         "ReverseV2" => one(shape::reverse(op, arg(op, inputs, 0)?, arg(op, inputs, 1)?)?),
         "InTopKV2" => one(reduce::in_top_k(op, arg(op, inputs, 0)?, arg(op, inputs, 1)?, arg(op, inputs, 2)?)?),
         "Shape" => {
@@ -681,6 +683,31 @@ fn constant(attrs: &AttrMap) -> Result<Tensor, KernelError> {
         }
     }
     Tensor::from_literal(lit)
+}
+
+/// `FakeParam`: zeros of its `dtype` and `shape` (unknown dimensions as 0). TensorFlow's cond and
+/// while gradients put it where a branch must output a value that only the other branch makes;
+/// the gradient never reads it, and tf2xla gives zeros as well.
+fn fake_param(op: &str, attrs: &AttrMap) -> Result<Tensor, KernelError> {
+    let dtype =
+        attrs.get("dtype").and_then(|v| v.as_type()).ok_or_else(|| KernelError::invalid(op, "missing `dtype`"))?;
+    let dims = attrs
+        .get("shape")
+        .and_then(|v| v.as_shape())
+        .and_then(|s| s.dims.clone())
+        .ok_or_else(|| KernelError::invalid(op, "`shape` must have a known rank"))?;
+    let dims: Vec<i32> = dims.iter().map(|&d| d.max(0) as i32).collect();
+    let zero = match dtype {
+        DType::F32 => Tensor::scalar(0f32),
+        DType::F64 => Tensor::scalar(0f64),
+        DType::I32 => Tensor::scalar(0i32),
+        DType::I64 => Tensor::scalar(0i64),
+        DType::Bool => Tensor::scalar(false),
+        DType::BF16 => Tensor::scalar(half::bf16::ZERO),
+        DType::F16 => Tensor::scalar(half::f16::ZERO),
+        other => return Err(KernelError::dtype(op, other, "a numeric or bool dtype is required")),
+    };
+    shape::fill(op, &Tensor::vector(dims), &zero)
 }
 
 /// `CrossReplicaSum` met outside a lowered program: identity when every

@@ -11,7 +11,10 @@
 //! - a missing grad_ys entry defaults to `Fill(Shape(y), 1)` (`<scope>/Shape`,
 //!   `<scope>/grad_ys_<i>/Const`, `<scope>/grad_ys_<i>`);
 //! - an x with no path to a y has no gradient: a warning, and if the call's output is used it is
-//!   replaced by `ZerosLike(x)`.
+//!   replaced by `ZerosLike(x)`;
+//! - a call op (`PartitionedCall`, `If`, `Case`, `While` and their twins) is differentiated through
+//!   the functions it runs ([`expand_module`] gives the module's functions; `control_flow` and
+//!   `library` make the gradient functions, which are appended to the module).
 //!
 //! Names: each call opens a name scope by the graph's unique-name rule (`gradients`, `gradients_1`,
 //! ...; a scope is taken if a node is named like it or starts with it and `/`), and its uid is
@@ -30,8 +33,10 @@
 //! bounded number of ops per visited op.
 
 pub mod colocation;
+mod control_flow;
 mod emitter;
 mod functions;
+mod library;
 mod math_functions;
 mod nn_functions;
 mod product_functions;
@@ -44,8 +49,9 @@ use rustc_hash::FxHashSet;
 
 use self::colocation::{ColocationContext, OUTSIDE_COMPILATION_ATTR};
 use self::emitter::Emitter;
+use self::library::{Library, LibraryState};
 use super::error::PassError;
-use crate::ir::{AttrMap, AttrValue, DType, EdgeKind, Graph, NodeId, NodeKind, RegionKind, ValueRef};
+use crate::ir::{AttrMap, AttrValue, DType, EdgeKind, Graph, Module, NodeId, NodeKind, RegionKind, ValueRef};
 
 pub use self::emitter::Tensor;
 
@@ -74,6 +80,34 @@ pub struct GradientsConfig {
 /// A call that cannot be expanded (malformed operands) is left in place with an error; a call whose
 /// expansion hits an op without a gradient function is expanded with no gradient through that op.
 pub fn expand_gradients(graph: &mut Graph, config: &GradientsConfig) -> Vec<PassError> {
+    let mut state = LibraryState::new(&[]);
+    let mut lib = Library { graphs: &[], state: &mut state, config: config.clone() };
+    expand_gradients_with(graph, config, &mut lib)
+}
+
+/// Expands every gradients call of every graph of `module`, differentiating through the functions
+/// that call ops run; the gradient functions this makes are appended to the module. Returns the
+/// errors and warnings with the name of the graph each was found in.
+pub fn expand_module(module: &mut Module, config: &GradientsConfig) -> Vec<(String, PassError)> {
+    let mut found = Vec::new();
+    let mut state = LibraryState::new(&module.graphs);
+    for i in 0..module.graphs.len() {
+        if !module.graphs[i].node_ids().any(|id| matches!(module.graphs[i].node(id).kind, NodeKind::Gradients { .. })) {
+            continue;
+        }
+        // The graph is taken out while its calls expand, so that the library can read the others.
+        let mut graph = std::mem::take(&mut module.graphs[i]);
+        let mut lib = Library { graphs: &module.graphs, state: &mut state, config: config.clone() };
+        let errors = expand_gradients_with(&mut graph, config, &mut lib);
+        found.extend(errors.into_iter().map(|e| (graph.name.clone(), e)));
+        module.graphs[i] = graph;
+    }
+    module.graphs.append(&mut state.added);
+    found
+}
+
+/// [`expand_gradients`] with the functions of `lib` to differentiate call ops through.
+fn expand_gradients_with(graph: &mut Graph, config: &GradientsConfig, lib: &mut Library<'_>) -> Vec<PassError> {
     let mut errors = Vec::new();
     let mut calls: Vec<NodeId> =
         graph.node_ids().filter(|&id| matches!(graph.node(id).kind, NodeKind::Gradients { .. })).collect();
@@ -96,7 +130,7 @@ pub fn expand_gradients(graph: &mut Graph, config: &GradientsConfig) -> Vec<Pass
             if unvisited.is_empty() {
                 stack.pop();
                 done.insert(call);
-                expand_call(graph, config, call, &mut scopes, &mut errors);
+                expand_call(graph, config, lib, call, &mut scopes, &mut errors);
             } else {
                 stack.extend(unvisited.into_iter().rev());
             }
@@ -267,6 +301,7 @@ impl Received {
 fn expand_call(
     graph: &mut Graph,
     config: &GradientsConfig,
+    lib: &mut Library<'_>,
     call_id: NodeId,
     scopes: &mut ScopeNames,
     errors: &mut Vec<PassError>,
@@ -384,7 +419,11 @@ fn expand_call(
         }
         data_inputs_into(e.graph, op, &mut inputs);
         if out_grads.iter().any(Option::is_some) && !stop.contains(&op) {
-            let in_grads = e.in_op_scope(op, |e| functions::gradient(e, op, &inputs, &out_grads));
+            let in_grads = if crate::ir::functions::call_kind(&e.graph.node(op).op).is_some() {
+                e.in_op_scope(op, |e| control_flow::gradient(e, lib, op, &inputs, &out_grads))
+            } else {
+                e.in_op_scope(op, |e| functions::gradient(e, op, &inputs, &out_grads))
+            };
             match in_grads {
                 Ok(in_grads) => {
                     for (input, grad) in inputs.iter().zip(in_grads) {

@@ -295,8 +295,17 @@ pub const TABLE: &[(&str, Builder)] = &[
 ];
 
 /// Ops whose results depend only on their operands' shapes: always constants.
-pub const SHAPE_ONLY: &[&str] =
-    &["OnesLike", "Rank", "Shape", "ShapeN", "Size", "TensorListElementShape", "VariableShape", "ZerosLike"];
+pub const SHAPE_ONLY: &[&str] = &[
+    "FakeParam",
+    "OnesLike",
+    "Rank",
+    "Shape",
+    "ShapeN",
+    "Size",
+    "TensorListElementShape",
+    "VariableShape",
+    "ZerosLike",
+];
 
 /// Ops with no StableHLO builder that must fold to constants (their
 /// operands are shapes or index lists).

@@ -176,21 +176,26 @@ pub fn gradient(
             }
             vec![Some(gather_grad(e, params, indices, g, &ta)), None, None]
         }
-        "MaxPool" => {
-            let attrs = copied(e, &["ksize", "strides", "padding", "data_format"]);
-            vec![Some(e.emit("MaxPoolGrad", "MaxPoolGrad", &[x(0)?, y, g], attrs))]
+        "MaxPool" | "MaxPool3D" => {
+            let grad = if op_type == "MaxPool" { "MaxPoolGrad" } else { "MaxPool3DGrad" };
+            let mut attrs = copied(e, &["ksize", "strides", "padding", "data_format"]);
+            if op_type == "MaxPool3D" {
+                attrs.extend(e.dtype_of(x(0)?).map(|d| ("TInput", AttrValue::Type(d))));
+            }
+            vec![Some(e.emit(grad, grad, &[x(0)?, y, g], attrs))]
         }
-        "AvgPool" => {
+        "AvgPool" | "AvgPool3D" => {
+            let grad = if op_type == "AvgPool" { "AvgPoolGrad" } else { "AvgPool3DGrad" };
             let s = e.shape("Shape", x(0)?);
             let attrs = copied(e, &["ksize", "strides", "padding", "data_format"]);
-            vec![Some(e.emit("AvgPoolGrad", "AvgPoolGrad", &[s, g], attrs))]
+            vec![Some(e.emit(grad, grad, &[s, g], attrs))]
         }
-        "Conv2D" | "DepthwiseConv2dNative" => {
+        "Conv2D" | "DepthwiseConv2dNative" | "Conv3D" => {
             let (a, f) = (x(0)?, x(1)?);
-            let (bi, bf): (&'static str, &'static str) = if op_type == "Conv2D" {
-                ("Conv2DBackpropInput", "Conv2DBackpropFilter")
-            } else {
-                ("DepthwiseConv2dNativeBackpropInput", "DepthwiseConv2dNativeBackpropFilter")
+            let (bi, bf): (&'static str, &'static str) = match op_type {
+                "Conv2D" => ("Conv2DBackpropInput", "Conv2DBackpropFilter"),
+                "Conv3D" => ("Conv3DBackpropInputV2", "Conv3DBackpropFilterV2"),
+                _ => ("DepthwiseConv2dNativeBackpropInput", "DepthwiseConv2dNativeBackpropFilter"),
             };
             let keys = ["strides", "padding", "dilations", "explicit_paddings", "data_format"];
             let sa = e.shape("Shape", a);

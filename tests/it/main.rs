@@ -20,6 +20,7 @@ mod gradient_numerics;
 mod gradients;
 mod graphdef;
 mod keras_corpus;
+mod keras_more;
 mod lower;
 mod math_ops;
 mod mlp_equivalence;

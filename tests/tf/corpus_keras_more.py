@@ -5,13 +5,106 @@ Run after setup.sh:  tests/tf/.venv/bin/python tests/tf/corpus_keras_more.py [CA
 The cases are built exactly as corpus_keras.py builds its own (its `keras_case` and
 `replicated_training`, whose docstring describes the graph and the files), and written to their own
 directory: volumetric convolution and pooling, the learning-rate schedules and the losses that
-corpus_keras.py does not cover.
+corpus_keras.py does not cover, mixed_bfloat16 with loss scaling, and (`keras3_optimizers`, see
+there) the Keras 3 optimizers.
 """
 
 import os
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+
+# Keras 3 (`tf.keras` in TF 2.21) optimizers. Keras 3 builds no TF1 graph: its optimizers need eager
+# execution or a tf.function, so a `tpu.replicate` graph cannot be made with them. Each case is the
+# TF2 user's artifact instead, as tests/tf/corpus_tf2.py writes it: a SavedModel whose `train_step`
+# tf.function applies the optimizer, the batch, and TensorFlow's losses and final variables.
+KERAS3 = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus", "keras_more", "keras3")
+KERAS3_STEPS = 3
+
+
+def keras3_optimizers():
+    """One SavedModel per Keras 3 optimizer (and option) on a small Dense model."""
+    import shutil
+
+    import corpus_tf2
+    import keras as keras3
+    import numpy as np
+    import tensorflow as tf
+
+    O = keras3.optimizers
+    optimizers = {
+        "sgd_momentum": lambda: O.SGD(0.1, momentum=0.8),
+        "sgd_nesterov": lambda: O.SGD(0.1, momentum=0.8, nesterov=True),
+        "adam": lambda: O.Adam(0.05),
+        "adam_amsgrad": lambda: O.Adam(0.05, amsgrad=True),
+        "adamw": lambda: O.AdamW(0.05, weight_decay=0.1),
+        "adamax": lambda: O.Adamax(0.05),
+        "nadam": lambda: O.Nadam(0.05),
+        "rmsprop_centered": lambda: O.RMSprop(0.01, momentum=0.5, centered=True),
+        "adagrad": lambda: O.Adagrad(0.1),
+        "adadelta": lambda: O.Adadelta(1.0),
+        "ftrl": lambda: O.Ftrl(0.1, l1_regularization_strength=0.01, l2_regularization_strength=0.01),
+        "lion": lambda: O.Lion(0.01),
+        "adafactor": lambda: O.Adafactor(0.1),
+        "sgd_clipnorm_schedule": lambda: O.SGD(O.schedules.ExponentialDecay(0.5, 1, 0.5), clipnorm=0.1),
+        "adam_global_clipnorm": lambda: O.Adam(0.05, global_clipnorm=0.1),
+        "sgd_clipvalue": lambda: O.SGD(0.5, clipvalue=0.05),
+    }
+    for name, make_opt in optimizers.items():
+        keras3.backend.clear_session()
+        keras3.utils.set_random_seed(0)
+        model = keras3.Sequential([
+            keras3.Input((4,)), keras3.layers.Dense(6, activation="tanh"), keras3.layers.Dense(3),
+        ])
+        rng = np.random.default_rng(780)
+        x = rng.standard_normal((4, 4)).astype(np.float32)
+        y = rng.integers(0, 3, 4).astype(np.int32)
+        optimizer = make_opt()
+        optimizer.build(model.trainable_variables)
+        spec = [tf.TensorSpec(x.shape, tf.float32), tf.TensorSpec(y.shape, tf.int32)]
+
+        class Trainer(tf.Module):
+            def __init__(self):
+                super().__init__()
+                self.model, self.optimizer = model, optimizer
+
+            @tf.function(input_signature=spec)
+            def train_step(self, x, y):
+                with tf.GradientTape() as tape:
+                    logits = self.model(x, training=True)
+                    loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(y, logits))
+                grads = tape.gradient(loss, self.model.trainable_variables)
+                self.optimizer.apply_gradients(zip(grads, self.model.trainable_variables))
+                return loss
+
+        trainer = Trainer()
+        out = os.path.join(KERAS3, name)
+        shutil.rmtree(out, ignore_errors=True)
+        os.makedirs(out)
+        saved = os.path.join(out, "saved_model")
+        tf.saved_model.save(trainer, saved)
+        corpus_tf2.write_json(os.path.join(out, "feeds.json"), {"x": x.tolist(), "y": y.tolist()})
+        variables = {v.path: v for v in model.variables + optimizer.variables}
+        losses = [float(trainer.train_step(x, y).numpy()) for _ in range(KERAS3_STEPS)]
+        keys = corpus_tf2.checkpoint_keys(saved)
+        expected = {
+            "steps": KERAS3_STEPS,
+            "losses": losses,
+            "variables": {
+                path: {"checkpoint_key": keys[path], "final": corpus_tf2.enc(v.numpy())}
+                for path, v in variables.items()
+                if path in keys
+            },
+        }
+        corpus_tf2.write_json(os.path.join(out, "expected.json"), expected)
+        print("wrote keras3", name, losses, file=sys.stderr)
+
+
+if __name__ == "__main__" and sys.argv[1:] == ["--keras3"]:
+    keras3_optimizers()
+    sys.exit(0)
 
 import corpus_keras  # noqa: E402
 from corpus_keras import L, keras, keras_case, labels, onehot, optimizer_case, small_dense, sparse_ce  # noqa: E402
@@ -154,6 +247,7 @@ CASES = {
     "losses_logits": losses_logits,
     "losses_sparse": losses_sparse,
     "mixed_bfloat16": mixed_bfloat16,
+    "keras3_optimizers": lambda: subprocess.run([sys.executable, os.path.abspath(__file__), "--keras3"], check=True),
 }
 
 if __name__ == "__main__":

@@ -163,7 +163,8 @@ fn scatter_planes<T: Num>(planes: &[T], len: usize, dst: &mut [T], at: impl Iter
 /// The three volumetric convolution kernels over the 2-D ones, one depth tap at a time.
 fn forward<T: Num>(g: &Geometry3, fs: [usize; 5], x: &[T], f: &[T]) -> Vec<T> {
     let [d, r, c] = g.axes;
-    let (in_plane, out_plane, tap) = (r.input * c.input * g.channels, r.output * c.output * fs[4], fs[1..].iter().product::<usize>());
+    let (in_plane, out_plane, tap) =
+        (r.input * c.input * g.channels, r.output * c.output * fs[4], fs[1..].iter().product::<usize>());
     let mut y = vec![T::zero(); g.batch * d.output * out_plane];
     for kd in 0..d.window {
         let pairs = g.depth_pairs(kd);
@@ -176,7 +177,8 @@ fn forward<T: Num>(g: &Geometry3, fs: [usize; 5], x: &[T], f: &[T]) -> Vec<T> {
 
 fn backprop_input<T: Num>(g: &Geometry3, fs: [usize; 5], dy: &[T], f: &[T]) -> Vec<T> {
     let [d, r, c] = g.axes;
-    let (in_plane, out_plane, tap) = (r.input * c.input * g.channels, r.output * c.output * fs[4], fs[1..].iter().product::<usize>());
+    let (in_plane, out_plane, tap) =
+        (r.input * c.input * g.channels, r.output * c.output * fs[4], fs[1..].iter().product::<usize>());
     let mut dx = vec![T::zero(); g.batch * d.input * in_plane];
     for kd in 0..d.window {
         let pairs = g.depth_pairs(kd);
@@ -216,7 +218,10 @@ pub(crate) fn conv(op: &str, kind: ConvKind, attrs: &AttrMap, inputs: &[Tensor])
         }
     };
     if fs[3] != in_shape[4] {
-        return Err(KernelError::invalid(op, format!("filter has {} input channels, the input {}", fs[3], in_shape[4])));
+        return Err(KernelError::invalid(
+            op,
+            format!("filter has {} input channels, the input {}", fs[3], in_shape[4]),
+        ));
     }
     let g = Geometry3::new(op, &in_shape, [fs[0], fs[1], fs[2]], &a)?;
     let out_shape = g.output_shape(fs[4]);
@@ -284,7 +289,11 @@ pub(crate) fn pool(op: &str, kind: PoolKind, attrs: &AttrMap, inputs: &[Tensor])
         return Err(KernelError::invalid(op, format!("grad has shape {got:?}, expected {out_shape:?}")));
     }
     let value = grad.filter(|_| kind == PoolKind::AvgGrad).unwrap_or(arg(0)?);
-    checked_elements(op, value.dtype(), if matches!(kind, PoolKind::Max | PoolKind::Avg) { &out_shape } else { &in_shape })?;
+    checked_elements(
+        op,
+        value.dtype(),
+        if matches!(kind, PoolKind::Max | PoolKind::Avg) { &out_shape } else { &in_shape },
+    )?;
     with_float!(op, value, va, T => {
         let v = contiguous(va);
         match kind {
@@ -384,7 +393,9 @@ mod tests {
                         let i = (o * ax.stride + k * ax.dilation) as isize - ax.pad_before as isize;
                         (i >= 0 && (i as usize) < ax.input).then_some(i as usize)
                     };
-                    let (Some(id), Some(ih), Some(iw)) = (pos(g.axes[0], od, kd), pos(g.axes[1], oh, kh), pos(g.axes[2], ow, kw)) else {
+                    let (Some(id), Some(ih), Some(iw)) =
+                        (pos(g.axes[0], od, kd), pos(g.axes[1], oh, kh), pos(g.axes[2], ow, kw))
+                    else {
                         continue;
                     };
                     for ci in 0..fs[3] {
@@ -439,7 +450,10 @@ mod tests {
         assert_eq!(ag.to_vec::<f32>().unwrap(), vec![1.0; 8]);
         // SAME with a 3x3x3 window at stride 1: every window holds the whole volume.
         let s = attrs("SAME", [1, 1, 1], [1, 1, 1], Some([3, 3, 3]));
-        assert_eq!(pool("AvgPool3D", PoolKind::Avg, &s, std::slice::from_ref(&x)).unwrap().to_vec::<f32>().unwrap(), vec![4.5; 8]);
+        assert_eq!(
+            pool("AvgPool3D", PoolKind::Avg, &s, std::slice::from_ref(&x)).unwrap().to_vec::<f32>().unwrap(),
+            vec![4.5; 8]
+        );
         // A window over padding only counts the taps inside the volume.
         let s2 = attrs("SAME", [2, 2, 2], [1, 1, 1], Some([3, 3, 3]));
         let x3 = Tensor::from_vec(&[1, 3, 1, 1, 1], vec![1.0f32, 2.0, 6.0]).unwrap();

@@ -200,7 +200,13 @@ pub(super) fn avg_pool_grad(a: &Args) -> Result<Vec<OutType>, String> {
 
 /// The output shape of a 5-D (NDHWC) window op over `input` with window
 /// (kd, kh, kw), `channels` out; `dilated` reads `dilations` (pools have none).
-fn windowed3(a: &Args, input: &[usize], window: [usize; 3], channels: usize, dilated: bool) -> Result<Vec<usize>, String> {
+fn windowed3(
+    a: &Args,
+    input: &[usize],
+    window: [usize; 3],
+    channels: usize,
+    dilated: bool,
+) -> Result<Vec<usize>, String> {
     if input.len() != 5 {
         return Err(format!("the input {input:?} is not 5-D"));
     }

@@ -62,7 +62,14 @@ fn padding(p: &[(i64, i64)]) -> String {
 }
 
 /// One `stablehlo.convolution` with three spatial axes.
-fn convolution(c: &mut Ctx, (lhs, rhs): (&Val, &Val), dims: &str, geometry: [[usize; 3]; 3], pad: [(i64, i64); 3], out: Ty) -> Val {
+fn convolution(
+    c: &mut Ctx,
+    (lhs, rhs): (&Val, &Val),
+    dims: &str,
+    geometry: [[usize; 3]; 3],
+    pad: [(i64, i64); 3],
+    out: Ty,
+) -> Val {
     let [strides, lhs_dilation, rhs_dilation] = geometry;
     let attrs = format!(
         "dimension_numbers = #stablehlo.conv<{dims}>, window_strides = {}, padding = {}, lhs_dilation = {}, rhs_dilation = {}, feature_group_count = 1 : i64, batch_group_count = 1 : i64",

@@ -205,6 +205,28 @@ pub fn gradient(
             let gf = e.emit(bf, bf, &[a, sf, g], attrs);
             vec![Some(ga), Some(gf)]
         }
+        // The volumetric backprops are linear in their tensor operands: each one's gradient is the
+        // forward convolution or the other backprop, with the same geometry.
+        "Conv3DBackpropInputV2" => {
+            let (f, dy) = (x(1)?, x(2)?);
+            let attrs = copied(e, &["strides", "padding", "dilations", "data_format"]);
+            let sf = e.shape("Shape", f);
+            let gf = e.emit("Conv3DBackpropFilterV2", "Conv3DBackpropFilterV2", &[g, sf, dy], attrs.clone());
+            let gdy = e.emit("Conv3D", "Conv3D", &[g, f], attrs);
+            vec![None, Some(gf), Some(gdy)]
+        }
+        "Conv3DBackpropFilterV2" => {
+            let (a, dy) = (x(0)?, x(2)?);
+            let attrs = copied(e, &["strides", "padding", "dilations", "data_format"]);
+            let sa = e.shape("Shape", a);
+            let ga = e.emit("Conv3DBackpropInputV2", "Conv3DBackpropInputV2", &[sa, g, dy], attrs.clone());
+            let gdy = e.emit("Conv3D", "Conv3D", &[a, g], attrs);
+            vec![Some(ga), None, Some(gdy)]
+        }
+        "AvgPool3DGrad" => {
+            let attrs = copied(e, &["ksize", "strides", "padding", "data_format"]);
+            vec![None, Some(e.emit("AvgPool3D", "AvgPool3D", &[g], attrs))]
+        }
         "FusedBatchNormV3" => {
             let (a, scale) = (x(0)?, x(1)?);
             let reserve = |k: u32| Tensor { node: op, output: k };

@@ -721,7 +721,8 @@ fn volumetric_convolution_and_pools() {
 /// The volumetric backprops as functions of their tensor operands (second-order gradients).
 #[test]
 fn volumetric_backprops() {
-    let geometry = "strides = [1, 2, 1, 1, 1], padding = \"SAME\", data_format = \"NDHWC\", dilations = [1, 1, 1, 1, 1]";
+    let geometry =
+        "strides = [1, 2, 1, 1, 1], padding = \"SAME\", data_format = \"NDHWC\", dilations = [1, 1, 1, 1, 1]";
     let forward = i32_const("sizes", &[5], &[1, 3, 3, 2, 2])
         + &format!("%out = Conv3DBackpropInputV2(%sizes, %b, %dy) {{T = f64, Tshape = i32, {geometry}}}");
     let inputs = vec![input("b", &[2, 2, 1, 2, 2]), input("dy", &[1, 2, 3, 2, 2])];

@@ -706,6 +706,38 @@ fn pools() {
 }
 
 #[test]
+fn volumetric_convolution_and_pools() {
+    let forward = "%out = Conv3D(%a, %b) {T = f64, strides = [1, 2, 1, 1, 1], padding = \"SAME\", \
+                   data_format = \"NDHWC\", dilations = [1, 1, 1, 1, 1]}";
+    check(case("conv3d", vec![input("a", &[1, 3, 3, 2, 2]), input("b", &[2, 2, 1, 2, 2])], forward, &[1, 2, 3, 2, 2]));
+    let forward = "%out = AvgPool3D(%a) {T = f64, ksize = [1, 2, 2, 2, 1], strides = [1, 1, 1, 1, 1], \
+                   padding = \"SAME\", data_format = \"NDHWC\"}";
+    check(case("avg_pool3d", vec![input("a", &[1, 2, 3, 2, 1])], forward, &[1, 2, 3, 2, 1]));
+    let forward = "%out = MaxPool3D(%a) {T = f64, ksize = [1, 2, 2, 2, 1], strides = [1, 2, 2, 2, 1], \
+                   padding = \"VALID\", data_format = \"NDHWC\"}";
+    check(case("max_pool3d", vec![input("a", &[1, 4, 2, 4, 1])], forward, &[1, 2, 1, 2, 1]));
+}
+
+/// The volumetric backprops as functions of their tensor operands (second-order gradients).
+#[test]
+fn volumetric_backprops() {
+    let geometry =
+        "strides = [1, 2, 1, 1, 1], padding = \"SAME\", data_format = \"NDHWC\", dilations = [1, 1, 1, 1, 1]";
+    let forward = i32_const("sizes", &[5], &[1, 3, 3, 2, 2])
+        + &format!("%out = Conv3DBackpropInputV2(%sizes, %b, %dy) {{T = f64, Tshape = i32, {geometry}}}");
+    let inputs = vec![input("b", &[2, 2, 1, 2, 2]), input("dy", &[1, 2, 3, 2, 2])];
+    check(case("conv3d_backprop_input", inputs, forward, &[1, 3, 3, 2, 2]));
+    let forward = i32_const("sizes", &[5], &[2, 2, 1, 2, 2])
+        + &format!("%out = Conv3DBackpropFilterV2(%a, %sizes, %dy) {{T = f64, {geometry}}}");
+    let inputs = vec![input("a", &[1, 3, 3, 2, 2]), input("dy", &[1, 2, 3, 2, 2])];
+    check(case("conv3d_backprop_filter", inputs, forward, &[2, 2, 1, 2, 2]));
+    let forward = i32_const("sizes", &[5], &[1, 2, 3, 2, 1])
+        + "%out = AvgPool3DGrad(%sizes, %dy) {T = f64, ksize = [1, 2, 2, 2, 1], strides = [1, 1, 1, 1, 1], \
+           padding = \"SAME\", data_format = \"NDHWC\"}";
+    check(case("avg_pool3d_grad", vec![input("dy", &[1, 2, 3, 2, 1])], forward, &[1, 2, 3, 2, 1]));
+}
+
+#[test]
 fn fused_batch_norm_training() {
     let forward = "%zero = Const() {dtype = f64, value = tensor(f64, [0]) []}\n\
                    %bn = FusedBatchNormV3(%a, %scale, %offset, %zero, %zero) {T = f64, U = f64, epsilon = 0.001, \

@@ -21,6 +21,7 @@ mod gradients;
 mod gradients_control_flow;
 mod graphdef;
 mod keras_corpus;
+mod keras_more;
 mod lower;
 mod math_ops;
 mod mlp_equivalence;

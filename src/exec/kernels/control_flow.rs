@@ -10,8 +10,10 @@
 //! or, for a nested call, through [`call`]. Ops with state (variables) or
 //! communication cannot run inside a function body here and fail with
 //! [`KernelError::NeedsDevice`], except the variable ops of
-//! [`BODY_DEVICE_OPS`], which the caller's device runs (a [`Device`] hook):
-//! that is what TensorFlow's stateful `While` and `If` carry. A `While` runs its `cond` and `body` once
+//! [`BODY_DEVICE_OPS`] and the optimizer updates (`ResourceApply*`, as a
+//! loss-scaled optimizer applies them under a finiteness `If`), which the
+//! caller's device runs (a [`Device`] hook): that is what TensorFlow's
+//! stateful `While` and `If` carry. A `While` runs its `cond` and `body` once
 //! per iteration, so its cost is the iterations times the body's size; a
 //! loop over [`MAX_ITERATIONS`] is stopped with an error.
 
@@ -201,7 +203,9 @@ impl Functions {
             let out = match &*step.op {
                 RETVAL_OP => inputs,
                 op if call_kind(op).is_some() => call(op, &step.attrs, inputs, self, device, cancelled)?,
-                op if BODY_DEVICE_OPS.contains(&op) => device(op, &step.attrs, inputs)?,
+                op if BODY_DEVICE_OPS.contains(&op) || super::optimizers::resource_inputs(op).is_some() => {
+                    device(op, &step.attrs, inputs)?
+                }
                 op => super::run_kernel(op, &step.attrs, &inputs)?,
             };
             values[i] = Some(out);

@@ -34,14 +34,14 @@ pub(super) struct Axis1 {
 
 /// Padding of a window op.
 #[derive(Clone, Debug)]
-enum Padding {
+pub(super) enum Padding {
     Same,
     Valid,
     /// `(before, after)` for the two spatial axes.
     Explicit([(usize, usize); 2]),
 }
 
-fn axis1(
+pub(super) fn axis1(
     op: &str,
     input: usize,
     window: usize,
@@ -158,7 +158,7 @@ fn geometry(op: &str, input: &[usize], window: [usize; 2], w: &WindowAttrs) -> R
     })
 }
 
-fn dims_of(op: &str, t: &Tensor, what: &str) -> Result<Vec<usize>, KernelError> {
+pub(super) fn dims_of(op: &str, t: &Tensor, what: &str) -> Result<Vec<usize>, KernelError> {
     t.to_i64_vec(op, what)?
         .into_iter()
         .map(|d| usize::try_from(d).map_err(|_| KernelError::invalid(op, format!("{what} must be non-negative"))))
@@ -275,7 +275,7 @@ fn expect_out_backprop(op: &str, s: &conv_gemm::Shape, depthwise: bool, dy: &Ten
 }
 
 /// The elements of `a` in row-major order, borrowed when it is already laid out so.
-fn contiguous<T: Clone>(a: &ndarray::ArcArray<T, ndarray::IxDyn>) -> Cow<'_, [T]> {
+pub(super) fn contiguous<T: Clone>(a: &ndarray::ArcArray<T, ndarray::IxDyn>) -> Cow<'_, [T]> {
     match a.as_slice() {
         Some(s) => Cow::Borrowed(s),
         None => Cow::Owned(a.iter().cloned().collect()),

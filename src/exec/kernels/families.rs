@@ -171,6 +171,13 @@ pub(crate) fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Option<R
         "MaxPoolGrad" => pool(PoolKind::MaxGrad),
         "AvgPool" => pool(PoolKind::Avg),
         "AvgPoolGrad" => pool(PoolKind::AvgGrad),
+        "Conv3D" => super::conv3d::conv(op, ConvKind::Forward, attrs, inputs).map(|t| vec![t]),
+        "Conv3DBackpropInputV2" => super::conv3d::conv(op, ConvKind::BackpropInput, attrs, inputs).map(|t| vec![t]),
+        "Conv3DBackpropFilterV2" => super::conv3d::conv(op, ConvKind::BackpropFilter, attrs, inputs).map(|t| vec![t]),
+        "MaxPool3D" => super::conv3d::pool(op, PoolKind::Max, attrs, inputs).map(|t| vec![t]),
+        "MaxPool3DGrad" => super::conv3d::pool(op, PoolKind::MaxGrad, attrs, inputs).map(|t| vec![t]),
+        "AvgPool3D" => super::conv3d::pool(op, PoolKind::Avg, attrs, inputs).map(|t| vec![t]),
+        "AvgPool3DGrad" => super::conv3d::pool(op, PoolKind::AvgGrad, attrs, inputs).map(|t| vec![t]),
 
         "FusedBatchNorm" | "FusedBatchNormV2" | "FusedBatchNormV3" => {
             super::nchw::batch_norm(op, attrs, inputs, 1, |inputs| {

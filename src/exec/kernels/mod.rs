@@ -19,6 +19,7 @@ pub(crate) mod control_flow;
 /// The TensorList and Optional kernels (variant values), sorted.
 pub use control_flow::VARIANT_OPS;
 mod conv;
+mod conv3d;
 mod conv_gemm;
 pub(crate) mod denormals;
 pub(crate) mod dtypes;
@@ -112,6 +113,8 @@ pub const PURE_OPS: &[&str] = &[
     "Atanh",
     "AvgPool",
     "AvgPoolGrad",
+    "AvgPool3D",
+    "AvgPool3DGrad",
     "BatchMatMul",
     "BatchMatMulV2",
     "BatchMatMulV3",
@@ -128,6 +131,9 @@ pub const PURE_OPS: &[&str] = &[
     "Conv2D",
     "Conv2DBackpropFilter",
     "Conv2DBackpropInput",
+    "Conv3D",
+    "Conv3DBackpropFilterV2",
+    "Conv3DBackpropInputV2",
     "Cos",
     "Cosh",
     "CrossReplicaSum",
@@ -185,6 +191,8 @@ pub const PURE_OPS: &[&str] = &[
     "MatMul",
     "Max",
     "MaxPool",
+    "MaxPool3D",
+    "MaxPool3DGrad",
     "MaxPoolGrad",
     "Maximum",
     "Mean",

@@ -176,21 +176,26 @@ pub fn gradient(
             }
             vec![Some(gather_grad(e, params, indices, g, &ta)), None, None]
         }
-        "MaxPool" => {
-            let attrs = copied(e, &["ksize", "strides", "padding", "data_format"]);
-            vec![Some(e.emit("MaxPoolGrad", "MaxPoolGrad", &[x(0)?, y, g], attrs))]
+        "MaxPool" | "MaxPool3D" => {
+            let grad = if op_type == "MaxPool" { "MaxPoolGrad" } else { "MaxPool3DGrad" };
+            let mut attrs = copied(e, &["ksize", "strides", "padding", "data_format"]);
+            if op_type == "MaxPool3D" {
+                attrs.extend(e.dtype_of(x(0)?).map(|d| ("TInput", AttrValue::Type(d))));
+            }
+            vec![Some(e.emit(grad, grad, &[x(0)?, y, g], attrs))]
         }
-        "AvgPool" => {
+        "AvgPool" | "AvgPool3D" => {
+            let grad = if op_type == "AvgPool" { "AvgPoolGrad" } else { "AvgPool3DGrad" };
             let s = e.shape("Shape", x(0)?);
             let attrs = copied(e, &["ksize", "strides", "padding", "data_format"]);
-            vec![Some(e.emit("AvgPoolGrad", "AvgPoolGrad", &[s, g], attrs))]
+            vec![Some(e.emit(grad, grad, &[s, g], attrs))]
         }
-        "Conv2D" | "DepthwiseConv2dNative" => {
+        "Conv2D" | "DepthwiseConv2dNative" | "Conv3D" => {
             let (a, f) = (x(0)?, x(1)?);
-            let (bi, bf): (&'static str, &'static str) = if op_type == "Conv2D" {
-                ("Conv2DBackpropInput", "Conv2DBackpropFilter")
-            } else {
-                ("DepthwiseConv2dNativeBackpropInput", "DepthwiseConv2dNativeBackpropFilter")
+            let (bi, bf): (&'static str, &'static str) = match op_type {
+                "Conv2D" => ("Conv2DBackpropInput", "Conv2DBackpropFilter"),
+                "Conv3D" => ("Conv3DBackpropInputV2", "Conv3DBackpropFilterV2"),
+                _ => ("DepthwiseConv2dNativeBackpropInput", "DepthwiseConv2dNativeBackpropFilter"),
             };
             let keys = ["strides", "padding", "dilations", "explicit_paddings", "data_format"];
             let sa = e.shape("Shape", a);
@@ -199,6 +204,28 @@ pub fn gradient(
             let ga = e.emit(bi, bi, &[sa, f, g], attrs.clone());
             let gf = e.emit(bf, bf, &[a, sf, g], attrs);
             vec![Some(ga), Some(gf)]
+        }
+        // The volumetric backprops are linear in their tensor operands: each one's gradient is the
+        // forward convolution or the other backprop, with the same geometry.
+        "Conv3DBackpropInputV2" => {
+            let (f, dy) = (x(1)?, x(2)?);
+            let attrs = copied(e, &["strides", "padding", "dilations", "data_format"]);
+            let sf = e.shape("Shape", f);
+            let gf = e.emit("Conv3DBackpropFilterV2", "Conv3DBackpropFilterV2", &[g, sf, dy], attrs.clone());
+            let gdy = e.emit("Conv3D", "Conv3D", &[g, f], attrs);
+            vec![None, Some(gf), Some(gdy)]
+        }
+        "Conv3DBackpropFilterV2" => {
+            let (a, dy) = (x(0)?, x(2)?);
+            let attrs = copied(e, &["strides", "padding", "dilations", "data_format"]);
+            let sa = e.shape("Shape", a);
+            let ga = e.emit("Conv3DBackpropInputV2", "Conv3DBackpropInputV2", &[sa, g, dy], attrs.clone());
+            let gdy = e.emit("Conv3D", "Conv3D", &[a, g], attrs);
+            vec![Some(ga), None, Some(gdy)]
+        }
+        "AvgPool3DGrad" => {
+            let attrs = copied(e, &["ksize", "strides", "padding", "data_format"]);
+            vec![None, Some(e.emit("AvgPool3D", "AvgPool3D", &[g], attrs))]
         }
         "FusedBatchNormV3" => {
             let (a, scale) = (x(0)?, x(1)?);

@@ -13,10 +13,10 @@
 //! TensorFlow and `stablehlo.case` do. Variables (TensorFlow's stateful
 //! `While`/`If` take them as resource operands) pass by value: a function
 //! gets the variable's current value, its variable ops
-//! (`ReadVariableOp`, `Assign{,Add,Sub}VariableOp`) work on it, and the
-//! final value comes back: in the variable's own slot for a `While`,
-//! after the results for the others. Other variable ops in a body (the
-//! optimizers, `ResourceGather`) are refused (the trace names the op). A
+//! (`ReadVariableOp`, `Assign{,Add,Sub}VariableOp`, the optimizer updates,
+//! gathers and scatters) work on it, and the final value comes back: in
+//! the variable's own slot for a `While`, after the results for the
+//! others. A
 //! TensorList argument or result is its buffer and its size (`lists`), an
 //! Optional its flag and components: several values in every signature,
 //! block and call. An Optional one branch leaves empty takes the
@@ -110,12 +110,31 @@ pub(crate) fn trace_call(
     let node = graph.node(id);
     let state = RefCell::new(state);
     let device = |op: &str, attrs: &crate::ir::AttrMap, inputs: Vec<Tensor>| -> Result<Vec<Tensor>, KernelError> {
-        let slot = inputs
-            .first()
-            .and_then(Tensor::as_resource)
-            .and_then(|h| h.name.parse::<usize>().ok())
-            .ok_or_else(|| KernelError::invalid(op, "operand 0 is not a variable the call passes"))?;
+        let slot_of = |t: &Tensor| {
+            t.as_resource()
+                .and_then(|h| h.name.parse::<usize>().ok())
+                .ok_or_else(|| KernelError::invalid(op, "a handle operand is not a variable the call passes"))
+        };
+        let slot = slot_of(inputs.first().ok_or_else(|| KernelError::invalid(op, "has no operands"))?)?;
         let mut state = state.borrow_mut();
+        if super::ops::state::has_builder(op) {
+            // An optimizer update (or a gather or scatter) on the variables the call passes.
+            let handles = super::ops::state::handle_operands(op).min(inputs.len());
+            let slots = inputs[..handles].iter().map(slot_of).collect::<Result<Vec<_>, _>>()?;
+            let vars = slots
+                .iter()
+                .map(|s| state.iter().find(|(i, _)| i == s).map(|(_, v)| v.clone()))
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(|| KernelError::invalid(op, "unknown variable"))?;
+            let (new, out) = super::ops::state::evaluate(op, attrs, &vars, &inputs[handles..])
+                .map_err(|e| KernelError::invalid(op, e))?;
+            for (s, v) in slots.iter().zip(new) {
+                if let Some(entry) = state.iter_mut().find(|(i, _)| i == s) {
+                    entry.1 = v;
+                }
+            }
+            return Ok(out);
+        }
         let var = state
             .iter_mut()
             .find(|(i, _)| *i == slot)

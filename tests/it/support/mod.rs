@@ -3,5 +3,6 @@
 pub mod cli;
 pub mod corpus;
 pub mod gradcheck;
+pub mod keras;
 pub mod lowering;
 pub mod pjrt;

@@ -198,6 +198,55 @@ pub(super) fn avg_pool_grad(a: &Args) -> Result<Vec<OutType>, String> {
     Ok(vec![OutType::new(a.x(1)?.dtype, shape_operand(a, 0, "orig_input_shape")?)])
 }
 
+/// The output shape of a 5-D (NDHWC) window op over `input` with window
+/// (kd, kh, kw), `channels` out; `dilated` reads `dilations` (pools have none).
+fn windowed3(
+    a: &Args,
+    input: &[usize],
+    window: [usize; 3],
+    channels: usize,
+    dilated: bool,
+) -> Result<Vec<usize>, String> {
+    if input.len() != 5 {
+        return Err(format!("the input {input:?} is not 5-D"));
+    }
+    if a.str_attr("data_format", "NDHWC") != "NDHWC" {
+        return Err("only data_format NDHWC is supported".into());
+    }
+    let five = |key: &str| -> Result<Vec<i64>, String> {
+        match a.int_list(key) {
+            v if v.is_empty() => Ok(vec![1; 5]),
+            v if v.len() == 5 => Ok(v),
+            v => Err(format!("`{key}` has {} values, not 5", v.len())),
+        }
+    };
+    let strides = five("strides")?;
+    let dilations = if dilated { five("dilations")? } else { vec![1; 5] };
+    let mut shape = input.to_vec();
+    for d in 0..3 {
+        shape[d + 1] = out_size(a, input[d + 1], window[d], strides[d + 1], dilations[d + 1], (0, 0))?;
+    }
+    shape[4] = channels;
+    Ok(shape)
+}
+
+/// `Conv3D(input, filter)`: filter `[kd, kh, kw, in, out]`.
+pub(super) fn conv3d(a: &Args) -> Result<Vec<OutType>, String> {
+    let (x, f) = (a.x(0)?, a.x(1)?);
+    let [kd, kh, kw, _, out] = *f.shape else { return Err(format!("the filter {:?} is not 5-D", f.shape)) };
+    Ok(vec![OutType::new(x.dtype, windowed3(a, x.shape, [kd, kh, kw], out, true)?)])
+}
+
+/// `MaxPool3D`/`AvgPool3D(x)` with `ksize`, `strides` and `padding`.
+pub(super) fn pool3d(a: &Args) -> Result<Vec<OutType>, String> {
+    let x = a.x(0)?;
+    let k = a.int_list("ksize");
+    let [1, kd, kh, kw, 1] = *k else { return Err(format!("ksize {k:?} is not [1, d, h, w, 1]")) };
+    let window = [dim(kd, "window")?, dim(kh, "window")?, dim(kw, "window")?];
+    let c = *x.shape.get(4).ok_or("the input is not 5-D")?;
+    Ok(vec![OutType::new(x.dtype, windowed3(a, x.shape, window, c, false)?)])
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::tests::{check, k, x};
@@ -276,6 +325,21 @@ mod tests {
         check("AvgPool", &[k3, s2, same], &[x(F32, &[1, 5, 5, 2])], Ok(&[(F32, &[1, 3, 3, 2])]));
         check("AvgPoolGrad", &[], &[k(&[1, 5, 5, 2]), x(F32, &[1, 3, 3, 2])], Ok(&[(F32, &[1, 5, 5, 2])]));
         check("Conv2D", &[], &[x(F32, &[1, 5, 5]), x(F32, &[3, 3, 3, 2])], Err("not 4-D"));
+        let s3 = ("strides", list(&[1, 2, 1, 2, 1]));
+        check(
+            "Conv3D",
+            &[s3.clone(), ("padding", AttrValue::str("SAME"))],
+            &[x(F32, &[2, 5, 4, 4, 3]), x(F32, &[3, 2, 2, 3, 6])],
+            Ok(&[(F32, &[2, 3, 4, 2, 6])]),
+        );
+        let k3d = ("ksize", list(&[1, 2, 2, 2, 1]));
+        check(
+            "MaxPool3D",
+            &[k3d, s3, ("padding", AttrValue::str("VALID"))],
+            &[x(F32, &[1, 5, 4, 5, 2])],
+            Ok(&[(F32, &[1, 2, 3, 2, 2])]),
+        );
+        check("Conv3D", &[], &[x(F32, &[1, 5, 5, 5]), x(F32, &[3, 3, 3, 5, 2])], Err("not 5-D"));
     }
 
     #[test]

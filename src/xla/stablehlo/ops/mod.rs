@@ -17,6 +17,7 @@
 //! (matmuls, einsum), [`reduce`] (reductions, arg max, cumsum), [`shape`]
 //! (reshapes, slices, concatenation, padding), [`gather`] (gathers,
 //! scatters, segment sums, one-hot), [`conv`] (convolutions and pools;
+//! [`conv3d`] their volumetric forms;
 //! [`nchw`] runs them and the batch norms in NCHW), [`list`] (TensorLists
 //! and Optionals), [`collective`] (all-reduce, broadcast, replica id) and
 //! [`state`] (variable updates). [`NOT_LOWERED`] gives the reason for every op the
@@ -27,6 +28,7 @@ mod activation;
 mod check;
 mod collective;
 mod conv;
+mod conv3d;
 mod elementwise;
 mod gather;
 mod linalg;
@@ -121,6 +123,8 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("Atan", |c, n| ew::unary(c, n, "chlo.atan")),
     ("Atanh", |c, n| ew::unary(c, n, "chlo.atanh")),
     ("AvgPool", |c, n| nchw::with_layout(c, n, conv::avg_pool)),
+    ("AvgPool3D", conv3d::avg_pool),
+    ("AvgPool3DGrad", conv3d::avg_pool_grad),
     ("AvgPoolGrad", |c, n| nchw::with_layout(c, n, conv::avg_pool_grad)),
     ("BatchMatMul", linalg::batch_matmul),
     ("BatchMatMulV2", linalg::batch_matmul),
@@ -139,6 +143,9 @@ pub const TABLE: &[(&str, Builder)] = &[
         nchw::with_layout(c, n, |c, n| conv::conv(c, n, conv::Kind::BackpropFilter, false))
     }),
     ("Conv2DBackpropInput", |c, n| nchw::with_layout(c, n, |c, n| conv::conv(c, n, conv::Kind::BackpropInput, false))),
+    ("Conv3D", |c, n| conv3d::conv(c, n, conv::Kind::Forward)),
+    ("Conv3DBackpropFilterV2", |c, n| conv3d::conv(c, n, conv::Kind::BackpropFilter)),
+    ("Conv3DBackpropInputV2", |c, n| conv3d::conv(c, n, conv::Kind::BackpropInput)),
     ("Cos", |c, n| ew::unary(c, n, "cosine")),
     ("Cosh", |c, n| ew::unary(c, n, "chlo.cosh")),
     ("CrossReplicaSum", collective::cross_replica_sum),
@@ -197,6 +204,8 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("MatMul", linalg::matmul),
     ("Max", |c, n| reduce::reduce(c, n, reduce::Kind::Max)),
     ("MaxPool", |c, n| nchw::with_layout(c, n, conv::max_pool)),
+    ("MaxPool3D", conv3d::max_pool),
+    ("MaxPool3DGrad", conv3d::max_pool_grad),
     ("MaxPoolGrad", |c, n| nchw::with_layout(c, n, conv::max_pool_grad)),
     ("Maximum", |c, n| ew::binary(c, n, "maximum")),
     ("Mean", |c, n| reduce::reduce(c, n, reduce::Kind::Mean)),

@@ -5,7 +5,7 @@
 //!
 //! Meaning: [`infer`] looks the op up in `TABLE` (one small function
 //! per op, sorted by op name, grouped by family in `elementwise`,
-//! `shape`, `reduce` and `nn`) and applies its rule. A rule that
+//! `shape`, `reduce`, `nn` and `collective`) and applies its rule. A rule that
 //! needs a constant operand it was not given, or meets operands it cannot
 //! type, answers an error message; an op with no rule answers `None`. The
 //! caller then learns the type another way (the StableHLO emitter runs the
@@ -18,6 +18,7 @@
 //! whose every dimension is known. Cost: proportional to the ranks and the
 //! constant operands read.
 
+mod collective;
 mod elementwise;
 mod nn;
 mod reduce;
@@ -152,6 +153,7 @@ const TABLE: &[(&str, Rule)] = &[
     ("AddN", ew::same),
     ("AddV2", ew::broadcast),
     ("All", reduce::reduce),
+    ("AllGather", collective::all_gather),
     ("Any", reduce::reduce),
     ("ArgMax", reduce::arg_extreme),
     ("ArgMin", reduce::arg_extreme),
@@ -169,6 +171,7 @@ const TABLE: &[(&str, Rule)] = &[
     ("BroadcastTo", shape::broadcast_to),
     ("Cast", ew::cast),
     ("Ceil", ew::same),
+    ("CollectiveAllGather", collective::all_gather),
     ("ConcatV2", shape::concat),
     ("Conv2D", nn::conv2d),
     ("Conv2DBackpropFilter", nn::conv_backprop_filter),

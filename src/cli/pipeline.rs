@@ -384,11 +384,11 @@ pub fn lower_command(
         data_parallel: lower_args.data_parallel,
     };
     let plain = Some(&plain);
-    let (loaded, lowered, single) = match rewrite_and_lower(&input, what.format, rewrite_args, lower_args, plain, target)
-    {
-        Ok(done) => done,
-        Err(code) => return code,
-    };
+    let (loaded, lowered, single) =
+        match rewrite_and_lower(&input, what.format, rewrite_args, lower_args, plain, target) {
+            Ok(done) => done,
+            Err(code) => return code,
+        };
     if !what.fetch.is_empty() {
         let Some(tagged) = loaded.module.graphs.first() else { return ExitCode::from(1) };
         if single.is_none() {

@@ -82,7 +82,9 @@ pub(crate) enum ReduceOp {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Kind {
     AllReduce(ReduceOp),
-    Broadcast { source: usize },
+    Broadcast {
+        source: usize,
+    },
     /// Concatenates the members' tensors along axis 0, in rank order.
     AllGather,
 }
@@ -472,30 +474,24 @@ fn wait<'a>(
 /// dimension but the first.
 fn gather(all: &[Vec<Tensor>]) -> Result<Vec<Tensor>, String> {
     let first = all.first().ok_or("no members")?;
-    let axis = Tensor::scalar(0i32);
+    if let Some((rank, inputs)) = all.iter().enumerate().find(|(_, inputs)| inputs.len() != first.len()) {
+        return Err(format!("rank {rank} gave {} tensors, rank 0 gave {}", inputs.len(), first.len()));
+    }
     let mut out = Vec::with_capacity(first.len());
     for (i, f) in first.iter().enumerate() {
-        if f.shape().is_empty() {
-            return Err(format!("tensor {i} is a scalar: an all-gather concatenates along axis 0"));
+        let rows_of = |t: &Tensor| (t.dtype(), t.shape().get(1..).map(<[usize]>::to_vec));
+        let mut parts: Vec<Tensor> = all.iter().map(|inputs| inputs[i].clone()).collect();
+        if let Some((rank, t)) =
+            parts.iter().enumerate().find(|(_, t)| rows_of(t) != rows_of(f) || t.shape().is_empty())
+        {
+            let (d, s, fd, fs) = (t.dtype(), t.shape(), f.dtype(), f.shape());
+            return Err(format!(
+                "tensor {i}: rank {rank} has {d} {s:?}, which does not concatenate with rank 0's {fd} {fs:?}"
+            ));
         }
-        let mut parts = Vec::with_capacity(all.len() + 1);
-        for (rank, inputs) in all.iter().enumerate() {
-            let t = inputs.get(i).ok_or_else(|| format!("rank {rank} gave {} tensors, rank 0 gave {}", inputs.len(), first.len()))?;
-            if t.dtype() != f.dtype() || t.shape().len() != f.shape().len() || t.shape()[1..] != f.shape()[1..] {
-                return Err(format!(
-                    "tensor {i}: rank {rank} has {} {:?}, which does not concatenate with rank 0's {} {:?}",
-                    t.dtype(),
-                    t.shape(),
-                    f.dtype(),
-                    f.shape()
-                ));
-            }
-            parts.push(t.clone());
-        }
-        parts.push(axis.clone());
-        let mut joined = super::kernels::run_kernel("ConcatV2", &crate::ir::AttrMap::new(), &parts)
-            .map_err(|e| format!("tensor {i}: {e}"))?;
-        out.push(joined.pop().ok_or("the concatenation gave no tensor")?);
+        parts.push(Tensor::scalar(0i32));
+        let joined = super::kernels::run_kernel("ConcatV2", &crate::ir::AttrMap::new(), &parts);
+        out.push(joined.map_err(|e| format!("tensor {i}: {e}"))?.pop().ok_or("the concatenation gave no tensor")?);
     }
     Ok(out)
 }
@@ -766,7 +762,12 @@ mod tests {
     #[test]
     fn all_gather_concatenates_in_rank_order() {
         let inputs: Vec<Vec<Tensor>> = (0..3)
-            .map(|r| vec![Tensor::from_vec(&[2, 1], vec![r as f32, 10.0 + r as f32]).unwrap(), Tensor::vector(vec![r as i32])])
+            .map(|r| {
+                vec![
+                    Tensor::from_vec(&[2, 1], vec![r as f32, 10.0 + r as f32]).unwrap(),
+                    Tensor::vector(vec![r as i32]),
+                ]
+            })
             .collect();
         let rows = Tensor::from_vec(&[6, 1], vec![0.0f32, 10.0, 1.0, 11.0, 2.0, 12.0]).unwrap();
         for r in run_group(Kind::AllGather, inputs) {
@@ -776,7 +777,8 @@ mod tests {
 
     #[test]
     fn all_gather_refuses_rows_of_different_widths() {
-        let inputs = vec![vec![Tensor::from_vec(&[1, 2], vec![1.0f32, 2.0]).unwrap()], vec![Tensor::vector(vec![1.0f32])]];
+        let inputs =
+            vec![vec![Tensor::from_vec(&[1, 2], vec![1.0f32, 2.0]).unwrap()], vec![Tensor::vector(vec![1.0f32])]];
         for r in run_group(Kind::AllGather, inputs) {
             assert!(matches!(r, Err(CollectiveError::Mismatch(m)) if m.contains("does not concatenate")));
         }

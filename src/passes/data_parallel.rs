@@ -52,7 +52,8 @@
 //!   is neither float nor integer;
 //! - a batch input of unknown leading dimension.
 //!
-//! The pass imports no backend. Cost: linear in the graph.
+//! The pass imports no backend. Cost: linear in the graph, plus, for each
+//! op that reads a sparse gradient's indices, a walk back to its values.
 
 use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
@@ -398,7 +399,8 @@ fn sparse_gradients(
 ) -> Result<Sparse, Vec<PassError>> {
     let mut sparse = Sparse::default();
     let mut errors = Vec::new();
-    let rows = |(id, k): (NodeId, u32)| shapes.of(Input { src: id, output: Some(k), span: Span::DETACHED })?.first().copied();
+    let rows =
+        |(id, k): (NodeId, u32)| shapes.of(Input { src: id, output: Some(k), span: Span::DETACHED })?.first().copied();
     for &(id, k) in gradients {
         match output_dtype(graph, id, k) {
             Some(dtype) if is_float(dtype) => continue,

@@ -657,7 +657,10 @@ fn data_parallel_refuses_indices_without_values() {
     let err = refused(&["run", path.to_str().unwrap(), "--data-parallel", "2", "--fetch", "^update"]);
     // The message as one line (the report wraps it).
     let flat = err.split_whitespace().filter(|w| *w != "│").collect::<Vec<_>>().join(" ");
-    assert!(flat.contains("`%gradient_tape/indices`") && flat.contains("no op reads it with float gradient values"), "{err}");
+    assert!(
+        flat.contains("`%gradient_tape/indices`") && flat.contains("no op reads it with float gradient values"),
+        "{err}"
+    );
 }
 
 /// `lower --data-parallel 4 --fetch identity:0` lowers the LSTM step: the

@@ -706,9 +706,7 @@ fn cross_replica_sum(op: &str, inputs: &[Tensor]) -> Result<Vec<Tensor>, KernelE
     } else {
         Err(KernelError::invalid(
             op,
-            format!(
-                "groups of {group_size} replicas need a lowered program (a collective); run the lowering first"
-            ),
+            format!("groups of {group_size} replicas need a lowered program (a collective); run the lowering first"),
         ))
     }
 }

@@ -287,7 +287,8 @@ fn trace_with(
                 out
             }
             _ if GATHERS.contains(&op) => {
-                let args: Vec<Tensor> = (0..inputs.len()).map(|i| operand(&values, i).map(|v| v.0)).collect::<Result<_, _>>()?;
+                let args: Vec<Tensor> =
+                    (0..inputs.len()).map(|i| operand(&values, i).map(|v| v.0)).collect::<Result<_, _>>()?;
                 vec![Traced::known(gathered(op, &node.attrs, &args).map_err(|m| lowering(graph, id, m))?, false)]
             }
             _ => {

@@ -118,8 +118,12 @@ pub fn infer(op: &str, attrs: &AttrMap, operands: &[Operand]) -> Option<Result<V
 
 /// The rule of `op`.
 pub fn rule(op: &str) -> Option<Rule> {
-    TABLE.binary_search_by(|(name, _)| (*name).cmp(op)).ok().map(|i| TABLE[i].1)
+    let found = TABLE.binary_search_by(|(name, _)| (*name).cmp(op)).ok().map(|i| TABLE[i].1);
+    found.or_else(|| LOWERED.iter().find(|(name, _)| *name == op).map(|(_, r)| *r))
 }
+
+/// The rules of ops that only the lowering makes (not in the op registry).
+const LOWERED: &[(&str, Rule)] = &[("CollectiveAllGather", collective::all_gather)];
 
 /// The op types that have a rule, sorted.
 pub fn ops() -> impl Iterator<Item = &'static str> {
@@ -171,7 +175,6 @@ const TABLE: &[(&str, Rule)] = &[
     ("BroadcastTo", shape::broadcast_to),
     ("Cast", ew::cast),
     ("Ceil", ew::same),
-    ("CollectiveAllGather", collective::all_gather),
     ("ConcatV2", shape::concat),
     ("Conv2D", nn::conv2d),
     ("Conv2DBackpropFilter", nn::conv_backprop_filter),

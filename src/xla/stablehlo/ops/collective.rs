@@ -92,10 +92,8 @@ fn gather(c: &mut Ctx, n: &Call, groups: &[Vec<i64>]) -> Result<Vec<Val>, String
     if x.ty.shape.first().map(|&rows| rows * size) != out.shape.first().copied() {
         return Err(format!("gathering {:?} over groups of {size} cannot give {:?}", x.ty.shape, out.shape));
     }
-    let rows: Vec<String> = groups
-        .iter()
-        .map(|g| format!("[{}]", g.iter().map(i64::to_string).collect::<Vec<_>>().join(", ")))
-        .collect();
+    let rows: Vec<String> =
+        groups.iter().map(|g| format!("[{}]", g.iter().map(i64::to_string).collect::<Vec<_>>().join(", "))).collect();
     let attrs = format!(
         "all_gather_dim = 0 : i64, replica_groups = dense<[{}]> : tensor<{}x{}xi64>",
         rows.join(", "),
@@ -117,7 +115,9 @@ pub(super) fn all_gather(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
 pub(super) fn collective_all_gather(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
     let groups = match n.attrs.get("group_assignment") {
         Some(v) => match (v.as_tensor(), v.as_list()) {
-            (Some(t), _) => crate::lower::spmd::groups_of(t).ok_or("group_assignment must be a [groups, size] tensor")?,
+            (Some(t), _) => {
+                crate::lower::spmd::groups_of(t).ok_or("group_assignment must be a [groups, size] tensor")?
+            }
             (None, Some(rows)) => rows
                 .iter()
                 .map(|row| row.as_list().unwrap_or_default().iter().filter_map(|v| v.as_int()).collect())

@@ -12,9 +12,9 @@
 //! Arguments, variable reads, the replica id and collectives are never
 //! constant. Collectives are traced as the identity (their shape is their
 //! operand's), an all-gather as its operand repeated once per member of its
-//! group ([`gathered`]); their values are not used. Call ops (`While`, `If`, …) run
-//! the simulator's interpreter on their functions (`calls.rs`); their
-//! results are never constant. TensorList and Optional values are traced
+//! group ([`gathered`]); their values are not used. Call ops (`While`,
+//! `If`, …) run the simulator's interpreter on their functions
+//! (`calls.rs`); their results are never constant. TensorList and Optional values are traced
 //! by the simulator's kernels; a list's compile-time capacity and element
 //! shape are fixed by a second trace when they must be inferred (`lists`). Cost: one kernel call per op, plus each
 //! call's interpretation.
@@ -500,5 +500,18 @@ impl Emitter<'_> {
             self.env.insert((id, i as u32), v);
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_all_gather_is_traced_as_its_operand_once_per_member() {
+        let x = Tensor::from_vec(&[2, 1], vec![1.0f32, 2.0]).unwrap();
+        let groups = Tensor::from_vec(&[1, 3], vec![0i32, 1, 2]).unwrap();
+        let got = gathered("AllGather", &crate::ir::AttrMap::new(), &[x, groups]).unwrap();
+        assert_eq!(got, Tensor::from_vec(&[6, 1], vec![1.0f32, 2.0, 1.0, 2.0, 1.0, 2.0]).unwrap());
     }
 }

@@ -30,3 +30,19 @@ pub(super) fn all_gather(a: &Args) -> Result<Vec<OutType>, String> {
     shape.extend_from_slice(rest);
     Ok(vec![OutType::new(x.dtype, shape)])
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{check, x};
+    use crate::ir::{AttrValue, DType};
+
+    #[test]
+    fn all_gather_multiplies_the_rows_by_the_group_size() {
+        let groups = x(DType::I32, &[2, 4]);
+        check("AllGather", &[], &[x(DType::F32, &[3, 5]), groups], Ok(&[(DType::F32, &[12, 5])]));
+        let bound = [("group_size", AttrValue::Int(2))];
+        check("CollectiveAllGather", &bound, &[x(DType::I32, &[3])], Ok(&[(DType::I32, &[6])]));
+        check("AllGather", &[], &[x(DType::F32, &[]), x(DType::I32, &[1, 2])], Err("scalar"));
+        check("CollectiveAllGather", &[], &[x(DType::F32, &[3])], Err("replica groups"));
+    }
+}

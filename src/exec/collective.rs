@@ -761,11 +761,11 @@ mod tests {
 
     #[test]
     fn all_gather_concatenates_in_rank_order() {
-        let inputs: Vec<Vec<Tensor>> = (0..3)
+        let inputs: Vec<Vec<Tensor>> = (0..3i32)
             .map(|r| {
                 vec![
                     Tensor::from_vec(&[2, 1], vec![r as f32, 10.0 + r as f32]).unwrap(),
-                    Tensor::vector(vec![r as i32]),
+                    Tensor::vector(vec![r]),
                 ]
             })
             .collect();

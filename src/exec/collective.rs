@@ -762,12 +762,7 @@ mod tests {
     #[test]
     fn all_gather_concatenates_in_rank_order() {
         let inputs: Vec<Vec<Tensor>> = (0..3i32)
-            .map(|r| {
-                vec![
-                    Tensor::from_vec(&[2, 1], vec![r as f32, 10.0 + r as f32]).unwrap(),
-                    Tensor::vector(vec![r]),
-                ]
-            })
+            .map(|r| vec![Tensor::from_vec(&[2, 1], vec![r as f32, 10.0 + r as f32]).unwrap(), Tensor::vector(vec![r])])
             .collect();
         let rows = Tensor::from_vec(&[6, 1], vec![0.0f32, 10.0, 1.0, 11.0, 2.0, 12.0]).unwrap();
         for r in run_group(Kind::AllGather, inputs) {

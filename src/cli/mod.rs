@@ -342,6 +342,12 @@ pub enum Command {
         /// With --describe: the global batch size for the per-replica batch sizes.
         #[arg(long)]
         global_batch_size: Option<u64>,
+        /// For a plain graph (no replicate cluster): the tensors its step
+        /// computes, `node:output` (or `^node` to run an op), as `run
+        /// --fetch` takes them; the ops no fetch needs are left out
+        /// (default: every sink of the graph).
+        #[arg(long = "fetch", value_name = "TENSOR")]
+        fetch: Vec<String>,
         /// Write to this file instead of standard output.
         #[arg(short, long)]
         output: Option<PathBuf>,
@@ -448,11 +454,23 @@ pub fn run(cli: Cli) -> ExitCode {
             };
             pipeline::rewrite_command(&file, input_format, &rewrite, time_passes, format, output)
         }
-        Command::Lower { file, input_format, rewrite, lower, format, describe, expand, global_batch_size, output } => {
+        Command::Lower {
+            file,
+            input_format,
+            rewrite,
+            lower,
+            format,
+            describe,
+            expand,
+            global_batch_size,
+            fetch,
+            output,
+        } => {
             let format = EmitFormat::resolve(format, output.as_deref());
             let describe = describe.then_some(global_batch_size);
             let view = if expand { pipeline::LoweredView::Expanded } else { pipeline::LoweredView::Spmd };
-            pipeline::lower_command(&file, input_format, &rewrite, &lower, (format, view), describe, output)
+            let what = pipeline::LowerInput { file: &file, format: input_format, fetch: &fetch };
+            pipeline::lower_command(&what, &rewrite, &lower, (format, view), describe, output)
         }
         Command::Run(args) => run::run_command(*args),
         Command::CliReference => finish(write_output(None, reference::markdown().as_bytes())),

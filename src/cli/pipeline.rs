@@ -336,7 +336,18 @@ fn write_stablehlo(
     super::io::write_file(std::path::Path::new(&sidecar), json.as_bytes())
 }
 
-/// `tpu-rewrite lower`.
+/// What `lower` reads: the file, its format, and the fetches that prune a
+/// plain graph's step (as `run --fetch` does).
+pub struct LowerInput<'a> {
+    /// The file (`-` for standard input).
+    pub file: &'a str,
+    /// Input format (default: by extension).
+    pub format: Option<InputFormat>,
+    /// `--fetch`: for a plain graph, the tensors (and `^targets`) the step
+    /// computes; empty for every sink.
+    pub fetch: &'a [String],
+}
+
 /// Which form of a lowered module `lower` prints.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LoweredView {
@@ -346,16 +357,16 @@ pub enum LoweredView {
     Expanded,
 }
 
+/// `tpu-rewrite lower`.
 pub fn lower_command(
-    file: &str,
-    format: Option<InputFormat>,
+    what: &LowerInput,
     rewrite_args: &RewriteArgs,
     lower_args: &LowerArgs,
     (emit, view): (EmitFormat, LoweredView),
     describe: Option<Option<u64>>,
     output: Option<PathBuf>,
 ) -> ExitCode {
-    let input = InputPath::parse(file);
+    let input = InputPath::parse(what.file);
     let target = if emit == EmitFormat::Stablehlo { Target::Xla } else { Target::Graph };
     // A plain graph (no replicate cluster) becomes one single-replica
     // cluster, as `run` makes it: for StableHLO what `--backend pjrt` runs,
@@ -365,7 +376,7 @@ pub fn lower_command(
         Target::Graph => passes::single_replica::Unlowered::InCluster,
     };
     let plain = super::plain::PlainRun {
-        fetches: &[],
+        fetches: what.fetch,
         unlowered,
         feeds_file: None,
         feed: &[],
@@ -373,10 +384,26 @@ pub fn lower_command(
         data_parallel: lower_args.data_parallel,
     };
     let plain = Some(&plain);
-    let (loaded, lowered, single) = match rewrite_and_lower(&input, format, rewrite_args, lower_args, plain, target) {
-        Ok(done) => done,
-        Err(code) => return code,
-    };
+    let (loaded, lowered, single) =
+        match rewrite_and_lower(&input, what.format, rewrite_args, lower_args, plain, target) {
+            Ok(done) => done,
+            Err(code) => return code,
+        };
+    if !what.fetch.is_empty() {
+        let Some(tagged) = loaded.module.graphs.first() else { return ExitCode::from(1) };
+        if single.is_none() {
+            return super::fail_with(
+                CliError::usage(
+                    "--fetch prunes a plain graph's step (one without a replicate cluster); this graph has its \
+                     clusters, whose outputs are what it lowers",
+                ),
+                2,
+            );
+        }
+        if let Err(e) = super::validate::check_fetch_names(tagged, &lowered.module, what.fetch) {
+            return super::fail(e);
+        }
+    }
     if let Some(single) = &single {
         errln!("{}", crate::session::plain::describe(single));
     }

@@ -29,6 +29,10 @@
 //!
 //! Broadcast hands every member the source rank's tensors.
 //!
+//! All-gather hands every member the concatenation of all members' tensors
+//! along axis 0, in rank order; the member arriving last builds it once and
+//! every member shares it (the tensors are reference-counted).
+//!
 //! Every wait is bounded by the mesh timeout and checks the step's
 //! cancellation flag.
 
@@ -78,7 +82,11 @@ pub(crate) enum ReduceOp {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Kind {
     AllReduce(ReduceOp),
-    Broadcast { source: usize },
+    Broadcast {
+        source: usize,
+    },
+    /// Concatenates the members' tensors along axis 0, in rank order.
+    AllGather,
 }
 
 /// One member's call of a collective.
@@ -347,6 +355,7 @@ impl Collectives {
                 let all: Vec<Vec<Tensor>> = st.inputs.iter_mut().map(|i| i.take().unwrap_or_default()).collect();
                 match call.kind {
                     Kind::Broadcast { .. } => {}
+                    Kind::AllGather => st.result = Some(gather(&all).map(Arc::new)),
                     Kind::AllReduce(op) => match validate(&all) {
                         Err(message) => st.result = Some(Err(message)),
                         Ok(total) => {
@@ -458,6 +467,33 @@ fn wait<'a>(
         }
         st = rv.changed.wait_timeout(st, POLL.min(deadline - now)).unwrap_or_else(|p| p.into_inner()).0;
     }
+}
+
+/// Each tensor of every member concatenated along axis 0 in rank order,
+/// after checking that the members' tensors agree in dtype and in every
+/// dimension but the first.
+fn gather(all: &[Vec<Tensor>]) -> Result<Vec<Tensor>, String> {
+    let first = all.first().ok_or("no members")?;
+    if let Some((rank, inputs)) = all.iter().enumerate().find(|(_, inputs)| inputs.len() != first.len()) {
+        return Err(format!("rank {rank} gave {} tensors, rank 0 gave {}", inputs.len(), first.len()));
+    }
+    let mut out = Vec::with_capacity(first.len());
+    for (i, f) in first.iter().enumerate() {
+        let rows_of = |t: &Tensor| (t.dtype(), t.shape().get(1..).map(<[usize]>::to_vec));
+        let mut parts: Vec<Tensor> = all.iter().map(|inputs| inputs[i].clone()).collect();
+        if let Some((rank, t)) =
+            parts.iter().enumerate().find(|(_, t)| rows_of(t) != rows_of(f) || t.shape().is_empty())
+        {
+            let (d, s, fd, fs) = (t.dtype(), t.shape(), f.dtype(), f.shape());
+            return Err(format!(
+                "tensor {i}: rank {rank} has {d} {s:?}, which does not concatenate with rank 0's {fd} {fs:?}"
+            ));
+        }
+        parts.push(Tensor::scalar(0i32));
+        let joined = super::kernels::run_kernel("ConcatV2", &crate::ir::AttrMap::new(), &parts);
+        out.push(joined.map_err(|e| format!("tensor {i}: {e}"))?.pop().ok_or("the concatenation gave no tensor")?);
+    }
+    Ok(out)
 }
 
 /// Checks that every member gave tensors of the same kinds and shapes;
@@ -720,6 +756,26 @@ mod tests {
         let inputs: Vec<Vec<Tensor>> = (0..3).map(|r| vec![Tensor::scalar(r)]).collect();
         for r in run_group(Kind::Broadcast { source: 2 }, inputs) {
             assert_eq!(r.unwrap(), vec![Tensor::scalar(2i32)]);
+        }
+    }
+
+    #[test]
+    fn all_gather_concatenates_in_rank_order() {
+        let inputs: Vec<Vec<Tensor>> = (0..3i32)
+            .map(|r| vec![Tensor::from_vec(&[2, 1], vec![r as f32, 10.0 + r as f32]).unwrap(), Tensor::vector(vec![r])])
+            .collect();
+        let rows = Tensor::from_vec(&[6, 1], vec![0.0f32, 10.0, 1.0, 11.0, 2.0, 12.0]).unwrap();
+        for r in run_group(Kind::AllGather, inputs) {
+            assert_eq!(r.unwrap(), vec![rows.clone(), Tensor::vector(vec![0i32, 1, 2])]);
+        }
+    }
+
+    #[test]
+    fn all_gather_refuses_rows_of_different_widths() {
+        let inputs =
+            vec![vec![Tensor::from_vec(&[1, 2], vec![1.0f32, 2.0]).unwrap()], vec![Tensor::vector(vec![1.0f32])]];
+        for r in run_group(Kind::AllGather, inputs) {
+            assert!(matches!(r, Err(CollectiveError::Mismatch(m)) if m.contains("does not concatenate")));
         }
     }
 

@@ -63,6 +63,7 @@ static REGISTRY: &[OpDef] = ops! {
     "AddN" => Fixed(1), Tpu, ["N": Int, "T": Type];
     "AddV2" => Fixed(1), Tpu, ["T": Type];
     "All" => Fixed(1), Tpu, ["Tidx": Type, "keep_dims": Bool];
+    "AllGather" => Fixed(1), Tpu, ["T": Type];
     "AllReduce" => SameAsInputs, Tpu, ["reduce_op": Str];
     "Any" => Fixed(1), Tpu, ["Tidx": Type, "keep_dims": Bool];
     "ArgMax" => Fixed(1), Tpu, ["T": Type, "Tidx": Type, "output_type": Type];

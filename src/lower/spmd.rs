@@ -5,10 +5,10 @@
 //! Each such program carries `num_replicas` and no `replica`: it runs once
 //! per replica, and what differs between replicas is computed when it runs:
 //! - `ReplicaId` gives the running replica's id;
-//! - a collective (`CollectiveAllReduce`, `CollectiveBroadcast`) names a
-//!   `group` base and, when it does not span every replica, a
-//!   `group_assignment`; the replica's group key, group size and rank follow
-//!   from them ([`collective_member`]);
+//! - a collective (`CollectiveAllReduce`, `CollectiveAllGather`,
+//!   `CollectiveBroadcast`) names a `group` base and, when it does not span
+//!   every replica, a `group_assignment`; the replica's group key, group
+//!   size and rank follow from them ([`collective_member`]);
 //! - a `_Send` or `_Recv` is qualified by the running replica, unless it
 //!   names one itself (`replica = r`) or every one (`all_replicas = N`: a
 //!   send to each replica, or a recv of a control token from each);
@@ -278,7 +278,9 @@ fn bind_replica(g: &Graph, a: &DeviceAssignment, replica: u32, replicas: u32) ->
                     })),
                 );
             }
-            "CollectiveAllReduce" | "CollectiveBroadcast" if node.attrs.get_int("rank").is_none() => {
+            "CollectiveAllReduce" | "CollectiveAllGather" | "CollectiveBroadcast"
+                if node.attrs.get_int("rank").is_none() =>
+            {
                 let m = collective_member(&node.attrs, replica, replicas)
                     .map_err(|reason| LowerError::Internal { message: format!("`%{}`: {reason}", node.name) })?;
                 let attrs = &mut out.node_mut(id).attrs;

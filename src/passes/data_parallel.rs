@@ -17,6 +17,17 @@
 //!   value's gradient contributions is named outside the scope); a gradient
 //!   is an output of the backward pass that an op outside it reads, and is
 //!   replaced there by `CrossReplicaSum(g) / N`;
+//! - gathers each sparse gradient (an `IndexedSlices`, as an embedding
+//!   lookup's gradient is: integer indices and float values with one row
+//!   per index) as `MirroredStrategy` combines one: the indices become
+//!   `AllGather(i)` and the values `AllGather(v / N)`, every replica's rows
+//!   concatenated in replica order. The global batch's slices are exactly
+//!   these rows, so an optimizer that works per slice (Keras 3's Adam
+//!   squares each slice before summing them per index) sees what it sees
+//!   on one device; a dense mean would change its second moment. A sparse
+//!   gradient's values are the float gradients that an op reading its
+//!   indices (`UnsortedSegmentSum`, `ResourceScatterAdd`, a sparse apply)
+//!   reads too, directly or through ops outside the backward pass;
 //! - averages each output of the step that depends on the batch (the loss),
 //!   which must be a mean over the batch;
 //! - keeps the variables as they are: the backends mirror a cluster's
@@ -36,11 +47,13 @@
 //!   constant, as Keras losses compute it);
 //! - a variable written from per-replica values that are not averaged
 //!   gradients (the replicas' copies would diverge);
-//! - a gradient that is not floating point (the indices of an
-//!   `IndexedSlices` gradient, which would need an all-gather);
+//! - an integer gradient (the indices of an `IndexedSlices`) that no op
+//!   reads with float gradient values of as many rows, or a gradient that
+//!   is neither float nor integer;
 //! - a batch input of unknown leading dimension.
 //!
-//! The pass imports no backend. Cost: linear in the graph.
+//! The pass imports no backend. Cost: linear in the graph, plus, for each
+//! op that reads a sparse gradient's indices, a walk back to its values.
 
 use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
@@ -60,6 +73,9 @@ pub struct DataParallel {
     pub batch_inputs: Vec<String>,
     /// How many gradients are averaged over the replicas.
     pub gradients: usize,
+    /// How many sparse gradients (`IndexedSlices`: indices and values) are
+    /// gathered over the replicas.
+    pub sparse_gradients: usize,
     /// The step outputs averaged over the replicas (the loss), by node name.
     pub averaged_outputs: Vec<String>,
 }
@@ -67,14 +83,21 @@ pub struct DataParallel {
 impl DataParallel {
     /// One line for the run's log.
     pub fn describe(&self) -> String {
-        format!(
+        let mut line = format!(
             "data parallel: {} replicas; batch input(s) {} split along dimension 0; {} gradient(s) and output(s) {} \
              averaged over the replicas",
             self.replicas,
             self.batch_inputs.join(", "),
             self.gradients,
             if self.averaged_outputs.is_empty() { "none".to_string() } else { self.averaged_outputs.join(", ") },
-        )
+        );
+        if self.sparse_gradients > 0 {
+            line.push_str(&format!(
+                "; {} sparse gradient(s) (indices and values) gathered from every replica",
+                self.sparse_gradients
+            ));
+        }
+        line
     }
 }
 
@@ -241,18 +264,13 @@ pub fn data_parallel(graph: &mut Graph, replicas: u32) -> Result<DataParallel, V
             }
         }
     }
-    for &(id, k) in &gradients {
-        if !output_dtype(graph, id, k).is_some_and(is_float) {
-            errors.push(refuse(
-                graph,
-                id,
-                format!(
-                    "output {k} is a gradient that is not floating point (the indices of an `IndexedSlices` \
-                     gradient, as an embedding lookup has): sparse gradients are not combined over replicas yet"
-                ),
-            ));
+    let sparse = match sparse_gradients(graph, &shapes, &gradients, &tape, &dependent) {
+        Ok(sparse) => sparse,
+        Err(mut refusals) => {
+            errors.append(&mut refusals);
+            Sparse::default()
         }
-    }
+    };
 
     // Batch statistics in the forward computation.
     let mut loss_reductions: HashSet<NodeId> = HashSet::new();
@@ -311,19 +329,31 @@ pub fn data_parallel(graph: &mut Graph, replicas: u32) -> Result<DataParallel, V
             graph.node_mut(id).attrs.insert("num_replicas", AttrValue::Int(n));
         }
     }
-    let mut report = DataParallel { replicas, gradients: gradients.len(), ..DataParallel::default() };
+    let dense = gradients.len() - sparse.indices.len() - sparse.values.len();
+    let sparse_count = sparse.indices.len();
+    let mut report =
+        DataParallel { replicas, gradients: dense, sparse_gradients: sparse_count, ..DataParallel::default() };
     for (index, &id) in batch.iter().enumerate() {
         report.batch_inputs.push(split_input(graph, id, replicas, index));
     }
     for &(id, k) in &gradients {
         let Some(dtype) = output_dtype(graph, id, k) else { continue };
-        let mean = average(graph, id, k, dtype, replicas);
+        let base = graph.node(id).name.to_string();
+        let (first, combined) = if sparse.indices.contains(&(id, k)) {
+            let gathered = gather(graph, (id, k), &base, dtype, replicas);
+            (gathered, gathered)
+        } else if sparse.values.contains(&(id, k)) {
+            let mean = scale(graph, (id, k), &base, dtype, replicas);
+            (mean, gather(graph, (mean, 0), &base, dtype, replicas))
+        } else {
+            average(graph, id, k, dtype, replicas)
+        };
         for (user, edge) in graph.uses(id) {
             let outside = in_cluster(graph, user) && !tape.contains(&user);
-            if !outside || user == mean.0 || !matches!(edge.kind, EdgeKind::Data { output, .. } if output == k) {
+            if !outside || user == first || !matches!(edge.kind, EdgeKind::Data { output, .. } if output == k) {
                 continue;
             }
-            redirect(graph, user, (id, k), mean.1);
+            redirect(graph, user, (id, k), combined);
         }
     }
     for (out, input) in averaged {
@@ -345,6 +375,102 @@ fn batch_statistic_reason() -> String {
      normalization's moments in training mode): each replica would use its own rows, which changes the step; \
      use the layer in inference mode, or without data parallelism"
         .into()
+}
+
+/// The sparse gradients among `gradients`: their indices and values.
+#[derive(Debug, Default)]
+struct Sparse {
+    indices: BTreeSet<(NodeId, u32)>,
+    values: BTreeSet<(NodeId, u32)>,
+}
+
+/// Finds the `IndexedSlices` among `gradients`: each integer gradient is
+/// the indices of one, and its values are the float gradients that an op
+/// reading the indices (outside the backward pass) also reads, directly or
+/// through per-replica ops outside the backward pass. Refuses a gradient
+/// that is neither float nor integer, indices that no values pair with,
+/// and values whose rows do not match their indices.
+fn sparse_gradients(
+    graph: &Graph,
+    shapes: &crate::ir::shapes::StaticShapes,
+    gradients: &BTreeSet<(NodeId, u32)>,
+    tape: &HashSet<NodeId>,
+    dependent: &HashSet<NodeId>,
+) -> Result<Sparse, Vec<PassError>> {
+    let mut sparse = Sparse::default();
+    let mut errors = Vec::new();
+    let rows =
+        |(id, k): (NodeId, u32)| shapes.of(Input { src: id, output: Some(k), span: Span::DETACHED })?.first().copied();
+    for &(id, k) in gradients {
+        match output_dtype(graph, id, k) {
+            Some(dtype) if is_float(dtype) => continue,
+            Some(DType::I32 | DType::I64) => {}
+            _ => {
+                errors.push(refuse(
+                    graph,
+                    id,
+                    format!("output {k} is a gradient that is neither floating point nor integer indices"),
+                ));
+                continue;
+            }
+        }
+        // The values: float gradients that the readers of the indices read too.
+        let mut values = BTreeSet::new();
+        for (reader, edge) in graph.uses(id) {
+            if tape.contains(&reader) || !matches!(edge.kind, EdgeKind::Data { output, .. } if output == k) {
+                continue;
+            }
+            let mut seen = HashSet::new();
+            let mut stack: Vec<Input> =
+                graph.data_inputs(reader).into_iter().filter(|i| (i.src, i.output.unwrap_or(0)) != (id, k)).collect();
+            while let Some(input) = stack.pop() {
+                let value = (input.src, input.output.unwrap_or(0));
+                if gradients.contains(&value) {
+                    if output_dtype(graph, value.0, value.1).is_some_and(is_float) {
+                        values.insert(value);
+                    }
+                } else if !tape.contains(&input.src) && dependent.contains(&input.src) && seen.insert(input.src) {
+                    stack.extend(graph.data_inputs(input.src));
+                }
+            }
+        }
+        if values.is_empty() {
+            errors.push(refuse(
+                graph,
+                id,
+                format!(
+                    "output {k} is an integer gradient (the indices of an `IndexedSlices`, as an embedding lookup's \
+                     gradient has), but no op reads it with float gradient values, so it cannot be gathered as a \
+                     sparse gradient"
+                ),
+            ));
+            continue;
+        }
+        for &value in &values {
+            let (want, got) = (rows((id, k)), rows(value));
+            if want.is_none() || want != got {
+                errors.push(refuse(
+                    graph,
+                    value.0,
+                    format!(
+                        "output {} holds the values of the sparse gradient whose indices are `{}`, but its rows \
+                         ({}) are not one per index ({}): the replicas' slices cannot be gathered",
+                        value.1,
+                        graph.node(id).name,
+                        got.map_or("unknown".to_string(), |r| r.to_string()),
+                        want.map_or("unknown".to_string(), |r| r.to_string()),
+                    ),
+                ));
+            }
+        }
+        sparse.indices.insert((id, k));
+        sparse.values.extend(values);
+    }
+    if errors.is_empty() {
+        Ok(sparse)
+    } else {
+        Err(errors)
+    }
 }
 
 fn is_float(dtype: DType) -> bool {
@@ -428,38 +554,71 @@ fn mean_over_batch(
 /// Adds `CrossReplicaSum((id, k)) / replicas` to the cluster; returns the
 /// sum node and the mean.
 fn average(graph: &mut Graph, id: NodeId, k: u32, dtype: DType, replicas: u32) -> (NodeId, NodeId) {
-    let name = graph.node(id).name.to_string();
+    let base = graph.node(id).name.to_string();
+    let sum = collective(graph, (id, k), &base, "CrossReplicaSum", "sum", dtype, replicas);
+    let mean = scale(graph, (sum, 0), &base, dtype, replicas);
+    (sum, mean)
+}
+
+/// Adds `AllGather(value)` over all replicas to the cluster, named after
+/// the gradient `base`; returns it.
+fn gather(graph: &mut Graph, value: (NodeId, u32), base: &str, dtype: DType, replicas: u32) -> NodeId {
+    collective(graph, value, base, "AllGather", "gather", dtype, replicas)
+}
+
+/// Adds the collective `op` of `value` over the group of all replicas (a
+/// constant `[1, replicas]` operand), named `<base>/data_parallel/<what>`;
+/// returns it.
+fn collective(
+    graph: &mut Graph,
+    (id, k): (NodeId, u32),
+    name: &str,
+    op: &str,
+    what: &str,
+    dtype: DType,
+    replicas: u32,
+) -> NodeId {
     let span = graph.node(id).span;
     let tag = AttrValue::str(CLUSTER);
-    let n = i64::from(replicas);
-    let group =
-        TensorLit { dtype: DType::I32, shape: vec![1, n], data: TensorData::Int((0..replicas as i32).collect()) };
+    let group = TensorLit {
+        dtype: DType::I32,
+        shape: vec![1, i64::from(replicas)],
+        data: TensorData::Int((0..replicas as i32).collect()),
+    };
     let group = Node::op(graph.unique_name(&format!("{name}/data_parallel/group")), "Const")
         .with_attr("dtype", AttrValue::Type(DType::I32))
         .with_attr("value", AttrValue::Tensor(Arc::new(group)))
         .with_attr(TPU_REPLICATE, tag.clone());
+    let node = Node::op(graph.unique_name(&format!("{name}/data_parallel/{what}")), op)
+        .with_span(span)
+        .with_attr("T", AttrValue::Type(dtype))
+        .with_attr(TPU_REPLICATE, tag);
+    let group = graph.add_node_unique(group);
+    let node = graph.add_node_unique(node);
+    graph.add_data_input(node, id, k, Span::DETACHED);
+    graph.add_data_input(node, group, 0, Span::DETACHED);
+    node
+}
+
+/// Adds `value / replicas` to the cluster, named after the gradient
+/// `name`; returns it.
+fn scale(graph: &mut Graph, (id, k): (NodeId, u32), name: &str, dtype: DType, replicas: u32) -> NodeId {
+    let span = graph.node(id).span;
+    let tag = AttrValue::str(CLUSTER);
     let count = TensorLit { dtype, shape: vec![], data: scalar(dtype, replicas) };
     let count = Node::op(graph.unique_name(&format!("{name}/data_parallel/replicas")), "Const")
         .with_attr("dtype", AttrValue::Type(dtype))
         .with_attr("value", AttrValue::Tensor(Arc::new(count)))
         .with_attr(TPU_REPLICATE, tag.clone());
-    let sum = Node::op(graph.unique_name(&format!("{name}/data_parallel/sum")), "CrossReplicaSum")
-        .with_span(span)
-        .with_attr("T", AttrValue::Type(dtype))
-        .with_attr(TPU_REPLICATE, tag.clone());
     let mean = Node::op(graph.unique_name(&format!("{name}/data_parallel/mean")), "RealDiv")
         .with_span(span)
         .with_attr("T", AttrValue::Type(dtype))
         .with_attr(TPU_REPLICATE, tag);
-    let group = graph.add_node_unique(group);
     let count = graph.add_node_unique(count);
-    let sum = graph.add_node_unique(sum);
     let mean = graph.add_node_unique(mean);
-    graph.add_data_input(sum, id, k, Span::DETACHED);
-    graph.add_data_input(sum, group, 0, Span::DETACHED);
-    graph.add_data_input(mean, sum, 0, Span::DETACHED);
+    graph.add_data_input(mean, id, k, Span::DETACHED);
     graph.add_data_input(mean, count, 0, Span::DETACHED);
-    (sum, mean)
+    mean
 }
 
 /// `value` as a scalar literal of the float `dtype`.

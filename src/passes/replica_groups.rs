@@ -1,13 +1,13 @@
 //! Validation of the replica groups a collective names.
 //!
-//! A `CrossReplicaSum`'s `group_assignment` (its constant second operand),
-//! or the `group_assignment` attribute of a fused all-reduce, is a
-//! `[groups, replicas_per_group]` tensor that must partition the cluster's
-//! replicas: every index in `0..num_replicas`, each exactly once. Anything
-//! else would leave a replica waiting for a peer that never comes (the run
-//! used to wait out its timeout and blame the host). Cost: linear in the
-//! members and in the group tensors, which are bounded by the replica count
-//! before they are expanded.
+//! A `CrossReplicaSum`'s or `AllGather`'s `group_assignment` (its constant
+//! second operand), or the `group_assignment` attribute of a fused
+//! all-reduce, is a `[groups, replicas_per_group]` tensor that must
+//! partition the cluster's replicas: every index in `0..num_replicas`, each
+//! exactly once. Anything else would leave a replica waiting for a peer
+//! that never comes (the run used to wait out its timeout and blame the
+//! host). Cost: linear in the members and in the group tensors, which are
+//! bounded by the replica count before they are expanded.
 
 use super::error::PassError;
 use crate::ir::{DType, Graph, NodeId, TensorData, TensorLit};
@@ -17,7 +17,7 @@ pub fn check(graph: &Graph, cluster: &str, num_replicas: u32, members: &[NodeId]
     for &id in members {
         let node = graph.node(id);
         let tensor = match &*node.op {
-            "CrossReplicaSum" => {
+            "CrossReplicaSum" | "AllGather" => {
                 graph.data_inputs(id).get(1).and_then(|operand| graph.node(operand.src).attrs.get("value")?.as_tensor())
             }
             _ => node.attrs.get("group_assignment").and_then(|v| v.as_tensor()),

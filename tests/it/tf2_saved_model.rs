@@ -472,6 +472,8 @@ fn data_parallel_matches_tensorflow(model: &str, backend: &str) {
     let log = stderr(&out);
     assert!(out.status.success(), "run failed:\n{log}");
     assert!(log.contains("data parallel: 4 replicas; batch input(s) x, y"), "{log}");
+    let sparse = matches!(model, "transformer" | "gpt2");
+    assert_eq!(log.contains("1 sparse gradient(s) (indices and values) gathered"), sparse, "{log}");
     let want = expected_dp4(model);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let loss: f64 = stdout
@@ -488,7 +490,7 @@ fn data_parallel_matches_tensorflow(model: &str, backend: &str) {
     let entries = bundle::read_bundle(&dir.join("ckpt")).expect("the checkpoint reads back");
     for (name, v) in want["variables"].as_object().unwrap() {
         let entry = &entries[keys["variables"][name]["checkpoint_key"].as_str().unwrap()];
-        assert_close(name, &values(entry), &json_values(v));
+        compare(model)(name, &values(entry), &json_values(v));
     }
 }
 
@@ -510,6 +512,30 @@ fn data_parallel_4_on_the_lstm_gives_tensorflow_global_batch_numbers() {
 #[test]
 fn data_parallel_4_on_the_lstm_gives_tensorflow_global_batch_numbers_on_pjrt() {
     data_parallel_matches_tensorflow("lstm", "pjrt");
+}
+
+// The transformer and GPT-2 steps hold an embedding lookup, whose gradient
+// is sparse (an `IndexedSlices`): its indices and values are gathered from
+// every replica, so Keras 3's Adam squares the global batch's slices.
+
+#[test]
+fn data_parallel_4_gathers_the_transformer_s_sparse_gradient() {
+    data_parallel_matches_tensorflow("transformer", "sim");
+}
+
+#[test]
+fn data_parallel_4_gathers_the_transformer_s_sparse_gradient_on_pjrt() {
+    data_parallel_matches_tensorflow("transformer", "pjrt");
+}
+
+#[test]
+fn data_parallel_4_gathers_the_gpt2_backbone_s_sparse_gradient() {
+    data_parallel_matches_tensorflow("gpt2", "sim");
+}
+
+#[test]
+fn data_parallel_4_gathers_the_gpt2_backbone_s_sparse_gradient_on_pjrt() {
+    data_parallel_matches_tensorflow("gpt2", "pjrt");
 }
 
 #[test]
@@ -609,6 +635,92 @@ fn data_parallel_refuses_a_variable_written_from_per_replica_values() {
     );
     let err = refused(&["run", path.to_str().unwrap(), "--data-parallel", "2", "--fetch", "^update"]);
     assert!(err.contains("`%update`") && err.contains("writes a variable from `x`"), "{err}");
+}
+
+#[test]
+fn data_parallel_refuses_indices_without_values() {
+    // An integer gradient is the indices of a sparse gradient; here no op
+    // reads it with float gradient values, so there is nothing to gather.
+    let path = opg(
+        "dp-lone-indices",
+        r#"graph @main {
+  %ids = Placeholder() {dtype = i32, shape = shape[2]}
+  %v = VarHandleOp() {container = "", dtype = f32, shape = shape[4], shared_name = ""}
+  %gradient_tape/indices = Identity(%ids) {T = i32}
+  %ones = Const() {dtype = f32, value = tensor(f32, [2]) [1.0, 1.0]}
+  %rows = Const() {dtype = i32, value = tensor(i32, []) [4]}
+  %counts = UnsortedSegmentSum(%ones, %gradient_tape/indices, %rows) {T = f32, Tindices = i32, Tnumsegments = i32}
+  %update = AssignAddVariableOp(%v, %counts) {dtype = f32}
+}
+"#,
+    );
+    let err = refused(&["run", path.to_str().unwrap(), "--data-parallel", "2", "--fetch", "^update"]);
+    // The message as one line (the report wraps it).
+    let flat = err.split_whitespace().filter(|w| *w != "│").collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains("`%gradient_tape/indices`") && flat.contains("no op reads it with float gradient values"),
+        "{err}"
+    );
+}
+
+/// `lower --data-parallel 4 --fetch identity:0` lowers the LSTM step: the
+/// fetch prunes the step to its loss, where without it the step's dangling
+/// intermediate outputs are outputs too, and data parallelism refuses them
+/// (they are not means over the batch).
+#[test]
+fn lower_data_parallel_with_a_fetch_lowers_the_lstm_step() {
+    let saved = corpus("lstm").join("saved_model");
+    let saved = saved.to_str().unwrap();
+    let base = ["lower", saved, "--function", "train_step", "--data-parallel", "4", "--format", "stablehlo"];
+    let err = refused(&base);
+    assert!(err.contains("is not a mean over it"), "{err}");
+
+    let file = temp_dir("lstm-dp4-lower").join("step.mlir");
+    let mut args = base.to_vec();
+    args.extend(["--fetch", "identity:0", "-o", file.to_str().unwrap()]);
+    let out = run(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.contains("mhlo.num_replicas = 4") && text.contains("stablehlo.all_reduce"), "{text}");
+    // The results: the loss (averaged over the replicas), then the variables.
+    let sidecar: Value = serde_json::from_slice(&std::fs::read(file.with_extension("mlir.json")).unwrap()).unwrap();
+    let results = sidecar["modules"][0]["results"].as_array().unwrap();
+    let outputs: Vec<&str> =
+        results.iter().filter(|r| r["kind"] == "output").filter_map(|r| r["name"].as_str()).collect();
+    assert_eq!(outputs, ["identity/data_parallel/mean:0"], "{sidecar}");
+    let trainable = expected("lstm")["variables"].as_object().unwrap().len();
+    assert_eq!(results.len(), 1 + trainable, "{sidecar}");
+
+    // The simulator's programs lower alike; an unknown fetch is named.
+    let out = run(&["lower", saved, "--function", "train_step", "--data-parallel", "4", "--fetch", "identity:0"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("CollectiveAllReduce"));
+    let out = run(&["lower", saved, "--function", "train_step", "--data-parallel", "4", "--fetch", "identiti:0"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("did you mean `identity:0`?"), "{}", stderr(&out));
+}
+
+/// The transformer's sparse embedding gradient lowers to an all-gather of
+/// its indices and values: `CollectiveAllGather` in the simulator's program,
+/// `stablehlo.all_gather` for XLA (4 replicas' 24 rows each).
+#[test]
+fn the_sparse_gradient_lowers_to_an_all_gather() {
+    let saved = corpus("transformer").join("saved_model");
+    let saved = saved.to_str().unwrap();
+    let args = ["lower", saved, "--function", "train_step", "--data-parallel", "4", "--fetch", "identity:0"];
+    let out = run(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let program = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(program.matches("= CollectiveAllGather(").count(), 2, "{program}");
+    let mut args = args.to_vec();
+    args.extend(["--format", "stablehlo"]);
+    let out = run(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let module = String::from_utf8_lossy(&out.stdout);
+    let gathers: Vec<&str> = module.lines().filter(|l| l.contains("\"stablehlo.all_gather\"")).collect();
+    assert_eq!(gathers.len(), 2, "{module}");
+    assert!(gathers.iter().any(|l| l.ends_with("(tensor<24xi32>) -> tensor<96xi32>")), "{gathers:?}");
+    assert!(gathers.iter().any(|l| l.ends_with("(tensor<24x8xf32>) -> tensor<96x8xf32>")), "{gathers:?}");
 }
 
 #[test]

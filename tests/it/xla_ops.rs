@@ -107,6 +107,8 @@ const REDUCE: &[Case] = &[
     case("CumsumExclusiveReverse", "%ax = Const() {dtype = i32, value = tensor(i32, []) [1]}\n%out = Cumsum(%x, %ax) {T = f32, exclusive = true, reverse = true}"),
     case("CollectiveAllReduce", "%out = CollectiveAllReduce(%x) {T = f32, group = \"g\", group_size = 2, instance = 0, reduce_op = \"MEAN\"}"),
     case("CollectiveBroadcast", "%out = CollectiveBroadcast(%x) {T = f32, group = \"b\", group_size = 2, instance = 1, source = 1}"),
+    case("AllGather", "%g = Const() {dtype = i32, value = tensor(i32, [1, 2]) [1, 0]}\n%out = AllGather(%x, %g) {T = f32}"),
+    case("CollectiveAllGather", "%i = Cast(%x) {SrcT = f32, DstT = i32}\n%out = CollectiveAllGather(%i) {T = i32, group = \"a\", group_size = 2, instance = 2}"),
     case("CumprodExclusive", "%ax = Const() {dtype = i32, value = tensor(i32, []) [1]}\n%a = Cumprod(%x, %ax) {T = f32, exclusive = true}\n%b = Cumprod(%x, %ax) {T = f32, reverse = true}\n%out = AddV2(%a, %b) {T = f32}"),
     case("L2Loss", "%out = L2Loss(%x) {T = f32}"),
     case("CastBf16", "%b = Cast(%x) {SrcT = f32, DstT = bf16}\n%s = Mul(%b, %b) {T = bf16}\n%out = Cast(%s) {SrcT = bf16, DstT = f32}"),

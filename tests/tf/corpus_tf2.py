@@ -1,7 +1,8 @@
 """Writes tests/tf/corpus_tf2/: TF2 users' artifacts (Keras 3 models with a tf.function train step) and TF's numbers.
 
-Run after setup.sh:  tests/tf/.venv/bin/python tests/tf/corpus_tf2.py [NAME...]
+Run after setup.sh:  tests/tf/.venv/bin/python tests/tf/corpus_tf2.py [--data-parallel-only] [NAME...]
 (models: mlp, cnn, transformer, lstm, gpt2; gpt2 is keras-hub's GPT2Backbone, which setup.sh installs).
+With --data-parallel-only, only the dp4_*.json files are (re)written, from the SavedModel already there.
 
 For each model NAME it writes, under tests/tf/corpus_tf2/NAME/:
   saved_model/        tf.saved_model.save of a tf.Module with `model`, `optimizer` (Keras Adam) and the
@@ -261,10 +262,14 @@ def make_data_parallel(name, replicas=4):
 
 
 # The models `--data-parallel 4` is tested on (dp4_*.json).
-DATA_PARALLEL = ("mlp", "cnn", "lstm")
+DATA_PARALLEL = ("mlp", "cnn", "transformer", "lstm", "gpt2")
 
 if __name__ == "__main__":
-    for name in sys.argv[1:] or MODELS:
-        make(name)
+    args = sys.argv[1:]
+    only_dp = "--data-parallel-only" in args
+    names = [a for a in args if a != "--data-parallel-only"] or list(MODELS)
+    for name in names:
+        if not only_dp:
+            make(name)
         if name in DATA_PARALLEL:
             make_data_parallel(name)

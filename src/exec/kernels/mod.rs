@@ -55,6 +55,7 @@ pub const DEVICE_OPS: &[&str] = &[
     "AssignAddVariableOp",
     "AssignSubVariableOp",
     "AssignVariableOp",
+    "CollectiveAllGather",
     "CollectiveAllReduce",
     "CollectiveBroadcast",
     "Enter",
@@ -103,6 +104,7 @@ pub const PURE_OPS: &[&str] = &[
     "AddN",
     "AddV2",
     "All",
+    "AllGather",
     "Any",
     "ArgMax",
     "ArgMin",
@@ -545,7 +547,7 @@ fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Tensor>,
             let n = usize::try_from(n).map_err(|_| KernelError::invalid(op, format!("num_replicas is {n}")))?;
             Ok(vec![arg(op, inputs, 0)?.clone(); n])
         }
-        "CrossReplicaSum" => cross_replica_sum(op, inputs),
+        "CrossReplicaSum" | "AllGather" => cross_replica_sum(op, inputs),
 
         "Add" | "AddV2" => one(math::binary(op, B::Add, arg(op, inputs, 0)?, arg(op, inputs, 1)?)?),
         "Sub" => one(math::binary(op, B::Sub, arg(op, inputs, 0)?, arg(op, inputs, 1)?)?),
@@ -718,9 +720,10 @@ fn fake_param(op: &str, attrs: &AttrMap) -> Result<Tensor, KernelError> {
     shape::fill(op, &Tensor::vector(dims), &zero)
 }
 
-/// `CrossReplicaSum` met outside a lowered program: identity when every
-/// group of `group_assignment` has one member, else an error (the lowering
-/// replaces it by a `CollectiveAllReduce`).
+/// `CrossReplicaSum` or `AllGather` met outside a lowered program:
+/// identity when every group of `group_assignment` has one member, else an
+/// error (the lowering replaces it by a `CollectiveAllReduce` or
+/// `CollectiveAllGather`).
 fn cross_replica_sum(op: &str, inputs: &[Tensor]) -> Result<Vec<Tensor>, KernelError> {
     let x = arg(op, inputs, 0)?;
     let group_size = match inputs.get(1) {
@@ -738,9 +741,7 @@ fn cross_replica_sum(op: &str, inputs: &[Tensor]) -> Result<Vec<Tensor>, KernelE
     } else {
         Err(KernelError::invalid(
             op,
-            format!(
-                "groups of {group_size} replicas need a lowered program (CollectiveAllReduce); run the lowering first"
-            ),
+            format!("groups of {group_size} replicas need a lowered program (a collective); run the lowering first"),
         ))
     }
 }

@@ -148,7 +148,7 @@ pub(super) fn device_kernel(
             }
             Ok(Vec::new())
         }
-        "CollectiveAllReduce" | "CollectiveBroadcast" => collective(run, step, inputs, shared),
+        "CollectiveAllReduce" | "CollectiveBroadcast" | "CollectiveAllGather" => collective(run, step, inputs, shared),
         "ResourceGather" => {
             let h = handle(&inputs)?;
             let value = mesh.device_variable(&h.device, &h.name).ok_or_else(|| {
@@ -267,21 +267,23 @@ pub(super) fn collective(
     let instance = int("instance", Some(0))?;
     let group_size = usize::try_from(member.group_size).map_err(|_| err("group_size must be >= 1".into()))?;
     let rank = usize::try_from(member.rank).map_err(|_| err("rank must be >= 0".into()))?;
-    let kind = if op == "CollectiveAllReduce" {
-        match step.attrs.get_str("reduce_op").unwrap_or("SUM") {
+    let kind = match op {
+        "CollectiveAllReduce" => match step.attrs.get_str("reduce_op").unwrap_or("SUM") {
             "SUM" | "Add" => Kind::AllReduce(ReduceOp::Sum),
             "MEAN" => Kind::AllReduce(ReduceOp::Mean),
             other => return Err(err(format!("reduce_op `{other}`: only SUM and MEAN are supported"))),
-        }
-    } else {
-        Kind::Broadcast {
+        },
+        "CollectiveAllGather" => Kind::AllGather,
+        _ => Kind::Broadcast {
             source: usize::try_from(int("source", Some(0))?).map_err(|_| err("source must be >= 0".into()))?,
-        }
+        },
     };
     let call = Call { group, instance, group_size, rank, kind };
     let waiter = Waiter { timeout: shared.mesh.config.timeout, cancelled: &shared.cancelled };
-    // bf16 / f16 / i8 / u8 values are reduced in f32 / i32 and rounded back once.
+    // bf16 / f16 / i8 / u8 values are reduced in f32 / i32 and rounded back
+    // once; an all-gather only moves them.
     let (inputs, widened) = match kernels::dtypes::widen(op, &inputs) {
+        _ if kind == Kind::AllGather => (inputs, None),
         Ok(Some((wide, how))) => (wide, Some(how)),
         Ok(None) => (inputs, None),
         Err(e) => return Err(node_error(run, step, e)),

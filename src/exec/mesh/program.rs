@@ -43,7 +43,7 @@ pub(super) fn build_program(
         }
         let class = match &*node.op {
             "_Recv" => Class::Recv,
-            "CollectiveAllReduce" | "CollectiveBroadcast" => Class::Collective,
+            "CollectiveAllReduce" | "CollectiveBroadcast" | "CollectiveAllGather" => Class::Collective,
             _ => Class::Compute,
         };
         let channel = match &*node.op {

@@ -191,6 +191,12 @@ fn infer(graph: &Graph, id: NodeId, known: &StaticShapes) -> Option<Vec<i64>> {
             x.iter().zip(&multiples).map(|(d, m)| d.checked_mul(*m)).collect()
         }
         "Fill" => constant(0),
+        "AllGather" => {
+            let (mut x, groups) = (shape(0)?, shape(1)?);
+            let [_, size] = groups[..] else { return None };
+            *x.first_mut()? *= size;
+            Some(x)
+        }
         "ExpandDims" => {
             let (mut x, axis) = (shape(0)?, *constant(1)?.first()?);
             let at = normalize_axis(axis, x.len() + 1)?;

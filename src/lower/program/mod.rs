@@ -28,7 +28,7 @@
 //!   local copy, on the host every copy. `UpdateNonSlot` becomes
 //!   `<fn>VariableOp` placed on the host device (task 0's CPU), run once.
 //! - `CrossReplicaSum` becomes `CollectiveAllReduce` over its replica
-//!   groups; `AllReduce` (SUM or MEAN; a fused one with its
+//!   groups, `AllGather` a `CollectiveAllGather` over them; `AllReduce` (SUM or MEAN; a fused one with its
 //!   `group_assignment`) one collective over all its operands; `Broadcast` a
 //!   `CollectiveBroadcast` from replica 0; `ReplicaId` stays, and gives the
 //!   running replica's id.
@@ -622,7 +622,7 @@ impl Builder<'_> {
                 continue;
             };
             match &*node.op {
-                "CrossReplicaSum" | "AllReduce" | "Broadcast" => {
+                "CrossReplicaSum" | "AllGather" | "AllReduce" | "Broadcast" => {
                     let next = self.collective_instance.len() as i64;
                     self.collective_instance.entry((cluster, id)).or_insert(next);
                     if let Some(groups) = self.read_replica_groups(id) {
@@ -718,10 +718,10 @@ impl Builder<'_> {
     }
 
     /// Whether operand `slot` of `id` is dropped in `program`: the group
-    /// assignment of a CrossReplicaSum is a compile-time fact in a replica,
-    /// not an operand.
+    /// assignment of a CrossReplicaSum or AllGather is a compile-time fact
+    /// in a replica, not an operand.
     fn skips_operand(&self, id: NodeId, program: Program, slot: usize) -> bool {
-        slot == 1 && program.is_replicated() && &*self.src.node(id).op == "CrossReplicaSum"
+        slot == 1 && program.is_replicated() && matches!(&*self.src.node(id).op, "CrossReplicaSum" | "AllGather")
     }
 }
 

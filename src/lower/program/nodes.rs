@@ -1,8 +1,8 @@
 //! How a source node looks in its program: its op and attributes without
 //! the TPU tags, mirrored-variable updates as variable ops, and
-//! collectives as `CollectiveAllReduce`/`CollectiveBroadcast` with their
-//! group, instance and reduction (see the parent module's list of
-//! rewrites).
+//! collectives as `CollectiveAllReduce`/`CollectiveAllGather`/
+//! `CollectiveBroadcast` with their group, instance and reduction (see the
+//! parent module's list of rewrites).
 
 use super::{spmd, Builder, Program, OUTSIDE_COMPILATION, TPU_REPLICATE};
 use crate::ir::{AttrMap, AttrValue, Node, NodeId};
@@ -32,6 +32,7 @@ impl Builder<'_> {
         if let Some(attrs) = self.collective_attrs(id, cluster) {
             node.op = match &*src.op {
                 "CrossReplicaSum" | "AllReduce" => "CollectiveAllReduce".into(),
+                "AllGather" => "CollectiveAllGather".into(),
                 _ => "CollectiveBroadcast".into(),
             };
             node.attrs = attrs;
@@ -41,17 +42,18 @@ impl Builder<'_> {
 
     /// The attributes of a collective in its cluster's SPMD program, or
     /// `None` for any other op: the group base (its own name when it names
-    /// replica groups or is a CrossReplicaSum, else the cluster's), its
-    /// `group_assignment` when it has one, its instance and reduction.
+    /// replica groups or is a CrossReplicaSum or AllGather, else the
+    /// cluster's), its `group_assignment` when it has one, its instance
+    /// and reduction.
     fn collective_attrs(&self, id: NodeId, cluster: u32) -> Option<AttrMap> {
         let src = self.src.node(id);
         let mut attrs = match &*src.op {
-            "CrossReplicaSum" => src.attrs.without(&[TPU_REPLICATE, OUTSIDE_COMPILATION, "T"]),
+            "CrossReplicaSum" | "AllGather" => src.attrs.without(&[TPU_REPLICATE, OUTSIDE_COMPILATION, "T"]),
             "AllReduce" | "Broadcast" => AttrMap::new(),
             _ => return None,
         };
         let groups = self.replica_groups.get(&id);
-        let base: &str = if groups.is_some() || &*src.op == "CrossReplicaSum" {
+        let base: &str = if groups.is_some() || matches!(&*src.op, "CrossReplicaSum" | "AllGather") {
             &src.name
         } else {
             &self.clusters[cluster as usize].name
@@ -65,18 +67,19 @@ impl Builder<'_> {
         match &*src.op {
             "CrossReplicaSum" => attrs.insert("reduce_op", AttrValue::str("SUM")),
             "AllReduce" => attrs.insert("reduce_op", AttrValue::str(src.attrs.get_str("reduce_op").unwrap_or("SUM"))),
+            "AllGather" => None,
             _ => attrs.insert("source", AttrValue::Int(0)),
         };
         Some(attrs)
     }
 
-    /// The replica groups a collective names: a CrossReplicaSum's
-    /// `group_assignment` constant operand, or the `group_assignment`
-    /// attribute a fused all-reduce carries for its sums.
+    /// The replica groups a collective names: a CrossReplicaSum's or
+    /// AllGather's `group_assignment` constant operand, or the
+    /// `group_assignment` attribute a fused all-reduce carries for its sums.
     pub(super) fn read_replica_groups(&self, id: NodeId) -> Option<Vec<Vec<i64>>> {
         let src = self.src.node(id);
         let tensor = match &*src.op {
-            "CrossReplicaSum" => {
+            "CrossReplicaSum" | "AllGather" => {
                 let operand = self.src.data_inputs(id).get(1)?.src;
                 self.src.node(operand).attrs.get("value")?.as_tensor()?
             }

@@ -11,9 +11,10 @@
 //! constant, or when its op reads only its operands' shapes ([`SHAPE_ONLY`]).
 //! Arguments, variable reads, the replica id and collectives are never
 //! constant. Collectives are traced as the identity (their shape is their
-//! operand's); their values are not used. Call ops (`While`, `If`, …) run
-//! the simulator's interpreter on their functions (`calls.rs`); their
-//! results are never constant. TensorList and Optional values are traced
+//! operand's), an all-gather as its operand repeated once per member of its
+//! group ([`gathered`]); their values are not used. Call ops (`While`,
+//! `If`, …) run the simulator's interpreter on their functions
+//! (`calls.rs`); their results are never constant. TensorList and Optional values are traced
 //! by the simulator's kernels; a list's compile-time capacity and element
 //! shape are fixed by a second trace when they must be inferred (`lists`). Cost: one kernel call per op, plus each
 //! call's interpretation.
@@ -56,6 +57,26 @@ pub(crate) struct Trace {
     pub call_vars: HashMap<(NodeId, usize), Tensor>,
     /// How the types were found where not by the type rules (one line each).
     pub notes: Vec<String>,
+}
+
+/// Ops traced as their operand repeated once per member of their group.
+pub(super) const GATHERS: &[&str] = &["AllGather", "CollectiveAllGather"];
+
+/// A stand-in for the all-gather `op` of `args`: operand 0 repeated along
+/// axis 0 to the type the op's rule gives (the type is right; the values
+/// of the other members are not known on the host).
+pub(super) fn gathered(op: &str, attrs: &crate::ir::AttrMap, args: &[Tensor]) -> Result<Tensor, String> {
+    use crate::ir::shapes::rules::{self, Operand};
+    let x = args.first().ok_or("expected an operand")?;
+    let operands: Vec<Operand> =
+        args.iter().map(|t| Operand { dtype: t.dtype(), shape: t.shape(), value: None }).collect();
+    let out = rules::infer(op, attrs, &operands).ok_or("no type rule")??;
+    let rows = x.shape().first().copied().unwrap_or(1).max(1);
+    let copies = out.first().and_then(|t| t.shape.first()).map_or(1, |&r| (r / rows).max(1));
+    let mut parts = vec![x.clone(); copies];
+    parts.push(Tensor::scalar(0i32));
+    let mut joined = run_kernel("ConcatV2", &crate::ir::AttrMap::new(), &parts).map_err(|e| e.to_string())?;
+    joined.pop().ok_or_else(|| "the concatenation gave no tensor".to_string())
 }
 
 /// Ops traced as the identity of their data operands.
@@ -264,6 +285,11 @@ fn trace_with(
                     out.push(Traced::known(operand(&values, i)?.0, false));
                 }
                 out
+            }
+            _ if GATHERS.contains(&op) => {
+                let args: Vec<Tensor> =
+                    (0..inputs.len()).map(|i| operand(&values, i).map(|v| v.0)).collect::<Result<_, _>>()?;
+                vec![Traced::known(gathered(op, &node.attrs, &args).map_err(|m| lowering(graph, id, m))?, false)]
             }
             _ => {
                 let mut args = Vec::with_capacity(inputs.len());
@@ -474,5 +500,18 @@ impl Emitter<'_> {
             self.env.insert((id, i as u32), v);
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_all_gather_is_traced_as_its_operand_once_per_member() {
+        let x = Tensor::from_vec(&[2, 1], vec![1.0f32, 2.0]).unwrap();
+        let groups = Tensor::from_vec(&[1, 3], vec![0i32, 1, 2]).unwrap();
+        let got = gathered("AllGather", &crate::ir::AttrMap::new(), &[x, groups]).unwrap();
+        assert_eq!(got, Tensor::from_vec(&[6, 1], vec![1.0f32, 2.0, 1.0, 2.0, 1.0, 2.0]).unwrap());
     }
 }

@@ -28,7 +28,7 @@ use std::collections::HashMap;
 
 use super::ops::{state, SHAPE_ONLY};
 use super::text::Ty;
-use super::trace::{Trace, Traced};
+use super::trace::{gathered, Trace, Traced, GATHERS};
 use super::{ArgSource, Program};
 use crate::exec::{run_kernel, run_kernel_without_effects, Tensor};
 use crate::ir::shapes::rules::{self, Operand};
@@ -263,6 +263,11 @@ impl Walk<'_> {
                 let n = if op == "CrossReplicaSum" { 1 } else { inputs.len() };
                 (0..n).map(|i| self.operand(id, i).map(|t| Traced::typed(t.ty))).collect::<Result<_, _>>()?
             }
+            // Never folded: the other members' values are not known here.
+            _ if GATHERS.contains(&op) => {
+                let ops: Vec<Traced> = (0..inputs.len()).map(|i| self.operand(id, i)).collect::<Result<_, _>>()?;
+                return self.typed(id, &ops);
+            }
             _ => {
                 let ops: Vec<Traced> = (0..inputs.len()).map(|i| self.operand(id, i)).collect::<Result<_, _>>()?;
                 let all_constant = ops.iter().all(|t| t.constant && t.value.is_some());
@@ -375,6 +380,10 @@ impl Walk<'_> {
                 _ if COLLECTIVES.contains(&op) => {
                     let n = if op == "CrossReplicaSum" { 1 } else { inputs.len() };
                     (0..n).map(|i| value(self, i)).collect::<Result<_, _>>()?
+                }
+                _ if GATHERS.contains(&op) => {
+                    let args: Vec<Tensor> = (0..inputs.len()).map(|i| value(self, i)).collect::<Result<_, _>>()?;
+                    vec![gathered(op, &graph.node(id).attrs, &args).map_err(|m| lowering(graph, id, m))?]
                 }
                 _ if state::is_state_op(op) => {
                     return Ok(Err(format!("it depends on variable op `{}`", graph.node(id).name)));

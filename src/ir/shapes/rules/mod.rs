@@ -5,7 +5,7 @@
 //!
 //! Meaning: [`infer`] looks the op up in `TABLE` (one small function
 //! per op, sorted by op name, grouped by family in `elementwise`,
-//! `shape`, `reduce`, `nn`, `index` and `random`) and applies its rule. A rule that
+//! `shape`, `reduce`, `nn`, `index`, `random` and `collective`) and applies its rule. A rule that
 //! needs a constant operand it was not given, or meets operands it cannot
 //! type, answers an error message; an op with no rule answers `None`. The
 //! caller then learns the type another way (the StableHLO emitter runs the
@@ -18,6 +18,7 @@
 //! whose every dimension is known. Cost: proportional to the ranks and the
 //! constant operands read.
 
+mod collective;
 mod elementwise;
 mod index;
 mod nn;
@@ -119,8 +120,12 @@ pub fn infer(op: &str, attrs: &AttrMap, operands: &[Operand]) -> Option<Result<V
 
 /// The rule of `op`.
 pub fn rule(op: &str) -> Option<Rule> {
-    TABLE.binary_search_by(|(name, _)| (*name).cmp(op)).ok().map(|i| TABLE[i].1)
+    let found = TABLE.binary_search_by(|(name, _)| (*name).cmp(op)).ok().map(|i| TABLE[i].1);
+    found.or_else(|| LOWERED.iter().find(|(name, _)| *name == op).map(|(_, r)| *r))
 }
+
+/// The rules of ops that only the lowering makes (not in the op registry).
+const LOWERED: &[(&str, Rule)] = &[("CollectiveAllGather", collective::all_gather)];
 
 /// The op types that have a rule, sorted.
 pub fn ops() -> impl Iterator<Item = &'static str> {
@@ -154,6 +159,7 @@ const TABLE: &[(&str, Rule)] = &[
     ("AddN", ew::same),
     ("AddV2", ew::broadcast),
     ("All", reduce::reduce),
+    ("AllGather", collective::all_gather),
     ("Any", reduce::reduce),
     ("ArgMax", reduce::arg_extreme),
     ("ArgMin", reduce::arg_extreme),

@@ -1,5 +1,7 @@
 //! Collectives: `CrossReplicaSum`, `AllReduce` and `CollectiveAllReduce`
-//! (SUM or MEAN) as `stablehlo.all_reduce`; `Broadcast` and
+//! (SUM or MEAN) as `stablehlo.all_reduce`; `AllGather` and
+//! `CollectiveAllGather` (the members' operands concatenated along axis 0,
+//! in group order) as `stablehlo.all_gather`; `Broadcast` and
 //! `CollectiveBroadcast` as a doubling tree of
 //! `stablehlo.collective_permute`s; `ReplicaId` as `stablehlo.replica_id`.
 //!
@@ -79,6 +81,52 @@ pub(super) fn collective_all_reduce(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, S
         None => vec![all(n)],
     };
     Ok(sum_or_mean(c, n, &groups))
+}
+
+/// `stablehlo.all_gather` of `x` along dimension 0 over `groups`, whose
+/// result type the type rule gave.
+fn gather(c: &mut Ctx, n: &Call, groups: &[Vec<i64>]) -> Result<Vec<Val>, String> {
+    let x = n.input(0)?;
+    let out = n.out(0)?.clone();
+    let size = groups.first().map_or(1, Vec::len);
+    if x.ty.shape.first().map(|&rows| rows * size) != out.shape.first().copied() {
+        return Err(format!("gathering {:?} over groups of {size} cannot give {:?}", x.ty.shape, out.shape));
+    }
+    let rows: Vec<String> =
+        groups.iter().map(|g| format!("[{}]", g.iter().map(i64::to_string).collect::<Vec<_>>().join(", "))).collect();
+    let attrs = format!(
+        "all_gather_dim = 0 : i64, replica_groups = dense<[{}]> : tensor<{}x{}xi64>",
+        rows.join(", "),
+        groups.len(),
+        size
+    );
+    Ok(vec![c.op("stablehlo.all_gather", &[x], &attrs, out)])
+}
+
+/// `AllGather(x, group_assignment)`: every member's `x` of its group,
+/// concatenated along axis 0 in the group's order.
+pub(super) fn all_gather(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
+    let g = groups(n, 1)?;
+    gather(c, n, &g)
+}
+
+/// `CollectiveAllGather(x) {group_assignment}` (a tensor or a list of
+/// rows; all replicas when absent).
+pub(super) fn collective_all_gather(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
+    let groups = match n.attrs.get("group_assignment") {
+        Some(v) => match (v.as_tensor(), v.as_list()) {
+            (Some(t), _) => {
+                crate::lower::spmd::groups_of(t).ok_or("group_assignment must be a [groups, size] tensor")?
+            }
+            (None, Some(rows)) => rows
+                .iter()
+                .map(|row| row.as_list().unwrap_or_default().iter().filter_map(|v| v.as_int()).collect())
+                .collect(),
+            _ => return Err("group_assignment must be a tensor or a list of rows".into()),
+        },
+        None => vec![all(n)],
+    };
+    gather(c, n, &groups)
 }
 
 /// `Broadcast(x...)` / `CollectiveBroadcast(x) {source}`: the source

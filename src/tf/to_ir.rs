@@ -381,7 +381,7 @@ fn convert_encoded_attrs<'a>(
             Some(Err(_)) => return decode_whole(interned, errors),
         };
         let reported = errors.len();
-        let Some(value) = (Ctx { node, span, errors: &mut **errors }).attr_value(value) else { continue };
+        let Some(value) = (Ctx { node, span, errors }).attr_value(value) else { continue };
         let done = (intern_str(interned, entry.key), value);
         if errors.len() == reported {
             if seen.len() >= SHARED_ATTRS_LIMIT {

@@ -5,27 +5,37 @@
 //! memory beside the IR built from it; [`split`] instead walks the
 //! message's top-level fields once, keeps each node's bytes as a slice of
 //! the input, and decodes the other fields (`library`, `versions`, …) as a
-//! GraphDef without nodes. The importer then decodes one `NodeDef` at a
-//! time and drops it as soon as its IR node exists.
+//! GraphDef without nodes. The importer then reads one node at a time
+//! ([`decode_node_split`]): its name, op, device and inputs as slices of
+//! the input, its attributes as their encoded bytes; a node of any other
+//! form is decoded by prost.
 //!
 //! Invariants: the nodes come out in the order they are in the input, and
-//! every other field is decoded exactly as `GraphDef::decode` would decode
-//! it (repeated occurrences of a singular message field merge, in order).
-//! Cost: one pass over the input's top level, no copies of node bytes.
+//! every field is read exactly as `GraphDef::decode` would decode it
+//! (repeated occurrences of a singular field: the last string wins, messages
+//! merge in order). Cost: one pass over the input's top level and one over
+//! each node's fields, no copies of node bytes.
 
 use prost::bytes::Buf;
 use prost::encoding::{decode_key, decode_varint, WireType};
 use prost::Message;
 
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
 use super::error::ImportError;
-use super::proto::{GraphDef, NodeDef};
+use super::proto::{self, ExperimentalDebugInfo, FullTypeDef, GraphDef, NodeDef};
 
 /// The `node` field's number in `GraphDef`.
 const NODE_FIELD: u32 = 1;
-/// The `input` field's number in `NodeDef`.
+/// The numbers of `NodeDef`'s fields.
+const NAME_FIELD: u32 = 1;
+const OP_FIELD: u32 = 2;
 const INPUT_FIELD: u32 = 3;
-/// The `attr` field's number in `NodeDef`.
+const DEVICE_FIELD: u32 = 4;
 const ATTR_FIELD: u32 = 5;
+const DEBUG_INFO_FIELD: u32 = 6;
+const FULL_TYPE_FIELD: u32 = 7;
 
 /// A binary GraphDef split at its top level.
 pub struct Split<'a> {
@@ -75,50 +85,212 @@ pub fn decode_node(bytes: &[u8]) -> Result<NodeDef, ImportError> {
     NodeDef::decode(bytes).map_err(|e| ImportError::decode(e.to_string()))
 }
 
-/// A node decoded without its attributes, which stay encoded.
+/// A node as the importer consumes it: read in place from the input's
+/// bytes when it has the usual form, else decoded by prost.
 pub struct SplitNode<'a> {
-    /// The node; its `attr` map is empty when `attrs` is `Some`.
-    pub def: NodeDef,
-    /// The encoded `attr` entries, when they form one run of the node's bytes
-    /// (TensorFlow writes them so). Equal bytes decode to equal attributes,
-    /// so the importer converts each distinct run once; decoding the run as a
+    /// The node's name.
+    pub name: Cow<'a, str>,
+    /// The op type.
+    pub op: Cow<'a, str>,
+    /// The requested device (`""` for none).
+    pub device: Cow<'a, str>,
+    /// The `input` entries.
+    pub inputs: Inputs<'a>,
+    /// The `attr` map.
+    pub attrs: Attrs<'a>,
+    /// `experimental_debug_info`, when set.
+    pub debug_info: Option<ExperimentalDebugInfo>,
+    /// `experimental_type`, when set.
+    pub full_type: Option<FullTypeDef>,
+}
+
+/// A node's `input` entries: decoded, or still in the node's bytes.
+pub enum Inputs<'a> {
+    /// Decoded strings.
+    Decoded(Vec<String>),
+    /// The node's bytes, whose `input` fields were checked to be UTF-8.
+    Encoded(&'a [u8]),
+}
+
+impl<'a> Inputs<'a> {
+    /// The entries in order.
+    pub fn iter(&self) -> impl Iterator<Item = &str> + '_ {
+        let (decoded, encoded) = match self {
+            Inputs::Decoded(v) => (Some(v.iter().map(String::as_str)), None),
+            Inputs::Encoded(bytes) => (None, Some(Fields { buf: bytes })),
+        };
+        let encoded = encoded.into_iter().flatten().filter_map(|(number, value)| match value {
+            // `read_node` checked every `input` field, so this never skips one.
+            FieldValue::Bytes(b) if number == INPUT_FIELD => std::str::from_utf8(b).ok(),
+            _ => None,
+        });
+        decoded.into_iter().flatten().chain(encoded)
+    }
+}
+
+/// A node's `attr` map: decoded, or its entries' bytes.
+pub enum Attrs<'a> {
+    /// The decoded map.
+    Decoded(BTreeMap<String, proto::AttrValue>),
+    /// The encoded `attr` fields, one unbroken run of the node's bytes (as
+    /// TensorFlow writes them). Equal bytes decode to equal attributes, so
+    /// the importer converts each distinct run once; decoding the run as a
     /// `NodeDef` yields exactly the node's `attr` map.
-    pub attrs: Option<&'a [u8]>,
+    Encoded(&'a [u8]),
 }
 
-/// Decodes one node's bytes except for its attributes ([`SplitNode`]); a
-/// node whose attributes are not one run of bytes is decoded whole.
+impl From<NodeDef> for SplitNode<'_> {
+    fn from(def: NodeDef) -> Self {
+        SplitNode {
+            name: Cow::Owned(def.name),
+            op: Cow::Owned(def.op),
+            device: Cow::Owned(def.device),
+            inputs: Inputs::Decoded(def.input),
+            attrs: Attrs::Decoded(def.attr),
+            debug_info: def.experimental_debug_info,
+            full_type: def.experimental_type,
+        }
+    }
+}
+
+/// Reads one node's bytes. A node of the usual form (name, op, inputs,
+/// device and one run of attributes, each field with its schema's wire
+/// type, strings in UTF-8) is read in place, without decoding its
+/// attributes; any other node is decoded whole by prost, which also
+/// reports what is malformed.
 pub fn decode_node_split(bytes: &[u8]) -> Result<SplitNode<'_>, ImportError> {
-    match attr_run(bytes) {
-        Some((start, end)) => {
-            let rest = (&bytes[..start]).chain(&bytes[end..]);
-            let def = NodeDef::decode(rest).map_err(|e| ImportError::decode(e.to_string()))?;
-            Ok(SplitNode { def, attrs: Some(&bytes[start..end]) })
-        }
-        None => Ok(SplitNode { def: decode_node(bytes)?, attrs: None }),
+    match read_node(bytes) {
+        Some(node) => Ok(node),
+        None => decode_node(bytes).map(SplitNode::from),
     }
 }
 
-/// The byte range of a node's `attr` fields when they are one unbroken run
-/// (`None` for no attributes, attributes in several runs, or a malformed
-/// message, which the whole decode then reports).
-fn attr_run(bytes: &[u8]) -> Option<(usize, usize)> {
-    let mut buf = bytes;
-    let mut run: Option<(usize, usize)> = None;
-    while buf.has_remaining() {
-        let start = bytes.len() - buf.remaining();
-        let (number, wire_type) = decode_key(&mut buf).ok()?;
-        skip_field(wire_type, &mut buf).ok()?;
-        let end = bytes.len() - buf.remaining();
-        if number == ATTR_FIELD {
-            run = match run {
-                None => Some((start, end)),
-                Some((first, last)) if last == start => Some((first, end)),
-                Some(_) => return None,
-            };
+/// [`decode_node_split`]'s reading in place; `None` for a node it leaves to prost.
+fn read_node(bytes: &[u8]) -> Option<SplitNode<'_>> {
+    let (mut name, mut op, mut device) = ("", "", "");
+    let mut attrs: Option<(usize, usize)> = None;
+    let mut fields = Fields { buf: bytes };
+    loop {
+        let start = bytes.len() - fields.buf.len();
+        let Some((number, value)) = fields.next_field()? else { break };
+        let text = || match value {
+            FieldValue::Bytes(b) => std::str::from_utf8(b).ok(),
+            FieldValue::Other => None,
+        };
+        match number {
+            NAME_FIELD => name = text()?,
+            OP_FIELD => op = text()?,
+            INPUT_FIELD => drop(text()?),
+            DEVICE_FIELD => device = text()?,
+            ATTR_FIELD => {
+                let FieldValue::Bytes(_) = value else { return None };
+                let end = bytes.len() - fields.buf.len();
+                attrs = match attrs {
+                    None => Some((start, end)),
+                    Some((first, last)) if last == start => Some((first, end)),
+                    Some(_) => return None,
+                };
+            }
+            // The experimental fields are messages that repeated occurrences merge: prost's job.
+            DEBUG_INFO_FIELD | FULL_TYPE_FIELD => return None,
+            _ => {}
         }
     }
-    run
+    Some(SplitNode {
+        name: Cow::Borrowed(name),
+        op: Cow::Borrowed(op),
+        device: Cow::Borrowed(device),
+        inputs: Inputs::Encoded(bytes),
+        attrs: match attrs {
+            Some((start, end)) => Attrs::Encoded(&bytes[start..end]),
+            None => Attrs::Decoded(BTreeMap::new()),
+        },
+        debug_info: None,
+        full_type: None,
+    })
+}
+
+/// One entry of a node's encoded `attr` map.
+pub struct AttrEntry<'a> {
+    /// The key.
+    pub key: &'a str,
+    /// The whole entry's bytes: equal bytes are equal entries.
+    pub bytes: &'a [u8],
+    /// The encoded `AttrValue` (`None`: the entry has no value, which
+    /// decodes as the default `AttrValue`).
+    pub value: Option<&'a [u8]>,
+}
+
+/// The entries of an encoded `attr` run ([`Attrs::Encoded`]) in key order,
+/// of equal keys the last one (the one a decoded map keeps). `None` when an
+/// entry is not of the usual form (a key that is not UTF-8, a field of
+/// another wire type, a repeated value, which merges): decode the run then.
+pub fn attr_entries(run: &[u8]) -> Option<Vec<AttrEntry<'_>>> {
+    let mut entries = Vec::new();
+    let mut run_fields = Fields { buf: run };
+    while let Some((number, value)) = run_fields.next_field()? {
+        let (ATTR_FIELD, FieldValue::Bytes(bytes)) = (number, value) else { return None };
+        let (mut key, mut value) = ("", None);
+        let mut fields = Fields { buf: bytes };
+        while let Some((number, field)) = fields.next_field()? {
+            match (number, field) {
+                (1, FieldValue::Bytes(b)) => key = std::str::from_utf8(b).ok()?,
+                (2, FieldValue::Bytes(b)) if value.is_none() => value = Some(b),
+                (1 | 2, _) => return None,
+                _ => {}
+            }
+        }
+        entries.push(AttrEntry { key, bytes, value });
+    }
+    // A stable sort keeps equal keys in order; keep the last of each.
+    entries.sort_by(|a, b| a.key.cmp(b.key));
+    entries.dedup_by(|later, earlier| {
+        let same = later.key == earlier.key;
+        if same {
+            std::mem::swap(later, earlier);
+        }
+        same
+    });
+    Some(entries)
+}
+
+/// One field's value: a length-delimited payload, or anything else.
+#[derive(Clone, Copy)]
+enum FieldValue<'a> {
+    Bytes(&'a [u8]),
+    Other,
+}
+
+/// The top-level fields of a message, in order.
+struct Fields<'a> {
+    buf: &'a [u8],
+}
+
+impl<'a> Fields<'a> {
+    /// The next field; `Some(None)` at the end, `None` when the message is
+    /// malformed (prost then reports it).
+    fn next_field(&mut self) -> Option<Option<(u32, FieldValue<'a>)>> {
+        if self.buf.is_empty() {
+            return Some(None);
+        }
+        let (number, wire_type) = decode_key(&mut self.buf).ok()?;
+        if wire_type == WireType::LengthDelimited {
+            let len = usize::try_from(decode_varint(&mut self.buf).ok()?).ok()?;
+            let payload = self.buf.get(..len)?;
+            self.buf = &self.buf[len..];
+            return Some(Some((number, FieldValue::Bytes(payload))));
+        }
+        skip_field(wire_type, &mut self.buf).ok()?;
+        Some(Some((number, FieldValue::Other)))
+    }
+}
+
+impl<'a> Iterator for Fields<'a> {
+    type Item = (u32, FieldValue<'a>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_field().flatten()
+    }
 }
 
 /// Skips one field's value of `wire_type`.
@@ -189,6 +361,22 @@ mod tests {
         assert_eq!(split.header, GraphDef { node: Vec::new(), ..graph });
     }
 
+    /// The node a [`SplitNode`] stands for, its attributes decoded.
+    fn whole(split: SplitNode<'_>) -> NodeDef {
+        NodeDef {
+            name: split.name.into_owned(),
+            op: split.op.into_owned(),
+            input: split.inputs.iter().map(str::to_string).collect(),
+            device: split.device.into_owned(),
+            attr: match split.attrs {
+                Attrs::Decoded(attr) => attr,
+                Attrs::Encoded(bytes) => NodeDef::decode(bytes).expect("the run decodes").attr,
+            },
+            experimental_debug_info: split.debug_info,
+            experimental_type: split.full_type,
+        }
+    }
+
     #[test]
     fn a_node_splits_into_its_attribute_bytes_and_the_rest() {
         use crate::tf::proto::{attr_value, AttrValue};
@@ -199,10 +387,10 @@ mod tests {
         }
         let bytes = with_attrs.encode_to_vec();
         let split = decode_node_split(&bytes).expect("decodes");
-        let attrs = split.attrs.expect("one run of attributes");
-        assert!(split.def.attr.is_empty());
-        assert_eq!(NodeDef::decode(attrs).expect("the run decodes").attr, with_attrs.attr);
-        assert_eq!(NodeDef { attr: with_attrs.attr.clone(), ..split.def }, with_attrs);
+        assert!(matches!(split.name, Cow::Borrowed("m")));
+        assert!(matches!(split.inputs, Inputs::Encoded(_)));
+        assert!(matches!(split.attrs, Attrs::Encoded(_)));
+        assert_eq!(whole(split), with_attrs);
 
         // Attributes split by another field are decoded with the node.
         let mut broken = node("n", &[]).encode_to_vec();
@@ -214,9 +402,41 @@ mod tests {
         broken.extend_from_slice(&NodeDef { device: "d".into(), ..NodeDef::default() }.encode_to_vec());
         broken.extend_from_slice(&key_u);
         let split = decode_node_split(&broken).expect("decodes");
-        assert!(split.attrs.is_none());
-        assert_eq!(split.def.attr.len(), 2);
-        assert_eq!(split.def, decode_node(&broken).expect("decodes"));
+        let Attrs::Decoded(attr) = &split.attrs else { panic!("decoded whole") };
+        assert_eq!(attr.len(), 2);
+        assert_eq!(whole(split), decode_node(&broken).expect("decodes"));
+    }
+
+    #[test]
+    fn a_node_read_in_place_equals_prost_decoding_it() {
+        use crate::tf::proto::{node_def::ExperimentalDebugInfo, FullTypeDef};
+        let plain = node("a", &["x", "y:1", "^z"]);
+        // A repeated name: the last one wins, as in prost.
+        let mut renamed = plain.encode_to_vec();
+        renamed.extend_from_slice(&NodeDef { name: "b".into(), ..NodeDef::default() }.encode_to_vec());
+        // An unknown field (number 99, varint) is skipped.
+        let mut unknown = plain.encode_to_vec();
+        unknown.extend_from_slice(&[0x98, 0x06, 0x05]);
+        let experimental = NodeDef {
+            experimental_debug_info: Some(ExperimentalDebugInfo {
+                original_node_names: vec!["o".into()],
+                ..ExperimentalDebugInfo::default()
+            }),
+            experimental_type: Some(FullTypeDef { type_id: 1000, ..FullTypeDef::default() }),
+            ..plain.clone()
+        };
+        for bytes in [plain.encode_to_vec(), renamed, unknown, experimental.encode_to_vec()] {
+            let split = decode_node_split(&bytes).expect("decodes");
+            assert_eq!(whole(split), decode_node(&bytes).expect("decodes"));
+        }
+        // A name that is not UTF-8, or an input of the wrong wire type, is prost's error.
+        let bad_name = [0x0a, 0x01, 0xff];
+        let bad_input = [0x18, 0x01];
+        for bytes in [&bad_name[..], &bad_input[..]] {
+            let ours = decode_node_split(bytes).err().map(|e| e.to_string());
+            assert_eq!(ours, decode_node(bytes).err().map(|e| e.to_string()));
+            assert!(ours.is_some());
+        }
     }
 
     #[test]

@@ -33,7 +33,7 @@ use prost::Message;
 use super::error::ImportError;
 use super::pbtxt::NodeSpans;
 use super::proto::{self, GraphDef, NodeDef, TensorProto, TensorShapeProto, Value};
-use super::stream::SplitNode;
+use super::stream::{Attrs, SplitNode};
 use crate::ir::types::FuncRef;
 use crate::ir::{self, AttrMap, DType, Graph, Module, Node, NodeId, Shape, TensorData, TensorLit};
 use crate::syntax::Span;
@@ -86,7 +86,7 @@ pub fn graphdef_to_module_observed(
     let nodes = std::mem::take(&mut graph_def.node);
     let input_count: usize = nodes.iter().map(|n| n.input.len()).sum();
     let count = nodes.len();
-    let nodes = nodes.into_iter().map(|def| Ok(SplitNode { def, attrs: None }));
+    let nodes = nodes.into_iter().map(|def| Ok(SplitNode::from(def)));
     let (module, errors) = convert(graph_def, nodes, (count, input_count), spans, progress)
         .unwrap_or_else(|e| (Module { header: Vec::new(), graphs: Vec::new() }, vec![e]));
     (module, errors)
@@ -151,21 +151,21 @@ fn convert<'a>(
     let mut interned: HashMap<String, Arc<str>> = HashMap::default();
     let mut pending = PendingInputs::with_capacity(node_count, input_count);
     let mut shared_attrs: HashMap<&[u8], AttrMap> = HashMap::default();
+    let mut seen_entries = HashMap::default();
     for (n, node) in nodes.enumerate() {
-        let SplitNode { def: node_def, attrs: encoded_attrs } = node?;
+        let SplitNode { name, op, device, inputs, attrs, debug_info, full_type } = node?;
         if n as u64 % REPORT_EVERY == REPORT_EVERY - 1 {
             progress.advance(REPORT_EVERY);
         }
         let node_spans = spans.as_mut().and_then(Iterator::next).unwrap_or_default();
-        let NodeDef { name, op, input, device, attr, experimental_debug_info, experimental_type } = node_def;
-        let mut attrs = match encoded_attrs {
-            None => convert_attrs(&name, node_spans.node, attr, &mut interned, &mut errors),
-            Some(encoded) => match shared_attrs.get(encoded) {
+        let mut attrs = match attrs {
+            Attrs::Decoded(attr) => convert_attrs(&name, node_spans.node, attr, &mut interned, &mut errors),
+            Attrs::Encoded(encoded) => match shared_attrs.get(encoded) {
                 Some(shared) => shared.clone(),
                 None => {
-                    let attr = NodeDef::decode(encoded).map_err(|e| ImportError::decode(e.to_string()))?.attr;
                     let reported = errors.len();
-                    let attrs = convert_attrs(&name, node_spans.node, attr, &mut interned, &mut errors);
+                    let mut seen = (&mut seen_entries, &mut interned, &mut errors);
+                    let attrs = convert_encoded_attrs(&name, node_spans.node, encoded, &mut seen)?;
                     if errors.len() == reported {
                         if shared_attrs.len() >= SHARED_ATTRS_LIMIT {
                             shared_attrs.clear();
@@ -176,21 +176,21 @@ fn convert<'a>(
                 }
             },
         };
-        if let Some(info) = experimental_debug_info {
+        if let Some(info) = debug_info {
             attrs.insert(DEBUG_INFO_ATTR, ir::AttrValue::from_bytes(info.encode_to_vec()));
         }
-        if let Some(t) = experimental_type {
+        if let Some(t) = full_type {
             attrs.insert(FULL_TYPE_ATTR, ir::AttrValue::from_bytes(t.encode_to_vec()));
         }
-        let mut node = Node::op(name.as_str(), intern(&mut interned, op));
+        let mut node = Node::op(&*name, intern_str(&mut interned, &op));
         if !device.is_empty() {
-            node.device = Some(intern(&mut interned, device));
+            node.device = Some(intern_str(&mut interned, &device));
         }
         node.attrs = attrs;
         node.span = node_spans.node;
         match graph.add_node(node) {
-            Ok(id) => pending.push(&graph, id, input, node_spans.inputs),
-            Err(_) => errors.push(ImportError::DuplicateNode { name, span: node_spans.node }),
+            Ok(id) => pending.push(&graph, id, inputs.iter(), node_spans.inputs),
+            Err(_) => errors.push(ImportError::DuplicateNode { name: name.into_owned(), span: node_spans.node }),
         }
     }
 
@@ -284,10 +284,10 @@ impl PendingInputs {
 
     /// Records the inputs of node `id`, resolving those whose producer `graph` already has.
     /// A data input after a control input is kept as written, for its error.
-    fn push(&mut self, graph: &Graph, id: NodeId, inputs: Vec<String>, spans: Vec<Span>) {
+    fn push<'s>(&mut self, graph: &Graph, id: NodeId, inputs: impl Iterator<Item = &'s str>, spans: Vec<Span>) {
         let mut seen_control = false;
         for input in inputs {
-            let parsed = parse_input(&input);
+            let parsed = parse_input(input);
             let data_after_control = seen_control && matches!(parsed, Some((_, Some(_))));
             seen_control |= matches!(parsed, Some((_, None)));
             let resolved = parsed
@@ -299,7 +299,7 @@ impl PendingInputs {
                     Operand { src: src.0.index() as u32, output: output.unwrap_or(Operand::CONTROL) }
                 }
                 None => {
-                    self.strings.push(input);
+                    self.strings.push(input.to_string());
                     Operand { src: Operand::UNRESOLVED, output: self.strings.len() as u32 - 1 }
                 }
             });
@@ -344,6 +344,56 @@ impl PendingInputs {
     }
 }
 
+/// The attribute entries [`convert_encoded_attrs`] has converted, by their
+/// encoding; the interned names; the import's errors.
+type EntryCache<'a, 'b> =
+    (&'b mut HashMap<&'a [u8], (Arc<str>, ir::AttrValue)>, &'b mut HashMap<String, Arc<str>>, &'b mut Vec<ImportError>);
+
+/// Converts a node's encoded `attr` run ([`Attrs::Encoded`]) entry by entry:
+/// an entry whose bytes were converted before is cloned (most nodes share
+/// a few entries, `T`, `_output_shapes`, the cluster tag, even when their
+/// maps differ). An entry whose conversion reported anything is not
+/// remembered, so that each node reports its own. A run of another form
+/// than [`super::stream::attr_entries`] reads, or a value that does not
+/// decode, is decoded as a whole, which reports the error as prost words it.
+fn convert_encoded_attrs<'a>(
+    node: &str,
+    span: Span,
+    run: &'a [u8],
+    (seen, interned, errors): &mut EntryCache<'a, '_>,
+) -> Result<AttrMap, ImportError> {
+    let start = errors.len();
+    let decode_whole = |interned: &mut HashMap<String, Arc<str>>, errors: &mut Vec<ImportError>| {
+        errors.truncate(start);
+        let attr = NodeDef::decode(run).map_err(|e| ImportError::decode(e.to_string()))?.attr;
+        Ok(convert_attrs(node, span, attr, interned, errors))
+    };
+    let Some(entries) = super::stream::attr_entries(run) else { return decode_whole(interned, errors) };
+    let mut converted = Vec::with_capacity(entries.len());
+    for entry in entries {
+        if let Some(done) = seen.get(entry.bytes) {
+            converted.push(done.clone());
+            continue;
+        }
+        let value = match entry.value.map(proto::AttrValue::decode) {
+            None => proto::AttrValue::default(),
+            Some(Ok(value)) => value,
+            Some(Err(_)) => return decode_whole(interned, errors),
+        };
+        let reported = errors.len();
+        let Some(value) = (Ctx { node, span, errors }).attr_value(value) else { continue };
+        let done = (intern_str(interned, entry.key), value);
+        if errors.len() == reported {
+            if seen.len() >= SHARED_ATTRS_LIMIT {
+                seen.clear();
+            }
+            seen.insert(entry.bytes, done.clone());
+        }
+        converted.push(done);
+    }
+    Ok(AttrMap::from_entries(converted))
+}
+
 /// Converts the attributes of a `NodeDef` (of the graph or of a function
 /// body), interning the keys; values a GraphDef attribute cannot carry
 /// over are reported in `errors`.
@@ -371,6 +421,14 @@ pub(super) fn intern(map: &mut HashMap<String, Arc<str>>, s: String) -> Arc<str>
     let a: Arc<str> = s.as_str().into();
     map.insert(s, a.clone());
     a
+}
+
+/// [`intern`] of a borrowed string: copies it only when it is new.
+fn intern_str(map: &mut HashMap<String, Arc<str>>, s: &str) -> Arc<str> {
+    match map.get(s) {
+        Some(a) => a.clone(),
+        None => intern(map, s.to_string()),
+    }
 }
 
 /// Splits `^a`, `a:k` and `a` into a name and `None` (control) or the output.

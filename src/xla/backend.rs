@@ -134,12 +134,7 @@ impl Timings {
                 self.compiles
             ),
             format!("{:<24} {:>12.3} ms wall", "transfers", ms(self.transfer)),
-            format!(
-                "{:<24} {:>12.3} ms wall {:>10.3} ms cpu",
-                "execute",
-                ms(self.execute),
-                ms(self.execute_cpu)
-            ),
+            format!("{:<24} {:>12.3} ms wall {:>10.3} ms cpu", "execute", ms(self.execute), ms(self.execute_cpu)),
         ];
         if self.executions > 0 {
             let n = f64::from(self.executions);

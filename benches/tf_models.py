@@ -17,8 +17,10 @@ Paths, each on the same global batch (2 replicas x the per-replica batch):
   pjrt     the same with `--backend pjrt`.
 For TF, "first" is the first call of the step (tracing, compiling, running once) and "step" the
 median of N timed calls after two warm-up calls. For ours, "first" is the whole `run --steps 1`
-command (load, lower, compile, initialisers, one step) and "step" is
-(wall(run --steps 1+N) - wall(run --steps 1)) / N. The replicated graphs and feeds are generated
+command (load, lower, compile, initialisers, one step). The simulator's "step" is
+(wall(run --steps 1+N) - wall(run --steps 1)) / N; PJRT's is the same difference of the two runs'
+`execute` totals (`run --time-passes`), with the compile time, and the second run's first step
+with the program loaded from a fresh compile cache ("cached first"). The replicated graphs and feeds are generated
 into the cache directory (default: ~/.cache/tpu-rewrite/bench-models), not committed.
 """
 
@@ -153,7 +155,7 @@ def measure(cmd, env=None):
 
 
 def peak_of(cmd, env=None):
-    """Runs `cmd` and returns (wall seconds, peak RSS in MB, stdout), the child's own maximum."""
+    """Runs `cmd` and returns (wall seconds, peak RSS in MB, stdout, stderr), the child's own maximum."""
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     # wait4 gives this child's own rusage; read its pipes on threads so it cannot block on them.
@@ -174,17 +176,59 @@ def peak_of(cmd, env=None):
     out, err = b"".join(chunks["out"]).decode(), b"".join(chunks["err"]).decode()
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{err[-3000:]}")
-    return wall, usage.ru_maxrss / 1024, out
+    return wall, usage.ru_maxrss / 1024, out, err
+
+
+def phases(err):
+    """The `run --time-passes` lines of a PJRT run: phase -> (wall ms, cpu ms or None)."""
+    found = {}
+    for line in err.splitlines():
+        for phase in ("pjrt plugin load", "pjrt client", "stablehlo emit", "xla compile", "transfers", "execute"):
+            rest = line[len(phase):].split() if line.startswith(phase + " ") else None
+            if rest and rest[1] == "ms" and rest[2] == "wall":
+                cpu = float(rest[3]) if len(rest) > 5 and rest[4] == "ms" and rest[5] == "cpu" else None
+                found[phase] = (float(rest[0]), cpu)
+    return found
 
 
 def ours(binary, pb, feeds, backend, steps, extra=()):
-    """`run --steps 1` and `run --steps 1+N` on `backend`: first-run wall, per-step seconds, peak MB."""
+    """`run --steps 1` and `run --steps 1+N` on `backend`: first-run wall, per-step seconds, peak MB.
+
+    On PJRT both runs use a fresh compile cache of their own: the first compiles (its wall is what
+    a new user waits for), the second loads the compiled program (its wall less N steps is a
+    second run's first step). The per-step time is the difference of the two runs' `execute`
+    totals (`--time-passes`) over N, so the compile time's variance does not enter it."""
     base = [binary, "run", pb, "--backend", backend, *extra]
     if feeds:
         base += ["--feeds", feeds]
-    first, peak1, _ = peak_of(base + ["--steps", "1"])
-    more, peak, _ = peak_of(base + ["--steps", str(1 + steps)])
-    return {"first_s": first, "step_s": max(more - first, 0.0) / steps, "peak_mb": max(peak1, peak)}
+    if backend != "pjrt":
+        first, peak1, _, _ = peak_of(base + ["--steps", "1"])
+        more, peak, _, _ = peak_of(base + ["--steps", str(1 + steps)])
+        return {"first_s": first, "step_s": max(more - first, 0.0) / steps, "peak_mb": max(peak1, peak)}
+    import shutil
+    import tempfile
+
+    cache = tempfile.mkdtemp(prefix="tf_models-cache-")
+    try:
+        base += ["--time-passes", "--compile-cache", cache]
+        first, peak1, _, err1 = peak_of(base + ["--steps", "1"])
+        more, peak, _, err2 = peak_of(base + ["--steps", str(1 + steps)])
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+    p1, p2 = phases(err1), phases(err2)
+    if "execute" not in p1 or "execute" not in p2:
+        raise SystemExit(f"no `execute` line in the --time-passes output of {' '.join(base)}:\n{err2[-2000:]}")
+    step_ms = (p2["execute"][0] - p1["execute"][0]) / steps
+    step_cpu_ms = (p2["execute"][1] - p1["execute"][1]) / steps
+    return {
+        "first_s": first,
+        "step_s": step_ms / 1e3,
+        "step_cpu_s": step_cpu_ms / 1e3,
+        "compile_s": p1["xla compile"][0] / 1e3,
+        "emit_s": p1["stablehlo emit"][0] / 1e3,
+        "cached_first_s": more - steps * step_ms / 1e3,
+        "peak_mb": max(peak1, peak),
+    }
 
 
 def tf_step_rows(cache, binary, steps, paths):
@@ -195,7 +239,7 @@ def tf_step_rows(cache, binary, steps, paths):
     for path, env in (("tf", None), ("tf_xla", jit)):
         if path in paths:
             d = out if path == "tf" else out + "_jit"
-            _, peak, _ = peak_of([sys.executable, os.path.join(HERE, "tf_step.py"), d, "--steps", str(max(steps, 20))], env)
+            _, peak, _, _ = peak_of([sys.executable, os.path.join(HERE, "tf_step.py"), d, "--steps", str(max(steps, 20))], env)
             meta = json.load(open(os.path.join(d, "step.json")))
             rows[path] = {"step_s": meta["tf_step_ms"] / 1e3, "peak_mb": peak}
     meta = json.load(open(os.path.join(out, "step.json")))
@@ -240,14 +284,20 @@ def main():
             for path in paths:
                 if path in ("tf", "tf_xla"):
                     mode = "jit" if path == "tf_xla" else "graph"
-                    _, peak, out = peak_of([sys.executable, __file__, "--child-tf", name, mode, str(max(steps, 10))])
+                    _, peak, out, _ = peak_of([sys.executable, __file__, "--child-tf", name, mode, str(max(steps, 10))])
                     rows[path] = dict(json.loads(out.strip().splitlines()[-1]), peak_mb=peak)
                 else:
                     rows[path] = ours(binary, pb, os.path.join(cache, name + ".feeds.json"), path, steps)
         results[name] = rows
         for path, r in rows.items():
             first = f"{r['first_s']:.2f} s" if "first_s" in r else "-"
-            print(f"{name:13} {path:7} step {r['step_s'] * 1e3:9.1f} ms  first {first:>9}  peak {r['peak_mb']:7.0f} MB",
+            more = ""
+            if "compile_s" in r:
+                more = (f"  (step cpu {r['step_cpu_s'] * 1e3:.1f} ms, compile {r['compile_s']:.2f} s,"
+                        f" emit {r['emit_s']:.2f} s, cached first {r['cached_first_s']:.2f} s)")
+            # A difference of two runs at or below zero is the load's noise, not a step time.
+            step = f"{r['step_s'] * 1e3:9.1f} ms" if r["step_s"] > 0 else "below noise"
+            print(f"{name:13} {path:7} step {step:>12}  first {first:>9}  peak {r['peak_mb']:7.0f} MB{more}",
                   flush=True)
     if "--json" in sys.argv:
         atomic_write(arg("--json", ""), json.dumps(results, indent=1).encode())

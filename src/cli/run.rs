@@ -571,6 +571,9 @@ pub fn run_command(args: RunArgs) -> ExitCode {
             drop(filter);
             if let Ok(o) = &result {
                 super::backends::report_cache_use(&o.timings);
+                if args.lower.time_passes {
+                    o.timings.lines().iter().for_each(|line| errln!("{line}"));
+                }
             }
             match result {
                 // The simulator's default fetches, in its order, so both backends print alike.

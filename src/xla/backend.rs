@@ -115,6 +115,41 @@ pub struct Timings {
     pub cache: Vec<(String, CacheUse)>,
 }
 
+impl Timings {
+    /// One line per phase of the run, as `run --time-passes` prints them:
+    /// plugin load, client, emit (typing, the variables' initial values on
+    /// the host, the module text), compile (or cache load), transfers, and
+    /// the `execute` calls (wall, CPU of all threads, and per call).
+    pub fn lines(&self) -> Vec<String> {
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        let mut lines = vec![
+            format!("{:<24} {:>12.3} ms wall", "pjrt plugin load", ms(self.load)),
+            format!("{:<24} {:>12.3} ms wall", "pjrt client", ms(self.client)),
+            format!("{:<24} {:>12.3} ms wall", "stablehlo emit", ms(self.emit)),
+            format!(
+                "{:<24} {:>12.3} ms wall ({} program(s), {} compiled by XLA)",
+                "xla compile",
+                ms(self.compile),
+                self.cache.len().max(usize::from(self.compiles > 0)),
+                self.compiles
+            ),
+            format!("{:<24} {:>12.3} ms wall", "transfers", ms(self.transfer)),
+            format!("{:<24} {:>12.3} ms wall {:>10.3} ms cpu", "execute", ms(self.execute), ms(self.execute_cpu)),
+        ];
+        if self.executions > 0 {
+            let n = f64::from(self.executions);
+            lines.push(format!(
+                "{:<24} {:>12.3} ms wall {:>10.3} ms cpu ({} calls)",
+                "execute per call",
+                ms(self.execute) / n,
+                ms(self.execute_cpu) / n,
+                self.executions
+            ));
+        }
+        lines
+    }
+}
+
 /// A PJRT run's results and timings.
 pub struct Outcome {
     /// The fetched values and the final variables, as the simulator reports them.

@@ -385,6 +385,39 @@ fn compile_line(err: &str) -> (f64, u32) {
     (seconds, compiled)
 }
 
+/// The `--time-passes` line of `phase`: its wall and CPU milliseconds (CPU when printed).
+fn phase_line(err: &str, phase: &str) -> (String, f64, Option<f64>) {
+    let line = err
+        .lines()
+        .find(|l| l.strip_prefix(phase).is_some_and(|rest| rest.starts_with(' ') && !rest.trim().starts_with("per")))
+        .unwrap_or_else(|| panic!("no `{phase}` line in {err}"));
+    let words: Vec<&str> = line[phase.len()..].split_whitespace().collect();
+    assert_eq!(&words[1..3], ["ms", "wall"], "{line}");
+    let wall = words[0].parse().unwrap_or_else(|_| panic!("{line}"));
+    let cpu = (words.len() > 5 && words[4] == "ms" && words[5] == "cpu").then(|| words[3].parse().unwrap());
+    (line.to_string(), wall, cpu)
+}
+
+#[test]
+fn time_passes_splits_a_pjrt_run_into_its_phases() {
+    let plugin = support::plugin_path();
+    let args = ["examples/mlp_train.opg", "--steps", "3", "--backend", "pjrt", "--time-passes", "--no-compile-cache"];
+    let (ok, _, err) = run(&args, plugin.to_str());
+    assert!(ok, "{err}");
+    for phase in ["load", "rewrite", "lower", "pjrt plugin load", "pjrt client", "stablehlo emit", "transfers"] {
+        phase_line(&err, phase);
+    }
+    let (compile, compile_ms, _) = phase_line(&err, "xla compile");
+    assert!(compile.ends_with("(1 program(s), 1 compiled by XLA)") && compile_ms > 0.0, "{compile}");
+    // Three steps are three `execute` calls of the one compiled program.
+    let (_, total_ms, total_cpu) = phase_line(&err, "execute");
+    let per_call = err.lines().find(|l| l.starts_with("execute per call")).unwrap_or_else(|| panic!("{err}"));
+    assert!(per_call.ends_with("(3 calls)"), "{per_call}");
+    let per_call_ms: f64 = per_call.split_whitespace().nth(3).and_then(|w| w.parse().ok()).unwrap();
+    assert!(total_ms > 0.0 && (per_call_ms * 3.0 - total_ms).abs() < 0.01, "{per_call} against {total_ms} ms");
+    assert!(total_cpu.is_some_and(|c| c >= 0.0), "{err}");
+}
+
 #[test]
 fn the_compile_cache_loads_a_second_run_and_recovers_from_a_damaged_entry() {
     let plugin = support::plugin_path();

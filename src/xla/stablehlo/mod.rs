@@ -262,7 +262,9 @@ fn declared_type(graph: &Graph, arg: &ArgSource) -> Option<text::Ty> {
 
 /// [`emit_module`]; with `only_types` (compiling without running), the
 /// arguments' values are not computed where their declarations give
-/// their types, and the stages carry no argument values.
+/// their types, and the stages carry no argument values. Either way the
+/// program is typed by the rules ([`types::infer`]) and traced on the
+/// simulator only when its types can depend on values.
 fn emit(
     graph: &Graph,
     cluster: &ReplicateCluster,
@@ -335,8 +337,20 @@ fn emit(
             types::Typed::Whole(_) => return emit(graph, cluster, assignment, config, false),
         }
     } else {
+        // Running: the arguments' values are known, so they fix the types;
+        // the rules type the program unless its types can depend on values.
         let first: Vec<Tensor> = analysis.whole.args.iter().map(|a| values[a][0].clone()).collect();
-        trace::trace(graph, &analysis.whole, &first, &lib)?
+        let typed = match types::needs_values(graph, &analysis.whole) {
+            None => {
+                let types: Vec<text::Ty> = analysis.whole.args.iter().map(|a| arg_types[a].clone()).collect();
+                types::infer(graph, &analysis.whole, &types, Some(&first))?
+            }
+            Some(_) => types::Typed::Whole(String::new()),
+        };
+        match typed {
+            types::Typed::Done(trace) => trace,
+            types::Typed::Whole(_) => trace::trace(graph, &analysis.whole, &first, &lib)?,
+        }
     };
     // Strings live on the host: a string value inside the cluster cannot go to the device.
     let mut strings: Vec<NodeId> =

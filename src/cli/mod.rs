@@ -235,7 +235,9 @@ pub struct LowerArgs {
     /// Device iterations per run before returning to the host (at least 1).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub steps_per_run: u32,
-    /// Print how long each phase took (load, each pass, lowering) to stderr.
+    /// Print how long each phase took (load, each pass, lowering; on PJRT
+    /// also plugin load, StableHLO emit, XLA compile, transfers and execute)
+    /// to stderr.
     #[arg(long)]
     pub time_passes: bool,
     /// How a StableHLO device program reaches its outside-compilation ops:

@@ -72,7 +72,7 @@ pub enum XlaError {
     /// A device check ([`super::device_check`]) found an operand XLA would
     /// have accepted in silence (an index out of range, an integer division
     /// by zero, a full or empty list, an empty Optional).
-    #[error("device check failed in {program}, replica {replica}, at `{node}` ({op}): {message}")]
+    #[error("device check failed in {program}, replica {replica}, at `{node}`: {message}")]
     #[diagnostic(
         code(tpu_rewrite::xla::device_check),
         help("the simulator and TensorFlow's CPU kernels refuse this too; `--no-device-checks` gives XLA's unchecked result")
@@ -86,7 +86,7 @@ pub enum XlaError {
         node: String,
         /// Its op type.
         op: String,
-        /// What was out of bounds.
+        /// What was out of bounds (it starts with the op type).
         message: String,
     },
 

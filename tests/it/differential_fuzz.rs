@@ -142,10 +142,11 @@ const NAN_DROPPED_WHY: &str = "a NaN operand of max/min: the simulator propagate
      (checked with TF 2.21: reduce_max([4.47, nan]) is nan on CPU and 4.47 under jit_compile)";
 
 /// A quotient whose divisor is itself a quotient: one result is 0, ±inf or
-/// NaN where the other is not.
+/// NaN where the other is not, or NaN where the other is 0 or ±inf (a
+/// quotient that underflowed to 0 makes `0 / 0` on one side only).
 const QUOTIENT_REWRITTEN: fn(&[f64], f64, f64) -> bool = |inputs, want, got| {
     let degenerate = |v: f64| v == 0.0 || !v.is_finite();
-    inputs.len() == 2 && degenerate(want) != degenerate(got)
+    inputs.len() == 2 && (degenerate(want) != degenerate(got) || want.is_nan() != got.is_nan())
 };
 const QUOTIENT_REWRITTEN_WHY: &str = "a divisor that is itself a quotient: XLA's algebraic simplifier \
      rewrites a / (b / c) into (a * c) / b, a / (1 / b) into a * b and (y / x) / (y / x) so that no \
@@ -192,6 +193,18 @@ const KNOWN: &[Known] = &[
         },
         operand_from: Some((0, &["RealDiv", "Reciprocal", "Softsign"])),
         why: QUOTIENT_REWRITTEN_WHY,
+    },
+    Known {
+        op: "Softsign",
+        applies: |_, want, got| {
+            let degenerate = |v: f64| v == 0.0 || !v.is_finite();
+            degenerate(want) != degenerate(got) || want.is_nan() != got.is_nan()
+        },
+        operand_from: Some((0, &["RealDiv", "Reciprocal", "Softsign"])),
+        why: "softsign of a quotient: Softsign is x / (1 + |x|), and XLA's simplifier rewrites \
+              (y / v) / d into y / (v * d), so a quotient that overflowed to ±inf gives ±0 instead of \
+              inf / inf = NaN (TF 2.21, tests/tf/known_differences.py: softsign(-1e30 / 1e-30) is NaN \
+              on CPU and -0 under jit_compile)",
     },
     Known { op: "Max", applies: NAN_DROPPED, operand_from: None, why: NAN_DROPPED_WHY },
     Known { op: "Min", applies: NAN_DROPPED, operand_from: None, why: NAN_DROPPED_WHY },
@@ -974,7 +987,8 @@ fn the_pinned_differences_are_tensorflows() {
     let scalar = |t: Tensor| -> f32 { t.to_vec::<f32>().expect("f32")[0] };
     let v = |x: f32| Tensor::vector(vec![x]);
     let same = |a: f32, b: f32| (a.is_nan() && b.is_nan()) || a.to_bits() == b.to_bits();
-    let cases: [(&str, f32); 6] = [
+    let cases: [(&str, f32); 7] = [
+        ("softsign(y/x), x=1e-30, y=-1e30", scalar(k("Softsign", &[k("RealDiv", &[v(-1e30), v(1e-30)])]))),
         ("log(rsqrt(a)), a=-0", scalar(k("Log", &[k("Rsqrt", &[v(-0.0)])]))),
         ("log(exp(a)), a=f32 lowest", scalar(k("Log", &[k("Exp", &[v(f32::MIN)])]))),
         (

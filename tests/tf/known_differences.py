@@ -28,6 +28,9 @@ CASES = {
     # (y / x) / (y / x): y / x overflows to -inf on the CPU, and -inf / -inf
     # is NaN; XLA cancels the quotients. DivNoNan does the same.
     "div_no_nan(y/x, y/x), x=1e-30, y=-1e30": (lambda x, y: tf.math.divide_no_nan(y / x, y / x), [1e-30], [-1e30]),
+    # softsign(y / x): XLA divides y by x * (1 + |y / x|); on the CPU y / x
+    # overflows to -inf first, and -inf / inf is NaN.
+    "softsign(y/x), x=1e-30, y=-1e30": (lambda x, y: tf.nn.softsign(y / x), [1e-30], [-1e30]),
     # log(exp(a)): XLA computes a; on the CPU exp underflows to 0 first.
     "log(exp(a)), a=f32 lowest": (lambda a, _: tf.math.log(tf.exp(a)), [-F32_MAX], [0.0]),
     # log(rsqrt(a)): XLA computes -0.5 * log(a); on the CPU rsqrt(-0) is -inf.

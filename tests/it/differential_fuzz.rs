@@ -679,13 +679,13 @@ fn generate(u: &mut Unstructured) -> arbitrary::Result<Case> {
 /// Ops a branch or a loop body applies: `(op, binary)`. Each is applied
 /// to the first operand (and the second, when binary); none changes the
 /// shape of the first, and none amplifies a last-ulp difference much over
-/// three trips of a loop. `Maximum` and `Minimum` are left out: their
-/// known NaN difference is pinned per op, outside functions.
+/// three trips of a loop. `Maximum`, `Minimum` and `Relu6` are left out:
+/// XLA:CPU's min/max may drop a NaN (pinned per op, outside functions),
+/// and inside a loop body it does so for `Relu6` too (seed 14).
 const BODY_OPS: &[(&str, bool)] = &[
     ("Abs", false),
     ("Neg", false),
     ("Floor", false),
-    ("Relu6", false),
     ("Tanh", false),
     ("Sigmoid", false),
     ("Softsign", false),

@@ -45,7 +45,7 @@ unsafe impl Sync for Client {}
 
 /// Maps a plugin error of `call` on `program` to an [`XlaError`].
 fn pjrt(plugin: &Plugin, err: *mut ffi::Error, what: &str, program: &str) -> Result<(), XlaError> {
-    check(plugin, err).map_err(|message| XlaError::Pjrt { call: what.into(), program: program.into(), message })
+    check(plugin, err).map_err(|message| super::device_check::classify(what, program, message))
 }
 
 impl Client {

@@ -1,19 +1,27 @@
 //! Device checks: run-time checks inside a device program for what XLA
-//! would otherwise accept in silence, where the simulator reports an
-//! error. XLA clamps an out-of-range gather index, writes a push onto a
-//! full TensorList over its last element, pops an empty list at row -1
-//! (clamped) and reads an empty Optional as zeros.
+//! would otherwise accept in silence, where the simulator and
+//! TensorFlow's CPU kernels report an error. XLA clamps an out-of-range
+//! gather index, drops a scatter update at an out-of-range index, gives
+//! -1 (or the dividend) for an integer division by zero, writes a push
+//! onto a full TensorList over its last element, pops an empty list at
+//! row -1 (clamped) and reads an empty Optional as zeros.
 //!
 //! Meaning: while a [`Scope`] lives on a thread, the StableHLO builders
-//! of those ops (`GatherV2`, `GatherNd`, `TensorListGather`,
-//! `TensorListPushBack`, `TensorListPopBack`, `OptionalGetValue`) emit,
-//! beside the op, a flag that is 1 when the op's operands are out of
-//! bounds, and a `stablehlo.custom_call @tpu_rewrite_check` (typed XLA FFI,
-//! side effecting) on the replica id and the flag. Its `check` attribute
-//! names a message in a process-wide table ([`register`]). The
-//! [`handler`] returns an FFI error carrying the message and the replica
-//! when the flag is set, which XLA reports as the execution's error, so
-//! the run stops with the op and the bound that was passed.
+//! of those ops (`GatherV2`, `GatherNd`, `ResourceGather`, `ScatterNd`,
+//! `TensorScatterUpdate`/`Add`, `ResourceScatter{Add,Sub,Update}`,
+//! `UnsortedSegmentSum` (ids past the segment count; negative ids are
+//! dropped, as TensorFlow drops them), integer `Div`/`FloorDiv`/`FloorMod`,
+//! `TensorListGather`, `TensorListPushBack`, `TensorListPopBack`,
+//! `OptionalGetValue`) emit, beside the op, a flag that is 1 when the
+//! op's operands are out of bounds, and a `stablehlo.custom_call
+//! @tpu_rewrite_check` (typed XLA FFI, side effecting) on the replica id
+//! and the flag. Its `check` attribute names a check in a process-wide
+//! table ([`register`]): the node, its op and the bound. The [`handler`]
+//! returns an FFI error carrying the message and the replica when the
+//! flag is set, which XLA reports as the execution's error; it also keeps
+//! the failure, so that [`classify`] turns the plugin's error into
+//! [`XlaError::DeviceCheck`] (`tpu_rewrite::xla::device_check`), naming
+//! the program, the replica, the node and the op.
 //!
 //! `run --backend pjrt` opens a scope on a CPU plugin unless
 //! `--no-device-checks` is given (the handler needs the plugin's FFI
@@ -22,7 +30,7 @@
 //! Cost: a compare and a reduction per checked op, and one host call per
 //! execution of it.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 
@@ -36,6 +44,27 @@ pub const TARGET: &str = "tpu_rewrite_check";
 
 thread_local! {
     static ENABLED: Cell<bool> = const { Cell::new(false) };
+    static NODE: RefCell<(String, String)> = const { RefCell::new((String::new(), String::new())) };
+}
+
+/// The node whose op is being emitted on this thread while the value
+/// lives; checks emitted meanwhile name it.
+#[derive(Debug)]
+pub struct Node {
+    saved: (String, String),
+}
+
+impl Node {
+    /// Names node `name` (of op type `op`) as the one being emitted.
+    pub fn enter(name: &str, op: &str) -> Node {
+        Node { saved: NODE.with(|n| n.replace((name.to_string(), op.to_string()))) }
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        NODE.with(|n| *n.borrow_mut() = std::mem::take(&mut self.saved));
+    }
 }
 
 /// Device checks are emitted on this thread while the value lives.
@@ -63,29 +92,74 @@ pub fn enabled() -> bool {
     ENABLED.with(Cell::get)
 }
 
-/// The messages of the checks emitted so far, with an index for each
-/// distinct one (a message is kept once, however often it is emitted).
+/// One emitted check: the node and op it guards and what it tests.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Check {
+    node: String,
+    op: String,
+    message: String,
+}
+
+/// The checks emitted so far, with an index for each distinct one (a
+/// check is kept once, however often it is emitted), and the failures
+/// the handler reported that no error has claimed yet.
 #[derive(Default)]
-struct Messages {
-    list: Vec<String>,
-    index: HashMap<String, usize>,
+struct Table {
+    list: Vec<Check>,
+    index: HashMap<Check, usize>,
+    failures: Vec<Failure>,
 }
 
-fn messages() -> &'static Mutex<Messages> {
-    static MESSAGES: OnceLock<Mutex<Messages>> = OnceLock::new();
-    MESSAGES.get_or_init(Default::default)
+/// A failed check as the handler reported it.
+struct Failure {
+    check: usize,
+    replica: i64,
+    /// The text the handler gave XLA, which the plugin's error contains.
+    text: String,
 }
 
-/// The id under which the handler finds `message`.
+/// Failures kept for [`classify`]; older ones are dropped first (a run
+/// stops at its first failure, so few are ever waiting).
+const MAX_FAILURES: usize = 64;
+
+fn table() -> &'static Mutex<Table> {
+    static TABLE: OnceLock<Mutex<Table>> = OnceLock::new();
+    TABLE.get_or_init(Default::default)
+}
+
+/// The id under which the handler finds the check `message`, made for
+/// the node being emitted on this thread ([`Node`]).
 pub fn register(message: String) -> usize {
-    let mut m = messages().lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(&i) = m.index.get(&message) {
+    let (node, op) = NODE.with(|n| n.borrow().clone());
+    let check = Check { node, op, message };
+    let mut t = table().lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(&i) = t.index.get(&check) {
         return i;
     }
-    let i = m.list.len();
-    m.list.push(message.clone());
-    m.index.insert(message, i);
+    let i = t.list.len();
+    t.list.push(check.clone());
+    t.index.insert(check, i);
     i
+}
+
+/// The error for a failed PJRT `call` on `program` with the plugin's
+/// `message`: [`XlaError::DeviceCheck`] when the message carries a failure
+/// the handler reported (which is then claimed), else [`XlaError::Pjrt`].
+pub fn classify(call: &str, program: &str, message: String) -> XlaError {
+    let mut t = table().lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(k) = t.failures.iter().position(|f| message.contains(&f.text)) {
+        let f = t.failures.remove(k);
+        if let Some(check) = t.list.get(f.check) {
+            return XlaError::DeviceCheck {
+                program: program.to_string(),
+                replica: f.replica,
+                node: check.node.clone(),
+                op: check.op.clone(),
+                message: check.message.clone(),
+            };
+        }
+    }
+    XlaError::Pjrt { call: call.to_string(), program: program.to_string(), message }
 }
 
 /// Registers [`handler`] as `tpu_rewrite_check` on `platform`.
@@ -130,7 +204,17 @@ unsafe fn dispatch(frame: *mut x::CallFrame) -> Result<(), String> {
         return Ok(());
     }
     let id = callback::scalar_attr(&frame.attrs, b"check").and_then(|v| usize::try_from(v).ok());
-    let m = messages().lock().unwrap_or_else(|e| e.into_inner());
-    let message = id.and_then(|i| m.list.get(i)).map_or("a device check failed", String::as_str);
-    Err(format!("replica {replica}: {message} (a device check; `--no-device-checks` gives XLA's unchecked result)"))
+    let mut t = table().lock().unwrap_or_else(|e| e.into_inner());
+    let Some((id, check)) = id.and_then(|i| Some((i, t.list.get(i)?.clone()))) else {
+        return Err(format!("replica {replica}: a device check failed"));
+    };
+    let text = format!(
+        "replica {replica}: `{}` ({}): {} (a device check; `--no-device-checks` gives XLA's unchecked result)",
+        check.node, check.op, check.message
+    );
+    if t.failures.len() >= MAX_FAILURES {
+        t.failures.remove(0);
+    }
+    t.failures.push(Failure { check: id, replica, text: text.clone() });
+    Err(text)
 }

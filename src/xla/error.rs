@@ -69,6 +69,27 @@ pub enum XlaError {
         message: String,
     },
 
+    /// A device check ([`super::device_check`]) found an operand XLA would
+    /// have accepted in silence (an index out of range, an integer division
+    /// by zero, a full or empty list, an empty Optional).
+    #[error("device check failed in {program}, replica {replica}, at `{node}`: {message}")]
+    #[diagnostic(
+        code(tpu_rewrite::xla::device_check),
+        help("the simulator and TensorFlow's CPU kernels refuse this too; `--no-device-checks` gives XLA's unchecked result")
+    )]
+    DeviceCheck {
+        /// The program that ran.
+        program: String,
+        /// The replica whose operands failed the check.
+        replica: i64,
+        /// The node of the checked op.
+        node: String,
+        /// Its op type.
+        op: String,
+        /// What was out of bounds (it starts with the op type).
+        message: String,
+    },
+
     /// A compiled program would hold more than the run's memory budget.
     #[error(
         "{program} would hold {bytes} bytes ({per_device} on each of {devices} devices, from XLA's compiled \

@@ -86,8 +86,14 @@ fn apply(bytes: &mut Vec<u8>, edit: &Edit) {
     }
 }
 
+/// Cases per property: `default`, or `$TPU_REWRITE_PROP_CASES` for a
+/// longer run (docs/robustness.md).
+fn cases(default: u32) -> u32 {
+    std::env::var("TPU_REWRITE_PROP_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(512), ..ProptestConfig::default() })]
 
     #[test]
     fn a_damaged_index_never_panics(seed in 0usize..2, edits in proptest::collection::vec(edit(), 1..4)) {
@@ -129,7 +135,7 @@ proptest! {
 
 proptest! {
     // Each case writes a file and loads a whole model: fewer cases.
-    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(48), ..ProptestConfig::default() })]
 
     #[test]
     fn a_damaged_saved_model_loads_or_gives_a_coded_diagnostic(

@@ -42,6 +42,7 @@ mod tf_host_ops;
 mod xla_backend;
 mod xla_cli;
 mod xla_corpus;
+mod xla_device_checks;
 mod xla_ffi;
 mod xla_ops;
 mod xla_pjrt;

@@ -201,7 +201,7 @@ fn plugin_and_execution_faults_end_the_run_with_a_diagnostic() {
     };
     for (plugin, code, says) in [
         (not_a_library.as_path(), "tpu_rewrite::xla::plugin_load", "libbroken.so"),
-        (plugin.as_path(), "tpu_rewrite::xla::pjrt", "replica 1"),
+        (plugin.as_path(), "tpu_rewrite::xla::device_check", "replica 1"),
     ] {
         let out = run(plugin);
         let err = String::from_utf8_lossy(&out.stderr);

@@ -270,7 +270,9 @@ pub(crate) fn scatter_rows(
     tensor_scatter(op, how, var, &ids, &updates)
 }
 
-/// `UnsortedSegmentSum(data, segment_ids, num_segments)`; ids outside `[0, num_segments)` are dropped.
+/// `UnsortedSegmentSum(data, segment_ids, num_segments)`: negative ids are
+/// dropped and an id of `num_segments` or more is an error, as on
+/// TensorFlow's CPU kernel.
 pub(crate) fn unsorted_segment_sum(op: &str, data: &Tensor, ids: &Tensor, num: &Tensor) -> Result<Tensor, KernelError> {
     let ids_shape = ids.shape();
     if !data.shape().starts_with(ids_shape) {
@@ -285,6 +287,9 @@ pub(crate) fn unsorted_segment_sum(op: &str, data: &Tensor, ids: &Tensor, num: &
     let rest = &data.shape()[ids_shape.len()..];
     let slice: usize = rest.iter().product();
     let segs = ids.to_i64_vec(op, "segment_ids")?;
+    if let Some((k, s)) = segs.iter().enumerate().find(|(_, &s)| s >= n as i64) {
+        return Err(KernelError::invalid(op, format!("segment_ids[{k}] = {s} is outside [0, {n})")));
+    }
     let mut dims = vec![n];
     dims.extend_from_slice(rest);
     with_num!(op, data, T => {
@@ -334,5 +339,7 @@ mod tests {
         let seg =
             unsorted_segment_sum("USS", &table(), &Tensor::vector(vec![1i32, 1, -1]), &Tensor::scalar(2i32)).unwrap();
         assert_eq!(seg.to_vec::<f32>().unwrap(), vec![0.0, 0.0, 10.0, 12.0]);
+        let past = unsorted_segment_sum("USS", &table(), &Tensor::vector(vec![1i32, 2, 0]), &Tensor::scalar(2i32));
+        assert!(past.unwrap_err().to_string().contains("segment_ids[1] = 2 is outside [0, 2)"));
     }
 }

@@ -400,6 +400,7 @@ impl Emitter<'_> {
     pub fn node(&mut self, ctx: &mut Ctx, id: NodeId) -> Result<(), XlaError> {
         let graph = self.graph;
         let node = graph.node(id);
+        let _checked = crate::xla::device_check::Node::enter(&node.name, &node.op);
         let op = &*node.op;
         let inputs = graph.data_inputs(id);
         let key = |i: usize| inputs.get(i).map(|x| (x.src, x.output.unwrap_or(0)));

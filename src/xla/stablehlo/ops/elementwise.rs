@@ -1,8 +1,10 @@
 //! Elementwise builders: arithmetic, comparisons, selects, casts, and the
 //! math of `tf.math` (sign, finiteness tests). Operands broadcast NumPy
-//! style to the result's shape first. Cost: a few ops per TF op.
+//! style to the result's shape first. Integer divisions check their
+//! divisor under a device-check scope (XLA divides by zero in silence).
+//! Cost: a few ops per TF op.
 
-use super::{is_float, Call};
+use super::{check, is_float, Call};
 use crate::xla::stablehlo::text::{Cmp, Ctx, Val};
 
 /// A unary op named `name` (`stablehlo.` is implied unless it has a dialect).
@@ -35,11 +37,9 @@ pub(super) fn compare(c: &mut Ctx, n: &Call, cmp: Cmp) -> Result<Vec<Val>, Strin
 }
 
 pub(super) fn div(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
-    if is_float(n.out(0)?.dtype) {
-        binary(c, n, "divide")
-    } else {
-        floor_div(c, n)
-    }
+    // Integer `Div` truncates, as C and TensorFlow do (`-7 / 2` is -3).
+    check::nonzero_divisor(c, n.input(1)?, n.op);
+    binary(c, n, "divide")
 }
 
 /// `DivNoNan(a, b)`: `a / b`, and 0 where `b` is 0.
@@ -54,6 +54,7 @@ pub(super) fn div_no_nan(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
 /// Floor division: `floor(a / b)` for floats; for integers the truncated
 /// quotient, one less where the signs differ and the division is inexact.
 pub(super) fn floor_div(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
+    check::nonzero_divisor(c, n.input(1)?, n.op);
     let (a, b) = broadcast_pair(c, n)?;
     if is_float(a.ty.dtype) {
         let q = c.elementwise("divide", &[&a, &b]);
@@ -74,6 +75,7 @@ pub(super) fn floor_div(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
 
 /// Floor modulo: the remainder with the divisor's sign.
 pub(super) fn floor_mod(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
+    check::nonzero_divisor(c, n.input(1)?, n.op);
     let (a, b) = broadcast_pair(c, n)?;
     let r = c.elementwise("remainder", &[&a, &b]);
     let zero = c.splat(&a.ty, 0.0);

@@ -3,9 +3,11 @@
 //! `UnsortedSegmentSum` and `OneHot`. Index tensors are device values;
 //! XLA clamps out-of-range gather indices and drops out-of-range scatter
 //! updates where the simulator reports an error. Under a device-check
-//! scope ([`crate::xla::device_check`]) the gathers check their indices
-//! and fail the run instead of clamping. Cost: one gather or scatter per
-//! TF op (and a compare and a reduction per checked gather).
+//! scope ([`crate::xla::device_check`]) the gathers and scatters check
+//! their indices and fail the run instead (`UnsortedSegmentSum` checks
+//! only ids past the segment count: negative ids are dropped everywhere).
+//! Cost: one gather or scatter per TF op (and a compare and a reduction
+//! per checked op).
 
 use super::{axis, check, expand, Call};
 use crate::xla::stablehlo::text::{Cmp, Ctx, Reducer, Ty, Val};
@@ -73,22 +75,7 @@ pub(super) fn gather_nd(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
         return Err(format!("indices address {m} dimensions of a rank-{} tensor", params.ty.rank()));
     }
     let out = n.out(0)?.clone();
-    if crate::xla::device_check::enabled() && indices.ty.count() > 0 {
-        let bounds = crate::exec::Tensor::vector(params.ty.shape[..m].iter().map(|&d| d as i64).collect::<Vec<i64>>());
-        let bounds = c.constant(&bounds);
-        let bounds =
-            if indices.ty.dtype == crate::ir::DType::I64 { bounds } else { c.convert(&bounds, indices.ty.dtype) };
-        let bounds = c.broadcast_to(&bounds, &indices.ty.shape);
-        let bad = check::outside(c, indices, &bounds);
-        check::fail_if(c, &bad, || {
-            format!(
-                "{}: an index is outside the bounds {:?} of {} (XLA would clamp it)",
-                n.op,
-                &params.ty.shape[..m],
-                params.ty.mlir()
-            )
-        });
-    }
+    check::nd_in_range(c, indices, &params.ty.shape[..m], || format!("{} of {}", n.op, params.ty.mlir()));
     let batch = indices.ty.rank() - 1;
     let rank = params.ty.rank();
     let offset: Vec<usize> = (batch..batch + rank - m).collect();
@@ -133,6 +120,7 @@ pub fn scatter(c: &mut Ctx, operand: &Val, indices: &Val, updates: &Val, how: Co
 /// `ScatterNd(indices, updates, shape)`: zeros with the updates added in.
 pub(super) fn scatter_nd(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
     let out = n.out(0)?.clone();
+    checked_indices(c, n, n.input(0)?, &out)?;
     let zeros = c.splat(&out, 0.0);
     Ok(vec![scatter(c, &zeros, n.input(0)?, n.input(1)?, Combine::Add)])
 }
@@ -140,7 +128,17 @@ pub(super) fn scatter_nd(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
 /// `TensorScatterUpdate`/`Add(tensor, indices, updates)`.
 pub(super) fn tensor_scatter(c: &mut Ctx, n: &Call, add: bool) -> Result<Vec<Val>, String> {
     let how = if add { Combine::Add } else { Combine::Replace };
+    checked_indices(c, n, n.input(1)?, &n.input(0)?.ty)?;
     Ok(vec![scatter(c, n.input(0)?, n.input(1)?, n.input(2)?, how)])
+}
+
+/// Checks a scatter's `indices` (index vectors in the last dimension)
+/// against the leading dimensions of `into`.
+fn checked_indices(c: &mut Ctx, n: &Call, indices: &Val, into: &Ty) -> Result<(), String> {
+    let m = indices.ty.shape.last().copied().unwrap_or(1);
+    let bounds = into.shape.get(..m).ok_or_else(|| format!("indices address {m} dimensions of a {}", into.mlir()))?;
+    check::nd_in_range(c, indices, bounds, || format!("{} into {}", n.op, into.mlir()));
+    Ok(())
 }
 
 /// `UnsortedSegmentSum(data, ids, num)`: zeros `[num, ...]` with each data
@@ -149,6 +147,8 @@ pub(super) fn unsorted_segment_sum(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, St
     let data = n.input(0)?;
     let ids = n.input(1)?;
     let out = n.out(0)?.clone();
+    let rows = *out.shape.first().ok_or("the result has no segment dimension")?;
+    check::below(c, ids, rows, || format!("{} into {rows} segments", n.op));
     let zeros = c.splat(&out, 0.0);
     let mut shape = ids.ty.shape.clone();
     shape.push(1);

@@ -89,6 +89,8 @@ pub fn build(c: &mut Ctx, n: &Call, vars: &[Val]) -> Result<(Vec<Val>, Vec<Val>)
                     || format!("batch_dims {} does not fit the indices and the variable", n.int_attr("batch_dims", 0)),
                 )?;
             let out = n.out(0)?.clone();
+            let rows = var.ty.shape.get(b).copied().unwrap_or(1);
+            super::check::in_range(c, indices, rows, || format!("{} on axis {b} of {}", n.op, var.ty.mlir()));
             let result =
                 if b == 0 { gather(c, var, indices, 0, out) } else { gather_batched(c, var, indices, b, b, out) };
             Ok((vars.to_vec(), vec![result]))
@@ -96,6 +98,8 @@ pub fn build(c: &mut Ctx, n: &Call, vars: &[Val]) -> Result<(Vec<Val>, Vec<Val>)
         "ResourceScatterAdd" | "ResourceScatterSub" | "ResourceScatterUpdate" => {
             let ids = n.input(0)?;
             let count = ids.ty.count();
+            let rows = var.ty.shape.first().copied().unwrap_or(1);
+            super::check::in_range(c, ids, rows, || format!("{} into {}", n.op, var.ty.mlir()));
             let idx = c.reshape(ids, vec![count, 1]);
             let mut rows = vec![count];
             rows.extend_from_slice(&var.ty.shape[1..]);

@@ -34,25 +34,25 @@ macro_rules! cases {
     };
 }
 
-cases!(conv3d, losses_logits, losses_sparse, mixed_bfloat16, opt_schedule_inverse_time, opt_schedule_polynomial);
-
-/// PiecewiseConstantDecay checks that exactly one of its intervals holds
-/// the step with an `Assert` inside the step (an `If` whose other branch
-/// asserts). The simulator runs it as a real check; the StableHLO emitter
-/// has no lowering for `Assert` yet, and refuses the step rather than drop
-/// the check.
-#[test]
-fn opt_schedule_piecewise() {
-    let refused = keras::Pjrt::Refused("tpu_rewrite::xla::unsupported_op", "Assert");
-    keras::check(&corpus_dir(), "opt_schedule_piecewise", refused);
-}
+// PiecewiseConstantDecay checks that exactly one of its intervals holds
+// the step with an `Assert` inside the step (an `If` whose other branch
+// asserts): the simulator runs it as a real check, and PJRT as a device
+// check (`xla_device_checks::` shows a failing one).
+cases!(
+    conv3d,
+    losses_logits,
+    losses_sparse,
+    mixed_bfloat16,
+    opt_schedule_inverse_time,
+    opt_schedule_piecewise,
+    opt_schedule_polynomial
+);
 
 #[test]
 fn every_graph_is_listed() {
     let found = keras::graph_names(&corpus_dir(), "run tests/tf/corpus_keras_more.py to make it");
     assert!(!found.is_empty(), "the corpus is empty");
     let mut tested = CASES.to_vec();
-    tested.push("opt_schedule_piecewise");
     tested.sort_unstable();
     assert_eq!(found, tested, "every graph of the corpus has a test, and nothing else");
 }

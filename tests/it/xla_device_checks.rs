@@ -1,7 +1,8 @@
-//! Device checks for integer division by zero and scatter indices out of
-//! range, on both backends. XLA accepts these in silence (a quotient of -1,
-//! a dropped update) where TensorFlow's CPU kernels and the simulator
-//! refuse them; `run --backend pjrt` checks them on the device.
+//! Device checks for integer division by zero, scatter indices out of
+//! range and `Assert`s in called functions, on both backends. XLA accepts
+//! these in silence (a quotient of -1, a dropped update, an ignored
+//! assertion) where TensorFlow's CPU kernels and the simulator refuse
+//! them; `run --backend pjrt` checks them on the device.
 //!
 //! Each case is one op under a two-replica `replicate` reading one fed
 //! `i32` tensor: replica 0 is fed an operand both paths accept, replica 1
@@ -225,4 +226,54 @@ fn variable_scatter_indices_out_of_range_fail_on_both_backends() {
     for case in cases().iter().filter(|c| !c.setup.is_empty()) {
         check(case);
     }
+}
+
+/// An `Assert` in a function the step calls (as Keras's
+/// PiecewiseConstantDecay puts one in a branch): replica 1's condition is
+/// false. The simulator and PJRT both stop there; without device checks
+/// PJRT runs it as TensorFlow's XLA bridge compiles `Assert`, as nothing.
+#[test]
+fn an_assert_in_a_called_function_fails_on_both_backends() {
+    let text = "graph @main {
+  %i0 = Placeholder() {dtype = i32, shape = shape[]}
+  %i1 = Placeholder() {dtype = i32, shape = shape[]}
+  replicate (num_replicas = 2) (%i = [%i0, %i1]) {
+    %out = PartitionedCall(%i) {Tin = [i32], Tout = [i32], f = func \"checked\"}
+    return %out
+  }
+}
+
+graph @checked (role = \"function\") {
+  %a = _Arg() {T = i32, index = 0}
+  %zero = Const() {dtype = i32, value = tensor(i32, []) [0]}
+  %ok = GreaterEqual(%a, %zero) {T = i32}
+  %assert = Assert(%ok, %a) {T = [i32], summarize = 3}
+  %same = Identity(%a, ^%assert) {T = i32}
+  %r = _Retval(%same) {T = i32, index = 0}
+}
+";
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("assert.opg");
+    std::fs::write(&path, text).expect("writes the graph");
+    let (tagged, lowered) = prepare(path.to_str().expect("utf-8"), "1x2", 1);
+    let graph = &tagged.graphs[0];
+    let feeds = vec![("i0:0".to_string(), Tensor::scalar(5i32)), ("i1:0".to_string(), Tensor::scalar(-5i32))];
+    let fetches = default_fetches(&lowered.module);
+
+    let sim = driver::run(&lowered.module, &feeds, &fetches, &driver::RunConfig::default(), &mut |_, _| {});
+    let sim = sim.err().map(|e| format!("{:?}", miette::Report::new(e))).expect("the simulator stops the step");
+    assert!(sim.contains("replica_1") && sim.contains("assertion failed"), "{sim}");
+
+    let err = backend::run(graph, &lowered.assignment, &support::one_step(&feeds, Some(&tagged)))
+        .err()
+        .expect("PJRT stops the step");
+    let XlaError::DeviceCheck { replica, op, .. } = &err else { panic!("not a device check: {err:?}") };
+    assert_eq!((*replica, op.as_str()), (1, "Assert"), "{err}");
+
+    let unchecked = backend::RunConfig { no_device_checks: true, ..support::one_step(&feeds, Some(&tagged)) };
+    let run = backend::run(graph, &lowered.assignment, &unchecked).unwrap_or_else(|e| panic!("{e:?}")).run;
+    let mut fetched: Vec<(String, Vec<i32>)> =
+        run.fetched.iter().map(|(n, t)| (n.clone(), t.to_vec::<i32>().expect("i32"))).collect();
+    fetched.sort();
+    assert_eq!(fetched.iter().map(|f| f.1.clone()).collect::<Vec<_>>(), [vec![5], vec![-5]], "{fetched:?}");
 }

@@ -443,9 +443,10 @@ impl Emitter<'_> {
             return Err(lowering(graph, id, "its operands must be compile-time constants (shapes, index lists)"));
         }
         let build = builder(op).ok_or_else(|| XlaError::unsupported(&node.name, op))?;
-        let mut vals = Vec::with_capacity(inputs.len());
-        let mut consts = Vec::with_capacity(inputs.len());
-        for i in 0..inputs.len() {
+        let read = super::ops::operands_read(op).unwrap_or(inputs.len()).min(inputs.len());
+        let mut vals = Vec::with_capacity(read);
+        let mut consts = Vec::with_capacity(read);
+        for i in 0..read {
             let k = key(i).unwrap_or((id, 0));
             let t = self.traced.values.get(&k);
             consts.push(t.filter(|t| t.constant).and_then(|t| t.value.clone()));

@@ -73,22 +73,8 @@ fn assert_tf_numbers(label: &str, meta: &Value, outcome: &RunOutcome, rtol: f64)
     }
 }
 
-/// What PJRT does with a case (the simulator always gives TensorFlow's numbers).
-#[derive(Clone, Copy, Debug)]
-pub enum Pjrt {
-    /// Runs with TensorFlow's numbers.
-    Runs,
-    /// Refuses it with this diagnostic code, and a message that says this (the reason).
-    Refused(&'static str, &'static str),
-}
-
 /// Runs `case` of `dir` on the simulator and on PJRT, each against TensorFlow's numbers.
 pub fn check_runs(dir: &Path, case: &str) {
-    check(dir, case, Pjrt::Runs);
-}
-
-/// Runs `case` of `dir` on the simulator against TensorFlow's numbers, and on PJRT as `pjrt` says.
-pub fn check(dir: &Path, case: &str, pjrt: Pjrt) {
     let meta = read_json(&dir.join(format!("{case}.json")));
     let rtol = meta["rtol"].as_f64().expect("rtol");
     let steps = meta["steps"].as_u64().expect("steps") as u32;
@@ -121,16 +107,9 @@ pub fn check(dir: &Path, case: &str, pjrt: Pjrt) {
     let functional_lowered =
         lower(functional_graph, &config).unwrap_or_else(|e| panic!("{case}: lowering failed: {e:?}"));
     let pjrt_config = backend::RunConfig { fetch: &fetches, steps, ..super::pjrt::one_step(&feeds, Some(&functional)) };
-    match (pjrt, backend::run(functional_graph, &functional_lowered.assignment, &pjrt_config)) {
-        (Pjrt::Runs, Ok(outcome)) => assert_tf_numbers(&format!("{case} (pjrt)"), &meta, &outcome.run, rtol),
-        (Pjrt::Runs, Err(e)) => panic!("{case}: PJRT refused it: {:?}", miette::Report::new(e)),
-        (Pjrt::Refused(code, why), Err(e)) => {
-            let got = miette::Diagnostic::code(&e).map(|c| c.to_string()).unwrap_or_default();
-            let text = format!("{e} ({})", miette::Diagnostic::help(&e).map(|h| h.to_string()).unwrap_or_default());
-            assert_eq!(got, code, "{case}: {text}");
-            assert!(text.contains(why), "{case}: the diagnostic says why ({why}): {text}");
-        }
-        (Pjrt::Refused(..), Ok(_)) => panic!("{case}: PJRT ran it; list it as running"),
+    match backend::run(functional_graph, &functional_lowered.assignment, &pjrt_config) {
+        Ok(outcome) => assert_tf_numbers(&format!("{case} (pjrt)"), &meta, &outcome.run, rtol),
+        Err(e) => panic!("{case}: PJRT refused it: {:?}", miette::Report::new(e)),
     }
 }
 

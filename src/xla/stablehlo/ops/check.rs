@@ -85,3 +85,20 @@ pub(super) fn nonzero_divisor(c: &mut Ctx, b: &Val, op: &str) {
     let bad = c.compare(b, &zero, Cmp::Eq);
     fail_if(c, &bad, || format!("{op}: integer division by zero"));
 }
+
+/// `Assert(condition, data...)` inside a device program (a function body
+/// the cluster calls): fails the step where the condition is false, as
+/// TensorFlow's CPU kernel and the simulator do. Without device checks it
+/// is nothing, as TensorFlow's XLA bridge compiles it. The data operands
+/// are not printed (they stay on the host's side in TensorFlow too).
+pub(super) fn assert(c: &mut Ctx, n: &super::Call) -> Result<Vec<Val>, String> {
+    let condition = n.input(0)?;
+    if condition.ty.dtype != DType::Bool {
+        return Err(format!("the condition is {}, not bool", condition.ty.dtype));
+    }
+    if device_check::enabled() {
+        let bad = c.elementwise("not", &[condition]);
+        fail_if(c, &bad, || format!("{}: assertion failed", n.op));
+    }
+    Ok(Vec::new())
+}

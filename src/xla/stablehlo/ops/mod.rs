@@ -121,6 +121,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("ArgMin", |c, n| reduce::arg_extreme(c, n, false)),
     ("Asin", |c, n| ew::unary(c, n, "chlo.asin")),
     ("Asinh", |c, n| ew::unary(c, n, "chlo.asinh")),
+    ("Assert", check::assert),
     ("Atan", |c, n| ew::unary(c, n, "chlo.atan")),
     ("Atanh", |c, n| ew::unary(c, n, "chlo.atanh")),
     ("AvgPool", |c, n| nchw::with_layout(c, n, conv::avg_pool)),
@@ -350,7 +351,6 @@ const STRUCTURAL: &[&str] = &[
 
 /// Ops the simulator runs that never reach a builder, and why.
 pub const NOT_LOWERED: &[(&str, &str)] = &[
-    ("Assert", "a host-side check: inside a cluster it runs by outside compilation"),
     ("Enter", "TF1 control flow (Switch/Merge frames) is not lowered"),
     ("Exit", "TF1 control flow (Switch/Merge frames) is not lowered"),
     ("LoopCond", "TF1 control flow (Switch/Merge frames) is not lowered"),
@@ -385,6 +385,16 @@ pub fn reason(op: &str) -> Option<&'static str> {
         "this TensorList op has no StableHLO lowering (lists lower as a buffer and a size: see docs/xla.md); \
          the simulator runs it",
     )
+}
+
+/// How many leading operands the builder of `op` reads, where it reads
+/// fewer than all: an `Assert`'s data (strings, most often) stay on the
+/// host, and only its condition goes to the device.
+pub fn operands_read(op: &str) -> Option<usize> {
+    match op {
+        "Assert" => Some(1),
+        _ => None,
+    }
 }
 
 /// The builder of `op`.

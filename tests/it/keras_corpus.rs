@@ -44,6 +44,7 @@ use Expect::Runs;
 /// Every graph of the Keras corpus (the file stem).
 const CASES: &[(&str, Expect)] = &[
     ("activations", Runs),
+    ("app_efficientnet_b0", Runs),
     ("app_mobilenet", Runs),
     ("app_mobilenet_v3_small", Runs),
     ("attention", Runs),
@@ -194,6 +195,7 @@ macro_rules! keras_cases {
 
 keras_cases!(
     activations,
+    app_efficientnet_b0,
     app_mobilenet,
     app_mobilenet_v3_small,
     attention,

@@ -43,19 +43,29 @@ pub struct Host<'a> {
     /// The variables (`VarHandleOp`s) some cluster op writes; computed at
     /// the first host read of a variable.
     written: Option<HashSet<NodeId>>,
+    /// False: host reads of variables are refused (after the step, where
+    /// the run reports the variables themselves).
+    variable_reads: bool,
 }
 
 impl<'a> Host<'a> {
     /// An evaluator over `graph` with `feeds` (tensor name → value).
     pub fn new(graph: &'a Graph, feeds: &[(String, Tensor)], missing: MissingFeed) -> Host<'a> {
         let feeds = feeds.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-        Host { graph, feeds, missing, memo: HashMap::new(), effects: true, written: None }
+        Host { graph, feeds, missing, memo: HashMap::new(), effects: true, written: None, variable_reads: true }
     }
 
     /// The same evaluator, for compiling only: `Print`, `PrintV2` and
     /// `Assert` write nothing and stop nothing.
     pub fn without_effects(mut self) -> Host<'a> {
         self.effects = false;
+        self
+    }
+
+    /// The same evaluator, refusing host reads of variables (for host ops
+    /// after the step: the run reports the final variables instead).
+    pub fn without_variable_reads(mut self) -> Host<'a> {
+        self.variable_reads = false;
         self
     }
 
@@ -150,6 +160,16 @@ impl<'a> Host<'a> {
     /// `handle`: its initial value, unless a cluster op writes it.
     fn host_read(&mut self, read: NodeId, handle: NodeId) -> Result<Tensor, XlaError> {
         let graph = self.graph;
+        if !self.variable_reads {
+            return Err(XlaError::Host {
+                node: graph.node(read).name.to_string(),
+                message: format!(
+                    "reads variable `{}` on the host after the step; the run reports the variables' final values \
+                     instead",
+                    graph.node(handle).name
+                ),
+            });
+        }
         let written = self.written.get_or_insert_with(|| {
             let mut written = HashSet::new();
             for id in graph.nodes_in_order() {
@@ -233,3 +253,4 @@ impl<'a> Host<'a> {
         self.value(value.0, value.1)
     }
 }
+

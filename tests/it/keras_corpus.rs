@@ -45,6 +45,7 @@ use Expect::Runs;
 const CASES: &[(&str, Expect)] = &[
     ("activations", Runs),
     ("app_efficientnet_b0", Runs),
+    ("app_efficientnet_v2_b0", Runs),
     ("app_mobilenet", Runs),
     ("app_mobilenet_v3_large", Runs),
     ("app_mobilenet_v3_small", Runs),
@@ -137,7 +138,7 @@ fn assert_tf_numbers(label: &str, meta: &Value, outcome: &RunOutcome, rtol: f64)
 /// Graphs whose PJRT half (minutes of XLA compilation in a debug build)
 /// runs only with `TPU_REWRITE_LARGE_MODELS=1`; without it their test
 /// checks the clusters and the simulator's numbers, and says so.
-const LARGE: &[&str] = &["app_efficientnet_b0", "app_mobilenet_v3_large", "app_resnet50_v2"];
+const LARGE: &[&str] = &["app_efficientnet_b0", "app_efficientnet_v2_b0", "app_mobilenet_v3_large", "app_resnet50_v2"];
 
 /// True when the large graphs' PJRT half runs (`TPU_REWRITE_LARGE_MODELS=1`).
 fn large_models() -> bool {
@@ -222,6 +223,7 @@ macro_rules! keras_cases {
 keras_cases!(
     activations,
     app_efficientnet_b0,
+    app_efficientnet_v2_b0,
     app_mobilenet,
     app_mobilenet_v3_large,
     app_mobilenet_v3_small,

@@ -784,6 +784,13 @@ CASES.update({
     name: (lambda name=name: application(name, APPLICATIONS[name], APPLICATION_SIZES.get(name, 32)))
     for name in APPLICATIONS
 })
+# Families written only when asked for by name: their graphs do not run yet, for the reason given.
+NOT_YET = {
+    "app_regnet_x002": "grouped Conv2D (RegNet's group convolutions) has no simulator kernel or lowering yet",
+}
+if __name__ == "__main__" and not sys.argv[1:]:
+    for name in NOT_YET:
+        del CASES[name]
 
 if __name__ == "__main__":
     wanted = sys.argv[1:] or list(CASES)

@@ -253,4 +253,3 @@ impl<'a> Host<'a> {
         self.value(value.0, value.1)
     }
 }
-

@@ -44,6 +44,7 @@ use Expect::Runs;
 /// Every graph of the Keras corpus (the file stem).
 const CASES: &[(&str, Expect)] = &[
     ("activations", Runs),
+    ("app_densenet121", Runs),
     ("app_efficientnet_b0", Runs),
     ("app_efficientnet_v2_b0", Runs),
     ("app_mobilenet", Runs),
@@ -139,8 +140,14 @@ fn assert_tf_numbers(label: &str, meta: &Value, outcome: &RunOutcome, rtol: f64)
 /// Graphs whose PJRT half (minutes of XLA compilation in a debug build)
 /// runs only with `TPU_REWRITE_LARGE_MODELS=1`; without it their test
 /// checks the clusters and the simulator's numbers, and says so.
-const LARGE: &[&str] =
-    &["app_efficientnet_b0", "app_efficientnet_v2_b0", "app_mobilenet_v3_large", "app_resnet50_v2", "app_vgg16"];
+const LARGE: &[&str] = &[
+    "app_densenet121",
+    "app_efficientnet_b0",
+    "app_efficientnet_v2_b0",
+    "app_mobilenet_v3_large",
+    "app_resnet50_v2",
+    "app_vgg16",
+];
 
 /// True when the large graphs' PJRT half runs (`TPU_REWRITE_LARGE_MODELS=1`).
 fn large_models() -> bool {
@@ -224,6 +231,7 @@ macro_rules! keras_cases {
 
 keras_cases!(
     activations,
+    app_densenet121,
     app_efficientnet_b0,
     app_efficientnet_v2_b0,
     app_mobilenet,

@@ -788,8 +788,6 @@ CASES.update({
 NOT_YET = {
     "app_regnet_x002": "grouped Conv2D (RegNet's group convolutions) has no simulator kernel or lowering yet",
     "app_convnext_tiny": "grouped Conv2D (ConvNeXt's depthwise convolutions are Conv2D with groups) has no kernel yet",
-    "app_inception_v3": "not yet run by the tests",
-    "app_xception": "not yet run by the tests",
     "app_nasnet_mobile": "not yet run by the tests",
 }
 if __name__ == "__main__" and not sys.argv[1:]:

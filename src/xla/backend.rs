@@ -427,7 +427,7 @@ pub fn run(graph: &Graph, assignment: &DeviceAssignment, config: &RunConfig) -> 
         }
     }
     // Host ops after the step, on the last step's outputs.
-    let mut after = Host::new(graph, config.feeds, MissingFeed::Error);
+    let mut after = Host::new(graph, config.feeds, MissingFeed::Error).without_variable_reads();
     for (node, values) in device_outputs {
         after.seed(node, values);
     }

@@ -6,15 +6,20 @@
 //! depends on is evaluated once, memoized, in dependency order; a fed
 //! tensor (`name:i` or `name`) replaces its node's output. A variable's
 //! initial value is the value of the last `AssignVariableOp` outside any
-//! cluster that writes it (what the init program does). Cost: one kernel
-//! call per host node the program depends on.
+//! cluster that writes it (what the init program does). A host
+//! `ReadVariableOp` (e.g. a Keras `Normalization` layer's statistics, read
+//! when the layer is built) gives that initial value, which every step
+//! reads; a host read of a variable that a cluster op writes is refused,
+//! since host values are computed once. Cost: one kernel call per host
+//! node the program depends on.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use super::error::XlaError;
 use crate::exec::{run_kernel, run_kernel_without_effects, Tensor};
 use crate::ir::{DType, Graph, NodeId};
 use crate::passes::common::TPU_REPLICATE;
+use crate::xla::stablehlo::ops::state::handle_operands;
 
 /// What an unfed `Placeholder` becomes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,19 +40,32 @@ pub struct Host<'a> {
     memo: HashMap<NodeId, Vec<Tensor>>,
     /// False: host ops that print or assert give their values only.
     effects: bool,
+    /// The variables (`VarHandleOp`s) some cluster op writes; computed at
+    /// the first host read of a variable.
+    written: Option<HashSet<NodeId>>,
+    /// False: host reads of variables are refused (after the step, where
+    /// the run reports the variables themselves).
+    variable_reads: bool,
 }
 
 impl<'a> Host<'a> {
     /// An evaluator over `graph` with `feeds` (tensor name → value).
     pub fn new(graph: &'a Graph, feeds: &[(String, Tensor)], missing: MissingFeed) -> Host<'a> {
         let feeds = feeds.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-        Host { graph, feeds, missing, memo: HashMap::new(), effects: true }
+        Host { graph, feeds, missing, memo: HashMap::new(), effects: true, written: None, variable_reads: true }
     }
 
     /// The same evaluator, for compiling only: `Print`, `PrintV2` and
     /// `Assert` write nothing and stop nothing.
     pub fn without_effects(mut self) -> Host<'a> {
         self.effects = false;
+        self
+    }
+
+    /// The same evaluator, refusing host reads of variables (for host ops
+    /// after the step: the run reports the final variables instead).
+    pub fn without_variable_reads(mut self) -> Host<'a> {
+        self.variable_reads = false;
         self
     }
 
@@ -106,6 +124,13 @@ impl<'a> Host<'a> {
                     ),
                 });
             }
+            if &*node.op == "ReadVariableOp" {
+                if let Some(handle) = inputs.first().map(|i| i.src).filter(|&h| self.is_variable(h)) {
+                    let value = self.host_read(id, handle)?;
+                    self.memo.insert(id, vec![value]);
+                    continue;
+                }
+            }
             let mut args = Vec::with_capacity(inputs.len());
             for i in &inputs {
                 args.push(self.value(i.src, i.output.unwrap_or(0))?);
@@ -124,6 +149,53 @@ impl<'a> Host<'a> {
             self.memo.insert(id, result);
         }
         Ok(self.memo.get(&root).cloned().unwrap_or_default())
+    }
+
+    /// True when `id` is a variable's handle op.
+    fn is_variable(&self, id: NodeId) -> bool {
+        matches!(&*self.graph.node(id).op, "VarHandleOp" | "MirroredVarHandleOp")
+    }
+
+    /// The value host op `read` (a `ReadVariableOp`) reads from variable
+    /// `handle`: its initial value, unless a cluster op writes it.
+    fn host_read(&mut self, read: NodeId, handle: NodeId) -> Result<Tensor, XlaError> {
+        let graph = self.graph;
+        if !self.variable_reads {
+            return Err(XlaError::Host {
+                node: graph.node(read).name.to_string(),
+                message: format!(
+                    "reads variable `{}` on the host after the step; the run reports the variables' final values \
+                     instead",
+                    graph.node(handle).name
+                ),
+            });
+        }
+        let written = self.written.get_or_insert_with(|| {
+            let mut written = HashSet::new();
+            for id in graph.nodes_in_order() {
+                let node = graph.node(id);
+                let op = &*node.op;
+                if node.attrs.get_str(TPU_REPLICATE).is_none()
+                    || matches!(op, "ReadVariableOp" | "VarIsInitializedOp" | "ResourceGather")
+                {
+                    continue;
+                }
+                let handles = handle_operands(op);
+                written.extend(graph.data_inputs(id).iter().take(handles).map(|i| i.src));
+            }
+            written
+        });
+        if written.contains(&handle) {
+            return Err(XlaError::Host {
+                node: graph.node(read).name.to_string(),
+                message: format!(
+                    "reads variable `{}` on the host, which the step writes; the pjrt backend computes host values \
+                     once, before the first step (read it inside the cluster instead)",
+                    graph.node(handle).name
+                ),
+            });
+        }
+        self.initial_value(handle)
     }
 
     /// The fed value of placeholder `id` (`name:0` or `name`).

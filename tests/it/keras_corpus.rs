@@ -44,8 +44,16 @@ use Expect::Runs;
 /// Every graph of the Keras corpus (the file stem).
 const CASES: &[(&str, Expect)] = &[
     ("activations", Runs),
+    ("app_densenet121", Runs),
+    ("app_efficientnet_b0", Runs),
+    ("app_efficientnet_v2_b0", Runs),
+    ("app_inception_v3", Runs),
     ("app_mobilenet", Runs),
+    ("app_mobilenet_v3_large", Runs),
     ("app_mobilenet_v3_small", Runs),
+    ("app_resnet50_v2", Runs),
+    ("app_vgg16", Runs),
+    ("app_xception", Runs),
     ("attention", Runs),
     ("conv1d_text", Runs),
     ("conv1d_transpose", Runs),
@@ -131,6 +139,29 @@ fn assert_tf_numbers(label: &str, meta: &Value, outcome: &RunOutcome, rtol: f64)
     }
 }
 
+/// Graphs whose PJRT half (minutes of XLA compilation in a debug build)
+/// runs only with `TPU_REWRITE_LARGE_MODELS=1`; without it their test
+/// checks the clusters and the simulator's numbers, and says so.
+const LARGE: &[&str] = &[
+    "app_densenet121",
+    "app_efficientnet_b0",
+    "app_efficientnet_v2_b0",
+    "app_inception_v3",
+    "app_mobilenet_v3_large",
+    "app_resnet50_v2",
+    "app_vgg16",
+    "app_xception",
+];
+
+/// True when the large graphs' PJRT half runs (`TPU_REWRITE_LARGE_MODELS=1`).
+fn large_models() -> bool {
+    match std::env::var("TPU_REWRITE_LARGE_MODELS").as_deref() {
+        Ok("1") => true,
+        Ok("0") | Err(_) => false,
+        Ok(other) => panic!("TPU_REWRITE_LARGE_MODELS={other}: expected 1 or 0"),
+    }
+}
+
 /// Runs `case` as [`CASES`] says it goes.
 fn check(case: &str) {
     let expect = CASES.iter().find(|(c, _)| *c == case).map(|c| c.1).unwrap_or_else(|| panic!("{case} is not listed"));
@@ -153,10 +184,17 @@ fn check(case: &str) {
     let fetches: Vec<String> = meta["runs"][0]["fetches"].as_object().expect("fetches").keys().cloned().collect();
 
     let sim_config = RunConfig { steps, ..RunConfig::default() };
+    let started = std::time::Instant::now();
     let sim = driver::run(&lowered.module, &feeds, &fetches, &sim_config, &mut |_, _| {})
         .unwrap_or_else(|e| panic!("{case}: the simulator failed: {:?}", miette::Report::new(e)));
     assert_tf_numbers(&format!("{case} (simulator)"), &meta, &sim, rtol);
+    eprintln!("{case}: simulator {:.1} s", started.elapsed().as_secs_f64());
+    let started = std::time::Instant::now();
 
+    if LARGE.contains(&case) && !large_models() {
+        eprintln!("{case}: PJRT not run (a large model: set TPU_REWRITE_LARGE_MODELS=1 to run it)");
+        return;
+    }
     // PJRT gets TF1 control flow as functional While/If, as the CLI gives it.
     let mut functional = module.clone();
     if let Some(e) = tpu_rewrite::passes::functionalize::functionalize(&mut functional).first() {
@@ -167,7 +205,10 @@ fn check(case: &str) {
         lower(functional_graph, &config).unwrap_or_else(|e| panic!("{case}: lowering failed: {e:?}"));
     let pjrt_config = backend::RunConfig { fetch: &fetches, steps, ..support::one_step(&feeds, Some(&functional)) };
     match (expect, backend::run(functional_graph, &functional_lowered.assignment, &pjrt_config)) {
-        (Runs, Ok(outcome)) => assert_tf_numbers(&format!("{case} (pjrt)"), &meta, &outcome.run, rtol),
+        (Runs, Ok(outcome)) => {
+            assert_tf_numbers(&format!("{case} (pjrt)"), &meta, &outcome.run, rtol);
+            eprintln!("{case}: pjrt {:.1} s", started.elapsed().as_secs_f64());
+        }
         (Runs, Err(e)) => panic!("{case}: PJRT refused it: {:?}", miette::Report::new(e)),
         (Expect::Refused(code, why), Err(e)) => {
             let got = miette::Diagnostic::code(&e).map(|c| c.to_string()).unwrap_or_default();
@@ -194,8 +235,16 @@ macro_rules! keras_cases {
 
 keras_cases!(
     activations,
+    app_densenet121,
+    app_efficientnet_b0,
+    app_efficientnet_v2_b0,
+    app_inception_v3,
     app_mobilenet,
+    app_mobilenet_v3_large,
     app_mobilenet_v3_small,
+    app_resnet50_v2,
+    app_vgg16,
+    app_xception,
     attention,
     conv1d_text,
     conv1d_transpose,
@@ -243,4 +292,41 @@ fn every_keras_graph_is_listed() {
     let mut tested = TESTED.to_vec();
     tested.sort_unstable();
     assert_eq!(tested, listed, "every listed case has a test");
+    assert!(LARGE.iter().all(|c| listed.contains(c)), "every large case is listed: {LARGE:?}");
+}
+
+/// A cluster that writes `w` and reads `stats`, which the host reads (as
+/// a Keras `Normalization` layer's statistics are read when it is built).
+const HOST_READS: &str = r#"graph @main {
+  %stats = VarHandleOp() {dtype = f32, shape = shape[2], shared_name = "stats"}
+  %stats_value = Const() {dtype = f32, value = tensor(f32, [2]) [1.0, 2.0]}
+  %stats_init = AssignVariableOp(%stats, %stats_value) {dtype = f32}
+  %stats_host = ReadVariableOp(%stats) {dtype = f32}
+  %w = VarHandleOp() {dtype = f32, shape = shape[2], shared_name = "w"}
+  %w_value = Const() {dtype = f32, value = tensor(f32, [2]) [3.0, 4.0]}
+  %w_init = AssignVariableOp(%w, %w_value) {dtype = f32}
+  %w_host = ReadVariableOp(%w) {dtype = f32}
+  %scaled = Mul(%stats_host, %stats_host) {T = f32, _tpu_replicate = "cluster"}
+  %update = AssignAddVariableOp(%w, %scaled) {dtype = f32, _tpu_replicate = "cluster"}
+}
+"#;
+
+/// The PJRT backend's host evaluator: a host read of a variable no cluster
+/// op writes is its initial value; of one the step writes, or after the
+/// step, it is refused.
+#[test]
+fn host_reads_of_variables_before_the_step() {
+    use tpu_rewrite::xla::host::{Host, MissingFeed};
+    let (module, errors) = tpu_rewrite::ir::parse_module(HOST_READS.as_bytes()).expect("parses");
+    assert!(errors.is_empty(), "{errors:?}");
+    let graph = module.graph("main").expect("@main");
+    let node = |name: &str| graph.find(name).unwrap_or_else(|| panic!("no {name}"));
+    let mut host = Host::new(graph, &[], MissingFeed::Error);
+    let got = host.value(node("stats_host"), 0).expect("a value");
+    assert_eq!(got, Tensor::from_vec(&[2], vec![1f32, 2.0]).expect("a tensor"));
+    let err = host.value(node("w_host"), 0).expect_err("refused").to_string();
+    assert!(err.contains("w_host") && err.contains("which the step writes"), "{err}");
+    let mut after = Host::new(graph, &[], MissingFeed::Error).without_variable_reads();
+    let err = after.value(node("stats_host"), 0).expect_err("refused").to_string();
+    assert!(err.contains("after the step"), "{err}");
 }

@@ -31,7 +31,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from make_corpus import enc, f32, rng, tf, tf1  # noqa: E402
 import numpy as np  # noqa: E402
 import tf_keras as keras  # noqa: E402
-from tf_keras.src.applications import efficientnet  # noqa: E402
+from tf_keras.src.applications import efficientnet, efficientnet_v2  # noqa: E402
 from tensorflow.python.tpu import tpu  # noqa: E402
 from tensorflow.python.tpu.ops import tpu_ops  # noqa: E402
 
@@ -553,13 +553,29 @@ APPLICATIONS = {
         input_shape=(32, 32, 3), alpha=0.75, weights=None, classes=4, dropout_rate=0.0
     ),
     # EfficientNetB0's widths and depths; its constructor fixes the top dropout, so it is built directly.
-    # Not yet in the corpus: the simulator gives TensorFlow's numbers, but PJRT fails on the input
-    # Normalization layer's variables ("host op normalization/mean: has no output 0").
     "app_efficientnet_b0": lambda: efficientnet.EfficientNet(
         1.0, 1.0, 224, 0.0, drop_connect_rate=0.0, model_name="efficientnetb0",
         input_shape=(32, 32, 3), weights=None, classes=4,
     ),
+    # EfficientNetV2B0's widths and depths, built directly for the same reason (and its stochastic depth).
+    "app_efficientnet_v2_b0": lambda: efficientnet_v2.EfficientNetV2(
+        1.0, 1.0, 224, dropout_rate=0.0, drop_connect_rate=0.0, model_name="efficientnetv2-b0",
+        input_shape=(32, 32, 3), weights=None, classes=4,
+    ),
+    "app_resnet50_v2": lambda: A.ResNet50V2(input_shape=(32, 32, 3), weights=None, classes=4),
+    "app_densenet121": lambda: A.DenseNet121(input_shape=(32, 32, 3), weights=None, classes=4),
+    "app_inception_v3": lambda: A.InceptionV3(input_shape=(75, 75, 3), weights=None, classes=4),
+    "app_xception": lambda: A.Xception(input_shape=(71, 71, 3), weights=None, classes=4),
+    "app_nasnet_mobile": lambda: A.NASNetMobile(input_shape=(32, 32, 3), weights=None, classes=4),
+    "app_convnext_tiny": lambda: A.ConvNeXtTiny(input_shape=(32, 32, 3), weights=None, classes=4),
+    "app_regnet_x002": lambda: A.RegNetX002(input_shape=(32, 32, 3), weights=None, classes=4),
+    "app_vgg16": lambda: A.VGG16(input_shape=(32, 32, 3), weights=None, classes=4),
+    "app_mobilenet_v3_large": lambda: A.MobileNetV3Large(
+        input_shape=(32, 32, 3), alpha=0.75, weights=None, classes=4, dropout_rate=0.0
+    ),
 }
+# The input side of each family that needs more than 32 (its constructor's minimum).
+APPLICATION_SIZES = {"app_inception_v3": 75, "app_xception": 71}
 
 
 def sparse_ce():
@@ -765,13 +781,18 @@ CASES = {
     "new_optimizers": new_optimizers,
 }
 CASES.update({
-    name: (lambda name=name: application(name, APPLICATIONS[name])) for name in APPLICATIONS
-    if name != "app_efficientnet_b0"
+    name: (lambda name=name: application(name, APPLICATIONS[name], APPLICATION_SIZES.get(name, 32)))
+    for name in APPLICATIONS
 })
-# Written only when asked for by name (see APPLICATIONS).
-CASES["app_efficientnet_b0"] = lambda: application("app_efficientnet_b0", APPLICATIONS["app_efficientnet_b0"])
+# Families written only when asked for by name: their graphs do not run yet, for the reason given.
+NOT_YET = {
+    "app_regnet_x002": "grouped Conv2D (RegNet's group convolutions) has no simulator kernel or lowering yet",
+    "app_convnext_tiny": "grouped Conv2D (ConvNeXt's depthwise convolutions are Conv2D with groups) has no kernel yet",
+    "app_nasnet_mobile": "not yet run by the tests",
+}
 if __name__ == "__main__" and not sys.argv[1:]:
-    del CASES["app_efficientnet_b0"]
+    for name in NOT_YET:
+        del CASES[name]
 
 if __name__ == "__main__":
     wanted = sys.argv[1:] or list(CASES)

@@ -408,9 +408,10 @@ fn ops_of_other_differential_graphs() -> BTreeSet<String> {
         let bytes = std::fs::read(format!("tests/tf/corpus/{name}.pbtxt")).expect("corpus graph");
         add(import_graphdef(&bytes, GraphDefFormat::Text).expect("imports").0);
     }
-    // The Keras corpus, which `keras_corpus` runs on both backends against TensorFlow.
-    let mut keras: Vec<_> = std::fs::read_dir("tests/tf/corpus/keras")
-        .expect("the Keras corpus")
+    // The Keras corpora, which `keras_corpus` and `keras_more` run on both backends against TensorFlow.
+    let mut keras: Vec<_> = ["tests/tf/corpus/keras", "tests/tf/corpus/keras_more"]
+        .into_iter()
+        .flat_map(|dir| std::fs::read_dir(dir).expect("the Keras corpus"))
         .map(|e| e.expect("an entry").path())
         .filter(|p| p.extension().is_some_and(|e| e == "pbtxt" || e == "pb"))
         .collect();

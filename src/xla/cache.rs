@@ -4,7 +4,8 @@
 //! is the SHA3-256 of everything the compiled code depends on: the module
 //! text, the serialized compile options, the plugin's identity (its path,
 //! size and modification time, and the C API version it reports), the
-//! platform name and the client's device count. A later run of the same
+//! platform name, the client's device count and `$XLA_FLAGS` (which the
+//! plugin's compiler reads). A later run of the same
 //! program on the same plugin loads the stored executable
 //! (`PJRT_Executable_DeserializeAndLoad`) instead of compiling it.
 //!
@@ -105,6 +106,7 @@ impl CompileCache {
         field(platform.as_bytes());
         field(&(devices as u64).to_le_bytes());
         field(options);
+        field(std::env::var("XLA_FLAGS").unwrap_or_default().as_bytes());
         field(module.as_bytes());
         h.finalize().iter().map(|b| format!("{b:02x}")).collect()
     }

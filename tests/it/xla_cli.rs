@@ -451,6 +451,17 @@ fn the_compile_cache_loads_a_second_run_and_recovers_from_a_damaged_entry() {
     let (_, err, _) = go("examples/mlp_train.opg", &["--steps-per-run", "2"]);
     assert!(err.contains("compile cache: miss"), "{err}");
     assert_eq!(entries(), 2);
+    // Other XLA flags may make other code: the same program misses under them.
+    let dump = dir.path().join("dump");
+    let out = Command::new(env!("CARGO_BIN_EXE_tpu-rewrite"))
+        .args(["run", "-v", "examples/mlp_train.opg", "--steps", "4", "--backend", "pjrt", "--compile-cache", cache_arg])
+        .env("TPU_REWRITE_PJRT_PLUGIN", &plugin)
+        .env("XLA_FLAGS", format!("--xla_dump_to={}", dump.display()))
+        .output()
+        .expect("the binary runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && err.contains("compile cache: miss"), "{err}");
+    assert_eq!(entries(), 3);
     // A damaged entry is noted, removed and replaced by a fresh compile.
     for entry in std::fs::read_dir(&cache).unwrap().filter_map(Result::ok) {
         let mut bytes = std::fs::read(entry.path()).unwrap();

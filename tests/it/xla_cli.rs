@@ -454,7 +454,7 @@ fn the_compile_cache_loads_a_second_run_and_recovers_from_a_damaged_entry() {
     // Other XLA flags may make other code: the same program misses under them.
     let dump = dir.path().join("dump");
     let out = Command::new(env!("CARGO_BIN_EXE_tpu-rewrite"))
-        .args(["run", "-v", "examples/mlp_train.opg", "--steps", "4", "--backend", "pjrt", "--compile-cache", cache_arg])
+        .args(["run", "-v", "examples/mlp_train.opg", "--backend", "pjrt", "--compile-cache", cache_arg])
         .env("TPU_REWRITE_PJRT_PLUGIN", &plugin)
         .env("XLA_FLAGS", format!("--xla_dump_to={}", dump.display()))
         .output()

@@ -11,17 +11,15 @@
 use crate::support::pjrt as support;
 
 use crate::support::corpus;
-use corpus::{assert_close, read_json, tensor_of};
+use crate::support::keras;
+use corpus::{read_json, tensor_of};
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
-use tpu_rewrite::exec::driver::{self, RunConfig, RunOutcome};
+use tpu_rewrite::exec::driver::{self, RunConfig};
 use tpu_rewrite::exec::Tensor;
 use tpu_rewrite::ir::Module;
 use tpu_rewrite::lower::{lower, LowerConfig, Topology};
-use tpu_rewrite::passes::form_clusters::form_clusters;
 use tpu_rewrite::xla::backend;
 
 fn corpus_dir() -> PathBuf {
@@ -99,46 +97,6 @@ fn import(case: &str) -> Module {
     module
 }
 
-/// The clusters of `@main` equal the `_tpu_replicate` tags TensorFlow set.
-fn assert_tf_clusters(case: &str, module: &Module) {
-    let tags = read_json(&corpus_dir().join(format!("{case}.tags.json")));
-    let mut want: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for (name, entry) in tags.as_object().expect("tags") {
-        if let Some(cluster) = entry.get("R").and_then(Value::as_str) {
-            want.entry(cluster.to_string()).or_default().insert(name.clone());
-        }
-    }
-    let graph = module.graph("main").expect("@main");
-    let (clusters, errors) = form_clusters(graph);
-    assert!(errors.iter().all(|e| e.is_warning()), "{case}: {errors:?}");
-    let got: BTreeMap<String, BTreeSet<String>> = clusters
-        .iter()
-        .map(|c| (c.name.clone(), c.members.iter().map(|&m| graph.node(m).name.to_string()).collect()))
-        .collect();
-    assert!(!want.is_empty(), "{case}: TensorFlow tagged no cluster");
-    assert_eq!(got, want, "{case}: cluster members");
-}
-
-/// One backend's results against TensorFlow's: every replica's loss of the
-/// last step and every replica's copy of every variable.
-fn assert_tf_numbers(label: &str, meta: &Value, outcome: &RunOutcome, rtol: f64) {
-    let fetches = meta["runs"][0]["fetches"].as_object().expect("fetches");
-    for (name, want) in fetches {
-        let got = &outcome.fetched.iter().find(|(n, _)| n == name).unwrap_or_else(|| panic!("{label}: no {name}")).1;
-        assert_close(&format!("{label}: {name}"), got, &tensor_of(want), rtol);
-    }
-    let after = meta["variables_after"].as_object().expect("variables_after");
-    assert!(!after.is_empty(), "{label}: TensorFlow recorded no variable");
-    for (var, copies) in after {
-        let got = outcome.mirrors.get(var).unwrap_or_else(|| panic!("{label}: no mirrored variable `{var}`"));
-        let copies = copies.as_array().expect("one value per replica");
-        assert_eq!(got.len(), copies.len(), "{label}: copies of `{var}`");
-        for (r, (g, w)) in got.iter().zip(copies).enumerate() {
-            assert_close(&format!("{label}: `{var}` on replica {r}"), g, &tensor_of(w), rtol);
-        }
-    }
-}
-
 /// Graphs whose PJRT half (minutes of XLA compilation in a debug build)
 /// runs only with `TPU_REWRITE_LARGE_MODELS=1`; without it their test
 /// checks the clusters and the simulator's numbers, and says so.
@@ -170,7 +128,7 @@ fn check(case: &str) {
     let steps = meta["steps"].as_u64().expect("steps") as u32;
     let replicas = meta["num_replicas"].as_u64().expect("num_replicas") as u32;
     let module = import(case);
-    assert_tf_clusters(case, &module);
+    keras::assert_tf_clusters(&corpus_dir(), case, &module);
 
     let graph = module.graph("main").expect("@main");
     let config = LowerConfig {
@@ -189,7 +147,7 @@ fn check(case: &str) {
     let started = std::time::Instant::now();
     let sim = driver::run(&lowered.module, &feeds, &fetches, &sim_config, &mut |_, _| {})
         .unwrap_or_else(|e| panic!("{case}: the simulator failed: {:?}", miette::Report::new(e)));
-    assert_tf_numbers(&format!("{case} (simulator)"), &meta, &sim, rtol);
+    keras::assert_tf_numbers(&format!("{case} (simulator)"), &meta, &sim, rtol);
     eprintln!("{case}: simulator {:.1} s", started.elapsed().as_secs_f64());
     let started = std::time::Instant::now();
 
@@ -208,7 +166,7 @@ fn check(case: &str) {
     let pjrt_config = backend::RunConfig { fetch: &fetches, steps, ..support::one_step(&feeds, Some(&functional)) };
     match (expect, backend::run(functional_graph, &functional_lowered.assignment, &pjrt_config)) {
         (Runs, Ok(outcome)) => {
-            assert_tf_numbers(&format!("{case} (pjrt)"), &meta, &outcome.run, rtol);
+            keras::assert_tf_numbers(&format!("{case} (pjrt)"), &meta, &outcome.run, rtol);
             eprintln!("{case}: pjrt {:.1} s", started.elapsed().as_secs_f64());
         }
         (Runs, Err(e)) => panic!("{case}: PJRT refused it: {:?}", miette::Report::new(e)),

@@ -34,7 +34,7 @@ pub fn import(dir: &Path, case: &str) -> Module {
 }
 
 /// The clusters of `@main` equal the `_tpu_replicate` tags TensorFlow set.
-fn assert_tf_clusters(dir: &Path, case: &str, module: &Module) {
+pub fn assert_tf_clusters(dir: &Path, case: &str, module: &Module) {
     let tags = read_json(&dir.join(format!("{case}.tags.json")));
     let mut want: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for (name, entry) in tags.as_object().expect("tags") {
@@ -55,7 +55,7 @@ fn assert_tf_clusters(dir: &Path, case: &str, module: &Module) {
 
 /// One backend's results against TensorFlow's: every fetch of the last
 /// step and every replica's copy of every variable.
-fn assert_tf_numbers(label: &str, meta: &Value, outcome: &RunOutcome, rtol: f64) {
+pub fn assert_tf_numbers(label: &str, meta: &Value, outcome: &RunOutcome, rtol: f64) {
     let fetches = meta["runs"][0]["fetches"].as_object().expect("fetches");
     for (name, want) in fetches {
         let got = &outcome.fetched.iter().find(|(n, _)| n == name).unwrap_or_else(|| panic!("{label}: no {name}")).1;

@@ -9,3 +9,9 @@ use crate::support::op_cases::check_family;
 fn basic() {
     check_family("basic");
 }
+
+/// Quantization-aware training: FakeQuant* and QuantizeAndDequantizeV2/V3/V4.
+#[test]
+fn quant() {
+    check_family("quant");
+}

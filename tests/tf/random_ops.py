@@ -1,4 +1,5 @@
-"""Writes tests/tf/corpus/random/random_ops.json: TensorFlow's outputs of the stateless random ops.
+"""Writes tests/tf/corpus/random/random_ops.json: TensorFlow's outputs of the stateless random ops,
+and tests/tf/corpus/random/seeded_ops.json: those of the seeded stateful ops over two runs.
 
 Run after setup.sh:  tests/tf/.venv/bin/python tests/tf/random_ops.py
 
@@ -13,6 +14,12 @@ A case: {"op", "dtype", "shape", "seed" (V1 ops and the key/counter ops), "minva
 "xla": the same, or null when XLA does not compile the case}. Floats are written exactly (f16 and
 bf16 as the f32 of their value), and their bit patterns as "bits" (decimal strings of the f64 bits, or
 of the f32 bits for f32, f16 and bf16); u64 values as decimal strings.
+
+A seeded case (RandomUniform, RandomStandardNormal, TruncatedNormal, RandomUniformInt with `seed` and
+`seed2` attributes): {"op", "dtype", "shape", "seed", "seed2", "minval"/"maxval", "runs": [first,
+second]}, the op's outputs in two session runs of one TF1 graph on TensorFlow's CPU kernels (every
+op keeps its own generator, which each run moves on). "xla_repeats" says whether two calls of the
+same seeded op under `jit_compile` gave equal values (TensorFlow's bridge ignores the seeds).
 """
 
 import json
@@ -25,6 +32,23 @@ import tensorflow as tf  # noqa: E402
 
 raw = tf.raw_ops
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus", "random", "random_ops.json")
+SEEDED_OUT = os.path.join(os.path.dirname(OUT), "seeded_ops.json")
+
+# (op, dtype, shape, seed, seed2, (minval, maxval) for the integer op).
+SEEDED = [
+    ("RandomUniform", tf.float32, [5], 1, 2, None),
+    ("RandomUniform", tf.float64, [2, 3], 87654321, 7, None),
+    ("RandomUniform", tf.float16, [4], 0, 9, None),
+    ("RandomUniform", tf.bfloat16, [3], -5, 3, None),
+    ("RandomStandardNormal", tf.float32, [2, 3], 1, 2, None),
+    ("RandomStandardNormal", tf.float64, [5], 3, 4, None),
+    ("RandomStandardNormal", tf.float16, [3], 7, 0, None),
+    ("TruncatedNormal", tf.float32, [6], 1, 2, None),
+    ("TruncatedNormal", tf.float64, [3], 5, 6, None),
+    ("TruncatedNormal", tf.bfloat16, [4], 2, 2, None),
+    ("RandomUniformInt", tf.int32, [5], 1, 2, (-5, 17)),
+    ("RandomUniformInt", tf.int64, [4], 8, 9, (3, 2**40)),
+]
 
 SEEDS = [[1, 2], [0, 0], [-7, 123456789], [2**31 - 1, -(2**31)]]
 SHAPES = [[5], [2, 3], [4, 1, 3], [9]]
@@ -48,6 +72,38 @@ def enc(t):
         wide = a.astype(np.float64 if t.dtype == tf.float64 else np.float32)
         out["bits"] = [str(int(b)) for b in wide.reshape(-1).view(np.uint64 if t.dtype == tf.float64 else np.uint32)]
     return out
+
+
+def seeded_op(op, dtype, shape, seed, seed2, bounds):
+    f = getattr(raw, op)
+    if bounds is None:
+        return f(shape=shape, dtype=dtype, seed=seed, seed2=seed2)
+    return f(shape=shape, minval=tf.constant(bounds[0], dtype), maxval=tf.constant(bounds[1], dtype), seed=seed, seed2=seed2)
+
+
+def seeded():
+    """Two session runs of every seeded case, in one TF1 graph on the CPU."""
+    g = tf.Graph()
+    with g.as_default():
+        outs = [seeded_op(*case) for case in SEEDED]
+        with tf.compat.v1.Session(graph=g) as sess:
+            runs = [sess.run(outs), sess.run(outs)]
+    cases = []
+    for k, (op, dtype, shape, seed, seed2, bounds) in enumerate(SEEDED):
+        case = {"op": op, "dtype": dtype.name, "shape": shape, "seed": seed, "seed2": seed2,
+                "runs": [enc(tf.constant(r[k], dtype)) for r in runs]}
+        if bounds is not None:
+            case["minval"], case["maxval"] = bounds
+        cases.append(case)
+    jit = tf.function(lambda: seeded_op(*SEEDED[0]), jit_compile=True)
+    xla_repeats = bool(np.array_equal(jit().numpy(), jit().numpy()))
+    doc = {"tensorflow": tf.__version__, "xla_repeats": xla_repeats, "cases": cases}
+    tmp = SEEDED_OUT + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(doc, f, indent=None, separators=(",", ":"))
+        f.write("\n")
+    os.replace(tmp, SEEDED_OUT)
+    print(f"wrote {SEEDED_OUT}: {len(cases)} cases, XLA repeats: {xla_repeats}")
 
 
 def both(fn):
@@ -106,3 +162,4 @@ def main():
 
 if __name__ == "__main__":
     main()
+    seeded()

@@ -17,6 +17,12 @@
 //!   below 2 in magnitude; group `g` of 4 (f64: 2) results starts 256
 //!   (f64: 128) blocks into the stream, TensorFlow's reservation per group.
 //!
+//! The seeded stateful ops ([`SEEDED`]) draw the same way from a generator
+//! whose key is the `seed` attribute and whose counter's high half is
+//! `seed2`; every run reserves 256 blocks per output element, so the next
+//! run (the mesh keeps each node's position) draws new numbers as
+//! TensorFlow's do.
+//!
 //! Only the Philox algorithm (id 1, and 3, auto-select, which is Philox on
 //! CPU) is supported, as on TensorFlow's CPU; another id is an error. Cost:
 //! one block of ten rounds per four words; memory is the output.
@@ -407,8 +413,64 @@ pub(crate) fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Option<R
             let gen = Philox::from_seed(seed_operand(op, x(1)?)?);
             int_op(gen, Some((bound(2, "minval")?, bound(3, "maxval")?)))
         })(),
+        // Outside a mesh (which keeps each node's generator) a seeded op gives its first run.
+        _ if SEEDED.contains(&op) => seeded_draw(op, "", attrs, inputs, 0).map(|(out, _)| out),
         _ => return None,
     })
+}
+
+/// The seeded stateful ops (`seed` and `seed2` attributes), sorted: each node keeps a generator
+/// from run to run, as TensorFlow's `GuardedPhiloxRandom` does.
+pub const SEEDED: &[&str] = &["RandomStandardNormal", "RandomUniform", "RandomUniformInt", "TruncatedNormal"];
+
+/// Blocks a seeded op reserves per output element on each run (TensorFlow's CPU kernels reserve
+/// this many so that no run can reach the next run's blocks).
+const RESERVED_BLOCKS_PER_OUTPUT: u64 = 256;
+
+/// The generator of a seeded node before its first run: the key is `seed`, the counter's high
+/// 64 bits are `seed2`. With `seed = seed2 = 0` TensorFlow draws a fresh key from the system's
+/// entropy; the simulator stays reproducible instead and uses a hash of the node's name as `seed`.
+pub fn seeded_generator(node: &str, attrs: &AttrMap) -> Philox {
+    let (seed, seed2) = (attrs.get_int("seed").unwrap_or(0), attrs.get_int("seed2").unwrap_or(0));
+    let seed = if seed == 0 && seed2 == 0 { u64::from(crc32c::crc32c(node.as_bytes())) | 1 << 32 } else { seed as u64 };
+    Philox::new(seed, [0, seed2 as u64])
+}
+
+/// A seeded op's draw with its generator `skip` blocks past the first run's position; returns the
+/// outputs and the blocks this run reserves (the next run starts that many blocks later).
+pub fn seeded_draw(
+    op: &str,
+    node: &str,
+    attrs: &AttrMap,
+    inputs: &[Tensor],
+    skip: u64,
+) -> Result<(Vec<Tensor>, u64), KernelError> {
+    let mut gen = seeded_generator(node, attrs);
+    gen.skip(skip);
+    let x = |i: usize| arg(op, inputs, i);
+    let (dtype, dist) = match op {
+        "RandomUniform" => (dtype_attr(attrs, DType::F32), Some(Dist::Uniform)),
+        "RandomStandardNormal" => (dtype_attr(attrs, DType::F32), Some(Dist::Normal)),
+        "TruncatedNormal" => (dtype_attr(attrs, DType::F32), Some(Dist::Truncated)),
+        "RandomUniformInt" => (attrs.get("Tout").and_then(|v| v.as_type()).unwrap_or(DType::I32), None),
+        other => return Err(KernelError::invalid(other, "is not a seeded random op")),
+    };
+    let shape = shape_operand(op, x(0)?, dtype)?;
+    let out = match dist {
+        Some(dist) => float_tensor(op, gen, dist, dtype, &shape)?,
+        None => {
+            let bound = |i: usize, what: &str| -> Result<i64, KernelError> {
+                let t = x(i)?;
+                match t.to_i64_vec(op, what)?.as_slice() {
+                    [v] if t.shape().is_empty() => Ok(*v),
+                    _ => Err(KernelError::invalid(op, format!("{what} must be a scalar, got shape {:?}", t.shape()))),
+                }
+            };
+            int_tensor(op, gen, dtype, &shape, Some((bound(1, "minval")?, bound(2, "maxval")?)))?
+        }
+    };
+    let reserved = (out.len() as u64).saturating_mul(RESERVED_BLOCKS_PER_OUTPUT);
+    Ok((vec![out], reserved))
 }
 
 #[cfg(test)]

@@ -255,6 +255,9 @@ const TABLE: &[(&str, Rule)] = &[
     ("Pow", ew::broadcast),
     ("Print", ew::same),
     ("Prod", reduce::reduce),
+    ("RandomStandardNormal", random::float_draw),
+    ("RandomUniform", random::float_draw),
+    ("RandomUniformInt", random::seeded_int_draw),
     ("RealDiv", ew::broadcast),
     ("Reciprocal", ew::same),
     ("Relu", ew::same),
@@ -317,6 +320,7 @@ const TABLE: &[(&str, Rule)] = &[
     ("TensorScatterUpdate", ew::same),
     ("Tile", shape::tile),
     ("Transpose", shape::transpose),
+    ("TruncatedNormal", random::float_draw),
     ("Unpack", shape::unpack),
     ("UnsortedSegmentSum", index::unsorted_segment),
 ];

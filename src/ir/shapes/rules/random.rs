@@ -1,5 +1,5 @@
-//! Rules of the stateless random ops: a draw has its `dtype` attribute
-//! and the constant `shape` operand; the key and counter ops give
+//! Rules of the random ops: a draw has its `dtype` attribute (the seeded
+//! `RandomUniformInt`: `Tout`) and the constant `shape` operand; the key and counter ops give
 //! Philox's key (one `u64`), counter (two `u64`) and algorithm (`i32`).
 
 use super::{dim, Args, OutType};
@@ -19,6 +19,12 @@ pub(super) fn float_draw(a: &Args) -> Result<Vec<OutType>, String> {
 /// Integer draws in `[minval, maxval)` (i32 unless `dtype`).
 pub(super) fn int_draw(a: &Args) -> Result<Vec<OutType>, String> {
     draw(a, DType::I32)
+}
+
+/// The seeded `RandomUniformInt`: integers of `Tout` (i32 unless set).
+pub(super) fn seeded_int_draw(a: &Args) -> Result<Vec<OutType>, String> {
+    let shape = a.ints(0, "shape")?.iter().map(|&d| dim(d, "dimension")).collect::<Result<Vec<_>, _>>()?;
+    Ok(vec![OutType::new(a.type_attr("Tout", DType::I32), shape)])
 }
 
 /// Draws over every integer of the type (u64 unless `dtype`).
@@ -71,5 +77,9 @@ mod tests {
             Ok(&[(DType::U64, &[1]), (DType::U64, &[2]), (DType::I32, &[])]),
         );
         check("StatelessRandomGetAlg", &[], &[], Ok(&[(DType::I32, &[])]));
+        check("RandomUniform", &[], &[k(&[2, 2])], Ok(&[(DType::F32, &[2, 2])]));
+        let tout = [("Tout", AttrValue::Type(DType::I64))];
+        let bounds = [k(&[3]), x(DType::I64, &[]), x(DType::I64, &[])];
+        check("RandomUniformInt", &tout, &bounds, Ok(&[(DType::I64, &[3])]));
     }
 }

@@ -228,6 +228,9 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("PlaceholderWithDefault", identity),
     ("Pow", |c, n| ew::binary(c, n, "power")),
     ("Prod", |c, n| reduce::reduce(c, n, reduce::Kind::Prod)),
+    ("RandomStandardNormal", random::seeded_draw),
+    ("RandomUniform", random::seeded_draw),
+    ("RandomUniformInt", random::seeded_draw),
     ("RealDiv", ew::div),
     ("Reciprocal", ew::reciprocal),
     ("Relu", act::relu),
@@ -302,6 +305,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("TensorScatterUpdate", |c, n| gather::tensor_scatter(c, n, false)),
     ("Tile", shape::tile),
     ("Transpose", shape::transpose),
+    ("TruncatedNormal", random::seeded_draw),
     ("Unpack", shape::unpack),
     ("UnsortedSegmentSum", gather::unsorted_segment_sum),
 ];

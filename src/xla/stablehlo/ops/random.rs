@@ -26,6 +26,9 @@ use crate::xla::stablehlo::text::{Ctx, Ty, Val};
 /// The ops whose results are random draws, or keys made as the bridge makes them: never folded
 /// to constants (folding runs the simulator, which follows TensorFlow's CPU kernels).
 pub const DRAWS: &[&str] = &[
+    "RandomStandardNormal",
+    "RandomUniform",
+    "RandomUniformInt",
     "StatelessRandomGetKeyCounter",
     "StatelessRandomGetKeyCounterAlg",
     "StatelessRandomNormal",
@@ -38,6 +41,7 @@ pub const DRAWS: &[&str] = &[
     "StatelessRandomUniformV2",
     "StatelessTruncatedNormal",
     "StatelessTruncatedNormalV2",
+    "TruncatedNormal",
 ];
 
 /// TensorFlow's fixed key for scrambling a seed into a key and counter.
@@ -218,24 +222,34 @@ fn normal(c: &mut Ctx, state: &Val, dtype: DType, count: usize) -> Result<Val, S
     Ok(if 2 * pairs == count { flat } else { slice(c, &flat, 0, count) })
 }
 
+/// The smallest normal float of `dtype`: the bridge's truncated normals start their uniforms there.
+fn min_positive(dtype: DType) -> f64 {
+    match dtype {
+        DType::F64 => f64::MIN_POSITIVE,
+        DType::F16 => 6.103_515_625e-5,
+        _ => f64::from(f32::MIN_POSITIVE),
+    }
+}
+
 /// Truncated normals in (-2, 2): the inverse normal CDF of uniforms between its values at -2 and 2.
 fn truncated(c: &mut Ctx, state: &Val, dtype: DType, count: usize) -> Result<Val, String> {
     let u = uniform(c, state, dtype, count)?;
     // The uniform runs from the smallest normal float (not 0) to 1.
-    let tiny = match dtype {
-        DType::F64 => f64::MIN_POSITIVE,
-        DType::F16 => 6.103_515_625e-5,
-        _ => f64::from(f32::MIN_POSITIVE),
-    };
+    let tiny = min_positive(dtype);
     let scale = c.splat(&u.ty, 1.0 - tiny);
     let low = c.splat(&u.ty, tiny);
     let u = op1(c, "multiply", &u, &scale);
     let u = op1(c, "add", &u, &low);
+    Ok(truncated_of_uniform(c, &u))
+}
+
+/// Truncated normals from uniforms in `[min_positive, 1)`.
+fn truncated_of_uniform(c: &mut Ctx, u: &Val) -> Val {
     let cdf = |x: f64| 0.5 * (1.0 + erf(x / std::f64::consts::SQRT_2));
     let (alpha, beta) = (cdf(-2.0), cdf(2.0));
     let span = c.splat(&u.ty, beta - alpha);
     let alpha = c.splat(&u.ty, alpha);
-    let p = op1(c, "multiply", &u, &span);
+    let p = op1(c, "multiply", u, &span);
     let p = op1(c, "add", &p, &alpha);
     let two = c.splat(&p.ty, 2.0);
     let one = c.splat(&p.ty, 1.0);
@@ -246,7 +260,7 @@ fn truncated(c: &mut Ctx, state: &Val, dtype: DType, count: usize) -> Result<Val
     let x = op1(c, "multiply", &x, &sqrt2);
     let lo = c.splat(&x.ty, -2.0);
     let hi = c.splat(&x.ty, 2.0);
-    Ok(c.op("stablehlo.clamp", &[&lo, &x, &hi], "", x.ty.clone()))
+    c.op("stablehlo.clamp", &[&lo, &x, &hi], "", x.ty.clone())
 }
 
 /// The error function in f64 (for two compile-time constants).
@@ -306,4 +320,55 @@ pub(super) fn int_draw(c: &mut Ctx, n: &Call, v2: bool, bounds: Option<usize>) -
         }
     };
     Ok(vec![c.reshape(&value, out.shape.clone())])
+}
+
+/// `stablehlo.rng` of `distribution` (`UNIFORM` in `[a, b)`, `NORMAL` with mean `a` and deviation
+/// `b`) in the result type `ty`: XLA's own generator, whose state moves on every execution.
+fn rng(c: &mut Ctx, distribution: &str, a: &Val, b: &Val, ty: &Ty) -> Val {
+    let dims: Vec<i64> = ty.shape.iter().map(|&d| d as i64).collect();
+    let shape = c.constant(&crate::exec::Tensor::vector(dims));
+    c.op(
+        "stablehlo.rng",
+        &[a, b, &shape],
+        &format!("rng_distribution = #stablehlo<rng_distribution {distribution}>"),
+        ty.clone(),
+    )
+}
+
+/// A seeded stateful op (`RandomUniform`, `RandomStandardNormal`, `TruncatedNormal`,
+/// `RandomUniformInt`), as TensorFlow's XLA bridge lowers it: XLA's generator, which ignores
+/// the `seed` attributes (the bridge's stream is not TensorFlow's CPU stream, nor repeatable).
+/// f16 and bf16 draws are made in f32 and rounded.
+pub(super) fn seeded_draw(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
+    let out = n.out(0)?.clone();
+    if n.op == "RandomUniformInt" {
+        if !matches!(out.dtype, DType::I32 | DType::I64) {
+            return Err(format!("RandomUniformInt of {} is not lowered (i32 or i64)", out.dtype));
+        }
+        let (lo, hi) = (n.input(1)?.clone(), n.input(2)?.clone());
+        return Ok(vec![rng(c, "UNIFORM", &lo, &hi, &out)]);
+    }
+    let wide = match out.dtype {
+        DType::F32 | DType::F64 => out.dtype,
+        DType::F16 | DType::BF16 => DType::F32,
+        other => return Err(format!("{} of {other} is not lowered (random floats are f32, f64, f16 or bf16)", n.op)),
+    };
+    let ty = out.with_dtype(wide);
+    let scalar = Ty::scalar(wide);
+    let value = match n.op {
+        "RandomStandardNormal" => {
+            let (mean, deviation) = (c.splat(&scalar, 0.0), c.splat(&scalar, 1.0));
+            rng(c, "NORMAL", &mean, &deviation, &ty)
+        }
+        "TruncatedNormal" => {
+            let (low, one) = (c.splat(&scalar, min_positive(out.dtype)), c.splat(&scalar, 1.0));
+            let u = rng(c, "UNIFORM", &low, &one, &ty);
+            truncated_of_uniform(c, &u)
+        }
+        _ => {
+            let (zero, one) = (c.splat(&scalar, 0.0), c.splat(&scalar, 1.0));
+            rng(c, "UNIFORM", &zero, &one, &ty)
+        }
+    };
+    Ok(vec![if wide == out.dtype { value } else { c.convert(&value, out.dtype) }])
 }

@@ -1,4 +1,9 @@
-//! Stateless random ops, lowered as TensorFlow's XLA bridge lowers them.
+//! Random ops, lowered as TensorFlow's XLA bridge lowers them.
+//!
+//! The seeded stateful ops (`RandomUniform`, `RandomStandardNormal`,
+//! `TruncatedNormal`, `RandomUniformInt`) draw from XLA's own generator
+//! (`stablehlo.rng`), ignoring their seeds as the bridge does; the
+//! stateless ones follow.
 //!
 //! The bits come from `stablehlo.rng_bit_generator` with the Philox
 //! algorithm on the state `[key, counter_lo, counter_hi]`: the same Philox

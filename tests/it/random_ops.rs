@@ -353,9 +353,43 @@ fn opg_dtype(name: &str) -> &'static str {
     }
 }
 
+/// The `.opg` line of a constant `%{name}` holding a tensor of the corpus encoding.
+fn const_line(name: &str, t: &Value) -> String {
+    let dtype = opg_dtype(t["dtype"].as_str().unwrap());
+    let dims: Vec<String> = ints(&t["shape"]).iter().map(i64::to_string).collect();
+    let values: Vec<String> = t["values"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string()))
+        .collect();
+    format!(
+        "%{name} = Const() {{dtype = {dtype}, value = tensor({dtype}, [{}]) [{}]}}",
+        dims.join(", "),
+        values.join(", ")
+    )
+}
+
 /// The `.opg` lines of one seeded case, drawing `%out{k}`.
 fn seeded_lines(k: usize, case: &Value) -> Vec<String> {
     let op = case["op"].as_str().unwrap();
+    let seeds = format!("seed = {}, seed2 = {}", case["seed"], case["seed2"]);
+    if let Some(operands) = case["operands"].as_object() {
+        let mut lines: Vec<String> = operands.iter().map(|(name, t)| const_line(&format!("{name}{k}"), t)).collect();
+        let line = match op {
+            "RandomShuffle" => {
+                let t = opg_dtype(operands["value"]["dtype"].as_str().unwrap());
+                format!("%out{k} = RandomShuffle(%value{k}) {{T = {t}, {seeds}}}")
+            }
+            _ => {
+                let t = opg_dtype(operands["logits"]["dtype"].as_str().unwrap());
+                let out = opg_dtype(case["output_dtype"].as_str().unwrap());
+                format!("%out{k} = Multinomial(%logits{k}, %num_samples{k}) {{T = {t}, output_dtype = {out}, {seeds}}}")
+            }
+        };
+        lines.push(line);
+        return lines;
+    }
     let dtype = opg_dtype(case["dtype"].as_str().unwrap());
     let dims: Vec<String> = ints(&case["shape"]).iter().map(i64::to_string).collect();
     let mut lines = vec![format!(
@@ -363,7 +397,6 @@ fn seeded_lines(k: usize, case: &Value) -> Vec<String> {
         dims.len(),
         dims.join(", ")
     )];
-    let seeds = format!("seed = {}, seed2 = {}", case["seed"], case["seed2"]);
     if op == "RandomUniformInt" {
         for (name, key) in [("lo", "minval"), ("hi", "maxval")] {
             let v = case[key].as_i64().unwrap();
@@ -441,6 +474,12 @@ fn seeded_ops_on_pjrt_draw_from_xlas_generator() {
         big("TruncatedNormal", "float64", &[]),
         big("RandomUniformInt", "int32", &[("minval", -3), ("maxval", 5)]),
         big("RandomUniform", "bfloat16", &[]),
+        serde_json::json!({"op": "RandomShuffle", "seed": 1, "seed2": 2, "operands": {
+            "value": {"dtype": "int32", "shape": [64], "values": (0..64).collect::<Vec<i32>>()}}}),
+        // Class 1 has probability 3/4.
+        serde_json::json!({"op": "Multinomial", "seed": 1, "seed2": 2, "output_dtype": "int32", "operands": {
+            "logits": {"dtype": "float32", "shape": [1, 2], "values": [0.0, 3f64.ln()]},
+            "num_samples": {"dtype": "int32", "shape": [], "values": [4096]}}}),
     ];
     let dir = tempfile::tempdir().unwrap();
     let (tagged, lowered) = seeded_graph(&cases, dir.path());
@@ -475,6 +514,14 @@ fn seeded_ops_on_pjrt_draw_from_xlas_generator() {
         assert_ne!(first[k], second[k], "{what}: the second run drew the first run's values");
     }
     assert!(first[3].iter().all(|x| x.fract() == 0.0), "integers");
+    let mut shuffled = first[5].clone();
+    assert_ne!(shuffled, (0..64).map(f64::from).collect::<Vec<_>>(), "the shuffle kept the order");
+    assert_ne!(first[5], second[5], "the second shuffle repeated the first");
+    shuffled.sort_by(f64::total_cmp);
+    assert_eq!(shuffled, (0..64).map(f64::from).collect::<Vec<_>>(), "a shuffle is a permutation");
+    let ones = first[6].iter().filter(|&&x| x == 1.0).count() as f64 / 4096.0;
+    assert!(first[6].iter().all(|&x| x == 0.0 || x == 1.0), "classes 0 and 1");
+    assert!((ones - 0.75).abs() < 0.03, "class 1 drawn {ones} of the time, want 0.75");
     assert!(first[0].iter().all(|x| *x < 1.0), "uniforms stay below 1");
 }
 
@@ -495,4 +542,66 @@ fn seeded_ops_check_their_operands() {
     assert!(err.to_string().contains("f32, f64, f16 or bf16"), "{err}");
     let huge = Tensor::vector(vec![1i64 << 40, 1 << 40]);
     assert!(run_kernel("RandomStandardNormal", &AttrMap::new(), &[huge]).is_err());
+}
+
+/// One graph drawing every `StatelessMultinomial` case (the seed a constant).
+fn stateless_multinomial_graph(
+    cases: &[Value],
+    dir: &std::path::Path,
+) -> (tpu_rewrite::ir::Module, tpu_rewrite::lower::Lowered) {
+    let mut text = String::from("graph @main {\n  replicate (num_replicas = 1) () {\n");
+    for (k, case) in cases.iter().enumerate() {
+        let seed_t = opg_dtype(case["seed_dtype"].as_str().unwrap());
+        let t = opg_dtype(case["logits"]["dtype"].as_str().unwrap());
+        let out = opg_dtype(case["output_dtype"].as_str().unwrap());
+        let seed = ints(&case["seed"]);
+        let lines = [
+            const_line(&format!("logits{k}"), &case["logits"]),
+            format!("%n{k} = Const() {{dtype = i32, value = tensor(i32, []) [{}]}}", case["num_samples"]),
+            format!("%seed{k} = Const() {{dtype = {seed_t}, value = tensor({seed_t}, [2]) [{}, {}]}}", seed[0], seed[1]),
+            format!(
+                "%out{k} = StatelessMultinomial(%logits{k}, %n{k}, %seed{k}) {{T = {t}, Tseed = {seed_t}, output_dtype = {out}}}"
+            ),
+        ];
+        for line in lines {
+            text.push_str(&format!("    {line}\n"));
+        }
+    }
+    let outs: Vec<String> = (0..cases.len()).map(|k| format!("%out{k}")).collect();
+    text.push_str(&format!("    return {}\n  }}\n}}\n", outs.join(", ")));
+    let path = dir.join("multinomial.opg");
+    std::fs::write(&path, text).unwrap();
+    lowering::prepare(path.to_str().unwrap(), "1x1", 1)
+}
+
+#[test]
+fn stateless_multinomial_gives_tensorflows_samples_on_both_backends() {
+    use tpu_rewrite::exec::driver;
+    use tpu_rewrite::xla::backend;
+    let doc = seeded_corpus();
+    let cases = doc["stateless_multinomial"].as_array().expect("stateless_multinomial").clone();
+    assert!(cases.len() >= 3, "{} cases", cases.len());
+    let dir = tempfile::tempdir().unwrap();
+    let (tagged, lowered) = stateless_multinomial_graph(&cases, dir.path());
+    let fetches = lowering::default_fetches(&lowered.module);
+    let sim = driver::run(&lowered.module, &[], &fetches, &driver::RunConfig::default(), &mut |_, _| {})
+        .unwrap_or_else(|e| panic!("the simulator failed: {:?}", miette::Report::new(e)));
+    let pjrt = backend::run(&tagged.graphs[0], &lowered.assignment, &support::one_step(&[], None))
+        .unwrap_or_else(|e| panic!("pjrt failed: {:?}", miette::Report::new(e)))
+        .run;
+    let mut failures = Vec::new();
+    let mut compared_xla = 0;
+    for (k, case) in cases.iter().enumerate() {
+        if let Some(d) = differs(&sim.fetched[k].1, &case["cpu"]) {
+            failures.push(format!("case {k} (simulator vs TF's CPU): {d}"));
+        }
+        if !case["xla"].is_null() {
+            compared_xla += 1;
+            if let Some(d) = differs(&pjrt.fetched[k].1, &case["xla"]) {
+                failures.push(format!("case {k} (PJRT vs TF's XLA): {d}"));
+            }
+        }
+    }
+    assert!(compared_xla >= 2, "TensorFlow's XLA compiled {compared_xla} cases");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

@@ -27,6 +27,18 @@ pub(super) fn seeded_int_draw(a: &Args) -> Result<Vec<OutType>, String> {
     Ok(vec![OutType::new(a.type_attr("Tout", DType::I32), shape)])
 }
 
+/// `Multinomial`/`StatelessMultinomial(logits [rows, classes], num_samples)`: `[rows, num_samples]`
+/// of `output_dtype` (i64 unless set).
+pub(super) fn multinomial(a: &Args) -> Result<Vec<OutType>, String> {
+    let logits = a.x(0)?;
+    let &[rows, _] = logits.shape else { return Err(format!("logits must be a matrix, got {:?}", logits.shape)) };
+    let samples = match a.ints(1, "num_samples")? {
+        &[s] => dim(s, "num_samples")?,
+        other => return Err(format!("num_samples must be a scalar, got {other:?}")),
+    };
+    Ok(vec![OutType::new(a.type_attr("output_dtype", DType::I64), vec![rows, samples])])
+}
+
 /// Draws over every integer of the type (u64 unless `dtype`).
 pub(super) fn full_int_draw(a: &Args) -> Result<Vec<OutType>, String> {
     draw(a, DType::U64)
@@ -81,5 +93,11 @@ mod tests {
         let tout = [("Tout", AttrValue::Type(DType::I64))];
         let bounds = [k(&[3]), x(DType::I64, &[]), x(DType::I64, &[])];
         check("RandomUniformInt", &tout, &bounds, Ok(&[(DType::I64, &[3])]));
+        let logits = x(DType::F32, &[2, 5]);
+        check("Multinomial", &[], &[logits.clone(), k(&[7])], Ok(&[(DType::I64, &[2, 7])]));
+        let i32s = [("output_dtype", AttrValue::Type(DType::I32))];
+        let seeded = [logits.clone(), k(&[3]), x(DType::I64, &[2])];
+        check("StatelessMultinomial", &i32s, &seeded, Ok(&[(DType::I32, &[2, 3])]));
+        check("Multinomial", &[], &[x(DType::F32, &[5]), k(&[7])], Err("matrix"));
     }
 }

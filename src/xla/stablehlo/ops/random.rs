@@ -2,8 +2,9 @@
 //!
 //! The seeded stateful ops (`RandomUniform`, `RandomStandardNormal`,
 //! `TruncatedNormal`, `RandomUniformInt`) draw from XLA's own generator
-//! (`stablehlo.rng`), ignoring their seeds as the bridge does; the
-//! stateless ones follow.
+//! (`stablehlo.rng`), ignoring their seeds as the bridge does, and so do
+//! `RandomShuffle` (a sort by random keys) and `Multinomial` (Gumbel-max);
+//! the stateless ones follow.
 //!
 //! The bits come from `stablehlo.rng_bit_generator` with the Philox
 //! algorithm on the state `[key, counter_lo, counter_hi]`: the same Philox
@@ -31,9 +32,12 @@ use crate::xla::stablehlo::text::{Ctx, Ty, Val};
 /// The ops whose results are random draws, or keys made as the bridge makes them: never folded
 /// to constants (folding runs the simulator, which follows TensorFlow's CPU kernels).
 pub const DRAWS: &[&str] = &[
+    "Multinomial",
+    "RandomShuffle",
     "RandomStandardNormal",
     "RandomUniform",
     "RandomUniformInt",
+    "StatelessMultinomial",
     "StatelessRandomGetKeyCounter",
     "StatelessRandomGetKeyCounterAlg",
     "StatelessRandomNormal",
@@ -376,4 +380,81 @@ pub(super) fn seeded_draw(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
         }
     };
     Ok(vec![if wide == out.dtype { value } else { c.convert(&value, out.dtype) }])
+}
+
+/// `RandomShuffle(value)`: the rows of `value` sorted by random 32-bit keys from XLA's generator
+/// (ties keep their order), then gathered; a value of at most one row or element is unchanged.
+pub(super) fn shuffle(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
+    let x = n.input(0)?.clone();
+    let rows = x.ty.shape.first().copied().unwrap_or(0);
+    if rows <= 1 || x.ty.count() <= 1 {
+        return Ok(vec![x]);
+    }
+    let keys_ty = Ty::new(DType::U32, vec![rows]);
+    let (lo, hi) = (uint(c, &Ty::scalar(DType::U32), 0), uint(c, &Ty::scalar(DType::U32), u64::from(u32::MAX)));
+    let keys = rng(c, "UNIFORM", &lo, &hi, &keys_ty);
+    let order = c.op("stablehlo.iota", &[], "iota_dimension = 0 : i64", Ty::new(DType::I32, vec![rows]));
+    let (a, b, i, j) = (c.fresh(), c.fresh(), c.fresh(), c.fresh());
+    let less = c.fresh();
+    let (k, o) = (Ty::scalar(DType::U32).mlir(), Ty::scalar(DType::I32).mlir());
+    let region = format!(
+        "({{\n^bb0({a}: {k}, {b}: {k}, {i}: {o}, {j}: {o}):\n  {less} = \"stablehlo.compare\"({a}, {b}) \
+         {{comparison_direction = #stablehlo<comparison_direction LT>}} : ({k}, {k}) -> tensor<i1>\n  \
+         \"stablehlo.return\"({less}) : (tensor<i1>) -> ()\n}})"
+    );
+    let sorted = c.op_regions(
+        "stablehlo.sort",
+        &[&keys, &order],
+        &[region],
+        "dimension = 0 : i64, is_stable = true",
+        &[keys_ty.clone(), order.ty.clone()],
+    );
+    Ok(vec![super::gather::gather(c, &x, &sorted[1], 0, x.ty.clone())])
+}
+
+/// `Multinomial(logits, num_samples)` and `StatelessMultinomial(logits, num_samples, seed)`, as the
+/// bridge lowers them: the Gumbel-max trick, `argmax(logits - log(-log(u)))` over the classes for
+/// uniforms `u` in `[min_positive, 1)` of shape `[rows, samples, classes]`, drawn from XLA's
+/// generator (seeds ignored) or, stateless, from the seed's Philox stream. f16/bf16 logits are
+/// widened to f32.
+pub(super) fn multinomial(c: &mut Ctx, n: &Call, stateless: bool) -> Result<Vec<Val>, String> {
+    let logits = n.input(0)?.clone();
+    let out = n.out(0)?.clone();
+    let (&[rows, classes], &[_, samples]) = (logits.ty.shape.as_slice(), out.shape.as_slice()) else {
+        return Err(format!("{}: logits must be a matrix, got {:?}", n.op, logits.ty.shape));
+    };
+    let dtype = match logits.ty.dtype {
+        DType::F32 | DType::F64 => logits.ty.dtype,
+        DType::F16 | DType::BF16 => DType::F32,
+        other => return Err(format!("{}: logits of {other} are not lowered (floats only)", n.op)),
+    };
+    let logits = if dtype == logits.ty.dtype { logits } else { c.convert(&logits, dtype) };
+    let shape = vec![rows, samples, classes];
+    let ty = Ty::new(dtype, shape.clone());
+    let tiny = min_positive(dtype);
+    let u = if stateless {
+        let state = state_of_seed(c, n, 2)?;
+        let u = uniform(c, &state, dtype, rows * samples * classes)?;
+        let (scale, low) = (c.splat(&u.ty, 1.0 - tiny), c.splat(&u.ty, tiny));
+        let u = op1(c, "multiply", &u, &scale);
+        let u = op1(c, "add", &u, &low);
+        c.reshape(&u, shape.clone())
+    } else {
+        let (low, one) = (c.splat(&Ty::scalar(dtype), tiny), c.splat(&Ty::scalar(dtype), 1.0));
+        rng(c, "UNIFORM", &low, &one, &ty)
+    };
+    let log = c.elementwise("log", &[&u]);
+    let minus = c.elementwise("negate", &[&log]);
+    let gumbel = c.elementwise("log", &[&minus]);
+    let wide = c.reshape(&logits, vec![rows, 1, classes]);
+    let wide = c.broadcast_to(&wide, &shape);
+    let scores = op1(c, "subtract", &wide, &gumbel);
+    let best = c.reduce(&scores, &[2], crate::xla::stablehlo::text::Reducer::Max);
+    let best = c.reshape(&best, vec![rows, samples, 1]);
+    let best = c.broadcast_to(&best, &shape);
+    let hit = c.compare(&scores, &best, crate::xla::stablehlo::text::Cmp::Eq);
+    let index = c.op("stablehlo.iota", &[], "iota_dimension = 2 : i64", Ty::new(out.dtype, shape.clone()));
+    let past = c.splat(&index.ty, classes as f64);
+    let index = c.select(&hit, &index, &past);
+    Ok(vec![c.reduce(&index, &[2], crate::xla::stablehlo::text::Reducer::Min)])
 }

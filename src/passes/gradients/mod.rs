@@ -38,8 +38,10 @@ mod emitter;
 mod functions;
 mod library;
 mod math_functions;
+mod multi_output;
 mod nn_functions;
 mod product_functions;
+mod quant_functions;
 
 use std::collections::VecDeque;
 

@@ -431,6 +431,14 @@ fn ops_of_other_differential_graphs() -> BTreeSet<String> {
         }
     }
     ops.extend(["StatelessRandomGetAlg", "StatelessRandomGetKeyCounter"].map(String::from));
+    // The seeded ops of `random_ops` (PJRT draws checked for their distribution there) and
+    // StatelessMultinomial (compared there with TensorFlow's XLA samples).
+    let seeded: serde_json::Value =
+        serde_json::from_str(include_str!("../tf/corpus/random/seeded_ops.json")).expect("the seeded corpus parses");
+    for case in seeded["cases"].as_array().expect("cases") {
+        ops.insert(case["op"].as_str().expect("op").to_string());
+    }
+    ops.insert("StatelessMultinomial".to_string());
     // The op families of `op_cases`, run on PJRT against TensorFlow's XLA (or CPU) values.
     let mut families: Vec<_> = std::fs::read_dir("tests/tf/corpus/ops")
         .expect("the op-case families")

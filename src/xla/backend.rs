@@ -189,32 +189,6 @@ pub fn load_plugin(flag: Option<&Path>) -> Result<Arc<ffi::Plugin>, XlaError> {
     Ok(Arc::new(plugin))
 }
 
-/// Makes the C allocator keep the memory it frees mapped, before the
-/// plugin starts its threads. XLA's CPU plugin allocates each execution's
-/// temporaries (a ResNet50 step: over 100 MB per replica) with the C
-/// allocator and frees them after the step. From an executor thread such a
-/// block is larger than a thread arena can hold, so glibc maps it with
-/// `mmap` and unmaps it on free: every step then faulted in and zeroed
-/// every page of it again, about two fifths of the step's CPU time. With
-/// one arena, no `mmap` for large blocks and no trimming, the block stays
-/// in the heap and the next step reuses it, as TensorFlow's own allocator
-/// keeps its pool. The heap stays at the step's peak, which the compiled
-/// program's memory statistics already counted against the budget.
-/// This binary's own allocations (mimalloc, or Rust's global allocator)
-/// are not affected. Only glibc has these settings; elsewhere this does
-/// nothing.
-fn keep_plugin_memory_mapped() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: `mallopt` only changes glibc's allocator settings; it is
-    // called before the plugin is loaded, and a refused setting (a return
-    // of 0) leaves glibc's default, which is correct, only slower.
-    unsafe {
-        libc::mallopt(libc::M_ARENA_MAX, 1);
-        libc::mallopt(libc::M_MMAP_MAX, 0);
-        libc::mallopt(libc::M_TRIM_THRESHOLD, i32::MAX);
-    }
-}
-
 /// Whether the plugin takes `cpu_device_count` (XLA's CPU plugins).
 fn is_cpu_plugin(plugin: &ffi::Plugin) -> bool {
     plugin.path.file_name().is_some_and(|n| n.to_string_lossy().to_lowercase().contains("cpu"))
@@ -223,9 +197,6 @@ fn is_cpu_plugin(plugin: &ffi::Plugin) -> bool {
 /// Runs every cluster of the tagged `graph` on the plugin.
 pub fn run(graph: &Graph, assignment: &DeviceAssignment, config: &RunConfig) -> Result<Outcome, XlaError> {
     let mut timings = Timings::default();
-    if std::env::var_os("PJRTPERF_TMP_NO_MALLOPT").is_none() {
-        keep_plugin_memory_mapped();
-    }
     let t = Instant::now();
     let plugin = load_plugin(config.plugin)?;
     timings.load = t.elapsed();

@@ -181,31 +181,6 @@ pub(super) fn conv(c: &mut Ctx, n: &Call, kind: Kind, depthwise: bool) -> Result
             // features. Depthwise: `batch_group_count` = channels pairs input
             // channel c with output channels c·M..c·M+M only, so the result is
             // `[kh, kw, 1, C·M]`, as TensorFlow's bridge emits it.
-            if depthwise && std::env::var_os("PJRTPERF_TMP_OLD_DW").is_some() {
-                let full_out = dy.ty.shape[3];
-                let full = out.with_shape(vec![filter_shape[0], filter_shape[1], channels, full_out]);
-                let conv = Conv {
-                    dims: "[f, 0, 1, b]x[i, 0, 1, o]->[0, 1, b, f]",
-                    strides: w.d,
-                    pad,
-                    lhs_dilation: [1, 1],
-                    rhs_dilation: w.s,
-                    groups: 1,
-                    batch_groups: 1,
-                };
-                let g = convolution(c, x, dy, &conv, full);
-                let m = filter_shape[3];
-                let five = vec![filter_shape[0], filter_shape[1], channels, channels, m];
-                let g5 = c.reshape(&g, five.clone());
-                let int = Ty::new(crate::ir::DType::I32, five);
-                let rows = c.op("stablehlo.iota", &[], "iota_dimension = 2 : i64", int.clone());
-                let cols = c.op("stablehlo.iota", &[], "iota_dimension = 3 : i64", int);
-                let diag = c.compare(&rows, &cols, Cmp::Eq);
-                let zeros = c.splat(&g5.ty, 0.0);
-                let kept = c.select(&diag, &g5, &zeros);
-                let r = c.reduce(&kept, &[3], Reducer::Add);
-                return Ok(vec![c.reshape(&r, out.shape)]);
-            }
             let groups = if depthwise { channels.max(1) } else { 1 };
             let full = out.with_shape(vec![filter_shape[0], filter_shape[1], channels / groups, dy.ty.shape[3]]);
             let conv = Conv {

@@ -22,7 +22,6 @@ static GLOBAL: exec::memory::CountingAlloc<std::alloc::System> = exec::memory::C
 
 fn main() -> std::process::ExitCode {
     disable_transparent_huge_pages();
-    xla::keep_plugin_memory_mapped();
     cli::main()
 }
 

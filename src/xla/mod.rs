@@ -60,30 +60,3 @@ impl crate::passes::single_replica::OpSupport for OpSupport {
         stablehlo::unlowered_reason(op)
     }
 }
-
-/// Makes the C allocator keep the memory it frees mapped; a binary that
-/// runs a PJRT plugin calls it first thing, before any thread starts.
-/// XLA's CPU plugin allocates each execution's temporaries (a ResNet50
-/// step: about 190 MB per replica) with the C allocator and frees them
-/// after the step. From a thread with an arena of its own such a block is
-/// larger than the arena can grow, so glibc maps it with `mmap` (whatever
-/// `M_MMAP_MAX` says) and unmaps it on free: every step then faulted in and
-/// zeroed all of it again. With one arena (every thread allocates from the
-/// heap, which must be set before a second thread allocates), no `mmap`
-/// for large blocks and no trimming, the block stays in the heap and the
-/// next step reuses it, as TensorFlow's own allocator keeps its pool. The
-/// heap stays at the peak, which the compiled program's memory statistics
-/// already count against the run's budget. Allocations through Rust's
-/// global allocator are not affected. Only glibc has these settings;
-/// elsewhere this does nothing.
-pub fn keep_plugin_memory_mapped() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: `mallopt` only changes glibc's allocator settings; a refused
-    // setting (a return of 0) leaves glibc's default, which is correct,
-    // only slower.
-    unsafe {
-        libc::mallopt(libc::M_ARENA_MAX, 1);
-        libc::mallopt(libc::M_MMAP_MAX, 0);
-        libc::mallopt(libc::M_TRIM_THRESHOLD, i32::MAX);
-    }
-}

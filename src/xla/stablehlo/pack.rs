@@ -31,6 +31,9 @@ use crate::xla::error::XlaError;
 /// The largest buffer of one packed all-reduce: XLA's combine threshold.
 const THRESHOLD_BYTES: u64 = crate::passes::fuse_all_reduce::DEFAULT_THRESHOLD_BYTES;
 
+/// The sums one all-reduce can take: an element type and a replica grouping.
+type Grouping = (DType, Vec<Vec<i64>>);
+
 /// One step of the emission order.
 #[derive(Debug, PartialEq, Eq)]
 pub(super) enum Step {
@@ -136,7 +139,7 @@ fn lowering(graph: &Graph, id: NodeId, message: impl Into<String>) -> XlaError {
 /// and replica grouping.
 pub(super) fn emit(e: &mut Emitter, ctx: &mut Ctx, ids: &[NodeId]) -> Result<(), XlaError> {
     let graph = e.graph;
-    let mut parts: BTreeMap<(DType, Vec<Vec<i64>>), Vec<(NodeId, Val)>> = BTreeMap::new();
+    let mut parts: BTreeMap<Grouping, Vec<(NodeId, Val)>> = BTreeMap::new();
     for &id in ids {
         let node = graph.node(id);
         let inputs = graph.data_inputs(id);

@@ -74,6 +74,8 @@ fn warm_up(module: Module) {
         library: None,
         no_device_checks: false,
         compile_cache: None,
+        // The graph's sums as written, as the simulator runs them.
+        unpacked_sums: true,
     };
     backend::run(graph, &lowered.assignment, &config).expect("the PJRT backend runs");
 }
@@ -115,6 +117,8 @@ fn bench(name: &str, module: Module, fusion: AllReduceFusion) {
             library: None,
             no_device_checks: false,
             compile_cache: None,
+            // The graph's sums as written, as the simulator runs them.
+            unpacked_sums: true,
         };
         let outcome = backend::run(graph, &lowered.assignment, &config).expect("the PJRT backend runs");
         let t = outcome.timings;

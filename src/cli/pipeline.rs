@@ -416,6 +416,7 @@ pub fn lower_command(
             lower_args.steps_per_run,
             transfer,
             Some(&loaded.module),
+            rewrite_args.all_reduce_fusion != FusionArg::Off,
         ) {
             Ok((text, signatures)) => finish(write_stablehlo(output.as_deref(), &text, &signatures)),
             Err(e) => {

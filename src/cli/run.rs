@@ -565,6 +565,7 @@ pub fn run_command(args: RunArgs) -> ExitCode {
                 library: Some(&loaded.module),
                 no_device_checks: args.no_device_checks,
                 compile_cache: cache.as_ref(),
+                unpacked_sums: args.rewrite.all_reduce_fusion == super::FusionArg::Off,
             };
             let filter = crate::xla::stderr::Filter::install();
             let result = crate::xla::backend::run(graph, &assignment, &config);

@@ -231,7 +231,7 @@ fn operand_bytes(graph: &Graph, shapes: &StaticShapes, id: NodeId) -> Option<u64
 }
 
 /// Bytes per element of the numeric dtypes.
-fn dtype_bytes(dtype: DType) -> Option<u64> {
+pub fn dtype_bytes(dtype: DType) -> Option<u64> {
     Some(match dtype {
         DType::Bool | DType::U8 | DType::I8 => 1,
         DType::I16 | DType::U16 | DType::F16 | DType::BF16 => 2,

@@ -64,6 +64,9 @@ pub struct RunConfig<'a> {
     /// The on-disk cache of compiled executables (`None`: compile every
     /// program).
     pub compile_cache: Option<&'a CompileCache>,
+    /// `--all-reduce-fusion off`: every `CrossReplicaSum` its own
+    /// all-reduce (by default independent sums share one).
+    pub unpacked_sums: bool,
 }
 
 /// Refuses a program whose compiled footprint on all its devices, beside
@@ -252,6 +255,7 @@ pub fn run(graph: &Graph, assignment: &DeviceAssignment, config: &RunConfig) -> 
             host_transfer,
             run: callback::next_id(),
             library: config.library,
+            pack_sums: !config.unpacked_sums,
         };
         let staged = {
             let _checks = device_check::Scope::new(host_transfer == HostTransfer::Callback && !config.no_device_checks);

@@ -344,6 +344,85 @@ fn fused_gradient_all_reduces_give_the_unfused_numbers() {
     assert_eq!(all_reduces(&["--all-reduce-fusion", "off"]), gradients);
 }
 
+/// `values` (row-major) nested into arrays of `shape`, as `--feeds` reads them.
+fn nested(values: &[serde_json::Value], shape: &[usize]) -> serde_json::Value {
+    match shape.split_first() {
+        None => values[0].clone(),
+        Some((&n, rest)) => {
+            let inner: usize = rest.iter().product();
+            serde_json::Value::Array((0..n).map(|i| nested(&values[i * inner..(i + 1) * inner], rest)).collect())
+        }
+    }
+}
+
+/// A Keras step made by TensorFlow (`dense_adam`, 2 replicas) whose four
+/// gradient sums the graph pass leaves alone (their sizes are not known
+/// before typing): the StableHLO emitter packs them into one
+/// `stablehlo.all_reduce`, `--all-reduce-fusion off` keeps one per sum,
+/// and both give the same losses and variables on the plugin after two
+/// steps (TensorFlow's own numbers for the packed run are checked by
+/// `keras_corpus::dense_adam`).
+#[test]
+fn a_keras_steps_gradient_sums_are_packed_into_one_all_reduce() {
+    let plugin = support::plugin_path();
+    let bin = env!("CARGO_BIN_EXE_tpu-rewrite");
+    let graph = "tests/tf/corpus/keras/dense_adam.pbtxt";
+    let sums = std::fs::read_to_string(graph).unwrap().matches("op: \"CrossReplicaSum\"").count();
+    assert_eq!(sums, 4, "the step's gradient sums");
+    let all_reduces = |extra: &[&str]| {
+        let out = Command::new(bin)
+            .args(["lower", graph, "--topology", "1x2", "--format", "stablehlo"])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).matches("\"stablehlo.all_reduce\"").count()
+    };
+    assert_eq!(all_reduces(&[]), 1);
+    assert_eq!(all_reduces(&["--all-reduce-fusion", "off"]), sums);
+    let case: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string("tests/tf/corpus/keras/dense_adam.json").unwrap()).unwrap();
+    let mut feeds = serde_json::Map::new();
+    for (name, t) in case["feeds"].as_object().unwrap() {
+        let shape: Vec<usize> = t["shape"].as_array().unwrap().iter().map(|d| d.as_u64().unwrap() as usize).collect();
+        feeds.insert(name.clone(), nested(t["values"].as_array().unwrap(), &shape));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("feeds.json");
+    std::fs::write(&path, serde_json::Value::Object(feeds).to_string()).unwrap();
+    // Each run's variables after two steps: name -> values.
+    let with = |extra: &[&str]| {
+        let base = [graph, "--feeds", path.to_str().unwrap(), "--json", "--backend", "pjrt", "--steps", "2"];
+        let args: Vec<&str> = base.iter().chain(extra).copied().collect();
+        let (ok, out, err) = run(&args, plugin.to_str());
+        assert!(ok, "{err}");
+        let printed: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+        let mut vars = std::collections::BTreeMap::new();
+        for v in printed["variables"].as_array().unwrap_or_else(|| panic!("no variables: {out}")) {
+            let mut values = Vec::new();
+            flat(&v["value"], &mut values);
+            vars.insert(v["name"].as_str().unwrap().to_string(), values);
+        }
+        vars
+    };
+    let packed = with(&[]);
+    let unpacked = with(&["--all-reduce-fusion", "off"]);
+    let rtol = case["rtol"].as_f64().unwrap();
+    let tf = case["variables_after"].as_object().unwrap();
+    assert!(tf.len() >= 4, "the layers' kernels and biases");
+    for (name, copies) in tf {
+        // One copy per replica, all equal: the first stands for them.
+        let want: Vec<f64> = copies[0]["values"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
+        for (how, vars) in [("packed", &packed), ("unpacked", &unpacked)] {
+            let got = vars.get(name).unwrap_or_else(|| panic!("{how}: no variable {name}: {vars:?}"));
+            assert_eq!(got.len(), want.len(), "{how} {name}");
+            for (a, b) in got.iter().zip(&want) {
+                assert!((a - b).abs() <= 1e-6 + rtol * b.abs(), "{how} {name}: {a} vs TensorFlow's {b}");
+            }
+        }
+    }
+}
+
 /// A plain graph that initialises its variable in the graph and gathers
 /// from it with `batch_dims = 1` (along axis 1, row by row): both backends
 /// give TensorFlow's result, worked out by hand.

@@ -34,10 +34,14 @@ fn mlp_train_has_replicas_aliased_variables_and_grouped_all_reduces() {
     assert!(text.contains("%arg0: tensor<4x3xf32> {tpu_rewrite.name = \"input0\"}"), "{text}");
     // The output is named by the tensor the step returns.
     assert!(text.contains("-> (tensor<f32> {tpu_rewrite.name = \"loss:0\"}, "), "{text}");
-    // The three gradient sums over the replica group [0..8).
-    assert_eq!(text.matches("\"stablehlo.all_reduce\"").count(), 3, "{text}");
+    // The three gradient sums over the replica group [0..8), packed into
+    // one all-reduce; one each with `--all-reduce-fusion off`.
+    assert_eq!(text.matches("\"stablehlo.all_reduce\"").count(), 1, "{text}");
     assert!(text.contains("replica_groups = dense<[[0, 1, 2, 3, 4, 5, 6, 7]]> : tensor<1x8xi64>"));
     assert!(!text.contains("stablehlo.while"), "one step per run needs no loop");
+    let (ok, unpacked, err) = lower(&["examples/mlp_train.opg", "--all-reduce-fusion", "off"]);
+    assert!(ok, "{err}");
+    assert_eq!(unpacked.matches("\"stablehlo.all_reduce\"").count(), 3, "{unpacked}");
 }
 
 #[test]

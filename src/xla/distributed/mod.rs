@@ -297,6 +297,7 @@ pub fn run(graph: &Graph, assignment: &DeviceAssignment, config: &Config) -> Res
         host_transfer: stablehlo::HostTransfer::Stages,
         run: 0,
         library: config.library,
+        pack_sums: true,
     };
     // Emit everything first: a graph this backend refuses starts no process.
     let mut emitted = Vec::with_capacity(clusters.len());

@@ -14,6 +14,15 @@ use crate::ir::{Graph, NodeId};
 use crate::passes::ReplicateCluster;
 use crate::xla::error::XlaError;
 
+/// How a module is put together.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Assembly {
+    /// Device iterations `@main` loops over (1: one call of `@step`).
+    pub steps: usize,
+    /// Whether independent cross-replica sums share all-reduces.
+    pub pack_sums: bool,
+}
+
 /// Prints the module: `@step`, then `@main`; with `@main`'s signature.
 pub(super) fn assemble(
     graph: &Graph,
@@ -21,9 +30,10 @@ pub(super) fn assemble(
     program: &Program,
     traced: &trace::Trace,
     arg_types: &[Ty],
-    steps: usize,
+    how: Assembly,
     lib: &Library,
 ) -> Result<(String, Signature), XlaError> {
+    let Assembly { steps, pack_sums } = how;
     lib.reset();
     let replicas = cluster.num_replicas as usize;
     let num_vars = program.args.iter().filter(|a| matches!(a, ArgSource::Variable(_))).count();
@@ -51,15 +61,25 @@ pub(super) fn assemble(
     }
     let partitions = cluster.num_cores_per_replica.max(1);
     let mut emitter = trace::Emitter { graph, traced, env, vars, replicas, partitions, lib };
-    let mut calls = program.calls.iter().peekable();
-    for (i, &id) in program.nodes.iter().enumerate() {
-        while let Some(call) = calls.next_if(|c| c.at == i) {
+    if pack_sums && program.calls.is_empty() && partitions == 1 {
+        // Independent cross-replica sums packed into one all-reduce each.
+        for step in super::pack::schedule(&emitter, &program.nodes) {
+            match step {
+                super::pack::Step::Op(id) => emitter.node(&mut ctx, id)?,
+                super::pack::Step::Pack(ids) => super::pack::emit(&mut emitter, &mut ctx, &ids)?,
+            }
+        }
+    } else {
+        let mut calls = program.calls.iter().peekable();
+        for (i, &id) in program.nodes.iter().enumerate() {
+            while let Some(call) = calls.next_if(|c| c.at == i) {
+                super::host_call::emit(&mut emitter, &mut ctx, call, &cluster.name)?;
+            }
+            emitter.node(&mut ctx, id)?;
+        }
+        for call in calls {
             super::host_call::emit(&mut emitter, &mut ctx, call, &cluster.name)?;
         }
-        emitter.node(&mut ctx, id)?;
-    }
-    for call in calls {
-        super::host_call::emit(&mut emitter, &mut ctx, call, &cluster.name)?;
     }
     let mut results = Vec::new();
     for out in &program.outputs {

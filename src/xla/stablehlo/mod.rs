@@ -40,6 +40,7 @@ mod calls;
 mod host_call;
 mod lists;
 pub(crate) mod ops;
+mod pack;
 pub mod signature;
 pub(crate) mod text;
 
@@ -95,6 +96,9 @@ pub struct Config<'a> {
     /// The module whose functions (`role = "function"`) the graph's
     /// `While`, `If`, `Case` and call ops name; `None`: no functions.
     pub library: Option<&'a crate::ir::Module>,
+    /// Whether independent `CrossReplicaSum`s share all-reduces (`pack`);
+    /// false under `--all-reduce-fusion off`.
+    pub pack_sums: bool,
 }
 
 /// Where an argument of `@main` comes from.
@@ -415,7 +419,8 @@ fn emit(
                 other => arg_types[other].clone(),
             });
         }
-        let (module, signature) = assemble::assemble(graph, cluster, program, &traced, &types, steps, &lib)?;
+        let how = assemble::Assembly { steps, pack_sums: config.pack_sums };
+        let (module, signature) = assemble::assemble(graph, cluster, program, &traced, &types, how, &lib)?;
         stages.push(Emitted {
             module,
             signature,
@@ -463,10 +468,11 @@ pub fn emit_all(
     host_transfer: HostTransfer,
     library: Option<&crate::ir::Module>,
 ) -> Result<String, XlaError> {
-    emit_all_with_signatures(graph, assignment, steps_per_run, host_transfer, library).map(|(text, _)| text)
+    emit_all_with_signatures(graph, assignment, steps_per_run, host_transfer, library, true).map(|(text, _)| text)
 }
 
-/// [`emit_all`], with each module's `@main` signature in module order.
+/// [`emit_all`], with each module's `@main` signature in module order,
+/// and independent cross-replica sums packed when `pack_sums`.
 /// Compiling only: host ops print nothing and assert nothing.
 pub fn emit_all_with_signatures(
     graph: &Graph,
@@ -474,6 +480,7 @@ pub fn emit_all_with_signatures(
     steps_per_run: u32,
     host_transfer: HostTransfer,
     library: Option<&crate::ir::Module>,
+    pack_sums: bool,
 ) -> Result<(String, Vec<signature::Signature>), XlaError> {
     let (clusters, errors) = crate::passes::form_clusters(graph);
     if let Some(e) = errors.into_iter().next() {
@@ -490,6 +497,7 @@ pub fn emit_all_with_signatures(
         run: 0,
         host_effects: false,
         library,
+        pack_sums,
     };
     let mut modules = Vec::new();
     let mut signatures = Vec::new();

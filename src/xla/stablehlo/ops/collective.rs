@@ -21,7 +21,7 @@ use crate::ir::DType;
 use crate::xla::stablehlo::text::{Cmp, Ctx, Ty, Val};
 
 /// The replica groups of a `CrossReplicaSum`'s constant operand, else all replicas.
-fn groups(n: &Call, operand: usize) -> Result<Vec<Vec<i64>>, String> {
+pub(in crate::xla::stablehlo) fn groups(n: &Call, operand: usize) -> Result<Vec<Vec<i64>>, String> {
     match n.consts.get(operand).and_then(Option::as_ref) {
         Some(t) if t.shape().len() == 2 => {
             let flat = t.to_i64_vec(n.op, "group_assignment").map_err(|e| e.to_string())?;

@@ -1,6 +1,7 @@
 //! Convolutions and pools, NHWC with HWIO filters as TensorFlow writes
 //! them: `Conv2D` and its input and filter gradients, the depthwise
-//! variants (`feature_group_count` = channels), `MaxPool`/`AvgPool` as
+//! variants (`feature_group_count` = channels; the filter gradient with
+//! `batch_group_count` = channels, as TensorFlow's bridge emits it), `MaxPool`/`AvgPool` as
 //! `reduce_window`, `MaxPoolGrad` as `select_and_scatter` (the first
 //! maximum of a window gets the gradient), and `AvgPoolGrad` as a window
 //! sum over the gradient spread back by the strides. `SAME`, `VALID` and
@@ -80,17 +81,19 @@ struct Conv<'a> {
     lhs_dilation: [usize; 2],
     rhs_dilation: [usize; 2],
     groups: usize,
+    batch_groups: usize,
 }
 
 fn convolution(c: &mut Ctx, lhs: &Val, rhs: &Val, conv: &Conv, out: Ty) -> Val {
     let attrs = format!(
-        "dimension_numbers = #stablehlo.conv<{}>, window_strides = {}, padding = {}, lhs_dilation = {}, rhs_dilation = {}, feature_group_count = {} : i64, batch_group_count = 1 : i64",
+        "dimension_numbers = #stablehlo.conv<{}>, window_strides = {}, padding = {}, lhs_dilation = {}, rhs_dilation = {}, feature_group_count = {} : i64, batch_group_count = {} : i64",
         conv.dims,
         i64s(&conv.strides),
         padding(&conv.pad),
         i64s(&conv.lhs_dilation),
         i64s(&conv.rhs_dilation),
-        conv.groups
+        conv.groups,
+        conv.batch_groups
     );
     c.op("stablehlo.convolution", &[lhs, rhs], &attrs, out)
 }
@@ -128,6 +131,7 @@ pub(super) fn conv(c: &mut Ctx, n: &Call, kind: Kind, depthwise: bool) -> Result
                 lhs_dilation: [1, 1],
                 rhs_dilation: w.d,
                 groups: if depthwise { channels } else { 1 },
+                batch_groups: 1,
             };
             Ok(vec![convolution(c, x, &f, &conv, out)])
         }
@@ -159,6 +163,7 @@ pub(super) fn conv(c: &mut Ctx, n: &Call, kind: Kind, depthwise: bool) -> Result
                 lhs_dilation: w.s,
                 rhs_dilation: w.d,
                 groups: if depthwise { channels } else { 1 },
+                batch_groups: 1,
             };
             Ok(vec![convolution(c, dy, &f, &conv, out)])
         }
@@ -172,8 +177,12 @@ pub(super) fn conv(c: &mut Ctx, n: &Call, kind: Kind, depthwise: bool) -> Result
                 let span = ((w.k[i] - 1) * w.d[i]) as i64 + (o - 1) * w.s[i] as i64 + 1;
                 pad[i] = (lo, span - input_shape[i + 1] as i64 - lo);
             }
-            let full_out = dy.ty.shape[3];
-            let full = out.with_shape(vec![filter_shape[0], filter_shape[1], channels, full_out]);
+            // The input's channels play the batch, the gradient's the output
+            // features. Depthwise: `batch_group_count` = channels pairs input
+            // channel c with output channels c·M..c·M+M only, so the result is
+            // `[kh, kw, 1, C·M]`, as TensorFlow's bridge emits it.
+            let groups = if depthwise { channels.max(1) } else { 1 };
+            let full = out.with_shape(vec![filter_shape[0], filter_shape[1], channels / groups, dy.ty.shape[3]]);
             let conv = Conv {
                 dims: "[f, 0, 1, b]x[i, 0, 1, o]->[0, 1, b, f]",
                 strides: w.d,
@@ -181,23 +190,10 @@ pub(super) fn conv(c: &mut Ctx, n: &Call, kind: Kind, depthwise: bool) -> Result
                 lhs_dilation: [1, 1],
                 rhs_dilation: w.s,
                 groups: 1,
+                batch_groups: groups,
             };
             let g = convolution(c, x, dy, &conv, full);
-            if !depthwise {
-                return Ok(vec![g]);
-            }
-            // Depthwise: output channel c·M + m only sees input channel c; keep that diagonal.
-            let m = filter_shape[3];
-            let five = vec![filter_shape[0], filter_shape[1], channels, channels, m];
-            let g5 = c.reshape(&g, five.clone());
-            let int = Ty::new(crate::ir::DType::I32, five);
-            let rows = c.op("stablehlo.iota", &[], "iota_dimension = 2 : i64", int.clone());
-            let cols = c.op("stablehlo.iota", &[], "iota_dimension = 3 : i64", int);
-            let diag = c.compare(&rows, &cols, Cmp::Eq);
-            let zeros = c.splat(&g5.ty, 0.0);
-            let kept = c.select(&diag, &g5, &zeros);
-            let r = c.reduce(&kept, &[3], Reducer::Add);
-            Ok(vec![c.reshape(&r, out.shape)])
+            Ok(vec![if depthwise { c.reshape(&g, out.shape) } else { g }])
         }
     }
 }

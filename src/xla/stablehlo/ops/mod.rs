@@ -26,7 +26,7 @@
 
 mod activation;
 mod check;
-mod collective;
+pub(super) mod collective;
 mod conv;
 mod conv3d;
 mod elementwise;

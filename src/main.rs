@@ -44,6 +44,28 @@ fn disable_transparent_huge_pages() {
 #[cfg(not(target_os = "linux"))]
 fn disable_transparent_huge_pages() {}
 
+/// mimalloc's `purge_delay` option (`mi_option_purge_delay` in its
+/// `mimalloc.h`; the Rust bindings name no constant for it).
+#[cfg(feature = "mimalloc")]
+const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+
+/// Keeps the memory the process frees for its own later allocations
+/// instead of returning it to the OS. A simulator step frees most of what
+/// it allocated (activations, gradients, patch buffers) and the next step
+/// asks for the same again: returned, those pages are faulted in and zeroed
+/// afresh every step, which took a third of a ResNet50 training step's CPU
+/// time (docs/performance.md). The peak stays that of one step.
+#[cfg(feature = "mimalloc")]
+pub(crate) fn keep_freed_memory() {
+    // SAFETY: `mi_option_set` only stores an integer option, read by the
+    // allocator when it next decides whether to purge.
+    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, -1) }
+}
+
+/// Without mimalloc the allocator is the system's, whose options are its own.
+#[cfg(not(feature = "mimalloc"))]
+pub(crate) fn keep_freed_memory() {}
+
 /// Runs before `main` and before Rust's runtime reopens a closed stdout
 /// on `/dev/null`: records whether it was closed (`>&-`), so that writing
 /// the result fails instead of vanishing.

@@ -226,6 +226,15 @@ impl AttrMap {
         self.get(key).and_then(AttrValue::as_bool)
     }
 
+    /// True when both maps show the same entries from one shared allocation
+    /// (a clone, or maps a builder shares between nodes of equal attributes).
+    pub fn shares_storage(&self, other: &AttrMap) -> bool {
+        match (&self.entries, &other.entries) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b) && self.hidden == other.hidden,
+            _ => false,
+        }
+    }
+
     /// Frees unused capacity (only of a map this one does not share).
     pub fn shrink_to_fit(&mut self) {
         if self.hidden != 0 {

@@ -46,6 +46,7 @@ struct State {
     op_types: HashMap<Box<str>, Arc<str>>,
     devices: HashMap<Box<str>, Arc<str>>,
     keys: HashMap<Box<str>, Arc<str>>,
+    maps: SharedMaps,
     capacity_hint: (usize, usize),
 }
 
@@ -62,6 +63,7 @@ impl ModuleBuilder {
                 op_types: HashMap::new(),
                 devices: HashMap::new(),
                 keys: HashMap::new(),
+                maps: SharedMaps::default(),
                 capacity_hint,
             }),
         }
@@ -77,9 +79,9 @@ impl ModuleBuilder {
 macro_rules! split {
     ($state:expr, $sh:ident, $current:ident) => {
         let st = &mut *$state.borrow_mut();
-        let State { current: $current, errors, op_types, devices, keys, .. } = st;
+        let State { current: $current, errors, op_types, devices, keys, maps, .. } = st;
         #[allow(unused_mut)]
-        let mut $sh = Shared { errors, op_types, devices, keys };
+        let mut $sh = Shared { errors, op_types, devices, keys, maps };
     };
 }
 
@@ -93,8 +95,13 @@ impl<'s> Sink<'s> for ModuleBuilder {
         graph.span = Span::new(start, start);
         graph.reserve(st.capacity_hint.0, st.capacity_hint.1);
         st.capacity_hint = (0, 0);
-        let mut sh =
-            Shared { errors: &mut st.errors, op_types: &mut st.op_types, devices: &mut st.devices, keys: &mut st.keys };
+        let mut sh = Shared {
+            errors: &mut st.errors,
+            op_types: &mut st.op_types,
+            devices: &mut st.devices,
+            keys: &mut st.keys,
+            maps: &mut st.maps,
+        };
         graph.attrs = sh.attrs(None, attrs);
         st.current = Some(Builder { graph, pending: Vec::new(), pending_returns: Vec::new(), regions: Vec::new() });
     }
@@ -185,6 +192,70 @@ struct Shared<'a> {
     op_types: &'a mut HashMap<Box<str>, Arc<str>>,
     devices: &'a mut HashMap<Box<str>, Arc<str>>,
     keys: &'a mut HashMap<Box<str>, Arc<str>>,
+    maps: &'a mut SharedMaps,
+}
+
+/// The attribute maps built so far, by op type and attributes as written,
+/// so that ops written with equal attributes (`{T = f32}` on most ops of a
+/// graph) share one map instead of each holding its own. Only maps of
+/// scalar values, dtypes and shapes are kept, and only those whose building
+/// reported nothing: such a map depends on the op type and the text alone,
+/// so a later op with the same text gets the same map and the same (no)
+/// diagnostics. Strings (names), tensors, lists and functions are usually
+/// unique to their node and are built each time.
+#[derive(Default)]
+struct SharedMaps {
+    maps: HashMap<Box<[u8]>, AttrMap>,
+    /// The key being built, reused between ops.
+    scratch: Vec<u8>,
+}
+
+/// The most maps [`SharedMaps`] keeps: beyond it, new maps are built
+/// without being remembered, so a graph of many distinct attributes does
+/// not grow the table without bound.
+const SHARED_MAPS: usize = 1 << 16;
+
+impl SharedMaps {
+    /// Writes the key of `op`'s `attrs` into the scratch buffer; false when
+    /// a value is of a kind that is not shared.
+    fn key(&mut self, op: &str, attrs: &[ast::Attr<'_>]) -> bool {
+        let k = &mut self.scratch;
+        k.clear();
+        k.extend_from_slice(op.as_bytes());
+        for attr in attrs {
+            k.push(0);
+            k.extend_from_slice(attr.key.as_bytes());
+            k.push(0);
+            match &attr.value {
+                ast::Value::Int(i, _) => {
+                    k.push(b'i');
+                    k.extend_from_slice(&i.to_le_bytes());
+                }
+                ast::Value::DTypeNumber(i, _) => {
+                    k.push(b'n');
+                    k.extend_from_slice(&i.to_le_bytes());
+                }
+                ast::Value::Bool(b, _) => k.extend_from_slice(if *b { b"t" } else { b"f" }),
+                ast::Value::Float(text, _) => {
+                    k.push(b'x');
+                    k.extend_from_slice(text.as_bytes());
+                }
+                ast::Value::Ident(name, _) => {
+                    k.push(b'd');
+                    k.extend_from_slice(name.as_bytes());
+                }
+                ast::Value::Shape(dims, _) => {
+                    k.push(b's');
+                    for d in dims.iter().flatten() {
+                        k.extend_from_slice(&d.to_le_bytes());
+                    }
+                    k.push(u8::from(dims.is_some()));
+                }
+                _ => return false,
+            }
+        }
+        true
+    }
 }
 
 struct PendingOperand {
@@ -372,6 +443,24 @@ enum Operands<'s> {
 
 impl Shared<'_> {
     fn attrs(&mut self, op: Option<&str>, attrs: Vec<ast::Attr<'_>>) -> AttrMap {
+        let Some(op) = op.filter(|_| !attrs.is_empty()) else { return self.build_attrs(op, attrs) };
+        if !self.maps.key(op, &attrs) {
+            return self.build_attrs(Some(op), attrs);
+        }
+        if let Some(map) = self.maps.maps.get(self.maps.scratch.as_slice()) {
+            return map.clone();
+        }
+        let key: Box<[u8]> = self.maps.scratch.as_slice().into();
+        let errors = self.errors.len();
+        let map = self.build_attrs(Some(op), attrs);
+        if self.errors.len() == errors && self.maps.maps.len() < SHARED_MAPS {
+            self.maps.maps.insert(key, map.clone());
+        }
+        map
+    }
+
+    /// Builds the attribute map of `attrs`, checking each against `op`'s registered kinds.
+    fn build_attrs(&mut self, op: Option<&str>, attrs: Vec<ast::Attr<'_>>) -> AttrMap {
         let mut map = AttrMap::new();
         let mut spans: Vec<(String, Span)> = Vec::new();
         for attr in attrs {
@@ -583,4 +672,48 @@ fn closest_name(graph: &Graph, name: &str) -> Option<String> {
         return None;
     }
     super::suggest::closest(name, graph.node_ids().map(|id| &*graph.node(id).name)).map(str::to_string)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{parse_module, IrError};
+
+    fn attrs_of<'m>(m: &'m super::Module, name: &str) -> &'m super::AttrMap {
+        let g = &m.graphs[0];
+        &g.node(g.find(name).expect("the node exists")).attrs
+    }
+
+    #[test]
+    fn ops_written_with_equal_attributes_share_one_map() {
+        let src = b"graph @g {\n  %a = Placeholder() {dtype = f32, shape = shape[2]}\n  %b = Placeholder() {dtype = f32, shape = shape[2]}\n  %c = Relu(%a) {T = f32}\n  %d = Relu(%b) {T = f32}\n  %e = Neg(%a) {T = f32}\n  %f = Relu(%c) {T = f64}\n  %v = VarHandleOp() {dtype = f32, shape = shape[2], shared_name = \"v\"}\n  %w = VarHandleOp() {dtype = f32, shape = shape[2], shared_name = \"v\"}\n}\n";
+        let (m, errors) = parse_module(src).expect("parses");
+        let relevant: Vec<_> = errors.iter().filter(|e| matches!(e, IrError::AttrType { .. })).collect();
+        assert!(relevant.is_empty(), "{relevant:?}");
+        assert!(attrs_of(&m, "a").shares_storage(attrs_of(&m, "b")));
+        assert!(attrs_of(&m, "c").shares_storage(attrs_of(&m, "d")));
+        // Another op type or another value: a map of its own, with its own values.
+        assert!(!attrs_of(&m, "c").shares_storage(attrs_of(&m, "e")));
+        assert_eq!(attrs_of(&m, "c"), attrs_of(&m, "e"));
+        assert!(!attrs_of(&m, "c").shares_storage(attrs_of(&m, "f")));
+        assert_eq!(attrs_of(&m, "f").get("T"), Some(&super::AttrValue::Type(super::DType::F64)));
+        // Maps with strings are built per node.
+        assert!(!attrs_of(&m, "v").shares_storage(attrs_of(&m, "w")));
+        assert_eq!(attrs_of(&m, "v"), attrs_of(&m, "w"));
+    }
+
+    #[test]
+    fn a_shared_map_still_reports_each_nodes_wrong_attribute() {
+        // `transpose_a` is a bool: each node's mistake is reported at its own span.
+        let src = b"graph @g {\n  %a = Placeholder() {dtype = f32, shape = shape[2, 2]}\n  %b = MatMul(%a, %a) {T = f32, transpose_a = 1}\n  %c = MatMul(%a, %a) {T = f32, transpose_a = 1}\n}\n";
+        let (_, errors) = parse_module(src).expect("parses");
+        let spans: Vec<_> = errors
+            .iter()
+            .filter_map(|e| match e {
+                IrError::AttrType { key, span, .. } if key == "transpose_a" => Some(span.start),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(spans.len(), 2, "{errors:?}");
+        assert_ne!(spans[0], spans[1]);
+    }
 }

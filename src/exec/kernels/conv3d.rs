@@ -161,11 +161,11 @@ fn scatter_planes<T: Num>(planes: &[T], len: usize, dst: &mut [T], at: impl Iter
 }
 
 /// The three volumetric convolution kernels over the 2-D ones, one depth tap at a time.
-fn forward<T: Num>(g: &Geometry3, fs: [usize; 5], x: &[T], f: &[T]) -> Vec<T> {
+fn forward<T: Num + ndarray::LinalgScalar>(g: &Geometry3, fs: [usize; 5], x: &[T], f: &[T]) -> Vec<T> {
     let [d, r, c] = g.axes;
     let (in_plane, out_plane, tap) =
         (r.input * c.input * g.channels, r.output * c.output * fs[4], fs[1..].iter().product::<usize>());
-    let mut y = vec![T::zero(); g.batch * d.output * out_plane];
+    let mut y = vec![<T as Num>::zero(); g.batch * d.output * out_plane];
     for kd in 0..d.window {
         let pairs = g.depth_pairs(kd);
         let xs = gather_planes(x, in_plane, pairs.iter().map(|&(b, _, id)| b * d.input + id));
@@ -175,11 +175,11 @@ fn forward<T: Num>(g: &Geometry3, fs: [usize; 5], x: &[T], f: &[T]) -> Vec<T> {
     y
 }
 
-fn backprop_input<T: Num>(g: &Geometry3, fs: [usize; 5], dy: &[T], f: &[T]) -> Vec<T> {
+fn backprop_input<T: Num + ndarray::LinalgScalar>(g: &Geometry3, fs: [usize; 5], dy: &[T], f: &[T]) -> Vec<T> {
     let [d, r, c] = g.axes;
     let (in_plane, out_plane, tap) =
         (r.input * c.input * g.channels, r.output * c.output * fs[4], fs[1..].iter().product::<usize>());
-    let mut dx = vec![T::zero(); g.batch * d.input * in_plane];
+    let mut dx = vec![<T as Num>::zero(); g.batch * d.input * in_plane];
     for kd in 0..d.window {
         let pairs = g.depth_pairs(kd);
         let dys = gather_planes(dy, out_plane, pairs.iter().map(|&(b, od, _)| b * d.output + od));

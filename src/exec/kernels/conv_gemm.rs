@@ -17,9 +17,11 @@
 //! Cost: the regular convolutions run at GEMM speed plus one copy of each
 //! patch (none for a 1×1, stride-1, unpadded convolution, whose patch
 //! matrix is its input); the depthwise ones do output size × window size
-//! multiply-adds.
+//! multiply-adds. A forward or input-gradient product of at most
+//! [`FEW_ROWS`] output positions skips the GEMM and reads the filter once,
+//! in place (the GEMM's copy of the filter would cost more than the product).
 
-use ndarray::ArrayView2;
+use ndarray::{ArrayView2, ArrayViewMut2, LinalgScalar};
 use rayon::prelude::*;
 
 use super::conv::Geometry;
@@ -33,6 +35,14 @@ const PATCH_ELEMENTS: usize = if cfg!(test) { 1 << 12 } else { 1 << 21 };
 /// Multiply-adds below which a direct (depthwise) loop stays on the calling
 /// thread: a hand-over to rayon costs more than it saves on small ops.
 const PARALLEL_WORK: usize = 1 << 20;
+
+/// Output positions up to which the forward and input-gradient products
+/// skip the GEMM and read the filter row by row ([`few_rows_times`],
+/// [`few_rows_times_t`]). A GEMM first copies (packs) the whole filter and
+/// computes in blocks of 8 rows, so for a few rows the copy and the padding
+/// cost more than the product; ResNet50's last two stages at 32×32 (2×2 and
+/// 1×1 positions per image) hold most of its filters.
+const FEW_ROWS: usize = 4;
 
 /// The shape of a convolution: its geometry, input channels and HWIO filter shape.
 #[derive(Clone, Copy, Debug)]
@@ -117,17 +127,52 @@ fn matrix<T>(data: &[T], rows: usize, cols: usize) -> ArrayView2<'_, T> {
     ArrayView2::from_shape((rows, cols), data).expect("the buffer holds rows × cols elements")
 }
 
+/// `out = a · f` for `a` of few rows (`[m, k] · [k, o]`): each filter row is
+/// read once, in place, and added scaled into every output row (ndarray's
+/// `scaled_add`), so each output element sums over `k` in order.
+fn few_rows_times<T: Num + LinalgScalar>(a: &[T], f: &[T], out: &mut [T], (m, k, o): (usize, usize, usize)) {
+    let mut y = ArrayViewMut2::from_shape((m, o), out).expect("the buffer holds m × o elements");
+    y.fill(<T as Num>::zero());
+    for (j, frow) in matrix(f, k, o).outer_iter().enumerate() {
+        for (i, mut yrow) in y.outer_iter_mut().enumerate() {
+            yrow.scaled_add(a[i * k + j], &frow);
+        }
+    }
+}
+
+/// `out = g · fᵀ` for `g` of few rows (`[m, o] · [o, k]`, `f` being `[k, o]`):
+/// element `(i, j)` is the dot product of row `i` of `g` with row `j` of the
+/// filter, both contiguous, so the filter is read once and in place.
+fn few_rows_times_t<T: Num + LinalgScalar>(g: &[T], f: &[T], out: &mut [T], (m, k, o): (usize, usize, usize)) {
+    let g = matrix(g, m, o);
+    for (j, frow) in matrix(f, k, o).outer_iter().enumerate() {
+        for (i, grow) in g.outer_iter().enumerate() {
+            out[i * k + j] = grow.dot(&frow);
+        }
+    }
+}
+
 /// `Conv2D`: `y[pos, o] = Σ patch[pos, j] · filter[j, o]`, `[positions, out]`.
-pub(super) fn forward<T: Num>(s: &Shape, x: &[T], f: &[T]) -> Vec<T> {
+pub(super) fn forward<T: Num + LinalgScalar>(s: &Shape, x: &[T], f: &[T]) -> Vec<T> {
     let (n, k, o) = (s.positions(), s.patch(), s.filter[3]);
-    let mut y = vec![T::zero(); n * o];
+    let mut y = vec![<T as Num>::zero(); n * o];
+    if n <= FEW_ROWS && n <= s.chunk() {
+        if s.pointwise() {
+            few_rows_times(x, f, &mut y, (n, k, o));
+        } else {
+            let mut patches = vec![<T as Num>::zero(); n * k];
+            s.im2col(x, 0, &mut patches);
+            few_rows_times(&patches, f, &mut y, (n, k, o));
+        }
+        return y;
+    }
     let fm = matrix(f, k, o);
     if s.pointwise() {
         products(&[(matrix(x, n, k), fm)], &mut y, (n, o, k));
         return y;
     }
     let chunk = s.chunk();
-    let mut patches = vec![T::zero(); chunk.min(n) * k];
+    let mut patches = vec![<T as Num>::zero(); chunk.min(n) * k];
     for (i, yc) in y.chunks_mut(chunk * o.max(1)).enumerate() {
         let rows = yc.len().checked_div(o).unwrap_or(0);
         let p = &mut patches[..rows * k];
@@ -138,16 +183,26 @@ pub(super) fn forward<T: Num>(s: &Shape, x: &[T], f: &[T]) -> Vec<T> {
 }
 
 /// `Conv2DBackpropInput`: the patch gradients `dy · filterᵀ`, added back onto the input positions.
-pub(super) fn backprop_input<T: Num>(s: &Shape, dy: &[T], f: &[T], dx_len: usize) -> Vec<T> {
+pub(super) fn backprop_input<T: Num + LinalgScalar>(s: &Shape, dy: &[T], f: &[T], dx_len: usize) -> Vec<T> {
     let (n, k, o) = (s.positions(), s.patch(), s.filter[3]);
-    let mut dx = vec![T::zero(); dx_len];
+    let mut dx = vec![<T as Num>::zero(); dx_len];
+    if n <= FEW_ROWS && n <= s.chunk() {
+        if s.pointwise() {
+            few_rows_times_t(dy, f, &mut dx, (n, k, o));
+        } else {
+            let mut patches = vec![<T as Num>::zero(); n * k];
+            few_rows_times_t(dy, f, &mut patches, (n, k, o));
+            s.col2im(&patches, 0, &mut dx);
+        }
+        return dx;
+    }
     let ft = matrix(f, k, o).reversed_axes();
     if s.pointwise() {
         products(&[(matrix(dy, n, o), ft)], &mut dx, (n, k, o));
         return dx;
     }
     let chunk = s.chunk();
-    let mut patches = vec![T::zero(); chunk.min(n) * k];
+    let mut patches = vec![<T as Num>::zero(); chunk.min(n) * k];
     for first in (0..n).step_by(chunk) {
         let rows = chunk.min(n - first);
         let p = &mut patches[..rows * k];
@@ -167,13 +222,18 @@ pub(super) fn backprop_filter<T: Num>(s: &Shape, x: &[T], dy: &[T]) -> Vec<T> {
     }
     let chunk = s.chunk();
     let mut patches = vec![T::zero(); chunk.min(n) * k];
-    let mut partial = vec![T::zero(); k * o];
+    // The first chunk's product is written into `df`; each later one is added to it.
+    let mut partial = if n > chunk { vec![T::zero(); k * o] } else { Vec::new() };
     for first in (0..n).step_by(chunk) {
         let rows = chunk.min(n - first);
         let p = &mut patches[..rows * k];
         s.im2col(x, first, p);
-        let pt = matrix(p, rows, k).reversed_axes();
-        products(&[(pt, matrix(&dy[first * o..(first + rows) * o], rows, o))], &mut partial, (k, o, rows));
+        let pair = [(matrix(p, rows, k).reversed_axes(), matrix(&dy[first * o..(first + rows) * o], rows, o))];
+        if first == 0 {
+            products(&pair, &mut df, (k, o, rows));
+            continue;
+        }
+        products(&pair, &mut partial, (k, o, rows));
         for (d, &v) in df.iter_mut().zip(&partial) {
             *d = d.add(v);
         }
@@ -372,6 +432,10 @@ mod tests {
         // 1x1 at stride 1 (the input is the patch matrix) and at stride 2 (it is not).
         check(2, axis(4, 1, 1, 1, (0, 0)), axis(3, 1, 1, 1, (0, 0)), 5, 3);
         check(1, axis(5, 1, 2, 1, (0, 0)), axis(5, 1, 2, 1, (0, 0)), 3, 2);
+        // At most FEW_ROWS output positions: the products that read the filter row by row.
+        check(1, axis(3, 3, 2, 1, (1, 1)), axis(4, 3, 2, 1, (1, 1)), 3, 2);
+        check(1, axis(1, 1, 1, 1, (0, 0)), axis(1, 1, 1, 1, (0, 0)), 5, 3);
+        check(2, axis(2, 1, 1, 1, (0, 0)), axis(1, 1, 1, 1, (0, 0)), 4, 6);
         // More patch elements than one chunk holds: several chunks, summed in order.
         let big = axis(9, 3, 1, 1, (1, 1));
         const { assert!(2 * 9 * 9 * 3 * 3 * 8 > 2 * PATCH_ELEMENTS) };

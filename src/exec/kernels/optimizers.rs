@@ -7,6 +7,8 @@
 //! betas, ...) broadcast. Arithmetic follows TensorFlow's CPU kernels
 //! term by term, in the variable's dtype.
 
+use std::borrow::Cow;
+
 use crate::exec::error::KernelError;
 use crate::exec::tensor::Tensor;
 use crate::ir::AttrMap;
@@ -77,16 +79,24 @@ fn apply_wide(op: &str, attrs: &AttrMap, slots: &[Tensor], rest: &[Tensor]) -> R
                 _ => Err(KernelError::invalid(op, format!("{what} must be a scalar, got shape {:?}", t.shape()))),
             }
         };
-        let grad = vec_of(grad)?;
+        // The gradient is read in place (nearly always one slice); the slots are copied, as the
+        // store keeps the old values until the new ones replace them.
+        let grad: Cow<'_, [T]> = match grad.array::<T>().and_then(|a| a.as_slice()) {
+            Some(slice) => Cow::Borrowed(slice),
+            None => Cow::Owned(vec_of(grad)?),
+        };
+        if op == "ResourceApplyGradientDescent" {
+            // One pass: the new variable is computed from the old one, not copied and then updated.
+            let alpha = scalar(0, "alpha")?;
+            let new: Vec<T> = match var.array::<T>().and_then(|a| a.as_slice()) {
+                Some(w) => w.iter().zip(grad.iter()).map(|(&w, &g)| w - alpha * g).collect(),
+                None => vec_of(var)?.iter().zip(grad.iter()).map(|(&w, &g)| w - alpha * g).collect(),
+            };
+            return Ok(vec![Tensor::from_vec(var.shape(), new)?]);
+        }
         let mut s: Vec<Vec<T>> = slots.iter().map(vec_of).collect::<Result<_, _>>()?;
         let one = T::one();
         match op {
-            "ResourceApplyGradientDescent" => {
-                let alpha = scalar(0, "alpha")?;
-                for (w, &g) in s[0].iter_mut().zip(&grad) {
-                    *w -= alpha * g;
-                }
-            }
             "ResourceApplyMomentum" => {
                 let (lr, momentum) = (scalar(0, "lr")?, scalar(2, "momentum")?);
                 for i in 0..grad.len() {

@@ -18,6 +18,7 @@
 pub(crate) mod control_flow;
 /// The TensorList and Optional kernels (variant values), sorted.
 pub use control_flow::VARIANT_OPS;
+mod bitwise;
 mod conv;
 mod conv3d;
 mod conv_gemm;
@@ -38,6 +39,7 @@ pub(crate) mod optimizers;
 pub mod random;
 mod reduce;
 mod shape;
+mod special;
 mod strided;
 mod strings;
 
@@ -106,12 +108,14 @@ pub const PURE_OPS: &[&str] = &[
     "All",
     "AllGather",
     "Any",
+    "ApproximateEqual",
     "ArgMax",
     "ArgMin",
     "Asin",
     "Asinh",
     "Assert",
     "Atan",
+    "Atan2",
     "Atanh",
     "AvgPool",
     "AvgPool3D",
@@ -122,11 +126,17 @@ pub const PURE_OPS: &[&str] = &[
     "BatchMatMulV3",
     "BiasAdd",
     "BiasAddGrad",
+    "Bitcast",
+    "BitwiseAnd",
+    "BitwiseOr",
+    "BitwiseXor",
     "BroadcastArgs",
     "BroadcastGradientArgs",
     "BroadcastTo",
     "Cast",
     "Ceil",
+    "CheckNumerics",
+    "ClipByValue",
     "ConcatOffset",
     "ConcatV2",
     "Const",
@@ -150,6 +160,7 @@ pub const PURE_OPS: &[&str] = &[
     "Einsum",
     "Elu",
     "EluGrad",
+    "EnsureShape",
     "Equal",
     "Erf",
     "Erfc",
@@ -174,6 +185,8 @@ pub const PURE_OPS: &[&str] = &[
     "Identity",
     "IdentityN",
     "InTopKV2",
+    "Inv",
+    "Invert",
     "InvertPermutation",
     "IsFinite",
     "IsInf",
@@ -181,6 +194,7 @@ pub const PURE_OPS: &[&str] = &[
     "L2Loss",
     "LeakyRelu",
     "LeakyReluGrad",
+    "LeftShift",
     "Less",
     "LessEqual",
     "ListDiff",
@@ -200,8 +214,11 @@ pub const PURE_OPS: &[&str] = &[
     "Mean",
     "Min",
     "Minimum",
+    "Mod",
     "Mul",
+    "MulNoNan",
     "Neg",
+    "NextAfter",
     "NoOp",
     "NotEqual",
     "OneHot",
@@ -210,7 +227,9 @@ pub const PURE_OPS: &[&str] = &[
     "Pad",
     "PadV2",
     "PlaceholderWithDefault",
+    "PopulationCount",
     "Pow",
+    "PreventGradient",
     "Print",
     "PrintV2",
     "Prod",
@@ -218,12 +237,14 @@ pub const PURE_OPS: &[&str] = &[
     "Rank",
     "RealDiv",
     "Reciprocal",
+    "ReciprocalGrad",
     "Relu",
     "Relu6",
     "Relu6Grad",
     "ReluGrad",
     "Reshape",
     "ReverseV2",
+    "RightShift",
     "Rint",
     "Round",
     "Rsqrt",
@@ -287,10 +308,16 @@ pub const PURE_OPS: &[&str] = &[
     "TensorScatterAdd",
     "TensorScatterUpdate",
     "Tile",
+    "ToBool",
     "Transpose",
+    "TruncateDiv",
+    "TruncateMod",
     "Unpack",
     "UnsortedSegmentSum",
     "Where",
+    "Xdivy",
+    "Xlog1py",
+    "Xlogy",
     "ZerosLike",
 ];
 
@@ -306,7 +333,9 @@ const FLOAT_ONLY: &[&str] = &[
     "Asin",
     "Asinh",
     "Atan",
+    "Atan2",
     "Atanh",
+    "CheckNumerics",
     "Cos",
     "Cosh",
     "Elu",
@@ -327,6 +356,8 @@ const FLOAT_ONLY: &[&str] = &[
     "Log",
     "Log1p",
     "LogSoftmax",
+    "NextAfter",
+    "ReciprocalGrad",
     "Relu6",
     "Relu6Grad",
     "Rint",
@@ -350,6 +381,9 @@ const FLOAT_ONLY: &[&str] = &[
     "Tan",
     "Tanh",
     "TanhGrad",
+    "Xdivy",
+    "Xlog1py",
+    "Xlogy",
 ];
 
 /// Attributes that name the dtype of an op's values.
@@ -652,6 +686,8 @@ fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Tensor>,
         _ if DEVICE_OPS.contains(&op) => Err(KernelError::NeedsDevice { op: op.to_string() }),
         _ => families::dispatch(op, attrs, inputs)
             .or_else(|| random::dispatch(op, attrs, inputs))
+            .or_else(|| special::dispatch(op, attrs, inputs))
+            .or_else(|| bitwise::dispatch(op, attrs, inputs))
             .or_else(|| host_ops::dispatch(op, attrs, inputs))
             .unwrap_or_else(|| Err(KernelError::NoKernel { op: op.to_string() })),
     }

@@ -40,6 +40,7 @@ mod library;
 mod math_functions;
 mod nn_functions;
 mod product_functions;
+mod special_functions;
 
 use std::collections::VecDeque;
 

@@ -1,0 +1,133 @@
+//! Builders of the elementwise math beyond the common arithmetic and of the
+//! bitwise ops, as TensorFlow's XLA bridge lowers them: `Atan2`, `Inv`,
+//! the truncating divisions, the `x·f(y)` ops that give 0 where `x` (or
+//! `y` for `MulNoNan`) is 0, `ApproximateEqual`, `ClipByValue`,
+//! `NextAfter` (`chlo.next_after`), `ReciprocalGrad`, the pass-through
+//! checks and markers, `ToBool`, and `BitwiseAnd`/`Or`/`Xor`, `Invert`,
+//! the shifts, `PopulationCount` and `Bitcast`.
+//!
+//! Operands broadcast to the result's shape first. Integer divisions and
+//! `CheckNumerics` check under a device-check scope (XLA divides by zero
+//! and passes NaN in silence). Cost: a few ops per TF op.
+
+use super::elementwise::{binary, broadcast_pair};
+use super::{check, is_float, Call};
+use crate::ir::DType;
+use crate::xla::stablehlo::text::{Cmp, Ctx, Val};
+
+/// `f(a, b)`, and 0 where `zero_where` (0: `a`, 1: `b`) is 0.
+pub(super) fn zero_where(c: &mut Ctx, n: &Call, which: usize, f: &str) -> Result<Vec<Val>, String> {
+    let (a, b) = broadcast_pair(c, n)?;
+    let v = match f {
+        "log" | "log_plus_one" => {
+            let l = c.elementwise(f, &[&b]);
+            c.elementwise("multiply", &[&a, &l])
+        }
+        other => c.elementwise(other, &[&a, &b]),
+    };
+    let zero = c.splat(&a.ty, 0.0);
+    let test = if which == 0 { &a } else { &b };
+    let is_zero = c.compare(test, &zero, Cmp::Eq);
+    Ok(vec![c.select(&is_zero, &zero, &v)])
+}
+
+/// `NextAfter(x1, x2)`: the next representable value after `x1` toward `x2` (`chlo.next_after`).
+pub(super) fn next_after(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
+    let (a, b) = broadcast_pair(c, n)?;
+    let ty = a.ty.clone();
+    Ok(vec![c.op("chlo.next_after", &[&a, &b], "", ty)])
+}
+
+/// `Mod` and `TruncateMod`: the remainder with the dividend's sign.
+pub(super) fn truncate_mod(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
+    check::nonzero_divisor(c, n.input(1)?, n.op);
+    binary(c, n, "remainder")
+}
+
+/// `TruncateDiv`: the quotient rounded toward zero.
+pub(super) fn truncate_div(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
+    check::nonzero_divisor(c, n.input(1)?, n.op);
+    let (a, b) = broadcast_pair(c, n)?;
+    let q = c.elementwise("divide", &[&a, &b]);
+    if !is_float(q.ty.dtype) {
+        return Ok(vec![q]);
+    }
+    let zero = c.splat(&q.ty, 0.0);
+    let negative = c.compare(&q, &zero, Cmp::Lt);
+    let up = c.elementwise("ceil", &[&q]);
+    let down = c.elementwise("floor", &[&q]);
+    Ok(vec![c.select(&negative, &up, &down)])
+}
+
+/// `Inv(x) = 1 / x`.
+pub(super) fn inv(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
+    super::elementwise::reciprocal(c, n)
+}
+
+/// `ReciprocalGrad(y, dy) = -dy · y²`.
+pub(super) fn reciprocal_grad(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
+    let (y, dy) = broadcast_pair(c, n)?;
+    let sq = c.elementwise("multiply", &[&y, &y]);
+    let neg = c.elementwise("negate", &[&dy]);
+    Ok(vec![c.elementwise("multiply", &[&neg, &sq])])
+}
+
+/// `ApproximateEqual(x, y) {tolerance}`: `|x - y| < tolerance`.
+pub(super) fn approximate_equal(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
+    let (a, b) = broadcast_pair(c, n)?;
+    let d = c.elementwise("subtract", &[&a, &b]);
+    let d = c.elementwise("abs", &[&d]);
+    let tol = c.splat(&d.ty, n.float_attr("tolerance", 1e-5));
+    Ok(vec![c.compare(&d, &tol, Cmp::Lt)])
+}
+
+/// `ClipByValue(t, lo, hi)`: `stablehlo.clamp` with the bounds at `t`'s shape.
+pub(super) fn clip_by_value(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
+    let t = n.input(0)?;
+    let lo = c.broadcast_to(n.input(1)?, &t.ty.shape);
+    let hi = c.broadcast_to(n.input(2)?, &t.ty.shape);
+    Ok(vec![c.op("stablehlo.clamp", &[&lo, t, &hi], "", t.ty.clone())])
+}
+
+/// `CheckNumerics(t) {message}`: `t`, failing the run where it holds a NaN or an infinity.
+pub(super) fn check_numerics(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
+    let t = n.input(0)?;
+    let finite = c.op("stablehlo.is_finite", &[t], "", t.ty.with_dtype(DType::Bool));
+    let bad = c.elementwise("not", &[&finite]);
+    let message = n.attrs.get_str("message").unwrap_or("").to_string();
+    check::fail_if(c, &bad, || format!("{message} : Tensor had NaN or Inf values"));
+    Ok(vec![t.clone()])
+}
+
+/// `ToBool(x)`: a scalar's truth (nonzero); otherwise whether `x` has elements.
+pub(super) fn to_bool(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
+    let x = n.input(0)?;
+    if x.ty.rank() == 0 {
+        if x.ty.dtype == DType::Bool {
+            return Ok(vec![x.clone()]);
+        }
+        let zero = c.splat(&x.ty, 0.0);
+        return Ok(vec![c.compare(x, &zero, Cmp::Ne)]);
+    }
+    let has = if x.ty.count() > 0 { 1.0 } else { 0.0 };
+    Ok(vec![c.splat(&x.ty.with_dtype(DType::Bool).with_shape(Vec::new()), has)])
+}
+
+/// `RightShift`: arithmetic on signed integers, logical on unsigned ones.
+pub(super) fn right_shift(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
+    let unsigned = matches!(n.input(0)?.ty.dtype, DType::U8 | DType::U16 | DType::U32 | DType::U64);
+    binary(c, n, if unsigned { "shift_right_logical" } else { "shift_right_arithmetic" })
+}
+
+/// `PopulationCount(x)`: the set bits of each element, as `uint8`.
+pub(super) fn population_count(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
+    let x = n.input(0)?;
+    let count = c.elementwise("popcnt", &[x]);
+    Ok(vec![c.convert(&count, DType::U8)])
+}
+
+/// `Bitcast(x) {type}`: `stablehlo.bitcast_convert` to the result type.
+pub(super) fn bitcast(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
+    let x = n.input(0)?;
+    Ok(vec![c.op("stablehlo.bitcast_convert", &[x], "", n.out(0)?.clone())])
+}

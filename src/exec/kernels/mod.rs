@@ -40,6 +40,7 @@ pub mod random;
 mod reduce;
 mod shape;
 mod special;
+mod special_fns;
 mod strided;
 mod strings;
 
@@ -124,6 +125,9 @@ pub const PURE_OPS: &[&str] = &[
     "BatchMatMul",
     "BatchMatMulV2",
     "BatchMatMulV3",
+    "BesselI0e",
+    "BesselI1e",
+    "Betainc",
     "BiasAdd",
     "BiasAddGrad",
     "Bitcast",
@@ -154,6 +158,7 @@ pub const PURE_OPS: &[&str] = &[
     "DepthwiseConv2dNative",
     "DepthwiseConv2dNativeBackpropFilter",
     "DepthwiseConv2dNativeBackpropInput",
+    "Digamma",
     "Div",
     "DivNoNan",
     "DynamicStitch",
@@ -164,6 +169,7 @@ pub const PURE_OPS: &[&str] = &[
     "Equal",
     "Erf",
     "Erfc",
+    "Erfinv",
     "Exp",
     "ExpandDims",
     "Expm1",
@@ -184,6 +190,8 @@ pub const PURE_OPS: &[&str] = &[
     "GreaterEqual",
     "Identity",
     "IdentityN",
+    "Igamma",
+    "Igammac",
     "InTopKV2",
     "Inv",
     "Invert",
@@ -197,6 +205,7 @@ pub const PURE_OPS: &[&str] = &[
     "LeftShift",
     "Less",
     "LessEqual",
+    "Lgamma",
     "ListDiff",
     "Log",
     "Log1p",
@@ -217,6 +226,7 @@ pub const PURE_OPS: &[&str] = &[
     "Mod",
     "Mul",
     "MulNoNan",
+    "Ndtri",
     "Neg",
     "NextAfter",
     "NoOp",
@@ -227,6 +237,7 @@ pub const PURE_OPS: &[&str] = &[
     "Pad",
     "PadV2",
     "PlaceholderWithDefault",
+    "Polygamma",
     "PopulationCount",
     "Pow",
     "PreventGradient",
@@ -319,6 +330,7 @@ pub const PURE_OPS: &[&str] = &[
     "Xlog1py",
     "Xlogy",
     "ZerosLike",
+    "Zeta",
 ];
 
 /// True when the executor can run op type `op` (as a pure kernel or in the mesh).
@@ -335,13 +347,18 @@ const FLOAT_ONLY: &[&str] = &[
     "Atan",
     "Atan2",
     "Atanh",
+    "BesselI0e",
+    "BesselI1e",
+    "Betainc",
     "CheckNumerics",
     "Cos",
     "Cosh",
+    "Digamma",
     "Elu",
     "EluGrad",
     "Erf",
     "Erfc",
+    "Erfinv",
     "Exp",
     "Expm1",
     "FusedBatchNorm",
@@ -350,13 +367,18 @@ const FLOAT_ONLY: &[&str] = &[
     "FusedBatchNormGradV3",
     "FusedBatchNormV2",
     "FusedBatchNormV3",
+    "Igamma",
+    "Igammac",
     "L2Loss",
     "LeakyRelu",
     "LeakyReluGrad",
+    "Lgamma",
     "Log",
     "Log1p",
     "LogSoftmax",
+    "Ndtri",
     "NextAfter",
+    "Polygamma",
     "ReciprocalGrad",
     "Relu6",
     "Relu6Grad",
@@ -384,6 +406,7 @@ const FLOAT_ONLY: &[&str] = &[
     "Xdivy",
     "Xlog1py",
     "Xlogy",
+    "Zeta",
 ];
 
 /// Attributes that name the dtype of an op's values.

@@ -16,6 +16,7 @@ use ndarray::{ArcArray, IxDyn, Zip};
 use super::arg;
 use super::elementwise::{same, with_float, Flt};
 use super::math::{broadcast_zip, Num};
+use super::special_fns as fns;
 use crate::exec::error::KernelError;
 use crate::exec::tensor::Tensor;
 use crate::ir::{AttrMap, AttrValue};
@@ -27,6 +28,13 @@ fn one(t: Tensor) -> Result<Vec<Tensor>, KernelError> {
 /// Runs `op` if it is one of these ops; `None` otherwise.
 pub(crate) fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Option<Result<Vec<Tensor>, KernelError>> {
     let x = |i: usize| arg(op, inputs, i);
+    let un = |f: fn(f64) -> f64, g: fn(f32) -> f32| -> Result<Vec<Tensor>, KernelError> {
+        match x(0)? {
+            Tensor::F32(a) => one(Tensor::from_array(a.mapv(g))),
+            Tensor::F64(a) => one(Tensor::from_array(a.mapv(f))),
+            other => Err(KernelError::dtype(op, other.dtype(), "a floating-point input is required")),
+        }
+    };
     let float2 = |f: fn(f64, f64) -> f64, g: fn(f32, f32) -> f32| -> Result<Vec<Tensor>, KernelError> {
         one(float_binary(op, x(0)?, x(1)?, f, g)?)
     };
@@ -42,6 +50,17 @@ pub(crate) fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Option<R
         "Xdivy" => float2(|a, b| if a == 0.0 { 0.0 } else { a / b }, |a, b| if a == 0.0 { 0.0 } else { a / b }),
         "MulNoNan" => float2(|a, b| if b == 0.0 { 0.0 } else { a * b }, |a, b| if b == 0.0 { 0.0 } else { a * b }),
         "ReciprocalGrad" => float2(|y, dy| -dy * (y * y), |y, dy| -dy * (y * y)),
+        "Lgamma" => un(fns::lgamma, libm::lgammaf),
+        "Digamma" => un(fns::digamma, |v| fns::digamma(f64::from(v)) as f32),
+        "Erfinv" => un(fns::erfinv, |v| fns::erfinv(f64::from(v)) as f32),
+        "Ndtri" => un(fns::ndtri, |v| fns::ndtri(f64::from(v)) as f32),
+        "BesselI0e" => un(fns::bessel_i0e, |v| fns::bessel_i0e(f64::from(v)) as f32),
+        "BesselI1e" => un(fns::bessel_i1e, |v| fns::bessel_i1e(f64::from(v)) as f32),
+        "Zeta" => float2(fns::zeta, |a, b| fns::zeta(f64::from(a), f64::from(b)) as f32),
+        "Polygamma" => float2(fns::polygamma, |a, b| fns::polygamma(f64::from(a), f64::from(b)) as f32),
+        "Igamma" => float2(fns::igamma, |a, b| fns::igamma(f64::from(a), f64::from(b)) as f32),
+        "Igammac" => float2(fns::igammac, |a, b| fns::igammac(f64::from(a), f64::from(b)) as f32),
+        "Betainc" => (|| one(betainc(op, x(0)?, x(1)?, x(2)?)?))(),
         "Inv" => x(0).and_then(|t| one(super::math::unary(op, super::math::UnaryOp::Reciprocal, t)?)),
         "Mod" | "TruncateMod" => (|| one(truncating(op, false, x(0)?, x(1)?)?))(),
         "TruncateDiv" => (|| one(truncating(op, true, x(0)?, x(1)?)?))(),
@@ -76,6 +95,43 @@ fn float_binary(
             Err(KernelError::invalid(op, format!("inputs have different dtypes {} and {}", a.dtype(), b.dtype())))
         }
         (a, _) => Err(KernelError::dtype(op, a.dtype(), "a floating-point input is required")),
+    }
+}
+
+/// `Betainc(a, b, x)`: the regularized incomplete beta function; each operand is a scalar or of
+/// the one shape the others have.
+fn betainc(op: &str, a: &Tensor, b: &Tensor, x: &Tensor) -> Result<Tensor, KernelError> {
+    let shape = [a, b, x].iter().map(|t| t.shape()).find(|s| !s.is_empty()).unwrap_or(&[]).to_vec();
+    if let Some(t) = [a, b, x].iter().find(|t| !t.shape().is_empty() && t.shape() != shape.as_slice()) {
+        return Err(KernelError::invalid(
+            op,
+            format!("a, b and x must be scalars or of one shape: {:?} against {:?}", t.shape(), shape),
+        ));
+    }
+    fn run<T: Flt>(op: &str, a: &Tensor, b: &Tensor, x: &Tensor, shape: &[usize]) -> Result<Tensor, KernelError> {
+        fn at<'t, T: Flt>(
+            op: &str,
+            t: &'t Tensor,
+            like: &Tensor,
+            shape: &[usize],
+        ) -> Result<ndarray::ArrayViewD<'t, T>, KernelError> {
+            let arr = same::<T>(op, t, like)?;
+            arr.broadcast(IxDyn(shape)).ok_or_else(|| KernelError::invalid(op, "operands do not broadcast"))
+        }
+        let (va, vb, vx) = (at::<T>(op, a, a, shape)?, at::<T>(op, b, a, shape)?, at::<T>(op, x, a, shape)?);
+        let out = Zip::from(&va).and(&vb).and(&vx).map_collect(|&p, &q, &v| {
+            T::c(fns::betainc(
+                p.to_f64().unwrap_or(f64::NAN),
+                q.to_f64().unwrap_or(f64::NAN),
+                v.to_f64().unwrap_or(f64::NAN),
+            ))
+        });
+        Ok(Tensor::from_array(out))
+    }
+    match a {
+        Tensor::F32(_) => run::<f32>(op, a, b, x, &shape),
+        Tensor::F64(_) => run::<f64>(op, a, b, x, &shape),
+        other => Err(KernelError::dtype(op, other.dtype(), "a floating-point input is required")),
     }
 }
 

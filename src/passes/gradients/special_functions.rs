@@ -6,7 +6,8 @@
 //! `ClipByValue`, `Select`, `L2Loss`, `Cumprod`, `NextAfter`,
 //! `CheckNumerics`, `PreventGradient` (an error, as in TensorFlow) and the
 //! special functions (`Lgamma`, `Digamma`, `Erfinv`, `Ndtri`,
-//! `BesselI0e`, `BesselI1e`).
+//! `BesselI0e`, `BesselI1e`, `Zeta` and `Polygamma` in their second
+//! operand, `Betainc` in `x`).
 //!
 //! Each emits the standard ops TensorFlow's gradient function emits, with
 //! dynamic shapes; binary ops sum their gradients back to each operand's
@@ -141,6 +142,44 @@ pub fn gradient(
             let half = o.scalar("Fill/value", 0.5);
             let d = o.e.emit("SelectV2", "SelectV2", &[is_zero, half, d], ta.clone());
             one(o.mul(g, d))
+        }
+        "Zeta" | "Polygamma" => {
+            // Only the second operand: -x ζ(x + 1, q), or ψ⁽ⁿ⁺¹⁾(x).
+            let (a, b) = (x(0)?, x(1)?);
+            let bc = Broadcast::new(o.e, a, b);
+            let c = o.scalar("add/y", 1.0);
+            let a1 = o.bin("AddV2", a, c);
+            let partial = if op_type == "Zeta" {
+                let z = o.bin("Zeta", a1, b);
+                let na = o.un("Neg", a);
+                o.mul(na, z)
+            } else {
+                o.bin("Polygamma", a1, b)
+            };
+            let gb = o.mul(partial, g);
+            Ok(vec![None, Some(bc.reduce_y(o.e, gb, &ta))])
+        }
+        "Betainc" => {
+            // Only x: exp(xlog1py(b - 1, -x) + xlogy(a - 1, x) - ln B(a, b)).
+            let (a, b, v) = (x(0)?, x(1)?, x(2)?);
+            let bc = Broadcast::new(o.e, a, v);
+            let la = o.un("Lgamma", a);
+            let lb = o.un("Lgamma", b);
+            let ab = o.bin("AddV2", a, b);
+            let lab = o.un("Lgamma", ab);
+            let s1 = o.bin("AddV2", la, lb);
+            let log_beta = o.bin("Sub", s1, lab);
+            let one_c = o.scalar("sub/y", 1.0);
+            let b1 = o.bin("Sub", b, one_c);
+            let a1 = o.bin("Sub", a, one_c);
+            let nv = o.un("Neg", v);
+            let t1 = o.bin("Xlog1py", b1, nv);
+            let t2 = o.bin("Xlogy", a1, v);
+            let s2 = o.bin("AddV2", t1, t2);
+            let s3 = o.bin("Sub", s2, log_beta);
+            let partial = o.un("Exp", s3);
+            let gv = o.mul(partial, g);
+            Ok(vec![None, None, Some(bc.reduce_y(o.e, gv, &ta))])
         }
         "EluGrad" | "SeluGrad" => {
             // (Grad(g, y), where(y < 0, g * dy, 0)).

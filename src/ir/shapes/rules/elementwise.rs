@@ -54,6 +54,18 @@ pub(super) fn population_count(a: &Args) -> Result<Vec<OutType>, String> {
     Ok(vec![OutType::new(DType::U8, a.x(0)?.shape.to_vec())])
 }
 
+/// `Betainc(a, b, x)`: the shape of whichever operand is not a scalar (all are of one shape).
+pub(super) fn betainc(a: &Args) -> Result<Vec<OutType>, String> {
+    let shape = (0..3).filter_map(|i| a.x(i).ok()).map(|x| x.shape).find(|s| !s.is_empty()).unwrap_or(&[]);
+    for i in 0..3 {
+        let s = a.x(i)?.shape;
+        if !s.is_empty() && s != shape {
+            return Err(format!("a, b and x must be scalars or of one shape: {s:?} against {shape:?}"));
+        }
+    }
+    Ok(vec![OutType::new(a.x(0)?.dtype, shape.to_vec())])
+}
+
 /// A boolean scalar (`ToBool`).
 pub(super) fn to_bool(_: &Args) -> Result<Vec<OutType>, String> {
     Ok(vec![OutType::new(DType::Bool, Vec::new())])

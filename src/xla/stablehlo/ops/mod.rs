@@ -136,6 +136,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("BatchMatMul", linalg::batch_matmul),
     ("BatchMatMulV2", linalg::batch_matmul),
     ("BatchMatMulV3", linalg::batch_matmul),
+    ("BesselI1e", |c, n| ew::unary(c, n, "chlo.bessel_i1e")),
     ("BiasAdd", nn::bias_add),
     ("BiasAddGrad", nn::bias_add_grad),
     ("Bitcast", sp::bitcast),
@@ -172,6 +173,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("DepthwiseConv2dNativeBackpropInput", |c, n| {
         nchw::with_layout(c, n, |c, n| conv::conv(c, n, conv::Kind::BackpropInput, true))
     }),
+    ("Digamma", |c, n| ew::unary(c, n, "chlo.digamma")),
     ("Div", ew::div),
     ("DivNoNan", ew::div_no_nan),
     ("Einsum", linalg::einsum),
@@ -182,6 +184,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("Equal", |c, n| ew::compare(c, n, Cmp::Eq)),
     ("Erf", |c, n| ew::unary(c, n, "chlo.erf")),
     ("Erfc", |c, n| ew::unary(c, n, "chlo.erfc")),
+    ("Erfinv", |c, n| ew::unary(c, n, "chlo.erf_inv")),
     ("Exp", |c, n| ew::unary(c, n, "exponential")),
     ("ExpandDims", shape::reshape),
     ("Expm1", |c, n| ew::unary(c, n, "exponential_minus_one")),
@@ -213,6 +216,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("LeftShift", |c, n| ew::binary(c, n, "shift_left")),
     ("Less", |c, n| ew::compare(c, n, Cmp::Lt)),
     ("LessEqual", |c, n| ew::compare(c, n, Cmp::Le)),
+    ("Lgamma", |c, n| ew::unary(c, n, "chlo.lgamma")),
     ("Log", |c, n| ew::unary(c, n, "log")),
     ("Log1p", |c, n| ew::unary(c, n, "log_plus_one")),
     ("LogSoftmax", nn::log_softmax),
@@ -232,8 +236,9 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("Mod", sp::truncate_mod),
     ("Mul", |c, n| ew::binary(c, n, "multiply")),
     ("MulNoNan", |c, n| sp::zero_where(c, n, 1, "multiply")),
+    ("Ndtri", sp::ndtri),
     ("Neg", |c, n| ew::unary(c, n, "negate")),
-    ("NextAfter", sp::next_after),
+    ("NextAfter", |c, n| sp::chlo_binary(c, n, "chlo.next_after")),
     ("NotEqual", |c, n| ew::compare(c, n, Cmp::Ne)),
     ("OneHot", gather::one_hot),
     ("OptionalFromValue", list::optional_from_value),
@@ -244,6 +249,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("Pad", shape::pad),
     ("PadV2", shape::pad),
     ("PlaceholderWithDefault", identity),
+    ("Polygamma", |c, n| sp::chlo_binary(c, n, "chlo.polygamma")),
     ("PopulationCount", sp::population_count),
     ("Pow", |c, n| ew::binary(c, n, "power")),
     ("PreventGradient", identity),
@@ -332,6 +338,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("Xdivy", |c, n| sp::zero_where(c, n, 0, "divide")),
     ("Xlog1py", |c, n| sp::zero_where(c, n, 0, "log_plus_one")),
     ("Xlogy", |c, n| sp::zero_where(c, n, 0, "log")),
+    ("Zeta", |c, n| sp::chlo_binary(c, n, "chlo.zeta")),
 ];
 
 /// Ops whose results depend only on their operands' shapes: always constants.

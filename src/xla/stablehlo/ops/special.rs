@@ -2,7 +2,9 @@
 //! bitwise ops, as TensorFlow's XLA bridge lowers them: `Atan2`, `Inv`,
 //! the truncating divisions, the `x·f(y)` ops that give 0 where `x` (or
 //! `y` for `MulNoNan`) is 0, `ApproximateEqual`, `ClipByValue`,
-//! `NextAfter` (`chlo.next_after`), `ReciprocalGrad`, the pass-through
+//! `NextAfter` (`chlo.next_after`), `ReciprocalGrad`, the special functions
+//! CHLO has (`Lgamma`, `Digamma`, `Erfinv`, `Ndtri`, `BesselI1e`, `Zeta`,
+//! `Polygamma`), the pass-through
 //! checks and markers, `ToBool`, and `BitwiseAnd`/`Or`/`Xor`, `Invert`,
 //! the shifts, `PopulationCount` and `Bitcast`.
 //!
@@ -31,11 +33,23 @@ pub(super) fn zero_where(c: &mut Ctx, n: &Call, which: usize, f: &str) -> Result
     Ok(vec![c.select(&is_zero, &zero, &v)])
 }
 
-/// `NextAfter(x1, x2)`: the next representable value after `x1` toward `x2` (`chlo.next_after`).
-pub(super) fn next_after(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
+/// A binary CHLO op (`chlo.next_after`, `chlo.zeta`, `chlo.polygamma`) on the broadcast operands.
+pub(super) fn chlo_binary(c: &mut Ctx, n: &Call, name: &str) -> Result<Vec<Val>, String> {
     let (a, b) = broadcast_pair(c, n)?;
     let ty = a.ty.clone();
-    Ok(vec![c.op("chlo.next_after", &[&a, &b], "", ty)])
+    Ok(vec![c.op(name, &[&a, &b], "", ty)])
+}
+
+/// `Ndtri(p) = √2 erf⁻¹(2p - 1)`, as TensorFlow's XLA bridge computes it.
+pub(super) fn ndtri(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
+    let p = n.input(0)?;
+    let two = c.splat(&p.ty, 2.0);
+    let one = c.splat(&p.ty, 1.0);
+    let t = c.elementwise("multiply", &[&two, p]);
+    let t = c.elementwise("subtract", &[&t, &one]);
+    let e = c.op("chlo.erf_inv", &[&t], "", p.ty.clone());
+    let sqrt2 = c.splat(&p.ty, std::f64::consts::SQRT_2);
+    Ok(vec![c.elementwise("multiply", &[&sqrt2, &e])])
 }
 
 /// `Mod` and `TruncateMod`: the remainder with the dividend's sign.

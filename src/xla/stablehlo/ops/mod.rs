@@ -136,6 +136,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("BatchMatMul", linalg::batch_matmul),
     ("BatchMatMulV2", linalg::batch_matmul),
     ("BatchMatMulV3", linalg::batch_matmul),
+    ("BesselI0e", sp::bessel_i0e),
     ("BesselI1e", |c, n| ew::unary(c, n, "chlo.bessel_i1e")),
     ("BiasAdd", nn::bias_add),
     ("BiasAddGrad", nn::bias_add_grad),

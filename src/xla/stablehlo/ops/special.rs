@@ -4,7 +4,7 @@
 //! `y` for `MulNoNan`) is 0, `ApproximateEqual`, `ClipByValue`,
 //! `NextAfter` (`chlo.next_after`), `ReciprocalGrad`, the special functions
 //! CHLO has (`Lgamma`, `Digamma`, `Erfinv`, `Ndtri`, `BesselI1e`, `Zeta`,
-//! `Polygamma`), the pass-through
+//! `Polygamma`; `BesselI0e` by its series), the pass-through
 //! checks and markers, `ToBool`, and `BitwiseAnd`/`Or`/`Xor`, `Invert`,
 //! the shifts, `PopulationCount` and `Bitcast`.
 //!
@@ -50,6 +50,55 @@ pub(super) fn ndtri(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
     let e = c.op("chlo.erf_inv", &[&t], "", p.ty.clone());
     let sqrt2 = c.splat(&p.ty, std::f64::consts::SQRT_2);
     Ok(vec![c.elementwise("multiply", &[&sqrt2, &e])])
+}
+
+/// Where `bessel_i0e` switches from the power series to the asymptotic expansion.
+const BESSEL_ASYMPTOTIC: f64 = 30.0;
+
+/// `BesselI0e(x) = e^-|x| I₀(x)` (CHLO has only `bessel_i1e`): the power series
+/// `Σ_k (x²/4)^k / k!²` (50 terms) up to |x| = 30, the asymptotic expansion
+/// `(2π|x|)^-1/2 Σ_k ((2k-1)!!)² / (k! (8|x|)^k)` (20 terms) beyond.
+pub(super) fn bessel_i0e(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
+    let x = n.input(0)?;
+    let ty = x.ty.clone();
+    let ax = c.elementwise("abs", &[x]);
+    let limit = c.splat(&ty, BESSEL_ASYMPTOTIC);
+    // The series, on |x| clamped to the limit so that its terms stay finite.
+    let xs = c.elementwise("minimum", &[&ax, &limit]);
+    let quarter = c.splat(&ty, 0.25);
+    let sq = c.elementwise("multiply", &[&xs, &xs]);
+    let y = c.elementwise("multiply", &[&quarter, &sq]);
+    let mut term = c.splat(&ty, 1.0);
+    let mut sum = term.clone();
+    for k in 1..=50u32 {
+        let k = f64::from(k);
+        let scale = c.splat(&ty, 1.0 / (k * k));
+        let step = c.elementwise("multiply", &[&y, &scale]);
+        term = c.elementwise("multiply", &[&term, &step]);
+        sum = c.elementwise("add", &[&sum, &term]);
+    }
+    let neg = c.elementwise("negate", &[&xs]);
+    let decay = c.elementwise("exponential", &[&neg]);
+    let series = c.elementwise("multiply", &[&sum, &decay]);
+    // The asymptotic expansion, on |x| at least the limit.
+    let xa = c.elementwise("maximum", &[&ax, &limit]);
+    let eight = c.splat(&ty, 8.0);
+    let eight_x = c.elementwise("multiply", &[&eight, &xa]);
+    let mut term = c.splat(&ty, 1.0);
+    let mut sum = term.clone();
+    for k in 1..=20u32 {
+        let j = 2.0 * f64::from(k) - 1.0;
+        let scale = c.splat(&ty, j * j / f64::from(k));
+        let t = c.elementwise("multiply", &[&term, &scale]);
+        term = c.elementwise("divide", &[&t, &eight_x]);
+        sum = c.elementwise("add", &[&sum, &term]);
+    }
+    let two_pi = c.splat(&ty, 2.0 * std::f64::consts::PI);
+    let r = c.elementwise("multiply", &[&two_pi, &xa]);
+    let r = c.elementwise("rsqrt", &[&r]);
+    let asymptotic = c.elementwise("multiply", &[&sum, &r]);
+    let small = c.compare(&ax, &limit, Cmp::Le);
+    Ok(vec![c.select(&small, &series, &asymptotic)])
 }
 
 /// `Mod` and `TruncateMod`: the remainder with the dividend's sign.

@@ -48,30 +48,35 @@ pub(crate) fn ndtri(p: f64) -> f64 {
     if p.is_nan() || !(0.0..=1.0).contains(&p) {
         return f64::NAN;
     }
+    if p > 0.5 {
+        // 1 - p is exact here; the lower tail keeps the precision.
+        return -ndtri(1.0 - p);
+    }
     if p == 0.0 {
         return f64::NEG_INFINITY;
     }
-    if p == 1.0 {
-        return f64::INFINITY;
-    }
     let sqrt2 = std::f64::consts::SQRT_2;
-    let mut x = sqrt2 * erfinv(2.0 * p - 1.0);
-    if !x.is_finite() {
-        x = if p < 0.5 { -38.0 } else { 38.0 };
-    }
-    // Halley's method on Φ(x) - p; the tail whose probability is smaller is used so that it keeps
-    // its relative precision.
-    for _ in 0..4 {
-        let (tail, target, sign) =
-            if x < 0.0 { (0.5 * libm::erfc(-x / sqrt2), p, 1.0) } else { (0.5 * libm::erfc(x / sqrt2), 1.0 - p, -1.0) };
-        let density = (-0.5 * x * x).exp() / (2.0 * std::f64::consts::PI).sqrt();
-        if density == 0.0 {
+    let ln_2pi = (2.0 * std::f64::consts::PI).ln();
+    let mut x = if p > 1e-10 {
+        sqrt2 * erfinv(2.0 * p - 1.0)
+    } else {
+        // Φ(-t) ≈ φ(t) / t for large t: two fixed-point steps of t² = -2 ln p - ln(2π t²).
+        let mut t = (-2.0 * p.ln()).sqrt();
+        for _ in 0..2 {
+            t = (-2.0 * p.ln() - ln_2pi - 2.0 * t.ln()).sqrt();
+        }
+        -t
+    };
+    // Newton's method on ln Φ(x) = ln p, with Φ from libm's erfc (exact in the tail).
+    for _ in 0..8 {
+        let tail = 0.5 * libm::erfc(-x / sqrt2);
+        let density = (-0.5 * x * x - 0.5 * ln_2pi).exp();
+        if tail <= 0.0 || density <= 0.0 {
             break;
         }
-        let u = sign * (tail - target) / density;
-        let step = u / (1.0 + 0.5 * x * u);
+        let step = (tail.ln() - p.ln()) * tail / density;
         x -= step;
-        if step.abs() <= 1e-17 * x.abs() {
+        if step.abs() <= 1e-16 * x.abs() {
             break;
         }
     }

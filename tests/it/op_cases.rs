@@ -9,3 +9,15 @@ use crate::support::op_cases::check_family;
 fn basic() {
     check_family("basic");
 }
+
+/// Bitwise ops, shifts, population counts and integer truncating divisions.
+#[test]
+fn bitwise() {
+    check_family("bitwise");
+}
+
+/// Special functions, elementwise math and the gradients of elementwise ops.
+#[test]
+fn special() {
+    check_family("special");
+}

@@ -387,9 +387,12 @@ const STRUCTURAL: &[&str] = &[
 
 /// Ops the simulator runs that never reach a builder, and why.
 pub const NOT_LOWERED: &[(&str, &str)] = &[
-    ("Betainc", "not lowered yet: tf2xla's continued fraction (a stablehlo.while) is not written; the simulator runs it"),
-    ("Igamma", "not lowered yet: tf2xla's series and continued fraction (a stablehlo.while) are not written; the simulator runs it"),
-    ("Igammac", "not lowered yet: tf2xla's series and continued fraction (a stablehlo.while) are not written; the simulator runs it"),
+    ("Betainc", "tf2xla's continued fraction (a stablehlo.while) is not written yet; the simulator runs it"),
+    ("Igamma", "tf2xla's series and continued fraction (a stablehlo.while) are not written yet; the simulator runs it"),
+    (
+        "Igammac",
+        "tf2xla's series and continued fraction (a stablehlo.while) are not written yet; the simulator runs it",
+    ),
     ("Enter", "TF1 control flow (Switch/Merge frames) is not lowered"),
     ("Exit", "TF1 control flow (Switch/Merge frames) is not lowered"),
     ("LoopCond", "TF1 control flow (Switch/Merge frames) is not lowered"),

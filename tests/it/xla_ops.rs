@@ -431,6 +431,22 @@ fn ops_of_other_differential_graphs() -> BTreeSet<String> {
         }
     }
     ops.extend(["StatelessRandomGetAlg", "StatelessRandomGetKeyCounter"].map(String::from));
+    // The op families of `op_cases`, compared there with TensorFlow's XLA outputs.
+    let mut families: Vec<_> = std::fs::read_dir("tests/tf/corpus/ops")
+        .expect("the op-case corpus")
+        .map(|e| e.expect("an entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    families.sort();
+    for path in families {
+        let family: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&path).expect("an op family")).expect("the op family parses");
+        for case in family["cases"].as_array().expect("cases") {
+            if !case["xla"].is_null() {
+                ops.insert(case["op"].as_str().expect("op").to_string());
+            }
+        }
+    }
     // The TensorList cases of `xla_tensor_list` (`%name = Op(...)` lines of its graphs).
     for line in include_str!("xla_tensor_list.rs").lines() {
         if let Some(op) =

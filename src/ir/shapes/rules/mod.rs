@@ -205,6 +205,7 @@ const TABLE: &[(&str, Rule)] = &[
     ("DepthwiseConv2dNativeBackpropFilter", nn::conv_backprop_filter),
     ("DepthwiseConv2dNativeBackpropInput", nn::conv_backprop_input),
     ("Digamma", ew::same),
+    ("Div", ew::broadcast),
     ("DivNoNan", ew::broadcast),
     ("Einsum", index::einsum),
     ("Elu", ew::same),

@@ -113,6 +113,18 @@ impl DType {
             _ => Storage::Opaque,
         }
     }
+
+    /// Bytes per element of the fixed-width numeric dtypes and bool; `None` for the others.
+    pub fn size_bytes(self) -> Option<usize> {
+        Some(match self {
+            DType::Bool | DType::U8 | DType::I8 => 1,
+            DType::I16 | DType::U16 | DType::F16 | DType::BF16 => 2,
+            DType::F32 | DType::I32 | DType::U32 => 4,
+            DType::F64 | DType::I64 | DType::U64 | DType::C64 => 8,
+            DType::C128 => 16,
+            _ => return None,
+        })
+    }
 }
 
 impl fmt::Display for DType {

@@ -14,4 +14,12 @@ fn basic() {
 #[test]
 fn quant() {
     check_family("quant");
+/// Bitwise ops, shifts, population counts and integer truncating divisions.
+fn bitwise() {
+    check_family("bitwise");
+}
+
+/// Special functions, elementwise math and the gradients of elementwise ops.
+fn special() {
+    check_family("special");
 }

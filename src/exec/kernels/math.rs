@@ -134,7 +134,9 @@ fn int_binary<T: Num>(
     x: &ArcArray<T, IxDyn>,
     y: &ArcArray<T, IxDyn>,
 ) -> Result<Tensor, KernelError> {
-    if matches!(b, BinaryOp::Div | BinaryOp::FloorDiv | BinaryOp::FloorMod) && y.iter().any(|v| v.is_zero()) {
+    // An empty operand makes an empty result (a scalar's reduction indices, say): nothing divides.
+    let empty = x.is_empty() || y.is_empty();
+    if matches!(b, BinaryOp::Div | BinaryOp::FloorDiv | BinaryOp::FloorMod) && !empty && y.iter().any(|v| v.is_zero()) {
         return Err(KernelError::invalid(op, "integer division by zero"));
     }
     if b == BinaryOp::Pow && y.iter().any(|&v| v < T::zero()) {

@@ -26,6 +26,12 @@ pub fn gradient(
     if is_not_differentiable(&op_type) {
         return Ok(none());
     }
+    // IdentityN passes each output's gradient to its input, none where an output received none.
+    if &*op_type == "IdentityN" {
+        let mut grads = out_grads.to_vec();
+        grads.resize(n, None);
+        return Ok(grads);
+    }
     // Ops whose gradient reads the gradients of outputs after 0.
     if let Some(result) = super::multi_output::gradient(e, op, &op_type, inputs, out_grads) {
         return result;
@@ -40,7 +46,7 @@ pub fn gradient(
     let t = e.dtype_of(g);
     let ta = e.t_attr(t);
     Ok(match &*op_type {
-        "Identity" | "ReadVariableOp" | "Snapshot" | "PreventGradient" => pass_first(n, g),
+        "Identity" | "ReadVariableOp" | "Snapshot" | "PlaceholderWithDefault" | "EnsureShape" => pass_first(n, g),
         "AddN" => vec![Some(g); n],
         "Neg" => vec![Some(e.emit("Neg", "Neg", &[g], ta))],
         "Add" | "AddV2" => {
@@ -68,8 +74,12 @@ pub fn gradient(
             vec![Some(ga), Some(gb)]
         }
         // DivNoNan's gradient divides as the op does: no NaN where the divisor is 0.
-        "RealDiv" | "DivNoNan" => {
-            let div = if &*op_type == "DivNoNan" { "DivNoNan" } else { "RealDiv" };
+        "RealDiv" | "DivNoNan" | "Div" => {
+            let div = match &*op_type {
+                "DivNoNan" => "DivNoNan",
+                "Div" => "Div",
+                _ => "RealDiv",
+            };
             let (a, b) = (x(0)?, x(1)?);
             let bc = Broadcast::new(e, a, b);
             let ga = e.emit(div, div, &[g, b], ta.clone());
@@ -364,6 +374,15 @@ pub fn is_not_differentiable(op_type: &str) -> bool {
             | "BroadcastArgs"
             | "ConcatOffset"
             | "Where"
+            | "ApproximateEqual"
+            | "BitwiseAnd"
+            | "BitwiseOr"
+            | "BitwiseXor"
+            | "Invert"
+            | "LeftShift"
+            | "RightShift"
+            | "PopulationCount"
+            | "TruncateDiv"
     )
 }
 
@@ -380,7 +399,7 @@ fn pass_first(n: usize, g: Tensor) -> Vec<Option<Tensor>> {
 }
 
 /// The broadcast reduction of a binary op: `Shape(x)`, `Shape(y)` and their `BroadcastGradientArgs`.
-struct Broadcast {
+pub(super) struct Broadcast {
     sx: Tensor,
     sy: Tensor,
     rx: Tensor,
@@ -388,7 +407,7 @@ struct Broadcast {
 }
 
 impl Broadcast {
-    fn new(e: &mut Emitter<'_>, x: Tensor, y: Tensor) -> Broadcast {
+    pub(super) fn new(e: &mut Emitter<'_>, x: Tensor, y: Tensor) -> Broadcast {
         let sx = e.shape("Shape", x);
         let sy = e.shape("Shape", y);
         let args = e.emit("BroadcastGradientArgs", "BroadcastGradientArgs", &[sx, sy], e.t_attr(Some(DType::I32)));
@@ -396,13 +415,13 @@ impl Broadcast {
     }
 
     /// `Reshape(Sum(g, rx), Shape(x))`.
-    fn reduce_x(&self, e: &mut Emitter<'_>, g: Tensor, ta: &TAttr) -> Tensor {
+    pub(super) fn reduce_x(&self, e: &mut Emitter<'_>, g: Tensor, ta: &TAttr) -> Tensor {
         let s = sum(e, "Sum", g, self.rx, false, ta);
         e.emit("Reshape", "Reshape", &[s, self.sx], ta.clone())
     }
 
     /// `Reshape(Sum(g, ry), Shape(y))`.
-    fn reduce_y(&self, e: &mut Emitter<'_>, g: Tensor, ta: &TAttr) -> Tensor {
+    pub(super) fn reduce_y(&self, e: &mut Emitter<'_>, g: Tensor, ta: &TAttr) -> Tensor {
         let s = sum(e, "Sum", g, self.ry, false, ta);
         e.emit("Reshape", "Reshape", &[s, self.sy], ta.clone())
     }

@@ -42,6 +42,7 @@ mod multi_output;
 mod nn_functions;
 mod product_functions;
 mod quant_functions;
+mod special_functions;
 
 use std::collections::VecDeque;
 
@@ -181,7 +182,7 @@ type FamilyGradient = fn(
 
 /// The op families of TensorFlow's XLA op set beyond the training-step ones, asked in turn after
 /// them (one file each).
-const OP_FAMILIES: &[FamilyGradient] = &[quant_functions::gradient];
+const OP_FAMILIES: &[FamilyGradient] = &[quant_functions::gradient, special_functions::gradient];
 
 /// The gradient of `op` from the first family that knows its type; `Err(None)` when none does.
 fn op_families(

@@ -49,6 +49,54 @@ pub(super) fn select(a: &Args) -> Result<Vec<OutType>, String> {
     Ok(vec![OutType::new(t.dtype, shape)])
 }
 
+/// A `uint8` count per element of operand 0 (`PopulationCount`).
+pub(super) fn population_count(a: &Args) -> Result<Vec<OutType>, String> {
+    Ok(vec![OutType::new(DType::U8, a.x(0)?.shape.to_vec())])
+}
+
+/// `Betainc(a, b, x)`: the shape of whichever operand is not a scalar (all are of one shape).
+pub(super) fn betainc(a: &Args) -> Result<Vec<OutType>, String> {
+    let shape = (0..3).filter_map(|i| a.x(i).ok()).map(|x| x.shape).find(|s| !s.is_empty()).unwrap_or(&[]);
+    for i in 0..3 {
+        let s = a.x(i)?.shape;
+        if !s.is_empty() && s != shape {
+            return Err(format!("a, b and x must be scalars or of one shape: {s:?} against {shape:?}"));
+        }
+    }
+    Ok(vec![OutType::new(a.x(0)?.dtype, shape.to_vec())])
+}
+
+/// A boolean scalar (`ToBool`).
+pub(super) fn to_bool(_: &Args) -> Result<Vec<OutType>, String> {
+    Ok(vec![OutType::new(DType::Bool, Vec::new())])
+}
+
+/// `Bitcast(x) {type}`: a wider input gains a last dimension of `in / out`
+/// elements; a narrower one loses its last dimension, which must be `out / in`.
+pub(super) fn bitcast(a: &Args) -> Result<Vec<OutType>, String> {
+    let x = a.x(0)?;
+    let to = a.attrs.get("type").and_then(crate::ir::AttrValue::as_type).ok_or("missing dtype attribute `type`")?;
+    let (win, wout) = match (x.dtype.size_bytes(), to.size_bytes()) {
+        (Some(i), Some(o)) if i > 0 && o > 0 => (i, o),
+        _ => return Err(format!("cannot bitcast {} to {to}", x.dtype)),
+    };
+    let mut shape = x.shape.to_vec();
+    if win > wout {
+        shape.push(win / wout);
+    } else if win < wout {
+        if shape.last().copied() != Some(wout / win) {
+            return Err(format!(
+                "cannot bitcast {} of shape {:?} to {to}: the last dimension must be {}",
+                x.dtype,
+                x.shape,
+                wout / win
+            ));
+        }
+        shape.pop();
+    }
+    Ok(vec![OutType::new(to, shape)])
+}
+
 /// NumPy broadcasting of two static shapes.
 pub(crate) fn broadcast_shapes(a: &[usize], b: &[usize]) -> Result<Vec<usize>, String> {
     let rank = a.len().max(b.len());

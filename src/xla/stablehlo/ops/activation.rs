@@ -125,17 +125,18 @@ pub(super) fn elu_grad(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
     Ok(vec![c.select(&neg, &low, &g)])
 }
 
-/// `SeluGrad(g, y)`: `y < 0 ? g·(y + scale·alpha) : g·scale`.
+/// `SeluGrad(g, y)`: `y > 0 ? g·scale : g·(y + scale·alpha)`; at `y = 0` the second, as
+/// TensorFlow's XLA bridge computes it (its CPU kernel takes the first).
 pub(super) fn selu_grad(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
     let (g, y) = broadcast_pair(c, n)?;
     let zero = c.splat(&y.ty, 0.0);
     let sa = c.splat(&y.ty, SELU_SCALE * SELU_ALPHA);
     let s = c.splat(&y.ty, SELU_SCALE);
-    let neg = c.compare(&y, &zero, Cmp::Lt);
+    let pos = c.compare(&y, &zero, Cmp::Gt);
     let ys = c.elementwise("add", &[&y, &sa]);
     let low = c.elementwise("multiply", &[&g, &ys]);
     let high = c.elementwise("multiply", &[&g, &s]);
-    Ok(vec![c.select(&neg, &low, &high)])
+    Ok(vec![c.select(&pos, &high, &low)])
 }
 
 /// `SoftplusGrad(g, x)`: `g / (1 + exp(-x))`.

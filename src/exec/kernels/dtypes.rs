@@ -181,6 +181,7 @@ const NATIVE: &[&str] = &[
     "PlaceholderWithDefault",
     "Rank",
     "Reshape",
+    "ResizeBilinear",
     "Select",
     "SelectV2",
     "Shape",

@@ -27,6 +27,7 @@ mod elementwise;
 mod families;
 pub(crate) mod gather;
 mod host_ops;
+pub(crate) mod image;
 mod layout;
 mod linalg;
 mod math;
@@ -38,6 +39,7 @@ pub(crate) mod optimizers;
 pub mod random;
 mod reduce;
 mod shape;
+pub(crate) mod spatial;
 mod strided;
 mod strings;
 
@@ -103,6 +105,9 @@ pub const PURE_OPS: &[&str] = &[
     "Add",
     "AddN",
     "AddV2",
+    "AdjustContrastv2",
+    "AdjustHue",
+    "AdjustSaturation",
     "All",
     "AllGather",
     "Any",
@@ -120,8 +125,11 @@ pub const PURE_OPS: &[&str] = &[
     "BatchMatMul",
     "BatchMatMulV2",
     "BatchMatMulV3",
+    "BatchToSpace",
+    "BatchToSpaceND",
     "BiasAdd",
     "BiasAddGrad",
+    "BiasAddV1",
     "BroadcastArgs",
     "BroadcastGradientArgs",
     "BroadcastTo",
@@ -141,6 +149,9 @@ pub const PURE_OPS: &[&str] = &[
     "CrossReplicaSum",
     "Cumprod",
     "Cumsum",
+    "DataFormatDimMap",
+    "DataFormatVecPermute",
+    "DepthToSpace",
     "DepthwiseConv2dNative",
     "DepthwiseConv2dNativeBackpropFilter",
     "DepthwiseConv2dNativeBackpropInput",
@@ -171,6 +182,7 @@ pub const PURE_OPS: &[&str] = &[
     "GatherV2",
     "Greater",
     "GreaterEqual",
+    "HSVToRGB",
     "Identity",
     "IdentityN",
     "InTopKV2",
@@ -179,6 +191,8 @@ pub const PURE_OPS: &[&str] = &[
     "IsInf",
     "IsNan",
     "L2Loss",
+    "LRN",
+    "LRNGrad",
     "LeakyRelu",
     "LeakyReluGrad",
     "Less",
@@ -195,11 +209,18 @@ pub const PURE_OPS: &[&str] = &[
     "MaxPool",
     "MaxPool3D",
     "MaxPool3DGrad",
+    "MaxPool3DGradGrad",
     "MaxPoolGrad",
+    "MaxPoolGradGrad",
+    "MaxPoolGradGradV2",
+    "MaxPoolGradV2",
+    "MaxPoolV2",
     "Maximum",
     "Mean",
     "Min",
     "Minimum",
+    "MirrorPad",
+    "MirrorPadGrad",
     "Mul",
     "Neg",
     "NoOp",
@@ -214,6 +235,7 @@ pub const PURE_OPS: &[&str] = &[
     "Print",
     "PrintV2",
     "Prod",
+    "RGBToHSV",
     "Range",
     "Rank",
     "RealDiv",
@@ -223,6 +245,10 @@ pub const PURE_OPS: &[&str] = &[
     "Relu6Grad",
     "ReluGrad",
     "Reshape",
+    "ResizeBilinear",
+    "ResizeBilinearGrad",
+    "ResizeNearestNeighbor",
+    "ResizeNearestNeighborGrad",
     "ReverseV2",
     "Rint",
     "Round",
@@ -250,6 +276,9 @@ pub const PURE_OPS: &[&str] = &[
     "SoftplusGrad",
     "Softsign",
     "SoftsignGrad",
+    "SpaceToBatch",
+    "SpaceToBatchND",
+    "SpaceToDepth",
     "SparseSoftmaxCrossEntropyWithLogits",
     "Split",
     "SplitV",
@@ -303,6 +332,9 @@ pub fn has_kernel(op: &str) -> bool {
 const FLOAT_ONLY: &[&str] = &[
     "Acos",
     "Acosh",
+    "AdjustContrastv2",
+    "AdjustHue",
+    "AdjustSaturation",
     "Asin",
     "Asinh",
     "Atan",
@@ -321,14 +353,19 @@ const FLOAT_ONLY: &[&str] = &[
     "FusedBatchNormGradV3",
     "FusedBatchNormV2",
     "FusedBatchNormV3",
+    "HSVToRGB",
     "L2Loss",
+    "LRN",
+    "LRNGrad",
     "LeakyRelu",
     "LeakyReluGrad",
     "Log",
     "Log1p",
     "LogSoftmax",
+    "RGBToHSV",
     "Relu6",
     "Relu6Grad",
+    "ResizeBilinearGrad",
     "Rint",
     "Rsqrt",
     "RsqrtGrad",
@@ -653,6 +690,8 @@ fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Tensor>,
         _ => families::dispatch(op, attrs, inputs)
             .or_else(|| random::dispatch(op, attrs, inputs))
             .or_else(|| host_ops::dispatch(op, attrs, inputs))
+            .or_else(|| spatial::dispatch(op, attrs, inputs))
+            .or_else(|| image::dispatch(op, attrs, inputs))
             .unwrap_or_else(|| Err(KernelError::NoKernel { op: op.to_string() })),
     }
 }

@@ -5,7 +5,7 @@
 //!
 //! Meaning: [`infer`] looks the op up in `TABLE` (one small function
 //! per op, sorted by op name, grouped by family in `elementwise`,
-//! `shape`, `reduce`, `nn`, `index`, `random` and `collective`) and applies its rule. A rule that
+//! `image`, `shape`, `reduce`, `nn`, `index`, `random` and `collective`) and applies its rule. A rule that
 //! needs a constant operand it was not given, or meets operands it cannot
 //! type, answers an error message; an op with no rule answers `None`. The
 //! caller then learns the type another way (the StableHLO emitter runs the
@@ -20,6 +20,7 @@
 
 mod collective;
 mod elementwise;
+mod image;
 mod index;
 mod nn;
 mod random;
@@ -158,6 +159,9 @@ const TABLE: &[(&str, Rule)] = &[
     ("Add", ew::broadcast),
     ("AddN", ew::same),
     ("AddV2", ew::broadcast),
+    ("AdjustContrastv2", ew::same),
+    ("AdjustHue", ew::same),
+    ("AdjustSaturation", ew::same),
     ("All", reduce::reduce),
     ("AllGather", collective::all_gather),
     ("Any", reduce::reduce),
@@ -174,8 +178,11 @@ const TABLE: &[(&str, Rule)] = &[
     ("BatchMatMul", nn::batch_matmul),
     ("BatchMatMulV2", nn::batch_matmul),
     ("BatchMatMulV3", nn::batch_matmul),
+    ("BatchToSpace", image::space_batch),
+    ("BatchToSpaceND", image::space_batch),
     ("BiasAdd", ew::same),
     ("BiasAddGrad", nn::bias_add_grad),
+    ("BiasAddV1", ew::same),
     ("BroadcastTo", shape::broadcast_to),
     ("Cast", ew::cast),
     ("Ceil", ew::same),
@@ -190,6 +197,9 @@ const TABLE: &[(&str, Rule)] = &[
     ("Cosh", ew::same),
     ("Cumprod", ew::same),
     ("Cumsum", ew::same),
+    ("DataFormatDimMap", ew::same),
+    ("DataFormatVecPermute", ew::same),
+    ("DepthToSpace", image::depth_space),
     ("DepthwiseConv2dNative", nn::depthwise_conv2d),
     ("DepthwiseConv2dNativeBackpropFilter", nn::conv_backprop_filter),
     ("DepthwiseConv2dNativeBackpropInput", nn::conv_backprop_input),
@@ -217,6 +227,7 @@ const TABLE: &[(&str, Rule)] = &[
     ("GatherV2", shape::gather),
     ("Greater", ew::compare),
     ("GreaterEqual", ew::compare),
+    ("HSVToRGB", ew::same),
     ("Identity", ew::same),
     ("IdentityN", ew::identity_n),
     ("InTopKV2", index::in_top_k),
@@ -224,6 +235,8 @@ const TABLE: &[(&str, Rule)] = &[
     ("IsInf", ew::predicate),
     ("IsNan", ew::predicate),
     ("L2Loss", nn::l2_loss),
+    ("LRN", ew::same),
+    ("LRNGrad", ew::same),
     ("LeakyRelu", ew::same),
     ("LeakyReluGrad", ew::same),
     ("Less", ew::compare),
@@ -239,11 +252,18 @@ const TABLE: &[(&str, Rule)] = &[
     ("MaxPool", nn::pool),
     ("MaxPool3D", nn::pool3d),
     ("MaxPool3DGrad", ew::same),
+    ("MaxPool3DGradGrad", image::pooled),
     ("MaxPoolGrad", ew::same),
+    ("MaxPoolGradGrad", image::pooled),
+    ("MaxPoolGradGradV2", image::pooled),
+    ("MaxPoolGradV2", ew::same),
+    ("MaxPoolV2", image::max_pool_v2),
     ("Maximum", ew::broadcast),
     ("Mean", reduce::reduce),
     ("Min", reduce::reduce),
     ("Minimum", ew::broadcast),
+    ("MirrorPad", shape::pad),
+    ("MirrorPadGrad", image::mirror_pad_grad),
     ("Mul", ew::broadcast),
     ("Neg", ew::same),
     ("NotEqual", ew::compare),
@@ -255,6 +275,7 @@ const TABLE: &[(&str, Rule)] = &[
     ("Pow", ew::broadcast),
     ("Print", ew::same),
     ("Prod", reduce::reduce),
+    ("RGBToHSV", ew::same),
     ("RealDiv", ew::broadcast),
     ("Reciprocal", ew::same),
     ("Relu", ew::same),
@@ -262,6 +283,10 @@ const TABLE: &[(&str, Rule)] = &[
     ("Relu6Grad", ew::same),
     ("ReluGrad", ew::same),
     ("Reshape", shape::reshape),
+    ("ResizeBilinear", image::resize),
+    ("ResizeBilinearGrad", image::pooled),
+    ("ResizeNearestNeighbor", image::resize),
+    ("ResizeNearestNeighborGrad", image::resize),
     ("ReverseV2", ew::same),
     ("Rint", ew::same),
     ("Round", ew::same),
@@ -284,6 +309,9 @@ const TABLE: &[(&str, Rule)] = &[
     ("SoftplusGrad", ew::same),
     ("Softsign", ew::same),
     ("SoftsignGrad", ew::same),
+    ("SpaceToBatch", image::space_batch),
+    ("SpaceToBatchND", image::space_batch),
+    ("SpaceToDepth", image::depth_space),
     ("SparseSoftmaxCrossEntropyWithLogits", nn::softmax_cross_entropy),
     ("Split", shape::split),
     ("SplitV", shape::split_v),

@@ -31,6 +31,7 @@ mod conv;
 mod conv3d;
 mod elementwise;
 mod gather;
+mod image;
 mod linalg;
 mod list;
 mod nchw;
@@ -38,6 +39,7 @@ mod nn;
 pub mod random;
 mod reduce;
 mod shape;
+mod spatial;
 pub mod state;
 
 use super::text::{Cmp, Ctx, Reducer, Ty, Val};
@@ -113,6 +115,9 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("Add", ew::add),
     ("AddN", ew::add_n),
     ("AddV2", ew::add),
+    ("AdjustContrastv2", image::adjust_contrast),
+    ("AdjustHue", image::colour),
+    ("AdjustSaturation", image::colour),
     ("All", |c, n| reduce::reduce(c, n, reduce::Kind::All)),
     ("AllGather", collective::all_gather),
     ("AllReduce", collective::all_reduce),
@@ -131,8 +136,11 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("BatchMatMul", linalg::batch_matmul),
     ("BatchMatMulV2", linalg::batch_matmul),
     ("BatchMatMulV3", linalg::batch_matmul),
+    ("BatchToSpace", spatial::moved),
+    ("BatchToSpaceND", spatial::moved),
     ("BiasAdd", nn::bias_add),
     ("BiasAddGrad", nn::bias_add_grad),
+    ("BiasAddV1", nn::bias_add),
     ("Broadcast", collective::broadcast),
     ("BroadcastTo", shape::broadcast_to),
     ("Cast", ew::cast),
@@ -154,6 +162,9 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("CrossReplicaSum", collective::cross_replica_sum),
     ("Cumprod", |c, n| reduce::cumulative(c, n, Reducer::Mul)),
     ("Cumsum", |c, n| reduce::cumulative(c, n, Reducer::Add)),
+    ("DataFormatDimMap", spatial::data_format_dim_map),
+    ("DataFormatVecPermute", spatial::moved),
+    ("DepthToSpace", spatial::moved),
     ("DepthwiseConv2dNative", |c, n| nchw::with_layout(c, n, |c, n| conv::conv(c, n, conv::Kind::Forward, true))),
     ("DepthwiseConv2dNativeBackpropFilter", |c, n| {
         nchw::with_layout(c, n, |c, n| conv::conv(c, n, conv::Kind::BackpropFilter, true))
@@ -187,6 +198,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("GatherV2", gather::gather_v2),
     ("Greater", |c, n| ew::compare(c, n, Cmp::Gt)),
     ("GreaterEqual", |c, n| ew::compare(c, n, Cmp::Ge)),
+    ("HSVToRGB", image::colour),
     ("Identity", identity),
     ("IdentityN", identity),
     ("InTopKV2", reduce::in_top_k),
@@ -194,6 +206,8 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("IsInf", |c, n| ew::float_test(c, n, ew::FloatTest::Inf)),
     ("IsNan", |c, n| ew::float_test(c, n, ew::FloatTest::Nan)),
     ("L2Loss", nn::l2_loss),
+    ("LRN", image::lrn),
+    ("LRNGrad", image::lrn_grad),
     ("LeakyRelu", act::leaky_relu),
     ("LeakyReluGrad", act::leaky_relu_grad),
     ("Less", |c, n| ew::compare(c, n, Cmp::Lt)),
@@ -209,11 +223,18 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("MaxPool", |c, n| nchw::with_layout(c, n, conv::max_pool)),
     ("MaxPool3D", conv3d::max_pool),
     ("MaxPool3DGrad", conv3d::max_pool_grad),
+    ("MaxPool3DGradGrad", image::max_pool_grad_grad),
     ("MaxPoolGrad", |c, n| nchw::with_layout(c, n, conv::max_pool_grad)),
+    ("MaxPoolGradGrad", |c, n| nchw::with_layout(c, n, image::max_pool_grad_grad)),
+    ("MaxPoolGradGradV2", image::max_pool_grad_grad_v2),
+    ("MaxPoolGradV2", image::max_pool_grad_v2),
+    ("MaxPoolV2", image::max_pool_v2),
     ("Maximum", |c, n| ew::binary(c, n, "maximum")),
     ("Mean", |c, n| reduce::reduce(c, n, reduce::Kind::Mean)),
     ("Min", |c, n| reduce::reduce(c, n, reduce::Kind::Min)),
     ("Minimum", |c, n| ew::binary(c, n, "minimum")),
+    ("MirrorPad", spatial::moved),
+    ("MirrorPadGrad", spatial::mirror_pad_grad),
     ("Mul", |c, n| ew::binary(c, n, "multiply")),
     ("Neg", |c, n| ew::unary(c, n, "negate")),
     ("NotEqual", |c, n| ew::compare(c, n, Cmp::Ne)),
@@ -228,6 +249,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("PlaceholderWithDefault", identity),
     ("Pow", |c, n| ew::binary(c, n, "power")),
     ("Prod", |c, n| reduce::reduce(c, n, reduce::Kind::Prod)),
+    ("RGBToHSV", image::colour),
     ("RealDiv", ew::div),
     ("Reciprocal", ew::reciprocal),
     ("Relu", act::relu),
@@ -236,6 +258,10 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("ReluGrad", act::relu_grad),
     ("ReplicaId", collective::replica_id),
     ("Reshape", shape::reshape),
+    ("ResizeBilinear", image::resize_bilinear),
+    ("ResizeBilinearGrad", image::resize_bilinear_grad),
+    ("ResizeNearestNeighbor", spatial::moved),
+    ("ResizeNearestNeighborGrad", image::resize_nearest_grad),
     ("ReverseV2", shape::reverse),
     ("Rint", |c, n| ew::unary(c, n, "round_nearest_even")),
     ("Round", |c, n| ew::unary(c, n, "round_nearest_even")),
@@ -259,6 +285,9 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("SoftplusGrad", act::softplus_grad),
     ("Softsign", act::softsign),
     ("SoftsignGrad", act::softsign_grad),
+    ("SpaceToBatch", spatial::moved),
+    ("SpaceToBatchND", spatial::moved),
+    ("SpaceToDepth", spatial::moved),
     ("SparseSoftmaxCrossEntropyWithLogits", nn::sparse_softmax_xent),
     ("Split", shape::split),
     ("SplitV", shape::split),

@@ -133,6 +133,7 @@ static REGISTRY: &[OpDef] = ops! {
     "Exp" => Fixed(1), Tpu, ["T": Type];
     "ExpandDims" => Fixed(1), Tpu, ["T": Type, "Tdim": Type];
     "Expm1" => Fixed(1), Tpu, ["T": Type];
+    "ExtractImagePatches" => Fixed(1), Tpu, ["T": Type, "ksizes": List, "strides": List, "rates": List, "padding": Str];
     "FakeParam" => Fixed(1), Tpu, ["dtype": Type, "shape": Shape];
     "Fill" => Fixed(1), Tpu, ["T": Type, "index_type": Type];
     "Floor" => Fixed(1), Tpu, ["T": Type];

@@ -8,7 +8,8 @@ AdjustHue, AdjustSaturation, AdjustContrastv2), BiasAddV1, and the max pools wit
 (MaxPoolV2, MaxPoolGradV2, MaxPoolGradGradV2) or second-order gradients (MaxPoolGradGrad,
 MaxPool3DGradGrad; and the gradients of MaxPoolGrad and MaxPool3DGrad, which TensorFlow computes with
 them), and the gradients of the convolution backprops and AvgPoolGrad (second-order gradients of
-convolutions and pools). Pool inputs hold distinct values, so every window has one maximum; the second-order pool cases
+convolutions and pools), ExtractImagePatches, and the gradients of FusedBatchNorm and FusedBatchNormV2
+(training and inference). Pool inputs hold distinct values, so every window has one maximum; the second-order pool cases
 use values bfloat16 holds exactly, because TensorFlow's XLA bridge packs value and gradient into one
 f32 there. TensorFlow's XLA bridge returns garbage for ResizeBilinearGrad of a float64 image (it
 leaves the result uninitialised, 1e219 and such), so that case keeps TensorFlow's CPU values for PJRT
@@ -137,6 +138,19 @@ CASES = [
     Case("avg_pool_grad", "AvgPoolGrad", inputs={"grad": values([1, 2, 3, 2], seed=58)},
          consts={"orig_input_shape": i32([1, 4, 5, 2])},
          attrs={"ksize": [1, 2, 2, 1], "strides": [1, 2, 2, 1], "padding": "SAME"}),
+    Case("extract_image_patches", "ExtractImagePatches", inputs={"images": values([2, 4, 5, 2], seed=60)},
+         attrs={"ksizes": [1, 2, 3, 1], "strides": [1, 2, 1, 1], "rates": [1, 1, 1, 1], "padding": "VALID"}),
+    Case("extract_image_patches_same", "ExtractImagePatches",
+         inputs={"images": values([1, 5, 4, 1], np.float64, 61)},
+         attrs={"ksizes": [1, 2, 2, 1], "strides": [1, 2, 3, 1], "rates": [1, 2, 1, 1], "padding": "SAME"}),
+    Case("fused_batch_norm", "FusedBatchNorm",
+         inputs={"x": values([2, 3, 2, 4], seed=62), "scale": values([4], seed=63), "offset": values([4], seed=64)},
+         consts={"mean": np.zeros(4, np.float32), "variance": np.ones(4, np.float32)},
+         attrs={"epsilon": 0.001, "is_training": True}, rtol=1e-4),
+    Case("fused_batch_norm_v2_inference", "FusedBatchNormV2",
+         inputs={"x": values([2, 2, 3, 3], seed=65), "scale": values([3], seed=66), "offset": values([3], seed=67),
+                 "mean": values([3], seed=68), "variance": values([3], seed=69, low=0.5, high=1.5)},
+         attrs={"epsilon": 0.01, "is_training": False}, rtol=1e-4),
     Case("max_pool3d_grad_grad", "MaxPool3DGradGrad",
          inputs={"orig_input": mp3_x, "orig_output": mp3_y, "grad": eighths([1, 2, 4, 4, 1], seed=39)},
          attrs={"ksize": [1, 2, 2, 2, 1], "strides": [1, 2, 2, 2, 1], "padding": "VALID"}),

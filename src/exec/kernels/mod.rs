@@ -167,6 +167,7 @@ pub const PURE_OPS: &[&str] = &[
     "Exp",
     "ExpandDims",
     "Expm1",
+    "ExtractImagePatches",
     "FakeParam",
     "Fill",
     "Floor",

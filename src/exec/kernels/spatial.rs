@@ -1,6 +1,7 @@
 //! Spatial data-movement ops: `DepthToSpace`, `SpaceToDepth`,
 //! `SpaceToBatchND`/`SpaceToBatch`, `BatchToSpaceND`/`BatchToSpace`,
-//! `MirrorPad` with its gradient `MirrorPadGrad`, and the layout helpers
+//! `MirrorPad` with its gradient `MirrorPadGrad`, `ExtractImagePatches`,
+//! and the layout helpers
 //! `DataFormatDimMap` and `DataFormatVecPermute`.
 //!
 //! Each movement op is computed as an index map: for every output element,
@@ -39,6 +40,7 @@ pub(crate) fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Option<R
             | "DataFormatDimMap"
             | "DataFormatVecPermute"
             | "DepthToSpace"
+            | "ExtractImagePatches"
             | "MirrorPad"
             | "MirrorPadGrad"
             | "SpaceToBatch"
@@ -92,6 +94,7 @@ pub(crate) fn index_map(
             mirror_pad(op, shape, &pads, reflect(op, attrs)?)
         }
         "DataFormatVecPermute" => vec_permute(op, attrs, shape),
+        "ExtractImagePatches" => patches(op, attrs, shape),
         _ => Err(KernelError::invalid(op, "not a spatial movement op")),
     }
 }
@@ -273,6 +276,52 @@ fn space_batch(
             src += i[d] * s[d];
         }
         map[k] = src;
+    });
+    Ok((out, map))
+}
+
+/// `[1, r, c, 1]` of a list attribute of `ExtractImagePatches`.
+fn window_pair(op: &str, attrs: &AttrMap, key: &str) -> Result<[usize; 2], KernelError> {
+    let list: Vec<i64> = attrs.get(key).and_then(|v| v.as_int_list()).unwrap_or_default();
+    match list.as_slice() {
+        &[1, r, c, 1] if r > 0 && c > 0 => Ok([r as usize, c as usize]),
+        other => Err(KernelError::invalid(op, format!("{key} must be [1, rows, cols, 1] with positive sizes, got {other:?}"))),
+    }
+}
+
+/// `ExtractImagePatches(images)`: every (dilated) window of the NHWC images
+/// as one pixel of `ksize_rows · ksize_cols · depth` values (row, column,
+/// channel order), zeros where a SAME window reaches past the edge.
+fn patches(op: &str, attrs: &AttrMap, shape: &[usize]) -> Result<(Vec<usize>, Vec<usize>), KernelError> {
+    let &[b, h, w, d] = shape else {
+        return Err(KernelError::invalid(op, format!("images must be 4-D, got shape {shape:?}")));
+    };
+    let (k, st, rate) = (window_pair(op, attrs, "ksizes")?, window_pair(op, attrs, "strides")?, window_pair(op, attrs, "rates")?);
+    let same = match attrs.get_str("padding") {
+        Some("SAME") => true,
+        Some("VALID") => false,
+        other => return Err(KernelError::invalid(op, format!("padding must be SAME or VALID, got {other:?}"))),
+    };
+    let mut out_size = [0; 2];
+    let mut before = [0; 2];
+    for (i, n) in [h, w].into_iter().enumerate() {
+        let span = (k[i] - 1) * rate[i] + 1;
+        out_size[i] = if same { n.div_ceil(st[i]) } else { (n + st[i]).saturating_sub(span) / st[i] };
+        if same {
+            before[i] = ((out_size[i].max(1) - 1) * st[i] + span).saturating_sub(n) / 2;
+        }
+    }
+    let out = vec![b, out_size[0], out_size[1], k[0] * k[1] * d];
+    let mut map = vec![0; checked_elements(op, DType::I64, &out)?];
+    for_each_index(&out, |n, i| {
+        let (tap, ch) = (i[3] / d, i[3] % d);
+        let y = (i[1] * st[0] + (tap / k[1]) * rate[0]) as isize - before[0] as isize;
+        let x = (i[2] * st[1] + (tap % k[1]) * rate[1]) as isize - before[1] as isize;
+        map[n] = if y < 0 || x < 0 || y as usize >= h || x as usize >= w {
+            FILL
+        } else {
+            ((i[0] * h + y as usize) * w + x as usize) * d + ch
+        };
     });
     Ok((out, map))
 }

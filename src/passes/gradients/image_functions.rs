@@ -1,6 +1,7 @@
 //! Gradient functions of the image and spatial ops, and the second-order
 //! gradients of the convolution and pooling gradient ops, following
-//! TensorFlow's `array_grad.py`, `nn_grad.py` and `image_grad.py`.
+//! TensorFlow's `array_grad.py`, `nn_grad.py` and `image_grad.py`, and the
+//! gradients of the first fused batch norms (`FusedBatchNorm`, `V2`).
 //!
 //! Data-movement ops have their inverse movement as gradient
 //! (`DepthToSpace` ↔ `SpaceToDepth`, `SpaceToBatch*` ↔ `BatchToSpace*`,
@@ -26,6 +27,9 @@ const OPS: &[&str] = &[
     "DepthToSpace",
     "DepthwiseConv2dNativeBackpropFilter",
     "DepthwiseConv2dNativeBackpropInput",
+    "ExtractImagePatches",
+    "FusedBatchNorm",
+    "FusedBatchNormV2",
     "LRN",
     "MaxPool3DGrad",
     "MaxPool3DGradGrad",
@@ -178,6 +182,52 @@ pub fn gradient(
             let mut out = vec![Some(za), Some(zy), Some(grad)];
             out.resize(inputs.len(), None);
             out
+        }
+        "ExtractImagePatches" => {
+            // Each patch element's gradient summed into the pixel it copied: the patches of the
+            // pixel numbers 1..=size say which (0: padding), and an UnsortedSegmentSum adds.
+            let a = x(0)?;
+            let i32_t = e.t_attr(Some(DType::I32));
+            let sa = e.shape("Shape", a);
+            let size = e.emit("Size", "Size", &[a], [("out_type", AttrValue::Type(DType::I32))].into_iter().chain(ta.clone()));
+            let range = e.fresh_name("range");
+            let one = e.int_const_named(format!("{range}/start"), &[1], true);
+            let count = e.emit("AddV2", "add", &[size, one], i32_t.clone());
+            let numbers = e.emit_named(range, "Range", &[one, count, one], [("Tidx", AttrValue::Type(DType::I32))]);
+            let numbered = e.emit("Reshape", "Reshape", &[numbers, sa], i32_t.clone());
+            let attrs = copied(e, &same(&["ksizes", "strides", "rates", "padding"]));
+            let attrs = attrs.into_iter().filter(|(k, _)| *k != "T").chain(i32_t.clone());
+            let idx = e.emit("ExtractImagePatches", "ExtractImagePatches", &[numbered], attrs);
+            let flat = e.fresh_name("Reshape_1");
+            let minus_one = e.int_const_named(format!("{flat}/shape"), &[-1], false);
+            let gflat = e.emit_named(flat, "Reshape", &[g, minus_one], ta.clone());
+            let iflat = e.emit("Reshape", "Reshape_2", &[idx, minus_one], i32_t.clone());
+            let seg_attrs = [("Tindices", AttrValue::Type(DType::I32)), ("Tnumsegments", AttrValue::Type(DType::I32))];
+            let sums = e.emit("UnsortedSegmentSum", "UnsortedSegmentSum", &[gflat, iflat, count], seg_attrs.into_iter().chain(ta.clone()));
+            let slice = e.fresh_name("Slice");
+            let begin = e.int_const_named(format!("{slice}/begin"), &[1], false);
+            let idx_t = [("Index", AttrValue::Type(DType::I32))].into_iter().chain(ta.clone());
+            let body = e.emit_named(slice, "Slice", &[sums, begin, minus_one], idx_t);
+            vec![Some(e.emit("Reshape", "Reshape_3", &[body, sa], ta.clone()))]
+        }
+        "FusedBatchNorm" | "FusedBatchNormV2" => {
+            // Training: the batch statistics the op saved (outputs 3 and 4); inference: the
+            // population statistics it was given (inputs 3 and 4).
+            let (a, scale) = (x(0)?, x(1)?);
+            let training = e.graph.node(op).attrs.get_bool("is_training").unwrap_or(true);
+            let (r1, r2) = if training {
+                (Tensor { node: op, output: 3 }, Tensor { node: op, output: 4 })
+            } else {
+                (x(3)?, x(4)?)
+            };
+            let grad_op = if op_type == "FusedBatchNorm" { "FusedBatchNormGrad" } else { "FusedBatchNormGradV2" };
+            let mut attrs = copied(e, &same(&["epsilon", "data_format", "is_training"]));
+            if op_type == "FusedBatchNormV2" {
+                attrs.extend(e.dtype_of(scale).map(|d| ("U", AttrValue::Type(d))));
+            }
+            let grad = e.emit(grad_op, grad_op, &[g, a, scale, r1, r2], attrs);
+            let out = |k: u32| Some(Tensor { node: grad.node, output: k });
+            vec![out(0), out(1), out(2), None, None]
         }
         other => return Err(Some(format!("{other} is not an image op"))),
     })

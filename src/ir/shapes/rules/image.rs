@@ -119,3 +119,27 @@ pub(super) fn resize(a: &Args) -> Result<Vec<OutType>, String> {
     let dtype = if a.op == "ResizeBilinear" { DType::F32 } else { x.dtype };
     Ok(vec![OutType::new(dtype, vec![b, dim(h, "height")?, dim(w, "width")?, c])])
 }
+
+/// `ExtractImagePatches(images)`: one pixel per (dilated) window position,
+/// `ksize_rows · ksize_cols · depth` deep.
+pub(super) fn patches(a: &Args) -> Result<Vec<OutType>, String> {
+    let x = a.x(0)?;
+    let &[b, h, w, d] = x.shape else { return Err(format!("images {:?} are not 4-D", x.shape)) };
+    let pair = |key: &str| -> Result<[usize; 2], String> {
+        match a.int_list(key).as_slice() {
+            &[1, r, c, 1] if r > 0 && c > 0 => Ok([r as usize, c as usize]),
+            other => Err(format!("{key} {other:?} is not [1, rows, cols, 1]")),
+        }
+    };
+    let (k, s, r) = (pair("ksizes")?, pair("strides")?, pair("rates")?);
+    let same = a.str_attr("padding", "VALID") == "SAME";
+    let size = |i: usize, n: usize| {
+        let span = (k[i] - 1) * r[i] + 1;
+        if same {
+            n.div_ceil(s[i])
+        } else {
+            (n + s[i]).saturating_sub(span) / s[i]
+        }
+    };
+    Ok(vec![OutType::new(x.dtype, vec![b, size(0, h), size(1, w), k[0] * k[1] * d])])
+}

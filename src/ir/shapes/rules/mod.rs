@@ -213,6 +213,7 @@ const TABLE: &[(&str, Rule)] = &[
     ("Exp", ew::same),
     ("ExpandDims", shape::expand_dims),
     ("Expm1", ew::same),
+    ("ExtractImagePatches", image::patches),
     ("Fill", shape::fill),
     ("Floor", ew::same),
     ("FloorDiv", ew::broadcast),

@@ -184,6 +184,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("Exp", |c, n| ew::unary(c, n, "exponential")),
     ("ExpandDims", shape::reshape),
     ("Expm1", |c, n| ew::unary(c, n, "exponential_minus_one")),
+    ("ExtractImagePatches", spatial::moved),
     ("Fill", shape::fill),
     ("Floor", |c, n| ew::unary(c, n, "floor")),
     ("FloorDiv", ew::floor_div),

@@ -9,3 +9,15 @@ use crate::support::op_cases::check_family;
 fn basic() {
     check_family("basic");
 }
+
+/// Image ops, and the second-order gradients of convolutions and pools (`tests/tf/ops_image.py`).
+#[test]
+fn image() {
+    check_family("image");
+}
+
+/// Spatial data movement and data-format ops (`tests/tf/ops_spatial.py`).
+#[test]
+fn spatial() {
+    check_family("spatial");
+}

@@ -39,6 +39,7 @@ const OPS: &[&str] = &[
     "MaxPoolV2",
     "MirrorPad",
     "MirrorPadGrad",
+    "RGBToHSV",
     "ResizeBilinear",
     "ResizeNearestNeighbor",
     "SpaceToBatch",
@@ -229,8 +230,160 @@ pub fn gradient(
             let out = |k: u32| Some(Tensor { node: grad.node, output: k });
             vec![out(0), out(1), out(2), None, None]
         }
+        "RGBToHSV" => vec![Some(rgb_to_hsv_grad(e, op, x(0)?, g))],
         other => return Err(Some(format!("{other} is not an image op"))),
     })
+}
+
+/// The three channels of `t` (last dimension 3), by `Unpack`.
+fn channels(e: &mut Emitter<'_>, t: Tensor, base: &str) -> [Tensor; 3] {
+    let attrs = [("num", AttrValue::Int(3)), ("axis", AttrValue::Int(-1)), ("T", AttrValue::Type(DType::F32))];
+    let u = e.emit("Unpack", base, &[t], attrs);
+    [0, 1, 2].map(|k| Tensor { node: u.node, output: k })
+}
+
+/// TensorFlow's gradient of `RGBToHSV` (`image_grad.py`), in f32: the
+/// derivatives of value, saturation and hue with respect to each channel,
+/// piece by piece, with the maximum and minimum channel chosen by masks
+/// (ties go to red, then green) and reciprocals that give 0 for 0.
+fn rgb_to_hsv_grad(e: &mut Emitter<'_>, op: NodeId, image: Tensor, g: Tensor) -> Tensor {
+    let f = e.t_attr(Some(DType::F32));
+    let [r, gr, b] = channels(e, image, "unstack");
+    let [_, sat, val] = channels(e, Tensor::of(op), "unstack_1");
+    let [dh, ds, dv] = channels(e, g, "unstack_2");
+    let bin = |e: &mut Emitter<'_>, op: &'static str, a: Tensor, c: Tensor| e.emit(op, op, &[a, c], f.clone());
+    let to_f32 = [("SrcT", AttrValue::Type(DType::Bool)), ("DstT", AttrValue::Type(DType::F32))];
+    let mask = |e: &mut Emitter<'_>, parts: &[(&'static str, Tensor, Tensor)]| {
+        let mut all: Option<Tensor> = None;
+        for &(cmp, a, c) in parts {
+            let t = e.emit(cmp, cmp, &[a, c], f.clone());
+            all = Some(match all {
+                None => t,
+                Some(prev) => e.emit("LogicalAnd", "LogicalAnd", &[prev, t], None),
+            });
+        }
+        e.emit("Cast", "Cast", &[all.expect("a comparison")], to_f32.clone())
+    };
+    let (zero_name, one_name) = (e.fresh_name("zero"), e.fresh_name("one"));
+    let zero = e.scalar_const_named(&zero_name, Some(DType::F32), 0.0);
+    let one = e.scalar_const_named(&one_name, Some(DType::F32), 1.0);
+    let k = |e: &mut Emitter<'_>, v: f64| {
+        let name = e.fresh_name("Const");
+        e.scalar_const_named(&name, Some(DType::F32), v)
+    };
+    let recip = |e: &mut Emitter<'_>, t: Tensor| e.emit("DivNoNan", "DivNoNan", &[one, t], f.clone());
+    let square = |e: &mut Emitter<'_>, t: Tensor| e.emit("Square", "Square", &[t], f.clone());
+    let positive = |e: &mut Emitter<'_>, t: Tensor| mask(e, &[("Greater", t, zero)]);
+    let product = |e: &mut Emitter<'_>, items: &[Tensor]| {
+        items[1..].iter().fold(items[0], |acc, &t| e.emit("Mul", "mul", &[acc, t], f.clone()))
+    };
+    let sum = |e: &mut Emitter<'_>, items: &[Tensor]| {
+        items[1..].iter().fold(items[0], |acc, &t| e.emit("AddV2", "add", &[acc, t], f.clone()))
+    };
+    let red_big = mask(e, &[("GreaterEqual", r, b), ("GreaterEqual", r, gr)]);
+    let green_big = mask(e, &[("Greater", gr, r), ("GreaterEqual", gr, b)]);
+    let blue_big = mask(e, &[("Greater", b, r), ("Greater", b, gr)]);
+    let red_small = mask(e, &[("Less", r, b), ("Less", r, gr)]);
+    let green_small = mask(e, &[("LessEqual", gr, r), ("Less", gr, b)]);
+    let blue_small = mask(e, &[("LessEqual", b, r), ("LessEqual", b, gr)]);
+    let minus = k(e, -1.0);
+    // Saturation: as the maximum, MIN / MAX²; as the minimum, -1 / MAX.
+    let ds_of = |e: &mut Emitter<'_>, c: Tensor, big: Tensor, small: Tensor, others: [(Tensor, Tensor, Tensor); 2]| {
+        let pos = positive(e, c);
+        let mins: Vec<Tensor> = others.iter().map(|&(o, _, o_small)| product(e, &[o_small, o])).collect();
+        let mins = sum(e, &mins);
+        let sq = square(e, c);
+        let inv = recip(e, sq);
+        let as_max = product(e, &[big, mins, inv]);
+        let maxes: Vec<Tensor> = others.iter().map(|&(o, o_big, _)| product(e, &[o_big, o])).collect();
+        let maxes = sum(e, &maxes);
+        let inv = recip(e, maxes);
+        let as_min = product(e, &[small, minus, inv]);
+        let both = sum(e, &[as_max, as_min]);
+        product(e, &[pos, both])
+    };
+    let ds_dr = ds_of(e, r, red_big, red_small, [(gr, green_big, green_small), (b, blue_big, blue_small)]);
+    let ds_dg = ds_of(e, gr, green_big, green_small, [(r, red_big, red_small), (b, blue_big, blue_small)]);
+    let ds_db = ds_of(e, b, blue_big, blue_small, [(gr, green_big, green_small), (r, red_big, red_small)]);
+    // Hue: five pieces per channel, in degrees, then scaled to [0, 1].
+    let sat2 = square(e, sat);
+    let inv_s2 = recip(e, sat2);
+    let val2 = square(e, val);
+    let inv_v2 = recip(e, val2);
+    let sixty = k(e, 60.0);
+    let diff = |e: &mut Emitter<'_>, a: Tensor, c: Tensor| e.emit("Sub", "sub", &[a, c], f.clone());
+    let inv_sq_diff = |e: &mut Emitter<'_>, a: Tensor, c: Tensor| {
+        let d = e.emit("Sub", "sub", &[a, c], f.clone());
+        let sq = square(e, d);
+        recip(e, sq)
+    };
+    let inv_diff = |e: &mut Emitter<'_>, a: Tensor, c: Tensor| {
+        let d = e.emit("Sub", "sub", &[a, c], f.clone());
+        recip(e, d)
+    };
+    let scale = k(e, 1.0 / 360.0);
+    let hue = |e: &mut Emitter<'_>, parts: Vec<Vec<Tensor>>| {
+        let terms: Vec<Tensor> = parts.iter().map(|p| {
+            let t = product(e, p);
+            product(e, &[sixty, t])
+        }).collect();
+        let total = sum(e, &terms);
+        product(e, &[total, scale])
+    };
+    let (pr, pg, pb) = (positive(e, r), positive(e, gr), positive(e, b));
+    let gb = diff(e, gr, b);
+    let bg = diff(e, b, gr);
+    let br = diff(e, b, r);
+    let rb = diff(e, r, b);
+    let gr_r = diff(e, gr, r);
+    let rg = diff(e, r, gr);
+    let p = [
+        inv_sq_diff(e, r, gr),
+        inv_diff(e, gr, b),
+        inv_sq_diff(e, b, r),
+        inv_diff(e, b, gr),
+    ];
+    let dh_dr = hue(e, vec![
+        vec![pr, red_big, minus, gb, inv_s2, inv_v2],
+        vec![pg, green_big, red_small, bg, p[0]],
+        vec![pg, green_big, blue_small, minus, p[1]],
+        vec![pb, blue_big, red_small, bg, p[2]],
+        vec![pb, blue_big, green_small, p[3]],
+    ]);
+    let q = [
+        inv_sq_diff(e, r, gr),
+        inv_diff(e, r, b),
+        inv_sq_diff(e, b, gr),
+        inv_diff(e, b, r),
+    ];
+    let dh_dg = hue(e, vec![
+        vec![pg, green_big, minus, br, inv_s2, inv_v2],
+        vec![pr, red_big, green_small, rb, q[0]],
+        vec![pr, red_big, blue_small, q[1]],
+        vec![pb, blue_big, green_small, rb, q[2]],
+        vec![pb, blue_big, red_small, minus, q[3]],
+    ]);
+    let w = [
+        inv_sq_diff(e, r, b),
+        inv_diff(e, r, gr),
+        inv_sq_diff(e, gr, b),
+        inv_diff(e, gr, r),
+    ];
+    let dh_db = hue(e, vec![
+        vec![pb, blue_big, minus, rg, inv_s2, inv_v2],
+        vec![pr, red_big, blue_small, gr_r, w[0]],
+        vec![pr, red_big, green_small, minus, w[1]],
+        vec![pg, green_big, blue_small, gr_r, w[2]],
+        vec![pg, green_big, red_small, w[3]],
+    ]);
+    let out = [(dh_dr, ds_dr, red_big), (dh_dg, ds_dg, green_big), (dh_db, ds_db, blue_big)].map(|(h, s, v)| {
+        let from_v = product(e, &[dv, v]);
+        let from_s = product(e, &[ds, s]);
+        let from_h = product(e, &[dh, h]);
+        sum(e, &[from_v, from_s, from_h])
+    });
+    let attrs = [("N", AttrValue::Int(3)), ("axis", AttrValue::Int(-1)), ("T", AttrValue::Type(DType::F32))];
+    e.emit("Pack", "stack", &out, attrs)
 }
 
 #[cfg(test)]

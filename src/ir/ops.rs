@@ -101,6 +101,7 @@ static REGISTRY: &[OpDef] = ops! {
     "ConcatOffset" => FromAttr("N"), Tpu, ["N": Int, "shape_type": Type];
     "ConcatV2" => Fixed(1), Tpu, ["N": Int, "T": Type, "Tidx": Type];
     "Const" => Fixed(1), Tpu, ["dtype": Type, "value": Tensor];
+    "Conv" => Fixed(1), Tpu, ["T": Type, "strides": List, "padding": Str, "explicit_paddings": List, "data_format": Str, "dilations": List, "batch_dims": Int, "groups": Int];
     "Conv2D" => Fixed(1), Tpu, ["T": Type, "strides": List, "padding": Str, "explicit_paddings": List, "data_format": Str, "dilations": List, "use_cudnn_on_gpu": Bool];
     "Conv2DBackpropFilter" => Fixed(1), Tpu, ["T": Type, "strides": List, "padding": Str, "explicit_paddings": List, "data_format": Str, "dilations": List, "use_cudnn_on_gpu": Bool];
     "Conv2DBackpropInput" => Fixed(1), Tpu, ["T": Type, "strides": List, "padding": Str, "explicit_paddings": List, "data_format": Str, "dilations": List, "use_cudnn_on_gpu": Bool];

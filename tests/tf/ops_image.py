@@ -8,7 +8,7 @@ AdjustHue, AdjustSaturation, AdjustContrastv2), BiasAddV1, and the max pools wit
 (MaxPoolV2, MaxPoolGradV2, MaxPoolGradGradV2) or second-order gradients (MaxPoolGradGrad,
 MaxPool3DGradGrad; and the gradients of MaxPoolGrad and MaxPool3DGrad, which TensorFlow computes with
 them), and the gradients of the convolution backprops and AvgPoolGrad (second-order gradients of
-convolutions and pools), ExtractImagePatches, and the gradients of FusedBatchNorm and FusedBatchNormV2
+convolutions and pools), ExtractImagePatches, the generic Conv (2-D and 3-D), and the gradients of FusedBatchNorm and FusedBatchNormV2
 (training and inference). Pool inputs hold distinct values, so every window has one maximum; the second-order pool cases
 use values bfloat16 holds exactly, because TensorFlow's XLA bridge packs value and gradient into one
 f32 there. TensorFlow's XLA bridge returns garbage for ResizeBilinearGrad of a float64 image (it
@@ -155,6 +155,11 @@ CASES = [
          inputs={"x": values([2, 2, 3, 3], seed=65), "scale": values([3], seed=66), "offset": values([3], seed=67),
                  "mean": values([3], seed=68), "variance": values([3], seed=69, low=0.5, high=1.5)},
          attrs={"epsilon": 0.01, "is_training": False}, rtol=1e-4),
+    Case("conv_2d", "Conv", inputs={"input": values([1, 5, 5, 2], seed=70), "filter": values([3, 3, 2, 3], seed=71)},
+         attrs={"strides": [1, 2, 2, 1], "padding": "SAME"}),
+    Case("conv_3d", "Conv",
+         inputs={"input": values([1, 3, 4, 4, 1], seed=72), "filter": values([2, 2, 2, 1, 2], seed=73)},
+         attrs={"strides": [1, 1, 1, 1, 1], "padding": "VALID", "dilations": [1, 1, 1, 1, 1]}),
     Case("max_pool3d_grad_grad", "MaxPool3DGradGrad",
          inputs={"orig_input": mp3_x, "orig_output": mp3_y, "grad": eighths([1, 2, 4, 4, 1], seed=39)},
          attrs={"ksize": [1, 2, 2, 2, 1], "strides": [1, 2, 2, 2, 1], "padding": "VALID"}),

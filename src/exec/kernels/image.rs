@@ -2,7 +2,8 @@
 //! (`ResizeBilinear`, `ResizeNearestNeighbor` and their gradients), local
 //! response normalisation (`LRN`, `LRNGrad`), colour space and adjustment
 //! (`RGBToHSV`, `HSVToRGB`, `AdjustHue`, `AdjustSaturation`,
-//! `AdjustContrastv2`), `BiasAddV1`, and the max pools whose window comes
+//! `AdjustContrastv2`), `BiasAddV1`, the generic `Conv` (as `Conv2D` or
+//! `Conv3D`), and the max pools whose window comes
 //! as operands (`MaxPoolV2` and its gradients) or whose gradient is
 //! differentiated again (`MaxPoolGradGrad`).
 //!
@@ -12,7 +13,7 @@
 //! which the StableHLO lowering shares. Cost: a few operations per output
 //! element (LRN: the window's depth per element).
 
-use super::conv::PoolKind;
+use super::conv::{ConvKind, PoolKind};
 use super::dtypes::cast;
 use super::spatial::{apply, scatter_add};
 use crate::exec::error::KernelError;
@@ -39,7 +40,8 @@ pub(crate) fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Option<R
                     return Err(KernelError::invalid(op, format!("grads must be 4-D, got {:?}", g.shape())));
                 };
                 let original = [b, size[0], size[1], c];
-                let (_, map) = nearest_map(op, attrs, &original, &Tensor::vector(vec![g.shape()[1] as i32, g.shape()[2] as i32]))?;
+                let (_, map) =
+                    nearest_map(op, attrs, &original, &Tensor::vector(vec![g.shape()[1] as i32, g.shape()[2] as i32]))?;
                 scatter_add(op, g, &original, &map)
             }
             "LRN" => lrn(op, attrs, x(0)?),
@@ -50,6 +52,15 @@ pub(crate) fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Option<R
             "MaxPoolGradV2" => window_pool(op, attrs, PoolKind::MaxGrad, inputs, 3),
             "MaxPoolGradGradV2" => window_pool(op, attrs, PoolKind::MaxGradGrad, inputs, 3),
             "MaxPoolGradGrad" => super::nchw::pool(op, PoolKind::MaxGradGrad, attrs, inputs),
+            "Conv" => {
+                let (fixed, attrs) = crate::ir::shapes::rules::conv_as_fixed_rank(attrs, x(0)?.shape().len())
+                    .map_err(|e| KernelError::invalid(op, e))?;
+                if fixed == "Conv2D" {
+                    super::nchw::conv(op, ConvKind::Forward, false, &attrs, inputs)
+                } else {
+                    super::conv3d::conv(op, ConvKind::Forward, &attrs, inputs)
+                }
+            }
             _ => Err(KernelError::invalid(op, "not an image op")),
         }
     };
@@ -62,6 +73,7 @@ const OPS: &[&str] = &[
     "AdjustHue",
     "AdjustSaturation",
     "BiasAddV1",
+    "Conv",
     "HSVToRGB",
     "LRN",
     "LRNGrad",
@@ -153,11 +165,17 @@ pub(crate) fn nearest(input: usize, output: usize, align_corners: bool, half_pix
 
 /// The NHWC image shape `[b, h, w, c]` of `shape`.
 fn image(op: &str, shape: &[usize]) -> Result<[usize; 4], KernelError> {
-    <[usize; 4]>::try_from(shape).map_err(|_| KernelError::invalid(op, format!("images must be 4-D NHWC, got {shape:?}")))
+    <[usize; 4]>::try_from(shape)
+        .map_err(|_| KernelError::invalid(op, format!("images must be 4-D NHWC, got {shape:?}")))
 }
 
 /// The output shape and index map of `ResizeNearestNeighbor(images of shape, size)`.
-fn nearest_map(op: &str, attrs: &AttrMap, shape: &[usize], size: &Tensor) -> Result<(Vec<usize>, Vec<usize>), KernelError> {
+fn nearest_map(
+    op: &str,
+    attrs: &AttrMap,
+    shape: &[usize],
+    size: &Tensor,
+) -> Result<(Vec<usize>, Vec<usize>), KernelError> {
     let (align, half) = resize_flags(op, attrs)?;
     let [b, h, w, c] = image(op, shape)?;
     let [oh, ow] = pair(op, size, "size")?;
@@ -220,7 +238,10 @@ fn resize_bilinear_grad(op: &str, attrs: &AttrMap, grads: &Tensor, original: &Te
     let [b, h, w, c] = image(op, original.shape())?;
     let [gb, oh, ow, gc] = image(op, grads.shape())?;
     if (gb, gc) != (b, c) {
-        return Err(KernelError::invalid(op, format!("grads {:?} do not match the image {:?}", grads.shape(), original.shape())));
+        return Err(KernelError::invalid(
+            op,
+            format!("grads {:?} do not match the image {:?}", grads.shape(), original.shape()),
+        ));
     }
     if grads.dtype() != DType::F32 {
         return Err(KernelError::dtype(op, grads.dtype(), "grads must be float32"));
@@ -271,7 +292,8 @@ fn lrn_input(op: &str, t: &Tensor, what: &str) -> Result<Vec<f32>, KernelError> 
     if t.shape().len() != 4 {
         return Err(KernelError::invalid(op, format!("{what} must be 4-D, got {:?}", t.shape())));
     }
-    t.to_vec::<f32>().ok_or_else(|| KernelError::dtype(op, t.dtype(), format!("{what} must be float32, float16 or bfloat16")))
+    t.to_vec::<f32>()
+        .ok_or_else(|| KernelError::dtype(op, t.dtype(), format!("{what} must be float32, float16 or bfloat16")))
 }
 
 /// `LRN(input)`: each value divided by `(bias + alpha · Σ window²)^beta`, the
@@ -297,7 +319,8 @@ fn lrn_grad(op: &str, attrs: &AttrMap, dy: &Tensor, x: &Tensor, y: &Tensor) -> R
     if dy.shape() != x.shape() || y.shape() != x.shape() {
         return Err(KernelError::invalid(op, "input_grads, input_image and output_image must have one shape"));
     }
-    let (g, xv, yv) = (lrn_input(op, dy, "input_grads")?, lrn_input(op, x, "input_image")?, lrn_input(op, y, "output_image")?);
+    let (g, xv, yv) =
+        (lrn_input(op, dy, "input_grads")?, lrn_input(op, x, "input_image")?, lrn_input(op, y, "output_image")?);
     let depth = x.shape()[3].max(1);
     let mut out = vec![0f32; xv.len()];
     for base in (0..xv.len()).step_by(depth) {
@@ -442,7 +465,10 @@ fn hsv_to_rgb_f32(h: f32, s: f32, v: f32) -> [f32; 3] {
 /// The colour ops, pixel by pixel over the last dimension (3 channels).
 fn colour(op: &str, images: &Tensor, factor: Option<&Tensor>) -> Result<Tensor, KernelError> {
     if images.shape().last() != Some(&3) {
-        return Err(KernelError::invalid(op, format!("the last dimension must hold 3 channels, got {:?}", images.shape())));
+        return Err(KernelError::invalid(
+            op,
+            format!("the last dimension must hold 3 channels, got {:?}", images.shape()),
+        ));
     }
     let scalar = || -> Result<f32, KernelError> {
         let t = factor.ok_or_else(|| KernelError::invalid(op, "expected 2 inputs"))?;

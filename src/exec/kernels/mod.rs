@@ -138,6 +138,7 @@ pub const PURE_OPS: &[&str] = &[
     "ConcatOffset",
     "ConcatV2",
     "Const",
+    "Conv",
     "Conv2D",
     "Conv2DBackpropFilter",
     "Conv2DBackpropInput",

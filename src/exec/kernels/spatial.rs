@@ -141,7 +141,10 @@ fn for_each_index(shape: &[usize], mut f: impl FnMut(usize, &[usize])) {
 fn block_shape(op: &str, t: &Tensor) -> Result<Vec<usize>, KernelError> {
     let v = t.to_i64_vec(op, "block_shape")?;
     if t.shape().len() != 1 || v.is_empty() || v.iter().any(|&b| b < 1) {
-        return Err(KernelError::invalid(op, format!("block_shape must be a non-empty vector of positive sizes, got {v:?}")));
+        return Err(KernelError::invalid(
+            op,
+            format!("block_shape must be a non-empty vector of positive sizes, got {v:?}"),
+        ));
     }
     Ok(v.into_iter().map(|b| b as usize).collect())
 }
@@ -179,7 +182,10 @@ fn depth_space(
         (h * bs, w * bs, ch / (bs * bs))
     } else {
         if h % bs != 0 || w % bs != 0 {
-            return Err(KernelError::invalid(op, format!("height {h} and width {w} must be divisible by block_size {bs}")));
+            return Err(KernelError::invalid(
+                op,
+                format!("height {h} and width {w} must be divisible by block_size {bs}"),
+            ));
         }
         (h / bs, w / bs, ch * bs * bs)
     };
@@ -228,13 +234,19 @@ fn space_batch(
         }
     } else {
         if shape[0] % blocks != 0 {
-            return Err(KernelError::invalid(op, format!("batch {} is not divisible by the {blocks} blocks", shape[0])));
+            return Err(KernelError::invalid(
+                op,
+                format!("batch {} is not divisible by the {blocks} blocks", shape[0]),
+            ));
         }
         out[0] = shape[0] / blocks;
         for d in 0..m {
             let full = shape[d + 1] * block[d];
             if pads[d].0 + pads[d].1 > full {
-                return Err(KernelError::invalid(op, format!("crops {:?} exceed dimension {} ({full})", pads[d], d + 1)));
+                return Err(KernelError::invalid(
+                    op,
+                    format!("crops {:?} exceed dimension {} ({full})", pads[d], d + 1),
+                ));
             }
             out[d + 1] = full - pads[d].0 - pads[d].1;
         }
@@ -285,7 +297,10 @@ fn window_pair(op: &str, attrs: &AttrMap, key: &str) -> Result<[usize; 2], Kerne
     let list: Vec<i64> = attrs.get(key).and_then(|v| v.as_int_list()).unwrap_or_default();
     match list.as_slice() {
         &[1, r, c, 1] if r > 0 && c > 0 => Ok([r as usize, c as usize]),
-        other => Err(KernelError::invalid(op, format!("{key} must be [1, rows, cols, 1] with positive sizes, got {other:?}"))),
+        other => Err(KernelError::invalid(
+            op,
+            format!("{key} must be [1, rows, cols, 1] with positive sizes, got {other:?}"),
+        )),
     }
 }
 
@@ -296,7 +311,8 @@ fn patches(op: &str, attrs: &AttrMap, shape: &[usize]) -> Result<(Vec<usize>, Ve
     let &[b, h, w, d] = shape else {
         return Err(KernelError::invalid(op, format!("images must be 4-D, got shape {shape:?}")));
     };
-    let (k, st, rate) = (window_pair(op, attrs, "ksizes")?, window_pair(op, attrs, "strides")?, window_pair(op, attrs, "rates")?);
+    let (k, st, rate) =
+        (window_pair(op, attrs, "ksizes")?, window_pair(op, attrs, "strides")?, window_pair(op, attrs, "rates")?);
     let same = match attrs.get_str("padding") {
         Some("SAME") => true,
         Some("VALID") => false,
@@ -349,7 +365,10 @@ fn mirror_pad(
         let n = shape[d];
         if b + edge > n || a + edge > n {
             let most = n.saturating_sub(edge);
-            return Err(KernelError::invalid(op, format!("paddings ({b}, {a}) of dimension {d} exceed {most} for size {n}")));
+            return Err(KernelError::invalid(
+                op,
+                format!("paddings ({b}, {a}) of dimension {d} exceed {most} for size {n}"),
+            ));
         }
     }
     let out: Vec<usize> = shape.iter().zip(pads).map(|(n, (b, a))| n + b + a).collect();
@@ -382,7 +401,9 @@ fn mirror_pad_grad(op: &str, attrs: &AttrMap, g: &Tensor, paddings: &Tensor) -> 
     for (d, &(b, a)) in pads.iter().enumerate() {
         match g.shape()[d].checked_sub(b + a) {
             Some(n) => shape.push(n),
-            None => return Err(KernelError::invalid(op, format!("paddings of dimension {d} exceed the gradient's size"))),
+            None => {
+                return Err(KernelError::invalid(op, format!("paddings of dimension {d} exceed the gradient's size")))
+            }
         }
     }
     let (_, map) = mirror_pad(op, &shape, &pads, reflect(op, attrs)?)?;
@@ -512,7 +533,8 @@ mod tests {
         let block = Tensor::vector(vec![2i32, 2]);
         let pads = Tensor::from_vec(&[2, 2], vec![0i32, 0, 1, 0]).unwrap();
         let none = AttrMap::new();
-        let b = dispatch("SpaceToBatchND", &none, &[x.clone(), block.clone(), pads.clone()]).unwrap().unwrap().remove(0);
+        let b =
+            dispatch("SpaceToBatchND", &none, &[x.clone(), block.clone(), pads.clone()]).unwrap().unwrap().remove(0);
         assert_eq!(b.shape(), &[4, 1, 2, 1]);
         assert_eq!(b.to_vec::<i32>().unwrap(), vec![0, 2, 1, 3, 0, 5, 4, 6]);
         let back = dispatch("BatchToSpaceND", &none, &[b, block, pads]).unwrap().unwrap().remove(0);

@@ -190,7 +190,8 @@ pub fn gradient(
             let a = x(0)?;
             let i32_t = e.t_attr(Some(DType::I32));
             let sa = e.shape("Shape", a);
-            let size = e.emit("Size", "Size", &[a], [("out_type", AttrValue::Type(DType::I32))].into_iter().chain(ta.clone()));
+            let size =
+                e.emit("Size", "Size", &[a], [("out_type", AttrValue::Type(DType::I32))].into_iter().chain(ta.clone()));
             let range = e.fresh_name("range");
             let one = e.int_const_named(format!("{range}/start"), &[1], true);
             let count = e.emit("AddV2", "add", &[size, one], i32_t.clone());
@@ -204,7 +205,12 @@ pub fn gradient(
             let gflat = e.emit_named(flat, "Reshape", &[g, minus_one], ta.clone());
             let iflat = e.emit("Reshape", "Reshape_2", &[idx, minus_one], i32_t.clone());
             let seg_attrs = [("Tindices", AttrValue::Type(DType::I32)), ("Tnumsegments", AttrValue::Type(DType::I32))];
-            let sums = e.emit("UnsortedSegmentSum", "UnsortedSegmentSum", &[gflat, iflat, count], seg_attrs.into_iter().chain(ta.clone()));
+            let sums = e.emit(
+                "UnsortedSegmentSum",
+                "UnsortedSegmentSum",
+                &[gflat, iflat, count],
+                seg_attrs.into_iter().chain(ta.clone()),
+            );
             let slice = e.fresh_name("Slice");
             let begin = e.int_const_named(format!("{slice}/begin"), &[1], false);
             let idx_t = [("Index", AttrValue::Type(DType::I32))].into_iter().chain(ta.clone());
@@ -251,7 +257,6 @@ fn rgb_to_hsv_grad(e: &mut Emitter<'_>, op: NodeId, image: Tensor, g: Tensor) ->
     let [r, gr, b] = channels(e, image, "unstack");
     let [_, sat, val] = channels(e, Tensor::of(op), "unstack_1");
     let [dh, ds, dv] = channels(e, g, "unstack_2");
-    let bin = |e: &mut Emitter<'_>, op: &'static str, a: Tensor, c: Tensor| e.emit(op, op, &[a, c], f.clone());
     let to_f32 = [("SrcT", AttrValue::Type(DType::Bool)), ("DstT", AttrValue::Type(DType::F32))];
     let mask = |e: &mut Emitter<'_>, parts: &[(&'static str, Tensor, Tensor)]| {
         let mut all: Option<Tensor> = None;
@@ -323,10 +328,13 @@ fn rgb_to_hsv_grad(e: &mut Emitter<'_>, op: NodeId, image: Tensor, g: Tensor) ->
     };
     let scale = k(e, 1.0 / 360.0);
     let hue = |e: &mut Emitter<'_>, parts: Vec<Vec<Tensor>>| {
-        let terms: Vec<Tensor> = parts.iter().map(|p| {
-            let t = product(e, p);
-            product(e, &[sixty, t])
-        }).collect();
+        let terms: Vec<Tensor> = parts
+            .iter()
+            .map(|p| {
+                let t = product(e, p);
+                product(e, &[sixty, t])
+            })
+            .collect();
         let total = sum(e, &terms);
         product(e, &[total, scale])
     };
@@ -337,45 +345,39 @@ fn rgb_to_hsv_grad(e: &mut Emitter<'_>, op: NodeId, image: Tensor, g: Tensor) ->
     let rb = diff(e, r, b);
     let gr_r = diff(e, gr, r);
     let rg = diff(e, r, gr);
-    let p = [
-        inv_sq_diff(e, r, gr),
-        inv_diff(e, gr, b),
-        inv_sq_diff(e, b, r),
-        inv_diff(e, b, gr),
-    ];
-    let dh_dr = hue(e, vec![
-        vec![pr, red_big, minus, gb, inv_s2, inv_v2],
-        vec![pg, green_big, red_small, bg, p[0]],
-        vec![pg, green_big, blue_small, minus, p[1]],
-        vec![pb, blue_big, red_small, bg, p[2]],
-        vec![pb, blue_big, green_small, p[3]],
-    ]);
-    let q = [
-        inv_sq_diff(e, r, gr),
-        inv_diff(e, r, b),
-        inv_sq_diff(e, b, gr),
-        inv_diff(e, b, r),
-    ];
-    let dh_dg = hue(e, vec![
-        vec![pg, green_big, minus, br, inv_s2, inv_v2],
-        vec![pr, red_big, green_small, rb, q[0]],
-        vec![pr, red_big, blue_small, q[1]],
-        vec![pb, blue_big, green_small, rb, q[2]],
-        vec![pb, blue_big, red_small, minus, q[3]],
-    ]);
-    let w = [
-        inv_sq_diff(e, r, b),
-        inv_diff(e, r, gr),
-        inv_sq_diff(e, gr, b),
-        inv_diff(e, gr, r),
-    ];
-    let dh_db = hue(e, vec![
-        vec![pb, blue_big, minus, rg, inv_s2, inv_v2],
-        vec![pr, red_big, blue_small, gr_r, w[0]],
-        vec![pr, red_big, green_small, minus, w[1]],
-        vec![pg, green_big, blue_small, gr_r, w[2]],
-        vec![pg, green_big, red_small, w[3]],
-    ]);
+    let p = [inv_sq_diff(e, r, gr), inv_diff(e, gr, b), inv_sq_diff(e, b, r), inv_diff(e, b, gr)];
+    let dh_dr = hue(
+        e,
+        vec![
+            vec![pr, red_big, minus, gb, inv_s2, inv_v2],
+            vec![pg, green_big, red_small, bg, p[0]],
+            vec![pg, green_big, blue_small, minus, p[1]],
+            vec![pb, blue_big, red_small, bg, p[2]],
+            vec![pb, blue_big, green_small, p[3]],
+        ],
+    );
+    let q = [inv_sq_diff(e, r, gr), inv_diff(e, r, b), inv_sq_diff(e, b, gr), inv_diff(e, b, r)];
+    let dh_dg = hue(
+        e,
+        vec![
+            vec![pg, green_big, minus, br, inv_s2, inv_v2],
+            vec![pr, red_big, green_small, rb, q[0]],
+            vec![pr, red_big, blue_small, q[1]],
+            vec![pb, blue_big, green_small, rb, q[2]],
+            vec![pb, blue_big, red_small, minus, q[3]],
+        ],
+    );
+    let w = [inv_sq_diff(e, r, b), inv_diff(e, r, gr), inv_sq_diff(e, gr, b), inv_diff(e, gr, r)];
+    let dh_db = hue(
+        e,
+        vec![
+            vec![pb, blue_big, minus, rg, inv_s2, inv_v2],
+            vec![pr, red_big, blue_small, gr_r, w[0]],
+            vec![pr, red_big, green_small, minus, w[1]],
+            vec![pg, green_big, blue_small, gr_r, w[2]],
+            vec![pg, green_big, red_small, w[3]],
+        ],
+    );
     let out = [(dh_dr, ds_dr, red_big), (dh_dg, ds_dg, green_big), (dh_db, ds_db, blue_big)].map(|(h, s, v)| {
         let from_v = product(e, &[dv, v]);
         let from_s = product(e, &[ds, s]);

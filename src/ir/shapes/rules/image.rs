@@ -2,6 +2,7 @@
 //! mirror padding and its gradient, and the data-format helpers, following
 //! TensorFlow's shape functions for these ops.
 
+use super::super::super::attrs::AttrMap;
 use super::super::super::types::{AttrValue, DType};
 use super::{dim, Args, OutType};
 
@@ -142,4 +143,51 @@ pub(super) fn patches(a: &Args) -> Result<Vec<OutType>, String> {
         }
     };
     Ok(vec![OutType::new(x.dtype, vec![b, size(0, h), size(1, w), k[0] * k[1] * d])])
+}
+
+/// The generic `Conv` op as the fixed-rank op it is for an input of `rank`
+/// (`Conv2D` for 4, `Conv3D` for 5), with that op's attributes: the layout
+/// named as those ops name it, empty lists dropped, `batch_dims` and
+/// `groups` checked and removed (a grouped convolution is the fixed-rank
+/// op's business: its filter has fewer input channels).
+pub fn conv_as_fixed_rank(attrs: &AttrMap, rank: usize) -> Result<(&'static str, AttrMap), String> {
+    let (op, last, first) = match rank {
+        4 => ("Conv2D", "NHWC", "NCHW"),
+        5 => ("Conv3D", "NDHWC", "NCDHW"),
+        _ => return Err(format!("Conv: only 4-D and 5-D inputs are supported, got rank {rank}")),
+    };
+    let batch_dims = attrs.get_int("batch_dims").unwrap_or(1);
+    if batch_dims != 1 {
+        return Err(format!("Conv: batch_dims {batch_dims} is not supported (only 1)"));
+    }
+    let mut out = AttrMap::default();
+    for (key, value) in attrs.iter() {
+        match key {
+            "batch_dims" | "groups" => {}
+            "data_format" => {
+                let f = match value.as_str() {
+                    Some("CHANNELS_LAST") | None => last,
+                    Some("CHANNELS_FIRST") => first,
+                    Some(other) => return Err(format!("Conv: data_format {other} is not supported")),
+                };
+                out.insert(key, AttrValue::str(f));
+            }
+            "dilations" | "explicit_paddings" if value.as_list().is_some_and(|l| l.is_empty()) => {}
+            _ => {
+                out.insert(key, value.clone());
+            }
+        }
+    }
+    Ok((op, out))
+}
+
+/// `Conv(input, filter)`: the type of the fixed-rank convolution it is.
+pub(super) fn generic_conv(a: &Args) -> Result<Vec<OutType>, String> {
+    let (op, attrs) = conv_as_fixed_rank(a.attrs, a.x(0)?.shape.len())?;
+    let args = Args { op, attrs: &attrs, operands: a.operands };
+    if op == "Conv2D" {
+        super::nn::conv2d(&args)
+    } else {
+        super::nn::conv3d(&args)
+    }
 }

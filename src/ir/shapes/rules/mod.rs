@@ -27,6 +27,8 @@ mod random;
 mod reduce;
 mod shape;
 
+pub use image::conv_as_fixed_rank;
+
 use super::super::attrs::AttrMap;
 use super::super::types::{AttrValue, DType};
 
@@ -187,6 +189,7 @@ const TABLE: &[(&str, Rule)] = &[
     ("Cast", ew::cast),
     ("Ceil", ew::same),
     ("ConcatV2", shape::concat),
+    ("Conv", image::generic_conv),
     ("Conv2D", nn::conv2d),
     ("Conv2DBackpropFilter", nn::conv_backprop_filter),
     ("Conv2DBackpropInput", nn::conv_backprop_input),

@@ -6,7 +6,7 @@
 //! channels, the colour ops elementwise on the three channels, and the max
 //! pools whose window is an operand or whose gradient is differentiated
 //! again (`MaxPoolGradGrad*`: at each window's first maximum, the gradient
-//! there). Images are NHWC (NCHW goes through `nchw`); 16-bit floats
+//! there), and the generic `Conv` as `Conv2D` or `Conv3D`. Images are NHWC (NCHW goes through `nchw`); 16-bit floats
 //! compute in f32. Cost: a few ops per TF op; a max-pool second-order
 //! gradient takes two slices and two selects per window tap.
 
@@ -108,7 +108,8 @@ fn channel_window_sum(c: &mut Ctx, v: &Val, r: usize) -> Val {
     let rank = v.ty.rank();
     let mut window = vec![1; rank];
     window[rank - 1] = 2 * r + 1;
-    let pads: Vec<String> = (0..rank).map(|d| if d + 1 == rank { format!("[{r}, {r}]") } else { "[0, 0]".into() }).collect();
+    let pads: Vec<String> =
+        (0..rank).map(|d| if d + 1 == rank { format!("[{r}, {r}]") } else { "[0, 0]".into() }).collect();
     let init = c.splat(&Ty::scalar(v.ty.dtype), 0.0);
     let region = c.reducer_region(v.ty.dtype, Reducer::Add);
     let attrs = format!(
@@ -288,7 +289,12 @@ pub(super) fn colour(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
         }
     };
     let rank = x.ty.rank();
-    let joined = c.op("stablehlo.concatenate", &[&parts[0], &parts[1], &parts[2]], &format!("dimension = {} : i64", rank - 1), x.ty.clone());
+    let joined = c.op(
+        "stablehlo.concatenate",
+        &[&parts[0], &parts[1], &parts[2]],
+        &format!("dimension = {} : i64", rank - 1),
+        x.ty.clone(),
+    );
     Ok(vec![c.convert(&joined, dtype)])
 }
 
@@ -304,7 +310,8 @@ pub(super) fn adjust_contrast(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String>
     let count = c.splat(&sum.ty, (x.ty.shape[rank - 3] * x.ty.shape[rank - 2]) as f64);
     let mean = bin(c, "divide", &sum, &count);
     let dims: Vec<usize> = (0..rank).filter(|&d| d != rank - 3 && d != rank - 2).collect();
-    let mean = c.op("stablehlo.broadcast_in_dim", &[&mean], &format!("broadcast_dimensions = {}", i64s(&dims)), x.ty.clone());
+    let mean =
+        c.op("stablehlo.broadcast_in_dim", &[&mean], &format!("broadcast_dimensions = {}", i64s(&dims)), x.ty.clone());
     let f = c.convert(n.input(1)?, DType::F32);
     let f = c.broadcast_to(&f, &x.ty.shape);
     let d = bin(c, "subtract", &x, &mean);
@@ -364,7 +371,8 @@ pub(super) fn max_pool_grad_grad(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, Stri
         Some("VALID") => false,
         other => return Err(format!("{}: padding {other:?} does not lower", n.op)),
     };
-    let (k, s): (Vec<usize>, Vec<usize>) = (k.iter().map(|&v| v as usize).collect(), s.iter().map(|&v| v as usize).collect());
+    let (k, s): (Vec<usize>, Vec<usize>) =
+        (k.iter().map(|&v| v as usize).collect(), s.iter().map(|&v| v as usize).collect());
     // Pad each spatial dimension so that every window lies inside.
     let mut low = vec![0usize; rank];
     let mut high = vec![0usize; rank];
@@ -396,7 +404,8 @@ pub(super) fn max_pool_grad_grad(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, Stri
             rest /= k[d];
         }
         let limit: Vec<usize> = (0..rank).map(|d| start[d] + (out.shape[d].max(1) - 1) * s[d] + 1).collect();
-        let attrs = format!("start_indices = {}, limit_indices = {}, strides = {}", i64s(&start), i64s(&limit), i64s(&s));
+        let attrs =
+            format!("start_indices = {}, limit_indices = {}, strides = {}", i64s(&start), i64s(&limit), i64s(&s));
         let xt = c.op("stablehlo.slice", &[&xp], &attrs, x.ty.with_shape(out.shape.clone()));
         let gt = c.op("stablehlo.slice", &[&gp], &attrs, out.clone());
         best = Some(match best {
@@ -409,4 +418,22 @@ pub(super) fn max_pool_grad_grad(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, Stri
     }
     let (_, picked) = best.ok_or_else(|| format!("{}: an empty window", n.op))?;
     Ok(vec![picked])
+}
+
+/// The generic `Conv(input, filter)`: the fixed-rank convolution it is.
+pub(super) fn generic_conv(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
+    let (op, attrs) = crate::ir::shapes::rules::conv_as_fixed_rank(n.attrs, n.input(0)?.ty.rank())?;
+    let call = Call {
+        op,
+        attrs: &attrs,
+        inputs: n.inputs.clone(),
+        consts: n.consts.clone(),
+        outputs: n.outputs,
+        num_replicas: n.num_replicas,
+    };
+    if op == "Conv2D" {
+        nchw::with_layout(c, &call, |c, n| conv::conv(c, n, conv::Kind::Forward, false))
+    } else {
+        super::conv3d::conv(c, &call, conv::Kind::Forward)
+    }
 }

@@ -149,6 +149,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("CollectiveAllReduce", collective::collective_all_reduce),
     ("CollectiveBroadcast", collective::broadcast),
     ("ConcatV2", shape::concat),
+    ("Conv", image::generic_conv),
     ("Conv2D", |c, n| nchw::with_layout(c, n, |c, n| conv::conv(c, n, conv::Kind::Forward, false))),
     ("Conv2DBackpropFilter", |c, n| {
         nchw::with_layout(c, n, |c, n| conv::conv(c, n, conv::Kind::BackpropFilter, false))

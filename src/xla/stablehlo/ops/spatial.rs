@@ -80,7 +80,12 @@ pub(super) fn mirror_pad_grad(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String>
 /// the element numbered `idx[k]` (numbers from 1; 0 drops it).
 pub(super) fn scatter_numbered(c: &mut Ctx, n: &Call, g: &Val, idx: &Tensor, out: Ty) -> Result<Val, String> {
     if idx.shape() != g.ty.shape.as_slice() {
-        return Err(format!("{}: the gradient has shape {:?}, the forward op gives {:?}", n.op, g.ty.shape, idx.shape()));
+        return Err(format!(
+            "{}: the gradient has shape {:?}, the forward op gives {:?}",
+            n.op,
+            g.ty.shape,
+            idx.shape()
+        ));
     }
     // The scatter target is the flat result with a slot 0 in front.
     let zeros = c.splat(&out.with_shape(vec![out.count() + 1]), 0.0);

@@ -176,12 +176,12 @@ fn depth_space(
     let (h, w, ch) = if nchw { (b, c, a) } else { (a, b, c) };
     let layout = |n: usize, h: usize, w: usize, c: usize| if nchw { [n, c, h, w] } else { [n, h, w, c] };
     let (oh, ow, oc) = if to_space {
-        if ch % (bs * bs) != 0 {
+        if !ch.is_multiple_of(bs * bs) {
             return Err(KernelError::invalid(op, format!("depth {ch} is not divisible by block_size² = {}", bs * bs)));
         }
         (h * bs, w * bs, ch / (bs * bs))
     } else {
-        if h % bs != 0 || w % bs != 0 {
+        if !h.is_multiple_of(bs) || !w.is_multiple_of(bs) {
             return Err(KernelError::invalid(
                 op,
                 format!("height {h} and width {w} must be divisible by block_size {bs}"),
@@ -224,7 +224,7 @@ fn space_batch(
         out[0] = shape[0] * blocks;
         for d in 0..m {
             let padded = shape[d + 1] + pads[d].0 + pads[d].1;
-            if padded % block[d] != 0 {
+            if !padded.is_multiple_of(block[d]) {
                 return Err(KernelError::invalid(
                     op,
                     format!("padded dimension {} ({padded}) is not divisible by block size {}", d + 1, block[d]),
@@ -233,7 +233,7 @@ fn space_batch(
             out[d + 1] = padded / block[d];
         }
     } else {
-        if shape[0] % blocks != 0 {
+        if !shape[0].is_multiple_of(blocks) {
             return Err(KernelError::invalid(
                 op,
                 format!("batch {} is not divisible by the {blocks} blocks", shape[0]),

@@ -22,12 +22,12 @@ pub(super) fn depth_space(a: &Args) -> Result<Vec<OutType>, String> {
     let nchw = a.str_attr("data_format", "NHWC") == "NCHW";
     let (h, w, c) = if nchw { (d2, d3, d1) } else { (d1, d2, d3) };
     let (h, w, c) = if a.op == "DepthToSpace" {
-        if c % (bs * bs) != 0 {
+        if !c.is_multiple_of(bs * bs) {
             return Err(format!("depth {c} is not divisible by block_size² {}", bs * bs));
         }
         (h * bs, w * bs, c / (bs * bs))
     } else {
-        if h % bs != 0 || w % bs != 0 {
+        if !h.is_multiple_of(bs) || !w.is_multiple_of(bs) {
             return Err(format!("height {h} and width {w} are not divisible by block_size {bs}"));
         }
         (h / bs, w / bs, c * bs * bs)
@@ -57,13 +57,13 @@ pub(super) fn space_batch(a: &Args) -> Result<Vec<OutType>, String> {
         shape[0] *= blocks;
         for d in 0..m {
             let padded = x.shape[d + 1] + dim(pads[2 * d], "padding")? + dim(pads[2 * d + 1], "padding")?;
-            if padded % block[d] != 0 {
+            if !padded.is_multiple_of(block[d]) {
                 return Err(format!("padded dimension {padded} is not divisible by block size {}", block[d]));
             }
             shape[d + 1] = padded / block[d];
         }
     } else {
-        if x.shape[0] % blocks != 0 {
+        if !x.shape[0].is_multiple_of(blocks) {
             return Err(format!("batch {} is not divisible by {blocks} blocks", x.shape[0]));
         }
         shape[0] /= blocks;

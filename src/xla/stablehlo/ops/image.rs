@@ -118,7 +118,7 @@ fn channel_window_sum(c: &mut Ctx, v: &Val, r: usize) -> Val {
         i64s(&vec![1; rank]),
         pads.join(", ")
     );
-    c.op_regions("stablehlo.reduce_window", &[v, &init], &[region], &attrs, &[v.ty.clone()]).remove(0)
+    c.op_regions("stablehlo.reduce_window", &[v, &init], &[region], &attrs, std::slice::from_ref(&v.ty)).remove(0)
 }
 
 /// The LRN attributes: radius, bias, alpha, beta.

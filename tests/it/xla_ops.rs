@@ -431,6 +431,17 @@ fn ops_of_other_differential_graphs() -> BTreeSet<String> {
         }
     }
     ops.extend(["StatelessRandomGetAlg", "StatelessRandomGetKeyCounter"].map(String::from));
+    // The op-case families (`op_cases::`), each run on PJRT against TensorFlow's numbers.
+    let families = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/tf/corpus/ops");
+    for entry in std::fs::read_dir(&families).expect("the op-case families").flatten() {
+        if entry.path().extension().is_some_and(|e| e == "json") {
+            let text = std::fs::read_to_string(entry.path()).expect("an op-case family");
+            let family: serde_json::Value = serde_json::from_str(&text).expect("an op-case family parses");
+            for case in family["cases"].as_array().expect("cases") {
+                ops.insert(case["op"].as_str().expect("op").to_string());
+            }
+        }
+    }
     // The TensorList cases of `xla_tensor_list` (`%name = Op(...)` lines of its graphs).
     for line in include_str!("xla_tensor_list.rs").lines() {
         if let Some(op) =

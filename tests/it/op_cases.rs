@@ -22,4 +22,11 @@ fn bitwise() {
 /// Special functions, elementwise math and the gradients of elementwise ops.
 fn special() {
     check_family("special");
+/// Image ops, and the second-order gradients of convolutions and pools (`tests/tf/ops_image.py`).
+fn image() {
+    check_family("image");
+
+/// Spatial data movement and data-format ops (`tests/tf/ops_spatial.py`).
+fn spatial() {
+    check_family("spatial");
 }

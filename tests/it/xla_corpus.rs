@@ -348,8 +348,9 @@ fn graphs_under(dir: &Path, out: &mut Vec<String>) {
     for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())).flatten() {
         let path = entry.path();
         if path.is_dir() {
-            // The Keras corpora have their own tests, tests/it/keras_corpus.rs and keras_more.rs.
-            if path.file_name().is_some_and(|n| n == "keras" || n == "keras_more") {
+            // The Keras corpora and the op-case families have their own tests, tests/it/keras_corpus.rs,
+            // keras_more.rs and op_cases.rs.
+            if path.file_name().is_some_and(|n| n == "keras" || n == "keras_more" || n == "ops") {
                 continue;
             }
             graphs_under(&path, out);

@@ -289,6 +289,8 @@ pub(crate) enum PoolKind {
     Max,
     /// `MaxPoolGrad(orig_input, orig_output, grad)`.
     MaxGrad,
+    /// `MaxPoolGradGrad(orig_input, orig_output, grad)`: `grad` (input-shaped) at each window's maximum.
+    MaxGradGrad,
     /// `AvgPool(value)`.
     Avg,
     /// `AvgPoolGrad(orig_input_shape, grad)`.
@@ -322,7 +324,7 @@ pub(crate) fn pool(op: &str, kind: PoolKind, attrs: &AttrMap, inputs: &[Tensor])
     with_float!(op, value, _a, T => {
         let n_out: usize = out_shape.iter().product();
         match kind {
-            PoolKind::Max | PoolKind::MaxGrad => {
+            PoolKind::Max | PoolKind::MaxGrad | PoolKind::MaxGradGrad => {
                 let x: Vec<T> = super::arg(op, inputs, 0)?.to_vec::<T>().ok_or_else(|| KernelError::invalid(op, "mixed dtypes"))?;
                 let mut best = vec![T::neg_infinity(); n_out];
                 let mut at = vec![usize::MAX; n_out];
@@ -339,6 +341,14 @@ pub(crate) fn pool(op: &str, kind: PoolKind, attrs: &AttrMap, inputs: &[Tensor])
                 }
                 let grad = super::arg(op, inputs, 2)?;
                 let gv = same::<T>(op, grad, value)?;
+                if kind == PoolKind::MaxGradGrad {
+                    if grad.shape() != in_shape {
+                        return Err(KernelError::invalid(op, format!("grad has shape {:?}, expected {in_shape:?}", grad.shape())));
+                    }
+                    let gv = contiguous(gv);
+                    let out = at.iter().map(|&i| if i == usize::MAX { T::zero() } else { gv[i] }).collect();
+                    return Tensor::from_vec(&out_shape, out);
+                }
                 if grad.shape() != out_shape {
                     return Err(KernelError::invalid(op, format!("grad has shape {:?}, expected {out_shape:?}", grad.shape())));
                 }

@@ -260,7 +260,8 @@ pub(crate) fn conv(op: &str, kind: ConvKind, attrs: &AttrMap, inputs: &[Tensor])
     }
 }
 
-/// `MaxPool3D(input)`, `MaxPool3DGrad(orig_input, orig_output, grad)`, `AvgPool3D(input)` and
+/// `MaxPool3D(input)`, `MaxPool3DGrad(orig_input, orig_output, grad)`, `MaxPool3DGradGrad` (the
+/// same operands), `AvgPool3D(input)` and
 /// `AvgPool3DGrad(orig_input_shape, grad)`.
 pub(crate) fn pool(op: &str, kind: PoolKind, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Tensor, KernelError> {
     let a = attrs3(op, attrs)?;
@@ -281,23 +282,25 @@ pub(crate) fn pool(op: &str, kind: PoolKind, attrs: &AttrMap, inputs: &[Tensor])
     g.taps(|o, i| taps.push((o * ch, i * ch)));
     let grad = match kind {
         PoolKind::Max | PoolKind::Avg => None,
-        PoolKind::MaxGrad => Some(arg(2)?),
+        PoolKind::MaxGrad | PoolKind::MaxGradGrad => Some(arg(2)?),
         PoolKind::AvgGrad => Some(arg(1)?),
     };
-    if let Some(grad) = grad.filter(|t| t.shape() != out_shape) {
+    // A second-order gradient is shaped like the input.
+    let grad_shape = if kind == PoolKind::MaxGradGrad { in_shape } else { out_shape };
+    if let Some(grad) = grad.filter(|t| t.shape() != grad_shape) {
         let got = grad.shape();
-        return Err(KernelError::invalid(op, format!("grad has shape {got:?}, expected {out_shape:?}")));
+        return Err(KernelError::invalid(op, format!("grad has shape {got:?}, expected {grad_shape:?}")));
     }
     let value = grad.filter(|_| kind == PoolKind::AvgGrad).unwrap_or(arg(0)?);
     checked_elements(
         op,
         value.dtype(),
-        if matches!(kind, PoolKind::Max | PoolKind::Avg) { &out_shape } else { &in_shape },
+        if matches!(kind, PoolKind::Max | PoolKind::Avg | PoolKind::MaxGradGrad) { &out_shape } else { &in_shape },
     )?;
     with_float!(op, value, va, T => {
         let v = contiguous(va);
         match kind {
-            PoolKind::Max | PoolKind::MaxGrad => {
+            PoolKind::Max | PoolKind::MaxGrad | PoolKind::MaxGradGrad => {
                 let mut best = vec![T::neg_infinity(); n_out];
                 let mut at = vec![usize::MAX; n_out];
                 for &(y, xb) in &taps {
@@ -313,6 +316,10 @@ pub(crate) fn pool(op: &str, kind: PoolKind, attrs: &AttrMap, inputs: &[Tensor])
                 }
                 let grad = grad.expect("a gradient operand");
                 let gv = contiguous(same::<T>(op, grad, value)?);
+                if kind == PoolKind::MaxGradGrad {
+                    let out = at.iter().map(|&i| if i == usize::MAX { <T as Zero>::zero() } else { gv[i] }).collect();
+                    return Tensor::from_vec(&out_shape, out);
+                }
                 let mut dx = vec![<T as Zero>::zero(); n_in];
                 for (y, &gy) in gv.iter().enumerate() {
                     if at[y] != usize::MAX {

@@ -190,6 +190,7 @@ const NATIVE: &[&str] = &[
     "PreventGradient",
     "Rank",
     "Reshape",
+    "ResizeBilinear",
     "RightShift",
     "Select",
     "SelectV2",

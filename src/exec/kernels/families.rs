@@ -176,6 +176,7 @@ pub(crate) fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Option<R
         "Conv3DBackpropFilterV2" => super::conv3d::conv(op, ConvKind::BackpropFilter, attrs, inputs).map(|t| vec![t]),
         "MaxPool3D" => super::conv3d::pool(op, PoolKind::Max, attrs, inputs).map(|t| vec![t]),
         "MaxPool3DGrad" => super::conv3d::pool(op, PoolKind::MaxGrad, attrs, inputs).map(|t| vec![t]),
+        "MaxPool3DGradGrad" => super::conv3d::pool(op, PoolKind::MaxGradGrad, attrs, inputs).map(|t| vec![t]),
         "AvgPool3D" => super::conv3d::pool(op, PoolKind::Avg, attrs, inputs).map(|t| vec![t]),
         "AvgPool3DGrad" => super::conv3d::pool(op, PoolKind::AvgGrad, attrs, inputs).map(|t| vec![t]),
 

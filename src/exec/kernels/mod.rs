@@ -28,6 +28,7 @@ mod elementwise;
 mod families;
 pub(crate) mod gather;
 mod host_ops;
+pub(crate) mod image;
 mod layout;
 mod linalg;
 mod math;
@@ -42,6 +43,7 @@ mod reduce;
 mod shape;
 mod special;
 mod special_fns;
+pub(crate) mod spatial;
 mod strided;
 mod strings;
 
@@ -107,6 +109,9 @@ pub const PURE_OPS: &[&str] = &[
     "Add",
     "AddN",
     "AddV2",
+    "AdjustContrastv2",
+    "AdjustHue",
+    "AdjustSaturation",
     "All",
     "AllGather",
     "Any",
@@ -126,11 +131,14 @@ pub const PURE_OPS: &[&str] = &[
     "BatchMatMul",
     "BatchMatMulV2",
     "BatchMatMulV3",
+    "BatchToSpace",
+    "BatchToSpaceND",
     "BesselI0e",
     "BesselI1e",
     "Betainc",
     "BiasAdd",
     "BiasAddGrad",
+    "BiasAddV1",
     "Bitcast",
     "BitwiseAnd",
     "BitwiseOr",
@@ -145,6 +153,7 @@ pub const PURE_OPS: &[&str] = &[
     "ConcatOffset",
     "ConcatV2",
     "Const",
+    "Conv",
     "Conv2D",
     "Conv2DBackpropFilter",
     "Conv2DBackpropInput",
@@ -156,6 +165,9 @@ pub const PURE_OPS: &[&str] = &[
     "CrossReplicaSum",
     "Cumprod",
     "Cumsum",
+    "DataFormatDimMap",
+    "DataFormatVecPermute",
+    "DepthToSpace",
     "DepthwiseConv2dNative",
     "DepthwiseConv2dNativeBackpropFilter",
     "DepthwiseConv2dNativeBackpropInput",
@@ -174,6 +186,7 @@ pub const PURE_OPS: &[&str] = &[
     "Exp",
     "ExpandDims",
     "Expm1",
+    "ExtractImagePatches",
     "FakeParam",
     "FakeQuantWithMinMaxArgs",
     "FakeQuantWithMinMaxArgsGradient",
@@ -195,6 +208,7 @@ pub const PURE_OPS: &[&str] = &[
     "GatherV2",
     "Greater",
     "GreaterEqual",
+    "HSVToRGB",
     "Identity",
     "IdentityN",
     "Igamma",
@@ -207,6 +221,8 @@ pub const PURE_OPS: &[&str] = &[
     "IsInf",
     "IsNan",
     "L2Loss",
+    "LRN",
+    "LRNGrad",
     "LeakyRelu",
     "LeakyReluGrad",
     "LeftShift",
@@ -225,11 +241,18 @@ pub const PURE_OPS: &[&str] = &[
     "MaxPool",
     "MaxPool3D",
     "MaxPool3DGrad",
+    "MaxPool3DGradGrad",
     "MaxPoolGrad",
+    "MaxPoolGradGrad",
+    "MaxPoolGradGradV2",
+    "MaxPoolGradV2",
+    "MaxPoolV2",
     "Maximum",
     "Mean",
     "Min",
     "Minimum",
+    "MirrorPad",
+    "MirrorPadGrad",
     "Mod",
     "Mul",
     "MulNoNan",
@@ -255,6 +278,7 @@ pub const PURE_OPS: &[&str] = &[
     "QuantizeAndDequantizeV2",
     "QuantizeAndDequantizeV3",
     "QuantizeAndDequantizeV4",
+    "RGBToHSV",
     "RandomShuffle",
     "RandomStandardNormal",
     "RandomUniform",
@@ -269,6 +293,10 @@ pub const PURE_OPS: &[&str] = &[
     "Relu6Grad",
     "ReluGrad",
     "Reshape",
+    "ResizeBilinear",
+    "ResizeBilinearGrad",
+    "ResizeNearestNeighbor",
+    "ResizeNearestNeighborGrad",
     "ReverseV2",
     "RightShift",
     "Rint",
@@ -297,6 +325,9 @@ pub const PURE_OPS: &[&str] = &[
     "SoftplusGrad",
     "Softsign",
     "SoftsignGrad",
+    "SpaceToBatch",
+    "SpaceToBatchND",
+    "SpaceToDepth",
     "SparseSoftmaxCrossEntropyWithLogits",
     "Split",
     "SplitV",
@@ -359,6 +390,9 @@ pub fn has_kernel(op: &str) -> bool {
 const FLOAT_ONLY: &[&str] = &[
     "Acos",
     "Acosh",
+    "AdjustContrastv2",
+    "AdjustHue",
+    "AdjustSaturation",
     "Asin",
     "Asinh",
     "Atan",
@@ -384,9 +418,12 @@ const FLOAT_ONLY: &[&str] = &[
     "FusedBatchNormGradV3",
     "FusedBatchNormV2",
     "FusedBatchNormV3",
+    "HSVToRGB",
     "Igamma",
     "Igammac",
     "L2Loss",
+    "LRN",
+    "LRNGrad",
     "LeakyRelu",
     "LeakyReluGrad",
     "Lgamma",
@@ -396,9 +433,11 @@ const FLOAT_ONLY: &[&str] = &[
     "Ndtri",
     "NextAfter",
     "Polygamma",
+    "RGBToHSV",
     "ReciprocalGrad",
     "Relu6",
     "Relu6Grad",
+    "ResizeBilinearGrad",
     "Rint",
     "Rsqrt",
     "RsqrtGrad",
@@ -730,6 +769,8 @@ fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Tensor>,
             .or_else(|| special::dispatch(op, attrs, inputs))
             .or_else(|| bitwise::dispatch(op, attrs, inputs))
             .or_else(|| host_ops::dispatch(op, attrs, inputs))
+            .or_else(|| spatial::dispatch(op, attrs, inputs))
+            .or_else(|| image::dispatch(op, attrs, inputs))
             .unwrap_or_else(|| Err(KernelError::NoKernel { op: op.to_string() })),
     }
 }

@@ -66,7 +66,7 @@ pub(crate) fn pool(op: &str, kind: PoolKind, attrs: &AttrMap, inputs: &[Tensor])
     use Operand::*;
     let roles: &[Operand] = match kind {
         PoolKind::Max | PoolKind::Avg => &[Data],
-        PoolKind::MaxGrad => &[Data, Data, Data],
+        PoolKind::MaxGrad | PoolKind::MaxGradGrad => &[Data, Data, Data],
         PoolKind::AvgGrad => &[Sizes, Data],
     };
     let (attrs, inputs) = to_nhwc(op, attrs, inputs, roles)?;

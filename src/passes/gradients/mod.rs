@@ -36,6 +36,7 @@ pub mod colocation;
 mod control_flow;
 mod emitter;
 mod functions;
+mod image_functions;
 mod library;
 mod math_functions;
 mod multi_output;

@@ -243,6 +243,9 @@ pub fn gradient(
             let out = |k: u32| Some(Tensor { node: grad.node, output: k });
             vec![out(0), out(1), out(2), None, None]
         }
+        other if super::image_functions::handles(other) => {
+            return super::image_functions::gradient(e, op, other, inputs, g)
+        }
         _ => return super::math_functions::gradient(e, op, op_type, inputs, g),
     })
 }

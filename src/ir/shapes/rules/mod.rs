@@ -5,7 +5,7 @@
 //!
 //! Meaning: [`infer`] looks the op up in `TABLE` (one small function
 //! per op, sorted by op name, grouped by family in `elementwise`,
-//! `shape`, `reduce`, `nn`, `index`, `random` and `collective`) and applies its rule. A rule that
+//! `image`, `shape`, `reduce`, `nn`, `index`, `random` and `collective`) and applies its rule. A rule that
 //! needs a constant operand it was not given, or meets operands it cannot
 //! type, answers an error message; an op with no rule answers `None`. The
 //! caller then learns the type another way (the StableHLO emitter runs the
@@ -20,12 +20,15 @@
 
 mod collective;
 mod elementwise;
+mod image;
 mod index;
 mod nn;
 mod quant;
 mod random;
 mod reduce;
 mod shape;
+
+pub use image::conv_as_fixed_rank;
 
 use super::super::attrs::AttrMap;
 use super::super::types::{AttrValue, DType};
@@ -159,6 +162,9 @@ const TABLE: &[(&str, Rule)] = &[
     ("Add", ew::broadcast),
     ("AddN", ew::same),
     ("AddV2", ew::broadcast),
+    ("AdjustContrastv2", ew::same),
+    ("AdjustHue", ew::same),
+    ("AdjustSaturation", ew::same),
     ("All", reduce::reduce),
     ("AllGather", collective::all_gather),
     ("Any", reduce::reduce),
@@ -177,11 +183,14 @@ const TABLE: &[(&str, Rule)] = &[
     ("BatchMatMul", nn::batch_matmul),
     ("BatchMatMulV2", nn::batch_matmul),
     ("BatchMatMulV3", nn::batch_matmul),
+    ("BatchToSpace", image::space_batch),
+    ("BatchToSpaceND", image::space_batch),
     ("BesselI0e", ew::same),
     ("BesselI1e", ew::same),
     ("Betainc", ew::betainc),
     ("BiasAdd", ew::same),
     ("BiasAddGrad", nn::bias_add_grad),
+    ("BiasAddV1", ew::same),
     ("Bitcast", ew::bitcast),
     ("BitwiseAnd", ew::broadcast),
     ("BitwiseOr", ew::broadcast),
@@ -192,6 +201,7 @@ const TABLE: &[(&str, Rule)] = &[
     ("CheckNumerics", ew::same),
     ("ClipByValue", ew::same),
     ("ConcatV2", shape::concat),
+    ("Conv", image::generic_conv),
     ("Conv2D", nn::conv2d),
     ("Conv2DBackpropFilter", nn::conv_backprop_filter),
     ("Conv2DBackpropInput", nn::conv_backprop_input),
@@ -202,6 +212,9 @@ const TABLE: &[(&str, Rule)] = &[
     ("Cosh", ew::same),
     ("Cumprod", ew::same),
     ("Cumsum", ew::same),
+    ("DataFormatDimMap", ew::same),
+    ("DataFormatVecPermute", ew::same),
+    ("DepthToSpace", image::depth_space),
     ("DepthwiseConv2dNative", nn::depthwise_conv2d),
     ("DepthwiseConv2dNativeBackpropFilter", nn::conv_backprop_filter),
     ("DepthwiseConv2dNativeBackpropInput", nn::conv_backprop_input),
@@ -219,6 +232,7 @@ const TABLE: &[(&str, Rule)] = &[
     ("Exp", ew::same),
     ("ExpandDims", shape::expand_dims),
     ("Expm1", ew::same),
+    ("ExtractImagePatches", image::patches),
     ("FakeQuantWithMinMaxArgs", ew::same),
     ("FakeQuantWithMinMaxArgsGradient", ew::same),
     ("FakeQuantWithMinMaxVars", ew::same),
@@ -239,6 +253,7 @@ const TABLE: &[(&str, Rule)] = &[
     ("GatherV2", shape::gather),
     ("Greater", ew::compare),
     ("GreaterEqual", ew::compare),
+    ("HSVToRGB", ew::same),
     ("Identity", ew::same),
     ("IdentityN", ew::identity_n),
     ("Igamma", ew::broadcast),
@@ -250,6 +265,8 @@ const TABLE: &[(&str, Rule)] = &[
     ("IsInf", ew::predicate),
     ("IsNan", ew::predicate),
     ("L2Loss", nn::l2_loss),
+    ("LRN", ew::same),
+    ("LRNGrad", ew::same),
     ("LeakyRelu", ew::same),
     ("LeakyReluGrad", ew::same),
     ("LeftShift", ew::broadcast),
@@ -267,11 +284,18 @@ const TABLE: &[(&str, Rule)] = &[
     ("MaxPool", nn::pool),
     ("MaxPool3D", nn::pool3d),
     ("MaxPool3DGrad", ew::same),
+    ("MaxPool3DGradGrad", image::pooled),
     ("MaxPoolGrad", ew::same),
+    ("MaxPoolGradGrad", image::pooled),
+    ("MaxPoolGradGradV2", image::pooled),
+    ("MaxPoolGradV2", ew::same),
+    ("MaxPoolV2", image::max_pool_v2),
     ("Maximum", ew::broadcast),
     ("Mean", reduce::reduce),
     ("Min", reduce::reduce),
     ("Minimum", ew::broadcast),
+    ("MirrorPad", shape::pad),
+    ("MirrorPadGrad", image::mirror_pad_grad),
     ("Mod", ew::broadcast),
     ("Mul", ew::broadcast),
     ("MulNoNan", ew::broadcast),
@@ -294,6 +318,7 @@ const TABLE: &[(&str, Rule)] = &[
     ("QuantizeAndDequantizeV2", ew::same),
     ("QuantizeAndDequantizeV3", ew::same),
     ("QuantizeAndDequantizeV4", ew::same),
+    ("RGBToHSV", ew::same),
     ("RandomShuffle", ew::same),
     ("RandomStandardNormal", random::float_draw),
     ("RandomUniform", random::float_draw),
@@ -306,6 +331,10 @@ const TABLE: &[(&str, Rule)] = &[
     ("Relu6Grad", ew::same),
     ("ReluGrad", ew::same),
     ("Reshape", shape::reshape),
+    ("ResizeBilinear", image::resize),
+    ("ResizeBilinearGrad", image::pooled),
+    ("ResizeNearestNeighbor", image::resize),
+    ("ResizeNearestNeighborGrad", image::resize),
     ("ReverseV2", ew::same),
     ("RightShift", ew::broadcast),
     ("Rint", ew::same),
@@ -329,6 +358,9 @@ const TABLE: &[(&str, Rule)] = &[
     ("SoftplusGrad", ew::same),
     ("Softsign", ew::same),
     ("SoftsignGrad", ew::same),
+    ("SpaceToBatch", image::space_batch),
+    ("SpaceToBatchND", image::space_batch),
+    ("SpaceToDepth", image::depth_space),
     ("SparseSoftmaxCrossEntropyWithLogits", nn::softmax_cross_entropy),
     ("Split", shape::split),
     ("SplitV", shape::split_v),

@@ -32,6 +32,7 @@ mod conv;
 mod conv3d;
 mod elementwise;
 mod gather;
+mod image;
 mod linalg;
 mod list;
 mod nchw;
@@ -40,6 +41,7 @@ mod quant;
 pub mod random;
 mod reduce;
 mod shape;
+mod spatial;
 mod special;
 pub mod state;
 
@@ -117,6 +119,9 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("Add", ew::add),
     ("AddN", ew::add_n),
     ("AddV2", ew::add),
+    ("AdjustContrastv2", image::adjust_contrast),
+    ("AdjustHue", image::colour),
+    ("AdjustSaturation", image::colour),
     ("All", |c, n| reduce::reduce(c, n, reduce::Kind::All)),
     ("AllGather", collective::all_gather),
     ("AllReduce", collective::all_reduce),
@@ -137,10 +142,13 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("BatchMatMul", linalg::batch_matmul),
     ("BatchMatMulV2", linalg::batch_matmul),
     ("BatchMatMulV3", linalg::batch_matmul),
+    ("BatchToSpace", spatial::moved),
+    ("BatchToSpaceND", spatial::moved),
     ("BesselI0e", sp::bessel_i0e),
     ("BesselI1e", |c, n| ew::unary(c, n, "chlo.bessel_i1e")),
     ("BiasAdd", nn::bias_add),
     ("BiasAddGrad", nn::bias_add_grad),
+    ("BiasAddV1", nn::bias_add),
     ("Bitcast", sp::bitcast),
     ("BitwiseAnd", |c, n| ew::binary(c, n, "and")),
     ("BitwiseOr", |c, n| ew::binary(c, n, "or")),
@@ -155,6 +163,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("CollectiveAllReduce", collective::collective_all_reduce),
     ("CollectiveBroadcast", collective::broadcast),
     ("ConcatV2", shape::concat),
+    ("Conv", image::generic_conv),
     ("Conv2D", |c, n| nchw::with_layout(c, n, |c, n| conv::conv(c, n, conv::Kind::Forward, false))),
     ("Conv2DBackpropFilter", |c, n| {
         nchw::with_layout(c, n, |c, n| conv::conv(c, n, conv::Kind::BackpropFilter, false))
@@ -168,6 +177,9 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("CrossReplicaSum", collective::cross_replica_sum),
     ("Cumprod", |c, n| reduce::cumulative(c, n, Reducer::Mul)),
     ("Cumsum", |c, n| reduce::cumulative(c, n, Reducer::Add)),
+    ("DataFormatDimMap", spatial::data_format_dim_map),
+    ("DataFormatVecPermute", spatial::moved),
+    ("DepthToSpace", spatial::moved),
     ("DepthwiseConv2dNative", |c, n| nchw::with_layout(c, n, |c, n| conv::conv(c, n, conv::Kind::Forward, true))),
     ("DepthwiseConv2dNativeBackpropFilter", |c, n| {
         nchw::with_layout(c, n, |c, n| conv::conv(c, n, conv::Kind::BackpropFilter, true))
@@ -190,6 +202,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("Exp", |c, n| ew::unary(c, n, "exponential")),
     ("ExpandDims", shape::reshape),
     ("Expm1", |c, n| ew::unary(c, n, "exponential_minus_one")),
+    ("ExtractImagePatches", spatial::moved),
     ("FakeQuantWithMinMaxArgs", quant::fake_quant_args),
     ("FakeQuantWithMinMaxArgsGradient", quant::fake_quant_args_grad),
     ("FakeQuantWithMinMaxVars", quant::fake_quant_vars),
@@ -210,6 +223,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("GatherV2", gather::gather_v2),
     ("Greater", |c, n| ew::compare(c, n, Cmp::Gt)),
     ("GreaterEqual", |c, n| ew::compare(c, n, Cmp::Ge)),
+    ("HSVToRGB", image::colour),
     ("Identity", identity),
     ("IdentityN", identity),
     ("InTopKV2", reduce::in_top_k),
@@ -219,6 +233,8 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("IsInf", |c, n| ew::float_test(c, n, ew::FloatTest::Inf)),
     ("IsNan", |c, n| ew::float_test(c, n, ew::FloatTest::Nan)),
     ("L2Loss", nn::l2_loss),
+    ("LRN", image::lrn),
+    ("LRNGrad", image::lrn_grad),
     ("LeakyRelu", act::leaky_relu),
     ("LeakyReluGrad", act::leaky_relu_grad),
     ("LeftShift", |c, n| ew::binary(c, n, "shift_left")),
@@ -236,11 +252,18 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("MaxPool", |c, n| nchw::with_layout(c, n, conv::max_pool)),
     ("MaxPool3D", conv3d::max_pool),
     ("MaxPool3DGrad", conv3d::max_pool_grad),
+    ("MaxPool3DGradGrad", image::max_pool_grad_grad),
     ("MaxPoolGrad", |c, n| nchw::with_layout(c, n, conv::max_pool_grad)),
+    ("MaxPoolGradGrad", |c, n| nchw::with_layout(c, n, image::max_pool_grad_grad)),
+    ("MaxPoolGradGradV2", image::max_pool_grad_grad_v2),
+    ("MaxPoolGradV2", image::max_pool_grad_v2),
+    ("MaxPoolV2", image::max_pool_v2),
     ("Maximum", |c, n| ew::binary(c, n, "maximum")),
     ("Mean", |c, n| reduce::reduce(c, n, reduce::Kind::Mean)),
     ("Min", |c, n| reduce::reduce(c, n, reduce::Kind::Min)),
     ("Minimum", |c, n| ew::binary(c, n, "minimum")),
+    ("MirrorPad", spatial::moved),
+    ("MirrorPadGrad", spatial::mirror_pad_grad),
     ("Mod", sp::truncate_mod),
     ("Mul", |c, n| ew::binary(c, n, "multiply")),
     ("MulNoNan", |c, n| sp::zero_where(c, n, 1, "multiply")),
@@ -266,6 +289,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("QuantizeAndDequantizeV2", quant::quantize_and_dequantize),
     ("QuantizeAndDequantizeV3", quant::quantize_and_dequantize),
     ("QuantizeAndDequantizeV4", quant::quantize_and_dequantize),
+    ("RGBToHSV", image::colour),
     ("RandomShuffle", random::shuffle),
     ("RandomStandardNormal", random::seeded_draw),
     ("RandomUniform", random::seeded_draw),
@@ -279,6 +303,10 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("ReluGrad", act::relu_grad),
     ("ReplicaId", collective::replica_id),
     ("Reshape", shape::reshape),
+    ("ResizeBilinear", image::resize_bilinear),
+    ("ResizeBilinearGrad", image::resize_bilinear_grad),
+    ("ResizeNearestNeighbor", spatial::moved),
+    ("ResizeNearestNeighborGrad", image::resize_nearest_grad),
     ("ReverseV2", shape::reverse),
     ("RightShift", sp::right_shift),
     ("Rint", |c, n| ew::unary(c, n, "round_nearest_even")),
@@ -303,6 +331,9 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("SoftplusGrad", act::softplus_grad),
     ("Softsign", act::softsign),
     ("SoftsignGrad", act::softsign_grad),
+    ("SpaceToBatch", spatial::moved),
+    ("SpaceToBatchND", spatial::moved),
+    ("SpaceToDepth", spatial::moved),
     ("SparseSoftmaxCrossEntropyWithLogits", nn::sparse_softmax_xent),
     ("Split", shape::split),
     ("SplitV", shape::split),

@@ -21,6 +21,7 @@ pub use control_flow::VARIANT_OPS;
 mod conv;
 mod conv3d;
 mod conv_gemm;
+mod conv_grouped;
 pub(crate) mod denormals;
 pub(crate) mod dtypes;
 mod elementwise;

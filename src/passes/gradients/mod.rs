@@ -38,6 +38,7 @@ mod emitter;
 mod functions;
 mod library;
 mod math_functions;
+mod multi_output;
 mod nn_functions;
 mod product_functions;
 

@@ -9,3 +9,9 @@ use crate::support::op_cases::check_family;
 fn basic() {
     check_family("basic");
 }
+
+/// Grouped `Conv2D` and its backprops; the 2-D backprops' own gradients.
+#[test]
+fn grouped_conv() {
+    check_family("grouped_conv");
+}

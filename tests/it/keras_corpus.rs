@@ -42,6 +42,7 @@ use Expect::Runs;
 /// Every graph of the Keras corpus (the file stem).
 const CASES: &[(&str, Expect)] = &[
     ("activations", Runs),
+    ("app_convnext_tiny", Runs),
     ("app_densenet121", Runs),
     ("app_efficientnet_b0", Runs),
     ("app_efficientnet_v2_b0", Runs),
@@ -49,6 +50,7 @@ const CASES: &[(&str, Expect)] = &[
     ("app_mobilenet", Runs),
     ("app_mobilenet_v3_large", Runs),
     ("app_mobilenet_v3_small", Runs),
+    ("app_regnet_x002", Runs),
     ("app_resnet50_v2", Runs),
     ("app_vgg16", Runs),
     ("app_xception", Runs),
@@ -101,6 +103,7 @@ fn import(case: &str) -> Module {
 /// runs only with `TPU_REWRITE_LARGE_MODELS=1`; without it their test
 /// checks the clusters and the simulator's numbers, and says so.
 const LARGE: &[&str] = &[
+    "app_convnext_tiny",
     "app_densenet121",
     "app_efficientnet_b0",
     "app_efficientnet_v2_b0",
@@ -195,6 +198,7 @@ macro_rules! keras_cases {
 
 keras_cases!(
     activations,
+    app_convnext_tiny,
     app_densenet121,
     app_efficientnet_b0,
     app_efficientnet_v2_b0,
@@ -202,6 +206,7 @@ keras_cases!(
     app_mobilenet,
     app_mobilenet_v3_large,
     app_mobilenet_v3_small,
+    app_regnet_x002,
     app_resnet50_v2,
     app_vgg16,
     app_xception,

@@ -161,7 +161,11 @@ mod tests {
 
     fn check(batch: usize, rows: Axis1, cols: Axis1, groups: usize, cg: usize, out: usize) {
         let c = Grouped {
-            s: Shape { g: Geometry { batch, rows, cols }, channels: groups * cg, filter: [rows.window, cols.window, cg, out] },
+            s: Shape {
+                g: Geometry { batch, rows, cols },
+                channels: groups * cg,
+                filter: [rows.window, cols.window, cg, out],
+            },
             groups,
         };
         let x = values(batch * rows.input * cols.input * groups * cg, 0.5);

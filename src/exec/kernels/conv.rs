@@ -283,14 +283,14 @@ fn groups_of(op: &str, channels: usize, fs: [usize; 4]) -> Result<usize, KernelE
     if fs[2] == channels {
         return Ok(1);
     }
-    if fs[2] == 0 || channels % fs[2] != 0 {
+    if fs[2] == 0 || !channels.is_multiple_of(fs[2]) {
         return Err(KernelError::invalid(
             op,
             format!("the input's {channels} channels are not a multiple of the filter's input depth {}", fs[2]),
         ));
     }
     let groups = channels / fs[2];
-    if fs[3] % groups != 0 {
+    if !fs[3].is_multiple_of(groups) {
         return Err(KernelError::invalid(
             op,
             format!("the filter's {} output channels are not a multiple of the {groups} groups", fs[3]),

@@ -219,11 +219,11 @@ fn grouped(
 ) -> Result<Vec<Val>, String> {
     let out = n.out(0)?.clone();
     let (channels, cg, out_ch) = (input_shape[3], filter_shape[2], filter_shape[3]);
-    if cg == 0 || channels % cg != 0 {
+    if cg == 0 || !channels.is_multiple_of(cg) {
         return Err(format!("the input's {channels} channels are not a multiple of the filter's input depth {cg}"));
     }
     let groups = channels / cg;
-    if out_ch % groups != 0 {
+    if !out_ch.is_multiple_of(groups) {
         return Err(format!("the filter's {out_ch} output channels are not a multiple of the {groups} groups"));
     }
     let regular = "[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]";

@@ -788,7 +788,7 @@ CASES.update({
 })
 # Families written only when asked for by name: their graphs do not run yet, for the reason given.
 NOT_YET = {
-    "app_nasnet_mobile": "TensorFlow's reference run of its step did not finish on a loaded 2-core machine; not yet run",
+    "app_nasnet_mobile": "at 32x32 its 1x1 last cell makes TF's loss exactly ln 4 (zero features); needs a larger input",
 }
 if __name__ == "__main__" and not sys.argv[1:]:
     for name in NOT_YET:

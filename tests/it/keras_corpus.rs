@@ -35,6 +35,11 @@ enum Expect {
     /// simulator still gives TensorFlow's numbers.
     #[allow(dead_code)] // Kept for graphs that only the simulator runs.
     Refused(&'static str, &'static str),
+    /// Runs on both backends; every replica's loss equals TensorFlow's, but
+    /// the variables after the step are not compared, for the reason given
+    /// (a step so ill-conditioned in float32 that TensorFlow's own float32
+    /// and float64 gradients differ beyond the corpus's tolerance).
+    LossOnly(&'static str),
 }
 
 use Expect::Runs;
@@ -42,6 +47,7 @@ use Expect::Runs;
 /// Every graph of the Keras corpus (the file stem).
 const CASES: &[(&str, Expect)] = &[
     ("activations", Runs),
+    ("app_convnext_tiny", Runs),
     ("app_densenet121", Runs),
     ("app_efficientnet_b0", Runs),
     ("app_efficientnet_v2_b0", Runs),
@@ -49,6 +55,7 @@ const CASES: &[(&str, Expect)] = &[
     ("app_mobilenet", Runs),
     ("app_mobilenet_v3_large", Runs),
     ("app_mobilenet_v3_small", Runs),
+    ("app_regnet_x002", Expect::LossOnly(ILL_CONDITIONED)),
     ("app_resnet50_v2", Runs),
     ("app_vgg16", Runs),
     ("app_xception", Runs),
@@ -84,6 +91,19 @@ const CASES: &[(&str, Expect)] = &[
     ("transformer_encoder", Runs),
 ];
 
+/// Why RegNetX002's variables are not compared: measured with
+/// TensorFlow 2.21 on the same model (64x64, one image, random weights).
+const ILL_CONDITIONED: &str = "its one-image batch norms amplify rounding: TensorFlow's own float32 and float64 \
+     gradients of its weights differ by up to 1.4-6% of each tensor's largest element";
+
+/// Every replica's loss (the step's fetches) against TensorFlow's.
+fn assert_tf_loss(label: &str, meta: &serde_json::Value, outcome: &driver::RunOutcome, rtol: f64) {
+    for (name, want) in meta["runs"][0]["fetches"].as_object().expect("fetches") {
+        let got = &outcome.fetched.iter().find(|(n, _)| n == name).unwrap_or_else(|| panic!("{label}: no {name}")).1;
+        corpus::assert_close(&format!("{label}: {name}"), got, &tensor_of(want), rtol);
+    }
+}
+
 /// The graph of `case`, from `.pbtxt` or, for large graphs, `.pb`.
 fn import(case: &str) -> Module {
     if corpus_dir().join(format!("{case}.pbtxt")).exists() {
@@ -101,11 +121,13 @@ fn import(case: &str) -> Module {
 /// runs only with `TPU_REWRITE_LARGE_MODELS=1`; without it their test
 /// checks the clusters and the simulator's numbers, and says so.
 const LARGE: &[&str] = &[
+    "app_convnext_tiny",
     "app_densenet121",
     "app_efficientnet_b0",
     "app_efficientnet_v2_b0",
     "app_inception_v3",
     "app_mobilenet_v3_large",
+    "app_regnet_x002",
     "app_resnet50_v2",
     "app_vgg16",
     "app_xception",
@@ -147,7 +169,13 @@ fn check(case: &str) {
     let started = std::time::Instant::now();
     let sim = driver::run(&lowered.module, &feeds, &fetches, &sim_config, &mut |_, _| {})
         .unwrap_or_else(|e| panic!("{case}: the simulator failed: {:?}", miette::Report::new(e)));
-    keras::assert_tf_numbers(&format!("{case} (simulator)"), &meta, &sim, rtol);
+    match expect {
+        Expect::LossOnly(why) => {
+            assert_tf_loss(&format!("{case} (simulator)"), &meta, &sim, rtol);
+            eprintln!("{case}: the loss only ({why})");
+        }
+        _ => keras::assert_tf_numbers(&format!("{case} (simulator)"), &meta, &sim, rtol),
+    }
     eprintln!("{case}: simulator {:.1} s", started.elapsed().as_secs_f64());
     let started = std::time::Instant::now();
 
@@ -169,7 +197,11 @@ fn check(case: &str) {
             keras::assert_tf_numbers(&format!("{case} (pjrt)"), &meta, &outcome.run, rtol);
             eprintln!("{case}: pjrt {:.1} s", started.elapsed().as_secs_f64());
         }
-        (Runs, Err(e)) => panic!("{case}: PJRT refused it: {:?}", miette::Report::new(e)),
+        (Expect::LossOnly(_), Ok(outcome)) => {
+            assert_tf_loss(&format!("{case} (pjrt)"), &meta, &outcome.run, rtol);
+            eprintln!("{case}: pjrt {:.1} s", started.elapsed().as_secs_f64());
+        }
+        (Runs | Expect::LossOnly(_), Err(e)) => panic!("{case}: PJRT refused it: {:?}", miette::Report::new(e)),
         (Expect::Refused(code, why), Err(e)) => {
             let got = miette::Diagnostic::code(&e).map(|c| c.to_string()).unwrap_or_default();
             let text = format!("{e} ({})", miette::Diagnostic::help(&e).map(|h| h.to_string()).unwrap_or_default());
@@ -195,6 +227,7 @@ macro_rules! keras_cases {
 
 keras_cases!(
     activations,
+    app_convnext_tiny,
     app_densenet121,
     app_efficientnet_b0,
     app_efficientnet_v2_b0,
@@ -202,6 +235,7 @@ keras_cases!(
     app_mobilenet,
     app_mobilenet_v3_large,
     app_mobilenet_v3_small,
+    app_regnet_x002,
     app_resnet50_v2,
     app_vgg16,
     app_xception,

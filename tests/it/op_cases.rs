@@ -29,4 +29,7 @@ fn image() {
 /// Spatial data movement and data-format ops (`tests/tf/ops_spatial.py`).
 fn spatial() {
     check_family("spatial");
+/// Grouped `Conv2D` and its backprops; the 2-D backprops' own gradients.
+fn grouped_conv() {
+    check_family("grouped_conv");
 }

@@ -568,14 +568,16 @@ APPLICATIONS = {
     "app_xception": lambda: A.Xception(input_shape=(71, 71, 3), weights=None, classes=4),
     "app_nasnet_mobile": lambda: A.NASNetMobile(input_shape=(32, 32, 3), weights=None, classes=4),
     "app_convnext_tiny": lambda: A.ConvNeXtTiny(input_shape=(32, 32, 3), weights=None, classes=4),
-    "app_regnet_x002": lambda: A.RegNetX002(input_shape=(32, 32, 3), weights=None, classes=4),
+    "app_regnet_x002": lambda: A.RegNetX002(input_shape=(64, 64, 3), weights=None, classes=4),
     "app_vgg16": lambda: A.VGG16(input_shape=(32, 32, 3), weights=None, classes=4),
     "app_mobilenet_v3_large": lambda: A.MobileNetV3Large(
         input_shape=(32, 32, 3), alpha=0.75, weights=None, classes=4, dropout_rate=0.0
     ),
 }
-# The input side of each family that needs more than 32 (its constructor's minimum).
-APPLICATION_SIZES = {"app_inception_v3": 75, "app_xception": 71}
+# The input side of each family that needs more than 32 (its constructor's minimum). RegNet accepts 32,
+# but its last stage is then 1x1: batch norm over one image's single position gives zeros, the
+# unnormalised-probability loss divides 0 by 0 and TensorFlow's loss is NaN; at 64 that stage is 2x2.
+APPLICATION_SIZES = {"app_inception_v3": 75, "app_xception": 71, "app_regnet_x002": 64}
 
 
 def sparse_ce():
@@ -786,9 +788,7 @@ CASES.update({
 })
 # Families written only when asked for by name: their graphs do not run yet, for the reason given.
 NOT_YET = {
-    "app_regnet_x002": "grouped Conv2D (RegNet's group convolutions) has no simulator kernel or lowering yet",
-    "app_convnext_tiny": "grouped Conv2D (ConvNeXt's depthwise convolutions are Conv2D with groups) has no kernel yet",
-    "app_nasnet_mobile": "not yet run by the tests",
+    "app_nasnet_mobile": "at 32x32 its 1x1 last cell makes TF's loss exactly ln 4 (zero features); needs a larger input",
 }
 if __name__ == "__main__" and not sys.argv[1:]:
     for name in NOT_YET:

@@ -1,7 +1,8 @@
 //! Convolution and pooling in NHWC: `Conv2D` with its two backprops,
 //! `DepthwiseConv2dNative` with its two backprops, `MaxPool`/`MaxPoolGrad`,
 //! `AvgPool`/`AvgPoolGrad`, with `SAME`, `VALID` and `EXPLICIT` padding,
-//! strides and dilations.
+//! strides and dilations. A `Conv2D` whose input has a multiple of the
+//! filter's input depth is grouped (`conv_grouped`).
 //!
 //! Every kernel walks the same taps — (batch, output row, output column,
 //! window row, window column) with the input position each reads — so the
@@ -18,6 +19,7 @@ use num_traits::{Float as _, Zero as _};
 use std::borrow::Cow;
 
 use super::conv_gemm;
+use super::conv_grouped::{self, Grouped};
 use super::elementwise::{same, with_float, Flt};
 use crate::exec::limits::checked_elements;
 
@@ -199,14 +201,16 @@ pub(crate) fn conv(
         (ConvKind::Forward, [x, f]) => {
             let xs = four(op, x.shape(), "input")?;
             let fs = four(op, f.shape(), "filter")?;
-            let s = conv_shape(op, &xs, fs, &w)?;
+            let (s, groups) = conv_shape(op, &xs, fs, &w, depthwise)?;
             let out_channels = if depthwise { xs[3] * fs[3] } else { fs[3] };
             let out_shape = [s.g.batch, s.g.rows.output, s.g.cols.output, out_channels];
             checked_elements(op, x.dtype(), &out_shape)?;
             with_float!(op, x, xa, T => {
                 let fa = same::<T>(op, f, x)?;
                 let (xv, fv) = (contiguous(xa), contiguous(fa));
-                let y = if depthwise {
+                let y = if groups > 1 {
+                    conv_grouped::forward(&Grouped { s, groups }, &xv, &fv)
+                } else if depthwise {
                     conv_gemm::depthwise_forward(&s, &xv, &fv)
                 } else {
                     conv_gemm::forward(&s, &xv, &fv)
@@ -217,13 +221,15 @@ pub(crate) fn conv(
         (ConvKind::BackpropInput, [sizes, f, dy]) => {
             let in_shape = four(op, &dims_of(op, sizes, "input_sizes")?, "input_sizes")?;
             let fs = four(op, f.shape(), "filter")?;
-            let s = conv_shape(op, &in_shape, fs, &w)?;
+            let (s, groups) = conv_shape(op, &in_shape, fs, &w, depthwise)?;
             expect_out_backprop(op, &s, depthwise, dy)?;
             let len = checked_elements(op, dy.dtype(), &in_shape)?;
             with_float!(op, dy, dya, T => {
                 let fa = same::<T>(op, f, dy)?;
                 let (dyv, fv) = (contiguous(dya), contiguous(fa));
-                let dx = if depthwise {
+                let dx = if groups > 1 {
+                    conv_grouped::backprop_input(&Grouped { s, groups }, &dyv, &fv, len)
+                } else if depthwise {
                     conv_gemm::depthwise_backprop_input(&s, &dyv, &fv, len)
                 } else {
                     conv_gemm::backprop_input(&s, &dyv, &fv, len)
@@ -234,13 +240,15 @@ pub(crate) fn conv(
         (ConvKind::BackpropFilter, [x, sizes, dy]) => {
             let xs = four(op, x.shape(), "input")?;
             let fs = four(op, &dims_of(op, sizes, "filter_sizes")?, "filter_sizes")?;
-            let s = conv_shape(op, &xs, fs, &w)?;
+            let (s, groups) = conv_shape(op, &xs, fs, &w, depthwise)?;
             expect_out_backprop(op, &s, depthwise, dy)?;
             checked_elements(op, dy.dtype(), &fs)?;
             with_float!(op, dy, dya, T => {
                 let xa = same::<T>(op, x, dy)?;
                 let (xv, dyv) = (contiguous(xa), contiguous(dya));
-                let df = if depthwise {
+                let df = if groups > 1 {
+                    conv_grouped::backprop_filter(&Grouped { s, groups }, &xv, &dyv)
+                } else if depthwise {
                     conv_gemm::depthwise_backprop_filter(&s, &xv, &dyv)
                 } else {
                     conv_gemm::backprop_filter(&s, &xv, &dyv)
@@ -252,13 +260,43 @@ pub(crate) fn conv(
     }
 }
 
-/// The shape of a convolution of an NHWC `input` by an HWIO filter of shape `fs`.
-fn conv_shape(op: &str, input: &[usize; 4], fs: [usize; 4], w: &WindowAttrs) -> Result<conv_gemm::Shape, KernelError> {
-    if fs[2] != input[3] {
+/// The shape of a convolution of an NHWC `input` by an HWIO filter of shape `fs`, and its number
+/// of groups: a regular convolution whose input has `groups` times the filter's input depth is
+/// grouped; a depthwise one has exactly the filter's input depth.
+fn conv_shape(
+    op: &str,
+    input: &[usize; 4],
+    fs: [usize; 4],
+    w: &WindowAttrs,
+    depthwise: bool,
+) -> Result<(conv_gemm::Shape, usize), KernelError> {
+    let groups = if depthwise { 1 } else { groups_of(op, input[3], fs)? };
+    if depthwise && fs[2] != input[3] {
         return Err(KernelError::invalid(op, format!("filter has {} input channels, the input {}", fs[2], input[3])));
     }
     let g = geometry(op, input, [fs[0], fs[1]], w)?;
-    Ok(conv_gemm::Shape { g, channels: input[3], filter: fs })
+    Ok((conv_gemm::Shape { g, channels: input[3], filter: fs }, groups))
+}
+
+/// The number of groups of a regular convolution of `channels` input channels by filter `fs`.
+fn groups_of(op: &str, channels: usize, fs: [usize; 4]) -> Result<usize, KernelError> {
+    if fs[2] == channels {
+        return Ok(1);
+    }
+    if fs[2] == 0 || !channels.is_multiple_of(fs[2]) {
+        return Err(KernelError::invalid(
+            op,
+            format!("the input's {channels} channels are not a multiple of the filter's input depth {}", fs[2]),
+        ));
+    }
+    let groups = channels / fs[2];
+    if !fs[3].is_multiple_of(groups) {
+        return Err(KernelError::invalid(
+            op,
+            format!("the filter's {} output channels are not a multiple of the {groups} groups", fs[3]),
+        ));
+    }
+    Ok(groups)
 }
 
 /// Checks that the output gradient has the shape the forward convolution produces.

@@ -22,6 +22,7 @@ mod bitwise;
 mod conv;
 mod conv3d;
 mod conv_gemm;
+mod conv_grouped;
 pub(crate) mod denormals;
 pub(crate) mod dtypes;
 mod elementwise;

@@ -205,6 +205,26 @@ pub fn gradient(
             let gf = e.emit(bf, bf, &[a, sf, g], attrs);
             vec![Some(ga), Some(gf)]
         }
+        // The 2-D backprops are linear in their tensor operands: each one's gradient is the forward
+        // convolution or the other backprop, with the same geometry (and groups, read from shapes).
+        "Conv2DBackpropInput" | "DepthwiseConv2dNativeBackpropInput" => {
+            let (forward, _, bf) = conv2d_ops(op_type);
+            let (f, dy) = (x(1)?, x(2)?);
+            let attrs = copied(e, &CONV2D_KEYS);
+            let sf = e.shape("Shape", f);
+            let gf = e.emit(bf, bf, &[g, sf, dy], attrs.clone());
+            let gdy = e.emit(forward, forward, &[g, f], attrs);
+            vec![None, Some(gf), Some(gdy)]
+        }
+        "Conv2DBackpropFilter" | "DepthwiseConv2dNativeBackpropFilter" => {
+            let (forward, bi, _) = conv2d_ops(op_type);
+            let (a, dy) = (x(0)?, x(2)?);
+            let attrs = copied(e, &CONV2D_KEYS);
+            let sa = e.shape("Shape", a);
+            let ga = e.emit(bi, bi, &[sa, g, dy], attrs.clone());
+            let gdy = e.emit(forward, forward, &[a, g], attrs);
+            vec![Some(ga), None, Some(gdy)]
+        }
         // The volumetric backprops are linear in their tensor operands: each one's gradient is the
         // forward convolution or the other backprop, with the same geometry.
         "Conv3DBackpropInputV2" => {
@@ -248,6 +268,18 @@ pub fn gradient(
         }
         _ => return super::math_functions::gradient(e, op, op_type, inputs, g),
     })
+}
+
+/// The geometry attributes a 2-D convolution passes on to its gradients.
+const CONV2D_KEYS: [&str; 5] = ["strides", "padding", "dilations", "explicit_paddings", "data_format"];
+
+/// `(forward, input backprop, filter backprop)` of a regular or depthwise 2-D convolution op.
+fn conv2d_ops(op_type: &str) -> (&'static str, &'static str, &'static str) {
+    if op_type.starts_with("Depthwise") {
+        ("DepthwiseConv2dNative", "DepthwiseConv2dNativeBackpropInput", "DepthwiseConv2dNativeBackpropFilter")
+    } else {
+        ("Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter")
+    }
 }
 
 /// `Sum(g, -1, keep_dims = true)`.

@@ -1,7 +1,8 @@
 //! Convolutions and pools, NHWC with HWIO filters as TensorFlow writes
 //! them: `Conv2D` and its input and filter gradients, the depthwise
 //! variants (`feature_group_count` = channels; the filter gradient with
-//! `batch_group_count` = channels, as TensorFlow's bridge emits it), `MaxPool`/`AvgPool` as
+//! `batch_group_count` = channels, as TensorFlow's bridge emits it), grouped `Conv2D`
+//! (`feature_group_count` = groups; its filter gradient `batch_group_count`), `MaxPool`/`AvgPool` as
 //! `reduce_window`, `MaxPoolGrad` as `select_and_scatter` (the first
 //! maximum of a window gets the gradient), and `AvgPoolGrad` as a window
 //! sum over the gradient spread back by the strides. `SAME`, `VALID` and
@@ -81,6 +82,7 @@ struct Conv<'a> {
     lhs_dilation: [usize; 2],
     rhs_dilation: [usize; 2],
     groups: usize,
+    /// `batch_group_count`: 1 except for a depthwise or grouped filter gradient.
     batch_groups: usize,
 }
 
@@ -116,6 +118,9 @@ pub(super) fn conv(c: &mut Ctx, n: &Call, kind: Kind, depthwise: bool) -> Result
     }
     let w = window(n, &input_shape, [filter_shape[0], filter_shape[1]])?;
     let channels = input_shape[3];
+    if !depthwise && filter_shape[2] != channels {
+        return grouped(c, n, kind, &w, &input_shape, &filter_shape);
+    }
     match kind {
         Kind::Forward => {
             let x = n.input(0)?;
@@ -138,13 +143,7 @@ pub(super) fn conv(c: &mut Ctx, n: &Call, kind: Kind, depthwise: bool) -> Result
         Kind::BackpropInput => {
             let dy = n.input(2)?;
             let f = reverse_spatial(c, n.input(1)?);
-            let mut pad = [(0, 0); 2];
-            for i in 0..2 {
-                let ke = ((w.k[i] - 1) * w.d[i] + 1) as i64;
-                let lo = ke - 1 - w.pad[i].0;
-                let o = dy.ty.shape[i + 1] as i64;
-                pad[i] = (lo, input_shape[i + 1] as i64 + ke - 2 - (o - 1) * w.s[i] as i64 - lo);
-            }
+            let pad = input_gradient_padding(&w, &input_shape, &dy.ty.shape);
             let (f, dims) = if depthwise {
                 let t = c.op(
                     "stablehlo.transpose",
@@ -196,6 +195,104 @@ pub(super) fn conv(c: &mut Ctx, n: &Call, kind: Kind, depthwise: bool) -> Result
             Ok(vec![if depthwise { c.reshape(&g, out.shape) } else { g }])
         }
     }
+}
+
+/// A grouped `Conv2D` (the input has `groups` times the filter's input depth) or one of its
+/// backprops, as TensorFlow's XLA bridge lowers them: the forward convolution and the input
+/// gradient use `feature_group_count`, the filter gradient `batch_group_count`.
+fn grouped(
+    c: &mut Ctx,
+    n: &Call,
+    kind: Kind,
+    w: &Window,
+    input_shape: &[usize],
+    filter_shape: &[usize],
+) -> Result<Vec<Val>, String> {
+    let out = n.out(0)?.clone();
+    let (channels, cg, out_ch) = (input_shape[3], filter_shape[2], filter_shape[3]);
+    if cg == 0 || !channels.is_multiple_of(cg) {
+        return Err(format!("the input's {channels} channels are not a multiple of the filter's input depth {cg}"));
+    }
+    let groups = channels / cg;
+    if !out_ch.is_multiple_of(groups) {
+        return Err(format!("the filter's {out_ch} output channels are not a multiple of the {groups} groups"));
+    }
+    let regular = "[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]";
+    match kind {
+        Kind::Forward => {
+            let conv = Conv {
+                dims: regular,
+                strides: w.s,
+                pad: w.pad,
+                lhs_dilation: [1, 1],
+                rhs_dilation: w.d,
+                groups,
+                batch_groups: 1,
+            };
+            Ok(vec![convolution(c, n.input(0)?, n.input(1)?, &conv, out)])
+        }
+        Kind::BackpropInput => {
+            let dy = n.input(2)?;
+            let f = reverse_spatial(c, n.input(1)?);
+            // Filter [kh, kw, cg, G·og] becomes [kh, kw, og, G·cg]: group g's columns turn into its rows.
+            let (kh, kw, og) = (filter_shape[0], filter_shape[1], out_ch / groups);
+            let f5 = c.reshape(&f, vec![kh, kw, cg, groups, og]);
+            let t = c.op(
+                "stablehlo.transpose",
+                &[&f5],
+                "permutation = array<i64: 0, 1, 4, 3, 2>",
+                f5.ty.with_shape(vec![kh, kw, og, groups, cg]),
+            );
+            let f = c.reshape(&t, vec![kh, kw, og, channels]);
+            let conv = Conv {
+                dims: regular,
+                strides: [1, 1],
+                pad: input_gradient_padding(w, input_shape, &dy.ty.shape),
+                lhs_dilation: w.s,
+                rhs_dilation: w.d,
+                groups,
+                batch_groups: 1,
+            };
+            Ok(vec![convolution(c, dy, &f, &conv, out)])
+        }
+        Kind::BackpropFilter => {
+            let (x, dy) = (n.input(0)?, n.input(2)?);
+            let conv = Conv {
+                dims: "[f, 0, 1, b]x[i, 0, 1, o]->[0, 1, b, f]",
+                strides: w.d,
+                pad: filter_gradient_padding(w, input_shape, &dy.ty.shape),
+                lhs_dilation: [1, 1],
+                rhs_dilation: w.s,
+                groups: 1,
+                batch_groups: groups,
+            };
+            Ok(vec![convolution(c, x, dy, &conv, out)])
+        }
+    }
+}
+
+/// The padding of the input gradient's convolution of `dy` (shape `dy_shape`) by the reversed filter.
+fn input_gradient_padding(w: &Window, input_shape: &[usize], dy_shape: &[usize]) -> [(i64, i64); 2] {
+    let mut pad = [(0, 0); 2];
+    for i in 0..2 {
+        let ke = ((w.k[i] - 1) * w.d[i] + 1) as i64;
+        let lo = ke - 1 - w.pad[i].0;
+        let o = dy_shape[i + 1] as i64;
+        pad[i] = (lo, input_shape[i + 1] as i64 + ke - 2 - (o - 1) * w.s[i] as i64 - lo);
+    }
+    pad
+}
+
+/// The padding of the filter gradient's convolution of the input by `dy` (shape `dy_shape`).
+fn filter_gradient_padding(w: &Window, input_shape: &[usize], dy_shape: &[usize]) -> [(i64, i64); 2] {
+    let mut pad = [(0, 0); 2];
+    for i in 0..2 {
+        let o = dy_shape[i + 1] as i64;
+        let lo = w.pad[i].0;
+        let span = ((w.k[i] - 1) * w.d[i]) as i64 + (o - 1) * w.s[i] as i64 + 1;
+        pad[i] = (lo, span - input_shape[i + 1] as i64 - lo);
+    }
+    pad
 }
 
 /// The NHWC window of a pool: `ksize`, `strides`, padding.

@@ -29,6 +29,7 @@ pub(crate) mod gather;
 mod host_ops;
 mod layout;
 mod linalg;
+mod linalg_diag;
 mod math;
 mod nchw;
 mod nn;
@@ -138,12 +139,15 @@ pub const PURE_OPS: &[&str] = &[
     "Conv3DBackpropInputV2",
     "Cos",
     "Cosh",
+    "Cross",
     "CrossReplicaSum",
     "Cumprod",
     "Cumsum",
     "DepthwiseConv2dNative",
     "DepthwiseConv2dNativeBackpropFilter",
     "DepthwiseConv2dNativeBackpropInput",
+    "Diag",
+    "DiagPart",
     "Div",
     "DivNoNan",
     "DynamicStitch",
@@ -191,6 +195,16 @@ pub const PURE_OPS: &[&str] = &[
     "LogicalNot",
     "LogicalOr",
     "MatMul",
+    "MatrixBandPart",
+    "MatrixDiag",
+    "MatrixDiagPart",
+    "MatrixDiagPartV2",
+    "MatrixDiagPartV3",
+    "MatrixDiagV2",
+    "MatrixDiagV3",
+    "MatrixSetDiag",
+    "MatrixSetDiagV2",
+    "MatrixSetDiagV3",
     "Max",
     "MaxPool",
     "MaxPool3D",
@@ -651,6 +665,7 @@ fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Tensor>,
 
         _ if DEVICE_OPS.contains(&op) => Err(KernelError::NeedsDevice { op: op.to_string() }),
         _ => families::dispatch(op, attrs, inputs)
+            .or_else(|| linalg_diag::dispatch(op, attrs, inputs))
             .or_else(|| random::dispatch(op, attrs, inputs))
             .or_else(|| host_ops::dispatch(op, attrs, inputs))
             .unwrap_or_else(|| Err(KernelError::NoKernel { op: op.to_string() })),

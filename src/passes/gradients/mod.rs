@@ -37,6 +37,7 @@ mod control_flow;
 mod emitter;
 mod functions;
 mod library;
+mod linalg_functions;
 mod math_functions;
 mod nn_functions;
 mod product_functions;

@@ -21,6 +21,7 @@
 mod collective;
 mod elementwise;
 mod index;
+pub mod linalg;
 mod nn;
 mod random;
 mod reduce;
@@ -188,11 +189,14 @@ const TABLE: &[(&str, Rule)] = &[
     ("Conv3DBackpropInputV2", nn::conv_backprop_input),
     ("Cos", ew::same),
     ("Cosh", ew::same),
+    ("Cross", linalg::same_matrix),
     ("Cumprod", ew::same),
     ("Cumsum", ew::same),
     ("DepthwiseConv2dNative", nn::depthwise_conv2d),
     ("DepthwiseConv2dNativeBackpropFilter", nn::conv_backprop_filter),
     ("DepthwiseConv2dNativeBackpropInput", nn::conv_backprop_input),
+    ("Diag", linalg::diag_full),
+    ("DiagPart", linalg::diag_part_full),
     ("DivNoNan", ew::broadcast),
     ("Einsum", index::einsum),
     ("Elu", ew::same),
@@ -235,6 +239,16 @@ const TABLE: &[(&str, Rule)] = &[
     ("LogicalNot", ew::same),
     ("LogicalOr", ew::broadcast),
     ("MatMul", nn::matmul),
+    ("MatrixBandPart", linalg::same_matrix),
+    ("MatrixDiag", linalg::diag),
+    ("MatrixDiagPart", linalg::diag_part),
+    ("MatrixDiagPartV2", linalg::diag_part),
+    ("MatrixDiagPartV3", linalg::diag_part),
+    ("MatrixDiagV2", linalg::diag),
+    ("MatrixDiagV3", linalg::diag),
+    ("MatrixSetDiag", linalg::set_diag),
+    ("MatrixSetDiagV2", linalg::set_diag),
+    ("MatrixSetDiagV3", linalg::set_diag),
     ("Max", reduce::reduce),
     ("MaxPool", nn::pool),
     ("MaxPool3D", nn::pool3d),

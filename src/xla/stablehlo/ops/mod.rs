@@ -32,6 +32,7 @@ mod conv3d;
 mod elementwise;
 mod gather;
 mod linalg;
+mod linalg_diag;
 mod list;
 mod nchw;
 mod nn;
@@ -151,6 +152,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("Conv3DBackpropInputV2", |c, n| conv3d::conv(c, n, conv::Kind::BackpropInput)),
     ("Cos", |c, n| ew::unary(c, n, "cosine")),
     ("Cosh", |c, n| ew::unary(c, n, "chlo.cosh")),
+    ("Cross", linalg_diag::cross),
     ("CrossReplicaSum", collective::cross_replica_sum),
     ("Cumprod", |c, n| reduce::cumulative(c, n, Reducer::Mul)),
     ("Cumsum", |c, n| reduce::cumulative(c, n, Reducer::Add)),
@@ -161,6 +163,8 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("DepthwiseConv2dNativeBackpropInput", |c, n| {
         nchw::with_layout(c, n, |c, n| conv::conv(c, n, conv::Kind::BackpropInput, true))
     }),
+    ("Diag", linalg_diag::diag),
+    ("DiagPart", linalg_diag::diag_part_full),
     ("Div", ew::div),
     ("DivNoNan", ew::div_no_nan),
     ("Einsum", linalg::einsum),
@@ -205,6 +209,16 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("LogicalNot", |c, n| ew::unary(c, n, "not")),
     ("LogicalOr", |c, n| ew::binary(c, n, "or")),
     ("MatMul", linalg::matmul),
+    ("MatrixBandPart", linalg_diag::band_part),
+    ("MatrixDiag", linalg_diag::matrix_diag),
+    ("MatrixDiagPart", linalg_diag::diag_part),
+    ("MatrixDiagPartV2", linalg_diag::diag_part),
+    ("MatrixDiagPartV3", linalg_diag::diag_part),
+    ("MatrixDiagV2", linalg_diag::matrix_diag),
+    ("MatrixDiagV3", linalg_diag::matrix_diag),
+    ("MatrixSetDiag", linalg_diag::set_diag),
+    ("MatrixSetDiagV2", linalg_diag::set_diag),
+    ("MatrixSetDiagV3", linalg_diag::set_diag),
     ("Max", |c, n| reduce::reduce(c, n, reduce::Kind::Max)),
     ("MaxPool", |c, n| nchw::with_layout(c, n, conv::max_pool)),
     ("MaxPool3D", conv3d::max_pool),

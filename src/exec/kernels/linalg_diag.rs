@@ -294,3 +294,90 @@ fn cross(op: &str, a: &Tensor, b: &Tensor) -> Result<Tensor, KernelError> {
         other => Err(KernelError::dtype(op, other, "a and b must be real numbers")),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::AttrValue;
+
+    fn run(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Tensor {
+        super::super::run_kernel(op, attrs, inputs).unwrap().remove(0)
+    }
+
+    fn f32s(shape: &[usize], v: &[f32]) -> Tensor {
+        Tensor::from_vec(shape, v.to_vec()).unwrap()
+    }
+
+    /// A 3 x 4 matrix holding 1..=12 row by row.
+    fn m34() -> Tensor {
+        f32s(&[3, 4], &(1..=12).map(|v| v as f32).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn band_part_keeps_the_band_and_negative_counts_keep_a_triangle() {
+        let out = run("MatrixBandPart", &AttrMap::new(), &[m34(), Tensor::scalar(1i64), Tensor::scalar(0i64)]);
+        assert_eq!(out.to_vec::<f32>().unwrap(), [1., 0., 0., 0., 5., 6., 0., 0., 0., 10., 11., 0.]);
+        let out = run("MatrixBandPart", &AttrMap::new(), &[m34(), Tensor::scalar(0i64), Tensor::scalar(-1i64)]);
+        assert_eq!(out.to_vec::<f32>().unwrap(), [1., 2., 3., 4., 0., 6., 7., 8., 0., 0., 11., 12.]);
+    }
+
+    #[test]
+    fn diag_part_packs_a_band_with_the_alignment() {
+        // Diagonals 1, 0, -1 of the 3 x 4 matrix: [2 7 12], [1 6 11], [5 10].
+        let k = Tensor::vector(vec![-1i32, 1]);
+        let mut attrs = AttrMap::new();
+        attrs.insert("align", AttrValue::Str("RIGHT_LEFT".into()));
+        let out = run("MatrixDiagPartV3", &attrs, &[m34(), k.clone(), Tensor::scalar(0f32)]);
+        assert_eq!(out.shape(), [3, 3]);
+        assert_eq!(out.to_vec::<f32>().unwrap(), [2., 7., 12., 1., 6., 11., 5., 10., 0.]);
+        attrs.insert("align", AttrValue::Str("LEFT_RIGHT".into()));
+        let out = run("MatrixDiagPartV3", &attrs, &[m34(), k, Tensor::scalar(-1f32)]);
+        assert_eq!(out.to_vec::<f32>().unwrap(), [2., 7., 12., 1., 6., 11., -1., 5., 10.]);
+    }
+
+    #[test]
+    fn matrix_diag_and_set_diag_put_the_band_back() {
+        let mut attrs = AttrMap::new();
+        attrs.insert("align", AttrValue::Str("RIGHT_LEFT".into()));
+        let k = Tensor::vector(vec![-1i32, 1]);
+        let part = run("MatrixDiagPartV3", &attrs, &[m34(), k.clone(), Tensor::scalar(0f32)]);
+        let dims = [Tensor::scalar(3i32), Tensor::scalar(4i32)];
+        let built = run(
+            "MatrixDiagV3",
+            &attrs,
+            &[part.clone(), k.clone(), dims[0].clone(), dims[1].clone(), Tensor::scalar(0f32)],
+        );
+        let banded = run("MatrixBandPart", &AttrMap::new(), &[m34(), Tensor::scalar(1i64), Tensor::scalar(1i64)]);
+        assert_eq!(built, banded);
+        let zeros = super::super::shape::filled_like("t", &m34(), 0).unwrap();
+        let set = run("MatrixSetDiagV3", &attrs, &[zeros, part, k]);
+        assert_eq!(set, banded);
+    }
+
+    #[test]
+    fn bad_bands_are_errors() {
+        let err = super::super::run_kernel(
+            "MatrixDiagPartV3",
+            &AttrMap::new(),
+            &[m34(), Tensor::vector(vec![2i32, 1]), Tensor::scalar(0f32)],
+        );
+        assert!(err.unwrap_err().to_string().contains("must not exceed"));
+        let err = super::super::run_kernel(
+            "MatrixDiagPartV3",
+            &AttrMap::new(),
+            &[m34(), Tensor::scalar(4i32), Tensor::scalar(0f32)],
+        );
+        assert!(err.unwrap_err().to_string().contains("do not fit"));
+    }
+
+    #[test]
+    fn diag_cross_and_integers() {
+        let d = run("Diag", &AttrMap::new(), &[Tensor::vector(vec![1i32, 2])]);
+        assert_eq!(d.shape(), [2, 2]);
+        assert_eq!(d.to_vec::<i32>().unwrap(), [1, 0, 0, 2]);
+        assert_eq!(run("DiagPart", &AttrMap::new(), &[d]).to_vec::<i32>().unwrap(), [1, 2]);
+        let c =
+            run("Cross", &AttrMap::new(), &[Tensor::vector(vec![1f64, 0., 0.]), Tensor::vector(vec![0f64, 1., 0.])]);
+        assert_eq!(c.to_vec::<f64>().unwrap(), [0., 0., 1.]);
+    }
+}

@@ -39,6 +39,7 @@ mod functions;
 mod library;
 mod linalg_functions;
 mod math_functions;
+mod multi_output;
 mod nn_functions;
 mod product_functions;
 

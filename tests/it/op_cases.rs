@@ -9,3 +9,10 @@ use crate::support::op_cases::check_family;
 fn basic() {
     check_family("basic");
 }
+
+/// Linear algebra: band parts, the diagonal ops (V1-V3), Diag/DiagPart,
+/// Cross, Cholesky and MatrixTriangularSolve (`tests/tf/ops_linalg.py`).
+#[test]
+fn linalg() {
+    check_family("linalg");
+}

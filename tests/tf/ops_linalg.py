@@ -67,7 +67,7 @@ def cases():
         ("v2_band", "MatrixDiagV2", (2, 3), [-1, 0], -1, -1, None, f64),
         ("v3_rect", "MatrixDiagV3", (2, 3), [0, 1], 3, 4, "RIGHT_LEFT", f32),
         ("v3_rows", "MatrixDiagV3", (3,), -1, 5, -1, "RIGHT_LEFT", f64),
-        ("v3_lr", "MatrixDiagV3", (2, 3, 2), [-2, 0], -1, 3, "LEFT_RIGHT", f32),
+        ("v3_lr", "MatrixDiagV3", (2, 2, 3), [-1, 0], -1, 4, "LEFT_RIGHT", f32),
     ]:
         attrs = {} if align is None else {"align": align}
         out.append(Case(f"matrix_diag_{name}", op, inputs={"diagonal": mat(*dshape, dtype=dt)},
@@ -100,6 +100,23 @@ def cases():
                     grad=True))
     out.append(Case("cross_i32", "Cross", inputs={"a": i32([[1, -2, 3], [4, 5, -6]]),
                                                   "b": i32([[7, 8, 9], [-1, 0, 2]])}, grad=False))
+    # Cholesky of symmetric positive-definite matrices (batched); the gradient is TF's symmetric one.
+    for name, n, batch, dt in [("cholesky_f32", 3, (2,), f32), ("cholesky_f64", 4, (), f64)]:
+        m = mat(*batch, n, n, dtype=f64)
+        spd = (m @ np.swapaxes(m, -1, -2) + n * np.eye(n)).astype(dt)
+        out.append(Case(name, "Cholesky", inputs={"input": spd}, grad=True, rtol=1e-4))
+
+    # MatrixTriangularSolve: lower/upper, adjoint, broadcast batch dims; diagonals kept away from 0.
+    for name, lower, adjoint, ashape, bshape, dt in [
+        ("tri_solve_lower", True, False, (3, 3), (3, 2), f32),
+        ("tri_solve_upper_adj", False, True, (2, 3, 3), (2, 3, 4), f64),
+        ("tri_solve_bcast", True, True, (1, 2, 2), (3, 2, 1), f32),
+    ]:
+        a = mat(*ashape, dtype=dt)
+        n = ashape[-1]
+        a = a + (3.0 * np.eye(n)).astype(dt)
+        out.append(Case(name, "MatrixTriangularSolve", inputs={"matrix": a, "rhs": mat(*bshape, dtype=dt)},
+                        attrs={"lower": lower, "adjoint": adjoint}, grad=True, rtol=1e-4))
     return out
 
 

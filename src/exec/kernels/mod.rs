@@ -30,6 +30,7 @@ mod host_ops;
 mod layout;
 mod linalg;
 mod linalg_diag;
+mod linalg_factor;
 mod math;
 mod nchw;
 mod nn;
@@ -128,6 +129,7 @@ pub const PURE_OPS: &[&str] = &[
     "BroadcastTo",
     "Cast",
     "Ceil",
+    "Cholesky",
     "ConcatOffset",
     "ConcatV2",
     "Const",
@@ -205,6 +207,7 @@ pub const PURE_OPS: &[&str] = &[
     "MatrixSetDiag",
     "MatrixSetDiagV2",
     "MatrixSetDiagV3",
+    "MatrixTriangularSolve",
     "Max",
     "MaxPool",
     "MaxPool3D",
@@ -666,6 +669,7 @@ fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Tensor>,
         _ if DEVICE_OPS.contains(&op) => Err(KernelError::NeedsDevice { op: op.to_string() }),
         _ => families::dispatch(op, attrs, inputs)
             .or_else(|| linalg_diag::dispatch(op, attrs, inputs))
+            .or_else(|| linalg_factor::dispatch(op, attrs, inputs))
             .or_else(|| random::dispatch(op, attrs, inputs))
             .or_else(|| host_ops::dispatch(op, attrs, inputs))
             .unwrap_or_else(|| Err(KernelError::NoKernel { op: op.to_string() })),

@@ -82,8 +82,73 @@ pub fn gradient(
             let gb = e.emit("Cross", "Cross_1", &[g, a], ta);
             vec![Some(ga), Some(gb)]
         }
+        "Cholesky" => vec![Some(cholesky_grad(e, Tensor::of(op), g, &ta))],
+        "MatrixTriangularSolve" => {
+            let attrs = &e.graph.node(op).attrs;
+            let flag =
+                |key: &str, default: bool| super::op_attr(attrs, key).and_then(AttrValue::as_bool).unwrap_or(default);
+            let (lower, adjoint) = (flag("lower", true), flag("adjoint", false));
+            let (a, b) = (x(0)?, x(1)?);
+            let c = Tensor::of(op);
+            let solve = [("lower", AttrValue::Bool(lower)), ("adjoint", AttrValue::Bool(!adjoint))];
+            let gb =
+                e.emit("MatrixTriangularSolve", "MatrixTriangularSolve", &[a, g], solve.into_iter().chain(ta.clone()));
+            let ga = if adjoint { bmm(e, c, gb, false, true, &ta) } else { bmm(e, gb, c, false, true, &ta) };
+            let ga = e.emit("Neg", "Neg", &[ga], ta.clone());
+            let (lo, hi) = if lower { (-1, 0) } else { (0, -1) };
+            let ga = band_part(e, ga, lo, hi, &ta);
+            // Leading axes that broadcast are summed back to each operand's shape.
+            let (sa, sb) = (e.shape("Shape", ga), e.shape("Shape", gb));
+            let ga = super::functions::reduce_to_shape_of(e, ga, a, sa, &ta);
+            let gb = super::functions::reduce_to_shape_of(e, gb, b, sb, &ta);
+            vec![Some(ga), Some(gb)]
+        }
         _ => return Err(None),
     })
+}
+
+/// `BatchMatMulV2(p, q)` with the given adjoints.
+fn bmm(e: &mut Emitter<'_>, p: Tensor, q: Tensor, adj_p: bool, adj_q: bool, ta: &TAttr) -> Tensor {
+    let attrs = [("adj_x", AttrValue::Bool(adj_p)), ("adj_y", AttrValue::Bool(adj_q))];
+    e.emit("BatchMatMulV2", "MatMul", &[p, q], attrs.into_iter().chain(ta.clone()))
+}
+
+/// `MatrixBandPart(x, lower, upper)` with i32 constant counts.
+fn band_part(e: &mut Emitter<'_>, x: Tensor, lower: i32, upper: i32, ta: &TAttr) -> Tensor {
+    let name = e.fresh_name("MatrixBandPart");
+    let lo = e.int_const_named(format!("{name}/num_lower"), &[lower], true);
+    let hi = e.int_const_named(format!("{name}/num_upper"), &[upper], true);
+    let attrs = ta.clone().into_iter().chain([("Tindex", AttrValue::Type(DType::I32))]);
+    e.emit_named(name, "MatrixBandPart", &[x, lo, hi], attrs)
+}
+
+/// The gradient of `L = Cholesky(A)` (TensorFlow's `_CholeskyGrad`): with
+/// `P = L^-1` and `M` the lower triangle of `L^T G` with its diagonal halved,
+/// `X = P^T M P` and the gradient is the symmetric part `(X + X^T) / 2`.
+fn cholesky_grad(e: &mut Emitter<'_>, l: Tensor, g: Tensor, ta: &TAttr) -> Tensor {
+    let t = e.dtype_of(g);
+    // P = L^-1 by a triangular solve against the identity.
+    let diag = e.emit("MatrixDiagPart", "MatrixDiagPart", &[l], ta.clone());
+    let ones = e.emit("OnesLike", "ones_like", &[diag], ta.clone());
+    let eye = e.emit("MatrixDiag", "eye", &[ones], ta.clone());
+    let solve = [("lower", AttrValue::Bool(true)), ("adjoint", AttrValue::Bool(false))];
+    let p = e.emit("MatrixTriangularSolve", "MatrixTriangularSolve", &[l, eye], solve.into_iter().chain(ta.clone()));
+    let middle = bmm(e, l, g, true, false, ta);
+    let mid_diag = e.emit("MatrixDiagPart", "MatrixDiagPart_1", &[middle], ta.clone());
+    let mul = e.fresh_name("mul");
+    let half = e.scalar_const_named(&format!("{mul}/x"), t, 0.5);
+    let halved = e.emit_named(mul, "Mul", &[half, mid_diag], ta.clone());
+    let middle = e.emit("MatrixSetDiag", "MatrixSetDiag", &[middle, halved], ta.clone());
+    let middle = band_part(e, middle, -1, 0, ta);
+    let pm = bmm(e, p, middle, true, false, ta);
+    let x = bmm(e, pm, p, false, false, ta);
+    // X^T = P^T M^T P.
+    let mp = bmm(e, middle, p, true, false, ta);
+    let xt = bmm(e, p, mp, true, false, ta);
+    let sum = e.emit("AddV2", "add", &[x, xt], ta.clone());
+    let mul = e.fresh_name("mul");
+    let half = e.scalar_const_named(&format!("{mul}/y"), t, 0.5);
+    e.emit_named(mul, "Mul", &[sum, half], ta.clone())
 }
 
 /// A scalar zero of `dtype` (the padding of the diagonals read back).

@@ -218,3 +218,37 @@ pub(super) fn diag_part_full(a: &Args) -> Result<Vec<OutType>, String> {
     }
     Ok(vec![OutType::new(x.dtype, x.shape[..half].to_vec())])
 }
+
+/// `Cholesky(input)`: the input's type (square matrices).
+pub(super) fn cholesky(a: &Args) -> Result<Vec<OutType>, String> {
+    let (_, m, n) = matrix(a, 0)?;
+    if m != n {
+        return Err(format!("Cholesky: input must be square, got shape {:?}", a.x(0)?.shape));
+    }
+    Ok(vec![a.same(0)?])
+}
+
+/// `MatrixTriangularSolve(matrix, rhs)`: the leading dims broadcast, then `rhs`'s matrix shape.
+pub(super) fn triangular_solve(a: &Args) -> Result<Vec<OutType>, String> {
+    let (alead, m, m2) = matrix(a, 0)?;
+    let (blead, bm, k) = matrix(a, 1)?;
+    if m != m2 || bm != m {
+        return Err(format!(
+            "MatrixTriangularSolve: matrix {:?} must be square with as many rows as rhs {:?}",
+            a.x(0)?.shape,
+            a.x(1)?.shape
+        ));
+    }
+    let r = alead.len().max(blead.len());
+    let at = |s: &[usize], i: usize| if i + s.len() >= r { s[i + s.len() - r] } else { 1 };
+    let mut shape = Vec::with_capacity(r + 2);
+    for i in 0..r {
+        shape.push(match (at(&alead, i), at(&blead, i)) {
+            (x, y) if x == y || y == 1 => x,
+            (1, y) => y,
+            (x, y) => return Err(format!("MatrixTriangularSolve: batch dims {x} and {y} do not broadcast")),
+        });
+    }
+    shape.extend([m, k]);
+    Ok(vec![OutType::new(a.x(1)?.dtype, shape)])
+}

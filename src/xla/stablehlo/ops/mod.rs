@@ -33,6 +33,7 @@ mod elementwise;
 mod gather;
 mod linalg;
 mod linalg_diag;
+mod linalg_factor;
 mod list;
 mod nchw;
 mod nn;
@@ -138,6 +139,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("BroadcastTo", shape::broadcast_to),
     ("Cast", ew::cast),
     ("Ceil", |c, n| ew::unary(c, n, "ceil")),
+    ("Cholesky", linalg_factor::cholesky),
     ("CollectiveAllGather", collective::collective_all_gather),
     ("CollectiveAllReduce", collective::collective_all_reduce),
     ("CollectiveBroadcast", collective::broadcast),
@@ -219,6 +221,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("MatrixSetDiag", linalg_diag::set_diag),
     ("MatrixSetDiagV2", linalg_diag::set_diag),
     ("MatrixSetDiagV3", linalg_diag::set_diag),
+    ("MatrixTriangularSolve", linalg_factor::triangular_solve),
     ("Max", |c, n| reduce::reduce(c, n, reduce::Kind::Max)),
     ("MaxPool", |c, n| nchw::with_layout(c, n, conv::max_pool)),
     ("MaxPool3D", conv3d::max_pool),

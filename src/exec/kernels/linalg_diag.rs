@@ -142,23 +142,30 @@ fn diag_part(op: &str, x: &Tensor, band: Band, pad: &Tensor) -> Result<Tensor, K
     with_element_type!(x, T => {
         let v = elements::<T>(op, x, "input")?;
         let p = elements::<T>(op, pad, "padding_value")?.remove(0);
-        let mut out = Vec::with_capacity(batch * band.count() * len as usize);
-        for b in 0..batch {
-            for d in (band.lo..=band.hi).rev() {
-                let (off, dl) = (band.offset(d, m, n, len), Band::len(d, m, n));
-                for j in 0..len {
-                    let t = j - off;
-                    out.push(if (0..dl).contains(&t) {
-                        let (r, c) = Band::cell(d, t);
-                        v[b * (m * n) as usize + (r * n + c) as usize].clone()
-                    } else {
-                        p.clone()
-                    });
-                }
-            }
-        }
+        let out = pack_band(&v, &p, batch, band, (m, n), len);
         tensor::<T>(op, shape, out)
     }, resource => Err(KernelError::dtype(op, x.dtype(), "resource handles have no elements")))
+}
+
+/// The band's diagonals of `batch` row-major `m x n` matrices `v`, each in a
+/// row of `len` cells, shorter ones padded with `p`.
+fn pack_band<T: Clone>(v: &[T], p: &T, batch: usize, band: Band, (m, n): (i64, i64), len: i64) -> Vec<T> {
+    let mut out = Vec::with_capacity(batch * band.count() * len as usize);
+    for b in 0..batch {
+        for d in (band.lo..=band.hi).rev() {
+            let (off, dl) = (band.offset(d, m, n, len), Band::len(d, m, n));
+            for j in 0..len {
+                let t = j - off;
+                out.push(if (0..dl).contains(&t) {
+                    let (r, c) = Band::cell(d, t);
+                    v[b * (m * n) as usize + (r * n + c) as usize].clone()
+                } else {
+                    p.clone()
+                });
+            }
+        }
+    }
+    out
 }
 
 /// The packed diagonals of a diag op: leading dims and the length of a row.
@@ -254,14 +261,19 @@ fn diag(op: &str, x: &Tensor) -> Result<Tensor, KernelError> {
 fn diag_part_full(op: &str, x: &Tensor) -> Result<Tensor, KernelError> {
     let s = x.shape();
     let half = s.len() / 2;
-    if s.len() % 2 != 0 || s[..half] != s[half..] {
+    if !s.len().is_multiple_of(2) || s[..half] != s[half..] {
         return Err(KernelError::invalid(op, format!("the input's shape must be s ++ s, got {s:?}")));
     }
     let k: usize = s[..half].iter().product();
     with_element_type!(x, T => {
         let v = elements::<T>(op, x, "input")?;
-        tensor::<T>(op, s[..half].to_vec(), (0..k).map(|i| v[i * k + i].clone()).collect())
+        tensor::<T>(op, s[..half].to_vec(), diagonal_of(&v, k))
     }, resource => Err(KernelError::dtype(op, x.dtype(), "resource handles have no elements")))
+}
+
+/// The elements `v[i * k + i]` of a row-major `k x k` matrix.
+fn diagonal_of<T: Clone>(v: &[T], k: usize) -> Vec<T> {
+    (0..k).map(|i| v[i * k + i].clone()).collect()
 }
 
 /// `Cross(a, b)`: the cross product of the 3-vectors along the last axis.

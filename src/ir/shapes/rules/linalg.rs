@@ -213,7 +213,7 @@ pub(super) fn diag_full(a: &Args) -> Result<Vec<OutType>, String> {
 pub(super) fn diag_part_full(a: &Args) -> Result<Vec<OutType>, String> {
     let x = a.x(0)?;
     let half = x.shape.len() / 2;
-    if x.shape.len() % 2 != 0 || x.shape[..half] != x.shape[half..] {
+    if !x.shape.len().is_multiple_of(2) || x.shape[..half] != x.shape[half..] {
         return Err(format!("DiagPart: the shape must be s ++ s, got {:?}", x.shape));
     }
     Ok(vec![OutType::new(x.dtype, x.shape[..half].to_vec())])

@@ -263,6 +263,7 @@ static REGISTRY: &[OpDef] = ops! {
     "SoftplusGrad" => Fixed(1), Tpu, ["T": Type];
     "Softsign" => Fixed(1), Tpu, ["T": Type];
     "SoftsignGrad" => Fixed(1), Tpu, ["T": Type];
+    "SparseMatMul" => Fixed(1), Tpu, ["Ta": Type, "Tb": Type, "transpose_a": Bool, "transpose_b": Bool, "a_is_sparse": Bool, "b_is_sparse": Bool];
     "SparseSoftmaxCrossEntropyWithLogits" => Fixed(2), Tpu, ["T": Type, "Tlabels": Type];
     "Split" => FromAttr("num_split"), Tpu, ["T": Type, "num_split": Int];
     "SplitV" => FromAttr("num_split"), Tpu, ["T": Type, "Tlen": Type, "num_split": Int];

@@ -11,7 +11,10 @@ Cross, in f32 and f64 (and i32 or bf16 where the op moves elements only), with g
 import numpy as np
 
 import op_cases
+import tensorflow as tf
 from op_cases import Case
+
+BF16 = tf.bfloat16.as_numpy_dtype
 
 RNG = np.random.default_rng(25)
 
@@ -117,6 +120,15 @@ def cases():
         a = a + (3.0 * np.eye(n)).astype(dt)
         out.append(Case(name, "MatrixTriangularSolve", inputs={"matrix": a, "rhs": mat(*bshape, dtype=dt)},
                         attrs={"lower": lower, "adjoint": adjoint}, grad=True, rtol=1e-4))
+    # SparseMatMul: f32 and bf16 operands (an f32 product), every transpose.
+    for name, ta, tb, ashape, bshape, da, db in [
+        ("sparse_matmul", False, False, (2, 3), (3, 4), f32, f32),
+        ("sparse_matmul_ta_tb", True, True, (3, 2), (4, 3), f32, f32),
+        ("sparse_matmul_bf16", False, True, (2, 3), (4, 3), BF16, f32),
+    ]:
+        out.append(Case(name, "SparseMatMul", inputs={"a": mat(*ashape).astype(da), "b": mat(*bshape).astype(db)},
+                        attrs={"transpose_a": ta, "transpose_b": tb, "a_is_sparse": True}, grad=True,
+                        rtol=1e-2 if da is BF16 else 1e-5))
     return out
 
 

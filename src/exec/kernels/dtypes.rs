@@ -188,6 +188,7 @@ const NATIVE: &[&str] = &[
     "Size",
     "Slice",
     "Snapshot",
+    "SparseMatMul",
     "Split",
     "SplitV",
     "Squeeze",

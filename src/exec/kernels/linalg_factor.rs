@@ -1,5 +1,7 @@
 //! Factorization kernels: `Cholesky` and `MatrixTriangularSolve`, batched
-//! over the leading axes as TensorFlow's CPU kernels are.
+//! over the leading axes as TensorFlow's CPU kernels are; and
+//! `SparseMatMul`, a `MatMul` of f32 or bf16 operands into f32 (its
+//! sparsity flags are hints only).
 //!
 //! Each matrix is factored or solved by `nalgebra` (the well-kept dense
 //! linear-algebra crate) in the input's own precision (f32 or f64), as
@@ -25,6 +27,13 @@ pub(crate) fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Option<R
             let lower = attrs.get_bool("lower").unwrap_or(true);
             let adjoint = attrs.get_bool("adjoint").unwrap_or(false);
             triangular_solve(op, x(0)?, x(1)?, lower, adjoint)
+        })(),
+        // TensorFlow's hint-carrying product: f32 or bf16 operands, an f32 result.
+        "SparseMatMul" => (|| {
+            let ta = attrs.get_bool("transpose_a").unwrap_or(false);
+            let tb = attrs.get_bool("transpose_b").unwrap_or(false);
+            let (a, b) = (super::dtypes::cast(op, x(0)?, DType::F32)?, super::dtypes::cast(op, x(1)?, DType::F32)?);
+            super::linalg::matmul(op, &a, &b, ta, tb)
         })(),
         _ => return None,
     };

@@ -267,6 +267,7 @@ pub const PURE_OPS: &[&str] = &[
     "SoftplusGrad",
     "Softsign",
     "SoftsignGrad",
+    "SparseMatMul",
     "SparseSoftmaxCrossEntropyWithLogits",
     "Split",
     "SplitV",

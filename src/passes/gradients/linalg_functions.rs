@@ -103,8 +103,37 @@ pub fn gradient(
             let gb = super::functions::reduce_to_shape_of(e, gb, b, sb, &ta);
             vec![Some(ga), Some(gb)]
         }
+        "SparseMatMul" => {
+            // As MatMul's, in f32, each gradient cast back to its operand's dtype.
+            let attrs = &e.graph.node(op).attrs;
+            let flag = |key: &str| super::op_attr(attrs, key).and_then(AttrValue::as_bool).unwrap_or(false);
+            let (t_a, t_b) = (flag("transpose_a"), flag("transpose_b"));
+            let dtype = |key: &str| super::op_attr(attrs, key).and_then(AttrValue::as_type).unwrap_or(DType::F32);
+            let (da, db) = (dtype("Ta"), dtype("Tb"));
+            let f32_t = e.t_attr(Some(DType::F32));
+            let (a, b) = (cast(e, x(0)?, da, DType::F32), cast(e, x(1)?, db, DType::F32));
+            let mm = |e: &mut Emitter<'_>, p: Tensor, q: Tensor, tp: bool, tq: bool| {
+                let attrs = [("transpose_a", AttrValue::Bool(tp)), ("transpose_b", AttrValue::Bool(tq))];
+                e.emit("MatMul", "MatMul", &[p, q], attrs.into_iter().chain(f32_t.clone()))
+            };
+            let (ga, gb) = match (t_a, t_b) {
+                (false, false) => (mm(e, g, b, false, true), mm(e, a, g, true, false)),
+                (false, true) => (mm(e, g, b, false, false), mm(e, g, a, true, false)),
+                (true, false) => (mm(e, b, g, false, true), mm(e, a, g, false, false)),
+                (true, true) => (mm(e, b, g, true, true), mm(e, g, a, true, true)),
+            };
+            vec![Some(cast(e, ga, DType::F32, da)), Some(cast(e, gb, DType::F32, db))]
+        }
         _ => return Err(None),
     })
+}
+
+/// `Cast(x)` from `from` to `to`, or `x` when they are equal.
+fn cast(e: &mut Emitter<'_>, x: Tensor, from: DType, to: DType) -> Tensor {
+    if from == to {
+        return x;
+    }
+    e.emit("Cast", "Cast", &[x], [("SrcT", AttrValue::Type(from)), ("DstT", AttrValue::Type(to))])
 }
 
 /// `BatchMatMulV2(p, q)` with the given adjoints.

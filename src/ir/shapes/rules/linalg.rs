@@ -252,3 +252,20 @@ pub(super) fn triangular_solve(a: &Args) -> Result<Vec<OutType>, String> {
     shape.extend([m, k]);
     Ok(vec![OutType::new(a.x(1)?.dtype, shape)])
 }
+
+/// `SparseMatMul(a, b)`: an f32 `m x n` product (transposes applied first).
+pub(super) fn sparse_matmul(a: &Args) -> Result<Vec<OutType>, String> {
+    let (x, y) = (a.x(0)?.shape, a.x(1)?.shape);
+    let (ta, tb) = (a.bool_attr("transpose_a", false), a.bool_attr("transpose_b", false));
+    match (x, y) {
+        ([r0, r1], [s0, s1]) => {
+            let (m, k) = if ta { (*r1, *r0) } else { (*r0, *r1) };
+            let (k2, n) = if tb { (*s1, *s0) } else { (*s0, *s1) };
+            if k != k2 {
+                return Err(format!("SparseMatMul: inner dimensions {k} and {k2} differ"));
+            }
+            Ok(vec![OutType::new(crate::ir::DType::F32, vec![m, n])])
+        }
+        _ => Err(format!("SparseMatMul: operands must be matrices, got {x:?} and {y:?}")),
+    }
+}

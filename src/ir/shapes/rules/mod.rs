@@ -300,6 +300,7 @@ const TABLE: &[(&str, Rule)] = &[
     ("SoftplusGrad", ew::same),
     ("Softsign", ew::same),
     ("SoftsignGrad", ew::same),
+    ("SparseMatMul", linalg::sparse_matmul),
     ("SparseSoftmaxCrossEntropyWithLogits", nn::softmax_cross_entropy),
     ("Split", shape::split),
     ("SplitV", shape::split_v),

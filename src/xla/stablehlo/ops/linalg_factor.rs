@@ -2,11 +2,25 @@
 //! `stablehlo.cholesky` (lower) with the strict upper triangle zeroed (the
 //! op leaves it unspecified), and `MatrixTriangularSolve` is
 //! `stablehlo.triangular_solve` from the left, after the leading (batch)
-//! axes of both operands are broadcast to the result's. Cost: one op each.
+//! axes of both operands are broadcast to the result's. `SparseMatMul` is
+//! one f32 `stablehlo.dot_general`. Cost: one op each.
 
 use super::Call;
 use crate::ir::DType;
 use crate::xla::stablehlo::text::{Cmp, Ctx, Ty, Val};
+
+/// `SparseMatMul(a, b)`: both operands in f32 (bf16 widens exactly), one dot.
+pub(super) fn sparse_matmul(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
+    let ta = n.attrs.get_bool("transpose_a").unwrap_or(false);
+    let tb = n.attrs.get_bool("transpose_b").unwrap_or(false);
+    let (a, b) = (c.convert(n.input(0)?, DType::F32), c.convert(n.input(1)?, DType::F32));
+    let attrs = format!(
+        "dot_dimension_numbers = #stablehlo.dot<lhs_contracting_dimensions = [{}], rhs_contracting_dimensions = [{}]>",
+        if ta { 0 } else { 1 },
+        if tb { 1 } else { 0 }
+    );
+    Ok(vec![c.op("stablehlo.dot_general", &[&a, &b], &attrs, n.out(0)?.clone())])
+}
 
 /// `Cholesky(input)`.
 pub(super) fn cholesky(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {

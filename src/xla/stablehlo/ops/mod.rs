@@ -276,6 +276,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("SoftplusGrad", act::softplus_grad),
     ("Softsign", act::softsign),
     ("SoftsignGrad", act::softsign_grad),
+    ("SparseMatMul", linalg_factor::sparse_matmul),
     ("SparseSoftmaxCrossEntropyWithLogits", nn::sparse_softmax_xent),
     ("Split", shape::split),
     ("SplitV", shape::split),

@@ -321,6 +321,7 @@ static REGISTRY: &[OpDef] = ops! {
     "TensorScatterUpdate" => Fixed(1), Tpu, ["T": Type, "Tindices": Type];
     "Tile" => Fixed(1), Tpu, ["T": Type, "Tmultiples": Type];
     "Transpose" => Fixed(1), Tpu, ["T": Type, "Tperm": Type];
+    "TridiagonalMatMul" => Fixed(1), Tpu, ["T": Type];
     "Unpack" => FromAttr("num"), Tpu, ["T": Type, "num": Int, "axis": Int];
     "UnsortedSegmentSum" => Fixed(1), Tpu, ["T": Type, "Tindices": Type, "Tnumsegments": Type];
     "Update" => Fixed(0), Tpu, ["fn": Str, "dtype": Type];

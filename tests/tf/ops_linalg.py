@@ -129,6 +129,10 @@ def cases():
         out.append(Case(name, "SparseMatMul", inputs={"a": mat(*ashape).astype(da), "b": mat(*bshape).astype(db)},
                         attrs={"transpose_a": ta, "transpose_b": tb, "a_is_sparse": True}, grad=True,
                         rtol=1e-2 if da is BF16 else 1e-5))
+    # TridiagonalMatMul: diagonals [..., 1, M] (super's last and sub's first element unread).
+    for name, batch, m, n, dt in [("tridiagonal_matmul", (), 4, 2, f32), ("tridiagonal_matmul_batch", (2,), 3, 3, f64)]:
+        diags = {k: mat(*batch, 1, m, dtype=dt) for k in ("superdiag", "maindiag", "subdiag")}
+        out.append(Case(name, "TridiagonalMatMul", inputs={**diags, "rhs": mat(*batch, m, n, dtype=dt)}, grad=True))
     return out
 
 

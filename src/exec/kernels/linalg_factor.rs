@@ -1,6 +1,6 @@
 //! Factorization kernels: `Cholesky` and `MatrixTriangularSolve`, batched
 //! over the leading axes as TensorFlow's CPU kernels are; and
-//! `SparseMatMul`, a `MatMul` of f32 or bf16 operands into f32 (its
+//! `TridiagonalMatMul`; and `SparseMatMul`, a `MatMul` of f32 or bf16 operands into f32 (its
 //! sparsity flags are hints only).
 //!
 //! Each matrix is factored or solved by `nalgebra` (the well-kept dense
@@ -35,6 +35,7 @@ pub(crate) fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Option<R
             let (a, b) = (super::dtypes::cast(op, x(0)?, DType::F32)?, super::dtypes::cast(op, x(1)?, DType::F32)?);
             super::linalg::matmul(op, &a, &b, ta, tb)
         })(),
+        "TridiagonalMatMul" => (|| tridiagonal_matmul(op, x(0)?, x(1)?, x(2)?, x(3)?))(),
         _ => return None,
     };
     Some(out.map(|t| vec![t]))
@@ -165,6 +166,61 @@ fn triangular_solve(op: &str, a: &Tensor, b: &Tensor, lower: bool, adjoint: bool
         DType::F32 => go::<f32>(op, a, b, lower, adjoint),
         DType::F64 => go::<f64>(op, a, b, lower, adjoint),
         other => Err(KernelError::dtype(op, other, "matrix must be f32 or f64")),
+    }
+}
+
+/// `TridiagonalMatMul(superdiag, maindiag, subdiag, rhs)`: row `i` of the
+/// result is `super[i] rhs[i + 1] + main[i] rhs[i] + sub[i] rhs[i - 1]`
+/// (the diagonals `[..., 1, M]`, `rhs` `[..., M, N]`; `super`'s last and
+/// `sub`'s first element are not read).
+fn tridiagonal_matmul(
+    op: &str,
+    sup: &Tensor,
+    main: &Tensor,
+    sub: &Tensor,
+    rhs: &Tensor,
+) -> Result<Tensor, KernelError> {
+    fn go<T: Element + RealField + Copy>(op: &str, d: [&Tensor; 3], rhs: &Tensor) -> Result<Tensor, KernelError> {
+        let (lead, m, n) = matrices(op, rhs, "rhs")?;
+        for t in d {
+            let s = t.shape();
+            if s.len() != lead.len() + 2 || s[..lead.len()] != *lead || s[lead.len()..] != [1, m] {
+                return Err(KernelError::invalid(
+                    op,
+                    format!(
+                        "a diagonal of shape {s:?} does not fit rhs of shape {:?} (it must be [..., 1, {m}])",
+                        rhs.shape()
+                    ),
+                ));
+            }
+        }
+        let (up, mid, low) = (values::<T>(op, d[0])?, values::<T>(op, d[1])?, values::<T>(op, d[2])?);
+        let r = values::<T>(op, rhs)?;
+        let mut out = Vec::with_capacity(r.len());
+        for b in 0..lead.iter().product::<usize>() {
+            let at = |i: usize, j: usize| r[(b * m + i) * n + j];
+            for i in 0..m {
+                for j in 0..n {
+                    let mut v = mid[b * m + i] * at(i, j);
+                    if i + 1 < m {
+                        v += up[b * m + i] * at(i + 1, j);
+                    }
+                    if i > 0 {
+                        v += low[b * m + i] * at(i - 1, j);
+                    }
+                    out.push(v);
+                }
+            }
+        }
+        tensor(op, rhs.shape(), out)
+    }
+    if [sup, main, sub].iter().any(|t| t.dtype() != rhs.dtype()) {
+        return Err(KernelError::invalid(op, "the diagonals and rhs must have one dtype"));
+    }
+    match rhs.dtype() {
+        DType::F32 => go::<f32>(op, [sup, main, sub], rhs),
+        DType::F64 => go::<f64>(op, [sup, main, sub], rhs),
+        other => Err(KernelError::dtype(op, other, "rhs must be f32 or f64")),
     }
 }
 

@@ -306,6 +306,7 @@ pub const PURE_OPS: &[&str] = &[
     "TensorScatterUpdate",
     "Tile",
     "Transpose",
+    "TridiagonalMatMul",
     "Unpack",
     "UnsortedSegmentSum",
     "Where",

@@ -124,8 +124,41 @@ pub fn gradient(
             };
             vec![Some(cast(e, ga, DType::F32, da)), Some(cast(e, gb, DType::F32, db))]
         }
+        "TridiagonalMatMul" => tridiagonal_matmul_grad(e, [x(0)?, x(1)?, x(2)?, x(3)?], g, &ta),
         _ => return Err(None),
     })
+}
+
+/// The gradient of `TridiagonalMatMul`: the three diagonals, packed
+/// `[super, main, sub]` with `LEFT_RIGHT` alignment, are the band `k = [-1,
+/// 1]` of the dense matrix `T` they form. Then `d rhs = T^T g`, and the
+/// diagonals' gradients are that band of `g rhs^T` (zero where a diagonal
+/// has no cell), split back into three `[..., 1, M]` rows.
+fn tridiagonal_matmul_grad(e: &mut Emitter<'_>, x: [Tensor; 4], g: Tensor, ta: &TAttr) -> Vec<Option<Tensor>> {
+    let [sup, main, sub, rhs] = x;
+    let t = e.dtype_of(g);
+    let name = e.fresh_name("tridiagonal");
+    let axis = e.int_const_named(format!("{name}/axis"), &[-2], true);
+    let k = e.int_const_named(format!("{name}/k"), &[-1, 1], false);
+    let minus_one = e.int_const_named(format!("{name}/num_rows"), &[-1], true);
+    let zero = zero(e, t);
+    let align = || ("align", AttrValue::Str("LEFT_RIGHT".into()));
+    let concat = [("N", AttrValue::Int(3)), ("Tidx", AttrValue::Type(DType::I32))];
+    let packed = e.emit("ConcatV2", "concat", &[sup, main, sub, axis], concat.into_iter().chain(ta.clone()));
+    let dense = e.emit(
+        "MatrixDiagV3",
+        "MatrixDiagV3",
+        &[packed, k, minus_one, minus_one, zero],
+        ta.clone().into_iter().chain([align()]),
+    );
+    let g_rhs = bmm(e, dense, g, true, false, ta);
+    let outer = bmm(e, g, rhs, false, true, ta);
+    let band =
+        e.emit("MatrixDiagPartV3", "MatrixDiagPartV3", &[outer, k, zero], ta.clone().into_iter().chain([align()]));
+    let split =
+        e.emit("Split", "split", &[axis, band], [("num_split", AttrValue::Int(3))].into_iter().chain(ta.clone()));
+    let part = |i: u32| Tensor { node: split.node, output: i };
+    vec![Some(part(0)), Some(part(1)), Some(part(2)), Some(g_rhs)]
 }
 
 /// `Cast(x)` from `from` to `to`, or `x` when they are equal.

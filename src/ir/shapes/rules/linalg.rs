@@ -269,3 +269,15 @@ pub(super) fn sparse_matmul(a: &Args) -> Result<Vec<OutType>, String> {
         _ => Err(format!("SparseMatMul: operands must be matrices, got {x:?} and {y:?}")),
     }
 }
+
+/// `TridiagonalMatMul(superdiag, maindiag, subdiag, rhs)`: the type of `rhs`.
+pub(super) fn tridiagonal_matmul(a: &Args) -> Result<Vec<OutType>, String> {
+    let (lead, m, _) = matrix(a, 3)?;
+    for i in 0..3 {
+        let s = a.x(i)?.shape;
+        if s.len() != lead.len() + 2 || s[..lead.len()] != lead[..] || s[lead.len()..] != [1, m] {
+            return Err(format!("TridiagonalMatMul: diagonal {i} of shape {s:?} must be [..., 1, {m}]"));
+        }
+    }
+    Ok(vec![a.same(3)?])
+}

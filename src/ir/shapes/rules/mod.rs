@@ -334,6 +334,7 @@ const TABLE: &[(&str, Rule)] = &[
     ("TensorScatterUpdate", ew::same),
     ("Tile", shape::tile),
     ("Transpose", shape::transpose),
+    ("TridiagonalMatMul", linalg::tridiagonal_matmul),
     ("Unpack", shape::unpack),
     ("UnsortedSegmentSum", index::unsorted_segment),
 ];

@@ -22,6 +22,73 @@ pub(super) fn sparse_matmul(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
     Ok(vec![c.op("stablehlo.dot_general", &[&a, &b], &attrs, n.out(0)?.clone())])
 }
 
+/// `rhs` shifted by one row along axis -2: `up` gives row `i + 1` at row
+/// `i`, otherwise row `i - 1`; the row shifted in is zero.
+fn shift_rows(c: &mut Ctx, rhs: &Val, up: bool) -> Val {
+    let r = rhs.ty.rank();
+    let m = rhs.ty.shape[r - 2];
+    let (mut begin, mut limit) = (vec![0usize; r], rhs.ty.shape.clone());
+    if up {
+        begin[r - 2] = 1;
+    } else {
+        limit[r - 2] = m - 1;
+    }
+    let mut shape = rhs.ty.shape.clone();
+    shape[r - 2] = m - 1;
+    let rows = c.op(
+        "stablehlo.slice",
+        &[rhs],
+        &format!(
+            "start_indices = {}, limit_indices = {}, strides = {}",
+            super::i64s(&begin),
+            super::i64s(&limit),
+            super::i64s(&vec![1; r])
+        ),
+        rhs.ty.with_shape(shape),
+    );
+    let zero = c.splat(&Ty::scalar(rhs.ty.dtype), 0.0);
+    let (mut low, mut high) = (vec![0i64; r], vec![0i64; r]);
+    if up {
+        high[r - 2] = 1;
+    } else {
+        low[r - 2] = 1;
+    }
+    c.op(
+        "stablehlo.pad",
+        &[&rows, &zero],
+        &format!(
+            "edge_padding_low = {}, edge_padding_high = {}, interior_padding = {}",
+            super::i64s(&low),
+            super::i64s(&high),
+            super::i64s(&vec![0; r])
+        ),
+        rhs.ty.clone(),
+    )
+}
+
+/// `TridiagonalMatMul(superdiag, maindiag, subdiag, rhs)`: each diagonal
+/// (`[..., 1, M]`) scales the rows of `rhs` shifted up, in place or down.
+pub(super) fn tridiagonal_matmul(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
+    let rhs = n.input(3)?;
+    let r = rhs.ty.rank();
+    if r < 2 || rhs.ty.shape[r - 2] == 0 {
+        return Err(format!("TridiagonalMatMul: rhs of shape {:?} has no rows", rhs.ty.shape));
+    }
+    let mut col = rhs.ty.shape.clone();
+    col[r - 1] = 1;
+    let scale = |c: &mut Ctx, i: usize, rows: &Val| -> Result<Val, String> {
+        let d = c.reshape(n.input(i)?, col.clone());
+        let d = c.broadcast_to(&d, &rhs.ty.shape);
+        Ok(c.elementwise("multiply", &[&d, rows]))
+    };
+    let (up, down) = (shift_rows(c, rhs, true), shift_rows(c, rhs, false));
+    let a = scale(c, 0, &up)?;
+    let b = scale(c, 1, rhs)?;
+    let d = scale(c, 2, &down)?;
+    let ab = c.elementwise("add", &[&a, &b]);
+    Ok(vec![c.elementwise("add", &[&ab, &d])])
+}
+
 /// `Cholesky(input)`.
 pub(super) fn cholesky(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
     let x = n.input(0)?;

@@ -320,6 +320,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("TensorScatterUpdate", |c, n| gather::tensor_scatter(c, n, false)),
     ("Tile", shape::tile),
     ("Transpose", shape::transpose),
+    ("TridiagonalMatMul", linalg_factor::tridiagonal_matmul),
     ("Unpack", shape::unpack),
     ("UnsortedSegmentSum", gather::unsorted_segment_sum),
 ];

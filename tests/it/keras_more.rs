@@ -48,11 +48,46 @@ cases!(
     opt_schedule_polynomial
 );
 
+/// Dropout, SpatialDropout1D and GaussianNoise with fixed seeds: TensorFlow's numbers over two
+/// steps on the simulator, which draws TensorFlow's CPU stream. On PJRT the seeded ops draw from
+/// XLA's generator, as TensorFlow's XLA bridge lowers them (it ignores the seeds: docs/xla.md), so
+/// the masks differ from TensorFlow's CPU ones: there every fetch and variable must be finite, of
+/// TensorFlow's shapes, and the trained weights must differ from TensorFlow's.
+#[test]
+fn dropout() {
+    let floats = |t: &tpu_rewrite::exec::Tensor| -> Vec<f64> {
+        match t {
+            tpu_rewrite::exec::Tensor::F32(a) => a.iter().map(|&v| f64::from(v)).collect(),
+            _ => Vec::new(),
+        }
+    };
+    let check = |label: &str, meta: &Value, outcome: &tpu_rewrite::exec::driver::RunOutcome, rtol: f64| {
+        for (name, want) in meta["runs"][0]["fetches"].as_object().expect("fetches") {
+            let got =
+                &outcome.fetched.iter().find(|(n, _)| n == name).unwrap_or_else(|| panic!("{label}: no {name}")).1;
+            assert_eq!(got.shape(), corpus::tensor_of(want).shape(), "{label}: shape of {name}");
+            assert!(floats(got).iter().all(|v| v.is_finite()), "{label}: {name} is not finite");
+        }
+        let mut differs_from_tf = false;
+        for (var, copies) in meta["variables_after"].as_object().expect("variables_after") {
+            let got = outcome.mirrors.get(var).unwrap_or_else(|| panic!("{label}: no mirrored variable `{var}`"));
+            let want = corpus::tensor_of(&copies[0]);
+            assert_eq!(got[0].shape(), want.shape(), "{label}: shape of `{var}`");
+            let (g, w) = (floats(&got[0]), floats(&want));
+            assert!(g.iter().all(|v| v.is_finite()), "{label}: `{var}` is not finite: {g:?}");
+            differs_from_tf |= g.iter().zip(&w).any(|(a, b)| (a - b).abs() > rtol * b.abs().max(1.0));
+        }
+        assert!(differs_from_tf, "{label}: XLA's masks gave TensorFlow's CPU numbers");
+    };
+    keras::check_runs_with(&corpus_dir(), "dropout", &check);
+}
+
 #[test]
 fn every_graph_is_listed() {
     let found = keras::graph_names(&corpus_dir(), "run tests/tf/corpus_keras_more.py to make it");
     assert!(!found.is_empty(), "the corpus is empty");
     let mut tested = CASES.to_vec();
+    tested.push("dropout");
     tested.sort_unstable();
     assert_eq!(found, tested, "every graph of the corpus has a test, and nothing else");
 }

@@ -16,3 +16,9 @@ fn basic() {
 fn linalg() {
     check_family("linalg");
 }
+
+/// Quantization-aware training: FakeQuant* and QuantizeAndDequantizeV2/V3/V4.
+#[test]
+fn quant() {
+    check_family("quant");
+}

@@ -329,3 +329,279 @@ fn pjrt_draws_tensorflows_xla_stream() {
     }
     assert!(failures.is_empty(), "{} of {} cases differ:\n{}", failures.len(), cases.len(), failures.join("\n"));
 }
+
+// ------------------------------------------------------------ seeded stateful ops
+
+/// TensorFlow's two runs of the seeded ops (`tests/tf/corpus/random/seeded_ops.json`).
+fn seeded_corpus() -> Value {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/tf/corpus/random/seeded_ops.json");
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e} (run tests/tf/random_ops.py)"));
+    let doc: Value = serde_json::from_str(&text).expect("valid JSON");
+    assert_eq!(doc["tensorflow"], "2.21.0");
+    doc
+}
+
+fn opg_dtype(name: &str) -> &'static str {
+    match name {
+        "float32" => "f32",
+        "float64" => "f64",
+        "float16" => "f16",
+        "bfloat16" => "bf16",
+        "int32" => "i32",
+        "int64" => "i64",
+        other => panic!("dtype {other}"),
+    }
+}
+
+/// The `.opg` line of a constant `%{name}` holding a tensor of the corpus encoding.
+fn const_line(name: &str, t: &Value) -> String {
+    let dtype = opg_dtype(t["dtype"].as_str().unwrap());
+    let dims: Vec<String> = ints(&t["shape"]).iter().map(i64::to_string).collect();
+    let values: Vec<String> = t["values"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string()))
+        .collect();
+    format!(
+        "%{name} = Const() {{dtype = {dtype}, value = tensor({dtype}, [{}]) [{}]}}",
+        dims.join(", "),
+        values.join(", ")
+    )
+}
+
+/// The `.opg` lines of one seeded case, drawing `%out{k}`.
+fn seeded_lines(k: usize, case: &Value) -> Vec<String> {
+    let op = case["op"].as_str().unwrap();
+    let seeds = format!("seed = {}, seed2 = {}", case["seed"], case["seed2"]);
+    if let Some(operands) = case["operands"].as_object() {
+        let mut lines: Vec<String> = operands.iter().map(|(name, t)| const_line(&format!("{name}{k}"), t)).collect();
+        let line = match op {
+            "RandomShuffle" => {
+                let t = opg_dtype(operands["value"]["dtype"].as_str().unwrap());
+                format!("%out{k} = RandomShuffle(%value{k}) {{T = {t}, {seeds}}}")
+            }
+            _ => {
+                let t = opg_dtype(operands["logits"]["dtype"].as_str().unwrap());
+                let out = opg_dtype(case["output_dtype"].as_str().unwrap());
+                format!("%out{k} = Multinomial(%logits{k}, %num_samples{k}) {{T = {t}, output_dtype = {out}, {seeds}}}")
+            }
+        };
+        lines.push(line);
+        return lines;
+    }
+    let dtype = opg_dtype(case["dtype"].as_str().unwrap());
+    let dims: Vec<String> = ints(&case["shape"]).iter().map(i64::to_string).collect();
+    let mut lines = vec![format!(
+        "%shape{k} = Const() {{dtype = i32, value = tensor(i32, [{}]) [{}]}}",
+        dims.len(),
+        dims.join(", ")
+    )];
+    if op == "RandomUniformInt" {
+        for (name, key) in [("lo", "minval"), ("hi", "maxval")] {
+            let v = case[key].as_i64().unwrap();
+            lines.push(format!("%{name}{k} = Const() {{dtype = {dtype}, value = tensor({dtype}, []) [{v}]}}"));
+        }
+        lines.push(format!(
+            "%out{k} = RandomUniformInt(%shape{k}, %lo{k}, %hi{k}) {{Tout = {dtype}, T = i32, {seeds}}}"
+        ));
+    } else {
+        lines.push(format!("%out{k} = {op}(%shape{k}) {{dtype = {dtype}, T = i32, {seeds}}}"));
+    }
+    lines
+}
+
+/// One graph drawing every case inside a one-replica `replicate`, prepared for both backends.
+fn seeded_graph(cases: &[Value], dir: &std::path::Path) -> (tpu_rewrite::ir::Module, tpu_rewrite::lower::Lowered) {
+    let mut text = String::from("graph @main {\n  replicate (num_replicas = 1) () {\n");
+    for (k, case) in cases.iter().enumerate() {
+        for line in seeded_lines(k, case) {
+            text.push_str(&format!("    {line}\n"));
+        }
+    }
+    let outs: Vec<String> = (0..cases.len()).map(|k| format!("%out{k}")).collect();
+    text.push_str(&format!("    return {}\n  }}\n}}\n", outs.join(", ")));
+    let path = dir.join("seeded.opg");
+    std::fs::write(&path, text).unwrap();
+    lowering::prepare(path.to_str().unwrap(), "1x1", 1)
+}
+
+#[test]
+fn seeded_ops_draw_tensorflows_cpu_stream_run_after_run() {
+    use tpu_rewrite::exec::driver;
+    let doc = seeded_corpus();
+    let cases = doc["cases"].as_array().expect("cases").clone();
+    assert!(cases.len() >= 10, "{} cases", cases.len());
+    let dir = tempfile::tempdir().unwrap();
+    let (_, lowered) = seeded_graph(&cases, dir.path());
+    let fetches = lowering::default_fetches(&lowered.module);
+    assert_eq!(fetches.len(), cases.len(), "one fetch per case: {fetches:?}");
+    let mut runs: Vec<Vec<Tensor>> = Vec::new();
+    let config = driver::RunConfig { steps: 2, ..driver::RunConfig::default() };
+    driver::run(&lowered.module, &[], &fetches, &config, &mut |_, values| runs.push(values.to_vec()))
+        .unwrap_or_else(|e| panic!("the simulator failed: {:?}", miette::Report::new(e)));
+    assert_eq!(runs.len(), 2, "two steps");
+    let mut failures = Vec::new();
+    for (k, case) in cases.iter().enumerate() {
+        for (step, run) in runs.iter().enumerate() {
+            if let Some(d) = differs(&run[k], &case["runs"][step]) {
+                let what = format!("{} {} seeds {}/{}", case["op"], case["dtype"], case["seed"], case["seed2"]);
+                failures.push(format!("{what}, run {}: {d}", step + 1));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} draws differ:\n{}", failures.len(), failures.join("\n"));
+}
+
+#[test]
+fn seeded_ops_on_pjrt_draw_from_xlas_generator() {
+    use tpu_rewrite::xla::backend;
+    // TensorFlow's bridge lowers the seeded ops to XLA's own generator, which ignores the seeds:
+    // two jit_compile calls of one seeded op differ, so no values can be compared. PJRT's draws
+    // are checked for their ranges and moments instead, and for moving on from run to run.
+    let doc = seeded_corpus();
+    assert_eq!(doc["xla_repeats"], false, "TensorFlow's XLA draws of a seeded op repeat");
+    let big = |op: &str, dtype: &str, extra: &[(&str, i64)]| {
+        let mut case = serde_json::json!({"op": op, "dtype": dtype, "shape": [64, 64], "seed": 3, "seed2": 4});
+        for (key, value) in extra {
+            case[*key] = Value::from(*value);
+        }
+        case
+    };
+    let cases = vec![
+        big("RandomUniform", "float32", &[]),
+        big("RandomStandardNormal", "float32", &[]),
+        big("TruncatedNormal", "float64", &[]),
+        big("RandomUniformInt", "int32", &[("minval", -3), ("maxval", 5)]),
+        big("RandomUniform", "bfloat16", &[]),
+        serde_json::json!({"op": "RandomShuffle", "seed": 1, "seed2": 2, "operands": {
+            "value": {"dtype": "int32", "shape": [64], "values": (0..64).collect::<Vec<i32>>()}}}),
+        // Class 1 has probability 3/4.
+        serde_json::json!({"op": "Multinomial", "seed": 1, "seed2": 2, "output_dtype": "int32", "operands": {
+            "logits": {"dtype": "float32", "shape": [1, 2], "values": [0.0, 3f64.ln()]},
+            "num_samples": {"dtype": "int32", "shape": [], "values": [4096]}}}),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let (tagged, lowered) = seeded_graph(&cases, dir.path());
+    let draw = |steps: u32| -> Vec<Vec<f64>> {
+        let config = backend::RunConfig { steps, ..support::one_step(&[], None) };
+        let run = backend::run(&tagged.graphs[0], &lowered.assignment, &config)
+            .unwrap_or_else(|e| panic!("pjrt failed: {:?}", miette::Report::new(e)))
+            .run;
+        run.fetched.iter().map(|(_, t)| as_json_values(t).iter().map(|v| v.as_f64().unwrap()).collect()).collect()
+    };
+    let (first, second) = (draw(1), draw(2));
+    assert_eq!(first.len(), cases.len());
+    let moments = |v: &[f64]| {
+        let mean = v.iter().sum::<f64>() / v.len() as f64;
+        (mean, (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / v.len() as f64).sqrt())
+    };
+    // 4096 draws: the sample mean is within 0.05 of the true one with overwhelming probability.
+    let expect = [
+        ("uniform", 0.0, 1.0, 0.5, (1.0f64 / 12.0).sqrt()),
+        ("normal", f64::NEG_INFINITY, f64::INFINITY, 0.0, 1.0),
+        ("truncated normal", -2.0, 2.0, 0.0, 0.8796),
+        ("integers in [-3, 5)", -3.0, 4.0, 0.5, (63.0f64 / 12.0).sqrt()),
+        ("bf16 uniform", 0.0, 1.0, 0.5, (1.0f64 / 12.0).sqrt()),
+    ];
+    for (k, (what, lo, hi, mean, std)) in expect.into_iter().enumerate() {
+        let v = &first[k];
+        assert_eq!(v.len(), 4096, "{what}");
+        assert!(v.iter().all(|x| *x >= lo && *x <= hi), "{what}: a draw outside [{lo}, {hi}]");
+        let (m, s) = moments(v);
+        assert!((m - mean).abs() < 0.05 * std.max(1.0), "{what}: mean {m}, want {mean}");
+        assert!((s - std).abs() < 0.05 * std, "{what}: deviation {s}, want {std}");
+        assert_ne!(first[k], second[k], "{what}: the second run drew the first run's values");
+    }
+    assert!(first[3].iter().all(|x| x.fract() == 0.0), "integers");
+    let mut shuffled = first[5].clone();
+    assert_ne!(shuffled, (0..64).map(f64::from).collect::<Vec<_>>(), "the shuffle kept the order");
+    assert_ne!(first[5], second[5], "the second shuffle repeated the first");
+    shuffled.sort_by(f64::total_cmp);
+    assert_eq!(shuffled, (0..64).map(f64::from).collect::<Vec<_>>(), "a shuffle is a permutation");
+    let ones = first[6].iter().filter(|&&x| x == 1.0).count() as f64 / 4096.0;
+    assert!(first[6].iter().all(|&x| x == 0.0 || x == 1.0), "classes 0 and 1");
+    assert!((ones - 0.75).abs() < 0.03, "class 1 drawn {ones} of the time, want 0.75");
+    assert!(first[0].iter().all(|x| *x < 1.0), "uniforms stay below 1");
+}
+
+#[test]
+fn seeded_ops_check_their_operands() {
+    let mut attrs = AttrMap::new();
+    attrs.insert("seed", AttrValue::Int(1));
+    attrs.insert("Tout", AttrValue::Type(DType::I32));
+    let shape = Tensor::vector(vec![2i32]);
+    let err = run_kernel("RandomUniformInt", &attrs, &[shape.clone(), Tensor::scalar(5i32), Tensor::scalar(5i32)])
+        .unwrap_err();
+    assert!(err.to_string().contains("minval < maxval"), "{err}");
+    let err =
+        run_kernel("RandomUniformInt", &attrs, &[shape, Tensor::vector(vec![1i32]), Tensor::scalar(5i32)]).unwrap_err();
+    assert!(err.to_string().contains("must be a scalar"), "{err}");
+    attrs.insert("dtype", AttrValue::Type(DType::I32));
+    let err = run_kernel("RandomUniform", &attrs, &[Tensor::vector(vec![3i32])]).unwrap_err();
+    assert!(err.to_string().contains("f32, f64, f16 or bf16"), "{err}");
+    let huge = Tensor::vector(vec![1i64 << 40, 1 << 40]);
+    assert!(run_kernel("RandomStandardNormal", &AttrMap::new(), &[huge]).is_err());
+}
+
+/// One graph drawing every `StatelessMultinomial` case (the seed a constant).
+fn stateless_multinomial_graph(
+    cases: &[Value],
+    dir: &std::path::Path,
+) -> (tpu_rewrite::ir::Module, tpu_rewrite::lower::Lowered) {
+    let mut text = String::from("graph @main {\n  replicate (num_replicas = 1) () {\n");
+    for (k, case) in cases.iter().enumerate() {
+        let seed_t = opg_dtype(case["seed_dtype"].as_str().unwrap());
+        let t = opg_dtype(case["logits"]["dtype"].as_str().unwrap());
+        let out = opg_dtype(case["output_dtype"].as_str().unwrap());
+        let seed = ints(&case["seed"]);
+        let lines = [
+            const_line(&format!("logits{k}"), &case["logits"]),
+            format!("%n{k} = Const() {{dtype = i32, value = tensor(i32, []) [{}]}}", case["num_samples"]),
+            format!("%seed{k} = Const() {{dtype = {seed_t}, value = tensor({seed_t}, [2]) [{}, {}]}}", seed[0], seed[1]),
+            format!(
+                "%out{k} = StatelessMultinomial(%logits{k}, %n{k}, %seed{k}) {{T = {t}, Tseed = {seed_t}, output_dtype = {out}}}"
+            ),
+        ];
+        for line in lines {
+            text.push_str(&format!("    {line}\n"));
+        }
+    }
+    let outs: Vec<String> = (0..cases.len()).map(|k| format!("%out{k}")).collect();
+    text.push_str(&format!("    return {}\n  }}\n}}\n", outs.join(", ")));
+    let path = dir.join("multinomial.opg");
+    std::fs::write(&path, text).unwrap();
+    lowering::prepare(path.to_str().unwrap(), "1x1", 1)
+}
+
+#[test]
+fn stateless_multinomial_gives_tensorflows_samples_on_both_backends() {
+    use tpu_rewrite::exec::driver;
+    use tpu_rewrite::xla::backend;
+    let doc = seeded_corpus();
+    let cases = doc["stateless_multinomial"].as_array().expect("stateless_multinomial").clone();
+    assert!(cases.len() >= 3, "{} cases", cases.len());
+    let dir = tempfile::tempdir().unwrap();
+    let (tagged, lowered) = stateless_multinomial_graph(&cases, dir.path());
+    let fetches = lowering::default_fetches(&lowered.module);
+    let sim = driver::run(&lowered.module, &[], &fetches, &driver::RunConfig::default(), &mut |_, _| {})
+        .unwrap_or_else(|e| panic!("the simulator failed: {:?}", miette::Report::new(e)));
+    let pjrt = backend::run(&tagged.graphs[0], &lowered.assignment, &support::one_step(&[], None))
+        .unwrap_or_else(|e| panic!("pjrt failed: {:?}", miette::Report::new(e)))
+        .run;
+    let mut failures = Vec::new();
+    let mut compared_xla = 0;
+    for (k, case) in cases.iter().enumerate() {
+        if let Some(d) = differs(&sim.fetched[k].1, &case["cpu"]) {
+            failures.push(format!("case {k} (simulator vs TF's CPU): {d}"));
+        }
+        if !case["xla"].is_null() {
+            compared_xla += 1;
+            if let Some(d) = differs(&pjrt.fetched[k].1, &case["xla"]) {
+                failures.push(format!("case {k} (PJRT vs TF's XLA): {d}"));
+            }
+        }
+    }
+    assert!(compared_xla >= 2, "TensorFlow's XLA compiled {compared_xla} cases");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -198,6 +198,32 @@ def losses_sparse():
     )
 
 
+def dropout():
+    """Dropout, SpatialDropout1D and GaussianNoise with fixed seeds on one replica, over two steps.
+    tf_keras draws their masks and noise with the seeded stateful RandomUniform and
+    RandomStandardNormal, whose generators move on from step to step. (One replica: the plain graph
+    that makes TensorFlow's numbers would give a second replica's forward pass ops of their own
+    seeds, where the replicated step has one op for both.)"""
+
+    def model():
+        x = keras.Input((4, 3))
+        h = L.Dense(4, activation="tanh")(x)
+        h = L.SpatialDropout1D(0.3, seed=3)(h)
+        h = L.GaussianNoise(0.2, seed=5)(h)
+        h = L.Flatten()(h)
+        h = L.Dropout(0.4, seed=7)(h)
+        return keras.Model(x, L.Dense(3)(h))
+
+    keras_case(
+        "dropout",
+        model,
+        sparse_ce,
+        lambda: keras.optimizers.legacy.SGD(0.1),
+        [(f32(780, 4, 4, 3), labels(790, 4, 3))],
+        metrics=[keras.metrics.sparse_categorical_accuracy],
+    )
+
+
 class MixedSetup(corpus_keras.KerasSetup):
     """A KerasSetup whose optimizer is a LossScaleOptimizer: the gradients of the scaled loss,
     unscaled; the optimizer applies them when they are finite and updates its loss scale."""
@@ -243,6 +269,7 @@ def mixed_bfloat16():
 
 CASES = {
     "conv3d": conv3d,
+    "dropout": dropout,
     "schedules": schedules,
     "losses_logits": losses_logits,
     "losses_sparse": losses_sparse,

@@ -37,6 +37,7 @@ mod nn;
 mod norm;
 mod num;
 pub(crate) mod optimizers;
+mod quant;
 pub mod random;
 mod reduce;
 mod shape;
@@ -163,6 +164,12 @@ pub const PURE_OPS: &[&str] = &[
     "ExpandDims",
     "Expm1",
     "FakeParam",
+    "FakeQuantWithMinMaxArgs",
+    "FakeQuantWithMinMaxArgsGradient",
+    "FakeQuantWithMinMaxVars",
+    "FakeQuantWithMinMaxVarsGradient",
+    "FakeQuantWithMinMaxVarsPerChannel",
+    "FakeQuantWithMinMaxVarsPerChannelGradient",
     "Fill",
     "Floor",
     "FloorDiv",
@@ -218,6 +225,7 @@ pub const PURE_OPS: &[&str] = &[
     "Min",
     "Minimum",
     "Mul",
+    "Multinomial",
     "Neg",
     "NoOp",
     "NotEqual",
@@ -231,6 +239,13 @@ pub const PURE_OPS: &[&str] = &[
     "Print",
     "PrintV2",
     "Prod",
+    "QuantizeAndDequantizeV2",
+    "QuantizeAndDequantizeV3",
+    "QuantizeAndDequantizeV4",
+    "RandomShuffle",
+    "RandomStandardNormal",
+    "RandomUniform",
+    "RandomUniformInt",
     "Range",
     "Rank",
     "RealDiv",
@@ -276,6 +291,7 @@ pub const PURE_OPS: &[&str] = &[
     "Square",
     "SquaredDifference",
     "Squeeze",
+    "StatelessMultinomial",
     "StatelessRandomGetAlg",
     "StatelessRandomGetKeyCounter",
     "StatelessRandomGetKeyCounterAlg",
@@ -307,6 +323,7 @@ pub const PURE_OPS: &[&str] = &[
     "Tile",
     "Transpose",
     "TridiagonalMatMul",
+    "TruncatedNormal",
     "Unpack",
     "UnsortedSegmentSum",
     "Where",
@@ -673,6 +690,7 @@ fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Tensor>,
             .or_else(|| linalg_diag::dispatch(op, attrs, inputs))
             .or_else(|| linalg_factor::dispatch(op, attrs, inputs))
             .or_else(|| random::dispatch(op, attrs, inputs))
+            .or_else(|| quant::dispatch(op, attrs, inputs))
             .or_else(|| host_ops::dispatch(op, attrs, inputs))
             .unwrap_or_else(|| Err(KernelError::NoKernel { op: op.to_string() })),
     }

@@ -17,6 +17,12 @@
 //!   below 2 in magnitude; group `g` of 4 (f64: 2) results starts 256
 //!   (f64: 128) blocks into the stream, TensorFlow's reservation per group.
 //!
+//! The seeded stateful ops ([`SEEDED`]) draw the same way from a generator
+//! whose key is the `seed` attribute and whose counter's high half is
+//! `seed2`; every run reserves 256 blocks per output element, so the next
+//! run (the mesh keeps each node's position) draws new numbers as
+//! TensorFlow's do.
+//!
 //! Only the Philox algorithm (id 1, and 3, auto-select, which is Philox on
 //! CPU) is supported, as on TensorFlow's CPU; another id is an error. Cost:
 //! one block of ten rounds per four words; memory is the output.
@@ -407,8 +413,156 @@ pub(crate) fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Option<R
             let gen = Philox::from_seed(seed_operand(op, x(1)?)?);
             int_op(gen, Some((bound(2, "minval")?, bound(3, "maxval")?)))
         })(),
+        "StatelessMultinomial" => (|| {
+            let gen = Philox::from_seed(seed_operand(op, x(2)?)?);
+            Ok(vec![multinomial(op, gen, x(0)?, x(1)?, attrs)?.0])
+        })(),
+        // Outside a mesh (which keeps each node's generator) a seeded op gives its first run.
+        _ if SEEDED.contains(&op) => seeded_draw(op, "", attrs, inputs, 0).map(|(out, _)| out),
         _ => return None,
     })
+}
+
+/// The seeded stateful ops (`seed` and `seed2` attributes), sorted: each node keeps a generator
+/// from run to run, as TensorFlow's `GuardedPhiloxRandom` does.
+pub const SEEDED: &[&str] =
+    &["Multinomial", "RandomShuffle", "RandomStandardNormal", "RandomUniform", "RandomUniformInt", "TruncatedNormal"];
+
+/// Blocks a seeded op reserves per output element on each run (TensorFlow's CPU kernels reserve
+/// this many so that no run can reach the next run's blocks).
+const RESERVED_BLOCKS_PER_OUTPUT: u64 = 256;
+
+/// The generator of a seeded node before its first run: the key is `seed`, the counter's high
+/// 64 bits are `seed2`. With `seed = seed2 = 0` TensorFlow draws a fresh key from the system's
+/// entropy; the simulator stays reproducible instead and uses a hash of the node's name as `seed`.
+pub fn seeded_generator(node: &str, attrs: &AttrMap) -> Philox {
+    let (seed, seed2) = (attrs.get_int("seed").unwrap_or(0), attrs.get_int("seed2").unwrap_or(0));
+    let seed = if seed == 0 && seed2 == 0 { u64::from(crc32c::crc32c(node.as_bytes())) | 1 << 32 } else { seed as u64 };
+    Philox::new(seed, [0, seed2 as u64])
+}
+
+/// A seeded op's draw with its generator `skip` blocks past the first run's position; returns the
+/// outputs and the blocks this run reserves (the next run starts that many blocks later).
+pub fn seeded_draw(
+    op: &str,
+    node: &str,
+    attrs: &AttrMap,
+    inputs: &[Tensor],
+    skip: u64,
+) -> Result<(Vec<Tensor>, u64), KernelError> {
+    let mut gen = seeded_generator(node, attrs);
+    gen.skip(skip);
+    let x = |i: usize| arg(op, inputs, i);
+    match op {
+        "RandomShuffle" => return shuffle(op, gen, x(0)?).map(|(t, reserved)| (vec![t], reserved)),
+        "Multinomial" => {
+            let (t, rows, samples) = multinomial(op, gen, x(0)?, x(1)?, attrs)?;
+            // TensorFlow reserves 512 blocks (256 per word of a sample's f64) per sample, with each
+            // row's sample count rounded up to four.
+            let reserved = (rows as u64).saturating_mul(samples.div_ceil(4) as u64 * 4).saturating_mul(512);
+            return Ok((vec![t], reserved));
+        }
+        _ => {}
+    }
+    let (dtype, dist) = match op {
+        "RandomUniform" => (dtype_attr(attrs, DType::F32), Some(Dist::Uniform)),
+        "RandomStandardNormal" => (dtype_attr(attrs, DType::F32), Some(Dist::Normal)),
+        "TruncatedNormal" => (dtype_attr(attrs, DType::F32), Some(Dist::Truncated)),
+        "RandomUniformInt" => (attrs.get("Tout").and_then(|v| v.as_type()).unwrap_or(DType::I32), None),
+        other => return Err(KernelError::invalid(other, "is not a seeded random op")),
+    };
+    let shape = shape_operand(op, x(0)?, dtype)?;
+    let out = match dist {
+        Some(dist) => float_tensor(op, gen, dist, dtype, &shape)?,
+        None => {
+            let bound = |i: usize, what: &str| -> Result<i64, KernelError> {
+                let t = x(i)?;
+                match t.to_i64_vec(op, what)?.as_slice() {
+                    [v] if t.shape().is_empty() => Ok(*v),
+                    _ => Err(KernelError::invalid(op, format!("{what} must be a scalar, got shape {:?}", t.shape()))),
+                }
+            };
+            int_tensor(op, gen, dtype, &shape, Some((bound(1, "minval")?, bound(2, "maxval")?)))?
+        }
+    };
+    let reserved = (out.len() as u64).saturating_mul(RESERVED_BLOCKS_PER_OUTPUT);
+    Ok((vec![out], reserved))
+}
+
+/// `RandomShuffle(value)`: the rows (first dimension) of `value` in a random order, by a forward
+/// Fisher-Yates pass as TensorFlow's CPU kernel makes it: row `i` swaps with row
+/// `i + word mod (n - i)`, one word each. Returns the blocks the run reserves.
+fn shuffle(op: &str, gen: Philox, value: &Tensor) -> Result<(Tensor, u64), KernelError> {
+    let n = value.shape().first().copied().unwrap_or(0);
+    if value.len() <= 1 || n <= 1 {
+        return Ok((value.clone(), 0));
+    }
+    let Ok(n32) = u32::try_from(n) else {
+        return Err(KernelError::invalid(op, format!("{n} rows: at most 2^32 - 1 are shuffled")));
+    };
+    let mut words = Words::new(gen);
+    let mut order: Vec<i64> = (0..i64::from(n32)).collect();
+    for i in 0..n - 1 {
+        let j = i + (words.next() % (n32 - i as u32)) as usize;
+        order.swap(i, j);
+    }
+    let out = super::gather::gather(op, value, &Tensor::vector(order), &Tensor::scalar(0i64), 0)?;
+    Ok((out, (n as u64 - 1).div_ceil(4)))
+}
+
+/// `Multinomial`/`StatelessMultinomial(logits [batch, classes], num_samples)`: per row, samples
+/// of the classes with probabilities `softmax(logits)`, as TensorFlow's CPU kernel draws them:
+/// a running sum of `exp(logit - max)` over the finite logits (in f64), and for each sample the
+/// first class whose sum passes `u · total`, with `u` an f64 uniform of two words. Rows draw one
+/// after another from one stream (TensorFlow's kernel does so when it runs in one shard, as for
+/// every small batch). Returns the samples, the rows and the samples per row.
+fn multinomial(
+    op: &str,
+    gen: Philox,
+    logits: &Tensor,
+    num_samples: &Tensor,
+    attrs: &AttrMap,
+) -> Result<(Tensor, usize, usize), KernelError> {
+    let &[rows, classes] = logits.shape() else {
+        return Err(KernelError::invalid(op, format!("logits must be a matrix, got shape {:?}", logits.shape())));
+    };
+    let samples = match num_samples.to_i64_vec(op, "num_samples")?.as_slice() {
+        &[s] if num_samples.shape().is_empty() && s >= 0 => s,
+        other => return Err(KernelError::invalid(op, format!("num_samples must be a scalar >= 0, got {other:?}"))),
+    };
+    if classes == 0 && rows > 0 {
+        return Err(KernelError::invalid(op, "logits need at least one class"));
+    }
+    let out_dtype = attrs.get("output_dtype").and_then(|v| v.as_type()).unwrap_or(DType::I64);
+    let dims = crate::exec::limits::checked_dims(op, out_dtype, &[rows as i64, samples])?;
+    let samples = dims[1];
+    let wide = super::dtypes::cast(op, logits, DType::F64)?;
+    let values =
+        wide.to_vec::<f64>().ok_or_else(|| KernelError::dtype(op, logits.dtype(), "logits must be numbers"))?;
+    let mut words = Words::new(gen);
+    let mut out = Vec::with_capacity(rows * samples);
+    let mut cdf = vec![0.0f64; classes];
+    for row in values.chunks(classes.max(1)).take(rows) {
+        let max = row.iter().copied().filter(|v| v.is_finite()).fold(f64::MIN, f64::max);
+        let mut total = 0.0;
+        for (c, &v) in cdf.iter_mut().zip(row) {
+            if v.is_finite() {
+                total += (v - max).exp();
+            }
+            *c = total;
+        }
+        for _ in 0..samples {
+            let (hi, lo) = (words.next(), words.next());
+            let target = unit_f64(hi, lo) * total;
+            out.push(cdf.partition_point(|&c| c <= target) as i64);
+        }
+    }
+    let t = match out_dtype {
+        DType::I64 => Tensor::from_vec(&dims, out)?,
+        DType::I32 => Tensor::from_vec(&dims, out.into_iter().map(|v| v as i32).collect())?,
+        other => return Err(KernelError::dtype(op, other, "samples are i32 or i64")),
+    };
+    Ok((t, rows, samples))
 }
 
 #[cfg(test)]

@@ -179,6 +179,16 @@ pub(super) fn device_kernel(
             }
             Ok(Vec::new())
         }
+        _ if kernels::random::SEEDED.contains(&op) => {
+            // The node's generator lives in the mesh: each run draws past the blocks of the last.
+            let key = (instance.name.clone(), step.name.clone());
+            let mut generators = mesh.generators.lock().unwrap_or_else(|p| p.into_inner());
+            let skip = generators.get(&key).copied().unwrap_or(0);
+            let (out, reserved) =
+                kernels::random::seeded_draw(op, &step.name, &step.attrs, &inputs, skip).map_err(err)?;
+            generators.insert(key, skip.wrapping_add(reserved));
+            Ok(out)
+        }
         _ if kernels::optimizers::resource_inputs(op).is_some() => resource_apply(step, &inputs, mesh).map_err(err),
         _ if kernels::control_flow::is_call_op(op) => {
             // The variable ops of a function body run here, as nodes of this program would.

@@ -265,6 +265,9 @@ pub struct Mesh {
     buffers: Arc<BufferPool>,
     /// The module's functions, which `While`, `If` and the calls run.
     functions: Arc<kernels::control_flow::Functions>,
+    /// How many Philox blocks each seeded random node (instance name, node name) has reserved in
+    /// the runs so far: its next draw starts there.
+    generators: Mutex<HashMap<(String, Arc<str>), u64>>,
 }
 
 impl std::fmt::Debug for Mesh {
@@ -340,6 +343,7 @@ impl Mesh {
             config,
             buffers: Arc::default(),
             functions,
+            generators: Mutex::new(HashMap::new()),
         })
     }
 

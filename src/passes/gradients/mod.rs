@@ -42,6 +42,7 @@ mod math_functions;
 mod multi_output;
 mod nn_functions;
 mod product_functions;
+mod quant_functions;
 
 use std::collections::VecDeque;
 
@@ -169,6 +170,36 @@ fn op_attr<'a>(attrs: &'a AttrMap, key: &str) -> Option<&'a AttrValue> {
 
 /// The name scope of the first call; later ones are `gradients_1`, `gradients_2`, ...
 const SCOPE_BASE: &str = "gradients";
+
+/// A family's gradient functions: `Err(None)` when the op type is not the family's.
+type FamilyGradient = fn(
+    &mut emitter::Emitter<'_>,
+    NodeId,
+    &str,
+    &[emitter::Tensor],
+    emitter::Tensor,
+) -> Result<Vec<Option<emitter::Tensor>>, functions::Unsupported>;
+
+/// The op families of TensorFlow's XLA op set beyond the training-step ones, asked in turn after
+/// them (one file each).
+const OP_FAMILIES: &[FamilyGradient] = &[linalg_functions::gradient, quant_functions::gradient];
+
+/// The gradient of `op` from the first family that knows its type; `Err(None)` when none does.
+fn op_families(
+    e: &mut emitter::Emitter<'_>,
+    op: NodeId,
+    op_type: &str,
+    inputs: &[emitter::Tensor],
+    g: emitter::Tensor,
+) -> Result<Vec<Option<emitter::Tensor>>, functions::Unsupported> {
+    for family in OP_FAMILIES {
+        match family(e, op, op_type, inputs, g) {
+            Err(None) => continue,
+            other => return other,
+        }
+    }
+    Err(None)
+}
 
 /// The name scopes in use that a call's scope could collide with.
 ///

@@ -23,6 +23,7 @@ mod elementwise;
 mod index;
 pub mod linalg;
 mod nn;
+mod quant;
 mod random;
 mod reduce;
 mod shape;
@@ -208,6 +209,12 @@ const TABLE: &[(&str, Rule)] = &[
     ("Exp", ew::same),
     ("ExpandDims", shape::expand_dims),
     ("Expm1", ew::same),
+    ("FakeQuantWithMinMaxArgs", ew::same),
+    ("FakeQuantWithMinMaxArgsGradient", ew::same),
+    ("FakeQuantWithMinMaxVars", ew::same),
+    ("FakeQuantWithMinMaxVarsGradient", quant::fake_quant_grad),
+    ("FakeQuantWithMinMaxVarsPerChannel", ew::same),
+    ("FakeQuantWithMinMaxVarsPerChannelGradient", quant::fake_quant_grad),
     ("Fill", shape::fill),
     ("Floor", ew::same),
     ("FloorDiv", ew::broadcast),
@@ -261,6 +268,7 @@ const TABLE: &[(&str, Rule)] = &[
     ("Min", reduce::reduce),
     ("Minimum", ew::broadcast),
     ("Mul", ew::broadcast),
+    ("Multinomial", random::multinomial),
     ("Neg", ew::same),
     ("NotEqual", ew::compare),
     ("OneHot", index::one_hot),
@@ -271,6 +279,13 @@ const TABLE: &[(&str, Rule)] = &[
     ("Pow", ew::broadcast),
     ("Print", ew::same),
     ("Prod", reduce::reduce),
+    ("QuantizeAndDequantizeV2", ew::same),
+    ("QuantizeAndDequantizeV3", ew::same),
+    ("QuantizeAndDequantizeV4", ew::same),
+    ("RandomShuffle", ew::same),
+    ("RandomStandardNormal", random::float_draw),
+    ("RandomUniform", random::float_draw),
+    ("RandomUniformInt", random::seeded_int_draw),
     ("RealDiv", ew::broadcast),
     ("Reciprocal", ew::same),
     ("Relu", ew::same),
@@ -309,6 +324,7 @@ const TABLE: &[(&str, Rule)] = &[
     ("Square", ew::same),
     ("SquaredDifference", ew::broadcast),
     ("Squeeze", shape::squeeze),
+    ("StatelessMultinomial", random::multinomial),
     ("StatelessRandomGetAlg", random::alg),
     ("StatelessRandomGetKeyCounter", random::key_counter),
     ("StatelessRandomGetKeyCounterAlg", random::key_counter_alg),
@@ -335,6 +351,7 @@ const TABLE: &[(&str, Rule)] = &[
     ("Tile", shape::tile),
     ("Transpose", shape::transpose),
     ("TridiagonalMatMul", linalg::tridiagonal_matmul),
+    ("TruncatedNormal", random::float_draw),
     ("Unpack", shape::unpack),
     ("UnsortedSegmentSum", index::unsorted_segment),
 ];

@@ -1,5 +1,5 @@
-//! Rules of the stateless random ops: a draw has its `dtype` attribute
-//! and the constant `shape` operand; the key and counter ops give
+//! Rules of the random ops: a draw has its `dtype` attribute (the seeded
+//! `RandomUniformInt`: `Tout`) and the constant `shape` operand; the key and counter ops give
 //! Philox's key (one `u64`), counter (two `u64`) and algorithm (`i32`).
 
 use super::{dim, Args, OutType};
@@ -19,6 +19,24 @@ pub(super) fn float_draw(a: &Args) -> Result<Vec<OutType>, String> {
 /// Integer draws in `[minval, maxval)` (i32 unless `dtype`).
 pub(super) fn int_draw(a: &Args) -> Result<Vec<OutType>, String> {
     draw(a, DType::I32)
+}
+
+/// The seeded `RandomUniformInt`: integers of `Tout` (i32 unless set).
+pub(super) fn seeded_int_draw(a: &Args) -> Result<Vec<OutType>, String> {
+    let shape = a.ints(0, "shape")?.iter().map(|&d| dim(d, "dimension")).collect::<Result<Vec<_>, _>>()?;
+    Ok(vec![OutType::new(a.type_attr("Tout", DType::I32), shape)])
+}
+
+/// `Multinomial`/`StatelessMultinomial(logits [rows, classes], num_samples)`: `[rows, num_samples]`
+/// of `output_dtype` (i64 unless set).
+pub(super) fn multinomial(a: &Args) -> Result<Vec<OutType>, String> {
+    let logits = a.x(0)?;
+    let &[rows, _] = logits.shape else { return Err(format!("logits must be a matrix, got {:?}", logits.shape)) };
+    let samples = match a.ints(1, "num_samples")? {
+        &[s] => dim(s, "num_samples")?,
+        other => return Err(format!("num_samples must be a scalar, got {other:?}")),
+    };
+    Ok(vec![OutType::new(a.type_attr("output_dtype", DType::I64), vec![rows, samples])])
 }
 
 /// Draws over every integer of the type (u64 unless `dtype`).
@@ -71,5 +89,15 @@ mod tests {
             Ok(&[(DType::U64, &[1]), (DType::U64, &[2]), (DType::I32, &[])]),
         );
         check("StatelessRandomGetAlg", &[], &[], Ok(&[(DType::I32, &[])]));
+        check("RandomUniform", &[], &[k(&[2, 2])], Ok(&[(DType::F32, &[2, 2])]));
+        let tout = [("Tout", AttrValue::Type(DType::I64))];
+        let bounds = [k(&[3]), x(DType::I64, &[]), x(DType::I64, &[])];
+        check("RandomUniformInt", &tout, &bounds, Ok(&[(DType::I64, &[3])]));
+        let logits = x(DType::F32, &[2, 5]);
+        check("Multinomial", &[], &[logits.clone(), k(&[7])], Ok(&[(DType::I64, &[2, 7])]));
+        let i32s = [("output_dtype", AttrValue::Type(DType::I32))];
+        let seeded = [logits.clone(), k(&[3]), x(DType::I64, &[2])];
+        check("StatelessMultinomial", &i32s, &seeded, Ok(&[(DType::I32, &[2, 3])]));
+        check("Multinomial", &[], &[x(DType::F32, &[5]), k(&[7])], Err("matrix"));
     }
 }

@@ -37,6 +37,7 @@ mod linalg_factor;
 mod list;
 mod nchw;
 mod nn;
+mod quant;
 pub mod random;
 mod reduce;
 mod shape;
@@ -179,6 +180,12 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("Exp", |c, n| ew::unary(c, n, "exponential")),
     ("ExpandDims", shape::reshape),
     ("Expm1", |c, n| ew::unary(c, n, "exponential_minus_one")),
+    ("FakeQuantWithMinMaxArgs", quant::fake_quant_args),
+    ("FakeQuantWithMinMaxArgsGradient", quant::fake_quant_args_grad),
+    ("FakeQuantWithMinMaxVars", quant::fake_quant_vars),
+    ("FakeQuantWithMinMaxVarsGradient", quant::fake_quant_vars_grad),
+    ("FakeQuantWithMinMaxVarsPerChannel", quant::fake_quant_vars),
+    ("FakeQuantWithMinMaxVarsPerChannelGradient", quant::fake_quant_vars_grad),
     ("Fill", shape::fill),
     ("Floor", |c, n| ew::unary(c, n, "floor")),
     ("FloorDiv", ew::floor_div),
@@ -232,6 +239,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("Min", |c, n| reduce::reduce(c, n, reduce::Kind::Min)),
     ("Minimum", |c, n| ew::binary(c, n, "minimum")),
     ("Mul", |c, n| ew::binary(c, n, "multiply")),
+    ("Multinomial", |c, n| random::multinomial(c, n, false)),
     ("Neg", |c, n| ew::unary(c, n, "negate")),
     ("NotEqual", |c, n| ew::compare(c, n, Cmp::Ne)),
     ("OneHot", gather::one_hot),
@@ -245,6 +253,13 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("PlaceholderWithDefault", identity),
     ("Pow", |c, n| ew::binary(c, n, "power")),
     ("Prod", |c, n| reduce::reduce(c, n, reduce::Kind::Prod)),
+    ("QuantizeAndDequantizeV2", quant::quantize_and_dequantize),
+    ("QuantizeAndDequantizeV3", quant::quantize_and_dequantize),
+    ("QuantizeAndDequantizeV4", quant::quantize_and_dequantize),
+    ("RandomShuffle", random::shuffle),
+    ("RandomStandardNormal", random::seeded_draw),
+    ("RandomUniform", random::seeded_draw),
+    ("RandomUniformInt", random::seeded_draw),
     ("RealDiv", ew::div),
     ("Reciprocal", ew::reciprocal),
     ("Relu", act::relu),
@@ -285,6 +300,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("Square", ew::square),
     ("SquaredDifference", ew::squared_difference),
     ("Squeeze", shape::reshape),
+    ("StatelessMultinomial", |c, n| random::multinomial(c, n, true)),
     ("StatelessRandomGetAlg", random::get_alg),
     ("StatelessRandomGetKeyCounter", |c, n| random::get_key_counter(c, n, false)),
     ("StatelessRandomGetKeyCounterAlg", |c, n| random::get_key_counter(c, n, true)),
@@ -321,6 +337,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("Tile", shape::tile),
     ("Transpose", shape::transpose),
     ("TridiagonalMatMul", linalg_factor::tridiagonal_matmul),
+    ("TruncatedNormal", random::seeded_draw),
     ("Unpack", shape::unpack),
     ("UnsortedSegmentSum", gather::unsorted_segment_sum),
 ];

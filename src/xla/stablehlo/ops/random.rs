@@ -1,4 +1,10 @@
-//! Stateless random ops, lowered as TensorFlow's XLA bridge lowers them.
+//! Random ops, lowered as TensorFlow's XLA bridge lowers them.
+//!
+//! The seeded stateful ops (`RandomUniform`, `RandomStandardNormal`,
+//! `TruncatedNormal`, `RandomUniformInt`) draw from XLA's own generator
+//! (`stablehlo.rng`), ignoring their seeds as the bridge does, and so do
+//! `RandomShuffle` (a sort by random keys) and `Multinomial` (Gumbel-max);
+//! the stateless ones follow.
 //!
 //! The bits come from `stablehlo.rng_bit_generator` with the Philox
 //! algorithm on the state `[key, counter_lo, counter_hi]`: the same Philox
@@ -26,6 +32,12 @@ use crate::xla::stablehlo::text::{Ctx, Ty, Val};
 /// The ops whose results are random draws, or keys made as the bridge makes them: never folded
 /// to constants (folding runs the simulator, which follows TensorFlow's CPU kernels).
 pub const DRAWS: &[&str] = &[
+    "Multinomial",
+    "RandomShuffle",
+    "RandomStandardNormal",
+    "RandomUniform",
+    "RandomUniformInt",
+    "StatelessMultinomial",
     "StatelessRandomGetKeyCounter",
     "StatelessRandomGetKeyCounterAlg",
     "StatelessRandomNormal",
@@ -38,6 +50,7 @@ pub const DRAWS: &[&str] = &[
     "StatelessRandomUniformV2",
     "StatelessTruncatedNormal",
     "StatelessTruncatedNormalV2",
+    "TruncatedNormal",
 ];
 
 /// TensorFlow's fixed key for scrambling a seed into a key and counter.
@@ -218,24 +231,34 @@ fn normal(c: &mut Ctx, state: &Val, dtype: DType, count: usize) -> Result<Val, S
     Ok(if 2 * pairs == count { flat } else { slice(c, &flat, 0, count) })
 }
 
+/// The smallest normal float of `dtype`: the bridge's truncated normals start their uniforms there.
+fn min_positive(dtype: DType) -> f64 {
+    match dtype {
+        DType::F64 => f64::MIN_POSITIVE,
+        DType::F16 => 6.103_515_625e-5,
+        _ => f64::from(f32::MIN_POSITIVE),
+    }
+}
+
 /// Truncated normals in (-2, 2): the inverse normal CDF of uniforms between its values at -2 and 2.
 fn truncated(c: &mut Ctx, state: &Val, dtype: DType, count: usize) -> Result<Val, String> {
     let u = uniform(c, state, dtype, count)?;
     // The uniform runs from the smallest normal float (not 0) to 1.
-    let tiny = match dtype {
-        DType::F64 => f64::MIN_POSITIVE,
-        DType::F16 => 6.103_515_625e-5,
-        _ => f64::from(f32::MIN_POSITIVE),
-    };
+    let tiny = min_positive(dtype);
     let scale = c.splat(&u.ty, 1.0 - tiny);
     let low = c.splat(&u.ty, tiny);
     let u = op1(c, "multiply", &u, &scale);
     let u = op1(c, "add", &u, &low);
+    Ok(truncated_of_uniform(c, &u))
+}
+
+/// Truncated normals from uniforms in `[min_positive, 1)`.
+fn truncated_of_uniform(c: &mut Ctx, u: &Val) -> Val {
     let cdf = |x: f64| 0.5 * (1.0 + erf(x / std::f64::consts::SQRT_2));
     let (alpha, beta) = (cdf(-2.0), cdf(2.0));
     let span = c.splat(&u.ty, beta - alpha);
     let alpha = c.splat(&u.ty, alpha);
-    let p = op1(c, "multiply", &u, &span);
+    let p = op1(c, "multiply", u, &span);
     let p = op1(c, "add", &p, &alpha);
     let two = c.splat(&p.ty, 2.0);
     let one = c.splat(&p.ty, 1.0);
@@ -246,7 +269,7 @@ fn truncated(c: &mut Ctx, state: &Val, dtype: DType, count: usize) -> Result<Val
     let x = op1(c, "multiply", &x, &sqrt2);
     let lo = c.splat(&x.ty, -2.0);
     let hi = c.splat(&x.ty, 2.0);
-    Ok(c.op("stablehlo.clamp", &[&lo, &x, &hi], "", x.ty.clone()))
+    c.op("stablehlo.clamp", &[&lo, &x, &hi], "", x.ty.clone())
 }
 
 /// The error function in f64 (for two compile-time constants).
@@ -306,4 +329,132 @@ pub(super) fn int_draw(c: &mut Ctx, n: &Call, v2: bool, bounds: Option<usize>) -
         }
     };
     Ok(vec![c.reshape(&value, out.shape.clone())])
+}
+
+/// `stablehlo.rng` of `distribution` (`UNIFORM` in `[a, b)`, `NORMAL` with mean `a` and deviation
+/// `b`) in the result type `ty`: XLA's own generator, whose state moves on every execution.
+fn rng(c: &mut Ctx, distribution: &str, a: &Val, b: &Val, ty: &Ty) -> Val {
+    let dims: Vec<i64> = ty.shape.iter().map(|&d| d as i64).collect();
+    let shape = c.constant(&crate::exec::Tensor::vector(dims));
+    c.op(
+        "stablehlo.rng",
+        &[a, b, &shape],
+        &format!("rng_distribution = #stablehlo<rng_distribution {distribution}>"),
+        ty.clone(),
+    )
+}
+
+/// A seeded stateful op (`RandomUniform`, `RandomStandardNormal`, `TruncatedNormal`,
+/// `RandomUniformInt`), as TensorFlow's XLA bridge lowers it: XLA's generator, which ignores
+/// the `seed` attributes (the bridge's stream is not TensorFlow's CPU stream, nor repeatable).
+/// f16 and bf16 draws are made in f32 and rounded.
+pub(super) fn seeded_draw(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
+    let out = n.out(0)?.clone();
+    if n.op == "RandomUniformInt" {
+        if !matches!(out.dtype, DType::I32 | DType::I64) {
+            return Err(format!("RandomUniformInt of {} is not lowered (i32 or i64)", out.dtype));
+        }
+        let (lo, hi) = (n.input(1)?.clone(), n.input(2)?.clone());
+        return Ok(vec![rng(c, "UNIFORM", &lo, &hi, &out)]);
+    }
+    let wide = match out.dtype {
+        DType::F32 | DType::F64 => out.dtype,
+        DType::F16 | DType::BF16 => DType::F32,
+        other => return Err(format!("{} of {other} is not lowered (random floats are f32, f64, f16 or bf16)", n.op)),
+    };
+    let ty = out.with_dtype(wide);
+    let scalar = Ty::scalar(wide);
+    let value = match n.op {
+        "RandomStandardNormal" => {
+            let (mean, deviation) = (c.splat(&scalar, 0.0), c.splat(&scalar, 1.0));
+            rng(c, "NORMAL", &mean, &deviation, &ty)
+        }
+        "TruncatedNormal" => {
+            let (low, one) = (c.splat(&scalar, min_positive(out.dtype)), c.splat(&scalar, 1.0));
+            let u = rng(c, "UNIFORM", &low, &one, &ty);
+            truncated_of_uniform(c, &u)
+        }
+        _ => {
+            let (zero, one) = (c.splat(&scalar, 0.0), c.splat(&scalar, 1.0));
+            rng(c, "UNIFORM", &zero, &one, &ty)
+        }
+    };
+    Ok(vec![if wide == out.dtype { value } else { c.convert(&value, out.dtype) }])
+}
+
+/// `RandomShuffle(value)`: the rows of `value` sorted by random 32-bit keys from XLA's generator
+/// (ties keep their order), then gathered; a value of at most one row or element is unchanged.
+pub(super) fn shuffle(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
+    let x = n.input(0)?.clone();
+    let rows = x.ty.shape.first().copied().unwrap_or(0);
+    if rows <= 1 || x.ty.count() <= 1 {
+        return Ok(vec![x]);
+    }
+    let keys_ty = Ty::new(DType::U32, vec![rows]);
+    let (lo, hi) = (uint(c, &Ty::scalar(DType::U32), 0), uint(c, &Ty::scalar(DType::U32), u64::from(u32::MAX)));
+    let keys = rng(c, "UNIFORM", &lo, &hi, &keys_ty);
+    let order = c.op("stablehlo.iota", &[], "iota_dimension = 0 : i64", Ty::new(DType::I32, vec![rows]));
+    let (a, b, i, j) = (c.fresh(), c.fresh(), c.fresh(), c.fresh());
+    let less = c.fresh();
+    let (k, o) = (Ty::scalar(DType::U32).mlir(), Ty::scalar(DType::I32).mlir());
+    let region = format!(
+        "({{\n^bb0({a}: {k}, {b}: {k}, {i}: {o}, {j}: {o}):\n  {less} = \"stablehlo.compare\"({a}, {b}) \
+         {{comparison_direction = #stablehlo<comparison_direction LT>}} : ({k}, {k}) -> tensor<i1>\n  \
+         \"stablehlo.return\"({less}) : (tensor<i1>) -> ()\n}})"
+    );
+    let sorted = c.op_regions(
+        "stablehlo.sort",
+        &[&keys, &order],
+        &[region],
+        "dimension = 0 : i64, is_stable = true",
+        &[keys_ty.clone(), order.ty.clone()],
+    );
+    Ok(vec![super::gather::gather(c, &x, &sorted[1], 0, x.ty.clone())])
+}
+
+/// `Multinomial(logits, num_samples)` and `StatelessMultinomial(logits, num_samples, seed)`, as the
+/// bridge lowers them: the Gumbel-max trick, `argmax(logits - log(-log(u)))` over the classes for
+/// uniforms `u` in `[min_positive, 1)` of shape `[rows, samples, classes]`, drawn from XLA's
+/// generator (seeds ignored) or, stateless, from the seed's Philox stream. f16/bf16 logits are
+/// widened to f32.
+pub(super) fn multinomial(c: &mut Ctx, n: &Call, stateless: bool) -> Result<Vec<Val>, String> {
+    let logits = n.input(0)?.clone();
+    let out = n.out(0)?.clone();
+    let (&[rows, classes], &[_, samples]) = (logits.ty.shape.as_slice(), out.shape.as_slice()) else {
+        return Err(format!("{}: logits must be a matrix, got {:?}", n.op, logits.ty.shape));
+    };
+    let dtype = match logits.ty.dtype {
+        DType::F32 | DType::F64 => logits.ty.dtype,
+        DType::F16 | DType::BF16 => DType::F32,
+        other => return Err(format!("{}: logits of {other} are not lowered (floats only)", n.op)),
+    };
+    let logits = if dtype == logits.ty.dtype { logits } else { c.convert(&logits, dtype) };
+    let shape = vec![rows, samples, classes];
+    let ty = Ty::new(dtype, shape.clone());
+    let tiny = min_positive(dtype);
+    let u = if stateless {
+        let state = state_of_seed(c, n, 2)?;
+        let u = uniform(c, &state, dtype, rows * samples * classes)?;
+        let (scale, low) = (c.splat(&u.ty, 1.0 - tiny), c.splat(&u.ty, tiny));
+        let u = op1(c, "multiply", &u, &scale);
+        let u = op1(c, "add", &u, &low);
+        c.reshape(&u, shape.clone())
+    } else {
+        let (low, one) = (c.splat(&Ty::scalar(dtype), tiny), c.splat(&Ty::scalar(dtype), 1.0));
+        rng(c, "UNIFORM", &low, &one, &ty)
+    };
+    let log = c.elementwise("log", &[&u]);
+    let minus = c.elementwise("negate", &[&log]);
+    let gumbel = c.elementwise("log", &[&minus]);
+    let wide = c.reshape(&logits, vec![rows, 1, classes]);
+    let wide = c.broadcast_to(&wide, &shape);
+    let scores = op1(c, "subtract", &wide, &gumbel);
+    let best = c.reduce(&scores, &[2], crate::xla::stablehlo::text::Reducer::Max);
+    let best = c.reshape(&best, vec![rows, samples, 1]);
+    let best = c.broadcast_to(&best, &shape);
+    let hit = c.compare(&scores, &best, crate::xla::stablehlo::text::Cmp::Eq);
+    let index = c.op("stablehlo.iota", &[], "iota_dimension = 2 : i64", Ty::new(out.dtype, shape.clone()));
+    let past = c.splat(&index.ty, classes as f64);
+    let index = c.select(&hit, &index, &past);
+    Ok(vec![c.reduce(&index, &[2], crate::xla::stablehlo::text::Reducer::Min)])
 }

@@ -10,26 +10,45 @@ fn basic() {
     check_family("basic");
 }
 
-/// Quantization-aware training: FakeQuant* and QuantizeAndDequantizeV2/V3/V4.
-#[test]
-fn quant() {
-    check_family("quant");
 /// Bitwise ops, shifts, population counts and integer truncating divisions.
+#[test]
 fn bitwise() {
     check_family("bitwise");
 }
 
-/// Special functions, elementwise math and the gradients of elementwise ops.
-fn special() {
-    check_family("special");
-/// Image ops, and the second-order gradients of convolutions and pools (`tests/tf/ops_image.py`).
-fn image() {
-    check_family("image");
-
-/// Spatial data movement and data-format ops (`tests/tf/ops_spatial.py`).
-fn spatial() {
-    check_family("spatial");
 /// Grouped `Conv2D` and its backprops; the 2-D backprops' own gradients.
+#[test]
 fn grouped_conv() {
     check_family("grouped_conv");
+}
+
+/// Image ops, and the second-order gradients of convolutions and pools (`tests/tf/ops_image.py`).
+#[test]
+fn image() {
+    check_family("image");
+}
+
+/// Linear algebra: band parts, the diagonal ops (V1-V3), Diag/DiagPart,
+/// Cross, Cholesky and MatrixTriangularSolve (`tests/tf/ops_linalg.py`).
+#[test]
+fn linalg() {
+    check_family("linalg");
+}
+
+/// Quantization-aware training: FakeQuant* and QuantizeAndDequantizeV2/V3/V4.
+#[test]
+fn quant() {
+    check_family("quant");
+}
+
+/// Spatial data movement and data-format ops (`tests/tf/ops_spatial.py`).
+#[test]
+fn spatial() {
+    check_family("spatial");
+}
+
+/// Special functions, elementwise math and the gradients of elementwise ops.
+#[test]
+fn special() {
+    check_family("special");
 }

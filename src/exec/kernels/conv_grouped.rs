@@ -20,6 +20,7 @@
 
 use super::conv_gemm::{self, Shape};
 use super::num::Num;
+use ndarray::LinalgScalar;
 
 /// A grouped convolution: the full shape (`channels` = all input channels,
 /// `filter` = `[kh, kw, cg, out]`) and the number of groups.
@@ -66,13 +67,13 @@ fn put_columns<T: Num>(a: &mut [T], part: &[T], width: usize, groups: usize, g: 
 }
 
 /// Grouped `Conv2D`: `[positions, out]`.
-pub(super) fn forward<T: Num>(c: &Grouped, x: &[T], f: &[T]) -> Vec<T> {
+pub(super) fn forward<T: Num + LinalgScalar>(c: &Grouped, x: &[T], f: &[T]) -> Vec<T> {
     if let Some(d) = c.as_depthwise() {
         return conv_gemm::depthwise_forward(&d, x, f);
     }
     let (cg, og, n) = (c.cg(), c.og(), c.groups);
     let sub = c.group_shape();
-    let mut y = vec![T::zero(); out_positions(&c.s) * og * n];
+    let mut y = vec![<T as Num>::zero(); out_positions(&c.s) * og * n];
     for g in 0..n {
         let yg = conv_gemm::forward(&sub, &columns(x, cg, n, g), &columns(f, og, n, g));
         put_columns(&mut y, &yg, og, n, g);
@@ -81,13 +82,13 @@ pub(super) fn forward<T: Num>(c: &Grouped, x: &[T], f: &[T]) -> Vec<T> {
 }
 
 /// Grouped `Conv2DBackpropInput`: each group's input gradient from its output gradient and filter.
-pub(super) fn backprop_input<T: Num>(c: &Grouped, dy: &[T], f: &[T], dx_len: usize) -> Vec<T> {
+pub(super) fn backprop_input<T: Num + LinalgScalar>(c: &Grouped, dy: &[T], f: &[T], dx_len: usize) -> Vec<T> {
     if let Some(d) = c.as_depthwise() {
         return conv_gemm::depthwise_backprop_input(&d, dy, f, dx_len);
     }
     let (cg, og, n) = (c.cg(), c.og(), c.groups);
     let sub = c.group_shape();
-    let mut dx = vec![T::zero(); dx_len];
+    let mut dx = vec![<T as Num>::zero(); dx_len];
     for g in 0..n {
         let dxg = conv_gemm::backprop_input(&sub, &columns(dy, og, n, g), &columns(f, og, n, g), dx_len / n);
         put_columns(&mut dx, &dxg, cg, n, g);
@@ -96,13 +97,13 @@ pub(super) fn backprop_input<T: Num>(c: &Grouped, dy: &[T], f: &[T], dx_len: usi
 }
 
 /// Grouped `Conv2DBackpropFilter`: each group's filter columns from its input channels and output gradient.
-pub(super) fn backprop_filter<T: Num>(c: &Grouped, x: &[T], dy: &[T]) -> Vec<T> {
+pub(super) fn backprop_filter<T: Num + LinalgScalar>(c: &Grouped, x: &[T], dy: &[T]) -> Vec<T> {
     if let Some(d) = c.as_depthwise() {
         return conv_gemm::depthwise_backprop_filter(&d, x, dy);
     }
     let (cg, og, n) = (c.cg(), c.og(), c.groups);
     let sub = c.group_shape();
-    let mut df = vec![T::zero(); c.s.filter.iter().product()];
+    let mut df = vec![<T as Num>::zero(); c.s.filter.iter().product()];
     for g in 0..n {
         let dfg = conv_gemm::backprop_filter(&sub, &columns(x, cg, n, g), &columns(dy, og, n, g));
         put_columns(&mut df, &dfg, og, n, g);

@@ -199,6 +199,7 @@ const NATIVE: &[&str] = &[
     "Size",
     "Slice",
     "Snapshot",
+    "SparseMatMul",
     "Split",
     "SplitV",
     "Squeeze",

@@ -32,6 +32,8 @@ mod host_ops;
 pub(crate) mod image;
 mod layout;
 mod linalg;
+mod linalg_diag;
+mod linalg_factor;
 mod math;
 mod nchw;
 mod nn;
@@ -42,9 +44,9 @@ mod quant;
 pub mod random;
 mod reduce;
 mod shape;
+pub(crate) mod spatial;
 mod special;
 mod special_fns;
-pub(crate) mod spatial;
 mod strided;
 mod strings;
 
@@ -150,6 +152,7 @@ pub const PURE_OPS: &[&str] = &[
     "Cast",
     "Ceil",
     "CheckNumerics",
+    "Cholesky",
     "ClipByValue",
     "ConcatOffset",
     "ConcatV2",
@@ -163,6 +166,7 @@ pub const PURE_OPS: &[&str] = &[
     "Conv3DBackpropInputV2",
     "Cos",
     "Cosh",
+    "Cross",
     "CrossReplicaSum",
     "Cumprod",
     "Cumsum",
@@ -172,6 +176,8 @@ pub const PURE_OPS: &[&str] = &[
     "DepthwiseConv2dNative",
     "DepthwiseConv2dNativeBackpropFilter",
     "DepthwiseConv2dNativeBackpropInput",
+    "Diag",
+    "DiagPart",
     "Digamma",
     "Div",
     "DivNoNan",
@@ -238,6 +244,17 @@ pub const PURE_OPS: &[&str] = &[
     "LogicalNot",
     "LogicalOr",
     "MatMul",
+    "MatrixBandPart",
+    "MatrixDiag",
+    "MatrixDiagPart",
+    "MatrixDiagPartV2",
+    "MatrixDiagPartV3",
+    "MatrixDiagV2",
+    "MatrixDiagV3",
+    "MatrixSetDiag",
+    "MatrixSetDiagV2",
+    "MatrixSetDiagV3",
+    "MatrixTriangularSolve",
     "Max",
     "MaxPool",
     "MaxPool3D",
@@ -329,6 +346,7 @@ pub const PURE_OPS: &[&str] = &[
     "SpaceToBatch",
     "SpaceToBatchND",
     "SpaceToDepth",
+    "SparseMatMul",
     "SparseSoftmaxCrossEntropyWithLogits",
     "Split",
     "SplitV",
@@ -369,6 +387,7 @@ pub const PURE_OPS: &[&str] = &[
     "Tile",
     "ToBool",
     "Transpose",
+    "TridiagonalMatMul",
     "TruncateDiv",
     "TruncateMod",
     "TruncatedNormal",
@@ -765,6 +784,8 @@ fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Tensor>,
 
         _ if DEVICE_OPS.contains(&op) => Err(KernelError::NeedsDevice { op: op.to_string() }),
         _ => families::dispatch(op, attrs, inputs)
+            .or_else(|| linalg_diag::dispatch(op, attrs, inputs))
+            .or_else(|| linalg_factor::dispatch(op, attrs, inputs))
             .or_else(|| random::dispatch(op, attrs, inputs))
             .or_else(|| quant::dispatch(op, attrs, inputs))
             .or_else(|| special::dispatch(op, attrs, inputs))

@@ -450,7 +450,7 @@ fn range(e: &mut Emitter<'_>, limit: Tensor, delta: i32) -> Tensor {
 }
 
 /// Reduces `g` (shaped like the op's output, `out_shape`) to the shape of `x` (SelectV2's rule).
-fn reduce_to_shape_of(e: &mut Emitter<'_>, g: Tensor, x: Tensor, out_shape: Tensor, ta: &TAttr) -> Tensor {
+pub(super) fn reduce_to_shape_of(e: &mut Emitter<'_>, g: Tensor, x: Tensor, out_shape: Tensor, ta: &TAttr) -> Tensor {
     let sx = e.shape("Shape", x);
     let args = e.emit("BroadcastGradientArgs", "BroadcastGradientArgs", &[sx, out_shape], e.t_attr(Some(DType::I32)));
     let s = sum(e, "Sum", g, args, true, ta);

@@ -22,6 +22,7 @@ mod collective;
 mod elementwise;
 mod image;
 mod index;
+pub mod linalg;
 mod nn;
 mod quant;
 mod random;
@@ -199,6 +200,7 @@ const TABLE: &[(&str, Rule)] = &[
     ("Cast", ew::cast),
     ("Ceil", ew::same),
     ("CheckNumerics", ew::same),
+    ("Cholesky", linalg::cholesky),
     ("ClipByValue", ew::same),
     ("ConcatV2", shape::concat),
     ("Conv", image::generic_conv),
@@ -210,6 +212,7 @@ const TABLE: &[(&str, Rule)] = &[
     ("Conv3DBackpropInputV2", nn::conv_backprop_input),
     ("Cos", ew::same),
     ("Cosh", ew::same),
+    ("Cross", linalg::same_matrix),
     ("Cumprod", ew::same),
     ("Cumsum", ew::same),
     ("DataFormatDimMap", ew::same),
@@ -218,6 +221,8 @@ const TABLE: &[(&str, Rule)] = &[
     ("DepthwiseConv2dNative", nn::depthwise_conv2d),
     ("DepthwiseConv2dNativeBackpropFilter", nn::conv_backprop_filter),
     ("DepthwiseConv2dNativeBackpropInput", nn::conv_backprop_input),
+    ("Diag", linalg::diag_full),
+    ("DiagPart", linalg::diag_part_full),
     ("Digamma", ew::same),
     ("Div", ew::broadcast),
     ("DivNoNan", ew::broadcast),
@@ -280,6 +285,17 @@ const TABLE: &[(&str, Rule)] = &[
     ("LogicalNot", ew::same),
     ("LogicalOr", ew::broadcast),
     ("MatMul", nn::matmul),
+    ("MatrixBandPart", linalg::same_matrix),
+    ("MatrixDiag", linalg::diag),
+    ("MatrixDiagPart", linalg::diag_part),
+    ("MatrixDiagPartV2", linalg::diag_part),
+    ("MatrixDiagPartV3", linalg::diag_part),
+    ("MatrixDiagV2", linalg::diag),
+    ("MatrixDiagV3", linalg::diag),
+    ("MatrixSetDiag", linalg::set_diag),
+    ("MatrixSetDiagV2", linalg::set_diag),
+    ("MatrixSetDiagV3", linalg::set_diag),
+    ("MatrixTriangularSolve", linalg::triangular_solve),
     ("Max", reduce::reduce),
     ("MaxPool", nn::pool),
     ("MaxPool3D", nn::pool3d),
@@ -361,6 +377,7 @@ const TABLE: &[(&str, Rule)] = &[
     ("SpaceToBatch", image::space_batch),
     ("SpaceToBatchND", image::space_batch),
     ("SpaceToDepth", image::depth_space),
+    ("SparseMatMul", linalg::sparse_matmul),
     ("SparseSoftmaxCrossEntropyWithLogits", nn::softmax_cross_entropy),
     ("Split", shape::split),
     ("SplitV", shape::split_v),
@@ -396,6 +413,7 @@ const TABLE: &[(&str, Rule)] = &[
     ("Tile", shape::tile),
     ("ToBool", ew::to_bool),
     ("Transpose", shape::transpose),
+    ("TridiagonalMatMul", linalg::tridiagonal_matmul),
     ("TruncateDiv", ew::broadcast),
     ("TruncateMod", ew::broadcast),
     ("TruncatedNormal", random::float_draw),

@@ -34,6 +34,8 @@ mod elementwise;
 mod gather;
 mod image;
 mod linalg;
+mod linalg_diag;
+mod linalg_factor;
 mod list;
 mod nchw;
 mod nn;
@@ -158,6 +160,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("Cast", ew::cast),
     ("Ceil", |c, n| ew::unary(c, n, "ceil")),
     ("CheckNumerics", sp::check_numerics),
+    ("Cholesky", linalg_factor::cholesky),
     ("ClipByValue", sp::clip_by_value),
     ("CollectiveAllGather", collective::collective_all_gather),
     ("CollectiveAllReduce", collective::collective_all_reduce),
@@ -174,6 +177,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("Conv3DBackpropInputV2", |c, n| conv3d::conv(c, n, conv::Kind::BackpropInput)),
     ("Cos", |c, n| ew::unary(c, n, "cosine")),
     ("Cosh", |c, n| ew::unary(c, n, "chlo.cosh")),
+    ("Cross", linalg_diag::cross),
     ("CrossReplicaSum", collective::cross_replica_sum),
     ("Cumprod", |c, n| reduce::cumulative(c, n, Reducer::Mul)),
     ("Cumsum", |c, n| reduce::cumulative(c, n, Reducer::Add)),
@@ -187,6 +191,8 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("DepthwiseConv2dNativeBackpropInput", |c, n| {
         nchw::with_layout(c, n, |c, n| conv::conv(c, n, conv::Kind::BackpropInput, true))
     }),
+    ("Diag", linalg_diag::diag),
+    ("DiagPart", linalg_diag::diag_part_full),
     ("Digamma", |c, n| ew::unary(c, n, "chlo.digamma")),
     ("Div", ew::div),
     ("DivNoNan", ew::div_no_nan),
@@ -248,6 +254,17 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("LogicalNot", |c, n| ew::unary(c, n, "not")),
     ("LogicalOr", |c, n| ew::binary(c, n, "or")),
     ("MatMul", linalg::matmul),
+    ("MatrixBandPart", linalg_diag::band_part),
+    ("MatrixDiag", linalg_diag::matrix_diag),
+    ("MatrixDiagPart", linalg_diag::diag_part),
+    ("MatrixDiagPartV2", linalg_diag::diag_part),
+    ("MatrixDiagPartV3", linalg_diag::diag_part),
+    ("MatrixDiagV2", linalg_diag::matrix_diag),
+    ("MatrixDiagV3", linalg_diag::matrix_diag),
+    ("MatrixSetDiag", linalg_diag::set_diag),
+    ("MatrixSetDiagV2", linalg_diag::set_diag),
+    ("MatrixSetDiagV3", linalg_diag::set_diag),
+    ("MatrixTriangularSolve", linalg_factor::triangular_solve),
     ("Max", |c, n| reduce::reduce(c, n, reduce::Kind::Max)),
     ("MaxPool", |c, n| nchw::with_layout(c, n, conv::max_pool)),
     ("MaxPool3D", conv3d::max_pool),
@@ -334,6 +351,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("SpaceToBatch", spatial::moved),
     ("SpaceToBatchND", spatial::moved),
     ("SpaceToDepth", spatial::moved),
+    ("SparseMatMul", linalg_factor::sparse_matmul),
     ("SparseSoftmaxCrossEntropyWithLogits", nn::sparse_softmax_xent),
     ("Split", shape::split),
     ("SplitV", shape::split),
@@ -379,6 +397,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("Tile", shape::tile),
     ("ToBool", sp::to_bool),
     ("Transpose", shape::transpose),
+    ("TridiagonalMatMul", linalg_factor::tridiagonal_matmul),
     ("TruncateDiv", sp::truncate_div),
     ("TruncateMod", sp::truncate_mod),
     ("TruncatedNormal", random::seeded_draw),

@@ -160,6 +160,26 @@ pub(crate) fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Option<R
             one(super::gather::tensor_scatter(op, how, x(0)?, x(1)?, x(2)?)?)
         })(),
         "UnsortedSegmentSum" => (|| one(super::gather::unsorted_segment_sum(op, x(0)?, x(1)?, x(2)?)?))(),
+        "UnsortedSegmentMax" | "UnsortedSegmentMin" | "UnsortedSegmentProd" | "SegmentSumV2" | "SegmentMaxV2"
+        | "SegmentMinV2" | "SegmentProdV2" => (|| {
+            use super::segment::Reduce;
+            let how = match op {
+                "UnsortedSegmentMax" | "SegmentMaxV2" => Reduce::Max,
+                "UnsortedSegmentMin" | "SegmentMinV2" => Reduce::Min,
+                "UnsortedSegmentProd" | "SegmentProdV2" => Reduce::Prod,
+                _ => Reduce::Sum,
+            };
+            one(super::segment::segment_reduce(op, how, x(0)?, x(1)?, x(2)?, op.starts_with("Segment"))?)
+        })(),
+        "TensorScatterSub" | "TensorScatterMax" | "TensorScatterMin" => (|| {
+            use super::segment::Scatter;
+            let how = match op {
+                "TensorScatterSub" => Scatter::Sub,
+                "TensorScatterMax" => Scatter::Max,
+                _ => Scatter::Min,
+            };
+            one(super::segment::tensor_scatter(op, how, x(0)?, x(1)?, x(2)?)?)
+        })(),
 
         "Conv2D" => conv(ConvKind::Forward, false),
         "Conv2DBackpropInput" => conv(ConvKind::BackpropInput, false),

@@ -37,6 +37,7 @@ mod num;
 pub(crate) mod optimizers;
 pub mod random;
 mod reduce;
+mod segment;
 mod shape;
 mod strided;
 mod strings;
@@ -230,6 +231,10 @@ pub const PURE_OPS: &[&str] = &[
     "RsqrtGrad",
     "ScalarSummary",
     "ScatterNd",
+    "SegmentMaxV2",
+    "SegmentMinV2",
+    "SegmentProdV2",
+    "SegmentSumV2",
     "Select",
     "SelectV2",
     "Selu",
@@ -285,10 +290,16 @@ pub const PURE_OPS: &[&str] = &[
     "Tanh",
     "TanhGrad",
     "TensorScatterAdd",
+    "TensorScatterMax",
+    "TensorScatterMin",
+    "TensorScatterSub",
     "TensorScatterUpdate",
     "Tile",
     "Transpose",
     "Unpack",
+    "UnsortedSegmentMax",
+    "UnsortedSegmentMin",
+    "UnsortedSegmentProd",
     "UnsortedSegmentSum",
     "Where",
     "ZerosLike",

@@ -26,6 +26,9 @@ pub fn gradient(
     if is_not_differentiable(&op_type) {
         return Ok(none());
     }
+    if let Some(grads) = super::index_functions::gradient(e, op, &op_type, inputs, out_grads) {
+        return grads;
+    }
     // Ops with several outputs: only AddN-like pass-through is supported; others need output 0.
     let g = match out_grads.first().copied().flatten() {
         Some(g) => g,

@@ -36,6 +36,7 @@ pub mod colocation;
 mod control_flow;
 mod emitter;
 mod functions;
+mod index_functions;
 mod library;
 mod math_functions;
 mod nn_functions;

@@ -37,6 +37,7 @@ mod nchw;
 mod nn;
 pub mod random;
 mod reduce;
+mod segment;
 mod shape;
 pub mod state;
 
@@ -242,6 +243,10 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("Rsqrt", |c, n| ew::unary(c, n, "rsqrt")),
     ("RsqrtGrad", act::rsqrt_grad),
     ("ScatterNd", gather::scatter_nd),
+    ("SegmentMaxV2", |c, n| segment::segment_reduce(c, n, Reducer::Max)),
+    ("SegmentMinV2", |c, n| segment::segment_reduce(c, n, Reducer::Min)),
+    ("SegmentProdV2", |c, n| segment::segment_reduce(c, n, Reducer::Mul)),
+    ("SegmentSumV2", |c, n| segment::segment_reduce(c, n, Reducer::Add)),
     ("Select", ew::select_v1),
     ("SelectV2", ew::select),
     ("Selu", act::selu),
@@ -299,10 +304,16 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("TensorListSetItem", list::set_item),
     ("TensorListStack", list::stack),
     ("TensorScatterAdd", |c, n| gather::tensor_scatter(c, n, true)),
+    ("TensorScatterMax", |c, n| segment::tensor_scatter(c, n, gather::Combine::Max)),
+    ("TensorScatterMin", |c, n| segment::tensor_scatter(c, n, gather::Combine::Min)),
+    ("TensorScatterSub", |c, n| segment::tensor_scatter(c, n, gather::Combine::Sub)),
     ("TensorScatterUpdate", |c, n| gather::tensor_scatter(c, n, false)),
     ("Tile", shape::tile),
     ("Transpose", shape::transpose),
     ("Unpack", shape::unpack),
+    ("UnsortedSegmentMax", |c, n| segment::segment_reduce(c, n, Reducer::Max)),
+    ("UnsortedSegmentMin", |c, n| segment::segment_reduce(c, n, Reducer::Min)),
+    ("UnsortedSegmentProd", |c, n| segment::segment_reduce(c, n, Reducer::Mul)),
     ("UnsortedSegmentSum", gather::unsorted_segment_sum),
 ];
 

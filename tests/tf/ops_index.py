@@ -1,0 +1,257 @@
+"""Op cases of the indexing family, with TensorFlow's numbers, for the shared harness.
+
+Run after setup.sh:  tests/tf/.venv/bin/python tests/tf/ops_index.py
+
+Writes three families through op_cases.write_family (tests/tf/corpus/ops/<family>.pb and .json),
+which tests/it/op_cases.rs checks on the simulator and on PJRT:
+  segment  UnsortedSegmentSum/Max/Min/Prod and the sorted Segment*V2 ops;
+  scatter  TensorScatterAdd/Sub/Max/Min/Update, ScatterNd and GatherNd;
+  index    Split, SplitV, Unpack and StridedSliceGrad.
+Segments are never empty for a maximum or minimum: TensorFlow's CPU kernel fills an empty one with
+the type's lowest value and its XLA bridge with -inf, which the JSON cannot carry.
+"""
+
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import op_cases  # noqa: E402
+from op_cases import Case  # noqa: E402
+
+i32 = np.int32
+i64 = np.int64
+
+
+def f32(values, shape=None):
+    a = np.asarray(values, dtype=np.float32)
+    return a.reshape(shape) if shape else a
+
+
+def f64(values, shape=None):
+    a = np.asarray(values, dtype=np.float64)
+    return a.reshape(shape) if shape else a
+
+
+def seq(n, shape, dtype=np.float32, scale=0.25, offset=-1.0):
+    """Distinct values without ties: a fixed permutation of a ramp."""
+    ramp = offset + scale * np.arange(n)
+    order = np.random.RandomState(n).permutation(n)
+    return ramp[order].reshape(shape).astype(dtype)
+
+
+def segment_cases():
+    ids5 = np.array([0, 2, 0, -1, 2], dtype=i32)
+    cases = [
+        Case(
+            "unsorted_segment_sum_negative_id",
+            "UnsortedSegmentSum",
+            inputs={"data": seq(15, (5, 3))},
+            consts={"segment_ids": ids5, "num_segments": np.array(4, dtype=i32)},
+            grad=True,
+        ),
+        Case(
+            "unsorted_segment_max_f32",
+            "UnsortedSegmentMax",
+            inputs={"data": f32([1, 5, 2, 3, 5, 0, 1, 7, 4, 2, 6, -1, 0.5, 0.5, 0.5], (5, 3))},
+            consts={"segment_ids": np.array([0, 1, 0, 2, 1], dtype=i32), "num_segments": np.array(3, dtype=i32)},
+            grad=True,
+        ),
+        Case(
+            "unsorted_segment_max_i64_ids",
+            "UnsortedSegmentMax",
+            inputs={"data": seq(12, (2, 3, 2))},
+            consts={"segment_ids": np.array([[0, 1, 0], [1, -1, 0]], dtype=i64), "num_segments": np.array(2, dtype=i64)},
+            grad=True,
+        ),
+        Case(
+            "unsorted_segment_min_f64",
+            "UnsortedSegmentMin",
+            inputs={"data": f64([3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8], (4, 3))},
+            consts={"segment_ids": np.array([1, 0, 1, 0], dtype=i32), "num_segments": np.array(2, dtype=i32)},
+            grad=True,
+        ),
+        Case(
+            "unsorted_segment_min_i32",
+            "UnsortedSegmentMin",
+            inputs={"data": np.array([[4, -2], [7, 1], [-3, 9]], dtype=i32)},
+            consts={"segment_ids": np.array([1, 1, 0], dtype=i32), "num_segments": np.array(2, dtype=i32)},
+        ),
+        Case(
+            "unsorted_segment_prod_zeros",
+            "UnsortedSegmentProd",
+            # Segment 0 holds one zero per column 0, segment 1 two zeros in column 1; segment 3 is empty.
+            inputs={"data": f32([0, 2, 1.5, 0, -2, 3, 0.5, 1, 4, 0, 2, -1], (4, 3))},
+            consts={"segment_ids": np.array([0, 1, 0, 1], dtype=i32), "num_segments": np.array(4, dtype=i32)},
+            grad=True,
+        ),
+        Case(
+            "unsorted_segment_prod_f64",
+            "UnsortedSegmentProd",
+            inputs={"data": f64([1.5, -0.5, 2, 0.25, 3, -1.25], (6,))},
+            consts={"segment_ids": np.array([2, 0, 2, -1, 0, 2], dtype=i32), "num_segments": np.array(3, dtype=i32)},
+            grad=True,
+        ),
+        Case(
+            "segment_sum_v2",
+            "SegmentSumV2",
+            inputs={"data": seq(10, (5, 2))},
+            consts={"segment_ids": np.array([0, 0, 1, 3, 3], dtype=i32), "num_segments": np.array(4, dtype=i32)},
+        ),
+        Case(
+            "segment_max_v2",
+            "SegmentMaxV2",
+            inputs={"data": seq(10, (5, 2))},
+            consts={"segment_ids": np.array([0, 0, 1, 2, 2], dtype=i32), "num_segments": np.array(3, dtype=i32)},
+        ),
+        Case(
+            "segment_min_v2_i64",
+            "SegmentMinV2",
+            inputs={"data": f64([2, -1, 3, 0.5, 4, -2], (6,))},
+            consts={"segment_ids": np.array([0, 1, 1, 1, 2, 2], dtype=i64), "num_segments": np.array(3, dtype=i64)},
+        ),
+        Case(
+            "segment_prod_v2",
+            "SegmentProdV2",
+            inputs={"data": seq(8, (4, 2), scale=0.5, offset=-1.5)},
+            consts={"segment_ids": np.array([0, 2, 2, 2], dtype=i32), "num_segments": np.array(3, dtype=i32)},
+        ),
+    ]
+    return cases
+
+
+def scatter_cases():
+    rows = np.array([[1], [3], [0]], dtype=i32)
+    cases = [
+        Case(
+            "tensor_scatter_add_rows",
+            "TensorScatterAdd",
+            inputs={"tensor": seq(12, (4, 3)), "updates": seq(9, (3, 3), offset=0.5)},
+            consts={"indices": np.array([[1], [3], [1]], dtype=i32)},
+            grad=True,
+        ),
+        Case(
+            "tensor_scatter_update_elements",
+            "TensorScatterUpdate",
+            inputs={"tensor": seq(12, (4, 3)), "updates": f32([10, 20, 30])},
+            consts={"indices": np.array([[0, 1], [2, 2], [3, 0]], dtype=i64)},
+            grad=True,
+        ),
+        Case(
+            "tensor_scatter_sub_rows",
+            "TensorScatterSub",
+            inputs={"tensor": seq(12, (4, 3)), "updates": seq(9, (3, 3), offset=0.5)},
+            consts={"indices": np.array([[1], [3], [1]], dtype=i32)},
+            grad=True,
+        ),
+        Case(
+            "tensor_scatter_max_ties",
+            "TensorScatterMax",
+            # Row 1 is updated twice; some updates tie with the tensor, some lose to it.
+            inputs={
+                "tensor": f32([1, 2, 3, 4, 5, 6, 7, 8, 9], (3, 3)),
+                "updates": f32([4, 9, 5, 0, 0, 10, 4, 1, 7], (3, 3)),
+            },
+            consts={"indices": np.array([[1], [0], [1]], dtype=i32)},
+            grad=True,
+        ),
+        Case(
+            "tensor_scatter_min_f64_elements",
+            "TensorScatterMin",
+            inputs={"tensor": f64([1, 2, 3, 4, 5, 6], (2, 3)), "updates": f64([0.5, 6, 2, -1])},
+            consts={"indices": np.array([[0, 0], [1, 2], [0, 1], [1, 0]], dtype=i32)},
+            grad=True,
+        ),
+        Case(
+            "tensor_scatter_max_i32",
+            "TensorScatterMax",
+            inputs={"tensor": np.array([3, -1, 4, 1], dtype=i32), "updates": np.array([0, 5, 2], dtype=i32)},
+            consts={"indices": np.array([[0], [1], [1]], dtype=i32)},
+        ),
+        Case(
+            "scatter_nd_rows",
+            "ScatterNd",
+            inputs={"updates": seq(9, (3, 3))},
+            consts={"indices": rows, "shape": np.array([5, 3], dtype=i32)},
+            grad=True,
+        ),
+        Case(
+            "gather_nd_elements",
+            "GatherNd",
+            inputs={"params": seq(24, (2, 3, 4))},
+            consts={"indices": np.array([[0, 2], [1, 0], [0, 2]], dtype=i64)},
+            grad=True,
+        ),
+    ]
+    return cases
+
+
+def index_cases():
+    cases = [
+        Case(
+            "split_axis1",
+            "Split",
+            inputs={"value": seq(12, (2, 6))},
+            consts={"axis": np.array(1, dtype=i32)},
+            attrs={"num_split": 3},
+            grad=True,
+        ),
+        Case(
+            "split_v_axis0",
+            "SplitV",
+            inputs={"value": seq(15, (5, 3))},
+            consts={"size_splits": np.array([2, -1, 1], dtype=i32), "axis": np.array(0, dtype=i32)},
+            attrs={"num_split": 3},
+            grad=True,
+        ),
+        Case(
+            "unpack_axis1",
+            "Unpack",
+            inputs={"value": seq(12, (2, 3, 2))},
+            attrs={"num": 3, "axis": 1},
+            grad=True,
+        ),
+        Case(
+            "unpack_f64_negative_axis",
+            "Unpack",
+            inputs={"value": seq(6, (3, 2), dtype=np.float64)},
+            attrs={"num": 2, "axis": -1},
+            grad=True,
+        ),
+        Case(
+            "strided_slice_grad_masks",
+            "StridedSliceGrad",
+            inputs={"dy": seq(12, (4, 3))},
+            consts={
+                "shape": np.array([4, 6], dtype=i32),
+                "begin": np.array([0, 5], dtype=i32),
+                "end": np.array([0, 0], dtype=i32),
+                "strides": np.array([1, -2], dtype=i32),
+            },
+            # Every row (end_mask); columns 5, 3, 1.
+            attrs={"begin_mask": 0, "end_mask": 1, "ellipsis_mask": 0, "new_axis_mask": 0, "shrink_axis_mask": 0},
+            grad=True,
+        ),
+        Case(
+            "strided_slice_grad_shrink",
+            "StridedSliceGrad",
+            inputs={"dy": seq(4, (4,), dtype=np.float64)},
+            consts={
+                "shape": np.array([3, 4], dtype=i64),
+                "begin": np.array([1, 0], dtype=i64),
+                "end": np.array([2, 4], dtype=i64),
+                "strides": np.array([1, 1], dtype=i64),
+            },
+            attrs={"shrink_axis_mask": 1},
+            grad=True,
+        ),
+    ]
+    return cases
+
+
+if __name__ == "__main__":
+    op_cases.write_family("segment", segment_cases())
+    op_cases.write_family("scatter", scatter_cases())
+    op_cases.write_family("index", index_cases())

@@ -153,6 +153,9 @@ pub(crate) fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Option<R
 
         "GatherV2" => (|| one(super::gather::gather(op, x(0)?, x(1)?, x(2)?, attr_int(attrs, "batch_dims", 0))?))(),
         "GatherNd" => (|| one(super::gather::gather_nd(op, x(0)?, x(1)?)?))(),
+        "Gather" => (|| one(super::index::gather_v1(op, x(0)?, x(1)?)?))(),
+        "Concat" => super::index::concat_v1(op, inputs).map(|t| vec![t]),
+        "Reverse" => (|| one(super::index::reverse_v1(op, x(0)?, x(1)?)?))(),
         "ScatterNd" => (|| one(super::gather::scatter_nd(op, x(0)?, x(1)?, x(2)?)?))(),
         "TensorScatterUpdate" | "TensorScatterAdd" => (|| {
             let how =

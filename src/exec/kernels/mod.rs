@@ -27,6 +27,7 @@ mod elementwise;
 mod families;
 pub(crate) mod gather;
 mod host_ops;
+mod index;
 mod layout;
 mod linalg;
 mod math;
@@ -128,6 +129,7 @@ pub const PURE_OPS: &[&str] = &[
     "BroadcastTo",
     "Cast",
     "Ceil",
+    "Concat",
     "ConcatOffset",
     "ConcatV2",
     "Const",
@@ -168,6 +170,7 @@ pub const PURE_OPS: &[&str] = &[
     "FusedBatchNormGradV3",
     "FusedBatchNormV2",
     "FusedBatchNormV3",
+    "Gather",
     "GatherNd",
     "GatherV2",
     "Greater",
@@ -224,6 +227,7 @@ pub const PURE_OPS: &[&str] = &[
     "Relu6Grad",
     "ReluGrad",
     "Reshape",
+    "Reverse",
     "ReverseV2",
     "Rint",
     "Round",

@@ -1,5 +1,6 @@
 //! Gradient functions of the indexing family: splits and unstacking,
-//! gathers and scatters by index tuples, segment reductions and the
+//! the first-version `Concat`, `Gather` and `Reverse`, gathers and
+//! scatters by index tuples, segment reductions and the
 //! gradient of a strided slice.
 //!
 //! They follow TensorFlow's registered gradients (`array_grad.py`,
@@ -31,7 +32,10 @@ pub fn gradient(
     }
     let known = matches!(
         op_type,
-        "GatherNd"
+        "Concat"
+            | "Gather"
+            | "GatherNd"
+            | "Reverse"
             | "ScatterNd"
             | "StridedSliceGrad"
             | "TensorScatterAdd"
@@ -105,6 +109,30 @@ fn single_output(e: &mut Emitter<'_>, op: NodeId, op_type: &str, inputs: &[Tenso
     let dtype = e.dtype_of(g);
     let ta = e.t_attr(dtype);
     Ok(match op_type {
+        "Concat" => {
+            // Concat(concat_dim, values...) differentiates as ConcatV2 with the axis moved last.
+            let (&axis, values) = inputs.split_first().ok_or_else(|| Some("Concat needs an axis".to_string()))?;
+            let mut rotated = values.to_vec();
+            rotated.push(axis);
+            let mut grads = super::nn_functions::gradient(e, op, "ConcatV2", &rotated, g)?;
+            grads.pop();
+            grads.insert(0, None);
+            grads
+        }
+        "Gather" => {
+            // Gather(params, indices) differentiates as GatherV2 along a constant axis 0.
+            let (params, indices) = (x(0)?, x(1)?);
+            let name = e.fresh_name("axis");
+            let axis = e.int_const_named(name, &[0], true);
+            let mut grads = super::nn_functions::gradient(e, op, "GatherV2", &[params, indices, axis], g)?;
+            grads.truncate(2);
+            grads
+        }
+        "Reverse" => {
+            // The gradient is reversed back along the same dimensions.
+            let dims = x(1)?;
+            vec![Some(e.emit("Reverse", "Reverse", &[g, dims], ta)), None]
+        }
         "GatherNd" => {
             // GatherNd(params, indices): g scattered back to where it was gathered from.
             let (params, indices) = (x(0)?, x(1)?);

@@ -136,6 +136,23 @@ pub(super) fn unsorted_segment(a: &Args) -> Result<Vec<OutType>, String> {
     Ok(vec![OutType::new(data.dtype, shape)])
 }
 
+/// `Concat(concat_dim, values...)`: `ConcatV2`'s rule with the axis moved last.
+pub(super) fn concat_v1(a: &Args) -> Result<Vec<OutType>, String> {
+    let (&axis, values) = a.operands.split_first().ok_or("expected an axis and values")?;
+    let mut rotated = values.to_vec();
+    rotated.push(axis);
+    super::shape::concat(&Args { op: a.op, attrs: a.attrs, operands: &rotated })
+}
+
+/// `Gather(params, indices)`: `indices`' shape followed by `params`' own after its first.
+pub(super) fn gather_v1(a: &Args) -> Result<Vec<OutType>, String> {
+    let (p, i) = (a.x(0)?, a.x(1)?);
+    let rest = p.shape.get(1..).ok_or("params must have rank 1 or more")?;
+    let mut shape = i.shape.to_vec();
+    shape.extend_from_slice(rest);
+    Ok(vec![OutType::new(p.dtype, shape)])
+}
+
 /// `OneHot(indices, depth, on_value, off_value) {axis}`: `on_value`'s
 /// dtype, `indices`' shape with `depth` inserted at `axis` (-1: last).
 pub(super) fn one_hot(a: &Args) -> Result<Vec<OutType>, String> {

@@ -31,6 +31,7 @@ mod conv;
 mod conv3d;
 mod elementwise;
 mod gather;
+mod index;
 mod linalg;
 mod list;
 mod nchw;
@@ -141,6 +142,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("CollectiveAllGather", collective::collective_all_gather),
     ("CollectiveAllReduce", collective::collective_all_reduce),
     ("CollectiveBroadcast", collective::broadcast),
+    ("Concat", index::concat_v1),
     ("ConcatV2", shape::concat),
     ("Conv2D", |c, n| nchw::with_layout(c, n, |c, n| conv::conv(c, n, conv::Kind::Forward, false))),
     ("Conv2DBackpropFilter", |c, n| {
@@ -184,6 +186,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("FusedBatchNormGradV3", |c, n| nchw::with_layout(c, n, nn::batch_norm_grad)),
     ("FusedBatchNormV2", |c, n| nchw::with_layout(c, n, nn::batch_norm)),
     ("FusedBatchNormV3", |c, n| nchw::with_layout(c, n, nn::batch_norm)),
+    ("Gather", index::gather_v1),
     ("GatherNd", gather::gather_nd),
     ("GatherV2", gather::gather_v2),
     ("Greater", |c, n| ew::compare(c, n, Cmp::Gt)),
@@ -237,6 +240,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("ReluGrad", act::relu_grad),
     ("ReplicaId", collective::replica_id),
     ("Reshape", shape::reshape),
+    ("Reverse", index::reverse_v1),
     ("ReverseV2", shape::reverse),
     ("Rint", |c, n| ew::unary(c, n, "round_nearest_even")),
     ("Round", |c, n| ew::unary(c, n, "round_nearest_even")),

@@ -6,7 +6,7 @@ Writes three families through op_cases.write_family (tests/tf/corpus/ops/<family
 which tests/it/op_cases.rs checks on the simulator and on PJRT:
   segment  UnsortedSegmentSum/Max/Min/Prod and the sorted Segment*V2 ops;
   scatter  TensorScatterAdd/Sub/Max/Min/Update, ScatterNd and GatherNd;
-  index    Split, SplitV, Unpack and StridedSliceGrad.
+  index    Concat, Gather, Reverse, Split, SplitV, Unpack and StridedSliceGrad.
 Segments are never empty for a maximum or minimum: TensorFlow's CPU kernel fills an empty one with
 the type's lowest value and its XLA bridge with -inf, which the JSON cannot carry.
 """
@@ -190,6 +190,49 @@ def scatter_cases():
 
 def index_cases():
     cases = [
+        Case(
+            "concat_axis1",
+            "Concat",
+            inputs={"values": [seq(4, (2, 2)), seq(6, (2, 3), offset=2.0)]},
+            consts={"concat_dim": np.array(1, dtype=i32)},
+            attrs={"N": 2},
+            grad=True,
+        ),
+        Case(
+            "concat_negative_axis_f64",
+            "Concat",
+            inputs={"values": [seq(n, (n // 3, 3), dtype=np.float64) for n in (3, 6, 3)]},
+            consts={"concat_dim": np.array(-2, dtype=i32)},
+            attrs={"N": 3},
+            grad=True,
+        ),
+        Case(
+            "gather_repeated_rows",
+            "Gather",
+            inputs={"params": seq(12, (4, 3))},
+            consts={"indices": np.array([[3, 0], [3, 1]], dtype=i32)},
+            grad=True,
+        ),
+        Case(
+            "gather_i64_indices_f64",
+            "Gather",
+            inputs={"params": seq(5, (5,), dtype=np.float64)},
+            consts={"indices": np.array([4, 4, 2], dtype=i64)},
+            grad=True,
+        ),
+        Case(
+            "reverse_dims",
+            "Reverse",
+            inputs={"tensor": seq(12, (2, 3, 2))},
+            consts={"dims": np.array([True, False, True])},
+            grad=True,
+        ),
+        Case(
+            "reverse_i32",
+            "Reverse",
+            inputs={"tensor": np.array([[1, 2, 3], [4, 5, 6]], dtype=i32)},
+            consts={"dims": np.array([False, True])},
+        ),
         Case(
             "split_axis1",
             "Split",

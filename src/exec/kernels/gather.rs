@@ -109,7 +109,11 @@ struct Dims {
 }
 
 /// For `indices` of shape `[..., k]` into `shape`: the flat offsets of the addressed slices, and the slice size.
-pub(super) fn nd_offsets(op: &str, indices: &Tensor, shape: &[usize]) -> Result<(Vec<usize>, usize, Vec<usize>), KernelError> {
+pub(super) fn nd_offsets(
+    op: &str,
+    indices: &Tensor,
+    shape: &[usize],
+) -> Result<(Vec<usize>, usize, Vec<usize>), KernelError> {
     let ishape = indices.shape();
     let k = *ishape.last().ok_or_else(|| KernelError::invalid(op, "indices must have rank >= 1"))?;
     if k > shape.len() {

@@ -260,7 +260,13 @@ mod tests {
         let sub = tensor_scatter("S", Scatter::Sub, &data(), &idx, &upd).unwrap();
         assert_eq!(sub.to_vec::<f32>().unwrap(), vec![1.0, -2.0, -6.0, -8.5, -1.0, 4.0, 1.0, 1.0]);
         let bad = Tensor::from_vec(&[1, 1], vec![4i32]).unwrap();
-        assert!(tensor_scatter("S", Scatter::Min, &data(), &bad, &Tensor::from_vec(&[1, 2], vec![0.0f32, 0.0]).unwrap())
-            .is_err());
+        assert!(tensor_scatter(
+            "S",
+            Scatter::Min,
+            &data(),
+            &bad,
+            &Tensor::from_vec(&[1, 2], vec![0.0f32, 0.0]).unwrap()
+        )
+        .is_err());
     }
 }

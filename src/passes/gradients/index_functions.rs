@@ -1,5 +1,5 @@
 //! Gradient functions of the indexing family: splits and unstacking,
-//! the first-version `Concat`, `Gather` and `Reverse`, gathers and
+//! the first-version `Concat`, `Gather` and `Reverse`, `Roll`, gathers and
 //! scatters by index tuples, segment reductions and the
 //! gradient of a strided slice.
 //!
@@ -36,6 +36,7 @@ pub fn gradient(
             | "Gather"
             | "GatherNd"
             | "Reverse"
+            | "Roll"
             | "ScatterNd"
             | "StridedSliceGrad"
             | "TensorScatterAdd"
@@ -62,7 +63,13 @@ fn input(inputs: &[Tensor], i: usize) -> Result<Tensor, Unsupported> {
 }
 
 /// `Split`, `SplitV` and `Unpack`: the output gradients put back together.
-fn multi_output(e: &mut Emitter<'_>, op: NodeId, op_type: &str, inputs: &[Tensor], out_grads: &[Option<Tensor>]) -> Grads {
+fn multi_output(
+    e: &mut Emitter<'_>,
+    op: NodeId,
+    op_type: &str,
+    inputs: &[Tensor],
+    out_grads: &[Option<Tensor>],
+) -> Grads {
     let dtype = out_grads.iter().flatten().next().and_then(|&g| e.dtype_of(g));
     let ta = e.t_attr(dtype);
     let grads: Vec<Tensor> = out_grads
@@ -132,6 +139,16 @@ fn single_output(e: &mut Emitter<'_>, op: NodeId, op_type: &str, inputs: &[Tenso
             // The gradient is reversed back along the same dimensions.
             let dims = x(1)?;
             vec![Some(e.emit("Reverse", "Reverse", &[g, dims], ta)), None]
+        }
+        "Roll" => {
+            // Rolled back by the opposite shifts along the same axes.
+            let (shift, axis) = (x(1)?, x(2)?);
+            let ts = e.dtype_of(shift);
+            let back = e.emit("Neg", "Neg", &[shift], e.t_attr(ts));
+            let attrs = &e.graph.node(op).attrs;
+            let copied: Vec<Attr> =
+                ["Tshift", "Taxis"].iter().filter_map(|&k| attrs.get(k).cloned().map(|v| (k, v))).chain(ta).collect();
+            vec![Some(e.emit("Roll", "Roll", &[g, back, axis], copied)), None, None]
         }
         "GatherNd" => {
             // GatherNd(params, indices): g scattered back to where it was gathered from.
@@ -313,7 +330,12 @@ fn segment_prod(e: &mut Emitter<'_>, op: NodeId, inputs: &[Tensor], g: Tensor, t
     let i32_t = e.t_attr(Some(DType::I32));
     let zeros = e.emit("ZerosLike", "zeros_like", &[data], ta.clone());
     let is_zero = e.emit("Equal", "Equal", &[data, zeros], ta.clone());
-    let zero_count = e.emit("Cast", "Cast", &[is_zero], [("SrcT", AttrValue::Type(DType::Bool)), ("DstT", AttrValue::Type(DType::I32))]);
+    let zero_count = e.emit(
+        "Cast",
+        "Cast",
+        &[is_zero],
+        [("SrcT", AttrValue::Type(DType::Bool)), ("DstT", AttrValue::Type(DType::I32))],
+    );
     let zero_count = segment_sum(e, op, zero_count, ids, num, &i32_t);
     let one = e.fresh_name("Greater");
     let one = e.int_const_named(format!("{one}/y"), &[1], true);

@@ -153,6 +153,35 @@ pub(super) fn gather_v1(a: &Args) -> Result<Vec<OutType>, String> {
     Ok(vec![OutType::new(p.dtype, shape)])
 }
 
+/// `LinSpace(start, stop, num)`: `num` (a constant) values of `start`'s dtype.
+pub(super) fn lin_space(a: &Args) -> Result<Vec<OutType>, String> {
+    let num = match a.ints(2, "num")? {
+        [n] if *n > 0 => *n as usize,
+        other => return Err(format!("num must be a positive scalar, got {other:?}")),
+    };
+    Ok(vec![OutType::new(a.x(0)?.dtype, vec![num])])
+}
+
+/// `Empty(shape) {dtype}`: the constant `shape`.
+pub(super) fn empty(a: &Args) -> Result<Vec<OutType>, String> {
+    let shape = a.ints(0, "shape")?.iter().map(|&d| dim(d, "dimension")).collect::<Result<Vec<_>, _>>()?;
+    Ok(vec![OutType::new(a.type_attr("dtype", DType::F32), shape)])
+}
+
+/// `Bucketize(input)`: i32 of the input's shape.
+pub(super) fn bucketize(a: &Args) -> Result<Vec<OutType>, String> {
+    Ok(vec![OutType::new(DType::I32, a.x(0)?.shape.to_vec())])
+}
+
+/// `LowerBound`/`UpperBound(sorted_inputs, values)`: `out_type` of the values' shape.
+pub(super) fn search_sorted(a: &Args) -> Result<Vec<OutType>, String> {
+    let (s, v) = (a.x(0)?, a.x(1)?);
+    if s.shape.len() != 2 || v.shape.len() != 2 || s.shape[0] != v.shape[0] {
+        return Err(format!("sorted_inputs {:?} and values {:?} must be [B, N] and [B, M]", s.shape, v.shape));
+    }
+    Ok(vec![OutType::new(a.type_attr("out_type", DType::I32), v.shape.to_vec())])
+}
+
 /// `OneHot(indices, depth, on_value, off_value) {axis}`: `on_value`'s
 /// dtype, `indices`' shape with `depth` inserted at `axis` (-1: last).
 pub(super) fn one_hot(a: &Args) -> Result<Vec<OutType>, String> {

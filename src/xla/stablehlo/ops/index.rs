@@ -4,10 +4,16 @@
 //! checked under a device-check scope, as `GatherV2`'s are), and
 //! `Reverse(tensor, dims)` as `ReverseV2` over the axes its constant
 //! boolean `dims` flags. Cost: that of the successor.
+//!
+//! Also `Roll` (constant shifts: slices and a concatenation), `LinSpace`
+//! (constant `num`), `Empty` (zeros), `Bucketize` (one comparison per
+//! boundary) and `LowerBound`/`UpperBound` (a `[B, M, N]` comparison
+//! summed: linear in the batch times the row length times the values).
 
 use super::{check, gather, shape, Call};
 use crate::exec::Tensor;
-use crate::xla::stablehlo::text::{Ctx, Val};
+use crate::ir::DType;
+use crate::xla::stablehlo::text::{Cmp, Ctx, Reducer, Val};
 
 /// `Concat(concat_dim, values...)`.
 pub(super) fn concat_v1(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
@@ -48,4 +54,132 @@ pub(super) fn reverse_v1(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
     consts[1] = Some(Tensor::vector(axes));
     let call = Call { inputs: n.inputs.clone(), consts, ..*n };
     shape::reverse(c, &call)
+}
+
+/// `Roll(input, shift, axis)` with constant shifts and axes: per rolled
+/// dimension, its last `k` elements sliced off and put first.
+pub(super) fn roll(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
+    let x = n.input(0)?;
+    let (shifts, axes) = (n.ints(1, "shift")?, n.ints(2, "axis")?);
+    if shifts.len() != axes.len() {
+        return Err(format!("{}: {} shifts for {} axes", n.op, shifts.len(), axes.len()));
+    }
+    let rank = x.ty.rank();
+    let mut total = vec![0i64; rank];
+    for (&s, &a) in shifts.iter().zip(&axes) {
+        let d = super::axis(a, rank, n.op)?;
+        total[d] = total[d].wrapping_add(s);
+    }
+    let mut out = x.clone();
+    for (d, &s) in total.iter().enumerate() {
+        let size = x.ty.shape[d];
+        if size == 0 || s.rem_euclid(size as i64) == 0 {
+            continue;
+        }
+        let k = s.rem_euclid(size as i64) as usize;
+        let shape = out.ty.shape.clone();
+        let (mut start, mut limit) = (vec![0; rank], shape.clone());
+        start[d] = size - k;
+        let tail = shape::slice_range(c, &out, &start, &limit);
+        start[d] = 0;
+        limit[d] = size - k;
+        let head = shape::slice_range(c, &out, &start, &limit);
+        out = shape::concatenate(c, &[tail, head], d, out.ty.clone());
+    }
+    Ok(vec![out])
+}
+
+/// `LinSpace(start, stop, num)` with a constant `num`: `start + i · step`,
+/// the last value exactly `stop`, as TensorFlow's CPU kernel gives it.
+pub(super) fn lin_space(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
+    let (start, stop) = (n.input(0)?, n.input(1)?);
+    let out = n.out(0)?.clone();
+    let num = *out.shape.first().ok_or_else(|| format!("{}: the result must be a vector", n.op))?;
+    let a = c.broadcast_to(start, &[num]);
+    if num == 1 {
+        return Ok(vec![a]);
+    }
+    let diff = c.elementwise("subtract", &[stop, start]);
+    let steps = c.splat(&start.ty, (num - 1) as f64);
+    let step = c.elementwise("divide", &[&diff, &steps]);
+    let step = c.broadcast_to(&step, &[num]);
+    let iota = c.op("stablehlo.iota", &[], "iota_dimension = 0 : i64", out.clone());
+    let offsets = c.elementwise("multiply", &[&iota, &step]);
+    let values = c.elementwise("add", &[&a, &offsets]);
+    let index = c.op("stablehlo.iota", &[], "iota_dimension = 0 : i64", out.with_dtype(DType::I32));
+    let last = c.splat(&index.ty, (num - 1) as f64);
+    let is_last = c.compare(&index, &last, Cmp::Eq);
+    let b = c.broadcast_to(stop, &[num]);
+    Ok(vec![c.select(&is_last, &b, &values)])
+}
+
+/// `Empty(shape)`: zeros, as TensorFlow's XLA bridge makes it.
+pub(super) fn empty(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
+    let out = n.out(0)?.clone();
+    Ok(vec![c.splat(&out, 0.0)])
+}
+
+/// `Bucketize(input) {boundaries}`: per element, the count of boundaries
+/// at or below it, from one comparison against each boundary.
+pub(super) fn bucketize(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
+    let x = n.input(0)?;
+    let bounds: Vec<f64> = n
+        .attrs
+        .get("boundaries")
+        .and_then(|v| v.as_list())
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|v| match v {
+            crate::ir::AttrValue::Float(f) => Some(f64::from(*f)),
+            crate::ir::AttrValue::Int(i) => Some(*i as f64),
+            _ => None,
+        })
+        .collect();
+    let out = n.out(0)?.clone();
+    let mut count = c.splat(&out, 0.0);
+    let one = c.splat(&out, 1.0);
+    let zero = c.splat(&out, 0.0);
+    // Float inputs compare in their own type, integers widened to f64.
+    let (xv, ty) = if super::is_float(x.ty.dtype) {
+        (x.clone(), x.ty.clone())
+    } else {
+        let f = c.convert(x, DType::F64);
+        let ty = f.ty.clone();
+        (f, ty)
+    };
+    for b in bounds {
+        let bound = c.splat(&ty, b);
+        let above = c.compare(&xv, &bound, Cmp::Ge);
+        let add = c.select(&above, &one, &zero);
+        count = c.elementwise("add", &[&count, &add]);
+    }
+    Ok(vec![count])
+}
+
+/// `LowerBound`/`UpperBound(sorted_inputs, values)`: per row, the count
+/// of sorted inputs below each value (at or below it for the upper
+/// bound), from a `[B, M, N]` comparison summed over `N`.
+pub(super) fn search_sorted(c: &mut Ctx, n: &Call, upper: bool) -> Result<Vec<Val>, String> {
+    let (s, v) = (n.input(0)?, n.input(1)?);
+    let (rows, len, m) = match (s.ty.shape.as_slice(), v.ty.shape.as_slice()) {
+        (&[r, len], &[_, m]) => (r, len, m),
+        _ => return Err(format!("{}: sorted_inputs and values must be matrices", n.op)),
+    };
+    let out = n.out(0)?.clone();
+    let cube = [rows, m, len];
+    let sb = c.op(
+        "stablehlo.broadcast_in_dim",
+        &[s],
+        "broadcast_dimensions = array<i64: 0, 2>",
+        s.ty.with_shape(cube.to_vec()),
+    );
+    let vb = c.op(
+        "stablehlo.broadcast_in_dim",
+        &[v],
+        "broadcast_dimensions = array<i64: 0, 1>",
+        v.ty.with_shape(cube.to_vec()),
+    );
+    let below = c.compare(&sb, &vb, if upper { Cmp::Le } else { Cmp::Lt });
+    let ones = c.convert(&below, out.dtype);
+    Ok(vec![c.reduce(&ones, &[2], Reducer::Add)])
 }

@@ -25,6 +25,7 @@ mod keras_more;
 mod lower;
 mod math_ops;
 mod mlp_equivalence;
+mod op_cases;
 mod ops_coverage;
 mod output_files;
 mod random_ops;

@@ -26,10 +26,15 @@ pub fn gradient(
     if is_not_differentiable(&op_type) {
         return Ok(none());
     }
+    // Ops whose gradient reads the gradients of outputs after 0.
+    if let Some(result) = super::multi_output::gradient(e, op, &op_type, inputs, out_grads) {
+        return result;
+    }
+    // The indexing family (its multi-output ops take every output's gradient).
     if let Some(grads) = super::index_functions::gradient(e, op, &op_type, inputs, out_grads) {
         return grads;
     }
-    // Ops with several outputs: only AddN-like pass-through is supported; others need output 0.
+    // Every other op needs the gradient of output 0.
     let g = match out_grads.first().copied().flatten() {
         Some(g) => g,
         None => return Err(Some("only the gradient of output 0 is supported".into())),

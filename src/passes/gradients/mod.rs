@@ -39,6 +39,7 @@ mod functions;
 mod index_functions;
 mod library;
 mod math_functions;
+mod multi_output;
 mod nn_functions;
 mod product_functions;
 

@@ -248,7 +248,7 @@ pub fn gradient(
 }
 
 /// `Sum(g, -1, keep_dims = true)`.
-fn sum_last_keep(e: &mut Emitter<'_>, g: Tensor, ta: &TAttr) -> Tensor {
+pub(super) fn sum_last_keep(e: &mut Emitter<'_>, g: Tensor, ta: &TAttr) -> Tensor {
     let name = e.fresh_name("Sum");
     let axes = e.int_const_named(format!("{name}/reduction_indices"), &[-1], true);
     let attrs = [("keep_dims", AttrValue::Bool(true))].into_iter().chain(ta.clone());
@@ -256,7 +256,7 @@ fn sum_last_keep(e: &mut Emitter<'_>, g: Tensor, ta: &TAttr) -> Tensor {
 }
 
 /// `ExpandDims(g, -1)`.
-fn expand_last(e: &mut Emitter<'_>, g: Tensor) -> Tensor {
+pub(super) fn expand_last(e: &mut Emitter<'_>, g: Tensor) -> Tensor {
     let name = e.fresh_name("ExpandDims");
     let dim = e.int_const_named(format!("{name}/dim"), &[-1], true);
     let dtype = e.dtype_of(g);

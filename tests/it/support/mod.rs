@@ -5,4 +5,5 @@ pub mod corpus;
 pub mod gradcheck;
 pub mod keras;
 pub mod lowering;
+pub mod op_cases;
 pub mod pjrt;

@@ -1,0 +1,254 @@
+"""The shared harness for per-op cases with TensorFlow's numbers (imported by tests/tf/ops_*.py).
+
+A family script builds a list of `Case`s and calls `write_family(family, cases)`, which writes
+  tests/tf/corpus/ops/<family>.pbtxt  one GraphDef holding every case; a case's nodes are named
+                                      `<case>__<what>` (placeholders `<case>__<arg>` or
+                                      `<case>__<arg>_<i>` for list args, the op `<case>__op`, its
+                                      outputs `<case>__out_<k>`, a resource variable's value after
+                                      the op `<case>__var_<arg>`, the loss `<case>__loss`);
+  tests/tf/corpus/ops/<family>.json   {"tensorflow", "family", "cases": [case...]} with, per case:
+      "name", "op", "rtol",
+      "feeds":   {placeholder: T},
+      "outputs": {node: T}          TensorFlow's CPU kernels (graph mode, one session run),
+      "xla":     {node: T} | null   TensorFlow's XLA bridge (`tf.function(jit_compile=True)`),
+                                    null with "xla_error" when TensorFlow does not compile the op,
+      "grads":   [{"x": placeholder, "value": T}] | null
+                                    tf.gradients of loss = sum_k sum(out_k * w_k) (fixed weights,
+                                    float outputs, in f32 for 16-bit outputs) with respect to each
+                                    float placeholder that has one; null when TensorFlow registers
+                                    no gradient ("grad_error" says why) or the case asks for none,
+  with T = {"dtype", "shape", "values" (flat, row-major; "nan"/"inf"/"-inf" as strings)}.
+
+`Case.inputs` become placeholders (fed), `Case.consts` Const nodes (what XLA needs constant: axes,
+shapes, sizes), `Case.variables` resource variables whose handle is passed (their value after the
+op is an output). tests/it/support/op_cases.rs reads both files, adds the IR's own `gradients`,
+and runs everything on the simulator and on PJRT.
+"""
+
+import json
+import os
+import sys
+import zlib
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+tf.get_logger().setLevel("ERROR")
+
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus", "ops")
+
+FLOATS = (tf.float16, tf.bfloat16, tf.float32, tf.float64)
+
+
+class Case:
+    """One op applied once: see the module's doc."""
+
+    def __init__(self, name, op, inputs=None, consts=None, variables=None, attrs=None, grad=True, rtol=1e-5,
+                 xla=True):
+        if "__" in name or not name.replace("_", "a").isalnum():
+            raise ValueError(f"case name {name!r}: letters, digits and single underscores only")
+        self.name = name
+        self.op = op
+        self.inputs = inputs or {}
+        self.consts = consts or {}
+        self.variables = variables or {}
+        self.attrs = attrs or {}
+        self.grad = grad
+        self.rtol = rtol
+        self.xla = xla
+
+
+def enc(value):
+    """A numpy value as {"dtype", "shape", "values"}."""
+    a = np.asarray(value)
+    dtype = "bfloat16" if a.dtype == tf.bfloat16.as_numpy_dtype else a.dtype.name
+    flat = a.reshape(-1)
+    if dtype in ("bfloat16", "float16", "float32", "float64"):
+        vals = []
+        for v in flat.astype(np.float64):
+            if np.isnan(v):
+                vals.append("nan")
+            elif np.isinf(v):
+                vals.append("inf" if v > 0 else "-inf")
+            else:
+                vals.append(float(v))
+    elif dtype == "bool":
+        vals = [bool(v) for v in flat]
+    elif dtype.startswith("complex"):
+        raise ValueError("complex tensors are not in the corpus encoding yet")
+    else:
+        vals = [int(v) for v in flat]
+    return {"dtype": dtype, "shape": list(a.shape), "values": vals}
+
+
+def weights(case, k, shape):
+    """Fixed loss weights for output k of a case: in [-1, 1), never 0, seeded by the names."""
+    rng = np.random.default_rng(zlib.crc32(f"{case}/{k}".encode()))
+    w = rng.uniform(0.25, 1.0, size=shape) * rng.choice([-1.0, 1.0], size=shape)
+    return w.astype(np.float32)
+
+
+def flatten(result):
+    """The tensors a raw op returned, in output order."""
+    if result is None or isinstance(result, tf.Operation):
+        return []
+    if isinstance(result, (tf.Tensor, tf.Variable)):
+        return [result]
+    out = []
+    for item in result:
+        out.extend(flatten(item))
+    return out
+
+
+def call(case, args):
+    return getattr(tf.raw_ops, case.op)(**args, **case.attrs)
+
+
+def build(case):
+    """Adds the case to the default graph: (placeholders, outputs by node name, loss, float xs)."""
+    n = case.name
+    args, feeds, xs = {}, {}, []
+    for arg, value in case.inputs.items():
+        values = value if isinstance(value, list) else [value]
+        nodes = []
+        for i, v in enumerate(values):
+            v = np.asarray(v)
+            name = f"{n}__{arg}_{i}" if isinstance(value, list) else f"{n}__{arg}"
+            p = tf.compat.v1.placeholder(tf.as_dtype(v.dtype), shape=v.shape, name=name)
+            feeds[p] = v
+            nodes.append(p)
+            if p.dtype in FLOATS:
+                xs.append(p)
+        args[arg] = nodes if isinstance(value, list) else nodes[0]
+    for arg, value in case.consts.items():
+        if isinstance(value, list):
+            args[arg] = [tf.constant(np.asarray(v), name=f"{n}__{arg}_{i}") for i, v in enumerate(value)]
+        else:
+            args[arg] = tf.constant(np.asarray(value), name=f"{n}__{arg}")
+    variables = {}
+    for arg, value in case.variables.items():
+        v = tf.Variable(np.asarray(value), name=f"{n}__{arg}")
+        variables[arg] = v
+        args[arg] = v.handle
+    result = getattr(tf.raw_ops, case.op)(**args, **case.attrs, name=f"{n}__op")
+    op_outputs = flatten(result)
+    outputs = {}
+    for k, t in enumerate(op_outputs):
+        outputs[f"{n}__out_{k}"] = tf.identity(t, name=f"{n}__out_{k}")
+    deps = [result] if isinstance(result, tf.Operation) else op_outputs
+    for arg, v in variables.items():
+        with tf.control_dependencies(deps):
+            outputs[f"{n}__var_{arg}"] = tf.identity(
+                tf.raw_ops.ReadVariableOp(resource=v.handle, dtype=v.dtype), name=f"{n}__var_{arg}")
+    terms = []
+    wide = any(t.dtype == tf.float64 for t in op_outputs)
+    loss_type = tf.float64 if wide else tf.float32
+    with tf.name_scope(f"{n}__terms"):
+        for k, t in enumerate(op_outputs):
+            if t.dtype in FLOATS and t.shape.is_fully_defined():
+                w = tf.constant(weights(n, k, t.shape.as_list()), name=f"w_{k}")
+                terms.append(tf.reduce_sum(tf.cast(t, loss_type) * tf.cast(w, loss_type)))
+    loss = tf.identity(tf.add_n(terms), name=f"{n}__loss") if terms else None
+    return feeds, outputs, loss, xs, variables
+
+
+def xla_values(case, feeds_by_arg):
+    """The case's outputs under TensorFlow's XLA bridge, or (None, why)."""
+    try:
+        variables = {arg: tf.Variable(np.asarray(v)) for arg, v in case.variables.items()}
+        consts = {arg: ([tf.constant(np.asarray(v)) for v in value] if isinstance(value, list)
+                        else tf.constant(np.asarray(value))) for arg, value in case.consts.items()}
+
+        @tf.function(jit_compile=True)
+        def step(fed):
+            args = dict(fed)
+            args.update(consts)
+            args.update({arg: v.handle for arg, v in variables.items()})
+            result = call(case, args)
+            outs = flatten(result)
+            reads = []
+            with tf.control_dependencies([result] if isinstance(result, tf.Operation) else outs):
+                for v in variables.values():
+                    reads.append(v.read_value())
+            return outs, reads
+
+        fed = {arg: ([tf.constant(v) for v in value] if isinstance(value, list) else tf.constant(value))
+               for arg, value in feeds_by_arg.items()}
+        outs, reads = step(fed)
+        values = {f"{case.name}__out_{k}": enc(t.numpy()) for k, t in enumerate(outs)}
+        for arg, t in zip(variables, reads):
+            values[f"{case.name}__var_{arg}"] = enc(t.numpy())
+        return values, None
+    except Exception as e:  # TensorFlow's bridge refuses the op or its attrs.
+        return None, f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+
+
+def write_family(family, cases):
+    names = [c.name for c in cases]
+    if len(set(names)) != len(names):
+        raise ValueError("case names must be unique")
+    graph = tf.Graph()
+    built = []
+    with graph.as_default():
+        for case in cases:
+            built.append(build(case))
+        init = tf.compat.v1.global_variables_initializer()
+    # The graph as written: TensorFlow's own gradient nodes, added below, stay out of it.
+    graph_def = graph.as_graph_def()
+    records = []
+    with tf.compat.v1.Session(graph=graph) as sess:
+        sess.run(init)
+        for case, (feeds, outputs, loss, xs, _variables) in zip(cases, built):
+            grads, grad_error = None, None
+            if case.grad and loss is not None and xs:
+                with graph.as_default():
+                    try:
+                        gs = tf.gradients(loss, xs)
+                    except LookupError as e:
+                        gs, grad_error = None, f"LookupError: {e}"
+                if gs is not None:
+                    with graph.as_default():
+                        # A sparse gradient (IndexedSlices) is compared as the dense tensor it stands for.
+                        grads = [(x, tf.convert_to_tensor(g)) for x, g in zip(xs, gs) if g is not None]
+            elif not case.grad:
+                grad_error = "the case asks for no gradient"
+            fetch = dict(outputs)
+            grad_fetch = [g for _, g in grads] if grads else []
+            values, grad_values = sess.run((fetch, grad_fetch), feed_dict=feeds)
+            record = {
+                "name": case.name,
+                "op": case.op,
+                "rtol": case.rtol,
+                "feeds": {p.op.name: enc(v) for p, v in feeds.items()},
+                "outputs": {k: enc(v) for k, v in values.items()},
+                "grads": None if grads is None else [
+                    {"x": x.op.name, "value": enc(v)} for (x, _), v in zip(grads, grad_values)],
+            }
+            if grad_error:
+                record["grad_error"] = grad_error
+            records.append(record)
+    # Eagerly, outside the session (whose context makes the graph the default one).
+    for case, record in zip(cases, records):
+        if case.xla:
+            by_arg = {}
+            for arg, value in case.inputs.items():
+                by_arg[arg] = [np.asarray(v) for v in value] if isinstance(value, list) else np.asarray(value)
+            xla, why = xla_values(case, by_arg)
+            record["xla"] = xla
+            if why:
+                record["xla_error"] = why
+        else:
+            record["xla"] = None
+            record["xla_error"] = "the case asks for no XLA value"
+    os.makedirs(OUT, exist_ok=True)
+    doc = {"tensorflow": tf.__version__, "family": family, "cases": records}
+    for suffix, text in ((".pbtxt", str(graph_def)),
+                         (".json", json.dumps(doc, separators=(",", ":")) + "\n")):
+        path = os.path.join(OUT, family + suffix)
+        with open(path + ".tmp", "w") as f:
+            f.write(text)
+        os.replace(path + ".tmp", path)
+    compiled = sum(1 for r in records if r["xla"] is not None)
+    print(f"wrote {family}: {len(records)} cases, {compiled} with XLA values", file=sys.stderr)

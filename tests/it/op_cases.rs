@@ -9,3 +9,22 @@ use crate::support::op_cases::check_family;
 fn basic() {
     check_family("basic");
 }
+
+/// Concat, Gather, Reverse, Roll, splits, unstacking, strided-slice gradients, LinSpace, Empty,
+/// Bucketize and the sorted searches.
+#[test]
+fn index() {
+    check_family("index");
+}
+
+/// TensorScatterAdd/Sub/Max/Min/Update, ScatterNd and GatherNd.
+#[test]
+fn scatter() {
+    check_family("scatter");
+}
+
+/// UnsortedSegmentSum/Max/Min/Prod.
+#[test]
+fn segment() {
+    check_family("segment");
+}

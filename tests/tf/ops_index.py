@@ -4,9 +4,11 @@ Run after setup.sh:  tests/tf/.venv/bin/python tests/tf/ops_index.py
 
 Writes three families through op_cases.write_family (tests/tf/corpus/ops/<family>.pb and .json),
 which tests/it/op_cases.rs checks on the simulator and on PJRT:
-  segment  UnsortedSegmentSum/Max/Min/Prod and the sorted Segment*V2 ops;
+  segment  UnsortedSegmentSum/Max/Min/Prod (the sorted Segment*V2 ops have no TensorFlow CPU
+           kernel, which the harness needs for every case);
   scatter  TensorScatterAdd/Sub/Max/Min/Update, ScatterNd and GatherNd;
-  index    Concat, Gather, Reverse, Split, SplitV, Unpack and StridedSliceGrad.
+  index    Concat, Gather, Reverse, Split, SplitV, Unpack, StridedSliceGrad, Roll, LinSpace, Empty,
+           Bucketize, LowerBound and UpperBound.
 Segments are never empty for a maximum or minimum: TensorFlow's CPU kernel fills an empty one with
 the type's lowest value and its XLA bridge with -inf, which the JSON cannot carry.
 """
@@ -19,7 +21,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import op_cases  # noqa: E402
-from op_cases import Case  # noqa: E402
+from op_cases import Case, tf  # noqa: E402
 
 i32 = np.int32
 i64 = np.int64
@@ -93,30 +95,6 @@ def segment_cases():
             inputs={"data": f64([1.5, -0.5, 2, 0.25, 3, -1.25], (6,))},
             consts={"segment_ids": np.array([2, 0, 2, -1, 0, 2], dtype=i32), "num_segments": np.array(3, dtype=i32)},
             grad=True,
-        ),
-        Case(
-            "segment_sum_v2",
-            "SegmentSumV2",
-            inputs={"data": seq(10, (5, 2))},
-            consts={"segment_ids": np.array([0, 0, 1, 3, 3], dtype=i32), "num_segments": np.array(4, dtype=i32)},
-        ),
-        Case(
-            "segment_max_v2",
-            "SegmentMaxV2",
-            inputs={"data": seq(10, (5, 2))},
-            consts={"segment_ids": np.array([0, 0, 1, 2, 2], dtype=i32), "num_segments": np.array(3, dtype=i32)},
-        ),
-        Case(
-            "segment_min_v2_i64",
-            "SegmentMinV2",
-            inputs={"data": f64([2, -1, 3, 0.5, 4, -2], (6,))},
-            consts={"segment_ids": np.array([0, 1, 1, 1, 2, 2], dtype=i64), "num_segments": np.array(3, dtype=i64)},
-        ),
-        Case(
-            "segment_prod_v2",
-            "SegmentProdV2",
-            inputs={"data": seq(8, (4, 2), scale=0.5, offset=-1.5)},
-            consts={"segment_ids": np.array([0, 2, 2, 2], dtype=i32), "num_segments": np.array(3, dtype=i32)},
         ),
     ]
     return cases
@@ -195,7 +173,6 @@ def index_cases():
             "Concat",
             inputs={"values": [seq(4, (2, 2)), seq(6, (2, 3), offset=2.0)]},
             consts={"concat_dim": np.array(1, dtype=i32)},
-            attrs={"N": 2},
             grad=True,
         ),
         Case(
@@ -203,7 +180,6 @@ def index_cases():
             "Concat",
             inputs={"values": [seq(n, (n // 3, 3), dtype=np.float64) for n in (3, 6, 3)]},
             consts={"concat_dim": np.array(-2, dtype=i32)},
-            attrs={"N": 3},
             grad=True,
         ),
         Case(
@@ -289,6 +265,68 @@ def index_cases():
             },
             attrs={"shrink_axis_mask": 1},
             grad=True,
+        ),
+        Case(
+            "roll_two_axes",
+            "Roll",
+            inputs={"input": seq(12, (3, 4))},
+            consts={"shift": np.array([1, -3], dtype=i32), "axis": np.array([0, 1], dtype=i32)},
+            grad=True,
+        ),
+        Case(
+            "roll_repeated_axis_i64",
+            "Roll",
+            inputs={"input": np.arange(5, dtype=i32)},
+            consts={"shift": np.array([2, 4], dtype=i64), "axis": np.array([0, -1], dtype=i64)},
+        ),
+        Case(
+            "lin_space_f32",
+            "LinSpace",
+            inputs={"start": f32(-1.5), "stop": f32(2.0)},
+            consts={"num": np.array(7, dtype=i32)},
+            grad=False,
+        ),
+        Case(
+            "lin_space_f64_single",
+            "LinSpace",
+            inputs={"start": f64(0.25), "stop": f64(3.0)},
+            consts={"num": np.array(1, dtype=i64)},
+            grad=False,
+        ),
+        Case(
+            "empty_initialized",
+            "Empty",
+            consts={"shape": np.array([2, 3], dtype=i32)},
+            attrs={"dtype": tf.float32, "init": True},
+            grad=False,
+        ),
+        Case(
+            "bucketize_f32",
+            "Bucketize",
+            inputs={"input": f32([-2, -1, -0.5, 0, 0.25, 0.5, 1.5, 2, 3], (3, 3))},
+            attrs={"boundaries": [-1.0, 0.0, 0.5, 2.0]},
+            grad=False,
+        ),
+        Case(
+            "bucketize_i64",
+            "Bucketize",
+            inputs={"input": np.array([-3, 0, 1, 2, 7], dtype=i64)},
+            attrs={"boundaries": [0.0, 1.5, 2.0]},
+            grad=False,
+        ),
+        Case(
+            "lower_bound_ties",
+            "LowerBound",
+            inputs={"sorted_inputs": f32([0, 1, 1, 2, 5, -3, -1, 0, 0, 4], (2, 5)), "values": f32([1, -1, 6, 0, -4, 4], (2, 3))},
+            grad=False,
+        ),
+        Case(
+            "upper_bound_i64_out",
+            "UpperBound",
+            inputs={"sorted_inputs": np.array([[0, 1, 1, 2, 5], [-3, -1, 0, 0, 4]], dtype=i32),
+                    "values": np.array([[1, -1, 6], [0, -4, 4]], dtype=i32)},
+            attrs={"out_type": tf.int64},
+            grad=False,
         ),
     ]
     return cases

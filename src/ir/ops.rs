@@ -319,6 +319,7 @@ static REGISTRY: &[OpDef] = ops! {
     "TensorScatterSub" => Fixed(1), Tpu, ["T": Type, "Tindices": Type];
     "TensorScatterUpdate" => Fixed(1), Tpu, ["T": Type, "Tindices": Type];
     "Tile" => Fixed(1), Tpu, ["T": Type, "Tmultiples": Type];
+    "TopKV2" => Fixed(2), Tpu, ["T": Type, "sorted": Bool, "Tk": Type, "index_type": Type];
     "Transpose" => Fixed(1), Tpu, ["T": Type, "Tperm": Type];
     "Unpack" => FromAttr("num"), Tpu, ["T": Type, "num": Int, "axis": Int];
     "UnsortedSegmentMax" => Fixed(1), Tpu, ["T": Type, "Tindices": Type, "Tnumsegments": Type];

@@ -8,7 +8,7 @@ which tests/it/op_cases.rs checks on the simulator and on PJRT:
            kernel, which the harness needs for every case);
   scatter  TensorScatterAdd/Sub/Max/Min/Update, ScatterNd and GatherNd;
   index    Concat, Gather, Reverse, Split, SplitV, Unpack, StridedSliceGrad, Roll, LinSpace, Empty,
-           Bucketize, LowerBound and UpperBound.
+           Bucketize, LowerBound, UpperBound and TopKV2.
 Segments are never empty for a maximum or minimum: TensorFlow's CPU kernel fills an empty one with
 the type's lowest value and its XLA bridge with -inf, which the JSON cannot carry.
 """
@@ -327,6 +327,38 @@ def index_cases():
                     "values": np.array([[1, -1, 6], [0, -4, 4]], dtype=i32)},
             attrs={"out_type": tf.int64},
             grad=False,
+        ),
+        Case(
+            "top_k_ties",
+            "TopKV2",
+            inputs={"input": f32([3, 1, 3, 2, 3, 0.5, -1, 4, 4, 2], (2, 5))},
+            consts={"k": np.array(3, dtype=i32)},
+            attrs={"sorted": True},
+            grad=True,
+        ),
+        Case(
+            "top_k_f64_3d",
+            "TopKV2",
+            inputs={"input": seq(16, (2, 2, 4), dtype=np.float64)},
+            consts={"k": np.array(2, dtype=i32)},
+            attrs={"sorted": True},
+            grad=True,
+        ),
+        Case(
+            # TensorFlow's own gradient of TopKV2 fails for int64 indices (it adds int32 offsets).
+            "top_k_i64_indices",
+            "TopKV2",
+            inputs={"input": seq(8, (2, 4))},
+            consts={"k": np.array(1, dtype=i64)},
+            attrs={"sorted": True, "index_type": tf.int64},
+            grad=False,
+        ),
+        Case(
+            "top_k_i32",
+            "TopKV2",
+            inputs={"input": np.array([5, -2, 7, 7, 0], dtype=i32)},
+            consts={"k": np.array(4, dtype=i32)},
+            attrs={"sorted": True},
         ),
     ]
     return cases

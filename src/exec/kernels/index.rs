@@ -4,8 +4,9 @@
 //! `Reverse(tensor, dims)` is `ReverseV2` over the axes whose flag in the
 //! boolean `dims` (one per dimension) is set. Cost: that of the successor.
 //!
-//! Also the small indexing ops: `Roll`, `LinSpace`, `Empty`, `Bucketize`
-//! and the row-wise binary searches `LowerBound`/`UpperBound`. Cost:
+//! Also the small indexing ops: `Roll`, `LinSpace`, `Empty`, `Bucketize`,
+//! the row-wise binary searches `LowerBound`/`UpperBound`, and `TopKV2`
+//! (a stable sort of each row). Cost:
 //! linear in the output (the searches: output times the row length's
 //! logarithm).
 
@@ -172,6 +173,58 @@ pub(crate) fn search_sorted(
     }
 }
 
+/// `TopKV2(input, k) {index_type}`: along the last dimension, the `k`
+/// largest values in descending order and their indices (i32 or i64);
+/// equal values keep their order, so the lower index comes first.
+pub(crate) fn top_k(op: &str, x: &Tensor, k: &Tensor, index_type: DType) -> Result<Vec<Tensor>, KernelError> {
+    let shape = x.shape().to_vec();
+    let n = *shape.last().ok_or_else(|| KernelError::invalid(op, "input must have rank 1 or more"))?;
+    let k = match k.to_i64_vec(op, "k")?.as_slice() {
+        &[k] if k >= 0 && k as usize <= n => k as usize,
+        other => return Err(KernelError::invalid(op, format!("k must be a scalar in [0, {n}], got {other:?}"))),
+    };
+    let rows = if n == 0 { 0 } else { x.len() / n };
+    let mut out_shape = shape.clone();
+    *out_shape.last_mut().expect("rank checked above") = k;
+    fn run<T: super::math::Num>(
+        x: &Tensor,
+        rows: usize,
+        n: usize,
+        k: usize,
+        out_shape: &[usize],
+    ) -> Result<(Tensor, Vec<i64>), KernelError> {
+        let flat = x.to_vec::<T>().expect("dispatched on this dtype");
+        let (mut values, mut picks) = (Vec::with_capacity(rows * k), Vec::with_capacity(rows * k));
+        let mut order: Vec<usize> = Vec::with_capacity(n);
+        for r in 0..rows {
+            let row = &flat[r * n..(r + 1) * n];
+            order.clear();
+            order.extend(0..n);
+            // A stable sort: ties keep the lower index first.
+            order.sort_by(|&a, &b| row[b].partial_cmp(&row[a]).unwrap_or(std::cmp::Ordering::Equal));
+            for &i in &order[..k] {
+                values.push(row[i]);
+                picks.push(i as i64);
+            }
+        }
+        Ok((Tensor::from_vec(out_shape, values)?, picks))
+    }
+    let (values, picks) = match x {
+        Tensor::F32(_) => run::<f32>(x, rows, n, k, &out_shape)?,
+        Tensor::F64(_) => run::<f64>(x, rows, n, k, &out_shape)?,
+        Tensor::I32(_) => run::<i32>(x, rows, n, k, &out_shape)?,
+        Tensor::I64(_) => run::<i64>(x, rows, n, k, &out_shape)?,
+        other => return Err(KernelError::dtype(op, other.dtype(), "a numeric input is required")),
+    };
+    let indices = Tensor::from_vec(&out_shape, picks)?;
+    let indices = match index_type {
+        DType::I64 => indices,
+        DType::I32 => super::math::cast(op, &indices, DType::I32)?,
+        other => return Err(KernelError::dtype(op, other, "index_type must be i32 or i64")),
+    };
+    Ok(vec![values, indices])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -203,6 +256,12 @@ mod tests {
         let lo = search_sorted("LowerBound", &sorted, &values, false, DType::I32).unwrap();
         let hi = search_sorted("UpperBound", &sorted, &values, true, DType::I64).unwrap();
         assert_eq!((lo.to_vec::<i32>().unwrap(), hi.to_vec::<i64>().unwrap()), (vec![1, 0, 4], vec![3, 0, 4]));
+        let t =
+            top_k("TopKV2", &Tensor::vector(vec![3.0f32, 5.0, 3.0, 1.0]), &Tensor::scalar(3i32), DType::I32).unwrap();
+        assert_eq!(
+            (t[0].to_vec::<f32>().unwrap(), t[1].to_vec::<i32>().unwrap()),
+            (vec![5.0, 3.0, 3.0], vec![1, 0, 2])
+        );
         let e = empty("Empty", &Tensor::vector(vec![2i32, 1]), DType::F64).unwrap();
         assert_eq!(e.to_vec::<f64>().unwrap(), vec![0.0, 0.0]);
     }

@@ -304,6 +304,7 @@ pub const PURE_OPS: &[&str] = &[
     "TensorScatterSub",
     "TensorScatterUpdate",
     "Tile",
+    "TopKV2",
     "Transpose",
     "Unpack",
     "UnsortedSegmentMax",

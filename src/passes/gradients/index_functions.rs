@@ -1,5 +1,5 @@
 //! Gradient functions of the indexing family: splits and unstacking,
-//! the first-version `Concat`, `Gather` and `Reverse`, `Roll`, gathers and
+//! the first-version `Concat`, `Gather` and `Reverse`, `Roll`, `TopKV2`, gathers and
 //! scatters by index tuples, segment reductions and the
 //! gradient of a strided slice.
 //!
@@ -44,6 +44,7 @@ pub fn gradient(
             | "TensorScatterMin"
             | "TensorScatterSub"
             | "TensorScatterUpdate"
+            | "TopKV2"
             | "UnsortedSegmentMax"
             | "UnsortedSegmentMin"
             | "UnsortedSegmentProd"
@@ -185,6 +186,7 @@ fn single_output(e: &mut Emitter<'_>, op: NodeId, op_type: &str, inputs: &[Tenso
             vec![Some(dt), None, Some(du)]
         }
         "TensorScatterMax" | "TensorScatterMin" => tensor_scatter_extreme(e, op, inputs, g, &ta)?,
+        "TopKV2" => vec![Some(top_k_grad(e, op, x(0)?, g, &ta)), None],
         "UnsortedSegmentSum" => {
             let ids = x(1)?;
             let (clipped, keep) = clip_ids(e, ids);
@@ -378,4 +380,62 @@ fn tensor_scatter_extreme(e: &mut Emitter<'_>, op: NodeId, inputs: &[Tensor], g:
     let read = gather_nd(e, share, indices, ta);
     let dy = e.emit("Mul", "mul_1", &[read, y_ind], ta.clone());
     Ok(vec![Some(dx), None, Some(dy)])
+}
+
+/// `TopKV2(input, k)`: each value's gradient summed into the input element it came from. Rows are
+/// flattened: an index `i` of row `r` addresses element `r · n + i` of the flat input.
+fn top_k_grad(e: &mut Emitter<'_>, op: NodeId, input: Tensor, g: Tensor, ta: &TAttr) -> Tensor {
+    let i32_t = e.t_attr(Some(DType::I32));
+    let shape = e.shape("Shape", input);
+    let slice = e.fresh_name("strided_slice");
+    let begin = e.int_const_named(format!("{slice}/begin"), &[-1], false);
+    let end = e.int_const_named(format!("{slice}/end"), &[0], false);
+    let strides = e.int_const_named(format!("{slice}/strides"), &[1], false);
+    let masks = [
+        ("begin_mask", AttrValue::Int(0)),
+        ("end_mask", AttrValue::Int(1)),
+        ("ellipsis_mask", AttrValue::Int(0)),
+        ("new_axis_mask", AttrValue::Int(0)),
+        ("shrink_axis_mask", AttrValue::Int(1)),
+        ("Index", AttrValue::Type(DType::I32)),
+    ];
+    let n = e.emit_named(slice, "StridedSlice", &[shape, begin, end, strides], masks.into_iter().chain(i32_t.clone()));
+    let max = e.fresh_name("Maximum");
+    let one = e.int_const_named(format!("{max}/y"), &[1], true);
+    let n = e.emit_named(max, "Maximum", &[n, one], i32_t.clone());
+    let size = e.emit("Size", "Size", &[input], [("out_type", AttrValue::Type(DType::I32))]);
+    let range = e.fresh_name("range");
+    let start = e.int_const_named(format!("{range}/start"), &[0], true);
+    let offsets = e.emit_named(range, "Range", &[start, size, n], [("Tidx", AttrValue::Type(DType::I32))]);
+    let expand = e.fresh_name("ExpandDims");
+    let dim = e.int_const_named(format!("{expand}/dim"), &[-1], true);
+    let offsets = e.emit_named(expand, "ExpandDims", &[offsets, dim], i32_t.clone());
+    let rows = e.emit("FloorDiv", "floordiv", &[size, n], i32_t.clone());
+    let stack = e.fresh_name("stack");
+    let minus_one = e.int_const_named(format!("{stack}/values_1"), &[-1], true);
+    let pack = [("N", AttrValue::Int(2)), ("axis", AttrValue::Int(0))].into_iter().chain(i32_t.clone());
+    let rows_shape = e.emit_named(stack, "Pack", &[rows, minus_one], pack);
+    let indices = Tensor { node: op, output: 1 };
+    let indices = if e.dtype_of(indices) == Some(DType::I64) {
+        let attrs = [("SrcT", AttrValue::Type(DType::I64)), ("DstT", AttrValue::Type(DType::I32))];
+        e.emit("Cast", "Cast", &[indices], attrs)
+    } else {
+        indices
+    };
+    let by_row = e.emit("Reshape", "Reshape", &[indices, rows_shape], i32_t.clone());
+    let global = e.emit("AddV2", "add", &[by_row, offsets], i32_t.clone());
+    let flat = e.fresh_name("Reshape_1");
+    let all = e.int_const_named(format!("{flat}/shape"), &[-1], false);
+    let global = e.emit_named(flat, "Reshape", &[global, all], i32_t.clone());
+    let flat_g = e.fresh_name("Reshape_2");
+    let all = e.int_const_named(format!("{flat_g}/shape"), &[-1], false);
+    let values = e.emit_named(flat_g, "Reshape", &[g, all], ta.clone());
+    let attrs = [("Tindices", AttrValue::Type(DType::I32)), ("Tnumsegments", AttrValue::Type(DType::I32))];
+    let summed = e.emit(
+        "UnsortedSegmentSum",
+        "UnsortedSegmentSum",
+        &[values, global, size],
+        attrs.into_iter().chain(ta.clone()),
+    );
+    e.emit("Reshape", "Reshape_3", &[summed, shape], ta.clone())
 }

@@ -182,6 +182,19 @@ pub(super) fn search_sorted(a: &Args) -> Result<Vec<OutType>, String> {
     Ok(vec![OutType::new(a.type_attr("out_type", DType::I32), v.shape.to_vec())])
 }
 
+/// `TopKV2(input, k)`: values and `index_type` indices, the last dimension cut to the constant `k`.
+pub(super) fn top_k(a: &Args) -> Result<Vec<OutType>, String> {
+    let x = a.x(0)?;
+    let n = *x.shape.last().ok_or("input must have rank 1 or more")?;
+    let k = match a.ints(1, "k")? {
+        [k] if *k >= 0 && *k as usize <= n => *k as usize,
+        other => return Err(format!("k must be a scalar in [0, {n}], got {other:?}")),
+    };
+    let mut shape = x.shape.to_vec();
+    *shape.last_mut().ok_or("input must have rank 1 or more")? = k;
+    Ok(vec![OutType::new(x.dtype, shape.clone()), OutType::new(a.type_attr("index_type", DType::I32), shape)])
+}
+
 /// `OneHot(indices, depth, on_value, off_value) {axis}`: `on_value`'s
 /// dtype, `indices`' shape with `depth` inserted at `axis` (-1: last).
 pub(super) fn one_hot(a: &Args) -> Result<Vec<OutType>, String> {

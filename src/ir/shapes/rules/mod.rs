@@ -331,6 +331,7 @@ const TABLE: &[(&str, Rule)] = &[
     ("TensorScatterSub", ew::same),
     ("TensorScatterUpdate", ew::same),
     ("Tile", shape::tile),
+    ("TopKV2", index::top_k),
     ("Transpose", shape::transpose),
     ("Unpack", shape::unpack),
     ("UnsortedSegmentMax", index::unsorted_segment),

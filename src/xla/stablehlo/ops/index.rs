@@ -8,12 +8,13 @@
 //! Also `Roll` (constant shifts: slices and a concatenation), `LinSpace`
 //! (constant `num`), `Empty` (zeros), `Bucketize` (one comparison per
 //! boundary) and `LowerBound`/`UpperBound` (a `[B, M, N]` comparison
-//! summed: linear in the batch times the row length times the values).
+//! summed: linear in the batch times the row length times the values)
+//! and `TopKV2` (a stable sort of each row with its indices).
 
 use super::{check, gather, shape, Call};
 use crate::exec::Tensor;
 use crate::ir::DType;
-use crate::xla::stablehlo::text::{Cmp, Ctx, Reducer, Val};
+use crate::xla::stablehlo::text::{Cmp, Ctx, Reducer, Ty, Val};
 
 /// `Concat(concat_dim, values...)`.
 pub(super) fn concat_v1(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
@@ -182,4 +183,36 @@ pub(super) fn search_sorted(c: &mut Ctx, n: &Call, upper: bool) -> Result<Vec<Va
     let below = c.compare(&sb, &vb, if upper { Cmp::Le } else { Cmp::Lt });
     let ones = c.convert(&below, out.dtype);
     Ok(vec![c.reduce(&ones, &[2], Reducer::Add)])
+}
+
+/// `TopKV2(input, k)`: a stable descending `stablehlo.sort` of each row
+/// together with an iota of its indices, then the first `k` of both.
+pub(super) fn top_k(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
+    let x = n.input(0)?;
+    let (values_ty, indices_ty) = (n.out(0)?.clone(), n.out(1)?.clone());
+    let rank = x.ty.rank();
+    let last = rank.checked_sub(1).ok_or_else(|| format!("{}: input must have rank 1 or more", n.op))?;
+    let iota_ty = x.ty.with_dtype(DType::I32);
+    let iota = c.op("stablehlo.iota", &[], &format!("iota_dimension = {last} : i64"), iota_ty.clone());
+    // The comparator sees (value a, value b, index a, index b) and orders greater values first.
+    let (t, i) = (Ty::scalar(x.ty.dtype).mlir(), Ty::scalar(DType::I32).mlir());
+    let (a, b, ia, ib, p) = (c.fresh(), c.fresh(), c.fresh(), c.fresh(), c.fresh());
+    let kind = if super::is_float(x.ty.dtype) { "FLOAT" } else { "SIGNED" };
+    let region = format!(
+        "({{\n^bb0({a}: {t}, {b}: {t}, {ia}: {i}, {ib}: {i}):\n  {p} = \"stablehlo.compare\"({a}, {b}) \
+         {{comparison_direction = #stablehlo<comparison_direction GT>, compare_type = #stablehlo<comparison_type {kind}>}} \
+         : ({t}, {t}) -> tensor<i1>\n  \"stablehlo.return\"({p}) : (tensor<i1>) -> ()\n}})"
+    );
+    let sorted = c.op_regions(
+        "stablehlo.sort",
+        &[x, &iota],
+        &[region],
+        &format!("dimension = {last} : i64, is_stable = true"),
+        &[x.ty.clone(), iota_ty],
+    );
+    let start = vec![0; rank];
+    let limit = values_ty.shape.clone();
+    let values = shape::slice_range(c, &sorted[0], &start, &limit);
+    let indices = shape::slice_range(c, &sorted[1], &start, &limit);
+    Ok(vec![values, c.convert(&indices, indices_ty.dtype)])
 }

@@ -318,6 +318,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("TensorScatterSub", |c, n| segment::tensor_scatter(c, n, gather::Combine::Sub)),
     ("TensorScatterUpdate", |c, n| gather::tensor_scatter(c, n, false)),
     ("Tile", shape::tile),
+    ("TopKV2", index::top_k),
     ("Transpose", shape::transpose),
     ("Unpack", shape::unpack),
     ("UnsortedSegmentMax", |c, n| segment::segment_reduce(c, n, Reducer::Max)),

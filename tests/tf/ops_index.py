@@ -6,7 +6,8 @@ Writes three families through op_cases.write_family (tests/tf/corpus/ops/<family
 which tests/it/op_cases.rs checks on the simulator and on PJRT:
   segment  UnsortedSegmentSum/Max/Min/Prod (the sorted Segment*V2 ops have no TensorFlow CPU
            kernel, which the harness needs for every case);
-  scatter  TensorScatterAdd/Sub/Max/Min/Update, ScatterNd and GatherNd;
+  scatter  TensorScatterAdd/Sub/Max/Min/Update, ScatterNd, GatherNd, ResourceScatterMul/Div/Max/
+           Min and ResourceScatterNdAdd/Sub/Update;
   index    Concat, Gather, Reverse, Split, SplitV, Unpack, StridedSliceGrad, Roll, LinSpace, Empty,
            Bucketize, LowerBound, UpperBound and TopKV2.
 Segments are never empty for a maximum or minimum: TensorFlow's CPU kernel fills an empty one with
@@ -161,6 +162,62 @@ def scatter_cases():
             inputs={"params": seq(24, (2, 3, 4))},
             consts={"indices": np.array([[0, 2], [1, 0], [0, 2]], dtype=i64)},
             grad=True,
+        ),
+        Case(
+            "resource_scatter_mul_repeated",
+            "ResourceScatterMul",
+            variables={"resource": seq(8, (4, 2))},
+            inputs={"updates": f32([2, -1, 0.5, 3, 4, 4], (3, 2))},
+            consts={"indices": np.array([2, 0, 2], dtype=i32)},
+            grad=False,
+        ),
+        Case(
+            "resource_scatter_div_f64",
+            "ResourceScatterDiv",
+            variables={"resource": seq(6, (3, 2), dtype=np.float64)},
+            inputs={"updates": f64([2, -4, 0.5, 8], (2, 1, 2))},
+            consts={"indices": np.array([[1], [2]], dtype=i64)},
+            grad=False,
+        ),
+        Case(
+            "resource_scatter_max",
+            "ResourceScatterMax",
+            variables={"resource": f32([1, 5, -2, 0], (2, 2))},
+            inputs={"updates": f32([3, 3, -5, 1, 0, 9], (3, 2))},
+            consts={"indices": np.array([0, 1, 1], dtype=i32)},
+            grad=False,
+        ),
+        Case(
+            "resource_scatter_min_i32",
+            "ResourceScatterMin",
+            variables={"resource": np.array([4, -1, 7], dtype=i32)},
+            inputs={"updates": np.array([2, 0, 9], dtype=i32)},
+            consts={"indices": np.array([0, 1, 2], dtype=i32)},
+            grad=False,
+        ),
+        Case(
+            "resource_scatter_nd_add",
+            "ResourceScatterNdAdd",
+            variables={"ref": seq(12, (3, 4))},
+            inputs={"updates": f32([1, 2, 3])},
+            consts={"indices": np.array([[0, 1], [2, 3], [0, 1]], dtype=i32)},
+            grad=False,
+        ),
+        Case(
+            "resource_scatter_nd_sub_rows",
+            "ResourceScatterNdSub",
+            variables={"ref": seq(12, (3, 4), dtype=np.float64)},
+            inputs={"updates": seq(8, (2, 4), dtype=np.float64)},
+            consts={"indices": np.array([[2], [0]], dtype=i64)},
+            grad=False,
+        ),
+        Case(
+            "resource_scatter_nd_update",
+            "ResourceScatterNdUpdate",
+            variables={"ref": seq(6, (2, 3))},
+            inputs={"updates": f32([7, 8])},
+            consts={"indices": np.array([[1, 2], [0, 0]], dtype=i32)},
+            grad=False,
         ),
     ]
     return cases

@@ -38,7 +38,7 @@ mod num;
 pub(crate) mod optimizers;
 pub mod random;
 mod reduce;
-mod segment;
+pub(crate) mod segment;
 mod shape;
 mod strided;
 mod strings;
@@ -84,6 +84,13 @@ pub const DEVICE_OPS: &[&str] = &[
     "ResourceApplyRMSProp",
     "ResourceGather",
     "ResourceScatterAdd",
+    "ResourceScatterDiv",
+    "ResourceScatterMax",
+    "ResourceScatterMin",
+    "ResourceScatterMul",
+    "ResourceScatterNdAdd",
+    "ResourceScatterNdSub",
+    "ResourceScatterNdUpdate",
     "ResourceScatterSub",
     "ResourceScatterUpdate",
     "Switch",

@@ -10,9 +10,14 @@
 //! runs the V2 ops only under XLA, whose identity for a float maximum is
 //! −∞ (+∞ for a minimum): the V2 ops take that one. Cost: linear in the
 //! data plus the output.
+//!
+//! Also the combining scatters: `TensorScatterSub`/`Max`/`Min` and the
+//! resource scatters the mesh runs on a variable's value
+//! ([`RESOURCE_SCATTERS`]).
 
 use crate::exec::error::KernelError;
 use crate::exec::tensor::Tensor;
+use crate::ir::DType;
 
 use super::math::Num;
 
@@ -204,7 +209,11 @@ pub(crate) fn tensor_scatter(
             for j in 0..slice {
                 let (a, b) = (out[o + j], updates[u * slice + j]);
                 out[o + j] = match how {
+                    Scatter::Add => a.add(b),
                     Scatter::Sub => a.sub(b),
+                    Scatter::Mul => a.mul(b),
+                    Scatter::Div => a.div(b),
+                    Scatter::Replace => b,
                     Scatter::Max => Reduce::Max.combine(a, b),
                     Scatter::Min => Reduce::Min.combine(a, b),
                 };
@@ -221,12 +230,70 @@ pub(crate) fn tensor_scatter(
     }
 }
 
-/// How `TensorScatterSub`/`Max`/`Min` combine an update with the tensor.
+/// How a scatter combines an update with the tensor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Scatter {
+    Add,
     Sub,
+    Mul,
+    Div,
+    Replace,
     Max,
     Min,
+}
+
+/// The resource scatters this module runs: `ResourceScatterMul`/`Div`/
+/// `Max`/`Min` (rows named by indices of any shape) and
+/// `ResourceScatterNdAdd`/`Sub`/`Update` (index vectors).
+pub(crate) const RESOURCE_SCATTERS: &[&str] = &[
+    "ResourceScatterDiv",
+    "ResourceScatterMax",
+    "ResourceScatterMin",
+    "ResourceScatterMul",
+    "ResourceScatterNdAdd",
+    "ResourceScatterNdSub",
+    "ResourceScatterNdUpdate",
+];
+
+/// The combiner of a resource scatter, and whether it addresses rows (not index vectors).
+pub(crate) fn resource_scatter_kind(op: &str) -> Option<(Scatter, bool)> {
+    Some(match op {
+        "ResourceScatterDiv" => (Scatter::Div, true),
+        "ResourceScatterMax" => (Scatter::Max, true),
+        "ResourceScatterMin" => (Scatter::Min, true),
+        "ResourceScatterMul" => (Scatter::Mul, true),
+        "ResourceScatterNdAdd" => (Scatter::Add, false),
+        "ResourceScatterNdSub" => (Scatter::Sub, false),
+        "ResourceScatterNdUpdate" => (Scatter::Replace, false),
+        _ => return None,
+    })
+}
+
+/// One of [`RESOURCE_SCATTERS`] on the variable's value `var`: its new
+/// value. Row scatters take `indices` of any shape and updates shaped
+/// `indices.shape + var.shape[1..]`; an integer division by zero is an
+/// error, as on TensorFlow's CPU kernel.
+pub(crate) fn resource_scatter(
+    op: &str,
+    var: &Tensor,
+    indices: &Tensor,
+    updates: &Tensor,
+) -> Result<Tensor, KernelError> {
+    let (how, rows) = resource_scatter_kind(op).ok_or_else(|| KernelError::invalid(op, "not a resource scatter"))?;
+    if how == Scatter::Div && !matches!(updates, Tensor::F32(_) | Tensor::F64(_)) {
+        let divisors = super::math::cast(op, updates, DType::I64)?.to_vec::<i64>().unwrap_or_default();
+        if divisors.contains(&0) {
+            return Err(KernelError::invalid(op, "integer division by zero"));
+        }
+    }
+    if !rows {
+        return tensor_scatter(op, how, var, indices, updates);
+    }
+    let ids = Tensor::from_vec(&[indices.len(), 1], indices.to_i64_vec(op, "indices")?)?;
+    let mut shape = vec![indices.len()];
+    shape.extend_from_slice(var.shape().get(1..).unwrap_or_default());
+    let updates = super::shape::reshape(op, updates, &Tensor::vector(shape.iter().map(|&d| d as i64).collect()))?;
+    tensor_scatter(op, how, var, &ids, &updates)
 }
 
 #[cfg(test)]

@@ -97,6 +97,8 @@ pub enum Combine {
     Replace,
     /// The operand minus the update.
     Sub,
+    /// The operand divided by the update.
+    Div,
     Max,
     Min,
     Mul,
@@ -112,6 +114,7 @@ pub fn scatter(c: &mut Ctx, operand: &Val, indices: &Val, updates: &Val, how: Co
         Combine::Add => c.reducer_region(operand.ty.dtype, Reducer::Add),
         Combine::Replace => c.region(operand.ty.dtype, |_, _, b| b.clone()),
         Combine::Sub => c.region(operand.ty.dtype, |c, a, b| c.elementwise("subtract", &[a, b])),
+        Combine::Div => c.region(operand.ty.dtype, |c, a, b| c.elementwise("divide", &[a, b])),
         Combine::Max => c.reducer_region(operand.ty.dtype, Reducer::Max),
         Combine::Min => c.reducer_region(operand.ty.dtype, Reducer::Min),
         Combine::Mul => c.reducer_region(operand.ty.dtype, Reducer::Mul),

@@ -1,5 +1,6 @@
 //! Variable updates beyond reads and assignments: the optimizers'
-//! `ResourceApply*` ops, `ResourceGather` and `ResourceScatter{Add,Sub,Update}`.
+//! `ResourceApply*` ops, `ResourceGather` and `ResourceScatter{Add,Sub,Update}`
+//! (the other resource scatters are built in `segment`).
 //! The emitter keeps each variable's current value as an SSA value; for
 //! these ops it passes the values of the variables the op names (its
 //! leading handle operands) and the other operands, and takes back the
@@ -12,7 +13,7 @@
 
 use super::gather::{gather, gather_batched, scatter, Combine};
 use super::Call;
-use crate::exec::kernels::{gather as host_gather, optimizers};
+use crate::exec::kernels::{gather as host_gather, optimizers, segment as host_segment};
 use crate::exec::Tensor;
 use crate::ir::{AttrMap, DType};
 use crate::xla::stablehlo::text::{Cmp, Ctx, Ty, Val};
@@ -32,6 +33,7 @@ const EMITTER_OPS: &[&str] = &[
 pub fn handle_operands(op: &str) -> usize {
     if EMITTER_OPS.contains(&op)
         || matches!(op, "ResourceGather" | "ResourceScatterAdd" | "ResourceScatterSub" | "ResourceScatterUpdate")
+        || host_segment::RESOURCE_SCATTERS.contains(&op)
     {
         return 1;
     }
@@ -68,6 +70,10 @@ pub(crate) fn evaluate(
                 if op == "ResourceScatterUpdate" { host_gather::Combine::Replace } else { host_gather::Combine::Add };
             let new = host_gather::scatter_rows(op, var, arg(0)?, arg(1)?, how, op == "ResourceScatterSub")
                 .map_err(|e| e.to_string())?;
+            Ok((vec![new], Vec::new()))
+        }
+        _ if host_segment::RESOURCE_SCATTERS.contains(&op) => {
+            let new = host_segment::resource_scatter(op, var, arg(0)?, arg(1)?).map_err(|e| e.to_string())?;
             Ok((vec![new], Vec::new()))
         }
         _ => Ok((optimizers::apply(op, attrs, vars, rest).map_err(|e| e.to_string())?, Vec::new())),
@@ -109,6 +115,9 @@ pub fn build(c: &mut Ctx, n: &Call, vars: &[Val]) -> Result<(Vec<Val>, Vec<Val>)
             }
             let how = if n.op == "ResourceScatterUpdate" { Combine::Replace } else { Combine::Add };
             Ok((vec![scatter(c, var, &idx, &updates, how)], Vec::new()))
+        }
+        _ if host_segment::RESOURCE_SCATTERS.contains(&n.op) => {
+            Ok((vec![super::segment::resource_scatter(c, n, var)?], Vec::new()))
         }
         _ => Ok((optimizer(c, n, vars)?, Vec::new())),
     }

@@ -7,7 +7,8 @@ which tests/it/op_cases.rs checks on the simulator and on PJRT:
   segment  UnsortedSegmentSum/Max/Min/Prod (the sorted Segment*V2 ops have no TensorFlow CPU
            kernel, which the harness needs for every case);
   scatter  TensorScatterAdd/Sub/Max/Min/Update, ScatterNd, GatherNd, ResourceScatterMul/Div/Max/
-           Min and ResourceScatterNdAdd/Sub/Update;
+           Min, ResourceScatterNdAdd/Sub/Update and the optimizers ResourceApplyProximalGradientDescent,
+           ProximalAdagrad, AdagradDA, AddSign and PowerSign;
   index    Concat, Gather, Reverse, Split, SplitV, Unpack, StridedSliceGrad, Roll, LinSpace, Empty,
            Bucketize, LowerBound, UpperBound and TopKV2.
 Segments are never empty for a maximum or minimum: TensorFlow's CPU kernel fills an empty one with
@@ -217,6 +218,64 @@ def scatter_cases():
             variables={"ref": seq(6, (2, 3))},
             inputs={"updates": f32([7, 8])},
             consts={"indices": np.array([[1, 2], [0, 0]], dtype=i32)},
+            grad=False,
+        ),
+        Case(
+            "apply_proximal_gd_l1",
+            "ResourceApplyProximalGradientDescent",
+            variables={"var": f32([0.5, -0.2, 0.05, 1.5, -1.0, 0.0])},
+            inputs={"delta": f32([1.0, -2.0, 0.5, 0.25, -0.5, 3.0])},
+            consts={"alpha": f32(0.1), "l1": f32(0.2), "l2": f32(0.5)},
+            grad=False,
+        ),
+        Case(
+            "apply_proximal_gd_f64_no_l1",
+            "ResourceApplyProximalGradientDescent",
+            variables={"var": seq(4, (2, 2), dtype=np.float64)},
+            inputs={"delta": seq(4, (2, 2), dtype=np.float64, offset=0.5)},
+            consts={"alpha": f64(0.3), "l1": f64(0.0), "l2": f64(0.25)},
+            grad=False,
+        ),
+        Case(
+            "apply_proximal_adagrad",
+            "ResourceApplyProximalAdagrad",
+            variables={"var": f32([0.5, -0.2, 0.05, 1.5]), "accum": f32([0.1, 0.2, 0.3, 0.4])},
+            inputs={"grad": f32([1.0, -2.0, 0.5, -0.25])},
+            consts={"lr": f32(0.1), "l1": f32(0.05), "l2": f32(0.2)},
+            grad=False,
+        ),
+        Case(
+            "apply_adagrad_da",
+            "ResourceApplyAdagradDA",
+            variables={"var": f32([0.5, -0.2, 0.05, 1.5]), "gradient_accumulator": f32([0.1, -0.3, 0.0, 2.0]),
+                       "gradient_squared_accumulator": f32([0.1, 0.2, 0.3, 0.4])},
+            inputs={"grad": f32([1.0, -2.0, 0.5, -0.25])},
+            consts={"lr": f32(0.1), "l1": f32(0.3), "l2": f32(0.2), "global_step": np.array(3, dtype=i64)},
+            grad=False,
+        ),
+        Case(
+            "apply_adagrad_da_f64_no_l1",
+            "ResourceApplyAdagradDA",
+            variables={"var": f64([0.5, -0.2]), "gradient_accumulator": f64([0.1, -0.3]),
+                       "gradient_squared_accumulator": f64([0.1, 0.2])},
+            inputs={"grad": f64([1.0, -2.0])},
+            consts={"lr": f64(0.1), "l1": f64(0.0), "l2": f64(0.2), "global_step": np.array(2, dtype=i64)},
+            grad=False,
+        ),
+        Case(
+            "apply_add_sign",
+            "ResourceApplyAddSign",
+            variables={"var": f32([0.5, -0.2, 0.05, 1.5]), "m": f32([0.1, 0.3, -0.2, 0.0])},
+            inputs={"grad": f32([1.0, -2.0, 0.5, 0.0])},
+            consts={"lr": f32(0.1), "alpha": f32(1.0), "sign_decay": f32(0.9), "beta": f32(0.9)},
+            grad=False,
+        ),
+        Case(
+            "apply_power_sign",
+            "ResourceApplyPowerSign",
+            variables={"var": f64([0.5, -0.2, 0.05, 1.5]), "m": f64([0.1, 0.3, -0.2, 0.0])},
+            inputs={"grad": f64([1.0, -2.0, 0.5, -0.5])},
+            consts={"lr": f64(0.1), "logbase": f64(np.log(2.0)), "sign_decay": f64(0.5), "beta": f64(0.9)},
             grad=False,
         ),
     ]

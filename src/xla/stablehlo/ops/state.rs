@@ -408,6 +408,76 @@ fn optimizer(c: &mut Ctx, n: &Call, vars: &[Val]) -> Result<Vec<Val>, String> {
             s[1] = ms;
             s[2] = mom;
         }
+        "ResourceApplyProximalGradientDescent" | "ResourceApplyProximalAdagrad" => {
+            let adagrad = n.op == "ResourceApplyProximalAdagrad";
+            let (lr, l1, l2, g) = (get(0)?, get(1)?, get(2)?, get(3)?);
+            let rate = if adagrad {
+                let g2 = e.mul(&g, &g);
+                s[1] = e.add(&s[1], &g2);
+                let root = e.sqrt(&s[1]);
+                e.div(&lr, &root)
+            } else {
+                lr
+            };
+            let gr = e.mul(&g, &rate);
+            let prox = e.sub(&s[0], &gr);
+            let rl2 = e.mul(&rate, &l2);
+            let shrink = e.add(&one, &rl2);
+            // With l1 > 0: sign(prox) · max(|prox| − rate · l1, 0), else prox; both over the shrink.
+            let size = e.c.elementwise("abs", &[&prox]);
+            let rl1 = e.mul(&rate, &l1);
+            let cut = e.sub(&size, &rl1);
+            let zero = e.k(0.0);
+            let kept = e.max(&cut, &zero);
+            let signed = e.c.elementwise("sign", &[&prox]);
+            let soft = e.mul(&signed, &kept);
+            let positive = e.c.compare(&l1, &zero, Cmp::Gt);
+            let top = e.c.select(&positive, &soft, &prox);
+            s[0] = e.div(&top, &shrink);
+        }
+        "ResourceApplyAdagradDA" => {
+            let (g, lr, l1, l2, step) = (get(0)?, get(1)?, get(2)?, get(3)?, get(4)?);
+            s[1] = e.add(&s[1], &g);
+            let g2 = e.mul(&g, &g);
+            s[2] = e.add(&s[2], &g2);
+            let l2s = e.mul(&l2, &step);
+            let l2sl = e.mul(&l2s, &lr);
+            let root = e.sqrt(&s[2]);
+            let denom = e.add(&l2sl, &root);
+            let size = e.c.elementwise("abs", &[&s[1]]);
+            let sl1 = e.mul(&step, &l1);
+            let cut = e.sub(&size, &sl1);
+            let zero = e.k(0.0);
+            let kept = e.max(&cut, &zero);
+            let signed = e.c.elementwise("sign", &[&s[1]]);
+            let soft = e.mul(&signed, &kept);
+            let positive = e.c.compare(&l1, &zero, Cmp::Gt);
+            let top = e.c.select(&positive, &soft, &s[1]);
+            let scaled = e.mul(&lr, &top);
+            let neg = e.c.elementwise("negate", &[&scaled]);
+            s[0] = e.div(&neg, &denom);
+        }
+        "ResourceApplyAddSign" | "ResourceApplyPowerSign" => {
+            let (lr, base, decay, beta, g) = (get(0)?, get(1)?, get(2)?, get(3)?, get(4)?);
+            let mb = e.mul(&s[1], &beta);
+            let ob = e.sub(&one, &beta);
+            let gb = e.mul(&g, &ob);
+            s[1] = e.add(&mb, &gb);
+            let sg = e.c.elementwise("sign", &[&g]);
+            let sm = e.c.elementwise("sign", &[&s[1]]);
+            let agree = e.mul(&sg, &sm);
+            let scale = if n.op == "ResourceApplyAddSign" {
+                let da = e.mul(&decay, &agree);
+                e.add(&base, &da)
+            } else {
+                let bd = e.mul(&base, &decay);
+                let bda = e.mul(&bd, &agree);
+                e.c.elementwise("exponential", &[&bda])
+            };
+            let ls = e.mul(&lr, &scale);
+            let step = e.mul(&ls, &g);
+            s[0] = e.sub(&s[0], &step);
+        }
         other => return Err(format!("no lowering for variable op {other}")),
     }
     Ok(s.iter().map(|v| e.c.convert(v, var_ty.dtype)).collect())

@@ -224,6 +224,7 @@ static REGISTRY: &[OpDef] = ops! {
     "ResourceScatterNdSub" => Fixed(0), Tpu, ["T": Type, "Tindices": Type, "use_locking": Bool, "bad_indices_policy": Str];
     "ResourceScatterNdUpdate" => Fixed(0), Tpu, ["T": Type, "Tindices": Type, "use_locking": Bool, "bad_indices_policy": Str];
     "Reverse" => Fixed(1), Tpu, ["T": Type];
+    "ReverseSequence" => Fixed(1), Tpu, ["seq_dim": Int, "batch_dim": Int, "T": Type, "Tlen": Type];
     "ReverseV2" => Fixed(1), Tpu, ["T": Type, "Tidx": Type];
     "ResourceApplyAdaMax" => Fixed(0), Tpu, ["T": Type, "use_locking": Bool];
     "ResourceApplyAdadelta" => Fixed(0), Tpu, ["T": Type, "use_locking": Bool];

@@ -176,6 +176,7 @@ pub(super) const OUTPUT_ARGS: &[(&str, &[&str])] = &[
     ("ResourceScatterSub", &[]),
     ("ResourceScatterUpdate", &[]),
     ("Reverse", &["output"]),
+    ("ReverseSequence", &["output"]),
     ("Roll", &["output"]),
     ("Round", &["y"]),
     ("Rsqrt", &["y"]),

@@ -10,7 +10,7 @@ which tests/it/op_cases.rs checks on the simulator and on PJRT:
            Min, ResourceScatterNdAdd/Sub/Update and the optimizers ResourceApplyProximalGradientDescent,
            ProximalAdagrad, AdagradDA, AddSign and PowerSign;
   index    Concat, Gather, Reverse, Split, SplitV, Unpack, StridedSliceGrad, Roll, LinSpace, Empty,
-           Bucketize, LowerBound, UpperBound and TopKV2.
+           Bucketize, LowerBound, UpperBound, TopKV2 and ReverseSequence.
 Segments are never empty for a maximum or minimum: TensorFlow's CPU kernel fills an empty one with
 the type's lowest value and its XLA bridge with -inf, which the JSON cannot carry.
 """
@@ -475,6 +475,22 @@ def index_cases():
             inputs={"input": np.array([5, -2, 7, 7, 0], dtype=i32)},
             consts={"k": np.array(4, dtype=i32)},
             attrs={"sorted": True},
+        ),
+        Case(
+            "reverse_sequence_time_major",
+            "ReverseSequence",
+            inputs={"input": seq(24, (4, 3, 2))},
+            consts={"seq_lengths": np.array([4, 0, 2], dtype=i64)},
+            attrs={"seq_dim": 0, "batch_dim": 1},
+            grad=True,
+        ),
+        Case(
+            "reverse_sequence_batch_major_i32_lengths",
+            "ReverseSequence",
+            inputs={"input": seq(10, (2, 5), dtype=np.float64)},
+            consts={"seq_lengths": np.array([3, 5], dtype=i32)},
+            attrs={"seq_dim": 1, "batch_dim": 0},
+            grad=True,
         ),
     ]
     return cases

@@ -157,6 +157,10 @@ pub(crate) fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Option<R
         "Concat" => super::index::concat_v1(op, inputs).map(|t| vec![t]),
         "Reverse" => (|| one(super::index::reverse_v1(op, x(0)?, x(1)?)?))(),
         "TopKV2" => (|| super::index::top_k(op, x(0)?, x(1)?, out_type(attrs, "index_type", DType::I32)))(),
+        "ReverseSequence" => (|| {
+            let (seq, batch) = (attr_int(attrs, "seq_dim", 0), attr_int(attrs, "batch_dim", 0));
+            one(super::index::reverse_sequence(op, x(0)?, x(1)?, seq, batch)?)
+        })(),
         "Roll" => (|| one(super::index::roll(op, x(0)?, x(1)?, x(2)?)?))(),
         "LinSpace" => (|| one(super::index::lin_space(op, x(0)?, x(1)?, x(2)?)?))(),
         "Empty" => (|| one(super::index::empty(op, x(0)?, out_type(attrs, "dtype", DType::F32))?))(),

@@ -5,8 +5,8 @@
 //! boolean `dims` (one per dimension) is set. Cost: that of the successor.
 //!
 //! Also the small indexing ops: `Roll`, `LinSpace`, `Empty`, `Bucketize`,
-//! the row-wise binary searches `LowerBound`/`UpperBound`, and `TopKV2`
-//! (a stable sort of each row). Cost:
+//! the row-wise binary searches `LowerBound`/`UpperBound`, `TopKV2`
+//! (a stable sort of each row) and `ReverseSequence`. Cost:
 //! linear in the output (the searches: output times the row length's
 //! logarithm).
 
@@ -72,7 +72,7 @@ pub(crate) fn roll(op: &str, x: &Tensor, shift: &Tensor, axis: &Tensor) -> Resul
         }
         // Rolling by k puts the last k elements first.
         let k = s.rem_euclid(n);
-        let cut = Tensor::vector(vec![(n - k) as i64, k]);
+        let cut = Tensor::vector(vec![n - k, k]);
         let parts = super::layout::split_v(op, &out, &cut, &Tensor::scalar(d as i64))?;
         let mut rotated = vec![parts[1].clone(), parts[0].clone()];
         rotated.push(Tensor::scalar(d as i64));
@@ -183,7 +183,7 @@ pub(crate) fn top_k(op: &str, x: &Tensor, k: &Tensor, index_type: DType) -> Resu
         &[k] if k >= 0 && k as usize <= n => k as usize,
         other => return Err(KernelError::invalid(op, format!("k must be a scalar in [0, {n}], got {other:?}"))),
     };
-    let rows = if n == 0 { 0 } else { x.len() / n };
+    let rows = x.len().checked_div(n).unwrap_or(0);
     let mut out_shape = shape.clone();
     *out_shape.last_mut().expect("rank checked above") = k;
     fn run<T: super::math::Num>(
@@ -225,6 +225,59 @@ pub(crate) fn top_k(op: &str, x: &Tensor, k: &Tensor, index_type: DType) -> Resu
     Ok(vec![values, indices])
 }
 
+/// `ReverseSequence(input, seq_lengths) {seq_dim, batch_dim}`: for each
+/// index `b` along `batch_dim`, the first `seq_lengths[b]` elements along
+/// `seq_dim` reversed and the rest kept. A length past the dimension is an
+/// error, as on TensorFlow's CPU kernel.
+pub(crate) fn reverse_sequence(
+    op: &str,
+    x: &Tensor,
+    lengths: &Tensor,
+    seq_dim: i64,
+    batch_dim: i64,
+) -> Result<Tensor, KernelError> {
+    let shape = x.shape().to_vec();
+    let rank = shape.len() as i64;
+    let norm = |d: i64, what: &str| -> Result<usize, KernelError> {
+        let a = if d < 0 { d + rank } else { d };
+        usize::try_from(a)
+            .ok()
+            .filter(|&a| a < shape.len())
+            .ok_or_else(|| KernelError::invalid(op, format!("{what} {d} is out of range for rank {rank}")))
+    };
+    let (sd, bd) = (norm(seq_dim, "seq_dim")?, norm(batch_dim, "batch_dim")?);
+    if sd == bd {
+        return Err(KernelError::invalid(op, "seq_dim and batch_dim must differ"));
+    }
+    let lens = lengths.to_i64_vec(op, "seq_lengths")?;
+    if lengths.shape().len() != 1 || lens.len() != shape[bd] {
+        return Err(KernelError::invalid(op, format!("seq_lengths must be a vector of {} lengths", shape[bd])));
+    }
+    if let Some(&bad) = lens.iter().find(|&&l| l < 0 || l as usize > shape[sd]) {
+        return Err(KernelError::invalid(op, format!("a sequence length {bad} is outside [0, {}]", shape[sd])));
+    }
+    let mut strides = vec![1usize; shape.len()];
+    for d in (0..shape.len().saturating_sub(1)).rev() {
+        strides[d] = strides[d + 1] * shape[d + 1];
+    }
+    let src: Vec<usize> = (0..x.len())
+        .map(|flat| {
+            let (s, b) = ((flat / strides[sd]) % shape[sd], (flat / strides[bd]) % shape[bd]);
+            let len = lens[b] as usize;
+            if s < len {
+                flat - s * strides[sd] + (len - 1 - s) * strides[sd]
+            } else {
+                flat
+            }
+        })
+        .collect();
+    fn run<T: crate::exec::tensor::Element>(x: &Tensor, src: &[usize], shape: &[usize]) -> Result<Tensor, KernelError> {
+        let flat = x.to_vec::<T>().expect("dispatched on this dtype");
+        Tensor::from_vec(shape, src.iter().map(|&i| flat[i].clone()).collect())
+    }
+    crate::exec::tensor::with_element_type!(x, T => run::<T>(x, &src, &shape), resource => Err(KernelError::dtype(op, DType::Resource, "resource handles have no elements")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -262,6 +315,10 @@ mod tests {
             (t[0].to_vec::<f32>().unwrap(), t[1].to_vec::<i32>().unwrap()),
             (vec![5.0, 3.0, 3.0], vec![1, 0, 2])
         );
+        let seqs = Tensor::from_vec(&[2, 3], vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0]).unwrap();
+        let rs = reverse_sequence("ReverseSequence", &seqs, &Tensor::vector(vec![2i64, 3]), 1, 0).unwrap();
+        assert_eq!(rs.to_vec::<f32>().unwrap(), vec![2.0, 1.0, 3.0, 6.0, 5.0, 4.0]);
+        assert!(reverse_sequence("ReverseSequence", &seqs, &Tensor::vector(vec![4i64, 0]), 1, 0).is_err());
         let e = empty("Empty", &Tensor::vector(vec![2i32, 1]), DType::F64).unwrap();
         assert_eq!(e.to_vec::<f64>().unwrap(), vec![0.0, 0.0]);
     }

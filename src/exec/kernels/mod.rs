@@ -244,6 +244,7 @@ pub const PURE_OPS: &[&str] = &[
     "ReluGrad",
     "Reshape",
     "Reverse",
+    "ReverseSequence",
     "ReverseV2",
     "Rint",
     "Roll",

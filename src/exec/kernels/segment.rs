@@ -93,14 +93,14 @@ impl Reduce {
             Reduce::Prod => a.mul(b),
             // A NaN wins, as in Eigen's max and min.
             Reduce::Max => {
-                if b > a || b.is_nan() {
+                if b > a || is_nan(&b) {
                     b
                 } else {
                     a
                 }
             }
             Reduce::Min => {
-                if b < a || b.is_nan() {
+                if b < a || is_nan(&b) {
                     b
                 } else {
                     a
@@ -110,15 +110,10 @@ impl Reduce {
     }
 }
 
-trait MaybeNan {
-    fn is_nan(self) -> bool;
-}
-
-impl<T: Num> MaybeNan for T {
-    #[allow(clippy::eq_op)]
-    fn is_nan(self) -> bool {
-        self != self
-    }
+/// True for a NaN (the one value not equal to itself); never for an integer.
+#[allow(clippy::eq_op)]
+fn is_nan<T: PartialEq>(x: &T) -> bool {
+    x != x
 }
 
 /// `UnsortedSegment<how>(data, segment_ids, num_segments)`, or the sorted

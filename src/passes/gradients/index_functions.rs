@@ -1,5 +1,5 @@
 //! Gradient functions of the indexing family: splits and unstacking,
-//! the first-version `Concat`, `Gather` and `Reverse`, `Roll`, `TopKV2`, gathers and
+//! the first-version `Concat`, `Gather` and `Reverse`, `ReverseSequence`, `Roll`, `TopKV2`, gathers and
 //! scatters by index tuples, segment reductions and the
 //! gradient of a strided slice.
 //!
@@ -36,6 +36,7 @@ pub fn gradient(
             | "Gather"
             | "GatherNd"
             | "Reverse"
+            | "ReverseSequence"
             | "Roll"
             | "ScatterNd"
             | "StridedSliceGrad"
@@ -140,6 +141,17 @@ fn single_output(e: &mut Emitter<'_>, op: NodeId, op_type: &str, inputs: &[Tenso
             // The gradient is reversed back along the same dimensions.
             let dims = x(1)?;
             vec![Some(e.emit("Reverse", "Reverse", &[g, dims], ta)), None]
+        }
+        "ReverseSequence" => {
+            // Reversing the same prefixes again puts the gradient back.
+            let lengths = x(1)?;
+            let attrs = &e.graph.node(op).attrs;
+            let copied: Vec<Attr> = ["seq_dim", "batch_dim", "Tlen"]
+                .iter()
+                .filter_map(|&k| attrs.get(k).cloned().map(|v| (k, v)))
+                .chain(ta)
+                .collect();
+            vec![Some(e.emit("ReverseSequence", "ReverseSequence", &[g, lengths], copied)), None]
         }
         "Roll" => {
             // Rolled back by the opposite shifts along the same axes.

@@ -269,6 +269,7 @@ const TABLE: &[(&str, Rule)] = &[
     ("ReluGrad", ew::same),
     ("Reshape", shape::reshape),
     ("Reverse", ew::same),
+    ("ReverseSequence", ew::same),
     ("ReverseV2", ew::same),
     ("Rint", ew::same),
     ("Roll", ew::same),

@@ -216,3 +216,43 @@ pub(super) fn top_k(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
     let indices = shape::slice_range(c, &sorted[1], &start, &limit);
     Ok(vec![values, c.convert(&indices, indices_ty.dtype)])
 }
+
+/// `ReverseSequence(input, seq_lengths) {seq_dim, batch_dim}`: an
+/// element-wise gather whose index along `seq_dim` is `len − 1 − i` where
+/// `i < len` (the batch's length) and `i` elsewhere.
+pub(super) fn reverse_sequence(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
+    let (x, lens) = (n.input(0)?, n.input(1)?);
+    let rank = x.ty.rank();
+    let sd = super::axis(n.int_attr("seq_dim", 0), rank, n.op)?;
+    let bd = super::axis(n.int_attr("batch_dim", 0), rank, n.op)?;
+    let out = n.out(0)?.clone();
+    let int = x.ty.with_dtype(DType::I32);
+    let lens = c.convert(lens, DType::I32);
+    let lens =
+        c.op("stablehlo.broadcast_in_dim", &[&lens], &format!("broadcast_dimensions = array<i64: {bd}>"), int.clone());
+    let mut coords = Vec::with_capacity(rank);
+    let mut one = x.ty.shape.clone();
+    one.push(1);
+    for d in 0..rank {
+        let iota = c.op("stablehlo.iota", &[], &format!("iota_dimension = {d} : i64"), int.clone());
+        let coord = if d == sd {
+            let inside = c.compare(&iota, &lens, Cmp::Lt);
+            let last = c.splat(&int, 1.0);
+            let top = c.elementwise("subtract", &[&lens, &last]);
+            let mirrored = c.elementwise("subtract", &[&top, &iota]);
+            c.select(&inside, &mirrored, &iota)
+        } else {
+            iota
+        };
+        coords.push(c.reshape(&coord, one.clone()));
+    }
+    let indices =
+        shape::concatenate(c, &coords, rank, int.with_shape(one.iter().take(rank).copied().chain([rank]).collect()));
+    let all: Vec<String> = (0..rank).map(|d| d.to_string()).collect();
+    let attrs = format!(
+        "dimension_numbers = #stablehlo.gather<offset_dims = [], collapsed_slice_dims = [{0}], start_index_map = [{0}], index_vector_dim = {rank}>, slice_sizes = {1}, indices_are_sorted = false",
+        all.join(", "),
+        super::i64s(&vec![1; rank])
+    );
+    Ok(vec![c.op("stablehlo.gather", &[x, &indices], &attrs, out)])
+}

@@ -245,6 +245,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("ReplicaId", collective::replica_id),
     ("Reshape", shape::reshape),
     ("Reverse", index::reverse_v1),
+    ("ReverseSequence", index::reverse_sequence),
     ("ReverseV2", shape::reverse),
     ("Rint", |c, n| ew::unary(c, n, "round_nearest_even")),
     ("Roll", index::roll),

@@ -10,20 +10,27 @@ fn basic() {
     check_family("basic");
 }
 
-/// Concat, Gather, Reverse, Roll, splits, unstacking, strided-slice gradients, LinSpace, Empty,
-/// Bucketize and the sorted searches.
+/// Concat, Gather, Reverse, ReverseSequence, Roll, TopKV2, splits, unstacking, strided-slice
+/// gradients, LinSpace, Empty, Bucketize and the sorted searches (`tests/tf/ops_index.py`).
 #[test]
 fn index() {
     check_family("index");
 }
 
-/// TensorScatterAdd/Sub/Max/Min/Update, ScatterNd and GatherNd.
+/// Quantization-aware training: FakeQuant* and QuantizeAndDequantizeV2/V3/V4.
+#[test]
+fn quant() {
+    check_family("quant");
+}
+
+/// The tensor and resource scatters, ScatterNd, GatherNd and the proximal, AdagradDA, AddSign
+/// and PowerSign optimizers (`tests/tf/ops_index.py`).
 #[test]
 fn scatter() {
     check_family("scatter");
 }
 
-/// UnsortedSegmentSum/Max/Min/Prod.
+/// UnsortedSegmentSum/Max/Min/Prod (`tests/tf/ops_index.py`).
 #[test]
 fn segment() {
     check_family("segment");

@@ -431,6 +431,20 @@ fn ops_of_other_differential_graphs() -> BTreeSet<String> {
         }
     }
     ops.extend(["StatelessRandomGetAlg", "StatelessRandomGetKeyCounter"].map(String::from));
+    // The op families of `op_cases`, run on PJRT against TensorFlow's XLA (or CPU) values.
+    let mut families: Vec<_> = std::fs::read_dir("tests/tf/corpus/ops")
+        .expect("the op-case families")
+        .map(|e| e.expect("an entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    families.sort();
+    for path in families {
+        let text = std::fs::read_to_string(&path).expect("an op-case family");
+        let family: serde_json::Value = serde_json::from_str(&text).expect("the family parses");
+        for case in family["cases"].as_array().expect("cases") {
+            ops.insert(case["op"].as_str().expect("op").to_string());
+        }
+    }
     // The TensorList cases of `xla_tensor_list` (`%name = Op(...)` lines of its graphs).
     for line in include_str!("xla_tensor_list.rs").lines() {
         if let Some(op) =

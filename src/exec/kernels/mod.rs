@@ -36,6 +36,7 @@ mod nn;
 mod norm;
 mod num;
 pub(crate) mod optimizers;
+mod quant;
 pub mod random;
 mod reduce;
 pub(crate) mod segment;
@@ -174,6 +175,12 @@ pub const PURE_OPS: &[&str] = &[
     "ExpandDims",
     "Expm1",
     "FakeParam",
+    "FakeQuantWithMinMaxArgs",
+    "FakeQuantWithMinMaxArgsGradient",
+    "FakeQuantWithMinMaxVars",
+    "FakeQuantWithMinMaxVarsGradient",
+    "FakeQuantWithMinMaxVarsPerChannel",
+    "FakeQuantWithMinMaxVarsPerChannelGradient",
     "Fill",
     "Floor",
     "FloorDiv",
@@ -234,6 +241,9 @@ pub const PURE_OPS: &[&str] = &[
     "Print",
     "PrintV2",
     "Prod",
+    "QuantizeAndDequantizeV2",
+    "QuantizeAndDequantizeV3",
+    "QuantizeAndDequantizeV4",
     "Range",
     "Rank",
     "RealDiv",
@@ -687,6 +697,7 @@ fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Tensor>,
         _ if DEVICE_OPS.contains(&op) => Err(KernelError::NeedsDevice { op: op.to_string() }),
         _ => families::dispatch(op, attrs, inputs)
             .or_else(|| random::dispatch(op, attrs, inputs))
+            .or_else(|| quant::dispatch(op, attrs, inputs))
             .or_else(|| host_ops::dispatch(op, attrs, inputs))
             .unwrap_or_else(|| Err(KernelError::NoKernel { op: op.to_string() })),
     }

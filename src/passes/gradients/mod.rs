@@ -42,6 +42,7 @@ mod math_functions;
 mod multi_output;
 mod nn_functions;
 mod product_functions;
+mod quant_functions;
 
 use std::collections::VecDeque;
 

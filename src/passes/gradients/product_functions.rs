@@ -32,7 +32,7 @@ pub fn gradient(
             let equation = equation.ok_or_else(|| Some("the `equation` attribute is missing".to_string()))?;
             einsum_grad(e, &equation, inputs, g, &ta)
         }
-        _ => Err(None),
+        _ => super::quant_functions::gradient(e, op, op_type, inputs, g),
     }
 }
 

@@ -22,6 +22,7 @@ mod collective;
 mod elementwise;
 mod index;
 mod nn;
+mod quant;
 mod random;
 mod reduce;
 mod shape;
@@ -206,6 +207,12 @@ const TABLE: &[(&str, Rule)] = &[
     ("Exp", ew::same),
     ("ExpandDims", shape::expand_dims),
     ("Expm1", ew::same),
+    ("FakeQuantWithMinMaxArgs", ew::same),
+    ("FakeQuantWithMinMaxArgsGradient", ew::same),
+    ("FakeQuantWithMinMaxVars", ew::same),
+    ("FakeQuantWithMinMaxVarsGradient", quant::fake_quant_grad),
+    ("FakeQuantWithMinMaxVarsPerChannel", ew::same),
+    ("FakeQuantWithMinMaxVarsPerChannelGradient", quant::fake_quant_grad),
     ("Fill", shape::fill),
     ("Floor", ew::same),
     ("FloorDiv", ew::broadcast),
@@ -261,6 +268,9 @@ const TABLE: &[(&str, Rule)] = &[
     ("Pow", ew::broadcast),
     ("Print", ew::same),
     ("Prod", reduce::reduce),
+    ("QuantizeAndDequantizeV2", ew::same),
+    ("QuantizeAndDequantizeV3", ew::same),
+    ("QuantizeAndDequantizeV4", ew::same),
     ("RealDiv", ew::broadcast),
     ("Reciprocal", ew::same),
     ("Relu", ew::same),

@@ -36,6 +36,7 @@ mod linalg;
 mod list;
 mod nchw;
 mod nn;
+mod quant;
 pub mod random;
 mod reduce;
 mod segment;
@@ -178,6 +179,12 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("Exp", |c, n| ew::unary(c, n, "exponential")),
     ("ExpandDims", shape::reshape),
     ("Expm1", |c, n| ew::unary(c, n, "exponential_minus_one")),
+    ("FakeQuantWithMinMaxArgs", quant::fake_quant_args),
+    ("FakeQuantWithMinMaxArgsGradient", quant::fake_quant_args_grad),
+    ("FakeQuantWithMinMaxVars", quant::fake_quant_vars),
+    ("FakeQuantWithMinMaxVarsGradient", quant::fake_quant_vars_grad),
+    ("FakeQuantWithMinMaxVarsPerChannel", quant::fake_quant_vars),
+    ("FakeQuantWithMinMaxVarsPerChannelGradient", quant::fake_quant_vars_grad),
     ("Fill", shape::fill),
     ("Floor", |c, n| ew::unary(c, n, "floor")),
     ("FloorDiv", ew::floor_div),
@@ -236,6 +243,9 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("PlaceholderWithDefault", identity),
     ("Pow", |c, n| ew::binary(c, n, "power")),
     ("Prod", |c, n| reduce::reduce(c, n, reduce::Kind::Prod)),
+    ("QuantizeAndDequantizeV2", quant::quantize_and_dequantize),
+    ("QuantizeAndDequantizeV3", quant::quantize_and_dequantize),
+    ("QuantizeAndDequantizeV4", quant::quantize_and_dequantize),
     ("RealDiv", ew::div),
     ("Reciprocal", ew::reciprocal),
     ("Relu", act::relu),

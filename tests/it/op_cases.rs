@@ -28,6 +28,13 @@ fn image() {
     check_family("image");
 }
 
+/// Concat, Gather, reversals, Roll, TopKV2, LinSpace, Empty, Bucketize and the bounds
+/// (`tests/tf/ops_index.py`).
+#[test]
+fn index() {
+    check_family("index");
+}
+
 /// Linear algebra: band parts, the diagonal ops (V1-V3), Diag/DiagPart,
 /// Cross, Cholesky and MatrixTriangularSolve (`tests/tf/ops_linalg.py`).
 #[test]
@@ -39,6 +46,19 @@ fn linalg() {
 #[test]
 fn quant() {
     check_family("quant");
+}
+
+/// The tensor and resource scatters, ScatterNd, GatherNd and the proximal, AdagradDA, AddSign
+/// and PowerSign optimizers (`tests/tf/ops_index.py`).
+#[test]
+fn scatter() {
+    check_family("scatter");
+}
+
+/// UnsortedSegmentSum/Max/Min/Prod (`tests/tf/ops_index.py`).
+#[test]
+fn segment() {
+    check_family("segment");
 }
 
 /// Spatial data movement and data-format ops (`tests/tf/ops_spatial.py`).

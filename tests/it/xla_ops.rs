@@ -175,6 +175,8 @@ const GATHER: &[Case] = &[
     case("TensorScatterUpdate", "%i = Const() {dtype = i32, value = tensor(i32, [1, 2]) [1, 2]}\n%u = Const() {dtype = f32, value = tensor(f32, [1]) [9.0]}\n%out = TensorScatterUpdate(%x, %i, %u) {T = f32, Tindices = i32}"),
     case("TensorScatterAdd", "%i = Const() {dtype = i32, value = tensor(i32, [2, 1]) [1, 1]}\n%u = Const() {dtype = f32, value = tensor(f32, [2, 3]) [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]}\n%out = TensorScatterAdd(%x, %i, %u) {T = f32, Tindices = i32}"),
     case("UnsortedSegmentSum", "%i = Const() {dtype = i32, value = tensor(i32, [2]) [2, 2]}\n%n = Const() {dtype = i32, value = tensor(i32, []) [3]}\n%out = UnsortedSegmentSum(%x, %i, %n) {T = f32, Tindices = i32, Tnumsegments = i32}"),
+    // TensorFlow runs the sorted V2 segment ops only under XLA, so they have no op case with its CPU numbers.
+    Case { name: "SegmentV2", inputs: X23, setup: "", body: "%i = Const() {dtype = i32, value = tensor(i32, [2]) [0, 2]}\n%n = Const() {dtype = i32, value = tensor(i32, []) [3]}\n%a = SegmentSumV2(%x, %i, %n) {T = f32, Tindices = i32, Tnumsegments = i32}\n%b = SegmentProdV2(%x, %i, %n) {T = f32, Tindices = i32, Tnumsegments = i32}\n%j = Const() {dtype = i64, value = tensor(i64, [2]) [0, 1]}\n%m = Const() {dtype = i64, value = tensor(i64, []) [2]}\n%c = SegmentMaxV2(%x, %j, %m) {T = f32, Tindices = i64, Tnumsegments = i64}\n%d = SegmentMinV2(%x, %j, %m) {T = f32, Tindices = i64, Tnumsegments = i64}", returns: "%a, %b, %c, %d" },
 ];
 
 /// Convolutions and pools.

@@ -153,6 +153,35 @@ pub(crate) fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Option<R
 
         "GatherV2" => (|| one(super::gather::gather(op, x(0)?, x(1)?, x(2)?, attr_int(attrs, "batch_dims", 0))?))(),
         "GatherNd" => (|| one(super::gather::gather_nd(op, x(0)?, x(1)?)?))(),
+        "Gather" => (|| one(super::index::gather_v1(op, x(0)?, x(1)?)?))(),
+        "Concat" => super::index::concat_v1(op, inputs).map(|t| vec![t]),
+        "Reverse" => (|| one(super::index::reverse_v1(op, x(0)?, x(1)?)?))(),
+        "TopKV2" => (|| super::index::top_k(op, x(0)?, x(1)?, out_type(attrs, "index_type", DType::I32)))(),
+        "ReverseSequence" => (|| {
+            let (seq, batch) = (attr_int(attrs, "seq_dim", 0), attr_int(attrs, "batch_dim", 0));
+            one(super::index::reverse_sequence(op, x(0)?, x(1)?, seq, batch)?)
+        })(),
+        "Roll" => (|| one(super::index::roll(op, x(0)?, x(1)?, x(2)?)?))(),
+        "LinSpace" => (|| one(super::index::lin_space(op, x(0)?, x(1)?, x(2)?)?))(),
+        "Empty" => (|| one(super::index::empty(op, x(0)?, out_type(attrs, "dtype", DType::F32))?))(),
+        "Bucketize" => (|| {
+            let boundaries: Vec<f32> = attrs
+                .get("boundaries")
+                .and_then(AttrValue::as_list)
+                .unwrap_or_default()
+                .iter()
+                .filter_map(|v| match v {
+                    AttrValue::Float(f) => Some(*f),
+                    AttrValue::Int(i) => Some(*i as f32),
+                    _ => None,
+                })
+                .collect();
+            one(super::index::bucketize(op, x(0)?, &boundaries)?)
+        })(),
+        "LowerBound" | "UpperBound" => (|| {
+            let out = out_type(attrs, "out_type", DType::I32);
+            one(super::index::search_sorted(op, x(0)?, x(1)?, op == "UpperBound", out)?)
+        })(),
         "ScatterNd" => (|| one(super::gather::scatter_nd(op, x(0)?, x(1)?, x(2)?)?))(),
         "TensorScatterUpdate" | "TensorScatterAdd" => (|| {
             let how =
@@ -160,6 +189,31 @@ pub(crate) fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Option<R
             one(super::gather::tensor_scatter(op, how, x(0)?, x(1)?, x(2)?)?)
         })(),
         "UnsortedSegmentSum" => (|| one(super::gather::unsorted_segment_sum(op, x(0)?, x(1)?, x(2)?)?))(),
+        "UnsortedSegmentMax"
+        | "UnsortedSegmentMin"
+        | "UnsortedSegmentProd"
+        | "SegmentSumV2"
+        | "SegmentMaxV2"
+        | "SegmentMinV2"
+        | "SegmentProdV2" => (|| {
+            use super::segment::Reduce;
+            let how = match op {
+                "UnsortedSegmentMax" | "SegmentMaxV2" => Reduce::Max,
+                "UnsortedSegmentMin" | "SegmentMinV2" => Reduce::Min,
+                "UnsortedSegmentProd" | "SegmentProdV2" => Reduce::Prod,
+                _ => Reduce::Sum,
+            };
+            one(super::segment::segment_reduce(op, how, x(0)?, x(1)?, x(2)?, op.starts_with("Segment"))?)
+        })(),
+        "TensorScatterSub" | "TensorScatterMax" | "TensorScatterMin" => (|| {
+            use super::segment::Scatter;
+            let how = match op {
+                "TensorScatterSub" => Scatter::Sub,
+                "TensorScatterMax" => Scatter::Max,
+                _ => Scatter::Min,
+            };
+            one(super::segment::tensor_scatter(op, how, x(0)?, x(1)?, x(2)?)?)
+        })(),
 
         "Conv2D" => conv(ConvKind::Forward, false),
         "Conv2DBackpropInput" => conv(ConvKind::BackpropInput, false),

@@ -16,7 +16,7 @@ fn no_elements(op: &str) -> KernelError {
     KernelError::dtype(op, DType::Resource, "resource handles have no elements")
 }
 
-fn index(op: &str, i: i64, n: usize, what: &str) -> Result<usize, KernelError> {
+pub(super) fn index(op: &str, i: i64, n: usize, what: &str) -> Result<usize, KernelError> {
     usize::try_from(i)
         .ok()
         .filter(|&u| u < n)
@@ -109,7 +109,11 @@ struct Dims {
 }
 
 /// For `indices` of shape `[..., k]` into `shape`: the flat offsets of the addressed slices, and the slice size.
-fn nd_offsets(op: &str, indices: &Tensor, shape: &[usize]) -> Result<(Vec<usize>, usize, Vec<usize>), KernelError> {
+pub(super) fn nd_offsets(
+    op: &str,
+    indices: &Tensor,
+    shape: &[usize],
+) -> Result<(Vec<usize>, usize, Vec<usize>), KernelError> {
     let ishape = indices.shape();
     let k = *ishape.last().ok_or_else(|| KernelError::invalid(op, "indices must have rank >= 1"))?;
     if k > shape.len() {
@@ -201,7 +205,7 @@ macro_rules! with_num {
     };
 }
 
-fn check_updates(op: &str, updates: &Tensor, lead: &[usize], rest: &[usize]) -> Result<(), KernelError> {
+pub(super) fn check_updates(op: &str, updates: &Tensor, lead: &[usize], rest: &[usize]) -> Result<(), KernelError> {
     let mut want = lead.to_vec();
     want.extend_from_slice(rest);
     if updates.shape() != want.as_slice() {

@@ -19,8 +19,10 @@ use super::elementwise::with_float;
 /// An optimizer op: how many leading inputs are resource handles (the slots it updates).
 pub(crate) fn resource_inputs(op: &str) -> Option<usize> {
     Some(match op {
-        "ResourceApplyGradientDescent" => 1,
+        "ResourceApplyGradientDescent" | "ResourceApplyProximalGradientDescent" => 1,
         "ResourceApplyMomentum" | "ResourceApplyKerasMomentum" | "ResourceApplyAdagrad" | "ResourceApplyAdagradV2" => 2,
+        "ResourceApplyAddSign" | "ResourceApplyPowerSign" | "ResourceApplyProximalAdagrad" => 2,
+        "ResourceApplyAdagradDA" => 3,
         "ResourceApplyAdam" | "ResourceApplyAdaMax" | "ResourceApplyAdadelta" | "ResourceApplyRMSProp" => 3,
         "ResourceApplyFtrl" | "ResourceApplyFtrlV2" => 3,
         "ResourceApplyAdamWithAmsgrad" | "ResourceApplyCenteredRMSProp" => 4,
@@ -48,7 +50,7 @@ fn apply_wide(op: &str, attrs: &AttrMap, slots: &[Tensor], rest: &[Tensor]) -> R
     // where the gradient comes first.
     let grad_at = match op {
         "ResourceApplyMomentum" | "ResourceApplyKerasMomentum" => 1,
-        "ResourceApplyFtrl" | "ResourceApplyFtrlV2" => 0,
+        "ResourceApplyFtrl" | "ResourceApplyFtrlV2" | "ResourceApplyAdagradDA" => 0,
         _ => rest.len().saturating_sub(1),
     };
     let grad = rest.get(grad_at).ok_or_else(|| KernelError::invalid(op, "missing the gradient"))?;
@@ -96,6 +98,8 @@ fn apply_wide(op: &str, attrs: &AttrMap, slots: &[Tensor], rest: &[Tensor]) -> R
         }
         let mut s: Vec<Vec<T>> = slots.iter().map(vec_of).collect::<Result<_, _>>()?;
         let one = T::one();
+        // TensorFlow's sign: zero at zero (and NaN for NaN).
+        let sign = |x: T| if x > T::zero() { one } else if x < T::zero() { -one } else { x };
         match op {
             "ResourceApplyMomentum" => {
                 let (lr, momentum) = (scalar(0, "lr")?, scalar(2, "momentum")?);
@@ -229,6 +233,54 @@ fn apply_wide(op: &str, attrs: &AttrMap, slots: &[Tensor], rest: &[Tensor]) -> R
                     s[1][i] = ms;
                     s[2][i] = mom;
                     s[0][i] -= mom;
+                }
+            }
+            "ResourceApplyProximalGradientDescent" | "ResourceApplyProximalAdagrad" => {
+                // A gradient step, then the proximal step of l1 (soft thresholding) and l2 (shrinking).
+                let adagrad = op == "ResourceApplyProximalAdagrad";
+                let (lr, l1, l2) = (scalar(0, "lr")?, scalar(1, "l1")?, scalar(2, "l2")?);
+                for i in 0..grad.len() {
+                    let rate = if adagrad {
+                        s[1][i] += grad[i] * grad[i];
+                        lr / s[1][i].sqrt()
+                    } else {
+                        lr
+                    };
+                    let prox = s[0][i] - grad[i] * rate;
+                    s[0][i] = if l1 > T::zero() {
+                        sign(prox) * (prox.abs() - rate * l1).max(T::zero()) / (one + rate * l2)
+                    } else {
+                        prox / (one + rate * l2)
+                    };
+                }
+            }
+            "ResourceApplyAdagradDA" => {
+                // Inputs after the slots: grad, lr, l1, l2, global_step (an integer).
+                let (lr, l1, l2) = (scalar(1, "lr")?, scalar(2, "l1")?, scalar(3, "l2")?);
+                let step = match rest.get(4).map(|t| t.to_i64_vec(op, "global_step")).transpose()?.as_deref() {
+                    Some(&[step]) => step as T,
+                    _ => return Err(KernelError::invalid(op, "global_step must be an integer scalar")),
+                };
+                for i in 0..grad.len() {
+                    s[1][i] += grad[i];
+                    s[2][i] += grad[i] * grad[i];
+                    let denom = l2 * step * lr + s[2][i].sqrt();
+                    s[0][i] = if l1 > T::zero() {
+                        -lr * sign(s[1][i]) * (s[1][i].abs() - step * l1).max(T::zero()) / denom
+                    } else {
+                        -lr * s[1][i] / denom
+                    };
+                }
+            }
+            "ResourceApplyAddSign" | "ResourceApplyPowerSign" => {
+                // Inputs after the slots: lr, alpha (AddSign) or logbase (PowerSign), sign_decay, beta, grad.
+                let (lr, base, decay, beta) = (scalar(0, "lr")?, scalar(1, "alpha")?, scalar(2, "sign_decay")?, scalar(3, "beta")?);
+                for i in 0..grad.len() {
+                    let g = grad[i];
+                    s[1][i] = s[1][i] * beta + g * (one - beta);
+                    let agree = sign(g) * sign(s[1][i]);
+                    let scale = if op == "ResourceApplyAddSign" { base + decay * agree } else { (base * decay * agree).exp() };
+                    s[0][i] -= lr * scale * g;
                 }
             }
             other => return Err(KernelError::NoKernel { op: other.to_string() }),

@@ -36,6 +36,10 @@ pub fn gradient(
     if let Some(result) = super::multi_output::gradient(e, op, &op_type, inputs, out_grads) {
         return result;
     }
+    // The indexing family (its multi-output ops take every output's gradient).
+    if let Some(grads) = super::index_functions::gradient(e, op, &op_type, inputs, out_grads) {
+        return grads;
+    }
     // Every other op needs the gradient of output 0.
     let g = match out_grads.first().copied().flatten() {
         Some(g) => g,

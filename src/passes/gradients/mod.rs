@@ -37,6 +37,7 @@ mod control_flow;
 mod emitter;
 mod functions;
 mod image_functions;
+mod index_functions;
 mod library;
 mod linalg_functions;
 mod math_functions;

@@ -136,6 +136,65 @@ pub(super) fn unsorted_segment(a: &Args) -> Result<Vec<OutType>, String> {
     Ok(vec![OutType::new(data.dtype, shape)])
 }
 
+/// `Concat(concat_dim, values...)`: `ConcatV2`'s rule with the axis moved last.
+pub(super) fn concat_v1(a: &Args) -> Result<Vec<OutType>, String> {
+    let (&axis, values) = a.operands.split_first().ok_or("expected an axis and values")?;
+    let mut rotated = values.to_vec();
+    rotated.push(axis);
+    super::shape::concat(&Args { op: a.op, attrs: a.attrs, operands: &rotated })
+}
+
+/// `Gather(params, indices)`: `indices`' shape followed by `params`' own after its first.
+pub(super) fn gather_v1(a: &Args) -> Result<Vec<OutType>, String> {
+    let (p, i) = (a.x(0)?, a.x(1)?);
+    let rest = p.shape.get(1..).ok_or("params must have rank 1 or more")?;
+    let mut shape = i.shape.to_vec();
+    shape.extend_from_slice(rest);
+    Ok(vec![OutType::new(p.dtype, shape)])
+}
+
+/// `LinSpace(start, stop, num)`: `num` (a constant) values of `start`'s dtype.
+pub(super) fn lin_space(a: &Args) -> Result<Vec<OutType>, String> {
+    let num = match a.ints(2, "num")? {
+        [n] if *n > 0 => *n as usize,
+        other => return Err(format!("num must be a positive scalar, got {other:?}")),
+    };
+    Ok(vec![OutType::new(a.x(0)?.dtype, vec![num])])
+}
+
+/// `Empty(shape) {dtype}`: the constant `shape`.
+pub(super) fn empty(a: &Args) -> Result<Vec<OutType>, String> {
+    let shape = a.ints(0, "shape")?.iter().map(|&d| dim(d, "dimension")).collect::<Result<Vec<_>, _>>()?;
+    Ok(vec![OutType::new(a.type_attr("dtype", DType::F32), shape)])
+}
+
+/// `Bucketize(input)`: i32 of the input's shape.
+pub(super) fn bucketize(a: &Args) -> Result<Vec<OutType>, String> {
+    Ok(vec![OutType::new(DType::I32, a.x(0)?.shape.to_vec())])
+}
+
+/// `LowerBound`/`UpperBound(sorted_inputs, values)`: `out_type` of the values' shape.
+pub(super) fn search_sorted(a: &Args) -> Result<Vec<OutType>, String> {
+    let (s, v) = (a.x(0)?, a.x(1)?);
+    if s.shape.len() != 2 || v.shape.len() != 2 || s.shape[0] != v.shape[0] {
+        return Err(format!("sorted_inputs {:?} and values {:?} must be [B, N] and [B, M]", s.shape, v.shape));
+    }
+    Ok(vec![OutType::new(a.type_attr("out_type", DType::I32), v.shape.to_vec())])
+}
+
+/// `TopKV2(input, k)`: values and `index_type` indices, the last dimension cut to the constant `k`.
+pub(super) fn top_k(a: &Args) -> Result<Vec<OutType>, String> {
+    let x = a.x(0)?;
+    let n = *x.shape.last().ok_or("input must have rank 1 or more")?;
+    let k = match a.ints(1, "k")? {
+        [k] if *k >= 0 && *k as usize <= n => *k as usize,
+        other => return Err(format!("k must be a scalar in [0, {n}], got {other:?}")),
+    };
+    let mut shape = x.shape.to_vec();
+    *shape.last_mut().ok_or("input must have rank 1 or more")? = k;
+    Ok(vec![OutType::new(x.dtype, shape.clone()), OutType::new(a.type_attr("index_type", DType::I32), shape)])
+}
+
 /// `OneHot(indices, depth, on_value, off_value) {axis}`: `on_value`'s
 /// dtype, `indices`' shape with `depth` inserted at `axis` (-1: last).
 pub(super) fn one_hot(a: &Args) -> Result<Vec<OutType>, String> {

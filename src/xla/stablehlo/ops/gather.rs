@@ -95,6 +95,13 @@ pub(super) fn gather_nd(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
 pub enum Combine {
     Add,
     Replace,
+    /// The operand minus the update.
+    Sub,
+    /// The operand divided by the update.
+    Div,
+    Max,
+    Min,
+    Mul,
 }
 
 /// `stablehlo.scatter` of `updates` into `operand` at `indices`, whose last
@@ -106,6 +113,11 @@ pub fn scatter(c: &mut Ctx, operand: &Val, indices: &Val, updates: &Val, how: Co
     let region = match how {
         Combine::Add => c.reducer_region(operand.ty.dtype, Reducer::Add),
         Combine::Replace => c.region(operand.ty.dtype, |_, _, b| b.clone()),
+        Combine::Sub => c.region(operand.ty.dtype, |c, a, b| c.elementwise("subtract", &[a, b])),
+        Combine::Div => c.region(operand.ty.dtype, |c, a, b| c.elementwise("divide", &[a, b])),
+        Combine::Max => c.reducer_region(operand.ty.dtype, Reducer::Max),
+        Combine::Min => c.reducer_region(operand.ty.dtype, Reducer::Min),
+        Combine::Mul => c.reducer_region(operand.ty.dtype, Reducer::Mul),
     };
     let attrs = format!(
         "scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = [{}], inserted_window_dims = [{}], scatter_dims_to_operand_dims = [{}], index_vector_dim = {batch}>, indices_are_sorted = false, unique_indices = false",
@@ -134,7 +146,7 @@ pub(super) fn tensor_scatter(c: &mut Ctx, n: &Call, add: bool) -> Result<Vec<Val
 
 /// Checks a scatter's `indices` (index vectors in the last dimension)
 /// against the leading dimensions of `into`.
-fn checked_indices(c: &mut Ctx, n: &Call, indices: &Val, into: &Ty) -> Result<(), String> {
+pub(super) fn checked_indices(c: &mut Ctx, n: &Call, indices: &Val, into: &Ty) -> Result<(), String> {
     let m = indices.ty.shape.last().copied().unwrap_or(1);
     let bounds = into.shape.get(..m).ok_or_else(|| format!("indices address {m} dimensions of a {}", into.mlir()))?;
     check::nd_in_range(c, indices, bounds, || format!("{} into {}", n.op, into.mlir()));

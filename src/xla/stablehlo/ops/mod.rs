@@ -33,6 +33,7 @@ mod conv3d;
 mod elementwise;
 mod gather;
 mod image;
+mod index;
 mod linalg;
 mod linalg_diag;
 mod linalg_factor;
@@ -42,6 +43,7 @@ mod nn;
 mod quant;
 pub mod random;
 mod reduce;
+mod segment;
 mod shape;
 mod spatial;
 mod special;
@@ -157,6 +159,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("BitwiseXor", |c, n| ew::binary(c, n, "xor")),
     ("Broadcast", collective::broadcast),
     ("BroadcastTo", shape::broadcast_to),
+    ("Bucketize", index::bucketize),
     ("Cast", ew::cast),
     ("Ceil", |c, n| ew::unary(c, n, "ceil")),
     ("CheckNumerics", sp::check_numerics),
@@ -165,6 +168,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("CollectiveAllGather", collective::collective_all_gather),
     ("CollectiveAllReduce", collective::collective_all_reduce),
     ("CollectiveBroadcast", collective::broadcast),
+    ("Concat", index::concat_v1),
     ("ConcatV2", shape::concat),
     ("Conv", image::generic_conv),
     ("Conv2D", |c, n| nchw::with_layout(c, n, |c, n| conv::conv(c, n, conv::Kind::Forward, false))),
@@ -199,6 +203,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("Einsum", linalg::einsum),
     ("Elu", act::elu),
     ("EluGrad", act::elu_grad),
+    ("Empty", index::empty),
     ("EmptyTensorList", list::empty),
     ("EnsureShape", identity),
     ("Equal", |c, n| ew::compare(c, n, Cmp::Eq)),
@@ -225,6 +230,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("FusedBatchNormGradV3", |c, n| nchw::with_layout(c, n, nn::batch_norm_grad)),
     ("FusedBatchNormV2", |c, n| nchw::with_layout(c, n, nn::batch_norm)),
     ("FusedBatchNormV3", |c, n| nchw::with_layout(c, n, nn::batch_norm)),
+    ("Gather", index::gather_v1),
     ("GatherNd", gather::gather_nd),
     ("GatherV2", gather::gather_v2),
     ("Greater", |c, n| ew::compare(c, n, Cmp::Gt)),
@@ -247,12 +253,14 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("Less", |c, n| ew::compare(c, n, Cmp::Lt)),
     ("LessEqual", |c, n| ew::compare(c, n, Cmp::Le)),
     ("Lgamma", |c, n| ew::unary(c, n, "chlo.lgamma")),
+    ("LinSpace", index::lin_space),
     ("Log", |c, n| ew::unary(c, n, "log")),
     ("Log1p", |c, n| ew::unary(c, n, "log_plus_one")),
     ("LogSoftmax", nn::log_softmax),
     ("LogicalAnd", |c, n| ew::binary(c, n, "and")),
     ("LogicalNot", |c, n| ew::unary(c, n, "not")),
     ("LogicalOr", |c, n| ew::binary(c, n, "or")),
+    ("LowerBound", |c, n| index::search_sorted(c, n, false)),
     ("MatMul", linalg::matmul),
     ("MatrixBandPart", linalg_diag::band_part),
     ("MatrixDiag", linalg_diag::matrix_diag),
@@ -324,13 +332,20 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("ResizeBilinearGrad", image::resize_bilinear_grad),
     ("ResizeNearestNeighbor", spatial::moved),
     ("ResizeNearestNeighborGrad", image::resize_nearest_grad),
+    ("Reverse", index::reverse_v1),
+    ("ReverseSequence", index::reverse_sequence),
     ("ReverseV2", shape::reverse),
     ("RightShift", sp::right_shift),
     ("Rint", |c, n| ew::unary(c, n, "round_nearest_even")),
+    ("Roll", index::roll),
     ("Round", |c, n| ew::unary(c, n, "round_nearest_even")),
     ("Rsqrt", |c, n| ew::unary(c, n, "rsqrt")),
     ("RsqrtGrad", act::rsqrt_grad),
     ("ScatterNd", gather::scatter_nd),
+    ("SegmentMaxV2", |c, n| segment::segment_reduce(c, n, Reducer::Max)),
+    ("SegmentMinV2", |c, n| segment::segment_reduce(c, n, Reducer::Min)),
+    ("SegmentProdV2", |c, n| segment::segment_reduce(c, n, Reducer::Mul)),
+    ("SegmentSumV2", |c, n| segment::segment_reduce(c, n, Reducer::Add)),
     ("Select", ew::select_v1),
     ("SelectV2", ew::select),
     ("Selu", act::selu),
@@ -393,16 +408,24 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("TensorListSetItem", list::set_item),
     ("TensorListStack", list::stack),
     ("TensorScatterAdd", |c, n| gather::tensor_scatter(c, n, true)),
+    ("TensorScatterMax", |c, n| segment::tensor_scatter(c, n, gather::Combine::Max)),
+    ("TensorScatterMin", |c, n| segment::tensor_scatter(c, n, gather::Combine::Min)),
+    ("TensorScatterSub", |c, n| segment::tensor_scatter(c, n, gather::Combine::Sub)),
     ("TensorScatterUpdate", |c, n| gather::tensor_scatter(c, n, false)),
     ("Tile", shape::tile),
     ("ToBool", sp::to_bool),
+    ("TopKV2", index::top_k),
     ("Transpose", shape::transpose),
     ("TridiagonalMatMul", linalg_factor::tridiagonal_matmul),
     ("TruncateDiv", sp::truncate_div),
     ("TruncateMod", sp::truncate_mod),
     ("TruncatedNormal", random::seeded_draw),
     ("Unpack", shape::unpack),
+    ("UnsortedSegmentMax", |c, n| segment::segment_reduce(c, n, Reducer::Max)),
+    ("UnsortedSegmentMin", |c, n| segment::segment_reduce(c, n, Reducer::Min)),
+    ("UnsortedSegmentProd", |c, n| segment::segment_reduce(c, n, Reducer::Mul)),
     ("UnsortedSegmentSum", gather::unsorted_segment_sum),
+    ("UpperBound", |c, n| index::search_sorted(c, n, true)),
     ("Xdivy", |c, n| sp::zero_where(c, n, 0, "divide")),
     ("Xlog1py", |c, n| sp::zero_where(c, n, 0, "log_plus_one")),
     ("Xlogy", |c, n| sp::zero_where(c, n, 0, "log")),

@@ -72,7 +72,7 @@ pub(super) fn broadcast_to(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
 }
 
 /// Concatenates `parts` along `axis` into `out`.
-fn concatenate(c: &mut Ctx, parts: &[Val], axis: usize, out: Ty) -> Val {
+pub(super) fn concatenate(c: &mut Ctx, parts: &[Val], axis: usize, out: Ty) -> Val {
     if parts.len() == 1 {
         return c.reshape(&parts[0], out.shape);
     }
@@ -102,7 +102,7 @@ pub(super) fn concat(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
 }
 
 /// `stablehlo.slice` of `x` from `start` to `limit` (strides 1).
-fn slice_range(c: &mut Ctx, x: &Val, start: &[usize], limit: &[usize]) -> Val {
+pub(super) fn slice_range(c: &mut Ctx, x: &Val, start: &[usize], limit: &[usize]) -> Val {
     let shape: Vec<usize> = start.iter().zip(limit).map(|(s, l)| l - s).collect();
     let rank = shape.len();
     c.op(

@@ -1,5 +1,6 @@
 //! Variable updates beyond reads and assignments: the optimizers'
-//! `ResourceApply*` ops, `ResourceGather` and `ResourceScatter{Add,Sub,Update}`.
+//! `ResourceApply*` ops, `ResourceGather` and `ResourceScatter{Add,Sub,Update}`
+//! (the other resource scatters are built in `segment`).
 //! The emitter keeps each variable's current value as an SSA value; for
 //! these ops it passes the values of the variables the op names (its
 //! leading handle operands) and the other operands, and takes back the
@@ -12,7 +13,7 @@
 
 use super::gather::{gather, gather_batched, scatter, Combine};
 use super::Call;
-use crate::exec::kernels::{gather as host_gather, optimizers};
+use crate::exec::kernels::{gather as host_gather, optimizers, segment as host_segment};
 use crate::exec::Tensor;
 use crate::ir::{AttrMap, DType};
 use crate::xla::stablehlo::text::{Cmp, Ctx, Ty, Val};
@@ -32,6 +33,7 @@ const EMITTER_OPS: &[&str] = &[
 pub fn handle_operands(op: &str) -> usize {
     if EMITTER_OPS.contains(&op)
         || matches!(op, "ResourceGather" | "ResourceScatterAdd" | "ResourceScatterSub" | "ResourceScatterUpdate")
+        || host_segment::RESOURCE_SCATTERS.contains(&op)
     {
         return 1;
     }
@@ -68,6 +70,10 @@ pub(crate) fn evaluate(
                 if op == "ResourceScatterUpdate" { host_gather::Combine::Replace } else { host_gather::Combine::Add };
             let new = host_gather::scatter_rows(op, var, arg(0)?, arg(1)?, how, op == "ResourceScatterSub")
                 .map_err(|e| e.to_string())?;
+            Ok((vec![new], Vec::new()))
+        }
+        _ if host_segment::RESOURCE_SCATTERS.contains(&op) => {
+            let new = host_segment::resource_scatter(op, var, arg(0)?, arg(1)?).map_err(|e| e.to_string())?;
             Ok((vec![new], Vec::new()))
         }
         _ => Ok((optimizers::apply(op, attrs, vars, rest).map_err(|e| e.to_string())?, Vec::new())),
@@ -109,6 +115,9 @@ pub fn build(c: &mut Ctx, n: &Call, vars: &[Val]) -> Result<(Vec<Val>, Vec<Val>)
             }
             let how = if n.op == "ResourceScatterUpdate" { Combine::Replace } else { Combine::Add };
             Ok((vec![scatter(c, var, &idx, &updates, how)], Vec::new()))
+        }
+        _ if host_segment::RESOURCE_SCATTERS.contains(&n.op) => {
+            Ok((vec![super::segment::resource_scatter(c, n, var)?], Vec::new()))
         }
         _ => Ok((optimizer(c, n, vars)?, Vec::new())),
     }
@@ -398,6 +407,76 @@ fn optimizer(c: &mut Ctx, n: &Call, vars: &[Val]) -> Result<Vec<Val>, String> {
             s[0] = e.sub(&s[0], &mom);
             s[1] = ms;
             s[2] = mom;
+        }
+        "ResourceApplyProximalGradientDescent" | "ResourceApplyProximalAdagrad" => {
+            let adagrad = n.op == "ResourceApplyProximalAdagrad";
+            let (lr, l1, l2, g) = (get(0)?, get(1)?, get(2)?, get(3)?);
+            let rate = if adagrad {
+                let g2 = e.mul(&g, &g);
+                s[1] = e.add(&s[1], &g2);
+                let root = e.sqrt(&s[1]);
+                e.div(&lr, &root)
+            } else {
+                lr
+            };
+            let gr = e.mul(&g, &rate);
+            let prox = e.sub(&s[0], &gr);
+            let rl2 = e.mul(&rate, &l2);
+            let shrink = e.add(&one, &rl2);
+            // With l1 > 0: sign(prox) · max(|prox| − rate · l1, 0), else prox; both over the shrink.
+            let size = e.c.elementwise("abs", &[&prox]);
+            let rl1 = e.mul(&rate, &l1);
+            let cut = e.sub(&size, &rl1);
+            let zero = e.k(0.0);
+            let kept = e.max(&cut, &zero);
+            let signed = e.c.elementwise("sign", &[&prox]);
+            let soft = e.mul(&signed, &kept);
+            let positive = e.c.compare(&l1, &zero, Cmp::Gt);
+            let top = e.c.select(&positive, &soft, &prox);
+            s[0] = e.div(&top, &shrink);
+        }
+        "ResourceApplyAdagradDA" => {
+            let (g, lr, l1, l2, step) = (get(0)?, get(1)?, get(2)?, get(3)?, get(4)?);
+            s[1] = e.add(&s[1], &g);
+            let g2 = e.mul(&g, &g);
+            s[2] = e.add(&s[2], &g2);
+            let l2s = e.mul(&l2, &step);
+            let l2sl = e.mul(&l2s, &lr);
+            let root = e.sqrt(&s[2]);
+            let denom = e.add(&l2sl, &root);
+            let size = e.c.elementwise("abs", &[&s[1]]);
+            let sl1 = e.mul(&step, &l1);
+            let cut = e.sub(&size, &sl1);
+            let zero = e.k(0.0);
+            let kept = e.max(&cut, &zero);
+            let signed = e.c.elementwise("sign", &[&s[1]]);
+            let soft = e.mul(&signed, &kept);
+            let positive = e.c.compare(&l1, &zero, Cmp::Gt);
+            let top = e.c.select(&positive, &soft, &s[1]);
+            let scaled = e.mul(&lr, &top);
+            let neg = e.c.elementwise("negate", &[&scaled]);
+            s[0] = e.div(&neg, &denom);
+        }
+        "ResourceApplyAddSign" | "ResourceApplyPowerSign" => {
+            let (lr, base, decay, beta, g) = (get(0)?, get(1)?, get(2)?, get(3)?, get(4)?);
+            let mb = e.mul(&s[1], &beta);
+            let ob = e.sub(&one, &beta);
+            let gb = e.mul(&g, &ob);
+            s[1] = e.add(&mb, &gb);
+            let sg = e.c.elementwise("sign", &[&g]);
+            let sm = e.c.elementwise("sign", &[&s[1]]);
+            let agree = e.mul(&sg, &sm);
+            let scale = if n.op == "ResourceApplyAddSign" {
+                let da = e.mul(&decay, &agree);
+                e.add(&base, &da)
+            } else {
+                let bd = e.mul(&base, &decay);
+                let bda = e.mul(&bd, &agree);
+                e.c.elementwise("exponential", &[&bda])
+            };
+            let ls = e.mul(&lr, &scale);
+            let step = e.mul(&ls, &g);
+            s[0] = e.sub(&s[0], &step);
         }
         other => return Err(format!("no lowering for variable op {other}")),
     }

@@ -210,6 +210,8 @@ const DATA_DEPENDENT: &[&str] = &["ListDiff", "NonMaxSuppressionV3", "Unique", "
 /// or Optionals: their types are still found by running the whole program.
 const TRACED_WHOLE: &[&str] = &[
     "cond.pbtxt",
+    "keras/app_convnext_tiny.pb",
+    "keras/app_regnet_x002.pb",
     "keras/gru_classifier.pbtxt",
     "keras/losses.pbtxt",
     "keras/lstm_classifier.pbtxt",

@@ -259,6 +259,8 @@ impl Lowered {
                 run: 0,
                 library: Some(&module),
                 host_effects: false,
+                // As `tpu-rewrite lower --format stablehlo` by default: independent sums share all-reduces.
+                pack_sums: true,
             };
             let mut stages = Vec::new();
             for cluster in &clusters {

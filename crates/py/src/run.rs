@@ -89,6 +89,8 @@ fn run_pjrt(request: &Request, fetches: &[String]) -> Result<RunOutcome, Failure
         library: Some(&module),
         no_device_checks: !request.device_checks,
         compile_cache: request.compile_cache.as_ref(),
+        // As `tpu-rewrite run --backend pjrt` by default: independent sums share all-reduces.
+        unpacked_sums: false,
     };
     let mut outcome = tpu_rewrite::xla::backend::run(graph, &lowered.assignment, &config)
         .map_err(|e| Failure::at(vec![Box::new(e)], &lowered.source))?

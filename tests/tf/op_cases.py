@@ -21,7 +21,9 @@ A family script builds a list of `Case`s and calls `write_family(family, cases)`
 
 `Case.inputs` become placeholders (fed), `Case.consts` Const nodes (what XLA needs constant: axes,
 shapes, sizes), `Case.variables` resource variables whose handle is passed (their value after the
-op is an output). tests/it/support/op_cases.rs reads both files, adds the IR's own `gradients`,
+op is an output). An op TensorFlow runs only under XLA (no CPU kernel: `XlaDot`, `Segment*V2`, ...)
+takes `cpu=False`: its "outputs" are then the XLA values, and its "grads" come from
+`tf.GradientTape` inside the compiled function. tests/it/support/op_cases.rs reads both files, adds the IR's own `gradients`,
 and runs everything on the simulator and on PJRT.
 """
 
@@ -46,7 +48,7 @@ class Case:
     """One op applied once: see the module's doc."""
 
     def __init__(self, name, op, inputs=None, consts=None, variables=None, attrs=None, grad=True, rtol=1e-5,
-                 xla=True):
+                 xla=True, cpu=True):
         if "__" in name or not name.replace("_", "a").isalnum():
             raise ValueError(f"case name {name!r}: letters, digits and single underscores only")
         self.name = name
@@ -58,6 +60,10 @@ class Case:
         self.grad = grad
         self.rtol = rtol
         self.xla = xla
+        # False for ops TensorFlow has no CPU kernel for: the XLA values stand for both backends.
+        self.cpu = cpu
+        if not cpu and not xla:
+            raise ValueError(f"case {name!r}: a case needs CPU or XLA values")
 
 
 def enc(value):
@@ -102,8 +108,23 @@ def flatten(result):
     return out
 
 
+def op_function(op):
+    """The raw-op function of `op`: from `tf.raw_ops`, or for the ops TensorFlow runs only under
+    XLA (`XlaDot`, `XlaPad`, ...) from tf2xla's generated wrappers."""
+    fn = getattr(tf.raw_ops, op, None)
+    if fn is not None:
+        return fn
+    from tensorflow.compiler.tf2xla.ops import gen_xla_ops
+
+    snake = "".join("_" + c.lower() if c.isupper() else c for c in op).lstrip("_")
+    fn = getattr(gen_xla_ops, snake, None)
+    if fn is None:
+        raise ValueError(f"TensorFlow has no op {op!r}")
+    return fn
+
+
 def call(case, args):
-    return getattr(tf.raw_ops, case.op)(**args, **case.attrs)
+    return op_function(case.op)(**args, **case.attrs)
 
 
 def build(case):
@@ -132,7 +153,7 @@ def build(case):
         v = tf.Variable(np.asarray(value), name=f"{n}__{arg}")
         variables[arg] = v
         args[arg] = v.handle
-    result = getattr(tf.raw_ops, case.op)(**args, **case.attrs, name=f"{n}__op")
+    result = op_function(case.op)(**args, **case.attrs, name=f"{n}__op")
     op_outputs = flatten(result)
     outputs = {}
     for k, t in enumerate(op_outputs):
@@ -155,52 +176,93 @@ def build(case):
 
 
 def xla_values(case, feeds_by_arg):
-    """The case's outputs under TensorFlow's XLA bridge, or (None, why)."""
+    """The case's outputs under TensorFlow's XLA bridge and, for a `cpu=False` case that asks for
+    them, its gradients there ([{"x", "value"}], as `tf.GradientTape` gives them); or
+    (None, None, why)."""
     try:
         variables = {arg: tf.Variable(np.asarray(v)) for arg, v in case.variables.items()}
         consts = {arg: ([tf.constant(np.asarray(v)) for v in value] if isinstance(value, list)
                         else tf.constant(np.asarray(value))) for arg, value in case.consts.items()}
+        # The fed tensors by placeholder name, in the order `build` names them.
+        names = []
+        for arg, value in feeds_by_arg.items():
+            if isinstance(value, list):
+                names.extend(f"{case.name}__{arg}_{i}" for i in range(len(value)))
+            else:
+                names.append(f"{case.name}__{arg}")
+        want_grads = case.grad and not case.cpu
+        no_gradient = []
 
         @tf.function(jit_compile=True)
         def step(fed):
-            args = dict(fed)
-            args.update(consts)
-            args.update({arg: v.handle for arg, v in variables.items()})
-            result = call(case, args)
-            outs = flatten(result)
+            flat = [t for value in fed.values() for t in (value if isinstance(value, list) else [value])]
+            watched = [t for t in flat if t.dtype in FLOATS]
+            with tf.GradientTape() as tape:
+                tape.watch(watched)
+                args = dict(fed)
+                args.update(consts)
+                args.update({arg: v.handle for arg, v in variables.items()})
+                result = call(case, args)
+                outs = flatten(result)
+                wide = any(t.dtype == tf.float64 for t in outs)
+                loss_type = tf.float64 if wide else tf.float32
+                terms = [tf.reduce_sum(tf.cast(t, loss_type) * tf.cast(weights(case.name, k, t.shape.as_list()), loss_type))
+                         for k, t in enumerate(outs) if t.dtype in FLOATS and t.shape.is_fully_defined()]
+                loss = tf.add_n(terms) if terms else None
+            grads = []
+            if want_grads and loss is not None and watched:
+                try:
+                    grads = tape.gradient(loss, watched)
+                except LookupError:  # TensorFlow registers no gradient for the op.
+                    no_gradient.append(True)
             reads = []
             with tf.control_dependencies([result] if isinstance(result, tf.Operation) else outs):
                 for v in variables.values():
                     reads.append(v.read_value())
-            return outs, reads
+            return outs, reads, [g if g is not None else tf.zeros([0]) for g in grads], [g is not None for g in grads]
 
         fed = {arg: ([tf.constant(v) for v in value] if isinstance(value, list) else tf.constant(value))
                for arg, value in feeds_by_arg.items()}
-        outs, reads = step(fed)
+        outs, reads, grads, present = step(fed)
         values = {f"{case.name}__out_{k}": enc(t.numpy()) for k, t in enumerate(outs)}
         for arg, t in zip(variables, reads):
             values[f"{case.name}__var_{arg}"] = enc(t.numpy())
-        return values, None
+        float_names = [n for n, t in zip(names, [t for value in fed.values()
+                                                  for t in (value if isinstance(value, list) else [value])])
+                       if t.dtype in FLOATS]
+        tape_grads = None
+        if want_grads and not no_gradient:
+            tape_grads = [{"x": x, "value": enc(g.numpy())} for x, g, ok in zip(float_names, grads, present) if ok]
+        return values, tape_grads, None
     except Exception as e:  # TensorFlow's bridge refuses the op or its attrs.
-        return None, f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+        return None, None, f"{type(e).__name__}: {' '.join(str(e).split())[:600]}"
 
 
 def write_family(family, cases):
     names = [c.name for c in cases]
     if len(set(names)) != len(names):
         raise ValueError("case names must be unique")
-    graph = tf.Graph()
+    # Ops without a CPU kernel go to a graph of their own: a session places its whole graph.
+    graph, xla_graph = tf.Graph(), tf.Graph()
     built = []
-    with graph.as_default():
-        for case in cases:
+    for case in cases:
+        with (graph if case.cpu else xla_graph).as_default():
             built.append(build(case))
+    with graph.as_default():
         init = tf.compat.v1.global_variables_initializer()
-    # The graph as written: TensorFlow's own gradient nodes, added below, stay out of it.
+    # The graphs as written: TensorFlow's own gradient nodes, added below, stay out of them.
     graph_def = graph.as_graph_def()
+    graph_def.node.extend(xla_graph.as_graph_def().node)
     records = []
     with tf.compat.v1.Session(graph=graph) as sess:
         sess.run(init)
         for case, (feeds, outputs, loss, xs, _variables) in zip(cases, built):
+            if not case.cpu:
+                # No CPU kernel: the XLA values, below, stand for both backends.
+                records.append({"name": case.name, "op": case.op, "rtol": case.rtol, "cpu": False,
+                                "feeds": {p.op.name: enc(v) for p, v in feeds.items()}, "outputs": None,
+                                "grads": None})
+                continue
             grads, grad_error = None, None
             if case.grad and loss is not None and xs:
                 with graph.as_default():
@@ -235,10 +297,17 @@ def write_family(family, cases):
             by_arg = {}
             for arg, value in case.inputs.items():
                 by_arg[arg] = [np.asarray(v) for v in value] if isinstance(value, list) else np.asarray(value)
-            xla, why = xla_values(case, by_arg)
+            xla, tape_grads, why = xla_values(case, by_arg)
             record["xla"] = xla
             if why:
                 record["xla_error"] = why
+            if not case.cpu:
+                if xla is None:
+                    raise SystemExit(f"{case.name}: an XLA-only case that TensorFlow's bridge refuses: {why}")
+                record["outputs"] = xla
+                record["grads"] = tape_grads
+                if case.grad and tape_grads is None:
+                    record["grad_error"] = "TensorFlow gives no gradient"
         else:
             record["xla"] = None
             record["xla_error"] = "the case asks for no XLA value"

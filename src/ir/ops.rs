@@ -138,6 +138,7 @@ static REGISTRY: &[OpDef] = ops! {
     "Diag" => Fixed(1), Tpu, ["T": Type];
     "DiagPart" => Fixed(1), Tpu, ["T": Type];
     "Digamma" => Fixed(1), Tpu, ["T": Type];
+    "Div" => Fixed(1), Tpu, ["T": Type];
     "DivNoNan" => Fixed(1), Tpu, ["T": Type];
     "EagerPyFunc" => FromListAttr("Tout"), HostOnly, ["token": Str, "Tin": List, "Tout": List];
     "Einsum" => Fixed(1), Tpu, ["equation": Str, "N": Int, "T": Type];

@@ -274,10 +274,19 @@ pub(crate) fn scatter_rows(
     tensor_scatter(op, how, var, &ids, &updates)
 }
 
-/// `UnsortedSegmentSum(data, segment_ids, num_segments)`: negative ids are
-/// dropped and an id of `num_segments` or more is an error, as on
-/// TensorFlow's CPU kernel.
-pub(crate) fn unsorted_segment_sum(op: &str, data: &Tensor, ids: &Tensor, num: &Tensor) -> Result<Tensor, KernelError> {
+/// The checked geometry of an unsorted segment reduction: the segment
+/// count, the elements per id, the ids and the output's dims.
+pub(crate) struct Segments {
+    pub n: usize,
+    pub slice: usize,
+    pub segs: Vec<i64>,
+    pub dims: Vec<usize>,
+}
+
+/// Checks `(data, segment_ids, num_segments)` as TensorFlow's CPU kernels
+/// do: the ids prefix the data's shape, `num_segments` is a non-negative
+/// scalar and no id reaches it (negative ids are the caller's to drop).
+pub(crate) fn segments(op: &str, data: &Tensor, ids: &Tensor, num: &Tensor) -> Result<Segments, KernelError> {
     let ids_shape = ids.shape();
     if !data.shape().starts_with(ids_shape) {
         return Err(KernelError::invalid(op, format!("segment_ids {ids_shape:?} must prefix data {:?}", data.shape())));
@@ -289,13 +298,20 @@ pub(crate) fn unsorted_segment_sum(op: &str, data: &Tensor, ids: &Tensor, num: &
         }
     };
     let rest = &data.shape()[ids_shape.len()..];
-    let slice: usize = rest.iter().product();
     let segs = ids.to_i64_vec(op, "segment_ids")?;
     if let Some((k, s)) = segs.iter().enumerate().find(|(_, &s)| s >= n as i64) {
         return Err(KernelError::invalid(op, format!("segment_ids[{k}] = {s} is outside [0, {n})")));
     }
     let mut dims = vec![n];
     dims.extend_from_slice(rest);
+    Ok(Segments { n, slice: rest.iter().product(), segs, dims })
+}
+
+/// `UnsortedSegmentSum(data, segment_ids, num_segments)`: negative ids are
+/// dropped and an id of `num_segments` or more is an error, as on
+/// TensorFlow's CPU kernel.
+pub(crate) fn unsorted_segment_sum(op: &str, data: &Tensor, ids: &Tensor, num: &Tensor) -> Result<Tensor, KernelError> {
+    let Segments { n, slice, segs, dims } = segments(op, data, ids, num)?;
     with_num!(op, data, T => {
         let values = data.to_vec::<T>().expect("dtype");
         let mut out = vec![T::zero(); n * slice];

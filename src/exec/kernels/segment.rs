@@ -126,24 +126,7 @@ pub(crate) fn segment_reduce(
     num: &Tensor,
     xla_identity: bool,
 ) -> Result<Tensor, KernelError> {
-    let ids_shape = ids.shape();
-    if !data.shape().starts_with(ids_shape) {
-        return Err(KernelError::invalid(op, format!("segment_ids {ids_shape:?} must prefix data {:?}", data.shape())));
-    }
-    let n = match num.to_i64_vec(op, "num_segments")?.as_slice() {
-        &[n] if n >= 0 => n as usize,
-        other => {
-            return Err(KernelError::invalid(op, format!("num_segments must be a non-negative scalar, got {other:?}")))
-        }
-    };
-    let rest = &data.shape()[ids_shape.len()..];
-    let slice: usize = rest.iter().product();
-    let segs = ids.to_i64_vec(op, "segment_ids")?;
-    if let Some((k, s)) = segs.iter().enumerate().find(|(_, &s)| s >= n as i64) {
-        return Err(KernelError::invalid(op, format!("segment_ids[{k}] = {s} is outside [0, {n})")));
-    }
-    let mut dims = vec![n];
-    dims.extend_from_slice(rest);
+    let super::gather::Segments { slice, segs, dims, .. } = super::gather::segments(op, data, ids, num)?;
     fn run<T: Identity>(
         data: &Tensor,
         segs: &[i64],

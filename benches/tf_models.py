@@ -20,7 +20,10 @@ median of N timed calls after two warm-up calls. For ours, "first" is the whole 
 command (load, lower, compile, initialisers, one step). The simulator's "step" is
 (wall(run --steps 1+N) - wall(run --steps 1)) / N; PJRT's is the same difference of the two runs'
 `execute` totals (`run --time-passes`), with the compile time, and the second run's first step
-with the program loaded from a fresh compile cache ("cached first"). The replicated graphs and feeds are generated
+with the program loaded from a fresh compile cache ("cached first"). "cpu" is the CPU time of the
+same step, all threads: TensorFlow's median `process_time` per call, the simulator's difference of
+the two runs' CPU time (`wait4`) over N, PJRT's that of the `execute` totals; on a shared machine it
+is the figure to compare. The replicated graphs and feeds are generated
 into the cache directory (default: ~/.cache/tpu-rewrite/bench-models), not committed.
 """
 
@@ -128,12 +131,13 @@ def child_tf(name, jit, steps):
     first = time.perf_counter() - start
     for _ in range(2):
         step(x, y).numpy()
-    times = []
+    times, cpus = [], []
     for _ in range(steps):
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         step(x, y).numpy()
         times.append(time.perf_counter() - start)
-    print(json.dumps({"first_s": first, "step_s": float(np.median(times))}))
+        cpus.append(time.process_time() - cpu)
+    print(json.dumps({"first_s": first, "step_s": float(np.median(times)), "step_cpu_s": float(np.median(cpus))}))
 
 
 def atomic_write(path, data):
@@ -155,7 +159,7 @@ def measure(cmd, env=None):
 
 
 def peak_of(cmd, env=None):
-    """Runs `cmd` and returns (wall seconds, peak RSS in MB, stdout, stderr), the child's own maximum."""
+    """Runs `cmd`: (wall seconds, peak RSS in MB, stdout, stderr, CPU seconds), the child's own."""
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     # wait4 gives this child's own rusage; read its pipes on threads so it cannot block on them.
@@ -176,7 +180,7 @@ def peak_of(cmd, env=None):
     out, err = b"".join(chunks["out"]).decode(), b"".join(chunks["err"]).decode()
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{err[-3000:]}")
-    return wall, usage.ru_maxrss / 1024, out, err
+    return wall, usage.ru_maxrss / 1024, out, err, usage.ru_utime + usage.ru_stime
 
 
 def phases(err):
@@ -202,17 +206,18 @@ def ours(binary, pb, feeds, backend, steps, extra=()):
     if feeds:
         base += ["--feeds", feeds]
     if backend != "pjrt":
-        first, peak1, _, _ = peak_of(base + ["--steps", "1"])
-        more, peak, _, _ = peak_of(base + ["--steps", str(1 + steps)])
-        return {"first_s": first, "step_s": max(more - first, 0.0) / steps, "peak_mb": max(peak1, peak)}
+        first, peak1, _, _, cpu1 = peak_of(base + ["--steps", "1"])
+        more, peak, _, _, cpu2 = peak_of(base + ["--steps", str(1 + steps)])
+        return {"first_s": first, "step_s": max(more - first, 0.0) / steps,
+                "step_cpu_s": max(cpu2 - cpu1, 0.0) / steps, "peak_mb": max(peak1, peak)}
     import shutil
     import tempfile
 
     cache = tempfile.mkdtemp(prefix="tf_models-cache-")
     try:
         base += ["--time-passes", "--compile-cache", cache]
-        first, peak1, _, err1 = peak_of(base + ["--steps", "1"])
-        more, peak, _, err2 = peak_of(base + ["--steps", str(1 + steps)])
+        first, peak1, _, err1, _ = peak_of(base + ["--steps", "1"])
+        more, peak, _, err2, _ = peak_of(base + ["--steps", str(1 + steps)])
     finally:
         shutil.rmtree(cache, ignore_errors=True)
     p1, p2 = phases(err1), phases(err2)
@@ -239,7 +244,7 @@ def tf_step_rows(cache, binary, steps, paths):
     for path, env in (("tf", None), ("tf_xla", jit)):
         if path in paths:
             d = out if path == "tf" else out + "_jit"
-            _, peak, _, _ = peak_of([sys.executable, os.path.join(HERE, "tf_step.py"), d, "--steps", str(max(steps, 20))], env)
+            _, peak, _, _, _ = peak_of([sys.executable, os.path.join(HERE, "tf_step.py"), d, "--steps", str(max(steps, 20))], env)
             meta = json.load(open(os.path.join(d, "step.json")))
             rows[path] = {"step_s": meta["tf_step_ms"] / 1e3, "peak_mb": peak}
     meta = json.load(open(os.path.join(out, "step.json")))
@@ -284,20 +289,21 @@ def main():
             for path in paths:
                 if path in ("tf", "tf_xla"):
                     mode = "jit" if path == "tf_xla" else "graph"
-                    _, peak, out, _ = peak_of([sys.executable, __file__, "--child-tf", name, mode, str(max(steps, 10))])
+                    _, peak, out, _, _ = peak_of([sys.executable, __file__, "--child-tf", name, mode, str(max(steps, 10))])
                     rows[path] = dict(json.loads(out.strip().splitlines()[-1]), peak_mb=peak)
                 else:
                     rows[path] = ours(binary, pb, os.path.join(cache, name + ".feeds.json"), path, steps)
         results[name] = rows
         for path, r in rows.items():
             first = f"{r['first_s']:.2f} s" if "first_s" in r else "-"
+            cpu = f"{r['step_cpu_s'] * 1e3:9.1f} ms" if "step_cpu_s" in r else "-"
             more = ""
             if "compile_s" in r:
-                more = (f"  (step cpu {r['step_cpu_s'] * 1e3:.1f} ms, compile {r['compile_s']:.2f} s,"
+                more = (f"  (compile {r['compile_s']:.2f} s,"
                         f" emit {r['emit_s']:.2f} s, cached first {r['cached_first_s']:.2f} s)")
             # A difference of two runs at or below zero is the load's noise, not a step time.
             step = f"{r['step_s'] * 1e3:9.1f} ms" if r["step_s"] > 0 else "below noise"
-            print(f"{name:13} {path:7} step {step:>12}  first {first:>9}  peak {r['peak_mb']:7.0f} MB{more}",
+            print(f"{name:13} {path:7} step {step:>12}  cpu {cpu:>12}  first {first:>9}  peak {r['peak_mb']:7.0f} MB{more}",
                   flush=True)
     if "--json" in sys.argv:
         atomic_write(arg("--json", ""), json.dumps(results, indent=1).encode())

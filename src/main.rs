@@ -50,11 +50,13 @@ fn disable_transparent_huge_pages() {}
 const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
 /// Keeps the memory the process frees for its own later allocations
-/// instead of returning it to the OS. A simulator step frees most of what
-/// it allocated (activations, gradients, patch buffers) and the next step
-/// asks for the same again: returned, those pages are faulted in and zeroed
-/// afresh every step, which took a third of a ResNet50 training step's CPU
-/// time (docs/performance.md). The peak stays that of one step.
+/// instead of returning it to the OS. A step frees most of what it
+/// allocated (the simulator's activations, gradients and patch buffers;
+/// the PJRT plugin's temporaries, whose `malloc` is mimalloc's too) and
+/// the next step asks for the same again: returned, those pages are
+/// faulted in and zeroed afresh every step, which took a third of a
+/// ResNet50 training step's CPU time on either backend
+/// (docs/performance.md). The peak stays that of one step.
 #[cfg(feature = "mimalloc")]
 pub(crate) fn keep_freed_memory() {
     // SAFETY: `mi_option_set` only stores an integer option, read by the

@@ -321,9 +321,7 @@ pub fn run_command(args: RunArgs) -> ExitCode {
         exec::memory::set_budget(bytes);
     }
     exec::memory::start_counting();
-    if args.backend == Backend::Sim {
-        crate::keep_freed_memory();
-    }
+    crate::keep_freed_memory();
     if args.deadline.is_some() && args.backend != Backend::Sim {
         // XLA cannot stop a running execution: a deadline would not hold.
         return super::fail_with(CliError::usage("--deadline applies to the simulator (--backend sim) only"), 2);

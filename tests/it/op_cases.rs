@@ -72,3 +72,11 @@ fn spatial() {
 fn special() {
     check_family("special");
 }
+
+/// The XLA-only ops of tf2xla's helpers: XlaPad, XlaDynamicSlice, XlaDynamicUpdateSlice,
+/// XlaReducePrecision, XlaBroadcastHelper, XlaDot(V2), XlaEinsum, XlaGather, XlaConv(V2)
+/// (`tests/tf/ops_xla_ops.py`).
+#[test]
+fn xla_ops() {
+    check_family("xla_ops");
+}

@@ -285,16 +285,17 @@ fn reduce_bits(x: u64, f: &Format, exponent_bits: u32, mantissa_bits: u32) -> u6
 
 /// `XlaReducePrecision(operand) {exponent_bits, mantissa_bits}` on f32 and f64 (bf16 and f16 arrive as f32).
 fn reduce_precision(op: &str, x: &Tensor, exponent_bits: i64, mantissa_bits: i64) -> Result<Tensor, KernelError> {
-    let (e, m) =
-        match (u32::try_from(exponent_bits), u32::try_from(mantissa_bits)) {
-            (Ok(e), Ok(m)) if e >= 1 => (e, m),
-            _ => return Err(KernelError::invalid(
+    let (e, m) = match (u32::try_from(exponent_bits), u32::try_from(mantissa_bits)) {
+        (Ok(e), Ok(m)) if e >= 1 => (e, m),
+        _ => {
+            return Err(KernelError::invalid(
                 op,
                 format!(
                     "exponent_bits ({exponent_bits}) must be at least 1 and mantissa_bits ({mantissa_bits}) at least 0"
                 ),
-            )),
-        };
+            ))
+        }
+    };
     match x {
         Tensor::F32(a) => {
             let f = Format { bits: 32, exponent: 8, mantissa: 23 };

@@ -236,12 +236,15 @@ pub fn conv_geometry(attrs: &AttrMap, lhs: &[usize], rhs: &[usize], w: &ConvWind
     let feature_groups = groups(w.feature_groups, "feature_group_count")?;
     let batch_groups = groups(w.batch_groups, "batch_group_count")?;
     let (in_feature, k_in, k_out) = (lhs[i[1]], rhs[k[0]], rhs[k[1]]);
-    if in_feature != k_in * feature_groups || k_out % feature_groups != 0 {
+    if in_feature != k_in * feature_groups || !k_out.is_multiple_of(feature_groups) {
         return Err(format!(
             "input features ({in_feature}) must be kernel input features ({k_in}) times feature_group_count ({feature_groups}), and kernel output features ({k_out}) a multiple of it"
         ));
     }
-    if lhs[i[0]] % batch_groups != 0 || k_out % batch_groups != 0 || (batch_groups > 1 && feature_groups > 1) {
+    if !lhs[i[0]].is_multiple_of(batch_groups)
+        || !k_out.is_multiple_of(batch_groups)
+        || (batch_groups > 1 && feature_groups > 1)
+    {
         return Err(format!(
             "batch_group_count ({batch_groups}) must divide the batch ({}) and the kernel output features ({k_out}), with feature_group_count 1",
             lhs[i[0]]

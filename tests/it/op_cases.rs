@@ -106,7 +106,7 @@ fn xla_ops_proto_attributes_round_trip_and_bad_bytes_are_diagnosed() {
             seen += 1;
         }
     }
-    assert_eq!(seen, 15, "the dot, gather and convolution cases carry dimension numbers");
+    assert_eq!(seen, 16, "the dot, gather and convolution cases carry dimension numbers");
 
     let source = "graph @main {\n  %a = Placeholder() {dtype = f32, shape = [2, 3]}\n  \
                   %d = XlaDot(%a, %a) {T = f32, dimension_numbers = \"\\x0a\\x05\\x01\", precision_config = \"\"}\n}\n";

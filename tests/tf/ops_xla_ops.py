@@ -16,6 +16,9 @@ from op_cases import Case
 from tensorflow.compiler.xla import xla_data_pb2 as xd  # noqa: E402 (after TensorFlow itself)
 
 
+BF16 = op_cases.tf.bfloat16.as_numpy_dtype
+
+
 def f32(seed, *shape, scale=2.0):
     return np.random.default_rng(seed).uniform(-scale, scale, size=shape).astype(np.float32)
 
@@ -65,6 +68,8 @@ CASES = [
                  "padding_interior": np.array([2, 0, 1], np.int64)}, cpu=False, grad=False),
     Case("pad_f64", "XlaPad", inputs={"input": f32(2, 4).astype(np.float64), "padding_value": np.float64(-1.5)},
          consts={"padding_low": i32(2), "padding_high": i32(1), "padding_interior": i32(1)}, cpu=False),
+    Case("pad_bf16", "XlaPad", inputs={"input": f32(42, 2, 3).astype(BF16), "padding_value": BF16(2.5)},
+         consts={"padding_low": i32(0, 1), "padding_high": i32(-1, 1), "padding_interior": i32(2, 1)}, cpu=False),
     # XlaDynamicSlice: fed start indices, clamped so that the slice fits.
     Case("dslice_clamped", "XlaDynamicSlice", inputs={"input": f32(3, 4, 5), "start_indices": i32(3, 4)},
          consts={"size_indices": i32(2, 3)}, cpu=False),
@@ -77,6 +82,9 @@ CASES = [
     Case("dus_i32", "XlaDynamicUpdateSlice",
          inputs={"input": np.arange(12, dtype=np.int32).reshape(3, 4), "update": i32(-1, -2).reshape(1, 2),
                  "indices": i32(1, 1)}, cpu=False, grad=False),
+    Case("dus_f16", "XlaDynamicUpdateSlice",
+         inputs={"input": f32(43, 3, 3).astype(np.float16), "update": f32(44, 3, 1).astype(np.float16),
+                 "indices": np.array([0, 5], np.int64)}, cpu=False),
     # XlaReducePrecision: bf16's, f16's and a small format's rounding of f32 and f64.
     Case("rp_bf16", "XlaReducePrecision", inputs={"operand": PRECISION_EDGES},
          attrs={"exponent_bits": 8, "mantissa_bits": 7}, cpu=False),
@@ -84,6 +92,8 @@ CASES = [
          attrs={"exponent_bits": 5, "mantissa_bits": 10}, cpu=False),
     Case("rp_small_f64", "XlaReducePrecision", inputs={"operand": PRECISION_EDGES.astype(np.float64) * 0.37},
          attrs={"exponent_bits": 4, "mantissa_bits": 3}, cpu=False),
+    Case("rp_of_bf16", "XlaReducePrecision", inputs={"operand": PRECISION_EDGES.astype(BF16)},
+         attrs={"exponent_bits": 5, "mantissa_bits": 2}, cpu=False),
     # XlaBroadcastHelper: the lower-rank operand gains unit dimensions.
     Case("bcast_lhs_low", "XlaBroadcastHelper", inputs={"lhs": f32(7, 3), "rhs": f32(8, 2, 3, 4)},
          consts={"broadcast_dims": i32(1)}, cpu=False),
@@ -108,8 +118,8 @@ CASES = [
          attrs={"dimension_numbers": dot_dims([1], [0]), "precision_config": b"",
                 "preferred_element_type": np.int32}, cpu=False, grad=False),
     Case("dotv2_bf16_to_f32", "XlaDotV2",
-         inputs={"lhs": f32(21, 3, 4).astype(op_cases.tf.bfloat16.as_numpy_dtype),
-                 "rhs": f32(22, 4, 2).astype(op_cases.tf.bfloat16.as_numpy_dtype)},
+         inputs={"lhs": f32(21, 3, 4).astype(BF16),
+                 "rhs": f32(22, 4, 2).astype(BF16)},
          attrs={"dimension_numbers": dot_dims([1], [0]), "precision_config": b"",
                 "preferred_element_type": np.float32}, cpu=False, rtol=1e-3),
     # XlaEinsum and its gradient (two more XlaEinsums).
@@ -133,6 +143,10 @@ CASES = [
          inputs={"operand": f32(31, 3, 4, 2), "start_indices": np.array([[2, 0], [1, 3]], np.int64)},
          consts={"slice_sizes": np.array([1, 2, 2], np.int64)},
          attrs={"dimension_numbers": gather_dims([0, 2], [0], [1, 0], 0), "indices_are_sorted": False}, cpu=False),
+    Case("gather_i64_operand", "XlaGather",
+         inputs={"operand": np.arange(24, dtype=np.int64).reshape(2, 3, 4) * 1000003, "start_indices": i32(1, 2)},
+         consts={"slice_sizes": i32(1, 2, 3)},
+         attrs={"dimension_numbers": gather_dims([0, 1], [0], [0, 1], 0), "indices_are_sorted": True}, cpu=False),
     # XlaConv / XlaConvV2: arbitrary dimension numbers, padding, dilations, groups.
     Case("conv_nhwc_strided", "XlaConv", inputs={"lhs": f32(32, 1, 5, 5, 2), "rhs": f32(33, 3, 3, 2, 4)},
          consts=conv_consts([1, 2], [[1, 1], [0, 1]], [1, 1], [1, 1], 1),

@@ -1,7 +1,8 @@
 //! Build steps: the `.opg` grammar (lalrpop) and TensorFlow's GraphDef,
 //! SavedModel and checkpoint schemas (`proto/tf_graph.proto`,
-//! `proto/saved_model.proto`, compiled by protox without `protoc`, then
-//! turned into Rust by prost-build). The encoded descriptor set is written
+//! `proto/saved_model.proto`) and the XLA messages of the XLA-only ops'
+//! attributes (`proto/xla_data.proto`), compiled by protox without `protoc`, then
+//! turned into Rust by prost-build. The encoded descriptor set is written
 //! beside the Rust code for prost-reflect's text format.
 
 use std::path::PathBuf;
@@ -17,9 +18,10 @@ fn main() {
 
     println!("cargo:rerun-if-changed=proto/tf_graph.proto");
     println!("cargo:rerun-if-changed=proto/saved_model.proto");
+    println!("cargo:rerun-if-changed=proto/xla_data.proto");
     let mut compiler = protox::Compiler::new(["proto"]).expect("the proto include path is valid");
     compiler.include_imports(true).include_source_info(false);
-    for file in ["tf_graph.proto", "saved_model.proto"] {
+    for file in ["tf_graph.proto", "saved_model.proto", "xla_data.proto"] {
         if let Err(e) = compiler.open_file(file) {
             panic!("proto/{file} must compile: {e}");
         }

@@ -80,6 +80,25 @@ pub enum IrError {
         span: Span,
     },
 
+    /// A proto-valued attribute of an XLA-only op (`dimension_numbers`,
+    /// `precision_config`) holds bytes that are not its XLA message.
+    #[error("attribute `{key}` of `{op}` does not decode: {reason}")]
+    #[diagnostic(
+        code(tpu_rewrite::ir::xla_proto),
+        help("the attribute holds a serialized xla_data.proto message, as tensorflow.compiler.tf2xla.python.xla writes it (SerializeToString())")
+    )]
+    XlaProto {
+        /// The op type of the node.
+        op: String,
+        /// The attribute's name.
+        key: String,
+        /// Why the bytes do not decode.
+        reason: String,
+        /// The node.
+        #[label("this node's `{key}`")]
+        span: Span,
+    },
+
     /// An attribute of a known op has the wrong kind of value.
     #[error("attribute `{key}` of `{op}` must be {expected}, found {found}")]
     #[diagnostic(code(tpu_rewrite::ir::attr_type))]

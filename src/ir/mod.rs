@@ -17,6 +17,7 @@ pub mod tf_xla_ops;
 pub mod types;
 pub mod verify;
 pub mod walk;
+pub mod xla_proto;
 
 pub use attrs::AttrMap;
 

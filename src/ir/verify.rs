@@ -124,6 +124,9 @@ fn check_nodes(graph: &Graph, errors: &mut Vec<IrError>) {
                 }
             }
         }
+        if let Err((key, reason)) = super::xla_proto::check(&node.op, &node.attrs) {
+            errors.push(IrError::XlaProto { op: node.op.to_string(), key, reason, span: node.span });
+        }
         if &*node.op == "TPUReplicatedOutput" {
             if let Some(op) = node.attrs.get_str("reduce_op").filter(|op| !is_supported_reduce_op(op)) {
                 errors.push(IrError::UnsupportedReduceOp { op: op.to_string(), span: node.span });

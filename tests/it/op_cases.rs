@@ -3,6 +3,9 @@
 //! (`tests/tf/ops_<family>.py`; the harness is `support::op_cases`).
 
 use crate::support::op_cases::check_family;
+use miette::Diagnostic;
+use tpu_rewrite::ir::{parse_module, IrError};
+use tpu_rewrite::tf::{import_graphdef, GraphDefFormat};
 
 /// The harness's own check, on ops every backend already had.
 #[test]
@@ -71,4 +74,44 @@ fn spatial() {
 #[test]
 fn special() {
     check_family("special");
+}
+
+/// The XLA-only ops of tf2xla's helpers: XlaPad, XlaDynamicSlice, XlaDynamicUpdateSlice,
+/// XlaReducePrecision, XlaBroadcastHelper, XlaDot(V2), XlaEinsum, XlaGather, XlaConv(V2)
+/// (`tests/tf/ops_xla_ops.py`).
+#[test]
+fn xla_ops() {
+    check_family("xla_ops");
+}
+
+/// The XLA ops' serialized-message attributes (`dimension_numbers`, `precision_config`) print in
+/// `.opg` text and parse back unchanged; bytes that are not the message are a diagnostic.
+#[test]
+fn xla_ops_proto_attributes_round_trip_and_bad_bytes_are_diagnosed() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/tf/corpus/ops/xla_ops.pbtxt");
+    let bytes = std::fs::read(path).expect("the xla_ops family (tests/tf/ops_xla_ops.py)");
+    let (module, errors) = import_graphdef(&bytes, GraphDefFormat::Text).expect("the family imports");
+    assert!(errors.is_empty(), "{errors:?}");
+    let text = tpu_rewrite::emit::text::print_module(&module);
+    let (again, errors) = parse_module(text.as_bytes()).expect("the printed module parses");
+    assert!(errors.is_empty(), "{errors:?}");
+    let (before, after) = (&module.graphs[0], &again.graphs[0]);
+    assert_eq!(tpu_rewrite::ir::eq::first_difference(before, after), None);
+    let mut seen = 0;
+    for id in before.node_ids() {
+        let node = before.node(id);
+        if let Some(value) = node.attrs.get("dimension_numbers") {
+            let back = after.node(after.find(&node.name).expect("the node is printed")).attrs.get("dimension_numbers");
+            assert_eq!(back, Some(value), "{}", node.name);
+            seen += 1;
+        }
+    }
+    assert_eq!(seen, 16, "the dot, gather and convolution cases carry dimension numbers");
+
+    let source = "graph @main {\n  %a = Placeholder() {dtype = f32, shape = [2, 3]}\n  \
+                  %d = XlaDot(%a, %a) {T = f32, dimension_numbers = \"\\x0a\\x05\\x01\", precision_config = \"\"}\n}\n";
+    let (_, errors) = parse_module(source.as_bytes()).expect("the graph parses");
+    let error = errors.iter().find(|e| matches!(e, IrError::XlaProto { .. })).expect("a diagnostic for the bytes");
+    assert_eq!(error.code().map(|c| c.to_string()).as_deref(), Some("tpu_rewrite::ir::xla_proto"));
+    assert!(error.to_string().contains("not a serialized xla.DotDimensionNumbers"), "{error}");
 }

@@ -211,6 +211,13 @@ const NATIVE: &[&str] = &[
     "ToBool",
     "Transpose",
     "Unpack",
+    "XlaBroadcastHelper",
+    "XlaConvV2",
+    "XlaDotV2",
+    "XlaDynamicSlice",
+    "XlaDynamicUpdateSlice",
+    "XlaGather",
+    "XlaPad",
 ];
 
 /// The narrow dtype inputs were widened from, to narrow the outputs back to.

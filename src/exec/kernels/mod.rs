@@ -51,6 +51,7 @@ mod special;
 mod special_fns;
 mod strided;
 mod strings;
+mod xla_ops;
 
 use std::collections::BTreeSet;
 
@@ -430,6 +431,17 @@ pub const PURE_OPS: &[&str] = &[
     "UpperBound",
     "Where",
     "Xdivy",
+    "XlaBroadcastHelper",
+    "XlaConv",
+    "XlaConvV2",
+    "XlaDot",
+    "XlaDotV2",
+    "XlaDynamicSlice",
+    "XlaDynamicUpdateSlice",
+    "XlaEinsum",
+    "XlaGather",
+    "XlaPad",
+    "XlaReducePrecision",
     "Xlog1py",
     "Xlogy",
     "ZerosLike",
@@ -828,6 +840,7 @@ fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Tensor>,
             .or_else(|| host_ops::dispatch(op, attrs, inputs))
             .or_else(|| spatial::dispatch(op, attrs, inputs))
             .or_else(|| image::dispatch(op, attrs, inputs))
+            .or_else(|| xla_ops::dispatch(op, attrs, inputs))
             .unwrap_or_else(|| Err(KernelError::NoKernel { op: op.to_string() })),
     }
 }

@@ -28,6 +28,7 @@ mod quant;
 mod random;
 mod reduce;
 mod shape;
+pub mod xla_ops;
 
 pub use image::conv_as_fixed_rank;
 
@@ -441,6 +442,17 @@ const TABLE: &[(&str, Rule)] = &[
     ("UnsortedSegmentSum", index::unsorted_segment),
     ("UpperBound", index::search_sorted),
     ("Xdivy", ew::broadcast),
+    ("XlaBroadcastHelper", xla_ops::broadcast_helper),
+    ("XlaConv", xla_ops::conv),
+    ("XlaConvV2", xla_ops::conv),
+    ("XlaDot", xla_ops::dot),
+    ("XlaDotV2", xla_ops::dot),
+    ("XlaDynamicSlice", xla_ops::dynamic_slice),
+    ("XlaDynamicUpdateSlice", ew::same),
+    ("XlaEinsum", index::einsum),
+    ("XlaGather", xla_ops::gather),
+    ("XlaPad", xla_ops::pad),
+    ("XlaReducePrecision", ew::same),
     ("Xlog1py", ew::broadcast),
     ("Xlogy", ew::broadcast),
     ("Zeta", ew::broadcast),

@@ -48,6 +48,7 @@ mod shape;
 mod spatial;
 mod special;
 pub mod state;
+mod xla_ops;
 
 use super::text::{Cmp, Ctx, Reducer, Ty, Val};
 use crate::exec::Tensor;
@@ -427,6 +428,17 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("UnsortedSegmentSum", gather::unsorted_segment_sum),
     ("UpperBound", |c, n| index::search_sorted(c, n, true)),
     ("Xdivy", |c, n| sp::zero_where(c, n, 0, "divide")),
+    ("XlaBroadcastHelper", xla_ops::broadcast_helper),
+    ("XlaConv", xla_ops::conv),
+    ("XlaConvV2", xla_ops::conv),
+    ("XlaDot", xla_ops::dot),
+    ("XlaDotV2", xla_ops::dot),
+    ("XlaDynamicSlice", xla_ops::dynamic_slice),
+    ("XlaDynamicUpdateSlice", xla_ops::dynamic_update_slice),
+    ("XlaEinsum", linalg::einsum),
+    ("XlaGather", xla_ops::gather),
+    ("XlaPad", xla_ops::pad),
+    ("XlaReducePrecision", xla_ops::reduce_precision),
     ("Xlog1py", |c, n| sp::zero_where(c, n, 0, "log_plus_one")),
     ("Xlogy", |c, n| sp::zero_where(c, n, 0, "log")),
     ("Zeta", |c, n| sp::chlo_binary(c, n, "chlo.zeta")),

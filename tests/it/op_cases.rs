@@ -72,3 +72,10 @@ fn spatial() {
 fn special() {
     check_family("special");
 }
+
+/// The XLA ops whose attrs are functions (reducers, comparators, branches, loop bodies) and the
+/// XLA sorts, with TensorFlow's XLA values (`tests/tf/ops_xla_fn.py`).
+#[test]
+fn xla_fn() {
+    check_family("xla_fn");
+}

@@ -30,14 +30,27 @@ def rand(seed, *shape, dtype=np.float32, scale=3.0):
 
 F32, F64, I32 = tf.float32, tf.float64, tf.int32
 
-ADD_F32 = fn(lambda a, b: a + b, F32, F32)
-ADD_F64 = fn(lambda a, b: a + b, F64, F64)
-MAX_F64 = fn(tf.maximum, F64, F64)
-# A maximum written as a comparison and a select: not one of the common single-op bodies.
-SELECT_MAX_F32 = fn(lambda a, b: tf.where(a > b, a, b), F32, F32)
-MUL_I32 = fn(lambda a, b: a * b, I32, I32)
-GE_F32 = fn(lambda a, b: a >= b, F32, F32)
-GE_F64 = fn(lambda a, b: a >= b, F64, F64)
+
+# Named functions, not lambdas: a function's name is its library name (`__inference_<name>_<k>`).
+def add(a, b):
+    return a + b
+
+
+def select_max(a, b):
+    """A maximum written as a comparison and a select: not one of the common single-op bodies."""
+    return tf.where(a > b, a, b)
+
+
+def mul(a, b):
+    return a * b
+
+
+def ge(a, b):
+    return a >= b
+
+
+def gt(a, b):
+    return a > b
 
 
 def argmax_pair(a, i, b, j):
@@ -46,14 +59,14 @@ def argmax_pair(a, i, b, j):
     return tf.where(take_a, a, b), tf.where(take_a, i, j)
 
 
-ARGMAX = tf.function(argmax_pair).get_concrete_function(
-    tf.TensorSpec([], F32), tf.TensorSpec([], I32), tf.TensorSpec([], F32), tf.TensorSpec([], I32))
-# XlaVariadicReduce (V1): N inputs of one dtype; the reducer takes the N accumulators, then the N values.
-SUM_AND_MAX = tf.function(lambda a1, a2, b1, b2: (a1 + b1, tf.maximum(a2, b2))).get_concrete_function(
-    *[tf.TensorSpec([], F32)] * 4)
-# Sort comparators get two scalars per operand: (lhs_0, rhs_0, lhs_1, rhs_1, ...).
-LT_KEYS = tf.function(lambda k1, k2, v1, v2: k1 < k2).get_concrete_function(*[tf.TensorSpec([], F32)] * 4)
-GT_I32 = fn(lambda a, b: a > b, I32, I32)
+def sum_and_max(a1, a2, b1, b2):
+    """XlaVariadicReduce (V1): the N accumulators, then the N values."""
+    return a1 + b1, tf.maximum(a2, b2)
+
+
+def keys_less(k1, k2, v1, v2):
+    """A sort comparator gets two scalars per operand: (lhs_0, rhs_0, lhs_1, rhs_1)."""
+    return k1 < k2
 
 
 def then_branch(a, b):
@@ -64,6 +77,26 @@ def else_branch(a, b):
     return a - b, a * 2.0
 
 
+def loop_cond(i, x):
+    return i < 4
+
+
+def loop_body(i, x):
+    return i + 1, tf.matmul(x, x) * 0.5 + tf.cast(i, F32)
+
+
+ADD_F32 = fn(add, F32, F32)
+ADD_F64 = fn(add, F64, F64)
+MAX_F64 = fn(tf.maximum, F64, F64)
+SELECT_MAX_F32 = fn(select_max, F32, F32)
+MUL_I32 = fn(mul, I32, I32)
+GE_F32 = fn(ge, F32, F32)
+GE_F64 = fn(ge, F64, F64)
+ARGMAX = fn(argmax_pair, F32, I32, F32, I32)
+SUM_AND_MAX = fn(sum_and_max, F32, F32, F32, F32)
+LT_KEYS = fn(keys_less, F32, F32, F32, F32)
+GT_I32 = fn(gt, I32, I32)
+
 VEC3 = tf.TensorSpec([3], F32)
 # TensorFlow's XlaIf kernel reads the result shapes from an `output_shapes` attr its op does not declare.
 IF_SHAPES = {"output_shapes": attr_value_pb2.AttrValue(list=attr_value_pb2.AttrValue.ListValue(
@@ -71,9 +104,8 @@ IF_SHAPES = {"output_shapes": attr_value_pb2.AttrValue(list=attr_value_pb2.AttrV
 THEN = tf.function(then_branch).get_concrete_function(VEC3, VEC3)
 ELSE = tf.function(else_branch).get_concrete_function(VEC3, VEC3)
 LOOP_SPECS = (tf.TensorSpec([], I32), tf.TensorSpec([2, 2], F32))
-LOOP_COND = tf.function(lambda i, x: i < 4).get_concrete_function(*LOOP_SPECS)
-LOOP_BODY = tf.function(lambda i, x: (i + 1, tf.matmul(x, x) * 0.5 + tf.cast(i, F32))).get_concrete_function(
-    *LOOP_SPECS)
+LOOP_COND = tf.function(loop_cond).get_concrete_function(*LOOP_SPECS)
+LOOP_BODY = tf.function(loop_body).get_concrete_function(*LOOP_SPECS)
 
 # Keys with repeats, so a stable sort and an unstable one could differ.
 KEYS = np.array([[1.0, 3.0, 2.0], [0.5, 3.0, 2.0], [1.0, -1.0, 2.0], [0.5, 0.0, -4.0]], np.float32)

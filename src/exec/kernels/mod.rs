@@ -51,6 +51,7 @@ mod special;
 mod special_fns;
 mod strided;
 mod strings;
+pub(crate) mod xla_fn;
 
 use std::collections::BTreeSet;
 
@@ -430,6 +431,8 @@ pub const PURE_OPS: &[&str] = &[
     "UpperBound",
     "Where",
     "Xdivy",
+    "XlaKeyValueSort",
+    "XlaSort",
     "Xlog1py",
     "Xlogy",
     "ZerosLike",
@@ -828,6 +831,7 @@ fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Tensor>,
             .or_else(|| host_ops::dispatch(op, attrs, inputs))
             .or_else(|| spatial::dispatch(op, attrs, inputs))
             .or_else(|| image::dispatch(op, attrs, inputs))
+            .or_else(|| xla_fn::dispatch(op, inputs))
             .unwrap_or_else(|| Err(KernelError::NoKernel { op: op.to_string() })),
     }
 }

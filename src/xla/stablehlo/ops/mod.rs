@@ -48,6 +48,7 @@ mod shape;
 mod spatial;
 mod special;
 pub mod state;
+pub(super) mod xla_fn;
 
 use super::text::{Cmp, Ctx, Reducer, Ty, Val};
 use crate::exec::Tensor;
@@ -427,6 +428,8 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("UnsortedSegmentSum", gather::unsorted_segment_sum),
     ("UpperBound", |c, n| index::search_sorted(c, n, true)),
     ("Xdivy", |c, n| sp::zero_where(c, n, 0, "divide")),
+    ("XlaKeyValueSort", xla_fn::sort),
+    ("XlaSort", xla_fn::sort),
     ("Xlog1py", |c, n| sp::zero_where(c, n, 0, "log_plus_one")),
     ("Xlogy", |c, n| sp::zero_where(c, n, 0, "log")),
     ("Zeta", |c, n| sp::chlo_binary(c, n, "chlo.zeta")),

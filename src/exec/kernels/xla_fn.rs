@@ -503,3 +503,114 @@ fn cast_to_f64() -> AttrMap {
     attrs.insert("DstT", AttrValue::Type(crate::ir::DType::F64));
     attrs
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exec::run_kernel;
+    use crate::ir::types::FuncRef;
+
+    fn attrs(pairs: &[(&str, AttrValue)]) -> AttrMap {
+        let mut a = AttrMap::new();
+        for (k, v) in pairs {
+            a.insert(*k, v.clone());
+        }
+        a
+    }
+
+    fn f(name: &str) -> AttrValue {
+        AttrValue::Func(Box::new(FuncRef { name: name.into(), attrs: AttrMap::new() }))
+    }
+
+    fn ints(v: &[i64]) -> AttrValue {
+        AttrValue::List(v.iter().map(|&i| AttrValue::Int(i)).collect())
+    }
+
+    /// The functions of these tests, by name, as kernels: `add`, `ge`, `lt`, and `wrong` (returns an i32).
+    fn run(name: &str, args: Vec<Tensor>) -> Result<Vec<Tensor>, KernelError> {
+        let none = AttrMap::new();
+        match name {
+            "add" => run_kernel("AddV2", &none, &args),
+            "ge" => run_kernel("GreaterEqual", &none, &args),
+            "lt" => run_kernel("Less", &none, &args[..2]),
+            _ => Ok(vec![Tensor::scalar(1i32)]),
+        }
+    }
+
+    fn m(shape: &[usize], v: &[f32]) -> Tensor {
+        Tensor::from_vec(shape, v.to_vec()).unwrap()
+    }
+
+    #[test]
+    fn a_reduction_folds_its_function_over_the_reduced_dimensions() {
+        let a = attrs(&[("reducer", f("add")), ("dimensions_to_reduce", ints(&[1]))]);
+        let x = m(&[2, 3], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+        let out = apply("XlaReduce", &a, &[x.clone(), Tensor::scalar(0.5f32)], &run).unwrap();
+        assert_eq!(out, vec![Tensor::vector(vec![6.5f32, 15.5])]);
+        // A reducer returning another dtype, and a dimension out of range, are errors.
+        let wrong = attrs(&[("reducer", f("wrong")), ("dimensions_to_reduce", ints(&[1]))]);
+        let err = apply("XlaReduce", &wrong, &[x.clone(), Tensor::scalar(0f32)], &run).unwrap_err();
+        assert!(err.to_string().contains("f32 scalar"), "{err}");
+        let far = attrs(&[("reducer", f("add")), ("dimensions_to_reduce", ints(&[2]))]);
+        let err = apply("XlaReduce", &far, &[x, Tensor::scalar(0f32)], &run).unwrap_err();
+        assert!(err.to_string().contains("out of range"), "{err}");
+    }
+
+    #[test]
+    fn a_window_reduction_skips_padding_and_dilation_holes() {
+        // [1, 2, 3] dilated by 2 is [1, _, 2, _, 3], padded by one on each side: windows of 3, stride 2.
+        let a = attrs(&[("computation", f("add"))]);
+        let v = |d: &[i32]| Tensor::vector(d.to_vec());
+        let inputs = [
+            Tensor::vector(vec![1.0f32, 2.0, 3.0]),
+            Tensor::scalar(10f32),
+            v(&[3]),
+            v(&[2]),
+            v(&[2]),
+            v(&[1]),
+            Tensor::from_vec(&[1, 2], vec![1i32, 1]).unwrap(),
+        ];
+        let out = apply("XlaReduceWindow", &a, &inputs, &run).unwrap();
+        // Windows: [_, 1, _], [_, 2, _], [_, 3, _]: the init value once per window.
+        assert_eq!(out, vec![Tensor::vector(vec![11.0f32, 12.0, 13.0])]);
+    }
+
+    #[test]
+    fn select_and_scatter_adds_each_source_to_its_windows_pick() {
+        let a = attrs(&[("select", f("ge")), ("scatter", f("add"))]);
+        let x = m(&[2, 4], &[1.0, 5.0, 2.0, 2.0, 3.0, 0.0, 2.0, 1.0]);
+        let v = |d: &[i32]| Tensor::vector(d.to_vec());
+        let pad = Tensor::from_vec(&[2, 2], vec![0i32; 4]).unwrap();
+        let source = m(&[1, 2], &[10.0, 20.0]);
+        let out =
+            apply("XlaSelectAndScatter", &a, &[x, v(&[2, 2]), v(&[2, 2]), pad, source, Tensor::scalar(0f32)], &run)
+                .unwrap();
+        // The maximum of the first window is 5; of the second, the first of the tied 2s.
+        assert_eq!(out, vec![m(&[2, 4], &[0.0, 10.0, 20.0, 0.0, 0.0, 0.0, 0.0, 0.0])]);
+    }
+
+    #[test]
+    fn a_variadic_sort_is_stable_and_permutes_every_operand() {
+        let a = attrs(&[("comparator", f("lt")), ("is_stable", AttrValue::Bool(true))]);
+        let keys = Tensor::vector(vec![2.0f32, 1.0, 2.0, 0.0]);
+        let values = Tensor::vector(vec![0i32, 1, 2, 3]);
+        let out = apply("XlaVariadicSort", &a, &[keys, values, Tensor::scalar(0i32)], &run).unwrap();
+        assert_eq!(out, vec![Tensor::vector(vec![0.0f32, 1.0, 2.0, 2.0]), Tensor::vector(vec![3i32, 1, 0, 2])]);
+        let err = apply("XlaVariadicSort", &a, &[Tensor::vector(vec![1.0f32]), Tensor::scalar(1i32)], &run);
+        assert!(err.unwrap_err().to_string().contains("out of range"));
+    }
+
+    #[test]
+    fn the_fixed_sorts_order_the_last_dimension_with_nan_last() {
+        let x = m(&[2, 3], &[3.0, f32::NAN, -1.0, 0.5, 0.25, 2.0]);
+        let out = run_kernel("XlaSort", &AttrMap::new(), std::slice::from_ref(&x)).unwrap().remove(0);
+        let got = out.to_vec::<f32>().unwrap();
+        assert_eq!(&got[..2], &[-1.0, 3.0]);
+        assert!(got[2].is_nan());
+        assert_eq!(&got[3..], &[0.25, 0.5, 2.0]);
+        let values = Tensor::from_vec(&[2, 3], vec![0i32, 1, 2, 3, 4, 5]).unwrap();
+        let kv = run_kernel("XlaKeyValueSort", &AttrMap::new(), &[x, values]).unwrap();
+        assert_eq!(kv[1], Tensor::from_vec(&[2, 3], vec![2i32, 0, 1, 4, 3, 5]).unwrap());
+        assert!(run_kernel("XlaSort", &AttrMap::new(), &[Tensor::scalar(1f32)]).is_err());
+    }
+}

@@ -29,6 +29,8 @@ def rand(seed, *shape, dtype=np.float32, scale=3.0):
 
 
 F32, F64, I32 = tf.float32, tf.float64, tf.int32
+BF16, F16 = tf.bfloat16, tf.float16
+NP_BF16 = BF16.as_numpy_dtype
 
 
 # Named functions, not lambdas: a function's name is its library name (`__inference_<name>_<k>`).
@@ -87,6 +89,9 @@ def loop_body(i, x):
 
 ADD_F32 = fn(add, F32, F32)
 ADD_F64 = fn(add, F64, F64)
+# Small whole numbers in 16-bit floats: every partial sum is exact, whatever the precision XLA adds in.
+ADD_BF16 = fn(add, BF16, BF16)
+MAX_F16 = fn(tf.maximum, F16, F16)
 MAX_F64 = fn(tf.maximum, F64, F64)
 SELECT_MAX_F32 = fn(select_max, F32, F32)
 MUL_I32 = fn(mul, I32, I32)
@@ -158,7 +163,19 @@ CASES = [
          consts={"window_dimensions": np.array([3, 3], np.int64), "window_strides": np.array([1, 2], np.int64),
                  "padding": np.array([[1, 1], [1, 1]], np.int64), "init_value": np.float64(0.25)},
          attrs={"select": GE_F64, "scatter": ADD_F64}),
+    Case("reduce_sum_bf16", "XlaReduce",
+         inputs={"input": np.array([[1, -2, 3, 4], [0.5, 8, -1, 2]], NP_BF16)},
+         consts={"init_value": np.array(0, NP_BF16)}, attrs={"dimensions_to_reduce": [1], "reducer": ADD_BF16}),
+    Case("window_max_f16", "XlaReduceWindow", inputs={"input": rand(22, 3, 4, dtype=np.float16)},
+         consts={"init_value": np.float16(-np.inf), "window_dimensions": np.array([2, 2], np.int32),
+                 "window_strides": np.array([1, 2], np.int32), "base_dilations": np.array([1, 1], np.int32),
+                 "window_dilations": np.array([1, 1], np.int32),
+                 "padding": np.array([[0, 0], [0, 0]], np.int32)},
+         attrs={"computation": MAX_F16}),
     Case("sort_f32", "XlaSort", inputs={"input": rand(14, 3, 5)}),
+    Case("sort_bf16", "XlaSort", inputs={"input": rand(23, 2, 4).astype(NP_BF16)}),
+    Case("key_value_sort_i32_f64", "XlaKeyValueSort",
+         inputs={"keys": np.array([7, -3, 0, 12, 5], np.int32), "values": rand(24, 5, dtype=np.float64)}),
     Case("sort_i32", "XlaSort", inputs={"input": np.array([5, -2, 9, 0, -2, 7], np.int32)}),
     Case("key_value_sort", "XlaKeyValueSort",
          inputs={"keys": rand(15, 2, 5), "values": np.arange(10, dtype=np.int32).reshape(2, 5)}),

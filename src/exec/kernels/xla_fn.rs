@@ -228,7 +228,7 @@ impl Window {
             let mut flat = 0;
             for d in 0..rank {
                 let p = (o[d] * self.stride[d] + k[d] * self.dilation[d]) as i64 - self.pad[d].0 as i64;
-                if p < 0 || p as usize % self.base[d] != 0 || p as usize / self.base[d] >= self.dims[d] {
+                if p < 0 || !(p as usize).is_multiple_of(self.base[d]) || p as usize / self.base[d] >= self.dims[d] {
                     continue 'window;
                 }
                 flat += p as usize / self.base[d] * st[d];
@@ -243,7 +243,7 @@ impl Window {
 /// `XlaReduce(input, init_value)` and the variadic forms (`N` inputs, then
 /// `N` init values): the reducer folded over `dimensions_to_reduce`.
 fn reduce(op: &str, attrs: &AttrMap, inputs: &[Tensor], run: Run) -> Result<Vec<Tensor>, KernelError> {
-    if inputs.is_empty() || inputs.len() % 2 != 0 {
+    if inputs.is_empty() || !inputs.len().is_multiple_of(2) {
         return Err(KernelError::invalid(
             op,
             format!("{} operands: it takes N inputs and N init values", inputs.len()),
@@ -380,7 +380,7 @@ fn slices(shape: &[usize], axis: usize) -> impl Iterator<Item = Vec<usize>> {
     let len = shape[axis];
     let total: usize = shape.iter().product();
     (0..total)
-        .filter(move |i| (i / step) % len.max(1) == 0)
+        .filter(move |i| (i / step).is_multiple_of(len.max(1)))
         .map(move |start| (0..len).map(|k| start + k * step).collect())
 }
 

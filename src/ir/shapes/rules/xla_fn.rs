@@ -36,7 +36,7 @@ pub(super) fn select_and_scatter(a: &Args) -> Result<Vec<OutType>, String> {
 /// input without `dimensions_to_reduce`.
 pub(super) fn reduce(a: &Args) -> Result<Vec<OutType>, String> {
     let n = a.operands.len() / 2;
-    if n == 0 || a.operands.len() % 2 != 0 {
+    if n == 0 || !a.operands.len().is_multiple_of(2) {
         return Err(format!("{} operands: it takes N inputs and N init values", a.operands.len()));
     }
     let dims = a.int_list("dimensions_to_reduce");

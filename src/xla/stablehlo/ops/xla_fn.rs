@@ -120,7 +120,7 @@ pub(in crate::xla::stablehlo) fn apply(ctx: &mut Ctx, a: &Apply) -> Result<Vec<V
     let rank = a.vals.first().map_or(0, |v| v.ty.rank());
     match op {
         "XlaReduce" | "XlaVariadicReduce" | "XlaVariadicReduceV2" => {
-            if a.vals.is_empty() || a.vals.len() % 2 != 0 {
+            if a.vals.is_empty() || !a.vals.len().is_multiple_of(2) {
                 return Err(a.err("it takes N inputs and N init values"));
             }
             let n = a.vals.len() / 2;

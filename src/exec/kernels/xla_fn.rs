@@ -21,7 +21,8 @@
 //! Cost: one function call per folded element (a reduction: the input's
 //! elements; a window reduction: outputs × window size; a sort: about
 //! n log n comparisons per slice), each running the function body in the
-//! interpreter; values are held as scalar tensors, a few words each.
+//! interpreter. The operands are read an element at a time; the results
+//! are gathered as scalar tensors (a few words each) before they are packed.
 //!
 //! [`CallKind::Apply`]: crate::ir::functions::CallKind::Apply
 
@@ -67,13 +68,33 @@ fn func<'a>(op: &str, attrs: &'a AttrMap, key: &str) -> Result<&'a str, KernelEr
     }
 }
 
-/// The elements of `t` in row-major order, each a scalar tensor.
-fn scalars(op: &str, t: &Tensor) -> Result<Vec<Tensor>, KernelError> {
-    fn of<T: Element>(t: &Tensor) -> Option<Vec<Tensor>> {
-        Some(T::unwrap(t)?.iter().map(|v| Tensor::scalar(v.clone())).collect())
+/// A tensor's elements in row-major order, read one at a time as scalar
+/// tensors (the tensor is held once, in standard layout).
+struct Elements(Tensor);
+
+impl Elements {
+    fn new(op: &str, t: &Tensor) -> Result<Elements, KernelError> {
+        fn contiguous<T: Element>(t: &Tensor) -> Option<Tensor> {
+            let a = T::unwrap(t)?;
+            Some(if a.as_slice().is_some() {
+                t.clone()
+            } else {
+                T::wrap(a.as_standard_layout().into_owned().into_shared())
+            })
+        }
+        with_element_type!(t, T => contiguous::<T>(t), resource => None)
+            .map(Elements)
+            .ok_or_else(|| KernelError::dtype(op, t.dtype(), "the operands must be tensors of numbers or bools"))
     }
-    with_element_type!(t, T => of::<T>(t), resource => None)
-        .ok_or_else(|| KernelError::dtype(op, t.dtype(), "the operands must be tensors of numbers or bools"))
+
+    /// Element `i` as a scalar tensor.
+    fn at(&self, i: usize) -> Result<Tensor, KernelError> {
+        fn of<T: Element>(t: &Tensor, i: usize) -> Option<Tensor> {
+            Some(Tensor::scalar(T::unwrap(t)?.as_slice()?.get(i)?.clone()))
+        }
+        with_element_type!(&self.0, T => of::<T>(&self.0, i), resource => None)
+            .ok_or_else(|| KernelError::invalid("xla", format!("element {i} of a {:?} tensor", self.0.shape())))
+    }
 }
 
 /// A tensor of `shape` from scalars of `like`'s dtype.
@@ -273,7 +294,7 @@ fn reduce(op: &str, attrs: &AttrMap, inputs: &[Tensor], run: Run) -> Result<Vec<
     }
     let out_shape: Vec<usize> = shape.iter().zip(&reduced).filter(|(_, &r)| !r).map(|(&d, _)| d).collect();
     let out_strides = strides(&out_shape);
-    let values = xs.iter().map(|x| scalars(op, x)).collect::<Result<Vec<_>, _>>()?;
+    let values = xs.iter().map(|x| Elements::new(op, x)).collect::<Result<Vec<_>, _>>()?;
     let like: Vec<&Tensor> = inits.iter().collect();
     let mut accs: Vec<Vec<Tensor>> = vec![inits.to_vec(); out_shape.iter().product()];
     let mut index = vec![0; shape.len()];
@@ -282,7 +303,9 @@ fn reduce(op: &str, attrs: &AttrMap, inputs: &[Tensor], run: Run) -> Result<Vec<
         let o: usize =
             index.iter().zip(&reduced).filter(|(_, &r)| !r).zip(&out_strides).map(|((&k, _), &s)| k * s).sum();
         let mut args = std::mem::take(&mut accs[o]);
-        args.extend(values.iter().map(|v| v[i].clone()));
+        for v in &values {
+            args.push(v.at(i)?);
+        }
         accs[o] = call(op, run, reducer, args, &like)?;
     }
     (0..n)
@@ -310,7 +333,7 @@ fn reduce_window(op: &str, attrs: &AttrMap, inputs: &[Tensor], run: Run) -> Resu
     let f = func(op, attrs, "computation")?;
     let out_shape = window.out_shape();
     crate::exec::limits::checked_dims(op, x.dtype(), &out_shape.iter().map(|&d| d as i64).collect::<Vec<_>>())?;
-    let values = scalars(op, x)?;
+    let values = Elements::new(op, x)?;
     let count: usize = out_shape.iter().product();
     let (mut o, mut at) = (vec![0; rank], Vec::new());
     let mut out = Vec::with_capacity(count);
@@ -319,7 +342,7 @@ fn reduce_window(op: &str, attrs: &AttrMap, inputs: &[Tensor], run: Run) -> Resu
         window.positions(&o, &mut at);
         let mut acc = init.clone();
         for &p in &at {
-            acc = call(op, run, f, vec![acc, values[p].clone()], &[init])?.remove(0);
+            acc = call(op, run, f, vec![acc, values.at(p)?], &[init])?.remove(0);
         }
         out.push(acc);
     }
@@ -350,24 +373,24 @@ fn select_and_scatter(op: &str, attrs: &AttrMap, inputs: &[Tensor], run: Run) ->
             format!("source has shape {:?}; the windows over the operand are {windows:?}", source.shape()),
         ));
     }
-    let values = scalars(op, x)?;
-    let sources = scalars(op, source)?;
+    let values = Elements::new(op, x)?;
+    let sources = Elements::new(op, source)?;
     let mut out = vec![init.clone(); x.len()];
     let (mut o, mut at) = (vec![0; rank], Vec::new());
     let bool_like = Tensor::scalar(false);
-    for (i, s) in sources.into_iter().enumerate() {
+    for i in 0..source.len() {
         unravel(i, &windows, &mut o);
         window.positions(&o, &mut at);
         let Some((&first, rest)) = at.split_first() else { continue };
         let mut chosen = first;
         for &p in rest {
-            let keep = call(op, run, select, vec![values[chosen].clone(), values[p].clone()], &[&bool_like])?;
+            let keep = call(op, run, select, vec![values.at(chosen)?, values.at(p)?], &[&bool_like])?;
             if !truth(op, select, &keep[0])? {
                 chosen = p;
             }
         }
         let prev = std::mem::replace(&mut out[chosen], bool_like.clone());
-        out[chosen] = call(op, run, scatter, vec![prev, s], &[init])?.remove(0);
+        out[chosen] = call(op, run, scatter, vec![prev, sources.at(i)?], &[init])?.remove(0);
     }
     Ok(vec![assemble(op, init, x.shape(), &out)?])
 }
@@ -389,11 +412,11 @@ fn slices(shape: &[usize], axis: usize) -> impl Iterator<Item = Vec<usize>> {
 fn permute(op: &str, xs: &[Tensor], orders: &[(Vec<usize>, Vec<usize>)]) -> Result<Vec<Tensor>, KernelError> {
     xs.iter()
         .map(|x| {
-            let values = scalars(op, x)?;
-            let mut out = values.clone();
+            let values = Elements::new(op, x)?;
+            let mut out = (0..x.len()).map(|i| values.at(i)).collect::<Result<Vec<_>, _>>()?;
             for (slice, order) in orders {
                 for (k, &from) in order.iter().enumerate() {
-                    out[slice[k]] = values[slice[from]].clone();
+                    out[slice[k]] = values.at(slice[from])?;
                 }
             }
             assemble(op, x, x.shape(), &out)
@@ -421,10 +444,14 @@ fn variadic_sort(op: &str, attrs: &AttrMap, inputs: &[Tensor], run: Run) -> Resu
         .filter(|&a| (a as i64) < rank)
         .ok_or_else(|| KernelError::invalid(op, format!("dimension {d} is out of range for rank {rank}")))?;
     let comparator = func(op, attrs, "comparator")?;
-    let values = xs.iter().map(|x| scalars(op, x)).collect::<Result<Vec<_>, _>>()?;
+    let values = xs.iter().map(|x| Elements::new(op, x)).collect::<Result<Vec<_>, _>>()?;
     let bool_like = Tensor::scalar(false);
     let less = |a: usize, b: usize| -> Result<bool, KernelError> {
-        let args = values.iter().flat_map(|v| [v[a].clone(), v[b].clone()]).collect();
+        let mut args = Vec::with_capacity(2 * values.len());
+        for v in &values {
+            args.push(v.at(a)?);
+            args.push(v.at(b)?);
+        }
         truth(op, comparator, &call(op, run, comparator, args, &[&bool_like])?[0])
     };
     let mut orders = Vec::new();

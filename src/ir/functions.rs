@@ -43,6 +43,10 @@ pub enum CallKind {
     Case,
     /// `PartitionedCall`, `StatefulPartitionedCall`: `f`.
     Call,
+    /// The XLA ops that apply scalar functions to elements (`XlaReduce`,
+    /// `XlaReduceWindow`, `XlaSelectAndScatter`, `XlaVariadicSort`, ...):
+    /// the functions [`apply_functions`] names.
+    Apply,
 }
 
 /// The call ops, with their family.
@@ -55,7 +59,40 @@ pub const CALL_OPS: &[(&str, CallKind)] = &[
     ("StatelessIf", CallKind::If),
     ("StatelessWhile", CallKind::While),
     ("While", CallKind::While),
+    ("XlaIf", CallKind::If),
+    ("XlaReduce", CallKind::Apply),
+    ("XlaReduceWindow", CallKind::Apply),
+    ("XlaSelectAndScatter", CallKind::Apply),
+    ("XlaVariadicReduce", CallKind::Apply),
+    ("XlaVariadicReduceV2", CallKind::Apply),
+    ("XlaVariadicSort", CallKind::Apply),
+    ("XlaWhile", CallKind::While),
 ];
+
+/// The function attributes of an op of kind [`CallKind::Apply`], each with
+/// how many scalar arguments its function takes per operand it applies to
+/// and how many results it returns (`None`: one per operand), or `None`
+/// for other ops.
+pub fn apply_functions(op: &str) -> Option<&'static [(&'static str, usize, Option<usize>)]> {
+    Some(match op {
+        "XlaReduce" | "XlaVariadicReduce" | "XlaVariadicReduceV2" => &[("reducer", 2, None)],
+        "XlaReduceWindow" => &[("computation", 2, Some(1))],
+        "XlaSelectAndScatter" => &[("select", 2, Some(1)), ("scatter", 2, Some(1))],
+        "XlaVariadicSort" => &[("comparator", 2, Some(1))],
+        _ => return None,
+    })
+}
+
+/// How many operands of `op` (with `inputs` data inputs) its functions
+/// apply to: each reduced or sorted operand (the init values, windows and
+/// sort dimension are not).
+fn applied_operands(op: &str, inputs: usize) -> usize {
+    match op {
+        "XlaReduce" | "XlaVariadicReduce" | "XlaVariadicReduceV2" => inputs / 2,
+        "XlaVariadicSort" => inputs.saturating_sub(1),
+        _ => 1,
+    }
+}
 
 /// The family of call op `op`, if it is one.
 pub fn call_kind(op: &str) -> Option<CallKind> {
@@ -128,6 +165,16 @@ pub fn callees(node: &Node) -> Vec<(&'static str, &FuncRef)> {
         Some(CallKind::If) => &["then_branch", "else_branch"],
         Some(CallKind::Case) => &["branches"],
         Some(CallKind::Call) => &["f"],
+        Some(CallKind::Apply) => {
+            let keys = apply_functions(&node.op).unwrap_or_default();
+            return keys
+                .iter()
+                .filter_map(|&(key, _, _)| match node.attrs.get(key) {
+                    Some(AttrValue::Func(f)) => Some((key, &**f)),
+                    _ => None,
+                })
+                .collect();
+        }
         None => return Vec::new(),
     };
     let mut out = Vec::new();
@@ -175,6 +222,8 @@ pub fn check_calls(module: &Module, errors: &mut Vec<IrError>) {
                     (inputs.saturating_sub(1), type_list(node, "Tin"), type_list(node, "Tout"))
                 }
                 CallKind::Call => (inputs, type_list(node, "Tin"), type_list(node, "Tout")),
+                // Per function below: its scalar arguments and results.
+                CallKind::Apply => (applied_operands(&node.op, inputs), None, None),
             };
             let callees = callees(node);
             if callees.is_empty() {
@@ -209,11 +258,14 @@ pub fn check_calls(module: &Module, errors: &mut Vec<IrError>) {
                         span: node.span,
                     })
                 };
+                let apply = apply_functions(&node.op).and_then(|keys| keys.iter().find(|k| k.0 == key));
+                let operands = apply.map_or(operands, |&(_, per, _)| per * operands);
                 if sig.args.len() != operands {
                     bad(format!("it passes {operands} operand(s) to `{key}`, which takes {}", sig.args.len()));
                     continue;
                 }
                 let want_rets = match (kind, key) {
+                    (CallKind::Apply, _) => apply.map(|&(_, per, rets)| rets.unwrap_or(operands / per)),
                     (CallKind::While, "cond") => Some(1),
                     (CallKind::While, _) => Some(operands),
                     _ => declared_out.as_ref().map(Vec::len),

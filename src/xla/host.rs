@@ -225,6 +225,11 @@ impl<'a> Host<'a> {
             DType::I32 => Tensor::from_vec(&shape, vec![1i32; count]),
             DType::I64 => Tensor::from_vec(&shape, vec![1i64; count]),
             DType::Bool => Tensor::from_vec(&shape, vec![true; count]),
+            DType::BF16 => Tensor::from_vec(&shape, vec![half::bf16::ONE; count]),
+            DType::F16 => Tensor::from_vec(&shape, vec![half::f16::ONE; count]),
+            DType::I8 => Tensor::from_vec(&shape, vec![1i8; count]),
+            DType::U8 => Tensor::from_vec(&shape, vec![1u8; count]),
+            DType::U64 => Tensor::from_vec(&shape, vec![1u64; count]),
             _ => Tensor::from_vec(&shape, vec![1f32; count]),
         };
         t.map_err(|e| fail(&e.to_string()))

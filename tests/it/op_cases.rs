@@ -115,3 +115,10 @@ fn xla_ops_proto_attributes_round_trip_and_bad_bytes_are_diagnosed() {
     assert_eq!(error.code().map(|c| c.to_string()).as_deref(), Some("tpu_rewrite::ir::xla_proto"));
     assert!(error.to_string().contains("not a serialized xla.DotDimensionNumbers"), "{error}");
 }
+
+/// The XLA ops whose attrs are functions (reducers, comparators, branches, loop bodies) and the
+/// XLA sorts, with TensorFlow's XLA values (`tests/tf/ops_xla_fn.py`).
+#[test]
+fn xla_fn() {
+    check_family("xla_fn");
+}

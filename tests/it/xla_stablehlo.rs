@@ -206,8 +206,8 @@ fn send_recv_form_has_host_transfers_with_distinct_channels() {
 /// them, with the ops they depend on, on the host, and says so in a note.
 const DATA_DEPENDENT: &[&str] = &["ListDiff", "NonMaxSuppressionV3", "Unique", "Where"];
 
-/// Corpus graphs whose programs hold call ops (`While`, `If`), TensorLists
-/// or Optionals: their types are still found by running the whole program.
+/// Corpus graphs whose programs hold call ops (`While`, `If`, the XLA ops
+/// that apply functions), TensorLists or Optionals: their types are still found by running the whole program.
 const TRACED_WHOLE: &[&str] = &[
     "cond.pbtxt",
     "keras/app_convnext_tiny.pb",
@@ -219,6 +219,7 @@ const TRACED_WHOLE: &[&str] = &[
     "keras/tf1_while_cond.pbtxt",
     "keras_more/mixed_bfloat16.pbtxt",
     "keras_more/opt_schedule_piecewise.pbtxt",
+    "ops/xla_fn.pbtxt",
     "replicated_cond_grad.pbtxt",
     "replicated_while.pbtxt",
     "stateful_control_flow.pbtxt",

@@ -20,7 +20,8 @@ A family script builds a list of `Case`s and calls `write_family(family, cases)`
   with T = {"dtype", "shape", "values" (flat, row-major; "nan"/"inf"/"-inf" as strings)}.
 
 `Case.inputs` become placeholders (fed), `Case.consts` Const nodes (what XLA needs constant: axes,
-shapes, sizes), `Case.variables` resource variables whose handle is passed (their value after the
+shapes, sizes), an attr whose value is a concrete `tf.function` (a reducer, comparator or branch)
+a function of the GraphDef's library named by the attr, `Case.variables` resource variables whose handle is passed (their value after the
 op is an output). An op TensorFlow runs only under XLA (no CPU kernel: `XlaDot`, `Segment*V2`, ...)
 takes `cpu=False`: its "outputs" are then the XLA values, and its "grads" come from
 `tf.GradientTape` inside the compiled function. tests/it/support/op_cases.rs reads both files, adds the IR's own `gradients`,
@@ -48,7 +49,7 @@ class Case:
     """One op applied once: see the module's doc."""
 
     def __init__(self, name, op, inputs=None, consts=None, variables=None, attrs=None, grad=True, rtol=1e-5,
-                 xla=True, cpu=True):
+                 xla=True, cpu=True, node_attrs=None):
         if "__" in name or not name.replace("_", "a").isalnum():
             raise ValueError(f"case name {name!r}: letters, digits and single underscores only")
         self.name = name
@@ -62,6 +63,9 @@ class Case:
         self.xla = xla
         # False for ops TensorFlow has no CPU kernel for: the XLA values stand for both backends.
         self.cpu = cpu
+        # Attrs set on the op's node after it is made ({name: AttrValue proto}): those a kernel reads
+        # although the op's definition does not declare them (XlaIf's `output_shapes`).
+        self.node_attrs = node_attrs or {}
         if not cpu and not xla:
             raise ValueError(f"case {name!r}: a case needs CPU or XLA values")
 
@@ -123,8 +127,19 @@ def op_function(op):
     return fn
 
 
+def set_node_attrs(case, result):
+    """Sets `case.node_attrs` on the node that made `result`."""
+    if not case.node_attrs:
+        return
+    op = result if isinstance(result, tf.Operation) else flatten(result)[0].op
+    for key, value in case.node_attrs.items():
+        op._set_attr(key, value)
+
+
 def call(case, args):
-    return op_function(case.op)(**args, **case.attrs)
+    result = op_function(case.op)(**args, **case.attrs)
+    set_node_attrs(case, result)
+    return result
 
 
 def build(case):
@@ -154,6 +169,7 @@ def build(case):
         variables[arg] = v
         args[arg] = v.handle
     result = op_function(case.op)(**args, **case.attrs, name=f"{n}__op")
+    set_node_attrs(case, result)
     op_outputs = flatten(result)
     outputs = {}
     for k, t in enumerate(op_outputs):
@@ -252,7 +268,12 @@ def write_family(family, cases):
         init = tf.compat.v1.global_variables_initializer()
     # The graphs as written: TensorFlow's own gradient nodes, added below, stay out of them.
     graph_def = graph.as_graph_def()
-    graph_def.node.extend(xla_graph.as_graph_def().node)
+    xla_def = xla_graph.as_graph_def()
+    graph_def.node.extend(xla_def.node)
+    # Function-valued attrs (reducers, comparators, branches: a concrete `tf.function` passed as the
+    # attr) put their functions in a graph's library; the written GraphDef holds both libraries.
+    have = {f.signature.name for f in graph_def.library.function}
+    graph_def.library.function.extend(f for f in xla_def.library.function if f.signature.name not in have)
     records = []
     with tf.compat.v1.Session(graph=graph) as sess:
         sess.run(init)

@@ -330,7 +330,8 @@ fn truth(op: &str, t: &Tensor) -> Result<bool, KernelError> {
 }
 
 /// Runs call op `op` (`While`, `If`, `Case`, `PartitionedCall`, their
-/// stateless and stateful forms) on `inputs` with the module's functions.
+/// stateless and stateful forms, the XLA ops that apply functions) on
+/// `inputs` with the module's functions.
 pub fn call(
     op: &str,
     attrs: &AttrMap,
@@ -381,6 +382,10 @@ pub fn call(
             functions.run(&f.name, inputs[1..].to_vec(), device, cancelled).map_err(in_op)
         }
         Some(CallKind::Call) => functions.run(func(op, attrs, "f")?, inputs, device, cancelled).map_err(in_op),
+        Some(CallKind::Apply) => {
+            let run = |name: &str, args: Vec<Tensor>| functions.run(name, args, device, cancelled).map_err(in_op);
+            super::xla_fn::apply(op, attrs, &inputs, &run)
+        }
         None => Err(KernelError::invalid(op, "`_Arg` and `_Retval` run only inside a function body")),
     }
 }

@@ -52,6 +52,7 @@ mod special_fns;
 mod strided;
 mod strings;
 mod xla_ops;
+pub(crate) mod xla_fn;
 
 use std::collections::BTreeSet;
 
@@ -440,8 +441,10 @@ pub const PURE_OPS: &[&str] = &[
     "XlaDynamicUpdateSlice",
     "XlaEinsum",
     "XlaGather",
+    "XlaKeyValueSort",
     "XlaPad",
     "XlaReducePrecision",
+    "XlaSort",
     "Xlog1py",
     "Xlogy",
     "ZerosLike",
@@ -841,6 +844,7 @@ fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Tensor>,
             .or_else(|| spatial::dispatch(op, attrs, inputs))
             .or_else(|| image::dispatch(op, attrs, inputs))
             .or_else(|| xla_ops::dispatch(op, attrs, inputs))
+            .or_else(|| xla_fn::dispatch(op, inputs))
             .unwrap_or_else(|| Err(KernelError::NoKernel { op: op.to_string() })),
     }
 }

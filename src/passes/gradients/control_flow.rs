@@ -66,6 +66,8 @@ pub fn gradient(
             let list: Vec<(&'static str, String)> = names.into_iter().map(|n| ("branches", n)).collect();
             branch_gradient(e, lib, op, &node, inputs, out_grads, 1, &list)
         }
+        // TensorFlow registers no gradient for the XLA ops that apply functions.
+        CallKind::Apply => Err(None),
     }
 }
 

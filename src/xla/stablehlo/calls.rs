@@ -29,6 +29,7 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 
+use super::ops::xla_fn::Apply;
 use super::text::{leaf_count, Cmp, Ctx, Ty, Val};
 use super::trace::{self, Emitter};
 use super::{ArgSource, Program};
@@ -163,7 +164,7 @@ pub(crate) fn trace_call(
 
 /// Whether a function returns its variables' final values after its results.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Finals {
+pub(super) enum Finals {
     /// No (a `While` body returns them in the variables' own slots).
     InPlace,
     /// Yes (`If`, `Case`, calls).
@@ -183,7 +184,7 @@ fn symbol(name: &str, k: usize) -> String {
 /// the body's variable ops use them, a result that passes such an argument
 /// through returns the variable's final value, and with
 /// [`Finals::Append`] every variable's final value follows the results.
-fn define(
+pub(super) fn define(
     lib: &Library,
     name: &str,
     args: &[Tensor],
@@ -321,7 +322,7 @@ fn define(
 }
 
 /// `"func.call"` of `sym` on `args`, returning its results.
-fn call(c: &mut Ctx, sym: &str, args: &[Val], results: &[Ty]) -> Vec<Val> {
+pub(super) fn call(c: &mut Ctx, sym: &str, args: &[Val], results: &[Ty]) -> Vec<Val> {
     let names: Vec<&str> = args.iter().map(|v| v.name.as_str()).collect();
     let types: Vec<String> = args.iter().map(|v| v.ty.mlir()).collect();
     let outs: Vec<String> = results.iter().map(Ty::mlir).collect();
@@ -362,13 +363,13 @@ fn scalar(c: &mut Ctx, v: &Val, want: DType) -> Result<Val, String> {
 }
 
 /// The block `^bb0(args):` of a region, with fresh argument names.
-fn block(c: &mut Ctx, types: &[Ty]) -> (String, Vec<Val>) {
+pub(super) fn block(c: &mut Ctx, types: &[Ty]) -> (String, Vec<Val>) {
     let (vals, head) = Val::params(c, types);
     (format!("^bb0({head}):"), vals)
 }
 
 /// `"stablehlo.return"(vals)`.
-fn ret(c: &mut Ctx, vals: &[Val]) {
+pub(super) fn ret(c: &mut Ctx, vals: &[Val]) {
     let names: Vec<&str> = vals.iter().map(|v| v.name.as_str()).collect();
     let types: Vec<String> = vals.iter().map(|v| v.ty.mlir()).collect();
     c.line(&format!("\"stablehlo.return\"({}) : ({}) -> ()", names.join(", "), types.join(", ")));
@@ -517,6 +518,20 @@ impl Emitter<'_> {
         // Results past the op's own: the variables' final values (If, Case, calls).
         let mut finals_at: Vec<NodeId> = Vec::new();
         let results = match kind {
+            CallKind::Apply => {
+                if !handles.is_empty() {
+                    return Err(lowering(graph, id, "a variable operand, which this op does not take"));
+                }
+                let consts = inputs
+                    .iter()
+                    .map(|i| {
+                        let t = self.traced.values.get(&(i.src, i.output.unwrap_or(0)));
+                        t.filter(|t| t.constant).and_then(|t| t.value.clone())
+                    })
+                    .collect();
+                let apply = Apply { graph, id, lib, vals: &vals, consts, out: &expected, replicas: self.replicas };
+                super::ops::xla_fn::apply(ctx, &apply)?
+            }
             CallKind::Call => {
                 let f = branches(graph, id, &["f"])?.remove(0);
                 let (sym, tys) = define(lib, &f, &traced, &resource, Finals::Append, self.replicas)?;

@@ -5,7 +5,8 @@
 //!
 //! Meaning: [`infer`] looks the op up in `TABLE` (one small function
 //! per op, sorted by op name, grouped by family in `elementwise`,
-//! `image`, `shape`, `reduce`, `nn`, `index`, `random` and `collective`) and applies its rule. A rule that
+//! `image`, `shape`, `reduce`, `nn`, `index`, `random`, `collective` and
+//! `xla_fn`) and applies its rule. A rule that
 //! needs a constant operand it was not given, or meets operands it cannot
 //! type, answers an error message; an op with no rule answers `None`. The
 //! caller then learns the type another way (the StableHLO emitter runs the
@@ -28,6 +29,7 @@ mod quant;
 mod random;
 mod reduce;
 mod shape;
+mod xla_fn;
 pub mod xla_ops;
 
 pub use image::conv_as_fixed_rank;
@@ -451,8 +453,16 @@ const TABLE: &[(&str, Rule)] = &[
     ("XlaDynamicUpdateSlice", ew::same),
     ("XlaEinsum", index::einsum),
     ("XlaGather", xla_ops::gather),
+    ("XlaKeyValueSort", xla_fn::key_value_sort),
     ("XlaPad", xla_ops::pad),
+    ("XlaReduce", xla_fn::reduce),
     ("XlaReducePrecision", ew::same),
+    ("XlaReduceWindow", xla_fn::reduce_window),
+    ("XlaSelectAndScatter", xla_fn::select_and_scatter),
+    ("XlaSort", xla_fn::sort),
+    ("XlaVariadicReduce", xla_fn::reduce),
+    ("XlaVariadicReduceV2", xla_fn::reduce),
+    ("XlaVariadicSort", xla_fn::variadic_sort),
     ("Xlog1py", ew::broadcast),
     ("Xlogy", ew::broadcast),
     ("Zeta", ew::broadcast),

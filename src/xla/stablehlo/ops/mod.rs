@@ -49,6 +49,7 @@ mod spatial;
 mod special;
 pub mod state;
 mod xla_ops;
+pub(super) mod xla_fn;
 
 use super::text::{Cmp, Ctx, Reducer, Ty, Val};
 use crate::exec::Tensor;
@@ -437,8 +438,10 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("XlaDynamicUpdateSlice", xla_ops::dynamic_update_slice),
     ("XlaEinsum", linalg::einsum),
     ("XlaGather", xla_ops::gather),
+    ("XlaKeyValueSort", xla_fn::sort),
     ("XlaPad", xla_ops::pad),
     ("XlaReducePrecision", xla_ops::reduce_precision),
+    ("XlaSort", xla_fn::sort),
     ("Xlog1py", |c, n| sp::zero_where(c, n, 0, "log_plus_one")),
     ("Xlogy", |c, n| sp::zero_where(c, n, 0, "log")),
     ("Zeta", |c, n| sp::chlo_binary(c, n, "chlo.zeta")),

@@ -211,6 +211,14 @@ const NATIVE: &[&str] = &[
     "ToBool",
     "Transpose",
     "Unpack",
+    "XlaConcatND",
+    "XlaOptimizationBarrier",
+    "XlaRemoveDynamicDimensionSize",
+    "XlaSetDynamicDimensionSize",
+    "XlaSharding",
+    "XlaSplitND",
+    "XlaSpmdFullToShardShape",
+    "XlaSpmdShardToFullShape",
 ];
 
 /// The narrow dtype inputs were widened from, to narrow the outputs back to.

@@ -49,6 +49,7 @@ mod shape;
 pub(crate) mod spatial;
 mod special;
 mod special_fns;
+mod spmd;
 mod strided;
 mod strings;
 
@@ -173,6 +174,7 @@ pub const PURE_OPS: &[&str] = &[
     "ConcatOffset",
     "ConcatV2",
     "Const",
+    "ControlTrigger",
     "Conv",
     "Conv2D",
     "Conv2DBackpropFilter",
@@ -192,6 +194,7 @@ pub const PURE_OPS: &[&str] = &[
     "DepthwiseConv2dNative",
     "DepthwiseConv2dNativeBackpropFilter",
     "DepthwiseConv2dNativeBackpropInput",
+    "DeviceIndex",
     "Diag",
     "DiagPart",
     "Digamma",
@@ -430,6 +433,15 @@ pub const PURE_OPS: &[&str] = &[
     "UpperBound",
     "Where",
     "Xdivy",
+    "XlaConcatND",
+    "XlaOptimizationBarrier",
+    "XlaRemoveDynamicDimensionSize",
+    "XlaSetBound",
+    "XlaSetDynamicDimensionSize",
+    "XlaSharding",
+    "XlaSplitND",
+    "XlaSpmdFullToShardShape",
+    "XlaSpmdShardToFullShape",
     "Xlog1py",
     "Xlogy",
     "ZerosLike",
@@ -828,6 +840,7 @@ fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Tensor>,
             .or_else(|| host_ops::dispatch(op, attrs, inputs))
             .or_else(|| spatial::dispatch(op, attrs, inputs))
             .or_else(|| image::dispatch(op, attrs, inputs))
+            .or_else(|| spmd::dispatch(op, attrs, inputs))
             .unwrap_or_else(|| Err(KernelError::NoKernel { op: op.to_string() })),
     }
 }

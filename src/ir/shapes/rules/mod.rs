@@ -28,6 +28,7 @@ mod quant;
 mod random;
 mod reduce;
 mod shape;
+mod spmd;
 
 pub use image::conv_as_fixed_rank;
 
@@ -205,6 +206,7 @@ const TABLE: &[(&str, Rule)] = &[
     ("ClipByValue", ew::same),
     ("Concat", index::concat_v1),
     ("ConcatV2", shape::concat),
+    ("ControlTrigger", spmd::none),
     ("Conv", image::generic_conv),
     ("Conv2D", nn::conv2d),
     ("Conv2DBackpropFilter", nn::conv_backprop_filter),
@@ -223,6 +225,7 @@ const TABLE: &[(&str, Rule)] = &[
     ("DepthwiseConv2dNative", nn::depthwise_conv2d),
     ("DepthwiseConv2dNativeBackpropFilter", nn::conv_backprop_filter),
     ("DepthwiseConv2dNativeBackpropInput", nn::conv_backprop_input),
+    ("DeviceIndex", spmd::device_index),
     ("Diag", linalg::diag_full),
     ("DiagPart", linalg::diag_part_full),
     ("Digamma", ew::same),
@@ -441,6 +444,15 @@ const TABLE: &[(&str, Rule)] = &[
     ("UnsortedSegmentSum", index::unsorted_segment),
     ("UpperBound", index::search_sorted),
     ("Xdivy", ew::broadcast),
+    ("XlaConcatND", spmd::concat_nd),
+    ("XlaOptimizationBarrier", spmd::each),
+    ("XlaRemoveDynamicDimensionSize", spmd::same),
+    ("XlaSetBound", spmd::same),
+    ("XlaSetDynamicDimensionSize", spmd::set_dynamic_size),
+    ("XlaSharding", spmd::same),
+    ("XlaSplitND", spmd::split_nd),
+    ("XlaSpmdFullToShardShape", spmd::spmd_shape),
+    ("XlaSpmdShardToFullShape", spmd::spmd_shape),
     ("Xlog1py", ew::broadcast),
     ("Xlogy", ew::broadcast),
     ("Zeta", ew::broadcast),

@@ -20,7 +20,8 @@
 //! [`conv3d`] their volumetric forms;
 //! [`nchw`] runs them and the batch norms in NCHW), [`list`] (TensorLists
 //! and Optionals), [`special`] (special functions, truncating divisions,
-//! bitwise ops), [`collective`] (all-reduce, broadcast, replica id) and
+//! bitwise ops), [`collective`] (all-reduce, broadcast, replica id), [`spmd`]
+//! (sharding annotations, dynamic sizes, tiled splits and concatenations) and
 //! [`state`] (variable updates). [`NOT_LOWERED`] gives the reason for every op the
 //! simulator runs that has no builder. Invariant: [`TABLE`] is sorted by op
 //! name (a test checks it), so lookups are a binary search.
@@ -47,6 +48,7 @@ mod segment;
 mod shape;
 mod spatial;
 mod special;
+mod spmd;
 pub mod state;
 
 use super::text::{Cmp, Ctx, Reducer, Ty, Val};
@@ -170,6 +172,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("CollectiveBroadcast", collective::broadcast),
     ("Concat", index::concat_v1),
     ("ConcatV2", shape::concat),
+    ("ControlTrigger", |_, _| Ok(Vec::new())),
     ("Conv", image::generic_conv),
     ("Conv2D", |c, n| nchw::with_layout(c, n, |c, n| conv::conv(c, n, conv::Kind::Forward, false))),
     ("Conv2DBackpropFilter", |c, n| {
@@ -427,6 +430,15 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("UnsortedSegmentSum", gather::unsorted_segment_sum),
     ("UpperBound", |c, n| index::search_sorted(c, n, true)),
     ("Xdivy", |c, n| sp::zero_where(c, n, 0, "divide")),
+    ("XlaConcatND", spmd::concat_nd),
+    ("XlaOptimizationBarrier", spmd::optimization_barrier),
+    ("XlaRemoveDynamicDimensionSize", identity),
+    ("XlaSetBound", identity),
+    ("XlaSetDynamicDimensionSize", spmd::set_dynamic_size),
+    ("XlaSharding", spmd::sharding),
+    ("XlaSplitND", spmd::split_nd),
+    ("XlaSpmdFullToShardShape", spmd::spmd_shape),
+    ("XlaSpmdShardToFullShape", spmd::spmd_shape),
     ("Xlog1py", |c, n| sp::zero_where(c, n, 0, "log_plus_one")),
     ("Xlogy", |c, n| sp::zero_where(c, n, 0, "log")),
     ("Zeta", |c, n| sp::chlo_binary(c, n, "chlo.zeta")),
@@ -452,6 +464,7 @@ pub const FOLD_ONLY: &[&str] = &[
     "BroadcastGradientArgs",
     "ConcatOffset",
     "Const",
+    "DeviceIndex",
     "DynamicStitch",
     "InvertPermutation",
     "ListDiff",

@@ -73,6 +73,21 @@ def cases():
         dtype = np.float64 if name.endswith("f64") else np.float32
         out.append(Case(name, "XlaConcatND", inputs={"inputs": [grid(shape, dtype, start=k) for k in range(n)]},
                         attrs={"num_concats": concats, "paddings": pads}, cpu=False))
+    # Collectives over a group of one (one device: TensorFlow compiles no collective of several CPU devices).
+    one = np.array([[0]], np.int32)
+    for reduce in ("Add", "Mean", "Max", "Min", "Mul"):
+        out.append(Case(f"all_reduce_{reduce.lower()}", "XlaAllReduce", inputs={"input": grid([2, 3])},
+                        consts={"group_assignment": one}, attrs={"reduce_op": reduce, "mode": "CrossReplica"},
+                        cpu=False))
+    out.append(Case("all_reduce_i32", "XlaAllReduce", inputs={"input": np.arange(4, dtype=np.int32)},
+                    consts={"group_assignment": one}, attrs={"reduce_op": "Max", "mode": "CrossReplicaAndPartition"},
+                    cpu=False))
+    for k, (merge, final) in enumerate((("Add", "Id"), ("Max", "Id"), ("Mul", "Div"), ("Min", "Id"))):
+        out.append(Case(f"collective_reduce_{merge.lower()}_{final.lower()}", "CollectiveReduceV2",
+                        inputs={"input": grid([3, 2]), "ordering_token": []},
+                        consts={"group_size": np.array(1, np.int32), "group_key": np.array(7, np.int32),
+                                "instance_key": np.array(100 + k, np.int32)},
+                        attrs={"merge_op": merge, "final_op": final}))
     return out
 
 

@@ -18,7 +18,10 @@
 //! default branch of a switch on the device, since a compiled program's
 //! device is none of the names TensorFlow's kernels look up; TensorFlow's
 //! CPU kernel instead gives the index of `CPU`). `ControlTrigger` does
-//! nothing. Cost: the split and concatenation copy each element once per
+//! nothing. `XlaAllReduce` and `CollectiveReduceV2` over a group of one
+//! member give their operand (every reduction of one value is that value);
+//! a larger group needs its other members, which a kernel does not see:
+//! it is an error. Cost: the split and concatenation copy each element once per
 //! dimension; the rest copy nothing.
 
 use super::{arg, attr_int};
@@ -43,6 +46,7 @@ pub(crate) fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Option<R
         "XlaSpmdFullToShardShape" | "XlaSpmdShardToFullShape" => spmd_shape(op, attrs, inputs).map(|t| vec![t]),
         "XlaSplitND" => split_nd(op, attrs, inputs),
         "XlaConcatND" => concat_nd(op, attrs, inputs).map(|t| vec![t]),
+        "XlaAllReduce" | "CollectiveReduceV2" => reduce_alone(op, attrs, inputs).map(|t| vec![t]),
         _ => return None,
     })
 }
@@ -129,6 +133,42 @@ fn spmd_shape(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Tensor, Ke
         return Err(KernelError::invalid(
             op,
             format!("the input has shape {:?}, the full shape is {full:?}", x.shape()),
+        ));
+    }
+    Ok(x.clone())
+}
+
+/// `XlaAllReduce(input, group_assignment) {reduce_op}` /
+/// `CollectiveReduceV2(input, group_size, ...) {merge_op, final_op}` for a
+/// group of one member: the operand.
+fn reduce_alone(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Tensor, KernelError> {
+    let x = arg(op, inputs, 0)?;
+    let (size, reduce) = if op == "XlaAllReduce" {
+        let groups = arg(op, inputs, 1)?;
+        let size = match groups.shape() {
+            [_, size] => *size as i64,
+            other => {
+                return Err(KernelError::invalid(op, format!("group_assignment must be 2-D, got shape {other:?}")));
+            }
+        };
+        (size, attrs.get_str("reduce_op").unwrap_or("Add"))
+    } else {
+        (scalar(op, inputs, 1, "group_size")?, attrs.get_str("merge_op").unwrap_or("Add"))
+    };
+    if !matches!(reduce, "Add" | "Mean" | "Max" | "Min" | "Mul") || (op != "XlaAllReduce" && reduce == "Mean") {
+        return Err(KernelError::invalid(op, format!("unknown reduction `{reduce}`")));
+    }
+    let last = attrs.get_str("final_op").unwrap_or("Id");
+    if !matches!(last, "Id" | "Div") {
+        return Err(KernelError::invalid(op, format!("unknown final_op `{last}`")));
+    }
+    if size != 1 {
+        return Err(KernelError::invalid(
+            op,
+            format!(
+                "a group of {size} members needs the other members' values: the simulator runs this op only \
+                 for a group of one (PJRT runs any replica groups)"
+            ),
         ));
     }
     Ok(x.clone())

@@ -120,7 +120,8 @@ mod tests {
         check("XlaSplitND", &split, &[x(DType::F32, &[3, 5])], Ok(&tiles));
         check("XlaSplitND", &split, &[x(DType::F32, &[3, 4])], Err("equal tiles"));
         let concat = [("num_concats", list(&[2, 3])), ("paddings", list(&[1, 1]))];
-        check("XlaConcatND", &concat, &[x(DType::I32, &[2, 2]); 6], Ok(&[(DType::I32, &[3, 5])]));
+        let tiles: [_; 6] = std::array::from_fn(|_| x(DType::I32, &[2, 2]));
+        check("XlaConcatND", &concat, &tiles, Ok(&[(DType::I32, &[3, 5])]));
     }
 
     #[test]

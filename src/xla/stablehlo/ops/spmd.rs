@@ -17,11 +17,16 @@
 //! and one `stablehlo.slice` per tile; `XlaConcatND` a tree of
 //! `stablehlo.concatenate`s and a slice dropping the padding.
 //! `ControlTrigger` emits nothing; `DeviceIndex` folds to its constant.
+//! `XlaAllReduce` is a `stablehlo.all_reduce` over its constant
+//! `group_assignment` with the reducer of `reduce_op` (`Mean` sums and
+//! divides by the group size); `CollectiveReduceV2` one over all replicas,
+//! whose count its constant `group_size` must be (`final_op` `Div` divides
+//! by it).
 
 use super::shape::slice_range;
 use super::Call;
 use crate::ir::sharding::Sharding;
-use crate::xla::stablehlo::text::{Ctx, Ty, Val};
+use crate::xla::stablehlo::text::{Ctx, Reducer, Ty, Val};
 
 /// `stablehlo.custom_call @target(x)` with `sharding`, of result type `ty`
 /// (or `x` itself inside a program whose ops are already placed).
@@ -152,4 +157,74 @@ pub(super) fn concat_nd(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
         return Ok(vec![whole]);
     }
     Ok(vec![slice_range(c, &whole, &vec![0; rank], &out.shape)])
+}
+
+/// `stablehlo.all_reduce` of `x` over `groups` with `reducer`.
+fn all_reduce(c: &mut Ctx, x: &Val, groups: &[Vec<i64>], reducer: Reducer) -> Val {
+    let region = c.reducer_region(x.ty.dtype, reducer);
+    let region = c.indent_block(&region);
+    let width = groups.first().map_or(0, Vec::len);
+    let rows: Vec<String> =
+        groups.iter().map(|g| format!("[{}]", g.iter().map(i64::to_string).collect::<Vec<_>>().join(", "))).collect();
+    let r = c.fresh();
+    c.line(&format!(
+        "{r} = \"stablehlo.all_reduce\"({}) {region} {{replica_groups = dense<[{}]> : tensor<{}x{}xi64>}} : ({}) -> {}",
+        x.name,
+        rows.join(", "),
+        groups.len(),
+        width,
+        x.ty.mlir(),
+        x.ty.mlir()
+    ));
+    Val { name: r, ty: x.ty.clone() }
+}
+
+/// The reducer of a reduction's name; `Mean` (and `Div`) sum, then divide.
+fn reducer(name: &str) -> Result<Reducer, String> {
+    match name {
+        "Add" | "Mean" => Ok(Reducer::Add),
+        "Max" => Ok(Reducer::Max),
+        "Min" => Ok(Reducer::Min),
+        "Mul" => Ok(Reducer::Mul),
+        other => Err(format!("unknown reduction `{other}`")),
+    }
+}
+
+/// `x / size` in `x`'s type.
+fn divided(c: &mut Ctx, x: Val, size: usize) -> Val {
+    let k = c.splat(&x.ty, size as f64);
+    c.elementwise("divide", &[&x, &k])
+}
+
+/// `XlaAllReduce(input, group_assignment) {reduce_op, mode}`.
+pub(super) fn xla_all_reduce(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
+    let x = n.input(0)?;
+    let groups = super::collective::groups(n, 1)?;
+    let reduce = n.attrs.get_str("reduce_op").unwrap_or("Add");
+    let summed = all_reduce(c, x, &groups, reducer(reduce)?);
+    let size = groups.first().map_or(1, Vec::len);
+    Ok(vec![if reduce == "Mean" { divided(c, summed, size) } else { summed }])
+}
+
+/// `CollectiveReduceV2(input, group_size, group_key, instance_key, tokens...) {merge_op, final_op}`.
+pub(super) fn collective_reduce_v2(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
+    let x = n.input(0)?;
+    let size = *n.ints(1, "group_size")?.first().ok_or("group_size is empty")?;
+    if size != n.num_replicas as i64 {
+        return Err(format!(
+            "a group of {size} members in a program of {} replicas: the group must be every replica",
+            n.num_replicas
+        ));
+    }
+    let merge = n.attrs.get_str("merge_op").unwrap_or("Add");
+    if merge == "Mean" {
+        return Err("unknown merge_op `Mean`".into());
+    }
+    let groups = vec![(0..size).collect::<Vec<i64>>()];
+    let merged = all_reduce(c, x, &groups, reducer(merge)?);
+    match n.attrs.get_str("final_op").unwrap_or("Id") {
+        "Id" => Ok(vec![merged]),
+        "Div" => Ok(vec![divided(c, merged, size as usize)]),
+        other => Err(format!("unknown final_op `{other}`")),
+    }
 }

@@ -287,10 +287,10 @@ fn concat_nd(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Tensor, Ker
     }
     let whole = tiles.pop().ok_or_else(|| KernelError::invalid(op, "no tiles"))?;
     let mut size = Vec::with_capacity(rank);
-    for d in 0..rank {
-        let kept = whole.shape()[d].checked_sub(pads[d]).ok_or_else(|| {
-            KernelError::invalid(op, format!("padding {} exceeds dimension {d} ({})", pads[d], whole.shape()[d]))
-        })?;
+    for (d, (&n, &p)) in whole.shape().iter().zip(&pads).enumerate() {
+        let kept = n
+            .checked_sub(p)
+            .ok_or_else(|| KernelError::invalid(op, format!("padding {p} exceeds dimension {d} ({n})")))?;
         size.push(kept as i64);
     }
     slice(&whole, &vec![0; rank], &size)

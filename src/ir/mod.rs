@@ -12,6 +12,7 @@ pub mod graph;
 pub mod known_ops;
 pub mod ops;
 pub mod shapes;
+pub mod sharding;
 pub mod suggest;
 pub mod tf_xla_ops;
 pub mod types;

@@ -70,6 +70,13 @@ fn spatial() {
     check_family("spatial");
 }
 
+/// Sharding annotations, SPMD shape ops, dynamic sizes, tiled splits and concatenations, and
+/// runtime ops (`tests/tf/ops_spmd.py`).
+#[test]
+fn spmd() {
+    check_family("spmd");
+}
+
 /// Special functions, elementwise math and the gradients of elementwise ops.
 #[test]
 fn special() {

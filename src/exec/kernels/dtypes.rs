@@ -212,12 +212,20 @@ const NATIVE: &[&str] = &[
     "Transpose",
     "Unpack",
     "XlaBroadcastHelper",
+    "XlaConcatND",
     "XlaConvV2",
     "XlaDotV2",
     "XlaDynamicSlice",
     "XlaDynamicUpdateSlice",
     "XlaGather",
+    "XlaOptimizationBarrier",
     "XlaPad",
+    "XlaRemoveDynamicDimensionSize",
+    "XlaSetDynamicDimensionSize",
+    "XlaSharding",
+    "XlaSplitND",
+    "XlaSpmdFullToShardShape",
+    "XlaSpmdShardToFullShape",
 ];
 
 /// The narrow dtype inputs were widened from, to narrow the outputs back to.

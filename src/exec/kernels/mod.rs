@@ -49,6 +49,7 @@ mod shape;
 pub(crate) mod spatial;
 mod special;
 mod special_fns;
+mod spmd;
 mod strided;
 mod strings;
 mod xla_ops;
@@ -171,10 +172,12 @@ pub const PURE_OPS: &[&str] = &[
     "CheckNumerics",
     "Cholesky",
     "ClipByValue",
+    "CollectiveReduceV2",
     "Concat",
     "ConcatOffset",
     "ConcatV2",
     "Const",
+    "ControlTrigger",
     "Conv",
     "Conv2D",
     "Conv2DBackpropFilter",
@@ -194,6 +197,7 @@ pub const PURE_OPS: &[&str] = &[
     "DepthwiseConv2dNative",
     "DepthwiseConv2dNativeBackpropFilter",
     "DepthwiseConv2dNativeBackpropInput",
+    "DeviceIndex",
     "Diag",
     "DiagPart",
     "Digamma",
@@ -432,7 +436,9 @@ pub const PURE_OPS: &[&str] = &[
     "UpperBound",
     "Where",
     "Xdivy",
+    "XlaAllReduce",
     "XlaBroadcastHelper",
+    "XlaConcatND",
     "XlaConv",
     "XlaConvV2",
     "XlaDot",
@@ -442,9 +448,17 @@ pub const PURE_OPS: &[&str] = &[
     "XlaEinsum",
     "XlaGather",
     "XlaKeyValueSort",
+    "XlaOptimizationBarrier",
     "XlaPad",
     "XlaReducePrecision",
+    "XlaRemoveDynamicDimensionSize",
+    "XlaSetBound",
+    "XlaSetDynamicDimensionSize",
+    "XlaSharding",
     "XlaSort",
+    "XlaSplitND",
+    "XlaSpmdFullToShardShape",
+    "XlaSpmdShardToFullShape",
     "Xlog1py",
     "Xlogy",
     "ZerosLike",
@@ -843,6 +857,7 @@ fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Tensor>,
             .or_else(|| host_ops::dispatch(op, attrs, inputs))
             .or_else(|| spatial::dispatch(op, attrs, inputs))
             .or_else(|| image::dispatch(op, attrs, inputs))
+            .or_else(|| spmd::dispatch(op, attrs, inputs))
             .or_else(|| xla_ops::dispatch(op, attrs, inputs))
             .or_else(|| xla_fn::dispatch(op, inputs))
             .unwrap_or_else(|| Err(KernelError::NoKernel { op: op.to_string() })),

@@ -46,6 +46,7 @@ mod nn_functions;
 mod product_functions;
 mod quant_functions;
 mod special_functions;
+mod spmd_functions;
 mod xla_ops_functions;
 
 use std::collections::VecDeque;
@@ -187,7 +188,13 @@ type FamilyGradient = fn(
 /// The op families of TensorFlow's XLA op set beyond the training-step ones, asked in turn after
 /// them (one file each).
 const OP_FAMILIES: &[FamilyGradient] =
-    &[linalg_functions::gradient, quant_functions::gradient, special_functions::gradient, xla_ops_functions::gradient];
+    &[
+        linalg_functions::gradient,
+        quant_functions::gradient,
+        special_functions::gradient,
+        spmd_functions::gradient,
+        xla_ops_functions::gradient,
+    ];
 
 /// The gradient of `op` from the first family that knows its type; `Err(None)` when none does.
 fn op_families(

@@ -29,6 +29,7 @@ mod quant;
 mod random;
 mod reduce;
 mod shape;
+mod spmd;
 mod xla_fn;
 pub mod xla_ops;
 
@@ -206,8 +207,10 @@ const TABLE: &[(&str, Rule)] = &[
     ("CheckNumerics", ew::same),
     ("Cholesky", linalg::cholesky),
     ("ClipByValue", ew::same),
+    ("CollectiveReduceV2", spmd::same),
     ("Concat", index::concat_v1),
     ("ConcatV2", shape::concat),
+    ("ControlTrigger", spmd::none),
     ("Conv", image::generic_conv),
     ("Conv2D", nn::conv2d),
     ("Conv2DBackpropFilter", nn::conv_backprop_filter),
@@ -226,6 +229,7 @@ const TABLE: &[(&str, Rule)] = &[
     ("DepthwiseConv2dNative", nn::depthwise_conv2d),
     ("DepthwiseConv2dNativeBackpropFilter", nn::conv_backprop_filter),
     ("DepthwiseConv2dNativeBackpropInput", nn::conv_backprop_input),
+    ("DeviceIndex", spmd::device_index),
     ("Diag", linalg::diag_full),
     ("DiagPart", linalg::diag_part_full),
     ("Digamma", ew::same),
@@ -444,7 +448,9 @@ const TABLE: &[(&str, Rule)] = &[
     ("UnsortedSegmentSum", index::unsorted_segment),
     ("UpperBound", index::search_sorted),
     ("Xdivy", ew::broadcast),
+    ("XlaAllReduce", spmd::same),
     ("XlaBroadcastHelper", xla_ops::broadcast_helper),
+    ("XlaConcatND", spmd::concat_nd),
     ("XlaConv", xla_ops::conv),
     ("XlaConvV2", xla_ops::conv),
     ("XlaDot", xla_ops::dot),
@@ -454,12 +460,20 @@ const TABLE: &[(&str, Rule)] = &[
     ("XlaEinsum", index::einsum),
     ("XlaGather", xla_ops::gather),
     ("XlaKeyValueSort", xla_fn::key_value_sort),
+    ("XlaOptimizationBarrier", spmd::each),
     ("XlaPad", xla_ops::pad),
     ("XlaReduce", xla_fn::reduce),
     ("XlaReducePrecision", ew::same),
     ("XlaReduceWindow", xla_fn::reduce_window),
+    ("XlaRemoveDynamicDimensionSize", spmd::same),
     ("XlaSelectAndScatter", xla_fn::select_and_scatter),
+    ("XlaSetBound", spmd::same),
+    ("XlaSetDynamicDimensionSize", spmd::set_dynamic_size),
+    ("XlaSharding", spmd::same),
     ("XlaSort", xla_fn::sort),
+    ("XlaSplitND", spmd::split_nd),
+    ("XlaSpmdFullToShardShape", spmd::spmd_shape),
+    ("XlaSpmdShardToFullShape", spmd::spmd_shape),
     ("XlaVariadicReduce", xla_fn::reduce),
     ("XlaVariadicReduceV2", xla_fn::reduce),
     ("XlaVariadicSort", xla_fn::variadic_sort),

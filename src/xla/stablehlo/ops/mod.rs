@@ -20,7 +20,8 @@
 //! [`conv3d`] their volumetric forms;
 //! [`nchw`] runs them and the batch norms in NCHW), [`list`] (TensorLists
 //! and Optionals), [`special`] (special functions, truncating divisions,
-//! bitwise ops), [`collective`] (all-reduce, broadcast, replica id) and
+//! bitwise ops), [`collective`] (all-reduce, broadcast, replica id), [`spmd`]
+//! (sharding annotations, dynamic sizes, tiled splits and concatenations) and
 //! [`state`] (variable updates). [`NOT_LOWERED`] gives the reason for every op the
 //! simulator runs that has no builder. Invariant: [`TABLE`] is sorted by op
 //! name (a test checks it), so lookups are a binary search.
@@ -47,6 +48,7 @@ mod segment;
 mod shape;
 mod spatial;
 mod special;
+mod spmd;
 pub mod state;
 mod xla_ops;
 pub(super) mod xla_fn;
@@ -170,8 +172,10 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("CollectiveAllGather", collective::collective_all_gather),
     ("CollectiveAllReduce", collective::collective_all_reduce),
     ("CollectiveBroadcast", collective::broadcast),
+    ("CollectiveReduceV2", spmd::collective_reduce_v2),
     ("Concat", index::concat_v1),
     ("ConcatV2", shape::concat),
+    ("ControlTrigger", |_, _| Ok(Vec::new())),
     ("Conv", image::generic_conv),
     ("Conv2D", |c, n| nchw::with_layout(c, n, |c, n| conv::conv(c, n, conv::Kind::Forward, false))),
     ("Conv2DBackpropFilter", |c, n| {
@@ -429,7 +433,9 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("UnsortedSegmentSum", gather::unsorted_segment_sum),
     ("UpperBound", |c, n| index::search_sorted(c, n, true)),
     ("Xdivy", |c, n| sp::zero_where(c, n, 0, "divide")),
+    ("XlaAllReduce", spmd::xla_all_reduce),
     ("XlaBroadcastHelper", xla_ops::broadcast_helper),
+    ("XlaConcatND", spmd::concat_nd),
     ("XlaConv", xla_ops::conv),
     ("XlaConvV2", xla_ops::conv),
     ("XlaDot", xla_ops::dot),
@@ -439,9 +445,17 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("XlaEinsum", linalg::einsum),
     ("XlaGather", xla_ops::gather),
     ("XlaKeyValueSort", xla_fn::sort),
+    ("XlaOptimizationBarrier", spmd::optimization_barrier),
     ("XlaPad", xla_ops::pad),
     ("XlaReducePrecision", xla_ops::reduce_precision),
+    ("XlaRemoveDynamicDimensionSize", identity),
+    ("XlaSetBound", identity),
+    ("XlaSetDynamicDimensionSize", spmd::set_dynamic_size),
+    ("XlaSharding", spmd::sharding),
     ("XlaSort", xla_fn::sort),
+    ("XlaSplitND", spmd::split_nd),
+    ("XlaSpmdFullToShardShape", spmd::spmd_shape),
+    ("XlaSpmdShardToFullShape", spmd::spmd_shape),
     ("Xlog1py", |c, n| sp::zero_where(c, n, 0, "log_plus_one")),
     ("Xlogy", |c, n| sp::zero_where(c, n, 0, "log")),
     ("Zeta", |c, n| sp::chlo_binary(c, n, "chlo.zeta")),
@@ -467,6 +481,7 @@ pub const FOLD_ONLY: &[&str] = &[
     "BroadcastGradientArgs",
     "ConcatOffset",
     "Const",
+    "DeviceIndex",
     "DynamicStitch",
     "InvertPermutation",
     "ListDiff",

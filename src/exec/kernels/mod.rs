@@ -35,6 +35,7 @@ mod layout;
 mod linalg;
 mod linalg_diag;
 mod linalg_factor;
+mod linalg_solve;
 mod math;
 mod nchw;
 mod nn;
@@ -271,9 +272,11 @@ pub const PURE_OPS: &[&str] = &[
     "MatrixDiagPartV3",
     "MatrixDiagV2",
     "MatrixDiagV3",
+    "MatrixInverse",
     "MatrixSetDiag",
     "MatrixSetDiagV2",
     "MatrixSetDiagV3",
+    "MatrixSolve",
     "MatrixTriangularSolve",
     "Max",
     "MaxPool",
@@ -419,6 +422,7 @@ pub const PURE_OPS: &[&str] = &[
     "TopKV2",
     "Transpose",
     "TridiagonalMatMul",
+    "TridiagonalSolve",
     "TruncateDiv",
     "TruncateMod",
     "TruncatedNormal",
@@ -821,6 +825,7 @@ fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Tensor>,
         _ => families::dispatch(op, attrs, inputs)
             .or_else(|| linalg_diag::dispatch(op, attrs, inputs))
             .or_else(|| linalg_factor::dispatch(op, attrs, inputs))
+            .or_else(|| linalg_solve::dispatch(op, attrs, inputs))
             .or_else(|| random::dispatch(op, attrs, inputs))
             .or_else(|| quant::dispatch(op, attrs, inputs))
             .or_else(|| special::dispatch(op, attrs, inputs))

@@ -170,7 +170,7 @@ fn cast(e: &mut Emitter<'_>, x: Tensor, from: DType, to: DType) -> Tensor {
 }
 
 /// `BatchMatMulV2(p, q)` with the given adjoints.
-fn bmm(e: &mut Emitter<'_>, p: Tensor, q: Tensor, adj_p: bool, adj_q: bool, ta: &TAttr) -> Tensor {
+pub(super) fn bmm(e: &mut Emitter<'_>, p: Tensor, q: Tensor, adj_p: bool, adj_q: bool, ta: &TAttr) -> Tensor {
     let attrs = [("adj_x", AttrValue::Bool(adj_p)), ("adj_y", AttrValue::Bool(adj_q))];
     e.emit("BatchMatMulV2", "MatMul", &[p, q], attrs.into_iter().chain(ta.clone()))
 }

@@ -23,6 +23,7 @@ mod elementwise;
 mod image;
 mod index;
 pub mod linalg;
+mod linalg_solve;
 mod nn;
 mod quant;
 mod random;
@@ -298,9 +299,11 @@ const TABLE: &[(&str, Rule)] = &[
     ("MatrixDiagPartV3", linalg::diag_part),
     ("MatrixDiagV2", linalg::diag),
     ("MatrixDiagV3", linalg::diag),
+    ("MatrixInverse", linalg_solve::inverse),
     ("MatrixSetDiag", linalg::set_diag),
     ("MatrixSetDiagV2", linalg::set_diag),
     ("MatrixSetDiagV3", linalg::set_diag),
+    ("MatrixSolve", linalg_solve::solve),
     ("MatrixTriangularSolve", linalg::triangular_solve),
     ("Max", reduce::reduce),
     ("MaxPool", nn::pool),
@@ -431,6 +434,7 @@ const TABLE: &[(&str, Rule)] = &[
     ("TopKV2", index::top_k),
     ("Transpose", shape::transpose),
     ("TridiagonalMatMul", linalg::tridiagonal_matmul),
+    ("TridiagonalSolve", linalg_solve::tridiagonal_solve),
     ("TruncateDiv", ew::broadcast),
     ("TruncateMod", ew::broadcast),
     ("TruncatedNormal", random::float_draw),

@@ -37,6 +37,7 @@ mod index;
 mod linalg;
 mod linalg_diag;
 mod linalg_factor;
+mod linalg_solve;
 mod list;
 mod nchw;
 mod nn;
@@ -269,9 +270,11 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("MatrixDiagPartV3", linalg_diag::diag_part),
     ("MatrixDiagV2", linalg_diag::matrix_diag),
     ("MatrixDiagV3", linalg_diag::matrix_diag),
+    ("MatrixInverse", linalg_solve::inverse),
     ("MatrixSetDiag", linalg_diag::set_diag),
     ("MatrixSetDiagV2", linalg_diag::set_diag),
     ("MatrixSetDiagV3", linalg_diag::set_diag),
+    ("MatrixSolve", linalg_solve::solve),
     ("MatrixTriangularSolve", linalg_factor::triangular_solve),
     ("Max", |c, n| reduce::reduce(c, n, reduce::Kind::Max)),
     ("MaxPool", |c, n| nchw::with_layout(c, n, conv::max_pool)),
@@ -417,6 +420,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("TopKV2", index::top_k),
     ("Transpose", shape::transpose),
     ("TridiagonalMatMul", linalg_factor::tridiagonal_matmul),
+    ("TridiagonalSolve", linalg_solve::tridiagonal_solve),
     ("TruncateDiv", sp::truncate_div),
     ("TruncateMod", sp::truncate_mod),
     ("TruncatedNormal", random::seeded_draw),

@@ -1,0 +1,151 @@
+//! Solve kernels: `MatrixInverse`, `MatrixSolve` and `TridiagonalSolve`,
+//! batched over the leading axes as TensorFlow's CPU kernels are.
+//!
+//! Each matrix is factored by `nalgebra`'s LU decomposition with partial
+//! pivoting (what TensorFlow's Eigen kernels use) in the input's own
+//! precision (f32 or f64). With `adjoint` the op works on each matrix's
+//! transpose (the adjoint of a real matrix). A singular matrix is an error,
+//! as in TensorFlow. `MatrixSolve` needs the same leading axes on both
+//! operands (TensorFlow's raw op does not broadcast them).
+//! `TridiagonalSolve` solves the dense matrix its three diagonals make, by
+//! the same pivoted LU (TensorFlow's CPU kernel pivots too); its
+//! `perturb_singular` mode is refused. Cost: `O(n^3 + n^2 k)` per matrix.
+
+use nalgebra::{DMatrix, RealField};
+
+use super::linalg_factor::{matrices, rows, tensor, values};
+use crate::exec::error::KernelError;
+use crate::exec::tensor::{Element, Tensor};
+use crate::ir::{AttrMap, DType};
+
+/// Runs the op if it is one of this family.
+pub(crate) fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Option<Result<Vec<Tensor>, KernelError>> {
+    let x = |i: usize| super::arg(op, inputs, i);
+    let adjoint = attrs.get_bool("adjoint").unwrap_or(false);
+    let out = match op {
+        "MatrixInverse" => x(0).and_then(|a| solve(op, a, None, adjoint)),
+        "MatrixSolve" => (|| solve(op, x(0)?, Some(x(1)?), adjoint))(),
+        "TridiagonalSolve" => (|| {
+            if attrs.get_bool("perturb_singular").unwrap_or(false) {
+                return Err(KernelError::invalid(op, "perturb_singular = true is not supported"));
+            }
+            let dense = tridiagonal_dense(op, x(0)?, x(1)?)?;
+            solve(op, &dense, Some(x(1)?), false)
+        })(),
+        _ => return None,
+    };
+    Some(out.map(|t| vec![t]))
+}
+
+/// `A^-1 B` per matrix (`A^-T B` with `adjoint`); `B` is the identity when absent.
+fn solve(op: &str, a: &Tensor, b: Option<&Tensor>, adjoint: bool) -> Result<Tensor, KernelError> {
+    fn go<T: Element + RealField + Copy>(
+        op: &str,
+        a: &Tensor,
+        b: Option<&Tensor>,
+        adjoint: bool,
+    ) -> Result<Tensor, KernelError> {
+        let (alead, m, m2) = matrices(op, a, "matrix")?;
+        if m != m2 {
+            return Err(KernelError::invalid(op, format!("the matrix must be square, got shape {:?}", a.shape())));
+        }
+        let (shape, k, bv) = match b {
+            Some(b) => {
+                let (blead, bm, k) = matrices(op, b, "rhs")?;
+                if blead != alead || bm != m {
+                    return Err(KernelError::invalid(
+                        op,
+                        format!("matrix {:?} and rhs {:?} must have the same batch and row dims", a.shape(), b.shape()),
+                    ));
+                }
+                (b.shape().to_vec(), k, Some(values::<T>(op, b)?))
+            }
+            None => (a.shape().to_vec(), m, None),
+        };
+        let av = values::<T>(op, a)?;
+        let batch: usize = alead.iter().product();
+        let mut out = Vec::with_capacity(batch * m * k);
+        for i in 0..batch {
+            let mut am = DMatrix::from_row_slice(m, m, &av[i * m * m..(i + 1) * m * m]);
+            if adjoint {
+                am.transpose_mut();
+            }
+            let rhs = match &bv {
+                Some(bv) => DMatrix::from_row_slice(m, k, &bv[i * m * k..(i + 1) * m * k]),
+                None => DMatrix::identity(m, m),
+            };
+            let x = am.lu().solve(&rhs).ok_or_else(|| KernelError::invalid(op, "the input is not invertible"))?;
+            out.extend(rows(&x));
+        }
+        tensor(op, &shape, out)
+    }
+    if let Some(b) = b.filter(|b| b.dtype() != a.dtype()) {
+        return Err(KernelError::invalid(op, format!("matrix is {} but rhs is {}", a.dtype(), b.dtype())));
+    }
+    match a.dtype() {
+        DType::F32 => go::<f32>(op, a, b, adjoint),
+        DType::F64 => go::<f64>(op, a, b, adjoint),
+        other => Err(KernelError::dtype(op, other, "matrix must be f32 or f64")),
+    }
+}
+
+/// The dense `[..., M, M]` matrices of `TridiagonalSolve`'s diagonals
+/// (`[..., 3, M]`: superdiagonal, main diagonal, subdiagonal; the
+/// superdiagonal's last and the subdiagonal's first element are not read).
+fn tridiagonal_dense(op: &str, diags: &Tensor, rhs: &Tensor) -> Result<Tensor, KernelError> {
+    fn go<T: Element + RealField + Copy>(op: &str, diags: &Tensor, m: usize) -> Result<Tensor, KernelError> {
+        let d = values::<T>(op, diags)?;
+        let batch = d.len() / (3 * m).max(1);
+        let mut out = vec![T::zero(); batch * m * m];
+        for b in 0..batch {
+            let (sup, main, sub) = (&d[b * 3 * m..], &d[b * 3 * m + m..], &d[b * 3 * m + 2 * m..]);
+            let cell = |i: usize, j: usize| b * m * m + i * m + j;
+            for i in 0..m {
+                out[cell(i, i)] = main[i];
+                if i + 1 < m {
+                    out[cell(i, i + 1)] = sup[i];
+                    out[cell(i + 1, i)] = sub[i + 1];
+                }
+            }
+        }
+        let mut shape = diags.shape().to_vec();
+        let r = shape.len();
+        shape[r - 2] = m;
+        tensor(op, &shape, out)
+    }
+    let (lead, three, m) = matrices(op, diags, "diagonals")?;
+    let (blead, bm, _) = matrices(op, rhs, "rhs")?;
+    if three != 3 || blead != lead || bm != m {
+        return Err(KernelError::invalid(
+            op,
+            format!("diagonals {:?} must be [..., 3, M] for rhs {:?} ([..., M, K])", diags.shape(), rhs.shape()),
+        ));
+    }
+    match diags.dtype() {
+        DType::F32 => go::<f32>(op, diags, m),
+        DType::F64 => go::<f64>(op, diags, m),
+        other => Err(KernelError::dtype(op, other, "diagonals must be f32 or f64")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inverse_and_solve_agree_and_singular_is_an_error() {
+        let a = Tensor::from_vec(&[2, 2], vec![4f64, 7., 2., 6.]).unwrap();
+        let inv = solve("MatrixInverse", &a, None, false).unwrap().to_vec::<f64>().unwrap();
+        let want = [0.6, -0.7, -0.2, 0.4];
+        assert!(inv.iter().zip(want).all(|(g, w)| (g - w).abs() < 1e-12), "{inv:?}");
+        let inv_t = solve("MatrixInverse", &a, None, true).unwrap().to_vec::<f64>().unwrap();
+        assert!(inv_t.iter().zip([0.6, -0.2, -0.7, 0.4]).all(|(g, w)| (g - w).abs() < 1e-12), "{inv_t:?}");
+        let b = Tensor::from_vec(&[2, 1], vec![1f64, 2.]).unwrap();
+        let x = solve("MatrixSolve", &a, Some(&b), false).unwrap().to_vec::<f64>().unwrap();
+        assert!((x[0] - (0.6 - 1.4)).abs() < 1e-12 && (x[1] - (-0.2 + 0.8)).abs() < 1e-12, "{x:?}");
+        let singular = Tensor::from_vec(&[2, 2], vec![1f32, 2., 2., 4.]).unwrap();
+        assert!(solve("MatrixInverse", &singular, None, false).unwrap_err().to_string().contains("not invertible"));
+        let wrong = Tensor::from_vec(&[3, 1], vec![1f64, 2., 3.]).unwrap();
+        assert!(solve("MatrixSolve", &a, Some(&wrong), false).is_err());
+    }
+}

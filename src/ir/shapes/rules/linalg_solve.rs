@@ -1,0 +1,48 @@
+//! Type rules of the factorizations and solves: `MatrixInverse` keeps its
+//! input's type, `MatrixSolve` and `TridiagonalSolve` give their
+//! right-hand side's. The matrices must be square (three diagonals of
+//! length `M` for `TridiagonalSolve`), with the same leading (batch) axes
+//! on both operands, as TensorFlow's shape functions require.
+
+use super::linalg::matrix;
+use super::{Args, OutType};
+
+/// `MatrixInverse(input)`: the input's type (square matrices).
+pub(super) fn inverse(a: &Args) -> Result<Vec<OutType>, String> {
+    let (_, m, n) = matrix(a, 0)?;
+    if m != n {
+        return Err(format!("{}: input must be square, got shape {:?}", a.op, a.x(0)?.shape));
+    }
+    Ok(vec![a.same(0)?])
+}
+
+/// `MatrixSolve(matrix, rhs)`: the type of `rhs`.
+pub(super) fn solve(a: &Args) -> Result<Vec<OutType>, String> {
+    let (alead, m, m2) = matrix(a, 0)?;
+    let (blead, bm, _) = matrix(a, 1)?;
+    if m != m2 || bm != m || alead != blead {
+        return Err(format!(
+            "{}: matrix {:?} must be square, with the batch dims and rows of rhs {:?}",
+            a.op,
+            a.x(0)?.shape,
+            a.x(1)?.shape
+        ));
+    }
+    Ok(vec![a.same(1)?])
+}
+
+/// `TridiagonalSolve(diagonals, rhs)`: the type of `rhs` (`[..., M, K]`,
+/// the diagonals `[..., 3, M]`).
+pub(super) fn tridiagonal_solve(a: &Args) -> Result<Vec<OutType>, String> {
+    let (dlead, three, m) = matrix(a, 0)?;
+    let (blead, bm, _) = matrix(a, 1)?;
+    if three != 3 || bm != m || dlead != blead {
+        return Err(format!(
+            "{}: diagonals {:?} must be [..., 3, M] for rhs {:?} ([..., M, K])",
+            a.op,
+            a.x(0)?.shape,
+            a.x(1)?.shape
+        ));
+    }
+    Ok(vec![a.same(1)?])
+}

@@ -1,0 +1,70 @@
+"""Op cases of the factorizations and solves, with TensorFlow's numbers (tests/tf/op_cases.py).
+
+Run after setup.sh:  tests/tf/.venv/bin/python tests/tf/ops_linalg_solve.py
+
+Writes tests/tf/corpus/ops/linalg_solve.pbtxt and linalg_solve.json: MatrixInverse and
+MatrixSolve (single and batched matrices, with and without `adjoint`, f32 and f64) and
+TridiagonalSolve (with and without partial pivoting), with gradients. The matrices are diagonally dominant, so they are well conditioned and every pivot
+order gives the same numbers to the tolerance.
+"""
+
+import numpy as np
+
+import op_cases
+from op_cases import Case
+
+RNG = np.random.default_rng(2506)
+
+
+def mat(*shape, dtype=np.float32):
+    return RNG.uniform(-2.0, 2.0, size=shape).astype(dtype)
+
+
+def square(*batch, n, dtype=np.float32):
+    """Well-conditioned square matrices: random entries plus a diagonal of 2n, some of it negative,
+    so the pivots move rows."""
+    m = RNG.uniform(-1.0, 1.0, size=batch + (n, n))
+    signs = np.where(np.arange(n) % 2 == 0, 1.0, -1.0)
+    m = m + np.diag(signs * 2.0 * n)
+    # A row permutation: partial pivoting has to swap rows back.
+    m = m[..., np.roll(np.arange(n), 1), :]
+    return m.astype(dtype)
+
+
+def cases():
+    out = []
+    f32, f64 = np.float32, np.float64
+    for name, batch, n, adjoint, dt in [
+        ("inverse", (), 3, False, f32),
+        ("inverse_adjoint", (), 4, True, f64),
+        ("inverse_batch", (2,), 3, False, f64),
+        ("inverse_batch_adjoint", (2, 1), 2, True, f32),
+    ]:
+        out.append(Case(name, "MatrixInverse", inputs={"input": square(*batch, n=n, dtype=dt)},
+                        attrs={"adjoint": adjoint}, grad=True, rtol=1e-4 if dt is f32 else 1e-9))
+    for name, batch, n, k, adjoint, dt in [
+        ("solve", (), 3, 2, False, f32),
+        ("solve_adjoint", (), 3, 1, True, f32),
+        ("solve_batch", (2,), 4, 3, False, f64),
+        ("solve_batch_adjoint", (2,), 2, 2, True, f64),
+    ]:
+        out.append(Case(name, "MatrixSolve",
+                        inputs={"matrix": square(*batch, n=n, dtype=dt), "rhs": mat(*batch, n, k, dtype=dt)},
+                        attrs={"adjoint": adjoint}, grad=True, rtol=1e-4 if dt is f32 else 1e-9))
+    # TridiagonalSolve: diagonals [..., 3, M] (super's last and sub's first element unread). TensorFlow's
+    # XLA bridge solves without pivoting only; with pivoting it refuses, and its CPU values stand.
+    for name, batch, m, k, pivoting, dt in [
+        ("tridiagonal_solve", (), 4, 2, True, f32),
+        ("tridiagonal_solve_no_pivoting", (2,), 3, 1, False, f64),
+        ("tridiagonal_solve_batch", (2,), 5, 2, True, f64),
+    ]:
+        diags = RNG.uniform(-1.0, 1.0, size=batch + (3, m))
+        diags[..., 1, :] += np.where(np.arange(m) % 2 == 0, 3.0, -3.0)
+        out.append(Case(name, "TridiagonalSolve",
+                        inputs={"diagonals": diags.astype(dt), "rhs": mat(*batch, m, k, dtype=dt)},
+                        attrs={"partial_pivoting": pivoting}, grad=True, rtol=1e-4 if dt is f32 else 1e-9))
+    return out
+
+
+if __name__ == "__main__":
+    op_cases.write_family("linalg_solve", cases())

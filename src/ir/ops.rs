@@ -273,6 +273,7 @@ static REGISTRY: &[OpDef] = ops! {
     "PrintV2" => Fixed(0), HostOnly, ["output_stream": Str, "end": Str];
     "Prod" => Fixed(1), Tpu, ["T": Type, "Tidx": Type, "keep_dims": Bool];
     "PyFunc" => FromListAttr("Tout"), HostOnly, ["token": Str, "Tin": List, "Tout": List];
+    "Qr" => Fixed(2), Tpu, ["T": Type, "full_matrices": Bool];
     "QuantizeAndDequantizeV2" => Fixed(1), Tpu, ["signed_input": Bool, "num_bits": Int, "range_given": Bool, "T": Type, "round_mode": Str, "narrow_range": Bool, "axis": Int];
     "QuantizeAndDequantizeV3" => Fixed(1), Tpu, ["signed_input": Bool, "range_given": Bool, "T": Type, "narrow_range": Bool, "axis": Int];
     "QuantizeAndDequantizeV4" => Fixed(1), Tpu, ["signed_input": Bool, "num_bits": Int, "range_given": Bool, "T": Type, "round_mode": Str, "narrow_range": Bool, "axis": Int];

@@ -42,7 +42,7 @@ fn linalg() {
     check_family("linalg");
 }
 
-/// Factorizations and solves: MatrixInverse, MatrixSolve and TridiagonalSolve
+/// Factorizations and solves: MatrixInverse, MatrixSolve, TridiagonalSolve and Qr
 /// (`tests/tf/ops_linalg_solve.py`).
 #[test]
 fn linalg_solve() {

@@ -4,7 +4,8 @@ Run after setup.sh:  tests/tf/.venv/bin/python tests/tf/ops_linalg_solve.py
 
 Writes tests/tf/corpus/ops/linalg_solve.pbtxt and linalg_solve.json: MatrixInverse and
 MatrixSolve (single and batched matrices, with and without `adjoint`, f32 and f64) and
-TridiagonalSolve (with and without partial pivoting), with gradients. The matrices are diagonally dominant, so they are well conditioned and every pivot
+TridiagonalSolve (with and without partial pivoting) and Qr (deep, square, wide, full_matrices),
+with gradients. The matrices are diagonally dominant, so they are well conditioned and every pivot
 order gives the same numbers to the tolerance.
 """
 
@@ -63,6 +64,18 @@ def cases():
         out.append(Case(name, "TridiagonalSolve",
                         inputs={"diagonals": diags.astype(dt), "rhs": mat(*batch, m, k, dtype=dt)},
                         attrs={"partial_pivoting": pivoting}, grad=True, rtol=1e-4 if dt is f32 else 1e-9))
+    # Qr: deep, square, wide and full_matrices, batched; TensorFlow's CPU kernel, its XLA bridge and
+    # ours all take LAPACK's Householder signs, so q and r compare as they are. TensorFlow has no
+    # gradient for a deep matrix with full_matrices.
+    for name, shape, full, dt, grad in [
+        ("qr_deep", (4, 3), False, f32, True),
+        ("qr_square_batch", (2, 3, 3), False, f64, True),
+        ("qr_wide", (2, 4), False, f64, True),
+        ("qr_wide_full", (2, 3, 5), True, f32, True),
+        ("qr_deep_full", (4, 2), True, f64, False),
+    ]:
+        out.append(Case(name, "Qr", inputs={"input": mat(*shape, dtype=dt)}, attrs={"full_matrices": full},
+                        grad=grad, rtol=1e-4 if dt is f32 else 1e-9))
     return out
 
 

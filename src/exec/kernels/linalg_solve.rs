@@ -1,5 +1,6 @@
-//! Solve kernels: `MatrixInverse`, `MatrixSolve` and `TridiagonalSolve`,
-//! batched over the leading axes as TensorFlow's CPU kernels are.
+//! Factorization and solve kernels: `MatrixInverse`, `MatrixSolve`,
+//! `TridiagonalSolve` and `Qr`, batched over the leading axes as
+//! TensorFlow's CPU kernels are.
 //!
 //! Each matrix is factored by `nalgebra`'s LU decomposition with partial
 //! pivoting (what TensorFlow's Eigen kernels use) in the input's own
@@ -9,7 +10,10 @@
 //! operands (TensorFlow's raw op does not broadcast them).
 //! `TridiagonalSolve` solves the dense matrix its three diagonals make, by
 //! the same pivoted LU (TensorFlow's CPU kernel pivots too); its
-//! `perturb_singular` mode is refused. Cost: `O(n^3 + n^2 k)` per matrix.
+//! `perturb_singular` mode is refused. `Qr` is written out (Householder
+//! reflections with TensorFlow's sign convention: `nalgebra`'s QR also
+//! reflects a column that is already reduced, flipping a sign TensorFlow
+//! keeps). Cost: `O(n^3 + n^2 k)` per matrix.
 
 use nalgebra::{DMatrix, RealField};
 
@@ -22,6 +26,10 @@ use crate::ir::{AttrMap, DType};
 pub(crate) fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Option<Result<Vec<Tensor>, KernelError>> {
     let x = |i: usize| super::arg(op, inputs, i);
     let adjoint = attrs.get_bool("adjoint").unwrap_or(false);
+    if op == "Qr" {
+        let full = attrs.get_bool("full_matrices").unwrap_or(false);
+        return Some(x(0).and_then(|a| qr(op, a, full)));
+    }
     let out = match op {
         "MatrixInverse" => x(0).and_then(|a| solve(op, a, None, adjoint)),
         "MatrixSolve" => (|| solve(op, x(0)?, Some(x(1)?), adjoint))(),
@@ -87,6 +95,66 @@ fn solve(op: &str, a: &Tensor, b: Option<&Tensor>, adjoint: bool) -> Result<Tens
         DType::F64 => go::<f64>(op, a, b, adjoint),
         other => Err(KernelError::dtype(op, other, "matrix must be f32 or f64")),
     }
+}
+
+/// `Qr(input)`: `(q, r)` per matrix by Householder reflections taken as
+/// LAPACK, Eigen and XLA take them: column `k`'s reflection maps it to
+/// `beta e_k` with `beta = -sign(a_kk) |a_k|`, and a column whose entries
+/// below the diagonal are all zero is left alone (so `r`'s diagonal keeps
+/// its sign there). `q` is `M x P` and `r` `P x N` with `P = min(M, N)`,
+/// or `q` is `M x M` with `full_matrices`.
+fn qr(op: &str, a: &Tensor, full: bool) -> Result<Vec<Tensor>, KernelError> {
+    fn go<T: Element + RealField + Copy>(op: &str, a: &Tensor, full: bool) -> Result<Vec<Tensor>, KernelError> {
+        let (lead, m, n) = matrices(op, a, "input")?;
+        let p = if full { m } else { m.min(n) };
+        let av = values::<T>(op, a)?;
+        let batch: usize = lead.iter().product();
+        let (mut qs, mut rs) = (Vec::with_capacity(batch * m * p), Vec::with_capacity(batch * p * n));
+        for b in 0..batch {
+            let (q, r) = householder_qr(DMatrix::from_row_slice(m, n, &av[b * m * n..(b + 1) * m * n]));
+            qs.extend(rows(&q.columns(0, p).into_owned()));
+            rs.extend(rows(&r.rows(0, p).into_owned()));
+        }
+        let shape = |rows: usize, cols: usize| lead.iter().copied().chain([rows, cols]).collect::<Vec<_>>();
+        Ok(vec![tensor(op, &shape(m, p), qs)?, tensor(op, &shape(p, n), rs)?])
+    }
+    match a.dtype() {
+        DType::F32 => go::<f32>(op, a, full),
+        DType::F64 => go::<f64>(op, a, full),
+        other => Err(KernelError::dtype(op, other, "input must be f32 or f64")),
+    }
+}
+
+/// The full `(Q, R)` of `r` (`M x M` and `M x N`), `R` exactly zero below its diagonal.
+fn householder_qr<T: RealField + Copy>(mut r: DMatrix<T>) -> (DMatrix<T>, DMatrix<T>) {
+    let (m, n) = r.shape();
+    let mut q = DMatrix::<T>::identity(m, m);
+    for k in 0..m.min(n) {
+        let alpha = r[(k, k)];
+        let sigma = (k + 1..m).fold(T::zero(), |s, i| s + r[(i, k)] * r[(i, k)]);
+        if sigma == T::zero() {
+            continue;
+        }
+        let mu = (alpha * alpha + sigma).sqrt();
+        let beta = if alpha >= T::zero() { -mu } else { mu };
+        let tau = (beta - alpha) / beta;
+        let mut v = nalgebra::DVector::<T>::zeros(m);
+        v[k] = T::one();
+        for i in k + 1..m {
+            v[i] = r[(i, k)] / (alpha - beta);
+        }
+        // H = I - tau v v^T: R <- H R and Q <- Q H.
+        let vr = v.transpose() * &r;
+        r -= (&v * vr) * tau;
+        let qv = &q * &v;
+        q -= (qv * v.transpose()) * tau;
+    }
+    for j in 0..n {
+        for i in j + 1..m {
+            r[(i, j)] = T::zero();
+        }
+    }
+    (q, r)
 }
 
 /// The dense `[..., M, M]` matrices of `TridiagonalSolve`'s diagonals

@@ -316,6 +316,7 @@ pub const PURE_OPS: &[&str] = &[
     "Print",
     "PrintV2",
     "Prod",
+    "Qr",
     "QuantizeAndDequantizeV2",
     "QuantizeAndDequantizeV3",
     "QuantizeAndDequantizeV4",

@@ -176,7 +176,7 @@ pub(super) fn bmm(e: &mut Emitter<'_>, p: Tensor, q: Tensor, adj_p: bool, adj_q:
 }
 
 /// `MatrixBandPart(x, lower, upper)` with i32 constant counts.
-fn band_part(e: &mut Emitter<'_>, x: Tensor, lower: i32, upper: i32, ta: &TAttr) -> Tensor {
+pub(super) fn band_part(e: &mut Emitter<'_>, x: Tensor, lower: i32, upper: i32, ta: &TAttr) -> Tensor {
     let name = e.fresh_name("MatrixBandPart");
     let lo = e.int_const_named(format!("{name}/num_lower"), &[lower], true);
     let hi = e.int_const_named(format!("{name}/num_upper"), &[upper], true);

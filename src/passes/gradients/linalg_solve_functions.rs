@@ -7,13 +7,20 @@
 //! (`-C dB^T` with `adjoint`). `TridiagonalSolve` differentiates as the
 //! `MatrixSolve` of the dense matrix its diagonals make (`MatrixDiagV3`),
 //! its diagonals' gradient read back as that band of `dA`
-//! (`MatrixDiagPartV3`). Every op is emitted with dynamic shapes;
+//! (`MatrixDiagPartV3`).
+//!
+//! The factorizations read the gradients of all their outputs (zeros for an
+//! output that received none): [`multi_output`] answers for them. `Qr`
+//! follows `_QrGrad`: a square or deep matrix (`P = N` columns) by its
+//! formula with `R^-T` from a triangular solve against the identity; a wide
+//! one splits `A = [X, Y]` at column `P` and differentiates `X`'s QR with
+//! `dQ + Y dV^T`, `dY = Q dV`. Every op is emitted with dynamic shapes;
 //! cost is a constant number of ops per differentiated op.
 
-use super::emitter::{Emitter, Tensor};
+use super::emitter::{Emitter, TAttr, Tensor};
 use super::functions::Unsupported;
-use super::linalg_functions::bmm;
-use crate::ir::{AttrValue, NodeId};
+use super::linalg_functions::{band_part, bmm};
+use crate::ir::{AttrValue, DType, NodeId};
 
 /// The gradients of `op`'s data inputs given `g`; `Err(None)` when `op_type` is not of this family.
 pub fn gradient(
@@ -64,4 +71,128 @@ pub fn gradient(
         }
         _ => return Err(None),
     })
+}
+
+/// The gradients of a factorization's inputs from the gradients of all its
+/// outputs; `None` when `op_type` is not one.
+pub fn multi_output(
+    e: &mut Emitter<'_>,
+    op: NodeId,
+    op_type: &str,
+    inputs: &[Tensor],
+    out_grads: &[Option<Tensor>],
+) -> Option<Result<Vec<Option<Tensor>>, Unsupported>> {
+    match op_type {
+        "Qr" => Some(qr_grad(e, op, inputs, out_grads)),
+        _ => None,
+    }
+}
+
+/// The gradient of output `k`, or zeros shaped like it.
+fn dense(e: &mut Emitter<'_>, op: NodeId, k: u32, out_grads: &[Option<Tensor>]) -> Tensor {
+    match out_grads.get(k as usize).copied().flatten() {
+        Some(g) => g,
+        None => e.zeros_like_for_unconnected(Tensor { node: op, output: k }),
+    }
+}
+
+/// `x[..., :, :p]` (`head`) or `x[..., :, p:]`, with `p` a scalar i32 tensor.
+fn columns(e: &mut Emitter<'_>, x: Tensor, p: Tensor, head: bool, ta: &TAttr) -> Tensor {
+    let i32_t = e.t_attr(Some(DType::I32));
+    let name = e.fresh_name("strided_slice");
+    let zero = e.int_const_named(format!("{name}/zero"), &[0], true);
+    let pack = [("N", AttrValue::Int(3)), ("axis", AttrValue::Int(0))].into_iter().chain(i32_t);
+    let with_p = e.emit("Pack", "stack", &[zero, zero, p], pack);
+    let (begin, end) = if head {
+        let begin = e.int_const_named(format!("{name}/begin"), &[0, 0, 0], false);
+        (begin, with_p)
+    } else {
+        let end = e.int_const_named(format!("{name}/end"), &[0, 0, 0], false);
+        (with_p, end)
+    };
+    let strides = e.int_const_named(format!("{name}/strides"), &[1, 1, 1], false);
+    // Spec `[..., :, bound]`: the ellipsis, a whole axis, then the cut one.
+    let (begin_mask, end_mask) = if head { (0b110, 0b010) } else { (0b010, 0b110) };
+    let masks = [
+        ("begin_mask", AttrValue::Int(begin_mask)),
+        ("end_mask", AttrValue::Int(end_mask)),
+        ("ellipsis_mask", AttrValue::Int(1)),
+        ("new_axis_mask", AttrValue::Int(0)),
+        ("shrink_axis_mask", AttrValue::Int(0)),
+        ("Index", AttrValue::Type(DType::I32)),
+    ];
+    e.emit_named(name, "StridedSlice", &[x, begin, end, strides], masks.into_iter().chain(ta.clone()))
+}
+
+/// The size of `x`'s last axis as a scalar i32 tensor.
+fn last_dim(e: &mut Emitter<'_>, x: Tensor) -> Tensor {
+    let i32_t = e.t_attr(Some(DType::I32));
+    let shape = e.shape("Shape", x);
+    let name = e.fresh_name("strided_slice");
+    let begin = e.int_const_named(format!("{name}/begin"), &[-1], false);
+    let end = e.int_const_named(format!("{name}/end"), &[0], false);
+    let strides = e.int_const_named(format!("{name}/strides"), &[1], false);
+    let masks = [
+        ("begin_mask", AttrValue::Int(0)),
+        ("end_mask", AttrValue::Int(1)),
+        ("ellipsis_mask", AttrValue::Int(0)),
+        ("new_axis_mask", AttrValue::Int(0)),
+        ("shrink_axis_mask", AttrValue::Int(1)),
+        ("Index", AttrValue::Type(DType::I32)),
+    ];
+    e.emit_named(name, "StridedSlice", &[shape, begin, end, strides], masks.into_iter().chain(i32_t))
+}
+
+/// `_QrGrad` (see the module's doc).
+fn qr_grad(
+    e: &mut Emitter<'_>,
+    op: NodeId,
+    inputs: &[Tensor],
+    out_grads: &[Option<Tensor>],
+) -> Result<Vec<Option<Tensor>>, Unsupported> {
+    let a = *inputs.first().ok_or_else(|| Some("expected the input".to_string()))?;
+    let (q, r) = (Tensor { node: op, output: 0 }, Tensor { node: op, output: 1 });
+    let (dq, dr) = (dense(e, op, 0, out_grads), dense(e, op, 1, out_grads));
+    let t = e.dtype_of(dq);
+    let ta = e.t_attr(t);
+    let p = last_dim(e, q);
+    let u = columns(e, r, p, true, &ta);
+    let du = columns(e, dr, p, true, &ta);
+    let dv = columns(e, dr, p, false, &ta);
+    let y = columns(e, a, p, false, &ta);
+    let dy = bmm(e, q, dv, false, false, &ta);
+    let ydv = bmm(e, y, dv, false, true, &ta);
+    let dq = e.emit("AddV2", "add", &[dq, ydv], ta.clone());
+    let dx = qr_grad_square(e, q, u, dq, du, &ta);
+    let name = e.fresh_name("concat");
+    let axis = e.int_const_named(format!("{name}/axis"), &[-1], true);
+    let attrs = [("N", AttrValue::Int(2)), ("Tidx", AttrValue::Type(DType::I32))].into_iter().chain(ta.clone());
+    Ok(vec![Some(e.emit_named(name, "ConcatV2", &[dx, dy, axis], attrs))])
+}
+
+/// `_QrGradSquareAndDeepMatrices`: `Q (dR + tril(Q^T dQ - dQ^T Q + R dR^T - dR R^T) R^-T)
+/// + (dQ - Q Q^T dQ) R^-T`.
+fn qr_grad_square(e: &mut Emitter<'_>, q: Tensor, r: Tensor, dq: Tensor, dr: Tensor, ta: &TAttr) -> Tensor {
+    let qdq = bmm(e, q, dq, true, false, ta);
+    let qdq_t = bmm(e, dq, q, true, false, ta);
+    let qdq_skew = e.emit("Sub", "sub", &[qdq, qdq_t], ta.clone());
+    let rdr = bmm(e, r, dr, false, true, ta);
+    let rdr_t = bmm(e, dr, r, false, true, ta);
+    let rdr_skew = e.emit("Sub", "sub", &[rdr, rdr_t], ta.clone());
+    let sum = e.emit("AddV2", "add", &[qdq_skew, rdr_skew], ta.clone());
+    let tril = band_part(e, sum, -1, 0, ta);
+    // R^-T: R^T Z = I.
+    let diag = e.emit("MatrixDiagPart", "MatrixDiagPart", &[r], ta.clone());
+    let ones = e.emit("OnesLike", "ones_like", &[diag], ta.clone());
+    let eye = e.emit("MatrixDiag", "eye", &[ones], ta.clone());
+    let solve = [("lower", AttrValue::Bool(false)), ("adjoint", AttrValue::Bool(true))];
+    let r_inv_t =
+        e.emit("MatrixTriangularSolve", "MatrixTriangularSolve", &[r, eye], solve.into_iter().chain(ta.clone()));
+    let left = bmm(e, tril, r_inv_t, false, false, ta);
+    let left = e.emit("AddV2", "add", &[dr, left], ta.clone());
+    let grad_a = bmm(e, q, left, false, false, ta);
+    let qqdq = bmm(e, q, qdq, false, false, ta);
+    let right = e.emit("Sub", "sub", &[dq, qqdq], ta.clone());
+    let grad_b = bmm(e, right, r_inv_t, false, false, ta);
+    e.emit("AddV2", "add", &[grad_a, grad_b], ta.clone())
 }

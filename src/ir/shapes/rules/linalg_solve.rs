@@ -46,3 +46,13 @@ pub(super) fn tridiagonal_solve(a: &Args) -> Result<Vec<OutType>, String> {
     }
     Ok(vec![a.same(1)?])
 }
+
+/// `Qr(input) {full_matrices}`: `q` `[..., M, P]` and `r` `[..., P, N]`
+/// with `P = min(M, N)`, or `P = M` with `full_matrices`.
+pub(super) fn qr(a: &Args) -> Result<Vec<OutType>, String> {
+    let (lead, m, n) = matrix(a, 0)?;
+    let p = if a.bool_attr("full_matrices", false) { m } else { m.min(n) };
+    let dtype = a.x(0)?.dtype;
+    let shape = |r: usize, c: usize| lead.iter().copied().chain([r, c]).collect();
+    Ok(vec![OutType::new(dtype, shape(m, p)), OutType::new(dtype, shape(p, n))])
+}

@@ -340,6 +340,7 @@ const TABLE: &[(&str, Rule)] = &[
     ("PreventGradient", ew::same),
     ("Print", ew::same),
     ("Prod", reduce::reduce),
+    ("Qr", linalg_solve::qr),
     ("QuantizeAndDequantizeV2", ew::same),
     ("QuantizeAndDequantizeV3", ew::same),
     ("QuantizeAndDequantizeV4", ew::same),

@@ -13,6 +13,10 @@
 //! depend on `n`. A singular matrix divides by zero and gives infinities or
 //! NaN, as TensorFlow's XLA bridge does; with `adjoint` the matrix is
 //! transposed first. Cost: `O(n^2 (n + k))` per matrix, `n` loop trips.
+//!
+//! `Qr` is one `stablehlo.while` of Householder reflections, one column per
+//! trip, with XLA's sign convention; `q` is accumulated explicitly.
+//! Cost: `O(M^2 N)` per matrix, `min(M, N)` loop trips.
 
 use super::{expand, i64s, Call};
 use crate::ir::DType;
@@ -249,4 +253,109 @@ pub(super) fn tridiagonal_solve(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, Strin
     let is_sup = c.compare(&cols, &above, Cmp::Eq);
     let dense = c.select(&is_sup, &sup, &dense);
     Ok(vec![gauss_jordan(c, &dense, b)])
+}
+
+/// One Householder reflection `H = I - tau v v^T` that clears column `k`
+/// of `a` (`[..., M, N]`) below the diagonal: `(H a, q H)`. The reflection
+/// maps the column to `beta e_k`, `beta = -sign(a_kk) |a_k|`; a column
+/// already clear below the diagonal gets `tau = 0` (no reflection), as in
+/// XLA's and LAPACK's QR.
+fn householder_step(c: &mut Ctx, k: &Val, a: &Val, q: &Val) -> (Val, Val) {
+    let r = a.ty.rank();
+    let (ashape, qshape) = (a.ty.shape.clone(), q.ty.shape.clone());
+    let vshape = ashape[..r - 1].to_vec();
+    let lead = Ty::new(a.ty.dtype, ashape[..r - 2].to_vec());
+    let cols = iota(c, &ashape, r - 1);
+    let kb = c.broadcast_to(k, &ashape);
+    let in_col = c.compare(&cols, &kb, Cmp::Eq);
+    let col = pick(c, a, &in_col, r - 1);
+    let idx = iota(c, &vshape, r - 2);
+    let kv = c.broadcast_to(k, &vshape);
+    let (at_k, below) = (c.compare(&idx, &kv, Cmp::Eq), c.compare(&idx, &kv, Cmp::Gt));
+    let alpha = pick(c, &col, &at_k, r - 2);
+    let zeros = c.splat(&col.ty, 0.0);
+    let tail = c.select(&below, &col, &zeros);
+    let squares = c.elementwise("multiply", &[&tail, &tail]);
+    let sigma = c.reduce(&squares, &[r - 2], Reducer::Add);
+    let aa = c.elementwise("multiply", &[&alpha, &alpha]);
+    let norm2 = c.elementwise("add", &[&aa, &sigma]);
+    let mu = c.elementwise("sqrt", &[&norm2]);
+    let (zero, one) = (c.splat(&lead, 0.0), c.splat(&lead, 1.0));
+    let nonneg = c.compare(&alpha, &zero, Cmp::Ge);
+    let neg_mu = c.elementwise("negate", &[&mu]);
+    let beta = c.select(&nonneg, &neg_mu, &mu);
+    let clear = c.compare(&sigma, &zero, Cmp::Eq);
+    let beta = c.select(&clear, &alpha, &beta);
+    // tau = (beta - alpha) / beta and v = [1, tail / (alpha - beta)]; both divisors are 1 when clear.
+    let safe_beta = c.select(&clear, &one, &beta);
+    let diff = c.elementwise("subtract", &[&beta, &alpha]);
+    let tau = c.elementwise("divide", &[&diff, &safe_beta]);
+    let gap = c.elementwise("subtract", &[&alpha, &beta]);
+    let gap = c.select(&clear, &one, &gap);
+    let gap = expand(c, &gap, &vshape, &[r - 2]);
+    let scaled = c.elementwise("divide", &[&tail, &gap]);
+    let ones = c.splat(&col.ty, 1.0);
+    let v = c.select(&at_k, &ones, &scaled);
+    let tau = expand(c, &tau, &vshape, &[r - 2]);
+    let tv = c.elementwise("multiply", &[&tau, &v]);
+    // a - (tau v) (v^T a)
+    let va = expand(c, &v, &ashape, &[r - 1]);
+    let prod = c.elementwise("multiply", &[&va, a]);
+    let vta = c.reduce(&prod, &[r - 2], Reducer::Add);
+    let left = expand(c, &tv, &ashape, &[r - 1]);
+    let right = expand(c, &vta, &ashape, &[r - 2]);
+    let outer = c.elementwise("multiply", &[&left, &right]);
+    let a = c.elementwise("subtract", &[a, &outer]);
+    // q - (q v) (tau v)^T
+    let vq = expand(c, &v, &qshape, &[r - 2]);
+    let prod = c.elementwise("multiply", &[q, &vq]);
+    let qv = c.reduce(&prod, &[r - 1], Reducer::Add);
+    let left = expand(c, &qv, &qshape, &[r - 1]);
+    let right = expand(c, &tv, &qshape, &[r - 2]);
+    let outer = c.elementwise("multiply", &[&left, &right]);
+    (a, c.elementwise("subtract", &[q, &outer]))
+}
+
+/// `Qr(input) {full_matrices}`: a `stablehlo.while` of `min(M, N)`
+/// Householder steps accumulating `q` from the identity; `r` is the reduced
+/// matrix with its lower triangle zeroed, then both are cut to `P` columns
+/// and rows.
+pub(super) fn qr(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
+    let a = n.input(0)?;
+    let r = a.ty.rank();
+    if r < 2 || !matches!(a.ty.dtype, DType::F32 | DType::F64) {
+        return Err(format!("Qr: the input must be f32 or f64 matrices, got {}{:?}", a.ty.dtype, a.ty.shape));
+    }
+    let (m, cols) = (a.ty.shape[r - 2], a.ty.shape[r - 1]);
+    let p = if n.attrs.get_bool("full_matrices").unwrap_or(false) { m } else { m.min(cols) };
+    let mut qshape = a.ty.shape.clone();
+    qshape[r - 1] = m;
+    let eye = identity(c, &a.ty.with_shape(qshape.clone()));
+    let zero = c.splat(&Ty::scalar(DType::I32), 0.0);
+    let steps = m.min(cols);
+    let out = while_loop(
+        c,
+        &[zero, a.clone(), eye],
+        |c, v| {
+            let end = c.splat(&Ty::scalar(DType::I32), steps as f64);
+            c.compare(&v[0], &end, Cmp::Lt)
+        },
+        |c, v| {
+            let (a, q) = householder_step(c, &v[0], &v[1], &v[2]);
+            let one = c.splat(&Ty::scalar(DType::I32), 1.0);
+            vec![c.elementwise("add", &[&v[0], &one]), a, q]
+        },
+    );
+    let rows = iota(c, &a.ty.shape, r - 2);
+    let col_idx = iota(c, &a.ty.shape, r - 1);
+    let upper = c.compare(&rows, &col_idx, Cmp::Le);
+    let zeros = c.splat(&a.ty, 0.0);
+    let rm = c.select(&upper, &out[1], &zeros);
+    let mut q_limit = qshape.clone();
+    q_limit[r - 1] = p;
+    let mut r_limit = a.ty.shape.clone();
+    r_limit[r - 2] = p;
+    let q = super::shape::slice_range(c, &out[2], &vec![0; r], &q_limit);
+    let rm = super::shape::slice_range(c, &rm, &vec![0; r], &r_limit);
+    Ok(vec![q, rm])
 }

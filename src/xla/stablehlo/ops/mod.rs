@@ -314,6 +314,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("Pow", |c, n| ew::binary(c, n, "power")),
     ("PreventGradient", identity),
     ("Prod", |c, n| reduce::reduce(c, n, reduce::Kind::Prod)),
+    ("Qr", linalg_solve::qr),
     ("QuantizeAndDequantizeV2", quant::quantize_and_dequantize),
     ("QuantizeAndDequantizeV3", quant::quantize_and_dequantize),
     ("QuantizeAndDequantizeV4", quant::quantize_and_dequantize),

@@ -42,7 +42,8 @@ fn linalg() {
     check_family("linalg");
 }
 
-/// Factorizations and solves: MatrixInverse, MatrixSolve, TridiagonalSolve and Qr
+/// Factorizations and solves: MatrixInverse, MatrixSolve, TridiagonalSolve, Qr,
+/// SelfAdjointEigV2 and XlaSelfAdjointEig
 /// (`tests/tf/ops_linalg_solve.py`).
 #[test]
 fn linalg_solve() {

@@ -5,7 +5,8 @@ Run after setup.sh:  tests/tf/.venv/bin/python tests/tf/ops_linalg_solve.py
 Writes tests/tf/corpus/ops/linalg_solve.pbtxt and linalg_solve.json: MatrixInverse and
 MatrixSolve (single and batched matrices, with and without `adjoint`, f32 and f64) and
 TridiagonalSolve (with and without partial pivoting) and Qr (deep, square, wide, full_matrices),
-with gradients. The matrices are diagonally dominant, so they are well conditioned and every pivot
+SelfAdjointEigV2 and XlaSelfAdjointEig (eigenvectors compared squared: they are unique only up to
+sign), with gradients. The matrices are diagonally dominant, so they are well conditioned and every pivot
 order gives the same numbers to the tolerance.
 """
 
@@ -30,6 +31,18 @@ def square(*batch, n, dtype=np.float32):
     # A row permutation: partial pivoting has to swap rows back.
     m = m[..., np.roll(np.arange(n), 1), :]
     return m.astype(dtype)
+
+
+def symmetric(*batch, values, dtype):
+    """Symmetric matrices with the given well-separated eigenvalues (a random orthogonal basis)."""
+    q, _ = np.linalg.qr(RNG.normal(size=batch + (len(values), len(values))))
+    return (q @ np.diag(values) @ np.swapaxes(q, -1, -2)).astype(dtype)
+
+
+def squared(outputs):
+    """The eigenvalues (or singular values) as they are, each vector output squared elementwise:
+    unique only up to each column's sign, a vector compares as its square."""
+    return [t if i == 0 else t * t for i, t in enumerate(outputs)]
 
 
 def cases():
@@ -76,6 +89,32 @@ def cases():
     ]:
         out.append(Case(name, "Qr", inputs={"input": mat(*shape, dtype=dt)}, attrs={"full_matrices": full},
                         grad=grad, rtol=1e-4 if dt is f32 else 1e-9))
+    # SelfAdjointEigV2 reads the lower triangle (one case has a different upper one); eigenvalues
+    # ascend; eigenvectors compare squared. Without compute_v the gradient recomputes them.
+    for name, batch, values, compute_v, dt, skew in [
+        ("eigh", (), [-2.0, 0.5, 3.0], True, f32, False),
+        ("eigh_batch_lower", (2,), [-1.5, -0.25, 1.0, 2.5], True, f64, True),
+        ("eigh_values_only", (), [0.5, 1.5, 4.0], False, f64, False),
+    ]:
+        a = symmetric(*batch, values=values, dtype=dt)
+        if skew:
+            a = a + np.triu(RNG.uniform(-1.0, 1.0, size=a.shape), 1).astype(dt)
+        # Without compute_v, TensorFlow's CPU kernel leaves `v` an uninitialized scalar: not compared.
+        out.append(Case(name, "SelfAdjointEigV2", inputs={"input": a}, attrs={"compute_v": compute_v}, grad=True,
+                        rtol=1e-4 if dt is f32 else 1e-7, post=squared if compute_v else lambda o: o[:1]))
+    # XlaSelfAdjointEig: XLA only (no CPU kernel, no gradient); lower or upper triangle, its own
+    # iteration bound and tolerance. XLA stops sweeping once the off-diagonal part is below epsilon
+    # (1e-6) of the norm, so its f64 eigenvectors are only that close to converged ones.
+    for name, batch, values, lower, dt in [
+        ("xla_eigh_lower", (), [-1.0, 0.25, 2.0], True, f32),
+        ("xla_eigh_upper", (2,), [-3.0, -1.0, 0.5, 2.0], False, f64),
+    ]:
+        a = symmetric(*batch, values=values, dtype=dt)
+        off = RNG.uniform(-1.0, 1.0, size=a.shape).astype(dt)
+        a = a + (np.triu(off, 1) if lower else np.tril(off, -1))
+        out.append(Case(name, "XlaSelfAdjointEig", inputs={"a": a},
+                        attrs={"lower": lower, "max_iter": 100, "epsilon": 1e-6}, grad=False, cpu=False,
+                        rtol=1e-4 if dt is f32 else 1e-5, post=squared))
     return out
 
 

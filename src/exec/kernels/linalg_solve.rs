@@ -1,6 +1,8 @@
 //! Factorization and solve kernels: `MatrixInverse`, `MatrixSolve`,
 //! `TridiagonalSolve` and `Qr`, batched over the leading axes as
-//! TensorFlow's CPU kernels are.
+//! TensorFlow's CPU kernels are; and the symmetric eigendecompositions
+//! `SelfAdjointEigV2` and `XlaSelfAdjointEig` (`nalgebra`'s, eigenvalues
+//! sorted ascending as TensorFlow's).
 //!
 //! Each matrix is factored by `nalgebra`'s LU decomposition with partial
 //! pivoting (what TensorFlow's Eigen kernels use) in the input's own
@@ -26,6 +28,17 @@ use crate::ir::{AttrMap, DType};
 pub(crate) fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Option<Result<Vec<Tensor>, KernelError>> {
     let x = |i: usize| super::arg(op, inputs, i);
     let adjoint = attrs.get_bool("adjoint").unwrap_or(false);
+    match op {
+        "SelfAdjointEigV2" => {
+            let compute_v = attrs.get_bool("compute_v").unwrap_or(true);
+            return Some(x(0).and_then(|a| eigh(op, a, true, compute_v)));
+        }
+        "XlaSelfAdjointEig" => {
+            let lower = attrs.get_bool("lower").unwrap_or(true);
+            return Some(x(0).and_then(|a| eigh(op, a, lower, true)));
+        }
+        _ => {}
+    }
     if op == "Qr" {
         let full = attrs.get_bool("full_matrices").unwrap_or(false);
         return Some(x(0).and_then(|a| qr(op, a, full)));
@@ -155,6 +168,51 @@ fn householder_qr<T: RealField + Copy>(mut r: DMatrix<T>) -> (DMatrix<T>, DMatri
         }
     }
     (q, r)
+}
+
+/// `SelfAdjointEigV2(input)` and `XlaSelfAdjointEig(a)`: the eigenvalues of
+/// each symmetric matrix (read from its `lower` or upper triangle) in
+/// ascending order, and their unit eigenvectors as columns (an empty `[0]`
+/// tensor without `compute_v`). The vectors' signs are `nalgebra`'s.
+fn eigh(op: &str, a: &Tensor, lower: bool, compute_v: bool) -> Result<Vec<Tensor>, KernelError> {
+    fn go<T: Element + RealField + Copy>(
+        op: &str,
+        a: &Tensor,
+        lower: bool,
+        compute_v: bool,
+    ) -> Result<Vec<Tensor>, KernelError> {
+        let (lead, m, n) = matrices(op, a, "input")?;
+        if m != n {
+            return Err(KernelError::invalid(op, format!("the input must be square, got shape {:?}", a.shape())));
+        }
+        let av = values::<T>(op, a)?;
+        let batch: usize = lead.iter().product();
+        let (mut ws, mut vs) = (Vec::with_capacity(batch * n), Vec::with_capacity(batch * n * n));
+        for b in 0..batch {
+            let at = |i: usize, j: usize| av[b * n * n + i * n + j];
+            let sym = DMatrix::from_fn(n, n, |i, j| if (i >= j) == lower || i == j { at(i, j) } else { at(j, i) });
+            let eig = nalgebra::SymmetricEigen::new(sym);
+            let mut order: Vec<usize> = (0..n).collect();
+            order.sort_by(|&i, &j| {
+                eig.eigenvalues[i].partial_cmp(&eig.eigenvalues[j]).unwrap_or(std::cmp::Ordering::Equal)
+            });
+            ws.extend(order.iter().map(|&i| eig.eigenvalues[i]));
+            if compute_v {
+                vs.extend(
+                    (0..n).flat_map(|r| order.iter().map(move |&c| (r, c))).map(|(r, c)| eig.eigenvectors[(r, c)]),
+                );
+            }
+        }
+        let mut wshape = lead.to_vec();
+        wshape.push(n);
+        let vshape = if compute_v { a.shape().to_vec() } else { vec![0] };
+        Ok(vec![tensor(op, &wshape, ws)?, tensor(op, &vshape, vs)?])
+    }
+    match a.dtype() {
+        DType::F32 => go::<f32>(op, a, lower, compute_v),
+        DType::F64 => go::<f64>(op, a, lower, compute_v),
+        other => Err(KernelError::dtype(op, other, "input must be f32 or f64")),
+    }
 }
 
 /// The dense `[..., M, M]` matrices of `TridiagonalSolve`'s diagonals

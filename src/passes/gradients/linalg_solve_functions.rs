@@ -14,7 +14,12 @@
 //! follows `_QrGrad`: a square or deep matrix (`P = N` columns) by its
 //! formula with `R^-T` from a triangular solve against the identity; a wide
 //! one splits `A = [X, Y]` at column `P` and differentiates `X`'s QR with
-//! `dQ + Y dV^T`, `dY = Q dV`. Every op is emitted with dynamic shapes;
+//! `dQ + Y dV^T`, `dY = Q dV`. `SelfAdjointEigV2` follows
+//! `_SelfAdjointEigV2Grad`: with `F[i, j] = 1 / (e_j - e_i)` off the
+//! diagonal (a safe reciprocal) and `M = diag(de) + F * (V^T dV)`, the
+//! gradient is the lower triangle of `V (M + M^T) V^T` with its diagonal
+//! halved (the op reads the lower triangle only); without `compute_v` the
+//! eigenvectors are recomputed. Every op is emitted with dynamic shapes;
 //! cost is a constant number of ops per differentiated op.
 
 use super::emitter::{Emitter, TAttr, Tensor};
@@ -84,6 +89,7 @@ pub fn multi_output(
 ) -> Option<Result<Vec<Option<Tensor>>, Unsupported>> {
     match op_type {
         "Qr" => Some(qr_grad(e, op, inputs, out_grads)),
+        "SelfAdjointEigV2" => Some(eigh_grad(e, op, inputs, out_grads)),
         _ => None,
     }
 }
@@ -195,4 +201,68 @@ fn qr_grad_square(e: &mut Emitter<'_>, q: Tensor, r: Tensor, dq: Tensor, dr: Ten
     let right = e.emit("Sub", "sub", &[dq, qqdq], ta.clone());
     let grad_b = bmm(e, right, r_inv_t, false, false, ta);
     e.emit("AddV2", "add", &[grad_a, grad_b], ta.clone())
+}
+
+/// `_SelfAdjointEigV2Grad` (see the module's doc).
+fn eigh_grad(
+    e: &mut Emitter<'_>,
+    op: NodeId,
+    inputs: &[Tensor],
+    out_grads: &[Option<Tensor>],
+) -> Result<Vec<Option<Tensor>>, Unsupported> {
+    let a = *inputs.first().ok_or_else(|| Some("expected the input".to_string()))?;
+    let compute_v = super::op_attr(&e.graph.node(op).attrs, "compute_v").and_then(AttrValue::as_bool).unwrap_or(true);
+    let w = Tensor { node: op, output: 0 };
+    let de = dense(e, op, 0, out_grads);
+    let t = e.dtype_of(de);
+    let ta = e.t_attr(t);
+    let diag_de = e.emit("MatrixDiag", "MatrixDiag", &[de], ta.clone());
+    let two = {
+        let name = e.fresh_name("two");
+        e.scalar_const_named(&name, t, 2.0)
+    };
+    let twice = e.emit("Mul", "mul", &[two, diag_de], ta.clone());
+    let (v, sym) = if compute_v {
+        let v = Tensor { node: op, output: 1 };
+        let dv = dense(e, op, 1, out_grads);
+        // F[i, j] = (e_j - e_i) / ((e_j - e_i)^2 + 1e-20), zero on the diagonal.
+        let expand = |e: &mut Emitter<'_>, axis: i32| {
+            let name = e.fresh_name("ExpandDims");
+            let dim = e.int_const_named(format!("{name}/dim"), &[axis], true);
+            let attrs = ta.clone().into_iter().chain([("Tdim", AttrValue::Type(DType::I32))]);
+            e.emit_named(name, "ExpandDims", &[w, dim], attrs)
+        };
+        let (row, col) = (expand(e, -2), expand(e, -1));
+        let diff = e.emit("Sub", "sub", &[row, col], ta.clone());
+        let sq = e.emit("Mul", "mul", &[diff, diff], ta.clone());
+        let tiny = {
+            let name = e.fresh_name("epsilon");
+            e.scalar_const_named(&name, t, 1e-20)
+        };
+        let den = e.emit("AddV2", "add", &[sq, tiny], ta.clone());
+        let recip = e.emit("Reciprocal", "Reciprocal", &[den], ta.clone());
+        let f = e.emit("Mul", "mul", &[diff, recip], ta.clone());
+        let zeros = e.emit("ZerosLike", "zeros_like", &[w], ta.clone());
+        let f = e.emit("MatrixSetDiag", "MatrixSetDiag", &[f, zeros], ta.clone());
+        // M + M^T = 2 diag(de) + F * (V^T dV - dV^T V), F being antisymmetric.
+        let vdv = bmm(e, v, dv, true, false, &ta);
+        let dvv = bmm(e, dv, v, true, false, &ta);
+        let skew = e.emit("Sub", "sub", &[vdv, dvv], ta.clone());
+        let fs = e.emit("Mul", "mul", &[f, skew], ta.clone());
+        (v, e.emit("AddV2", "add", &[twice, fs], ta.clone()))
+    } else {
+        let attrs = [("compute_v", AttrValue::Bool(true))].into_iter().chain(ta.clone());
+        let eig = e.emit("SelfAdjointEigV2", "SelfAdjointEigV2", &[a], attrs);
+        (Tensor { node: eig.node, output: 1 }, twice)
+    };
+    let inner = bmm(e, sym, v, false, true, &ta);
+    let full = bmm(e, v, inner, false, false, &ta);
+    let lower = band_part(e, full, -1, 0, &ta);
+    let diag = e.emit("MatrixDiagPart", "MatrixDiagPart", &[lower], ta.clone());
+    let half = {
+        let name = e.fresh_name("half");
+        e.scalar_const_named(&name, t, 0.5)
+    };
+    let halved = e.emit("Mul", "mul", &[half, diag], ta.clone());
+    Ok(vec![Some(e.emit("MatrixSetDiag", "MatrixSetDiag", &[lower, halved], ta))])
 }

@@ -56,3 +56,16 @@ pub(super) fn qr(a: &Args) -> Result<Vec<OutType>, String> {
     let shape = |r: usize, c: usize| lead.iter().copied().chain([r, c]).collect();
     Ok(vec![OutType::new(dtype, shape(m, p)), OutType::new(dtype, shape(p, n))])
 }
+
+/// `SelfAdjointEigV2(input)` / `XlaSelfAdjointEig(a)`: the eigenvalues
+/// `[..., N]` and the eigenvectors `[..., N, N]` (`[0]` when `compute_v` is false).
+pub(super) fn eigh(a: &Args) -> Result<Vec<OutType>, String> {
+    let (mut lead, m, n) = matrix(a, 0)?;
+    if m != n {
+        return Err(format!("{}: input must be square, got shape {:?}", a.op, a.x(0)?.shape));
+    }
+    let dtype = a.x(0)?.dtype;
+    let v = if a.bool_attr("compute_v", true) { a.x(0)?.shape.to_vec() } else { vec![0] };
+    lead.push(n);
+    Ok(vec![OutType::new(dtype, lead), OutType::new(dtype, v)])
+}

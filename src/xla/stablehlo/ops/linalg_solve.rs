@@ -59,19 +59,19 @@ pub(super) fn while_loop(
 }
 
 /// `stablehlo.iota` of i32 along `dim` with `shape`.
-fn iota(c: &mut Ctx, shape: &[usize], dim: usize) -> Val {
+pub(super) fn iota(c: &mut Ctx, shape: &[usize], dim: usize) -> Val {
     c.op("stablehlo.iota", &[], &format!("iota_dimension = {dim} : i64"), Ty::new(DType::I32, shape.to_vec()))
 }
 
 /// The sum over `dim` of `m` where `mask` holds (the one row or column it picks).
-fn pick(c: &mut Ctx, m: &Val, mask: &Val, dim: usize) -> Val {
+pub(super) fn pick(c: &mut Ctx, m: &Val, mask: &Val, dim: usize) -> Val {
     let zeros = c.splat(&m.ty, 0.0);
     let kept = c.select(mask, m, &zeros);
     c.reduce(&kept, &[dim], Reducer::Add)
 }
 
 /// The identity matrices of `ty` (`[..., n, n]`).
-fn identity(c: &mut Ctx, ty: &Ty) -> Val {
+pub(super) fn identity(c: &mut Ctx, ty: &Ty) -> Val {
     let r = ty.rank();
     let rows = iota(c, &ty.shape, r - 2);
     let cols = iota(c, &ty.shape, r - 1);
@@ -81,7 +81,7 @@ fn identity(c: &mut Ctx, ty: &Ty) -> Val {
 }
 
 /// Each matrix of `a` transposed.
-fn transpose(c: &mut Ctx, a: &Val) -> Val {
+pub(super) fn transpose(c: &mut Ctx, a: &Val) -> Val {
     let r = a.ty.rank();
     let mut perm: Vec<usize> = (0..r).collect();
     perm.swap(r - 2, r - 1);

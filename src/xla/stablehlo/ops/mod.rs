@@ -38,6 +38,7 @@ mod linalg;
 mod linalg_diag;
 mod linalg_factor;
 mod linalg_solve;
+mod linalg_solve_eig;
 mod list;
 mod nchw;
 mod nn;
@@ -352,6 +353,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("SegmentSumV2", |c, n| segment::segment_reduce(c, n, Reducer::Add)),
     ("Select", ew::select_v1),
     ("SelectV2", ew::select),
+    ("SelfAdjointEigV2", linalg_solve_eig::eigh),
     ("Selu", act::selu),
     ("SeluGrad", act::selu_grad),
     ("Sigmoid", |c, n| ew::unary(c, n, "logistic")),
@@ -432,6 +434,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("UnsortedSegmentSum", gather::unsorted_segment_sum),
     ("UpperBound", |c, n| index::search_sorted(c, n, true)),
     ("Xdivy", |c, n| sp::zero_where(c, n, 0, "divide")),
+    ("XlaSelfAdjointEig", linalg_solve_eig::eigh),
     ("Xlog1py", |c, n| sp::zero_where(c, n, 0, "log_plus_one")),
     ("Xlogy", |c, n| sp::zero_where(c, n, 0, "log")),
     ("Zeta", |c, n| sp::chlo_binary(c, n, "chlo.zeta")),

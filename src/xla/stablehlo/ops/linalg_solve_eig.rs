@@ -1,0 +1,266 @@
+//! Lowerings of the symmetric eigendecomposition (`SelfAdjointEigV2`,
+//! `XlaSelfAdjointEig`): StableHLO has none, so it is written as cyclic
+//! two-sided Jacobi sweeps, as XLA's `SelfAdjointEig` computes it.
+//!
+//! The matrix is first made symmetric from the triangle the op reads. A
+//! `stablehlo.while` runs sweeps until, in every batch member, the
+//! off-diagonal part's squared Frobenius norm is at most `epsilon^2` times
+//! the whole matrix's, or `max_iter` sweeps have run (XLA's defaults, 100
+//! and 1e-6, for `SelfAdjointEigV2`). A sweep is an inner
+//! `stablehlo.while` over the pairs `p < q` (trip `k` takes `p = k / n`,
+//! `q = k % n`; trips with `p >= q` rotate by the identity): the rotation
+//! `J` that zeroes `A[p, q]` updates `A <- J^T A J` and `V <- V J`. The
+//! eigenvalues, `A`'s diagonal, are then sorted ascending with their
+//! columns of `V` (`stablehlo.sort` and a permutation matrix). The
+//! eigenvectors' signs are the rotations' (TensorFlow's may differ).
+//! Program size does not depend on `n`; cost is `O(n^5)` per sweep (each
+//! rotation is a matrix product), fine for the small matrices a TPU
+//! program factors.
+
+use super::linalg_solve::{identity, iota, pick, transpose, while_loop};
+use super::{expand, Call};
+use crate::ir::DType;
+use crate::xla::stablehlo::text::{Cmp, Ctx, Reducer, Ty, Val};
+
+/// `a^T? b^T?` per batch member: one `stablehlo.dot_general`.
+pub(super) fn matmul(c: &mut Ctx, a: &Val, b: &Val, ta: bool, tb: bool) -> Val {
+    let r = a.ty.rank();
+    let dims: Vec<String> = (0..r - 2).map(|d| d.to_string()).collect();
+    let rows = a.ty.shape[if ta { r - 1 } else { r - 2 }];
+    let cols = b.ty.shape[if tb { r - 2 } else { r - 1 }];
+    let mut shape = a.ty.shape[..r - 2].to_vec();
+    shape.extend([rows, cols]);
+    let attrs = format!(
+        "dot_dimension_numbers = #stablehlo.dot<lhs_batching_dimensions = [{0}], rhs_batching_dimensions = [{0}], lhs_contracting_dimensions = [{1}], rhs_contracting_dimensions = [{2}]>",
+        dims.join(", "),
+        if ta { r - 2 } else { r - 1 },
+        if tb { r - 1 } else { r - 2 }
+    );
+    c.op("stablehlo.dot_general", &[a, b], &attrs, a.ty.with_shape(shape))
+}
+
+/// `a` made symmetric from its lower (or upper) triangle.
+pub(super) fn symmetric(c: &mut Ctx, a: &Val, lower: bool) -> Val {
+    let r = a.ty.rank();
+    let rows = iota(c, &a.ty.shape, r - 2);
+    let cols = iota(c, &a.ty.shape, r - 1);
+    let keep = c.compare(&rows, &cols, if lower { Cmp::Ge } else { Cmp::Le });
+    let t = transpose(c, a);
+    c.select(&keep, a, &t)
+}
+
+/// The element `(p, q)` of every matrix of `m` (`[..., n, n]` to `[...]`).
+fn entry(c: &mut Ctx, m: &Val, p: &Val, q: &Val) -> Val {
+    let r = m.ty.rank();
+    let rows = iota(c, &m.ty.shape, r - 2);
+    let cols = iota(c, &m.ty.shape, r - 1);
+    let pb = c.broadcast_to(p, &m.ty.shape);
+    let qb = c.broadcast_to(q, &m.ty.shape);
+    let at_p = c.compare(&rows, &pb, Cmp::Eq);
+    let at_q = c.compare(&cols, &qb, Cmp::Eq);
+    let at = c.elementwise("and", &[&at_p, &at_q]);
+    let zeros = c.splat(&m.ty, 0.0);
+    let kept = c.select(&at, m, &zeros);
+    c.reduce(&kept, &[r - 2, r - 1], Reducer::Add)
+}
+
+/// The Jacobi rotation `(cos, sin)` (each `[...]`) that zeroes the symmetric
+/// pair `(p, q)` given `app`, `aqq` and `apq`: `cos = 1, sin = 0` where
+/// `apq` is zero or `skip` holds.
+pub(super) fn rotation(c: &mut Ctx, app: &Val, aqq: &Val, apq: &Val, skip: &Val) -> (Val, Val) {
+    let ty = apq.ty.clone();
+    let (zero, one, two) = (c.splat(&ty, 0.0), c.splat(&ty, 1.0), c.splat(&ty, 2.0));
+    let is_zero = c.compare(apq, &zero, Cmp::Eq);
+    let skip = c.broadcast_to(skip, &ty.shape);
+    let identity = c.elementwise("or", &[&is_zero, &skip]);
+    let safe = c.select(&is_zero, &one, apq);
+    let diff = c.elementwise("subtract", &[aqq, app]);
+    let twice = c.elementwise("multiply", &[&two, &safe]);
+    let tau = c.elementwise("divide", &[&diff, &twice]);
+    let abs = c.elementwise("abs", &[&tau]);
+    let sq = c.elementwise("multiply", &[&tau, &tau]);
+    let sq1 = c.elementwise("add", &[&sq, &one]);
+    let root = c.elementwise("sqrt", &[&sq1]);
+    let den = c.elementwise("add", &[&abs, &root]);
+    let neg = c.compare(&tau, &zero, Cmp::Lt);
+    let minus = c.splat(&ty, -1.0);
+    let sign = c.select(&neg, &minus, &one);
+    let t = c.elementwise("divide", &[&sign, &den]);
+    let tt = c.elementwise("multiply", &[&t, &t]);
+    let tt1 = c.elementwise("add", &[&tt, &one]);
+    let root = c.elementwise("sqrt", &[&tt1]);
+    let cos = c.elementwise("divide", &[&one, &root]);
+    let sin = c.elementwise("multiply", &[&t, &cos]);
+    (c.select(&identity, &one, &cos), c.select(&identity, &zero, &sin))
+}
+
+/// The rotation matrices `J` (`[..., n, n]`, like `ty`): the identity with
+/// `J[p, p] = J[q, q] = cos`, `J[p, q] = sin`, `J[q, p] = -sin`.
+pub(super) fn rotation_matrix(c: &mut Ctx, ty: &Ty, p: &Val, q: &Val, cos: &Val, sin: &Val) -> Val {
+    let r = ty.rank();
+    let rows = iota(c, &ty.shape, r - 2);
+    let cols = iota(c, &ty.shape, r - 1);
+    let pb = c.broadcast_to(p, &ty.shape);
+    let qb = c.broadcast_to(q, &ty.shape);
+    let (row_p, row_q) = (c.compare(&rows, &pb, Cmp::Eq), c.compare(&rows, &qb, Cmp::Eq));
+    let (col_p, col_q) = (c.compare(&cols, &pb, Cmp::Eq), c.compare(&cols, &qb, Cmp::Eq));
+    let pp = c.elementwise("and", &[&row_p, &col_p]);
+    let qq = c.elementwise("and", &[&row_q, &col_q]);
+    let pq = c.elementwise("and", &[&row_p, &col_q]);
+    let qp = c.elementwise("and", &[&row_q, &col_p]);
+    let diag = c.elementwise("or", &[&pp, &qq]);
+    let cb = expand(c, cos, &ty.shape, &[r - 2, r - 1]);
+    let sb = expand(c, sin, &ty.shape, &[r - 2, r - 1]);
+    let neg = c.elementwise("negate", &[&sb]);
+    // The diagonal goes last: on a trip with `p == q` it is all that is set (to `cos = 1`).
+    let j = identity(c, ty);
+    let j = c.select(&pq, &sb, &j);
+    let j = c.select(&qp, &neg, &j);
+    c.select(&diag, &cb, &j)
+}
+
+/// `(p, q, p < q)` of trip `k` of a sweep over `n x n` pairs.
+pub(super) fn pair(c: &mut Ctx, k: &Val, n: usize) -> (Val, Val, Val) {
+    let nn = c.splat(&k.ty, n as f64);
+    let p = c.elementwise("divide", &[k, &nn]);
+    let q = c.elementwise("remainder", &[k, &nn]);
+    let skip = c.compare(&p, &q, Cmp::Ge);
+    (p, q, skip)
+}
+
+/// Whether any batch member of `m` (`[..., n, n]`) has an off-diagonal part
+/// larger than `epsilon` times its Frobenius norm (a scalar `i1`).
+fn unconverged(c: &mut Ctx, m: &Val, epsilon: f64) -> Val {
+    let r = m.ty.rank();
+    let sq = c.elementwise("multiply", &[m, m]);
+    let rows = iota(c, &m.ty.shape, r - 2);
+    let cols = iota(c, &m.ty.shape, r - 1);
+    let off = c.compare(&rows, &cols, Cmp::Ne);
+    let off = pick_all(c, &sq, &off);
+    let all = c.reduce(&sq, &[r - 2, r - 1], Reducer::Add);
+    let tol = c.splat(&all.ty, epsilon * epsilon);
+    let bound = c.elementwise("multiply", &[&all, &tol]);
+    let over = c.compare(&off, &bound, Cmp::Gt);
+    let lead: Vec<usize> = (0..r - 2).collect();
+    c.reduce(&over, &lead, Reducer::Or)
+}
+
+/// The sum over the last two axes of `m` where `mask` holds.
+fn pick_all(c: &mut Ctx, m: &Val, mask: &Val) -> Val {
+    let r = m.ty.rank();
+    let zeros = c.splat(&m.ty, 0.0);
+    let kept = c.select(mask, m, &zeros);
+    c.reduce(&kept, &[r - 2, r - 1], Reducer::Add)
+}
+
+/// One sweep of rotations over all pairs: `(A, V)` after it.
+fn sweep(c: &mut Ctx, a: &Val, v: &Val) -> (Val, Val) {
+    let n = a.ty.shape[a.ty.rank() - 1];
+    let zero = c.splat(&Ty::scalar(DType::I32), 0.0);
+    let out = while_loop(
+        c,
+        &[zero, a.clone(), v.clone()],
+        |c, s| {
+            let end = c.splat(&Ty::scalar(DType::I32), (n * n) as f64);
+            c.compare(&s[0], &end, Cmp::Lt)
+        },
+        |c, s| {
+            let (p, q, skip) = pair(c, &s[0], n);
+            let app = entry(c, &s[1], &p, &p);
+            let aqq = entry(c, &s[1], &q, &q);
+            let apq = entry(c, &s[1], &p, &q);
+            let (cos, sin) = rotation(c, &app, &aqq, &apq, &skip);
+            let j = rotation_matrix(c, &s[1].ty, &p, &q, &cos, &sin);
+            let aj = matmul(c, &s[1], &j, false, false);
+            let a = matmul(c, &j, &aj, true, false);
+            let v = matmul(c, &s[2], &j, false, false);
+            let one = c.splat(&Ty::scalar(DType::I32), 1.0);
+            vec![c.elementwise("add", &[&s[0], &one]), a, v]
+        },
+    );
+    (out[1].clone(), out[2].clone())
+}
+
+/// `values` (`[..., n]`) sorted along their last axis (ascending, or
+/// descending), and the columns of `vectors` (`[..., m, n]`) in the same order.
+pub(super) fn sort_with(c: &mut Ctx, values: &Val, vectors: &Val, ascending: bool) -> (Val, Val) {
+    let r = values.ty.rank();
+    let idx = iota(c, &values.ty.shape, r - 1);
+    let s = Ty::scalar(values.ty.dtype);
+    let i = Ty::scalar(DType::I32);
+    let mut region = c.scratch();
+    let (args, head) = Val::params(&mut region, &[s.clone(), s, i.clone(), i]);
+    region.line(&format!("^bb0({head}):"));
+    let less = region.compare(&args[0], &args[1], if ascending { Cmp::Lt } else { Cmp::Gt });
+    region.line(&format!("\"stablehlo.return\"({}) : ({}) -> ()", less.name, less.ty.mlir()));
+    c.resume(&region);
+    let sorted = c.op_regions(
+        "stablehlo.sort",
+        &[values, &idx],
+        &[format!("{{\n{}}}", region.text)],
+        &format!("dimension = {} : i64, is_stable = true", r - 1),
+        &[values.ty.clone(), idx.ty.clone()],
+    );
+    // The permutation matrix P[i, j] = (perm[j] == i): vectors P moves column perm[j] to j.
+    let vr = vectors.ty.rank();
+    let n = values.ty.shape[r - 1];
+    let mut pshape = values.ty.shape.clone();
+    pshape.insert(r - 1, n);
+    let perm = expand(c, &sorted[1], &pshape, &[vr - 2]);
+    let rows = iota(c, &pshape, vr - 2);
+    let hit = c.compare(&perm, &rows, Cmp::Eq);
+    let pty = Ty::new(vectors.ty.dtype, pshape);
+    let (one, zero) = (c.splat(&pty, 1.0), c.splat(&pty, 0.0));
+    let pm = c.select(&hit, &one, &zero);
+    (sorted[0].clone(), matmul(c, vectors, &pm, false, false))
+}
+
+/// The eigendecomposition of symmetric `a`: ascending eigenvalues and their eigenvectors.
+pub(super) fn jacobi_eigh(c: &mut Ctx, a: &Val, max_iter: i64, epsilon: f64) -> (Val, Val) {
+    let eye = identity(c, &a.ty);
+    let zero = c.splat(&Ty::scalar(DType::I32), 0.0);
+    let out = while_loop(
+        c,
+        &[zero, a.clone(), eye],
+        |c, s| {
+            let end = c.splat(&Ty::scalar(DType::I32), max_iter as f64);
+            let more = c.compare(&s[0], &end, Cmp::Lt);
+            let open = unconverged(c, &s[1], epsilon);
+            c.elementwise("and", &[&more, &open])
+        },
+        |c, s| {
+            let (a, v) = sweep(c, &s[1], &s[2]);
+            let one = c.splat(&Ty::scalar(DType::I32), 1.0);
+            vec![c.elementwise("add", &[&s[0], &one]), a, v]
+        },
+    );
+    let r = a.ty.rank();
+    let rows = iota(c, &a.ty.shape, r - 2);
+    let cols = iota(c, &a.ty.shape, r - 1);
+    let diag = c.compare(&rows, &cols, Cmp::Eq);
+    let w = pick(c, &out[1], &diag, r - 1);
+    sort_with(c, &w, &out[2], true)
+}
+
+/// `SelfAdjointEigV2(input) {compute_v}` and `XlaSelfAdjointEig(a) {lower, max_iter, epsilon}`.
+pub(super) fn eigh(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
+    let a = n.input(0)?;
+    let r = a.ty.rank();
+    if r < 2 || a.ty.shape[r - 1] != a.ty.shape[r - 2] || !matches!(a.ty.dtype, DType::F32 | DType::F64) {
+        return Err(format!(
+            "{}: the input must be square f32 or f64 matrices, got {}{:?}",
+            n.op, a.ty.dtype, a.ty.shape
+        ));
+    }
+    let xla = n.op == "XlaSelfAdjointEig";
+    let lower = !xla || n.attrs.get_bool("lower").unwrap_or(true);
+    let max_iter = if xla { n.int_attr("max_iter", 100) } else { 100 };
+    let epsilon = if xla { n.float_attr("epsilon", 1e-6) } else { 1e-6 };
+    let sym = symmetric(c, a, lower);
+    let (w, v) = jacobi_eigh(c, &sym, max_iter, epsilon);
+    if !xla && !n.attrs.get_bool("compute_v").unwrap_or(true) {
+        let empty = c.constant(&crate::exec::Tensor::from_vec(&[0], Vec::<f32>::new()).map_err(|e| e.to_string())?);
+        return Ok(vec![w, c.convert(&empty, a.ty.dtype)]);
+    }
+    Ok(vec![w, v])
+}

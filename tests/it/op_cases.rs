@@ -43,8 +43,7 @@ fn linalg() {
 }
 
 /// Factorizations and solves: MatrixInverse, MatrixSolve, TridiagonalSolve, Qr,
-/// SelfAdjointEigV2 and XlaSelfAdjointEig
-/// (`tests/tf/ops_linalg_solve.py`).
+/// SelfAdjointEigV2, XlaSelfAdjointEig, Svd and XlaSvd (`tests/tf/ops_linalg_solve.py`).
 #[test]
 fn linalg_solve() {
     check_family("linalg_solve");

@@ -5,14 +5,15 @@ Run after setup.sh:  tests/tf/.venv/bin/python tests/tf/ops_linalg_solve.py
 Writes tests/tf/corpus/ops/linalg_solve.pbtxt and linalg_solve.json: MatrixInverse and
 MatrixSolve (single and batched matrices, with and without `adjoint`, f32 and f64) and
 TridiagonalSolve (with and without partial pivoting) and Qr (deep, square, wide, full_matrices),
-SelfAdjointEigV2 and XlaSelfAdjointEig (eigenvectors compared squared: they are unique only up to
-sign), with gradients. The matrices are diagonally dominant, so they are well conditioned and every pivot
+SelfAdjointEigV2, XlaSelfAdjointEig, Svd and XlaSvd (eigen- and singular vectors compared squared:
+they are unique only up to sign), with gradients. The matrices are diagonally dominant, so they are well conditioned and every pivot
 order gives the same numbers to the tolerance.
 """
 
 import numpy as np
 
 import op_cases
+import tensorflow as tf
 from op_cases import Case
 
 RNG = np.random.default_rng(2506)
@@ -114,6 +115,33 @@ def cases():
         a = a + (np.triu(off, 1) if lower else np.tril(off, -1))
         out.append(Case(name, "XlaSelfAdjointEig", inputs={"a": a},
                         attrs={"lower": lower, "max_iter": 100, "epsilon": 1e-6}, grad=False, cpu=False,
+                        rtol=1e-4 if dt is f32 else 1e-5, post=squared))
+    # Svd: deep, wide, square and batched; singular values descend; vectors compare squared. With
+    # full_matrices a complement of more than one column is not unique even up to sign: its case
+    # compares the thin columns and the orthonormality of u (u^T u) instead. Our gradient refuses
+    # full_matrices, so those cases ask for none. Without compute_uv TensorFlow's CPU kernel leaves
+    # u and v uninitialized scalars: only s compares. TensorFlow's XLA bridge stops its Jacobi
+    # sweeps at 1e-6 of the norm, hence the f64 tolerance.
+    def thin_and_gram(o):
+        s, u, v = o
+        p = s.shape[-1]
+        return [s, u[..., :p] * u[..., :p], v * v, tf.matmul(u, u, adjoint_a=True)]
+
+    for name, shape, compute_uv, full, dt, post, grad in [
+        ("svd_deep", (4, 3), True, False, f32, squared, True),
+        ("svd_wide_batch", (2, 2, 3), True, False, f64, squared, True),
+        ("svd_square", (3, 3), True, False, f64, squared, True),
+        ("svd_values_only", (3, 2), False, False, f64, lambda o: o[:1], True),
+        ("svd_full_wide", (3, 4), True, True, f32, squared, False),
+        ("svd_full_deep", (5, 2), True, True, f64, thin_and_gram, False),
+    ]:
+        out.append(Case(name, "Svd", inputs={"input": mat(*shape, dtype=dt)},
+                        attrs={"compute_uv": compute_uv, "full_matrices": full}, grad=grad,
+                        rtol=1e-4 if dt is f32 else 1e-5, post=post))
+    # XlaSvd: XLA only, no gradient; u and v are always full.
+    for name, shape, dt in [("xla_svd", (3, 3), f32), ("xla_svd_batch", (2, 4, 3), f64)]:
+        out.append(Case(name, "XlaSvd", inputs={"a": mat(*shape, dtype=dt)},
+                        attrs={"max_iter": 100, "epsilon": 1e-6, "precision_config": ""}, grad=False, cpu=False,
                         rtol=1e-4 if dt is f32 else 1e-5, post=squared))
     return out
 

@@ -37,6 +37,12 @@ pub(crate) fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Option<R
             let lower = attrs.get_bool("lower").unwrap_or(true);
             return Some(x(0).and_then(|a| eigh(op, a, lower, true)));
         }
+        "Svd" => {
+            let compute_uv = attrs.get_bool("compute_uv").unwrap_or(true);
+            let full = attrs.get_bool("full_matrices").unwrap_or(false);
+            return Some(x(0).and_then(|a| svd(op, a, compute_uv, full)));
+        }
+        "XlaSvd" => return Some(x(0).and_then(|a| svd(op, a, true, true))),
         _ => {}
     }
     if op == "Qr" {
@@ -211,6 +217,71 @@ fn eigh(op: &str, a: &Tensor, lower: bool, compute_v: bool) -> Result<Vec<Tensor
     match a.dtype() {
         DType::F32 => go::<f32>(op, a, lower, compute_v),
         DType::F64 => go::<f64>(op, a, lower, compute_v),
+        other => Err(KernelError::dtype(op, other, "input must be f32 or f64")),
+    }
+}
+
+/// `Svd(input)` and `XlaSvd(a)`: the singular values of each matrix in
+/// descending order and, with `compute_uv`, the singular vectors as the
+/// columns of `u` (`M x P`) and `v` (`N x P`), `P = min(M, N)`; with
+/// `full_matrices`, `u` is `M x M` and `v` `N x N`, completed by the
+/// Householder QR of the thin ones. Without `compute_uv`, `u` and `v` are
+/// empty `[0]` tensors. The vectors' signs are `nalgebra`'s.
+fn svd(op: &str, a: &Tensor, compute_uv: bool, full: bool) -> Result<Vec<Tensor>, KernelError> {
+    fn go<T: Element + RealField + Copy>(
+        op: &str,
+        a: &Tensor,
+        compute_uv: bool,
+        full: bool,
+    ) -> Result<Vec<Tensor>, KernelError> {
+        let (lead, m, n) = matrices(op, a, "input")?;
+        let p = m.min(n);
+        let (um, vn) = if full { (m, n) } else { (p, p) };
+        let av = values::<T>(op, a)?;
+        let batch: usize = lead.iter().product();
+        let (mut ss, mut us, mut vs) = (Vec::new(), Vec::new(), Vec::new());
+        for b in 0..batch {
+            let mat = DMatrix::from_row_slice(m, n, &av[b * m * n..(b + 1) * m * n]);
+            let d = nalgebra::SVD::new(mat, true, true);
+            let (Some(u), Some(v_t)) = (d.u, d.v_t) else {
+                return Err(KernelError::invalid(op, "the singular value decomposition did not converge"));
+            };
+            let mut order: Vec<usize> = (0..p).collect();
+            order.sort_by(|&i, &j| {
+                d.singular_values[j].partial_cmp(&d.singular_values[i]).unwrap_or(std::cmp::Ordering::Equal)
+            });
+            ss.extend(order.iter().map(|&i| d.singular_values[i]));
+            if !compute_uv {
+                continue;
+            }
+            let u = DMatrix::from_fn(m, p, |r, c| u[(r, order[c])]);
+            let v = DMatrix::from_fn(n, p, |r, c| v_t[(order[c], r)]);
+            let complete = |thin: DMatrix<T>, k: usize| -> DMatrix<T> {
+                if k == thin.ncols() {
+                    return thin;
+                }
+                let (q, _) = householder_qr(thin.clone());
+                DMatrix::from_fn(k, k, |r, c| if c < thin.ncols() { thin[(r, c)] } else { q[(r, c)] })
+            };
+            us.extend(rows(&complete(u, um)));
+            vs.extend(rows(&complete(v, vn)));
+        }
+        let shape = |dims: &[usize]| lead.iter().copied().chain(dims.iter().copied()).collect::<Vec<_>>();
+        let s = tensor(op, &shape(&[p]), ss)?;
+        if !compute_uv {
+            return Ok(vec![s, tensor::<T>(op, &[0], Vec::new())?, tensor::<T>(op, &[0], Vec::new())?]);
+        }
+        Ok(vec![s, tensor(op, &shape(&[m, um]), us)?, tensor(op, &shape(&[n, vn]), vs)?])
+    }
+    match a.dtype() {
+        // In f64, rounded back: nalgebra's f32 iteration stops short of f32 accuracy when two
+        // singular values are close, where TensorFlow's kernels converge.
+        DType::F32 => {
+            let wide = super::dtypes::cast(op, a, DType::F64)?;
+            let out = go::<f64>(op, &wide, compute_uv, full)?;
+            out.iter().map(|t| super::dtypes::cast(op, t, DType::F32)).collect()
+        }
+        DType::F64 => go::<f64>(op, a, compute_uv, full),
         other => Err(KernelError::dtype(op, other, "input must be f32 or f64")),
     }
 }

@@ -19,7 +19,9 @@
 //! diagonal (a safe reciprocal) and `M = diag(de) + F * (V^T dV)`, the
 //! gradient is the lower triangle of `V (M + M^T) V^T` with its diagonal
 //! halved (the op reads the lower triangle only); without `compute_v` the
-//! eigenvectors are recomputed. Every op is emitted with dynamic shapes;
+//! eigenvectors are recomputed. `Svd` follows `_SvdGrad` (see
+//! [`svd_grad`]); its `full_matrices` gradient is refused. Every op is
+//! emitted with dynamic shapes;
 //! cost is a constant number of ops per differentiated op.
 
 use super::emitter::{Emitter, TAttr, Tensor};
@@ -90,6 +92,7 @@ pub fn multi_output(
     match op_type {
         "Qr" => Some(qr_grad(e, op, inputs, out_grads)),
         "SelfAdjointEigV2" => Some(eigh_grad(e, op, inputs, out_grads)),
+        "Svd" => Some(svd_grad(e, op, inputs, out_grads)),
         _ => None,
     }
 }
@@ -225,25 +228,7 @@ fn eigh_grad(
     let (v, sym) = if compute_v {
         let v = Tensor { node: op, output: 1 };
         let dv = dense(e, op, 1, out_grads);
-        // F[i, j] = (e_j - e_i) / ((e_j - e_i)^2 + 1e-20), zero on the diagonal.
-        let expand = |e: &mut Emitter<'_>, axis: i32| {
-            let name = e.fresh_name("ExpandDims");
-            let dim = e.int_const_named(format!("{name}/dim"), &[axis], true);
-            let attrs = ta.clone().into_iter().chain([("Tdim", AttrValue::Type(DType::I32))]);
-            e.emit_named(name, "ExpandDims", &[w, dim], attrs)
-        };
-        let (row, col) = (expand(e, -2), expand(e, -1));
-        let diff = e.emit("Sub", "sub", &[row, col], ta.clone());
-        let sq = e.emit("Mul", "mul", &[diff, diff], ta.clone());
-        let tiny = {
-            let name = e.fresh_name("epsilon");
-            e.scalar_const_named(&name, t, 1e-20)
-        };
-        let den = e.emit("AddV2", "add", &[sq, tiny], ta.clone());
-        let recip = e.emit("Reciprocal", "Reciprocal", &[den], ta.clone());
-        let f = e.emit("Mul", "mul", &[diff, recip], ta.clone());
-        let zeros = e.emit("ZerosLike", "zeros_like", &[w], ta.clone());
-        let f = e.emit("MatrixSetDiag", "MatrixSetDiag", &[f, zeros], ta.clone());
+        let f = pairwise_reciprocal(e, w, t, &ta);
         // M + M^T = 2 diag(de) + F * (V^T dV - dV^T V), F being antisymmetric.
         let vdv = bmm(e, v, dv, true, false, &ta);
         let dvv = bmm(e, dv, v, true, false, &ta);
@@ -265,4 +250,98 @@ fn eigh_grad(
     };
     let halved = e.emit("Mul", "mul", &[half, diag], ta.clone());
     Ok(vec![Some(e.emit("MatrixSetDiag", "MatrixSetDiag", &[lower, halved], ta))])
+}
+
+/// `x / (x^2 + 1e-20)`: `1 / x`, and 0 for 0 (TensorFlow's `_SafeReciprocal`).
+fn safe_reciprocal(e: &mut Emitter<'_>, x: Tensor, t: Option<DType>, ta: &TAttr) -> Tensor {
+    let sq = e.emit("Mul", "mul", &[x, x], ta.clone());
+    let tiny = {
+        let name = e.fresh_name("epsilon");
+        e.scalar_const_named(&name, t, 1e-20)
+    };
+    let den = e.emit("AddV2", "add", &[sq, tiny], ta.clone());
+    let recip = e.emit("Reciprocal", "Reciprocal", &[den], ta.clone());
+    e.emit("Mul", "mul", &[x, recip], ta.clone())
+}
+
+/// `F[i, j] = 1 / (x_j - x_i)` off the diagonal (safely), 0 on it, for `x` `[..., n]`.
+fn pairwise_reciprocal(e: &mut Emitter<'_>, x: Tensor, t: Option<DType>, ta: &TAttr) -> Tensor {
+    let expand = |e: &mut Emitter<'_>, axis: i32| {
+        let name = e.fresh_name("ExpandDims");
+        let dim = e.int_const_named(format!("{name}/dim"), &[axis], true);
+        let attrs = ta.clone().into_iter().chain([("Tdim", AttrValue::Type(DType::I32))]);
+        e.emit_named(name, "ExpandDims", &[x, dim], attrs)
+    };
+    let (row, col) = (expand(e, -2), expand(e, -1));
+    let diff = e.emit("Sub", "sub", &[row, col], ta.clone());
+    let f = safe_reciprocal(e, diff, t, ta);
+    let zeros = e.emit("ZerosLike", "zeros_like", &[x], ta.clone());
+    e.emit("MatrixSetDiag", "MatrixSetDiag", &[f, zeros], ta.clone())
+}
+
+/// `_SvdGrad` for thin factors, in a form that needs no static shapes: with
+/// `F[i, j] = 1 / (s_j^2 - s_i^2)`, `dA = U (diag(dS) + (F * (U^T dU - dU^T U)) S
+/// + S (F * (V^T dV - dV^T V))) V^T + (dU - U U^T dU) S^-1 V^T + U S^-1 (dV - V V^T dV)^T`.
+/// TensorFlow keeps the second term for a deep matrix and the third for a
+/// wide one; the other is zero (its `U U^T` or `V V^T` is the identity).
+/// Without `compute_uv` the factors are recomputed and `dA = U diag(dS) V^T`.
+fn svd_grad(
+    e: &mut Emitter<'_>,
+    op: NodeId,
+    inputs: &[Tensor],
+    out_grads: &[Option<Tensor>],
+) -> Result<Vec<Option<Tensor>>, Unsupported> {
+    let a = *inputs.first().ok_or_else(|| Some("expected the input".to_string()))?;
+    let flag = |e: &Emitter<'_>, key: &str, default: bool| {
+        super::op_attr(&e.graph.node(op).attrs, key).and_then(AttrValue::as_bool).unwrap_or(default)
+    };
+    let (compute_uv, full) = (flag(e, "compute_uv", true), flag(e, "full_matrices", false));
+    let s = Tensor { node: op, output: 0 };
+    let ds = dense(e, op, 0, out_grads);
+    let t = e.dtype_of(ds);
+    let ta = e.t_attr(t);
+    let ds_mat = e.emit("MatrixDiag", "MatrixDiag", &[ds], ta.clone());
+    if !compute_uv {
+        let attrs = [("compute_uv", AttrValue::Bool(true)), ("full_matrices", AttrValue::Bool(false))];
+        let svd = e.emit("Svd", "Svd", &[a], attrs.into_iter().chain(ta.clone()));
+        let (u, v) = (Tensor { node: svd.node, output: 1 }, Tensor { node: svd.node, output: 2 });
+        let inner = bmm(e, ds_mat, v, false, true, &ta);
+        return Ok(vec![Some(bmm(e, u, inner, false, false, &ta))]);
+    }
+    if full {
+        return Err(Some("the gradient of Svd with full_matrices = true is not implemented".into()));
+    }
+    let (u, v) = (Tensor { node: op, output: 1 }, Tensor { node: op, output: 2 });
+    let (du, dv) = (dense(e, op, 1, out_grads), dense(e, op, 2, out_grads));
+    let s2 = e.emit("Mul", "mul", &[s, s], ta.clone());
+    let f = pairwise_reciprocal(e, s2, t, &ta);
+    let s_mat = e.emit("MatrixDiag", "MatrixDiag", &[s], ta.clone());
+    let s_recip = safe_reciprocal(e, s, t, &ta);
+    let s_inv = e.emit("MatrixDiag", "MatrixDiag", &[s_recip], ta.clone());
+    let skew = |e: &mut Emitter<'_>, x: Tensor, dx: Tensor| {
+        let xdx = bmm(e, x, dx, true, false, &ta);
+        let dxx = bmm(e, dx, x, true, false, &ta);
+        let diff = e.emit("Sub", "sub", &[xdx, dxx], ta.clone());
+        (xdx, e.emit("Mul", "mul", &[f, diff], ta.clone()))
+    };
+    let (utdu, fu) = skew(e, u, du);
+    let (vtdv, fv) = skew(e, v, dv);
+    let fu_s = bmm(e, fu, s_mat, false, false, &ta);
+    let s_fv = bmm(e, s_mat, fv, false, false, &ta);
+    let inner = e.emit("AddV2", "add", &[ds_mat, fu_s], ta.clone());
+    let inner = e.emit("AddV2", "add", &[inner, s_fv], ta.clone());
+    let inner_vt = bmm(e, inner, v, false, true, &ta);
+    let term1 = bmm(e, u, inner_vt, false, false, &ta);
+    // (dU - U U^T dU) S^-1 V^T
+    let u_utdu = bmm(e, u, utdu, false, false, &ta);
+    let du_perp = e.emit("Sub", "sub", &[du, u_utdu], ta.clone());
+    let du_s = bmm(e, du_perp, s_inv, false, false, &ta);
+    let term_u = bmm(e, du_s, v, false, true, &ta);
+    // U S^-1 (dV - V V^T dV)^T
+    let v_vtdv = bmm(e, v, vtdv, false, false, &ta);
+    let dv_perp = e.emit("Sub", "sub", &[dv, v_vtdv], ta.clone());
+    let u_s = bmm(e, u, s_inv, false, false, &ta);
+    let term_v = bmm(e, u_s, dv_perp, false, true, &ta);
+    let sum = e.emit("AddV2", "add", &[term1, term_u], ta.clone());
+    Ok(vec![Some(e.emit("AddV2", "add", &[sum, term_v], ta))])
 }

@@ -69,3 +69,21 @@ pub(super) fn eigh(a: &Args) -> Result<Vec<OutType>, String> {
     lead.push(n);
     Ok(vec![OutType::new(dtype, lead), OutType::new(dtype, v)])
 }
+
+/// `Svd(input) {compute_uv, full_matrices}` / `XlaSvd(a)` (always full):
+/// `s` `[..., P]`, `u` `[..., M, P]` and `v` `[..., N, P]` with `P = min(M,
+/// N)`, `M x M` and `N x N` when full, `[0]` without `compute_uv`.
+pub(super) fn svd(a: &Args) -> Result<Vec<OutType>, String> {
+    let (lead, m, n) = matrix(a, 0)?;
+    let p = m.min(n);
+    let dtype = a.x(0)?.dtype;
+    let xla = a.op == "XlaSvd";
+    let shape = |dims: &[usize]| lead.iter().copied().chain(dims.iter().copied()).collect::<Vec<_>>();
+    let s = OutType::new(dtype, shape(&[p]));
+    if !xla && !a.bool_attr("compute_uv", true) {
+        return Ok(vec![s, OutType::new(dtype, vec![0]), OutType::new(dtype, vec![0])]);
+    }
+    let full = xla || a.bool_attr("full_matrices", false);
+    let (um, vn) = if full { (m, n) } else { (p, p) };
+    Ok(vec![s, OutType::new(dtype, shape(&[m, um])), OutType::new(dtype, shape(&[n, vn]))])
+}

@@ -316,21 +316,15 @@ fn householder_step(c: &mut Ctx, k: &Val, a: &Val, q: &Val) -> (Val, Val) {
     (a, c.elementwise("subtract", &[q, &outer]))
 }
 
-/// `Qr(input) {full_matrices}`: a `stablehlo.while` of `min(M, N)`
-/// Householder steps accumulating `q` from the identity; `r` is the reduced
-/// matrix with its lower triangle zeroed, then both are cut to `P` columns
-/// and rows.
-pub(super) fn qr(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
-    let a = n.input(0)?;
+/// The Householder reduction of `a` (`[..., M, N]`): `(R, Q)` with `Q`
+/// `M x M` accumulated from the identity and `R` not yet cut to its upper
+/// triangle; a `stablehlo.while` of `min(M, N)` steps.
+pub(super) fn householder(c: &mut Ctx, a: &Val) -> (Val, Val) {
     let r = a.ty.rank();
-    if r < 2 || !matches!(a.ty.dtype, DType::F32 | DType::F64) {
-        return Err(format!("Qr: the input must be f32 or f64 matrices, got {}{:?}", a.ty.dtype, a.ty.shape));
-    }
     let (m, cols) = (a.ty.shape[r - 2], a.ty.shape[r - 1]);
-    let p = if n.attrs.get_bool("full_matrices").unwrap_or(false) { m } else { m.min(cols) };
     let mut qshape = a.ty.shape.clone();
     qshape[r - 1] = m;
-    let eye = identity(c, &a.ty.with_shape(qshape.clone()));
+    let eye = identity(c, &a.ty.with_shape(qshape));
     let zero = c.splat(&Ty::scalar(DType::I32), 0.0);
     let steps = m.min(cols);
     let out = while_loop(
@@ -346,16 +340,34 @@ pub(super) fn qr(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
             vec![c.elementwise("add", &[&v[0], &one]), a, q]
         },
     );
+    (out[1].clone(), out[2].clone())
+}
+
+/// `Qr(input) {full_matrices}`: a `stablehlo.while` of `min(M, N)`
+/// Householder steps accumulating `q` from the identity; `r` is the reduced
+/// matrix with its lower triangle zeroed, then both are cut to `P` columns
+/// and rows.
+pub(super) fn qr(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
+    let a = n.input(0)?;
+    let r = a.ty.rank();
+    if r < 2 || !matches!(a.ty.dtype, DType::F32 | DType::F64) {
+        return Err(format!("Qr: the input must be f32 or f64 matrices, got {}{:?}", a.ty.dtype, a.ty.shape));
+    }
+    let (m, cols) = (a.ty.shape[r - 2], a.ty.shape[r - 1]);
+    let p = if n.attrs.get_bool("full_matrices").unwrap_or(false) { m } else { m.min(cols) };
+    let mut qshape = a.ty.shape.clone();
+    qshape[r - 1] = m;
+    let (reduced, q) = householder(c, a);
     let rows = iota(c, &a.ty.shape, r - 2);
     let col_idx = iota(c, &a.ty.shape, r - 1);
     let upper = c.compare(&rows, &col_idx, Cmp::Le);
     let zeros = c.splat(&a.ty, 0.0);
-    let rm = c.select(&upper, &out[1], &zeros);
+    let rm = c.select(&upper, &reduced, &zeros);
     let mut q_limit = qshape.clone();
     q_limit[r - 1] = p;
     let mut r_limit = a.ty.shape.clone();
     r_limit[r - 2] = p;
-    let q = super::shape::slice_range(c, &out[2], &vec![0; r], &q_limit);
+    let q = super::shape::slice_range(c, &q, &vec![0; r], &q_limit);
     let rm = super::shape::slice_range(c, &rm, &vec![0; r], &r_limit);
     Ok(vec![q, rm])
 }

@@ -1,6 +1,7 @@
 //! Lowerings of the symmetric eigendecomposition (`SelfAdjointEigV2`,
-//! `XlaSelfAdjointEig`): StableHLO has none, so it is written as cyclic
-//! two-sided Jacobi sweeps, as XLA's `SelfAdjointEig` computes it.
+//! `XlaSelfAdjointEig`) and the singular value decomposition (`Svd`,
+//! `XlaSvd`): StableHLO has neither, so they are written as cyclic Jacobi
+//! sweeps, as XLA's `SelfAdjointEig` and `SVD` compute them.
 //!
 //! The matrix is first made symmetric from the triangle the op reads. A
 //! `stablehlo.while` runs sweeps until, in every batch member, the
@@ -16,6 +17,14 @@
 //! Program size does not depend on `n`; cost is `O(n^5)` per sweep (each
 //! rotation is a matrix product), fine for the small matrices a TPU
 //! program factors.
+//!
+//! The SVD is one-sided Jacobi on the matrix (on its transpose when it is
+//! wide, then `u` and `v` swap): each rotation makes two columns
+//! orthogonal, with the same rotation as the eigen sweep takes on the
+//! Gram matrix `W^T W`, whose off-diagonal part sets when to stop. The
+//! singular values are the columns' norms (descending), `u` the columns
+//! divided by them; `full_matrices` (and `XlaSvd`) complete `u` or `v` with
+//! the trailing columns of their Householder `Q`.
 
 use super::linalg_solve::{identity, iota, pick, transpose, while_loop};
 use super::{expand, Call};
@@ -182,8 +191,8 @@ fn sweep(c: &mut Ctx, a: &Val, v: &Val) -> (Val, Val) {
 }
 
 /// `values` (`[..., n]`) sorted along their last axis (ascending, or
-/// descending), and the columns of `vectors` (`[..., m, n]`) in the same order.
-pub(super) fn sort_with(c: &mut Ctx, values: &Val, vectors: &Val, ascending: bool) -> (Val, Val) {
+/// descending), and the columns of each of `vectors` (`[..., m, n]`) in the same order.
+pub(super) fn sort_with(c: &mut Ctx, values: &Val, vectors: &[&Val], ascending: bool) -> (Val, Vec<Val>) {
     let r = values.ty.rank();
     let idx = iota(c, &values.ty.shape, r - 1);
     let s = Ty::scalar(values.ty.dtype);
@@ -201,18 +210,18 @@ pub(super) fn sort_with(c: &mut Ctx, values: &Val, vectors: &Val, ascending: boo
         &format!("dimension = {} : i64, is_stable = true", r - 1),
         &[values.ty.clone(), idx.ty.clone()],
     );
-    // The permutation matrix P[i, j] = (perm[j] == i): vectors P moves column perm[j] to j.
-    let vr = vectors.ty.rank();
+    // The permutation matrix P[i, j] = (perm[j] == i): `x P` moves column perm[j] to j.
     let n = values.ty.shape[r - 1];
     let mut pshape = values.ty.shape.clone();
     pshape.insert(r - 1, n);
-    let perm = expand(c, &sorted[1], &pshape, &[vr - 2]);
-    let rows = iota(c, &pshape, vr - 2);
+    let perm = expand(c, &sorted[1], &pshape, &[r - 1]);
+    let rows = iota(c, &pshape, r - 1);
     let hit = c.compare(&perm, &rows, Cmp::Eq);
-    let pty = Ty::new(vectors.ty.dtype, pshape);
+    let pty = Ty::new(values.ty.dtype, pshape);
     let (one, zero) = (c.splat(&pty, 1.0), c.splat(&pty, 0.0));
     let pm = c.select(&hit, &one, &zero);
-    (sorted[0].clone(), matmul(c, vectors, &pm, false, false))
+    let moved = vectors.iter().map(|v| matmul(c, v, &pm, false, false)).collect();
+    (sorted[0].clone(), moved)
 }
 
 /// The eigendecomposition of symmetric `a`: ascending eigenvalues and their eigenvectors.
@@ -239,7 +248,8 @@ pub(super) fn jacobi_eigh(c: &mut Ctx, a: &Val, max_iter: i64, epsilon: f64) -> 
     let cols = iota(c, &a.ty.shape, r - 1);
     let diag = c.compare(&rows, &cols, Cmp::Eq);
     let w = pick(c, &out[1], &diag, r - 1);
-    sort_with(c, &w, &out[2], true)
+    let (w, mut v) = sort_with(c, &w, &[&out[2]], true);
+    (w, v.remove(0))
 }
 
 /// `SelfAdjointEigV2(input) {compute_v}` and `XlaSelfAdjointEig(a) {lower, max_iter, epsilon}`.
@@ -259,8 +269,132 @@ pub(super) fn eigh(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
     let sym = symmetric(c, a, lower);
     let (w, v) = jacobi_eigh(c, &sym, max_iter, epsilon);
     if !xla && !n.attrs.get_bool("compute_v").unwrap_or(true) {
-        let empty = c.constant(&crate::exec::Tensor::from_vec(&[0], Vec::<f32>::new()).map_err(|e| e.to_string())?);
-        return Ok(vec![w, c.convert(&empty, a.ty.dtype)]);
+        return Ok(vec![w, empty(c, a.ty.dtype)?]);
     }
     Ok(vec![w, v])
+}
+
+/// An empty `[0]` tensor of `dtype` (the vectors an op was asked not to compute).
+fn empty(c: &mut Ctx, dtype: DType) -> Result<Val, String> {
+    let none = crate::exec::Tensor::from_vec(&[0], Vec::<f32>::new()).map_err(|e| e.to_string())?;
+    let v = c.constant(&none);
+    Ok(c.convert(&v, dtype))
+}
+
+/// One sweep of one-sided Jacobi rotations over the column pairs of `w`
+/// (`[..., R, P]`), each making columns `p` and `q` orthogonal: `(W J, V J)`.
+fn column_sweep(c: &mut Ctx, w: &Val, v: &Val) -> (Val, Val) {
+    let r = w.ty.rank();
+    let p = w.ty.shape[r - 1];
+    let zero = c.splat(&Ty::scalar(DType::I32), 0.0);
+    let out = while_loop(
+        c,
+        &[zero, w.clone(), v.clone()],
+        |c, s| {
+            let end = c.splat(&Ty::scalar(DType::I32), (p * p) as f64);
+            c.compare(&s[0], &end, Cmp::Lt)
+        },
+        |c, s| {
+            let (i, j, skip) = pair(c, &s[0], p);
+            let cols = iota(c, &s[1].ty.shape, r - 1);
+            let column = |c: &mut Ctx, k: &Val| {
+                let kb = c.broadcast_to(k, &s[1].ty.shape);
+                let at = c.compare(&cols, &kb, Cmp::Eq);
+                pick(c, &s[1], &at, r - 1)
+            };
+            let (ci, cj) = (column(c, &i), column(c, &j));
+            let dot = |c: &mut Ctx, x: &Val, y: &Val| {
+                let xy = c.elementwise("multiply", &[x, y]);
+                c.reduce(&xy, &[r - 2], Reducer::Add)
+            };
+            let (alpha, beta, gamma) = (dot(c, &ci, &ci), dot(c, &cj, &cj), dot(c, &ci, &cj));
+            let (cos, sin) = rotation(c, &alpha, &beta, &gamma, &skip);
+            let rot = rotation_matrix(c, &s[2].ty, &i, &j, &cos, &sin);
+            let w = matmul(c, &s[1], &rot, false, false);
+            let v = matmul(c, &s[2], &rot, false, false);
+            let one = c.splat(&Ty::scalar(DType::I32), 1.0);
+            vec![c.elementwise("add", &[&s[0], &one]), w, v]
+        },
+    );
+    (out[1].clone(), out[2].clone())
+}
+
+/// The thin SVD of `w` (`[..., R, P]`, `R >= P`) by one-sided Jacobi:
+/// descending singular values, `u` (`R x P`) and `v` (`P x P`).
+fn one_sided_jacobi(c: &mut Ctx, w: &Val, max_iter: i64, epsilon: f64) -> (Val, Val, Val) {
+    let r = w.ty.rank();
+    let p = w.ty.shape[r - 1];
+    let mut vshape = w.ty.shape.clone();
+    vshape[r - 2] = p;
+    let eye = identity(c, &w.ty.with_shape(vshape));
+    let zero = c.splat(&Ty::scalar(DType::I32), 0.0);
+    let out = while_loop(
+        c,
+        &[zero, w.clone(), eye],
+        |c, s| {
+            let end = c.splat(&Ty::scalar(DType::I32), max_iter as f64);
+            let more = c.compare(&s[0], &end, Cmp::Lt);
+            let gram = matmul(c, &s[1], &s[1], true, false);
+            let open = unconverged(c, &gram, epsilon);
+            c.elementwise("and", &[&more, &open])
+        },
+        |c, s| {
+            let (w, v) = column_sweep(c, &s[1], &s[2]);
+            let one = c.splat(&Ty::scalar(DType::I32), 1.0);
+            vec![c.elementwise("add", &[&s[0], &one]), w, v]
+        },
+    );
+    let w = &out[1];
+    let sq = c.elementwise("multiply", &[w, w]);
+    let norms = c.reduce(&sq, &[r - 2], Reducer::Add);
+    let s = c.elementwise("sqrt", &[&norms]);
+    let zero = c.splat(&s.ty, 0.0);
+    let one = c.splat(&s.ty, 1.0);
+    let none = c.compare(&s, &zero, Cmp::Eq);
+    let safe = c.select(&none, &one, &s);
+    let safe = expand(c, &safe, &w.ty.shape, &[r - 2]);
+    let u = c.elementwise("divide", &[w, &safe]);
+    let (s, mut uv) = sort_with(c, &s, &[&u, &out[2]], false);
+    let v = uv.pop().unwrap_or_else(|| out[2].clone());
+    let u = uv.pop().unwrap_or(u);
+    (s, u, v)
+}
+
+/// `thin` (`[..., M, P]`, orthonormal columns) completed to `M x M` with the
+/// last `M - P` columns of its Householder `Q`.
+fn complete(c: &mut Ctx, thin: &Val) -> Val {
+    let r = thin.ty.rank();
+    let (m, p) = (thin.ty.shape[r - 2], thin.ty.shape[r - 1]);
+    if m == p {
+        return thin.clone();
+    }
+    let (_, q) = super::linalg_solve::householder(c, thin);
+    let mut start = vec![0; r];
+    start[r - 1] = p;
+    let rest = super::shape::slice_range(c, &q, &start, &q.ty.shape.clone());
+    super::shape::concatenate(c, &[thin.clone(), rest], r - 1, q.ty.clone())
+}
+
+/// `Svd(input) {compute_uv, full_matrices}` and `XlaSvd(a) {max_iter, epsilon}`
+/// (always full): one-sided Jacobi on the matrix, or on its transpose when it is wide.
+pub(super) fn svd(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
+    let a = n.input(0)?;
+    let r = a.ty.rank();
+    if r < 2 || !matches!(a.ty.dtype, DType::F32 | DType::F64) {
+        return Err(format!("{}: the input must be f32 or f64 matrices, got {}{:?}", n.op, a.ty.dtype, a.ty.shape));
+    }
+    let xla = n.op == "XlaSvd";
+    let max_iter = if xla { n.int_attr("max_iter", 100) } else { 100 };
+    let epsilon = if xla { n.float_attr("epsilon", 1e-6) } else { 1e-6 };
+    let wide = a.ty.shape[r - 2] < a.ty.shape[r - 1];
+    let w = if wide { transpose(c, a) } else { a.clone() };
+    let (s, u, v) = one_sided_jacobi(c, &w, max_iter, epsilon);
+    let (u, v) = if wide { (v, u) } else { (u, v) };
+    if !xla && !n.attrs.get_bool("compute_uv").unwrap_or(true) {
+        return Ok(vec![s, empty(c, a.ty.dtype)?, empty(c, a.ty.dtype)?]);
+    }
+    if xla || n.attrs.get_bool("full_matrices").unwrap_or(false) {
+        return Ok(vec![s, complete(c, &u), complete(c, &v)]);
+    }
+    Ok(vec![s, u, v])
 }

@@ -118,8 +118,9 @@ def cases():
                         rtol=1e-4 if dt is f32 else 1e-5, post=squared))
     # Svd: deep, wide, square and batched; singular values descend; vectors compare squared. With
     # full_matrices a complement of more than one column is not unique even up to sign: its case
-    # compares the thin columns and the orthonormality of u (u^T u) instead. Our gradient refuses
-    # full_matrices, so those cases ask for none. Without compute_uv TensorFlow's CPU kernel leaves
+    # compares the thin columns and the orthonormality of u (u^T u) instead, and TensorFlow has no
+    # gradient for it (nor for any full SVD whose sides differ by more than one). Without compute_uv
+    # TensorFlow's CPU kernel leaves
     # u and v uninitialized scalars: only s compares. TensorFlow's XLA bridge stops its Jacobi
     # sweeps at 1e-6 of the norm, hence the f64 tolerance.
     def thin_and_gram(o):
@@ -132,8 +133,9 @@ def cases():
         ("svd_wide_batch", (2, 2, 3), True, False, f64, squared, True),
         ("svd_square", (3, 3), True, False, f64, squared, True),
         ("svd_values_only", (3, 2), False, False, f64, lambda o: o[:1], True),
-        ("svd_full_wide", (3, 4), True, True, f32, squared, False),
-        ("svd_full_deep", (5, 2), True, True, f64, thin_and_gram, False),
+        ("svd_full_wide", (3, 4), True, True, f32, squared, True),
+        ("svd_full_deep", (3, 2), True, True, f64, squared, True),
+        ("svd_full_deep_gram", (5, 2), True, True, f64, thin_and_gram, False),
     ]:
         out.append(Case(name, "Svd", inputs={"input": mat(*shape, dtype=dt)},
                         attrs={"compute_uv": compute_uv, "full_matrices": full}, grad=grad,

@@ -20,8 +20,7 @@
 //! gradient is the lower triangle of `V (M + M^T) V^T` with its diagonal
 //! halved (the op reads the lower triangle only); without `compute_v` the
 //! eigenvectors are recomputed. `Svd` follows `_SvdGrad` (see
-//! [`svd_grad`]); its `full_matrices` gradient is refused. Every op is
-//! emitted with dynamic shapes;
+//! [`svd_grad`]). Every op is emitted with dynamic shapes;
 //! cost is a constant number of ops per differentiated op.
 
 use super::emitter::{Emitter, TAttr, Tensor};
@@ -284,6 +283,9 @@ fn pairwise_reciprocal(e: &mut Emitter<'_>, x: Tensor, t: Option<DType>, ta: &TA
 /// + S (F * (V^T dV - dV^T V))) V^T + (dU - U U^T dU) S^-1 V^T + U S^-1 (dV - V V^T dV)^T`.
 /// TensorFlow keeps the second term for a deep matrix and the third for a
 /// wide one; the other is zero (its `U U^T` or `V V^T` is the identity).
+/// With `full_matrices`, `U = [U1, U2]` and `V = [V1, V2]` split at `P`: the
+/// thin formula runs on `U1`, `V1`, and `U2 (dU2^T U1)`, `V2 (dV2^T V1)` are
+/// taken from the two projected gradients (TensorFlow's complement term).
 /// Without `compute_uv` the factors are recomputed and `dA = U diag(dS) V^T`.
 fn svd_grad(
     e: &mut Emitter<'_>,
@@ -308,11 +310,17 @@ fn svd_grad(
         let inner = bmm(e, ds_mat, v, false, true, &ta);
         return Ok(vec![Some(bmm(e, u, inner, false, false, &ta))]);
     }
-    if full {
-        return Err(Some("the gradient of Svd with full_matrices = true is not implemented".into()));
-    }
     let (u, v) = (Tensor { node: op, output: 1 }, Tensor { node: op, output: 2 });
     let (du, dv) = (dense(e, op, 1, out_grads), dense(e, op, 2, out_grads));
+    // With full_matrices, the first P columns are the thin factors and the rest their complements.
+    let (u, v, du, dv, rest) = if full {
+        let p = last_dim(e, s);
+        let mut cut = |x: Tensor| (columns(e, x, p, true, &ta), columns(e, x, p, false, &ta));
+        let ((u1, u2), (v1, v2), (du1, du2), (dv1, dv2)) = (cut(u), cut(v), cut(du), cut(dv));
+        (u1, v1, du1, dv1, Some((u2, v2, du2, dv2)))
+    } else {
+        (u, v, du, dv, None)
+    };
     let s2 = e.emit("Mul", "mul", &[s, s], ta.clone());
     let f = pairwise_reciprocal(e, s2, t, &ta);
     let s_mat = e.emit("MatrixDiag", "MatrixDiag", &[s], ta.clone());
@@ -334,12 +342,24 @@ fn svd_grad(
     let term1 = bmm(e, u, inner_vt, false, false, &ta);
     // (dU - U U^T dU) S^-1 V^T
     let u_utdu = bmm(e, u, utdu, false, false, &ta);
-    let du_perp = e.emit("Sub", "sub", &[du, u_utdu], ta.clone());
+    let mut du_perp = e.emit("Sub", "sub", &[du, u_utdu], ta.clone());
+    let complement = |e: &mut Emitter<'_>, perp: Tensor, x1: Tensor, x2: Tensor, dx2: Tensor| {
+        // perp - X2 (dX2^T X1)
+        let dx2t_x1 = bmm(e, dx2, x1, true, false, &ta);
+        let x2_term = bmm(e, x2, dx2t_x1, false, false, &ta);
+        e.emit("Sub", "sub", &[perp, x2_term], ta.clone())
+    };
+    if let Some((u2, _, du2, _)) = rest {
+        du_perp = complement(e, du_perp, u, u2, du2);
+    }
     let du_s = bmm(e, du_perp, s_inv, false, false, &ta);
     let term_u = bmm(e, du_s, v, false, true, &ta);
     // U S^-1 (dV - V V^T dV)^T
     let v_vtdv = bmm(e, v, vtdv, false, false, &ta);
-    let dv_perp = e.emit("Sub", "sub", &[dv, v_vtdv], ta.clone());
+    let mut dv_perp = e.emit("Sub", "sub", &[dv, v_vtdv], ta.clone());
+    if let Some((_, v2, _, dv2)) = rest {
+        dv_perp = complement(e, dv_perp, v, v2, dv2);
+    }
     let u_s = bmm(e, u, s_inv, false, false, &ta);
     let term_v = bmm(e, u_s, dv_perp, false, true, &ta);
     let sum = e.emit("AddV2", "add", &[term1, term_u], ta.clone());

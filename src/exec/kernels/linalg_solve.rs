@@ -345,4 +345,18 @@ mod tests {
         let wrong = Tensor::from_vec(&[3, 1], vec![1f64, 2., 3.]).unwrap();
         assert!(solve("MatrixSolve", &a, Some(&wrong), false).is_err());
     }
+
+    #[test]
+    fn qr_leaves_a_reduced_column_alone_and_reflects_the_others_as_lapack() {
+        // Upper triangular already: no reflection, so r keeps its negative diagonal and q = I.
+        let a = Tensor::from_vec(&[2, 2], vec![-2f64, 1., 0., -3.]).unwrap();
+        let out = qr("Qr", &a, false).unwrap();
+        assert_eq!(out[0].to_vec::<f64>().unwrap(), [1., 0., 0., 1.]);
+        assert_eq!(out[1].to_vec::<f64>().unwrap(), [-2., 1., 0., -3.]);
+        // [[3], [4]]: the reflection maps the column to -sign(3) * 5.
+        let b = Tensor::from_vec(&[2, 1], vec![3f64, 4.]).unwrap();
+        let out = qr("Qr", &b, false).unwrap();
+        let (q, r) = (out[0].to_vec::<f64>().unwrap(), out[1].to_vec::<f64>().unwrap());
+        assert!((r[0] + 5.).abs() < 1e-12 && (q[0] + 0.6).abs() < 1e-12 && (q[1] + 0.8).abs() < 1e-12, "{q:?} {r:?}");
+    }
 }

@@ -398,3 +398,49 @@ pub(super) fn svd(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
     }
     Ok(vec![s, u, v])
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::AttrMap;
+
+    /// The lines `build` emits for `op` on one `[2, n, n]` f32 operand (`[2, n, k]` second operand).
+    fn lines(op: &str, n: usize, two_operands: bool, outputs: &[Ty]) -> usize {
+        let ty = Ty::new(DType::F32, vec![2, n, n]);
+        let mut inputs = vec![Val { name: "%a".into(), ty: ty.clone() }];
+        if two_operands {
+            inputs.push(Val { name: "%b".into(), ty: Ty::new(DType::F32, vec![2, n, 3]) });
+        }
+        let consts = vec![None; inputs.len()];
+        let attrs = AttrMap::default();
+        let call = Call { op, attrs: &attrs, inputs, consts, outputs, num_replicas: 1 };
+        let mut c = Ctx::default();
+        let build = super::super::builder(op).expect("a builder");
+        let out = build(&mut c, &call).expect("it lowers");
+        assert_eq!(out.len(), outputs.len(), "{op}");
+        assert_eq!(out[0].ty.shape[..2], [2, n], "{op}");
+        c.text.lines().count()
+    }
+
+    #[test]
+    fn the_loops_do_not_grow_with_the_matrix() {
+        let f = |shape: Vec<usize>| Ty::new(DType::F32, shape);
+        for n in [3usize, 9] {
+            let sizes = [
+                lines("MatrixInverse", n, false, &[f(vec![2, n, n])]),
+                lines("MatrixSolve", n, true, &[f(vec![2, n, 3])]),
+                lines("Qr", n, false, &[f(vec![2, n, n]), f(vec![2, n, n])]),
+                lines("SelfAdjointEigV2", n, false, &[f(vec![2, n]), f(vec![2, n, n])]),
+                lines("Svd", n, false, &[f(vec![2, n]), f(vec![2, n, n]), f(vec![2, n, n])]),
+            ];
+            let small = [
+                lines("MatrixInverse", 2, false, &[f(vec![2, 2, 2])]),
+                lines("MatrixSolve", 2, true, &[f(vec![2, 2, 3])]),
+                lines("Qr", 2, false, &[f(vec![2, 2, 2]), f(vec![2, 2, 2])]),
+                lines("SelfAdjointEigV2", 2, false, &[f(vec![2, 2]), f(vec![2, 2, 2])]),
+                lines("Svd", 2, false, &[f(vec![2, 2]), f(vec![2, 2, 2]), f(vec![2, 2, 2])]),
+            ];
+            assert_eq!(sizes, small, "a {n} x {n} matrix emits as many ops as a 2 x 2 one");
+        }
+    }
+}

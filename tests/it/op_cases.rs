@@ -45,6 +45,13 @@ fn linalg() {
     check_family("linalg");
 }
 
+/// Factorizations and solves: MatrixInverse, MatrixSolve, TridiagonalSolve, Qr,
+/// SelfAdjointEigV2, XlaSelfAdjointEig, Svd and XlaSvd (`tests/tf/ops_linalg_solve.py`).
+#[test]
+fn linalg_solve() {
+    check_family("linalg_solve");
+}
+
 /// Quantization-aware training: FakeQuant* and QuantizeAndDequantizeV2/V3/V4.
 #[test]
 fn quant() {

@@ -21,8 +21,11 @@ A family script builds a list of `Case`s and calls `write_family(family, cases)`
 
 `Case.inputs` become placeholders (fed), `Case.consts` Const nodes (what XLA needs constant: axes,
 shapes, sizes), an attr whose value is a concrete `tf.function` (a reducer, comparator or branch)
-a function of the GraphDef's library named by the attr, `Case.variables` resource variables whose handle is passed (their value after the
-op is an output). An op TensorFlow runs only under XLA (no CPU kernel: `XlaDot`, `Segment*V2`, ...)
+becomes a function of the GraphDef's library named by the attr, `Case.variables` resource variables
+whose handle is passed (their value after the op is an output). `Case.post`, when given, maps the
+op's outputs to the tensors compared and weighted (ops after the op, named `<case>__post/...`): for
+outputs unique only up to sign, such as eigenvectors compared as `v * v`. An op TensorFlow runs only
+under XLA (no CPU kernel: `XlaDot`, `Segment*V2`, ...)
 takes `cpu=False`: its "outputs" are then the XLA values, and its "grads" come from
 `tf.GradientTape` inside the compiled function. tests/it/support/op_cases.rs reads both files, adds the IR's own `gradients`,
 and runs everything on the simulator and on PJRT.
@@ -49,7 +52,7 @@ class Case:
     """One op applied once: see the module's doc."""
 
     def __init__(self, name, op, inputs=None, consts=None, variables=None, attrs=None, grad=True, rtol=1e-5,
-                 xla=True, cpu=True, node_attrs=None):
+                 xla=True, cpu=True, node_attrs=None, post=None):
         if "__" in name or not name.replace("_", "a").isalnum():
             raise ValueError(f"case name {name!r}: letters, digits and single underscores only")
         self.name = name
@@ -68,6 +71,9 @@ class Case:
         self.node_attrs = node_attrs or {}
         if not cpu and not xla:
             raise ValueError(f"case {name!r}: a case needs CPU or XLA values")
+        # A function from the op's output tensors to the tensors compared (and weighted in the loss):
+        # for outputs unique only up to sign, e.g. eigenvectors compared as `v * v`. None: the outputs.
+        self.post = post
 
 
 def enc(value):
@@ -171,6 +177,9 @@ def build(case):
     result = op_function(case.op)(**args, **case.attrs, name=f"{n}__op")
     set_node_attrs(case, result)
     op_outputs = flatten(result)
+    if case.post is not None:
+        with tf.name_scope(f"{n}__post"):
+            op_outputs = list(case.post(op_outputs))
     outputs = {}
     for k, t in enumerate(op_outputs):
         outputs[f"{n}__out_{k}"] = tf.identity(t, name=f"{n}__out_{k}")
@@ -220,6 +229,8 @@ def xla_values(case, feeds_by_arg):
                 args.update({arg: v.handle for arg, v in variables.items()})
                 result = call(case, args)
                 outs = flatten(result)
+                if case.post is not None:
+                    outs = list(case.post(outs))
                 wide = any(t.dtype == tf.float64 for t in outs)
                 loss_type = tf.float64 if wide else tf.float32
                 terms = [tf.reduce_sum(tf.cast(t, loss_type) * tf.cast(weights(case.name, k, t.shape.as_list()), loss_type))

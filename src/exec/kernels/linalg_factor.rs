@@ -42,25 +42,25 @@ pub(crate) fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Option<R
 }
 
 /// The leading dims and the two innermost dims of `t`.
-fn matrices<'a>(op: &str, t: &'a Tensor, what: &str) -> Result<(&'a [usize], usize, usize), KernelError> {
+pub(super) fn matrices<'a>(op: &str, t: &'a Tensor, what: &str) -> Result<(&'a [usize], usize, usize), KernelError> {
     match t.shape() {
         [lead @ .., m, n] => Ok((lead, *m, *n)),
         s => Err(KernelError::invalid(op, format!("{what} must have rank >= 2, got shape {s:?}"))),
     }
 }
 
-fn values<T: Element + Copy>(op: &str, t: &Tensor) -> Result<Vec<T>, KernelError> {
+pub(super) fn values<T: Element + Copy>(op: &str, t: &Tensor) -> Result<Vec<T>, KernelError> {
     T::unwrap(t)
         .map(|a| a.iter().copied().collect())
         .ok_or_else(|| KernelError::dtype(op, t.dtype(), format!("expected {}", T::DTYPE)))
 }
 
-fn tensor<T: Element>(op: &str, shape: &[usize], v: Vec<T>) -> Result<Tensor, KernelError> {
+pub(super) fn tensor<T: Element>(op: &str, shape: &[usize], v: Vec<T>) -> Result<Tensor, KernelError> {
     Tensor::from_vec(shape, v).map_err(|e| KernelError::invalid(op, e.to_string()))
 }
 
 /// The row-major values of `m`.
-fn rows<T: RealField + Copy>(m: &DMatrix<T>) -> impl Iterator<Item = T> + '_ {
+pub(super) fn rows<T: RealField + Copy>(m: &DMatrix<T>) -> impl Iterator<Item = T> + '_ {
     (0..m.nrows()).flat_map(move |r| (0..m.ncols()).map(move |c| m[(r, c)]))
 }
 

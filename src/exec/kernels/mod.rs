@@ -35,6 +35,7 @@ mod layout;
 mod linalg;
 mod linalg_diag;
 mod linalg_factor;
+mod linalg_solve;
 mod math;
 mod nchw;
 mod nn;
@@ -277,9 +278,11 @@ pub const PURE_OPS: &[&str] = &[
     "MatrixDiagPartV3",
     "MatrixDiagV2",
     "MatrixDiagV3",
+    "MatrixInverse",
     "MatrixSetDiag",
     "MatrixSetDiagV2",
     "MatrixSetDiagV3",
+    "MatrixSolve",
     "MatrixTriangularSolve",
     "Max",
     "MaxPool",
@@ -319,6 +322,7 @@ pub const PURE_OPS: &[&str] = &[
     "Print",
     "PrintV2",
     "Prod",
+    "Qr",
     "QuantizeAndDequantizeV2",
     "QuantizeAndDequantizeV3",
     "QuantizeAndDequantizeV4",
@@ -358,6 +362,7 @@ pub const PURE_OPS: &[&str] = &[
     "SegmentSumV2",
     "Select",
     "SelectV2",
+    "SelfAdjointEigV2",
     "Selu",
     "SeluGrad",
     "Shape",
@@ -408,6 +413,7 @@ pub const PURE_OPS: &[&str] = &[
     "StringFormat",
     "Sub",
     "Sum",
+    "Svd",
     "TPUCompilationResult",
     "TPUReplicateMetadata",
     "TPUReplicatedInput",
@@ -425,6 +431,7 @@ pub const PURE_OPS: &[&str] = &[
     "TopKV2",
     "Transpose",
     "TridiagonalMatMul",
+    "TridiagonalSolve",
     "TruncateDiv",
     "TruncateMod",
     "TruncatedNormal",
@@ -452,6 +459,7 @@ pub const PURE_OPS: &[&str] = &[
     "XlaPad",
     "XlaReducePrecision",
     "XlaRemoveDynamicDimensionSize",
+    "XlaSelfAdjointEig",
     "XlaSetBound",
     "XlaSetDynamicDimensionSize",
     "XlaSharding",
@@ -459,6 +467,7 @@ pub const PURE_OPS: &[&str] = &[
     "XlaSplitND",
     "XlaSpmdFullToShardShape",
     "XlaSpmdShardToFullShape",
+    "XlaSvd",
     "Xlog1py",
     "Xlogy",
     "ZerosLike",
@@ -850,6 +859,7 @@ fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Tensor>,
         _ => families::dispatch(op, attrs, inputs)
             .or_else(|| linalg_diag::dispatch(op, attrs, inputs))
             .or_else(|| linalg_factor::dispatch(op, attrs, inputs))
+            .or_else(|| linalg_solve::dispatch(op, attrs, inputs))
             .or_else(|| random::dispatch(op, attrs, inputs))
             .or_else(|| quant::dispatch(op, attrs, inputs))
             .or_else(|| special::dispatch(op, attrs, inputs))

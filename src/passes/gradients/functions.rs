@@ -36,6 +36,10 @@ pub fn gradient(
     if let Some(result) = super::multi_output::gradient(e, op, &op_type, inputs, out_grads) {
         return result;
     }
+    // The factorizations (Qr, the eigen and singular value decompositions) read every output's gradient.
+    if let Some(result) = super::linalg_solve_functions::multi_output(e, op, &op_type, inputs, out_grads) {
+        return result;
+    }
     // The indexing family (its multi-output ops take every output's gradient).
     if let Some(grads) = super::index_functions::gradient(e, op, &op_type, inputs, out_grads) {
         return grads;

@@ -170,13 +170,13 @@ fn cast(e: &mut Emitter<'_>, x: Tensor, from: DType, to: DType) -> Tensor {
 }
 
 /// `BatchMatMulV2(p, q)` with the given adjoints.
-fn bmm(e: &mut Emitter<'_>, p: Tensor, q: Tensor, adj_p: bool, adj_q: bool, ta: &TAttr) -> Tensor {
+pub(super) fn bmm(e: &mut Emitter<'_>, p: Tensor, q: Tensor, adj_p: bool, adj_q: bool, ta: &TAttr) -> Tensor {
     let attrs = [("adj_x", AttrValue::Bool(adj_p)), ("adj_y", AttrValue::Bool(adj_q))];
     e.emit("BatchMatMulV2", "MatMul", &[p, q], attrs.into_iter().chain(ta.clone()))
 }
 
 /// `MatrixBandPart(x, lower, upper)` with i32 constant counts.
-fn band_part(e: &mut Emitter<'_>, x: Tensor, lower: i32, upper: i32, ta: &TAttr) -> Tensor {
+pub(super) fn band_part(e: &mut Emitter<'_>, x: Tensor, lower: i32, upper: i32, ta: &TAttr) -> Tensor {
     let name = e.fresh_name("MatrixBandPart");
     let lo = e.int_const_named(format!("{name}/num_lower"), &[lower], true);
     let hi = e.int_const_named(format!("{name}/num_upper"), &[upper], true);

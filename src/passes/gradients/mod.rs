@@ -40,6 +40,7 @@ mod image_functions;
 mod index_functions;
 mod library;
 mod linalg_functions;
+mod linalg_solve_functions;
 mod math_functions;
 mod multi_output;
 mod nn_functions;
@@ -187,14 +188,14 @@ type FamilyGradient = fn(
 
 /// The op families of TensorFlow's XLA op set beyond the training-step ones, asked in turn after
 /// them (one file each).
-const OP_FAMILIES: &[FamilyGradient] =
-    &[
-        linalg_functions::gradient,
-        quant_functions::gradient,
-        special_functions::gradient,
-        spmd_functions::gradient,
-        xla_ops_functions::gradient,
-    ];
+const OP_FAMILIES: &[FamilyGradient] = &[
+    linalg_functions::gradient,
+    linalg_solve_functions::gradient,
+    quant_functions::gradient,
+    special_functions::gradient,
+    spmd_functions::gradient,
+    xla_ops_functions::gradient,
+];
 
 /// The gradient of `op` from the first family that knows its type; `Err(None)` when none does.
 fn op_families(

@@ -138,7 +138,7 @@ fn band(a: &Args, k_operand: usize) -> Result<Band, String> {
 }
 
 /// The innermost matrix of operand `i`: its leading dims, rows and cols.
-fn matrix(a: &Args, i: usize) -> Result<(Vec<usize>, usize, usize), String> {
+pub(super) fn matrix(a: &Args, i: usize) -> Result<(Vec<usize>, usize, usize), String> {
     let s = a.x(i)?.shape;
     match s.len() {
         r if r >= 2 => Ok((s[..r - 2].to_vec(), s[r - 2], s[r - 1])),

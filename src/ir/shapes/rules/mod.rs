@@ -24,6 +24,7 @@ mod elementwise;
 mod image;
 mod index;
 pub mod linalg;
+mod linalg_solve;
 mod nn;
 mod quant;
 mod random;
@@ -305,9 +306,11 @@ const TABLE: &[(&str, Rule)] = &[
     ("MatrixDiagPartV3", linalg::diag_part),
     ("MatrixDiagV2", linalg::diag),
     ("MatrixDiagV3", linalg::diag),
+    ("MatrixInverse", linalg_solve::inverse),
     ("MatrixSetDiag", linalg::set_diag),
     ("MatrixSetDiagV2", linalg::set_diag),
     ("MatrixSetDiagV3", linalg::set_diag),
+    ("MatrixSolve", linalg_solve::solve),
     ("MatrixTriangularSolve", linalg::triangular_solve),
     ("Max", reduce::reduce),
     ("MaxPool", nn::pool),
@@ -344,6 +347,7 @@ const TABLE: &[(&str, Rule)] = &[
     ("PreventGradient", ew::same),
     ("Print", ew::same),
     ("Prod", reduce::reduce),
+    ("Qr", linalg_solve::qr),
     ("QuantizeAndDequantizeV2", ew::same),
     ("QuantizeAndDequantizeV3", ew::same),
     ("QuantizeAndDequantizeV4", ew::same),
@@ -380,6 +384,7 @@ const TABLE: &[(&str, Rule)] = &[
     ("SegmentSumV2", index::unsorted_segment),
     ("Select", ew::select),
     ("SelectV2", ew::select),
+    ("SelfAdjointEigV2", linalg_solve::eigh),
     ("Selu", ew::same),
     ("SeluGrad", ew::same),
     ("Sigmoid", ew::same),
@@ -425,6 +430,7 @@ const TABLE: &[(&str, Rule)] = &[
     ("StridedSliceGrad", index::strided_slice_grad),
     ("Sub", ew::broadcast),
     ("Sum", reduce::reduce),
+    ("Svd", linalg_solve::svd),
     ("Tan", ew::same),
     ("Tanh", ew::same),
     ("TanhGrad", ew::same),
@@ -438,6 +444,7 @@ const TABLE: &[(&str, Rule)] = &[
     ("TopKV2", index::top_k),
     ("Transpose", shape::transpose),
     ("TridiagonalMatMul", linalg::tridiagonal_matmul),
+    ("TridiagonalSolve", linalg_solve::tridiagonal_solve),
     ("TruncateDiv", ew::broadcast),
     ("TruncateMod", ew::broadcast),
     ("TruncatedNormal", random::float_draw),
@@ -467,6 +474,7 @@ const TABLE: &[(&str, Rule)] = &[
     ("XlaReduceWindow", xla_fn::reduce_window),
     ("XlaRemoveDynamicDimensionSize", spmd::same),
     ("XlaSelectAndScatter", xla_fn::select_and_scatter),
+    ("XlaSelfAdjointEig", linalg_solve::eigh),
     ("XlaSetBound", spmd::same),
     ("XlaSetDynamicDimensionSize", spmd::set_dynamic_size),
     ("XlaSharding", spmd::same),
@@ -474,6 +482,7 @@ const TABLE: &[(&str, Rule)] = &[
     ("XlaSplitND", spmd::split_nd),
     ("XlaSpmdFullToShardShape", spmd::spmd_shape),
     ("XlaSpmdShardToFullShape", spmd::spmd_shape),
+    ("XlaSvd", linalg_solve::svd),
     ("XlaVariadicReduce", xla_fn::reduce),
     ("XlaVariadicReduceV2", xla_fn::reduce),
     ("XlaVariadicSort", xla_fn::variadic_sort),

@@ -38,6 +38,8 @@ mod index;
 mod linalg;
 mod linalg_diag;
 mod linalg_factor;
+mod linalg_solve;
+mod linalg_solve_eig;
 mod list;
 mod nchw;
 mod nn;
@@ -275,9 +277,11 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("MatrixDiagPartV3", linalg_diag::diag_part),
     ("MatrixDiagV2", linalg_diag::matrix_diag),
     ("MatrixDiagV3", linalg_diag::matrix_diag),
+    ("MatrixInverse", linalg_solve::inverse),
     ("MatrixSetDiag", linalg_diag::set_diag),
     ("MatrixSetDiagV2", linalg_diag::set_diag),
     ("MatrixSetDiagV3", linalg_diag::set_diag),
+    ("MatrixSolve", linalg_solve::solve),
     ("MatrixTriangularSolve", linalg_factor::triangular_solve),
     ("Max", |c, n| reduce::reduce(c, n, reduce::Kind::Max)),
     ("MaxPool", |c, n| nchw::with_layout(c, n, conv::max_pool)),
@@ -317,6 +321,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("Pow", |c, n| ew::binary(c, n, "power")),
     ("PreventGradient", identity),
     ("Prod", |c, n| reduce::reduce(c, n, reduce::Kind::Prod)),
+    ("Qr", linalg_solve::qr),
     ("QuantizeAndDequantizeV2", quant::quantize_and_dequantize),
     ("QuantizeAndDequantizeV3", quant::quantize_and_dequantize),
     ("QuantizeAndDequantizeV4", quant::quantize_and_dequantize),
@@ -354,6 +359,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("SegmentSumV2", |c, n| segment::segment_reduce(c, n, Reducer::Add)),
     ("Select", ew::select_v1),
     ("SelectV2", ew::select),
+    ("SelfAdjointEigV2", linalg_solve_eig::eigh),
     ("Selu", act::selu),
     ("SeluGrad", act::selu_grad),
     ("Sigmoid", |c, n| ew::unary(c, n, "logistic")),
@@ -400,6 +406,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("StridedSliceGrad", shape::strided_slice_grad),
     ("Sub", |c, n| ew::binary(c, n, "subtract")),
     ("Sum", |c, n| reduce::reduce(c, n, reduce::Kind::Sum)),
+    ("Svd", linalg_solve_eig::svd),
     ("Tan", |c, n| ew::unary(c, n, "chlo.tan")),
     ("Tanh", |c, n| ew::unary(c, n, "tanh")),
     ("TanhGrad", act::tanh_grad),
@@ -423,6 +430,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("TopKV2", index::top_k),
     ("Transpose", shape::transpose),
     ("TridiagonalMatMul", linalg_factor::tridiagonal_matmul),
+    ("TridiagonalSolve", linalg_solve::tridiagonal_solve),
     ("TruncateDiv", sp::truncate_div),
     ("TruncateMod", sp::truncate_mod),
     ("TruncatedNormal", random::seeded_draw),
@@ -449,6 +457,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("XlaPad", xla_ops::pad),
     ("XlaReducePrecision", xla_ops::reduce_precision),
     ("XlaRemoveDynamicDimensionSize", identity),
+    ("XlaSelfAdjointEig", linalg_solve_eig::eigh),
     ("XlaSetBound", identity),
     ("XlaSetDynamicDimensionSize", spmd::set_dynamic_size),
     ("XlaSharding", spmd::sharding),
@@ -456,6 +465,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("XlaSplitND", spmd::split_nd),
     ("XlaSpmdFullToShardShape", spmd::spmd_shape),
     ("XlaSpmdShardToFullShape", spmd::spmd_shape),
+    ("XlaSvd", linalg_solve_eig::svd),
     ("Xlog1py", |c, n| sp::zero_where(c, n, 0, "log_plus_one")),
     ("Xlogy", |c, n| sp::zero_where(c, n, 0, "log")),
     ("Zeta", |c, n| sp::chlo_binary(c, n, "chlo.zeta")),

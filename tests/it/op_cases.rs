@@ -22,6 +22,13 @@ fn grouped_conv() {
     check_family("grouped_conv");
 }
 
+/// The incomplete gamma and beta functions and their derivatives: Igamma, Igammac, IgammaGradA,
+/// RandomGammaGrad and Betainc (`tests/tf/ops_igamma.py`).
+#[test]
+fn igamma() {
+    check_family("igamma");
+}
+
 /// Image ops, and the second-order gradients of convolutions and pools (`tests/tf/ops_image.py`).
 #[test]
 fn image() {

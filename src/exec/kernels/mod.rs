@@ -29,6 +29,7 @@ mod elementwise;
 mod families;
 pub(crate) mod gather;
 mod host_ops;
+mod igamma;
 pub(crate) mod image;
 mod index;
 mod layout;
@@ -237,6 +238,7 @@ pub const PURE_OPS: &[&str] = &[
     "Identity",
     "IdentityN",
     "Igamma",
+    "IgammaGradA",
     "Igammac",
     "InTopKV2",
     "Inv",
@@ -317,6 +319,7 @@ pub const PURE_OPS: &[&str] = &[
     "QuantizeAndDequantizeV3",
     "QuantizeAndDequantizeV4",
     "RGBToHSV",
+    "RandomGammaGrad",
     "RandomShuffle",
     "RandomStandardNormal",
     "RandomUniform",
@@ -475,6 +478,7 @@ const FLOAT_ONLY: &[&str] = &[
     "FusedBatchNormV3",
     "HSVToRGB",
     "Igamma",
+    "IgammaGradA",
     "Igammac",
     "L2Loss",
     "LRN",
@@ -489,6 +493,7 @@ const FLOAT_ONLY: &[&str] = &[
     "NextAfter",
     "Polygamma",
     "RGBToHSV",
+    "RandomGammaGrad",
     "ReciprocalGrad",
     "Relu6",
     "Relu6Grad",
@@ -824,6 +829,7 @@ fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Tensor>,
             .or_else(|| random::dispatch(op, attrs, inputs))
             .or_else(|| quant::dispatch(op, attrs, inputs))
             .or_else(|| special::dispatch(op, attrs, inputs))
+            .or_else(|| igamma::dispatch(op, inputs))
             .or_else(|| bitwise::dispatch(op, attrs, inputs))
             .or_else(|| host_ops::dispatch(op, attrs, inputs))
             .or_else(|| spatial::dispatch(op, attrs, inputs))

@@ -36,6 +36,7 @@ pub mod colocation;
 mod control_flow;
 mod emitter;
 mod functions;
+mod igamma_functions;
 mod image_functions;
 mod index_functions;
 mod library;
@@ -186,7 +187,7 @@ type FamilyGradient = fn(
 /// The op families of TensorFlow's XLA op set beyond the training-step ones, asked in turn after
 /// them (one file each).
 const OP_FAMILIES: &[FamilyGradient] =
-    &[linalg_functions::gradient, quant_functions::gradient, special_functions::gradient];
+    &[igamma_functions::gradient, linalg_functions::gradient, quant_functions::gradient, special_functions::gradient];
 
 /// The gradient of `op` from the first family that knows its type; `Err(None)` when none does.
 fn op_families(

@@ -55,6 +55,13 @@ fn quant() {
     check_family("quant");
 }
 
+/// The counter moves of `tf.random.Generator`'s state: RngSkip and RngReadAndSkip
+/// (`tests/tf/ops_random_state.py`).
+#[test]
+fn random_state() {
+    check_family("random_state");
+}
+
 /// The tensor and resource scatters, ScatterNd, GatherNd and the proximal, AdagradDA, AddSign
 /// and PowerSign optimizers (`tests/tf/ops_index.py`).
 #[test]

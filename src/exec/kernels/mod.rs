@@ -44,6 +44,7 @@ mod num;
 pub(crate) mod optimizers;
 mod quant;
 pub mod random;
+pub(crate) mod random_state;
 mod reduce;
 pub(crate) mod segment;
 mod shape;
@@ -108,6 +109,8 @@ pub const DEVICE_OPS: &[&str] = &[
     "ResourceScatterNdUpdate",
     "ResourceScatterSub",
     "ResourceScatterUpdate",
+    "RngReadAndSkip",
+    "RngSkip",
     "Switch",
     "TPUReplicatedInput",
     "Update",

@@ -26,6 +26,7 @@ pub mod linalg;
 mod nn;
 mod quant;
 mod random;
+mod random_state;
 mod reduce;
 mod shape;
 
@@ -364,6 +365,7 @@ const TABLE: &[(&str, Rule)] = &[
     ("ReverseV2", ew::same),
     ("RightShift", ew::broadcast),
     ("Rint", ew::same),
+    ("RngReadAndSkip", random_state::read_and_skip),
     ("Roll", ew::same),
     ("Round", ew::same),
     ("Rsqrt", ew::same),

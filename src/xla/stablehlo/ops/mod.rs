@@ -43,6 +43,7 @@ mod nchw;
 mod nn;
 mod quant;
 pub mod random;
+mod random_state;
 mod reduce;
 mod segment;
 mod shape;

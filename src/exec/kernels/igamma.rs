@@ -185,7 +185,7 @@ mod tests {
 
     #[test]
     fn sample_derivative_is_minus_the_ratio_of_the_partials() {
-        for &(a, x) in &[(0.5, 0.3), (3.0, 7.0)] {
+        for &(a, x) in &[(0.5f64, 0.3f64), (3.0, 7.0)] {
             let dx = (-x + (a - 1.0) * x.ln() - lgamma(a)).exp();
             let want = -derivative(a, x, Mode::Derivative) / dx;
             let got = derivative(a, x, Mode::SampleDerivative);

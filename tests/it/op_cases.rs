@@ -25,6 +25,13 @@ fn grouped_conv() {
     check_family("grouped_conv");
 }
 
+/// The incomplete gamma and beta functions and their derivatives: Igamma, Igammac, IgammaGradA,
+/// RandomGammaGrad and Betainc (`tests/tf/ops_igamma.py`).
+#[test]
+fn igamma() {
+    check_family("igamma");
+}
+
 /// Image ops, and the second-order gradients of convolutions and pools (`tests/tf/ops_image.py`).
 #[test]
 fn image() {
@@ -56,6 +63,13 @@ fn linalg_solve() {
 #[test]
 fn quant() {
     check_family("quant");
+}
+
+/// The counter moves of `tf.random.Generator`'s state: RngSkip and RngReadAndSkip
+/// (`tests/tf/ops_random_state.py`).
+#[test]
+fn random_state() {
+    check_family("random_state");
 }
 
 /// The tensor and resource scatters, ScatterNd, GatherNd and the proximal, AdagradDA, AddSign

@@ -29,6 +29,7 @@ mod elementwise;
 mod families;
 pub(crate) mod gather;
 mod host_ops;
+mod igamma;
 pub(crate) mod image;
 mod index;
 mod layout;
@@ -44,6 +45,7 @@ mod num;
 pub(crate) mod optimizers;
 mod quant;
 pub mod random;
+pub(crate) mod random_state;
 mod reduce;
 pub(crate) mod segment;
 mod shape;
@@ -111,6 +113,8 @@ pub const DEVICE_OPS: &[&str] = &[
     "ResourceScatterNdUpdate",
     "ResourceScatterSub",
     "ResourceScatterUpdate",
+    "RngReadAndSkip",
+    "RngSkip",
     "Switch",
     "TPUReplicatedInput",
     "Update",
@@ -244,6 +248,7 @@ pub const PURE_OPS: &[&str] = &[
     "Identity",
     "IdentityN",
     "Igamma",
+    "IgammaGradA",
     "Igammac",
     "InTopKV2",
     "Inv",
@@ -327,6 +332,7 @@ pub const PURE_OPS: &[&str] = &[
     "QuantizeAndDequantizeV3",
     "QuantizeAndDequantizeV4",
     "RGBToHSV",
+    "RandomGammaGrad",
     "RandomShuffle",
     "RandomStandardNormal",
     "RandomUniform",
@@ -513,6 +519,7 @@ const FLOAT_ONLY: &[&str] = &[
     "FusedBatchNormV3",
     "HSVToRGB",
     "Igamma",
+    "IgammaGradA",
     "Igammac",
     "L2Loss",
     "LRN",
@@ -527,6 +534,7 @@ const FLOAT_ONLY: &[&str] = &[
     "NextAfter",
     "Polygamma",
     "RGBToHSV",
+    "RandomGammaGrad",
     "ReciprocalGrad",
     "Relu6",
     "Relu6Grad",
@@ -863,6 +871,7 @@ fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Tensor>,
             .or_else(|| random::dispatch(op, attrs, inputs))
             .or_else(|| quant::dispatch(op, attrs, inputs))
             .or_else(|| special::dispatch(op, attrs, inputs))
+            .or_else(|| igamma::dispatch(op, inputs))
             .or_else(|| bitwise::dispatch(op, attrs, inputs))
             .or_else(|| host_ops::dispatch(op, attrs, inputs))
             .or_else(|| spatial::dispatch(op, attrs, inputs))

@@ -36,6 +36,7 @@ pub mod colocation;
 mod control_flow;
 mod emitter;
 mod functions;
+mod igamma_functions;
 mod image_functions;
 mod index_functions;
 mod library;
@@ -189,6 +190,7 @@ type FamilyGradient = fn(
 /// The op families of TensorFlow's XLA op set beyond the training-step ones, asked in turn after
 /// them (one file each).
 const OP_FAMILIES: &[FamilyGradient] = &[
+    igamma_functions::gradient,
     linalg_functions::gradient,
     linalg_solve_functions::gradient,
     quant_functions::gradient,

@@ -251,6 +251,12 @@ impl Walk<'_> {
                 shape.extend(v.shape.iter().skip(batch + 1));
                 vec![Traced::typed(Ty::new(v.dtype, shape))]
             }
+            // A generator's state as read before its counter moves: the variable's type.
+            "RngReadAndSkip" => {
+                let (h, v) = self.var(id)?;
+                self.updated.insert(h);
+                vec![Traced::typed(v)]
+            }
             // The other variable updates have no results; the variables keep their types.
             _ if state::has_builder(op) => {
                 for input in inputs.iter().take(state::handle_operands(op)) {

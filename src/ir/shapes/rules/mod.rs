@@ -28,6 +28,7 @@ mod linalg_solve;
 mod nn;
 mod quant;
 mod random;
+mod random_state;
 mod reduce;
 mod shape;
 mod spmd;
@@ -274,6 +275,7 @@ const TABLE: &[(&str, Rule)] = &[
     ("Identity", ew::same),
     ("IdentityN", ew::identity_n),
     ("Igamma", ew::broadcast),
+    ("IgammaGradA", ew::broadcast),
     ("Igammac", ew::broadcast),
     ("InTopKV2", index::in_top_k),
     ("Inv", ew::same),
@@ -352,6 +354,7 @@ const TABLE: &[(&str, Rule)] = &[
     ("QuantizeAndDequantizeV3", ew::same),
     ("QuantizeAndDequantizeV4", ew::same),
     ("RGBToHSV", ew::same),
+    ("RandomGammaGrad", ew::broadcast),
     ("RandomShuffle", ew::same),
     ("RandomStandardNormal", random::float_draw),
     ("RandomUniform", random::float_draw),
@@ -373,6 +376,7 @@ const TABLE: &[(&str, Rule)] = &[
     ("ReverseV2", ew::same),
     ("RightShift", ew::broadcast),
     ("Rint", ew::same),
+    ("RngReadAndSkip", random_state::read_and_skip),
     ("Roll", ew::same),
     ("Round", ew::same),
     ("Rsqrt", ew::same),

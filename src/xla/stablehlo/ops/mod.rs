@@ -33,6 +33,7 @@ mod conv;
 mod conv3d;
 mod elementwise;
 mod gather;
+mod igamma;
 mod image;
 mod index;
 mod linalg;
@@ -45,6 +46,7 @@ mod nchw;
 mod nn;
 mod quant;
 pub mod random;
+mod random_state;
 mod reduce;
 mod segment;
 mod shape;
@@ -156,6 +158,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("BatchToSpaceND", spatial::moved),
     ("BesselI0e", sp::bessel_i0e),
     ("BesselI1e", |c, n| ew::unary(c, n, "chlo.bessel_i1e")),
+    ("Betainc", igamma::betainc),
     ("BiasAdd", nn::bias_add),
     ("BiasAddGrad", nn::bias_add_grad),
     ("BiasAddV1", nn::bias_add),
@@ -246,6 +249,9 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("HSVToRGB", image::colour),
     ("Identity", identity),
     ("IdentityN", identity),
+    ("Igamma", igamma::igamma),
+    ("IgammaGradA", igamma::igamma),
+    ("Igammac", igamma::igamma),
     ("InTopKV2", reduce::in_top_k),
     ("Inv", sp::inv),
     ("Invert", |c, n| ew::unary(c, n, "not")),
@@ -326,6 +332,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("QuantizeAndDequantizeV3", quant::quantize_and_dequantize),
     ("QuantizeAndDequantizeV4", quant::quantize_and_dequantize),
     ("RGBToHSV", image::colour),
+    ("RandomGammaGrad", igamma::igamma),
     ("RandomShuffle", random::shuffle),
     ("RandomStandardNormal", random::seeded_draw),
     ("RandomUniform", random::seeded_draw),
@@ -517,12 +524,6 @@ const STRUCTURAL: &[&str] = &[
 
 /// Ops the simulator runs that never reach a builder, and why.
 pub const NOT_LOWERED: &[(&str, &str)] = &[
-    ("Betainc", "tf2xla's continued fraction (a stablehlo.while) is not written yet; the simulator runs it"),
-    ("Igamma", "tf2xla's series and continued fraction (a stablehlo.while) are not written yet; the simulator runs it"),
-    (
-        "Igammac",
-        "tf2xla's series and continued fraction (a stablehlo.while) are not written yet; the simulator runs it",
-    ),
     ("Enter", "TF1 control flow (Switch/Merge frames) is not lowered"),
     ("Exit", "TF1 control flow (Switch/Merge frames) is not lowered"),
     ("LoopCond", "TF1 control flow (Switch/Merge frames) is not lowered"),

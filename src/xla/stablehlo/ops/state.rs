@@ -13,7 +13,9 @@
 
 use super::gather::{gather, gather_batched, scatter, Combine};
 use super::Call;
-use crate::exec::kernels::{gather as host_gather, optimizers, segment as host_segment};
+use crate::exec::kernels::{
+    gather as host_gather, optimizers, random_state as host_random_state, segment as host_segment,
+};
 use crate::exec::Tensor;
 use crate::ir::{AttrMap, DType};
 use crate::xla::stablehlo::text::{Cmp, Ctx, Ty, Val};
@@ -34,6 +36,7 @@ pub fn handle_operands(op: &str) -> usize {
     if EMITTER_OPS.contains(&op)
         || matches!(op, "ResourceGather" | "ResourceScatterAdd" | "ResourceScatterSub" | "ResourceScatterUpdate")
         || host_segment::RESOURCE_SCATTERS.contains(&op)
+        || host_random_state::SKIP_OPS.contains(&op)
     {
         return 1;
     }
@@ -71,6 +74,10 @@ pub(crate) fn evaluate(
             let new = host_gather::scatter_rows(op, var, arg(0)?, arg(1)?, how, op == "ResourceScatterSub")
                 .map_err(|e| e.to_string())?;
             Ok((vec![new], Vec::new()))
+        }
+        _ if host_random_state::SKIP_OPS.contains(&op) => {
+            let (new, out) = host_random_state::skip(op, var, arg(0)?, arg(1)?).map_err(|e| e.to_string())?;
+            Ok((vec![new], out))
         }
         _ if host_segment::RESOURCE_SCATTERS.contains(&op) => {
             let new = host_segment::resource_scatter(op, var, arg(0)?, arg(1)?).map_err(|e| e.to_string())?;
@@ -116,6 +123,7 @@ pub fn build(c: &mut Ctx, n: &Call, vars: &[Val]) -> Result<(Vec<Val>, Vec<Val>)
             let how = if n.op == "ResourceScatterUpdate" { Combine::Replace } else { Combine::Add };
             Ok((vec![scatter(c, var, &idx, &updates, how)], Vec::new()))
         }
+        _ if host_random_state::SKIP_OPS.contains(&n.op) => super::random_state::skip(c, n, var),
         _ if host_segment::RESOURCE_SCATTERS.contains(&n.op) => {
             Ok((vec![super::segment::resource_scatter(c, n, var)?], Vec::new()))
         }

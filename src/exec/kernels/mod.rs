@@ -537,6 +537,8 @@ fn holds(d: DType) -> bool {
             | DType::I32
             | DType::I64
             | DType::Bool
+            | DType::C64
+            | DType::C128
             | DType::Str
             | DType::Resource
             | DType::Variant
@@ -545,8 +547,8 @@ fn holds(d: DType) -> bool {
 
 /// Every node of `module` that cannot run, in graph and text order: op
 /// types without a kernel, and dtype attributes (`T`, `dtype`, `DstT`, ...)
-/// naming a dtype the executor cannot hold (complex, 16- and 32-bit
-/// unsigned, i16, variant) or an integer where the kernel computes in
+/// naming a dtype the executor cannot hold (16- and 32-bit unsigned,
+/// i16, variant) or an integer where the kernel computes in
 /// floating point; string tensors in a TPU device program (`role =
 /// "replica"`). A node cloned into several programs (one per replica)
 /// is reported once, for the first. Cost: one pass over the nodes and

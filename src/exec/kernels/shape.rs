@@ -25,6 +25,8 @@ macro_rules! any_array {
             Tensor::I8($a) => Tensor::I8($body),
             Tensor::U8($a) => Tensor::U8($body),
             Tensor::U64($a) => Tensor::U64($body),
+            Tensor::C64($a) => Tensor::C64($body),
+            Tensor::C128($a) => Tensor::C128($body),
             Tensor::Str($a) => Tensor::Str($body),
             Tensor::Resource(_) | Tensor::Variant(_) => {
                 return Err(KernelError::dtype($op, DType::Resource, "resource handles have no elements"))

@@ -332,15 +332,15 @@ impl Tensor {
             }
             (Tensor::C64(a), Tensor::C64(b)) => {
                 a.shape() == b.shape()
-                    && a.iter().zip(b.iter()).all(|(x, y)| {
-                        x.re.to_bits() == y.re.to_bits() && x.im.to_bits() == y.im.to_bits()
-                    })
+                    && a.iter()
+                        .zip(b.iter())
+                        .all(|(x, y)| x.re.to_bits() == y.re.to_bits() && x.im.to_bits() == y.im.to_bits())
             }
             (Tensor::C128(a), Tensor::C128(b)) => {
                 a.shape() == b.shape()
-                    && a.iter().zip(b.iter()).all(|(x, y)| {
-                        x.re.to_bits() == y.re.to_bits() && x.im.to_bits() == y.im.to_bits()
-                    })
+                    && a.iter()
+                        .zip(b.iter())
+                        .all(|(x, y)| x.re.to_bits() == y.re.to_bits() && x.im.to_bits() == y.im.to_bits())
             }
             _ => self == other,
         }
@@ -485,8 +485,12 @@ impl Tensor {
             DType::U8 => TensorData::Int(self.to_vec::<u8>()?.into_iter().map(i32::from).collect()),
             DType::U64 => TensorData::Uint64(self.to_vec::<u64>()?),
             DType::Bool => TensorData::Bool(self.to_vec::<bool>()?),
-            DType::C64 => TensorData::Float(self.to_vec::<num_complex::Complex32>()?.into_iter().flat_map(|c| [c.re, c.im]).collect()),
-            DType::C128 => TensorData::Double(self.to_vec::<num_complex::Complex64>()?.into_iter().flat_map(|c| [c.re, c.im]).collect()),
+            DType::C64 => TensorData::Float(
+                self.to_vec::<num_complex::Complex32>()?.into_iter().flat_map(|c| [c.re, c.im]).collect(),
+            ),
+            DType::C128 => TensorData::Double(
+                self.to_vec::<num_complex::Complex64>()?.into_iter().flat_map(|c| [c.re, c.im]).collect(),
+            ),
             DType::BF16 => {
                 TensorData::Half(self.to_vec::<half::bf16>()?.into_iter().map(|v| i32::from(v.to_bits())).collect())
             }

@@ -385,7 +385,9 @@ pub(crate) fn host_bytes(tensor: &Tensor, what: &str) -> Result<(i32, Vec<u8>), 
         Tensor::I8(a) => (ffi::buffer_type::S8, a.iter().flat_map(|v| v.to_le_bytes()).collect()),
         Tensor::U8(a) => (ffi::buffer_type::U8, a.iter().copied().collect()),
         Tensor::U64(a) => (ffi::buffer_type::U64, raw(a.iter().copied().collect(), |v: u64| v.to_le_bytes().to_vec())),
-        Tensor::C64(a) => (ffi::buffer_type::C64, a.iter().flat_map(|v| [v.re, v.im]).flat_map(f32::to_le_bytes).collect()),
+        Tensor::C64(a) => {
+            (ffi::buffer_type::C64, a.iter().flat_map(|v| [v.re, v.im]).flat_map(f32::to_le_bytes).collect())
+        }
         Tensor::C128(a) => {
             (ffi::buffer_type::C128, a.iter().flat_map(|v| [v.re, v.im]).flat_map(f64::to_le_bytes).collect())
         }

@@ -16,6 +16,20 @@ fn bitwise() {
     check_family("bitwise");
 }
 
+/// Complex numbers: `Complex`, `Real`, `Imag`, `Conj`, `ComplexAbs`, `Angle`,
+/// `ConjugateTranspose`, and float inputs differentiated through them (`tests/tf/ops_complex.py`).
+#[test]
+fn complex() {
+    check_family("complex");
+}
+
+/// The FFTs in 1-3 dimensions, with `fft_length` cropping and padding, and their gradients
+/// (`tests/tf/ops_fft.py`).
+#[test]
+fn fft() {
+    check_family("fft");
+}
+
 /// Grouped `Conv2D` and its backprops; the 2-D backprops' own gradients.
 #[test]
 fn grouped_conv() {

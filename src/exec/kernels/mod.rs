@@ -19,6 +19,7 @@ pub(crate) mod control_flow;
 /// The TensorList and Optional kernels (variant values), sorted.
 pub use control_flow::VARIANT_OPS;
 mod bitwise;
+pub(crate) mod complex;
 mod conv;
 mod conv3d;
 mod conv_gemm;
@@ -27,6 +28,7 @@ pub(crate) mod denormals;
 pub(crate) mod dtypes;
 mod elementwise;
 mod families;
+mod fft;
 pub(crate) mod gather;
 mod host_ops;
 pub(crate) mod image;
@@ -131,6 +133,7 @@ pub const PURE_OPS: &[&str] = &[
     "AdjustSaturation",
     "All",
     "AllGather",
+    "Angle",
     "Any",
     "ApproximateEqual",
     "ArgMax",
@@ -169,9 +172,13 @@ pub const PURE_OPS: &[&str] = &[
     "CheckNumerics",
     "Cholesky",
     "ClipByValue",
+    "Complex",
+    "ComplexAbs",
     "Concat",
     "ConcatOffset",
     "ConcatV2",
+    "Conj",
+    "ConjugateTranspose",
     "Const",
     "Conv",
     "Conv2D",
@@ -211,6 +218,9 @@ pub const PURE_OPS: &[&str] = &[
     "ExpandDims",
     "Expm1",
     "ExtractImagePatches",
+    "FFT",
+    "FFT2D",
+    "FFT3D",
     "FakeParam",
     "FakeQuantWithMinMaxArgs",
     "FakeQuantWithMinMaxArgsGradient",
@@ -234,10 +244,17 @@ pub const PURE_OPS: &[&str] = &[
     "Greater",
     "GreaterEqual",
     "HSVToRGB",
+    "IFFT",
+    "IFFT2D",
+    "IFFT3D",
+    "IRFFT",
+    "IRFFT2D",
+    "IRFFT3D",
     "Identity",
     "IdentityN",
     "Igamma",
     "Igammac",
+    "Imag",
     "InTopKV2",
     "Inv",
     "Invert",
@@ -316,6 +333,9 @@ pub const PURE_OPS: &[&str] = &[
     "QuantizeAndDequantizeV2",
     "QuantizeAndDequantizeV3",
     "QuantizeAndDequantizeV4",
+    "RFFT",
+    "RFFT2D",
+    "RFFT3D",
     "RGBToHSV",
     "RandomShuffle",
     "RandomStandardNormal",
@@ -323,6 +343,7 @@ pub const PURE_OPS: &[&str] = &[
     "RandomUniformInt",
     "Range",
     "Rank",
+    "Real",
     "RealDiv",
     "Reciprocal",
     "ReciprocalGrad",
@@ -830,6 +851,8 @@ fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Tensor>,
             .or_else(|| host_ops::dispatch(op, attrs, inputs))
             .or_else(|| spatial::dispatch(op, attrs, inputs))
             .or_else(|| image::dispatch(op, attrs, inputs))
+            .or_else(|| complex::dispatch(op, attrs, inputs))
+            .or_else(|| fft::dispatch(op, attrs, inputs))
             .unwrap_or_else(|| Err(KernelError::NoKernel { op: op.to_string() })),
     }
 }

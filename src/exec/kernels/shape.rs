@@ -279,7 +279,10 @@ pub(crate) fn filled_like(op: &str, x: &Tensor, value: u8) -> Result<Tensor, Ker
             }
             _ => return Err(KernelError::dtype(op, DType::Variant, "only a TensorList variant has zeros")),
         },
-        other => return Err(KernelError::dtype(op, other.dtype(), "a numeric or bool input is required")),
+        other => match super::complex::filled_like(other, value) {
+            Some(t) => t,
+            None => return Err(KernelError::dtype(op, other.dtype(), "a numeric or bool input is required")),
+        },
     })
 }
 

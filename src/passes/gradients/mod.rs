@@ -33,6 +33,7 @@
 //! bounded number of ops per visited op.
 
 pub mod colocation;
+mod complex_functions;
 mod control_flow;
 mod emitter;
 mod functions;
@@ -186,7 +187,7 @@ type FamilyGradient = fn(
 /// The op families of TensorFlow's XLA op set beyond the training-step ones, asked in turn after
 /// them (one file each).
 const OP_FAMILIES: &[FamilyGradient] =
-    &[linalg_functions::gradient, quant_functions::gradient, special_functions::gradient];
+    &[complex_functions::gradient, linalg_functions::gradient, quant_functions::gradient, special_functions::gradient];
 
 /// The gradient of `op` from the first family that knows its type; `Err(None)` when none does.
 fn op_families(

@@ -542,7 +542,7 @@ impl Ctx {
             Cmp::Ge => "GE",
         };
         let kind = match a.ty.dtype {
-            d if float_dtype(d) => "FLOAT",
+            d if float_dtype(d) || matches!(d, DType::C64 | DType::C128) => "FLOAT",
             DType::Bool | DType::U8 => "UNSIGNED",
             _ => "SIGNED",
         };

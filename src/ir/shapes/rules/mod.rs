@@ -5,7 +5,7 @@
 //!
 //! Meaning: [`infer`] looks the op up in `TABLE` (one small function
 //! per op, sorted by op name, grouped by family in `elementwise`,
-//! `image`, `shape`, `reduce`, `nn`, `index`, `random` and `collective`) and applies its rule. A rule that
+//! `complex`, `image`, `shape`, `reduce`, `nn`, `index`, `random` and `collective`) and applies its rule. A rule that
 //! needs a constant operand it was not given, or meets operands it cannot
 //! type, answers an error message; an op with no rule answers `None`. The
 //! caller then learns the type another way (the StableHLO emitter runs the
@@ -19,6 +19,7 @@
 //! constant operands read.
 
 mod collective;
+mod complex;
 mod elementwise;
 mod image;
 mod index;
@@ -153,6 +154,7 @@ fn dim(v: i64, what: &str) -> Result<usize, String> {
     usize::try_from(v).map_err(|_| format!("{what} {v} is negative"))
 }
 
+use complex as cx;
 use elementwise as ew;
 
 /// The rule table, sorted by op name (a test checks it).
@@ -168,6 +170,7 @@ const TABLE: &[(&str, Rule)] = &[
     ("AdjustSaturation", ew::same),
     ("All", reduce::reduce),
     ("AllGather", collective::all_gather),
+    ("Angle", cx::part),
     ("Any", reduce::reduce),
     ("ApproximateEqual", ew::predicate),
     ("ArgMax", reduce::arg_extreme),
@@ -203,8 +206,12 @@ const TABLE: &[(&str, Rule)] = &[
     ("CheckNumerics", ew::same),
     ("Cholesky", linalg::cholesky),
     ("ClipByValue", ew::same),
+    ("Complex", cx::complex),
+    ("ComplexAbs", cx::part),
     ("Concat", index::concat_v1),
     ("ConcatV2", shape::concat),
+    ("Conj", cx::same_complex),
+    ("ConjugateTranspose", shape::transpose),
     ("Conv", image::generic_conv),
     ("Conv2D", nn::conv2d),
     ("Conv2DBackpropFilter", nn::conv_backprop_filter),
@@ -241,6 +248,9 @@ const TABLE: &[(&str, Rule)] = &[
     ("ExpandDims", shape::expand_dims),
     ("Expm1", ew::same),
     ("ExtractImagePatches", image::patches),
+    ("FFT", cx::same_complex),
+    ("FFT2D", cx::same_complex),
+    ("FFT3D", cx::same_complex),
     ("FakeQuantWithMinMaxArgs", ew::same),
     ("FakeQuantWithMinMaxArgsGradient", ew::same),
     ("FakeQuantWithMinMaxVars", ew::same),
@@ -263,10 +273,17 @@ const TABLE: &[(&str, Rule)] = &[
     ("Greater", ew::compare),
     ("GreaterEqual", ew::compare),
     ("HSVToRGB", ew::same),
+    ("IFFT", cx::same_complex),
+    ("IFFT2D", cx::same_complex),
+    ("IFFT3D", cx::same_complex),
+    ("IRFFT", cx::irfft),
+    ("IRFFT2D", cx::irfft),
+    ("IRFFT3D", cx::irfft),
     ("Identity", ew::same),
     ("IdentityN", ew::identity_n),
     ("Igamma", ew::broadcast),
     ("Igammac", ew::broadcast),
+    ("Imag", cx::part),
     ("InTopKV2", index::in_top_k),
     ("Inv", ew::same),
     ("Invert", ew::same),
@@ -340,11 +357,15 @@ const TABLE: &[(&str, Rule)] = &[
     ("QuantizeAndDequantizeV2", ew::same),
     ("QuantizeAndDequantizeV3", ew::same),
     ("QuantizeAndDequantizeV4", ew::same),
+    ("RFFT", cx::rfft),
+    ("RFFT2D", cx::rfft),
+    ("RFFT3D", cx::rfft),
     ("RGBToHSV", ew::same),
     ("RandomShuffle", ew::same),
     ("RandomStandardNormal", random::float_draw),
     ("RandomUniform", random::float_draw),
     ("RandomUniformInt", random::seeded_int_draw),
+    ("Real", cx::part),
     ("RealDiv", ew::broadcast),
     ("Reciprocal", ew::same),
     ("ReciprocalGrad", ew::same),

@@ -20,7 +20,7 @@
 //! [`conv3d`] their volumetric forms;
 //! [`nchw`] runs them and the batch norms in NCHW), [`list`] (TensorLists
 //! and Optionals), [`special`] (special functions, truncating divisions,
-//! bitwise ops), [`collective`] (all-reduce, broadcast, replica id) and
+//! bitwise ops), [`complex`] (complex numbers and FFTs), [`collective`] (all-reduce, broadcast, replica id) and
 //! [`state`] (variable updates). [`NOT_LOWERED`] gives the reason for every op the
 //! simulator runs that has no builder. Invariant: [`TABLE`] is sorted by op
 //! name (a test checks it), so lookups are a binary search.
@@ -28,6 +28,7 @@
 mod activation;
 mod check;
 pub(super) mod collective;
+mod complex;
 mod conv;
 mod conv3d;
 mod elementwise;
@@ -54,6 +55,7 @@ use crate::exec::Tensor;
 use crate::ir::{AttrMap, DType};
 
 use activation as act;
+use complex as cx;
 use elementwise as ew;
 use special as sp;
 
@@ -129,6 +131,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("All", |c, n| reduce::reduce(c, n, reduce::Kind::All)),
     ("AllGather", collective::all_gather),
     ("AllReduce", collective::all_reduce),
+    ("Angle", cx::part),
     ("Any", |c, n| reduce::reduce(c, n, reduce::Kind::Any)),
     ("ApproximateEqual", sp::approximate_equal),
     ("ArgMax", |c, n| reduce::arg_extreme(c, n, true)),
@@ -168,8 +171,12 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("CollectiveAllGather", collective::collective_all_gather),
     ("CollectiveAllReduce", collective::collective_all_reduce),
     ("CollectiveBroadcast", collective::broadcast),
+    ("Complex", cx::complex),
+    ("ComplexAbs", cx::part),
     ("Concat", index::concat_v1),
     ("ConcatV2", shape::concat),
+    ("Conj", cx::conj),
+    ("ConjugateTranspose", cx::conjugate_transpose),
     ("Conv", image::generic_conv),
     ("Conv2D", |c, n| nchw::with_layout(c, n, |c, n| conv::conv(c, n, conv::Kind::Forward, false))),
     ("Conv2DBackpropFilter", |c, n| {
@@ -214,6 +221,9 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("ExpandDims", shape::reshape),
     ("Expm1", |c, n| ew::unary(c, n, "exponential_minus_one")),
     ("ExtractImagePatches", spatial::moved),
+    ("FFT", cx::fft),
+    ("FFT2D", cx::fft),
+    ("FFT3D", cx::fft),
     ("FakeQuantWithMinMaxArgs", quant::fake_quant_args),
     ("FakeQuantWithMinMaxArgsGradient", quant::fake_quant_args_grad),
     ("FakeQuantWithMinMaxVars", quant::fake_quant_vars),
@@ -236,8 +246,15 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("Greater", |c, n| ew::compare(c, n, Cmp::Gt)),
     ("GreaterEqual", |c, n| ew::compare(c, n, Cmp::Ge)),
     ("HSVToRGB", image::colour),
+    ("IFFT", cx::fft),
+    ("IFFT2D", cx::fft),
+    ("IFFT3D", cx::fft),
+    ("IRFFT", cx::fft),
+    ("IRFFT2D", cx::fft),
+    ("IRFFT3D", cx::fft),
     ("Identity", identity),
     ("IdentityN", identity),
+    ("Imag", cx::part),
     ("InTopKV2", reduce::in_top_k),
     ("Inv", sp::inv),
     ("Invert", |c, n| ew::unary(c, n, "not")),
@@ -314,11 +331,15 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("QuantizeAndDequantizeV2", quant::quantize_and_dequantize),
     ("QuantizeAndDequantizeV3", quant::quantize_and_dequantize),
     ("QuantizeAndDequantizeV4", quant::quantize_and_dequantize),
+    ("RFFT", cx::fft),
+    ("RFFT2D", cx::fft),
+    ("RFFT3D", cx::fft),
     ("RGBToHSV", image::colour),
     ("RandomShuffle", random::shuffle),
     ("RandomStandardNormal", random::seeded_draw),
     ("RandomUniform", random::seeded_draw),
     ("RandomUniformInt", random::seeded_draw),
+    ("Real", cx::part),
     ("RealDiv", ew::div),
     ("Reciprocal", ew::reciprocal),
     ("ReciprocalGrad", sp::reciprocal_grad),

@@ -345,6 +345,19 @@ mod tests {
     }
 
     #[test]
+    fn json_complex_elements_are_pairs() {
+        let t = Tensor::from_vec(
+            &[2],
+            vec![num_complex::Complex32::new(0.5, -1.0), num_complex::Complex32::new(f32::NAN, 2.0)],
+        )
+        .unwrap();
+        let j = tensor_to_json(&t);
+        assert_eq!(j, json!([[0.5, -1.0], ["nan", 2.0]]));
+        assert!(tensor_from_json(&j, DType::C64).unwrap().bit_eq(&t));
+        assert!(tensor_from_json(&json!([1.0, 2.0, 3.0]), DType::C128).is_err(), "not pairs");
+    }
+
+    #[test]
     fn json_scalar_and_ints() {
         assert_eq!(tensor_to_json(&Tensor::scalar(7i32)), json!(7));
         let t = tensor_from_json(&json!([[1, 2], [3, 4]]), DType::I64).unwrap();
@@ -373,6 +386,9 @@ mod tests {
             Tensor::from_vec(&[1, 2], vec![7i32, -8]).unwrap(),
             Tensor::scalar(9i64),
             Tensor::from_vec(&[2], vec![true, false]).unwrap(),
+            Tensor::from_vec(&[2], vec![num_complex::Complex32::new(1.5, -2.0), num_complex::Complex32::new(0.0, 3.0)])
+                .unwrap(),
+            Tensor::scalar(num_complex::Complex64::new(-1e-300, 2.5)),
         ];
         for t in tensors {
             let bytes = write_npy(&t).unwrap();

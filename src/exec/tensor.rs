@@ -536,6 +536,16 @@ mod tests {
     }
 
     #[test]
+    fn complex_literals_are_pairs() {
+        let bytes: Vec<u8> = [1.0f32, -2.0, 3.0, 4.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+        let lit = TensorLit { dtype: DType::C64, shape: vec![2], data: TensorData::Content(bytes) };
+        let want = vec![num_complex::Complex32::new(1.0, -2.0), num_complex::Complex32::new(3.0, 4.0)];
+        assert_eq!(Tensor::from_literal(&lit).unwrap().to_vec::<num_complex::Complex32>().unwrap(), want);
+        let odd = TensorLit { dtype: DType::C128, shape: vec![1], data: TensorData::Double(vec![1.0, 2.0, 3.0]) };
+        assert!(Tensor::from_literal(&odd).is_err(), "three parts are not pairs");
+    }
+
+    #[test]
     fn from_vec_rejects_wrong_count() {
         assert!(Tensor::from_vec(&[2, 3], vec![1.0f32; 5]).is_err());
     }
@@ -558,6 +568,11 @@ mod tests {
             Tensor::from_vec(&[3], vec![true, false, true]),
             Tensor::from_vec(&[2], vec![half::bf16::from_f32(1.5), half::bf16::from_f32(-3.0e38)]),
             Tensor::from_vec(&[2], vec![half::f16::from_f32(0.1), half::f16::from_f32(-65504.0)]),
+            Tensor::from_vec(
+                &[2],
+                vec![num_complex::Complex32::new(1.5, -0.0), num_complex::Complex32::new(-3.0, 7.0)],
+            ),
+            Tensor::from_vec(&[1], vec![num_complex::Complex64::new(1e-300, -2.5)]),
         ];
         for t in values {
             let t = t.expect("a tensor");

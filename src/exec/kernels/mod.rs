@@ -915,6 +915,8 @@ fn fake_param(op: &str, attrs: &AttrMap) -> Result<Tensor, KernelError> {
         DType::Bool => Tensor::scalar(false),
         DType::BF16 => Tensor::scalar(half::bf16::ZERO),
         DType::F16 => Tensor::scalar(half::f16::ZERO),
+        DType::C64 => Tensor::scalar(num_complex::Complex32::new(0.0, 0.0)),
+        DType::C128 => Tensor::scalar(num_complex::Complex64::new(0.0, 0.0)),
         other => return Err(KernelError::dtype(op, other, "a numeric or bool dtype is required")),
     };
     shape::fill(op, &Tensor::vector(dims), &zero)

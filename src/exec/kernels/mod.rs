@@ -687,6 +687,10 @@ pub fn run_kernel(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Te
             return control_flow::dispatch(op, attrs, inputs)
                 .unwrap_or_else(|| Err(KernelError::NeedsDevice { op: op.to_string() }));
         }
+        // The complex ops and FFTs take f32/f64 parts only: no widening of 16-bit floats.
+        if complex::OPS.contains(&op) || fft::OPS.contains(&op) {
+            return dispatch(op, attrs, inputs);
+        }
         match dtypes::widen(op, inputs)? {
             // bf16 / f16 / i8 / u8 inputs: computed in f32 / i32, rounded back.
             Some((wide, how)) => dtypes::narrow(op, attrs, &how, dispatch(op, attrs, &wide)?),

@@ -387,11 +387,11 @@ impl Tensor {
             (TensorData::Uint64(v), DType::U64) => Tensor::from_vec(&shape, fill(v.clone(), n, 0)),
             // `scomplex_val` / `dcomplex_val`: (real, imaginary) pairs.
             (TensorData::Float(v), DType::C64) => {
-                let values = complex_pairs(op, lit.dtype, v, |re, im| num_complex::Complex32::new(re, im))?;
+                let values = complex_pairs(op, lit.dtype, v, num_complex::Complex32::new)?;
                 Tensor::from_vec(&shape, fill(values, n, num_complex::Complex32::new(0.0, 0.0)))
             }
             (TensorData::Double(v), DType::C128) => {
-                let values = complex_pairs(op, lit.dtype, v, |re, im| num_complex::Complex64::new(re, im))?;
+                let values = complex_pairs(op, lit.dtype, v, num_complex::Complex64::new)?;
                 Tensor::from_vec(&shape, fill(values, n, num_complex::Complex64::new(0.0, 0.0)))
             }
             (TensorData::Str(v), DType::Str) => Tensor::from_vec(&shape, fill(v.clone(), n, Vec::new())),

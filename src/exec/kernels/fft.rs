@@ -253,7 +253,7 @@ mod tests {
         let mut v = vec![Complex::new(0.0f32, 0.0); 4];
         v[0] = Complex::new(1.0, 0.0);
         let x = Tensor::from_vec(&[4], v).unwrap();
-        let y = run("FFT", &[x.clone()]);
+        let y = run("FFT", std::slice::from_ref(&x));
         assert!(y.to_vec::<Complex<f32>>().unwrap().iter().all(|z| *z == Complex::new(1.0, 0.0)));
         assert_eq!(run("IFFT", &[y]), x);
         let short = Tensor::from_vec(&[1], vec![8i32]).unwrap();

@@ -1,7 +1,7 @@
 //! Complex numbers: `Complex`, `Real`, `Imag`, `Conj`, `ComplexAbs`,
 //! `Angle`, `ConjugateTranspose`, and the complex forms of the common
 //! elementwise ops (`Add`, `Sub`, `Mul`, `Div`, `DivNoNan`, `Neg`,
-//! `Square`, `Reciprocal`, `Sum`, `Mean`, `Cast`).
+//! `Square`, `Reciprocal`, `Sum`, `Mean`, `Cast`, `Equal`, `NotEqual`).
 //!
 //! complex64 pairs two f32, complex128 two f64 (`num_complex`). The real
 //! parts of a complex op are of the matching float dtype (`Complex` of two
@@ -14,7 +14,7 @@ use ndarray::{ArcArray, IxDyn};
 use num_complex::Complex;
 use num_traits::{Float, Zero};
 
-use super::math::{broadcast_zip, BinaryOp, Reduce, UnaryOp};
+use super::math::{broadcast_zip, BinaryOp, Comparison, Reduce, UnaryOp};
 use crate::exec::error::KernelError;
 use crate::exec::tensor::{Element, Tensor};
 use crate::ir::{AttrMap, DType};
@@ -145,6 +145,34 @@ pub(crate) fn binary(op: &str, kind: BinaryOp, x: &Tensor, y: &Tensor) -> Option
     Some(match (x, y) {
         (Tensor::C64(a), Tensor::C64(b)) => run(op, kind, a, b),
         (Tensor::C128(a), Tensor::C128(b)) => run(op, kind, a, b),
+        (Tensor::C64(_) | Tensor::C128(_), other) | (other, Tensor::C64(_) | Tensor::C128(_)) => {
+            Err(KernelError::invalid(op, format!("inputs have different dtypes {} and {}", x.dtype(), other.dtype())))
+        }
+        _ => return None,
+    })
+}
+
+/// `Equal` / `NotEqual` of two complex tensors (the only comparisons complex numbers have); `None`
+/// when `x` is not complex.
+pub(crate) fn compare(op: &str, c: Comparison, x: &Tensor, y: &Tensor) -> Option<Result<Tensor, KernelError>> {
+    fn run<F: Part>(
+        op: &str,
+        c: Comparison,
+        x: &ArcArray<Complex<F>, IxDyn>,
+        y: &ArcArray<Complex<F>, IxDyn>,
+    ) -> Result<Tensor, KernelError> {
+        let out = match c {
+            Comparison::Equal => broadcast_zip(op, x, y, |a, b| a == b)?,
+            Comparison::NotEqual => broadcast_zip(op, x, y, |a, b| a != b)?,
+            other => {
+                return Err(KernelError::dtype(op, F::COMPLEX, format!("{other:?} does not order complex numbers")))
+            }
+        };
+        Ok(Tensor::from_array(out))
+    }
+    Some(match (x, y) {
+        (Tensor::C64(a), Tensor::C64(b)) => run(op, c, a, b),
+        (Tensor::C128(a), Tensor::C128(b)) => run(op, c, a, b),
         (Tensor::C64(_) | Tensor::C128(_), other) | (other, Tensor::C64(_) | Tensor::C128(_)) => {
             Err(KernelError::invalid(op, format!("inputs have different dtypes {} and {}", x.dtype(), other.dtype())))
         }
@@ -293,6 +321,9 @@ mod tests {
         let p = binary("Mul", BinaryOp::Mul, &a, &b).unwrap().unwrap();
         assert_eq!(p, c64(&[2], &[(5.0, 5.0), (-1.0, 0.0)]));
         assert!(binary("Max", BinaryOp::Max, &a, &b).unwrap().is_err());
+        let eq = compare("Equal", Comparison::Equal, &a, &b).unwrap().unwrap();
+        assert_eq!(eq.to_vec::<bool>().unwrap(), vec![false, true]);
+        assert!(compare("Less", Comparison::Less, &a, &b).unwrap().is_err());
         let s = reduce(&a, Reduce::Sum, &[0], false).unwrap();
         assert_eq!(s, c64(&[], &[(1.0, 3.0)]));
         let ints = Tensor::from_vec(&[2], vec![2i32, -3]).unwrap();

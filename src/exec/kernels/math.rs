@@ -207,6 +207,9 @@ pub(crate) enum Comparison {
 
 /// An elementwise comparison of two tensors of one dtype, broadcast; a bool tensor.
 pub(crate) fn compare(op: &str, c: Comparison, x: &Tensor, y: &Tensor) -> Result<Tensor, KernelError> {
+    if let Some(out) = super::complex::compare(op, c, x, y) {
+        return out;
+    }
     fn run<T: PartialOrd + Copy>(
         op: &str,
         c: Comparison,

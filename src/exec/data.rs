@@ -6,9 +6,12 @@
 //! Floats are printed with the shortest text that reads back to the same
 //! value of their own precision (an f32 `0.1` prints as `0.1`).
 //!
-//! `.npy`: read and written with the `npyz` crate for f32, f64, i32, i64
-//! and bool, in either byte order; Fortran-order files are transposed on
-//! reading.
+//! A complex element (c64, c128) is a `[real, imaginary]` pair, the
+//! innermost level of the nesting.
+//!
+//! `.npy`: read and written with the `npyz` crate for f32, f64, i32, i64,
+//! bool, complex64 and complex128, in either byte order; Fortran-order files
+//! are transposed on reading.
 
 use std::io::Cursor;
 use std::path::Path;
@@ -63,6 +66,12 @@ pub fn tensor_to_json(tensor: &Tensor) -> Value {
         Tensor::I8(a) => nest(&shape, &a.iter().copied().collect::<Vec<_>>(), &|x: &i8| Value::from(*x)),
         Tensor::U8(a) => nest(&shape, &a.iter().copied().collect::<Vec<_>>(), &|x: &u8| Value::from(*x)),
         Tensor::U64(a) => nest(&shape, &a.iter().copied().collect::<Vec<_>>(), &|x: &u64| Value::from(*x)),
+        Tensor::C64(a) => nest(&shape, &a.iter().copied().collect::<Vec<_>>(), &|x: &num_complex::Complex32| {
+            Value::Array(vec![float(x.re as f64, x.re.to_string()), float(x.im as f64, x.im.to_string())])
+        }),
+        Tensor::C128(a) => nest(&shape, &a.iter().copied().collect::<Vec<_>>(), &|x: &num_complex::Complex64| {
+            Value::Array(vec![float(x.re, x.re.to_string()), float(x.im, x.im.to_string())])
+        }),
         Tensor::Str(a) => nest(&shape, &a.iter().cloned().collect::<Vec<_>>(), &|x: &Vec<u8>| {
             Value::String(String::from_utf8_lossy(x).into_owned())
         }),
@@ -73,6 +82,9 @@ pub fn tensor_to_json(tensor: &Tensor) -> Value {
 
 /// A tensor of `dtype` from JSON nested arrays (which must be rectangular).
 pub fn tensor_from_json(value: &Value, dtype: DType) -> Result<Tensor, ExecError> {
+    if matches!(dtype, DType::C64 | DType::C128) {
+        return complex_from_json(value, dtype);
+    }
     let mut shape = Vec::new();
     let mut probe = value;
     while let Value::Array(items) = probe {
@@ -117,6 +129,29 @@ pub fn tensor_from_json(value: &Value, dtype: DType) -> Result<Tensor, ExecError
         DType::Str => convert(&shape, &leaves, |v| v.as_str().map(|s| s.as_bytes().to_vec()), "a string"),
         other => Err(ExecError::data(JSON, format!("dtype {other} cannot be read from JSON"))),
     }
+}
+
+/// A complex tensor from nested arrays whose innermost level is `[real, imaginary]` pairs.
+fn complex_from_json(value: &Value, dtype: DType) -> Result<Tensor, ExecError> {
+    let parts = tensor_from_json(value, if dtype == DType::C64 { DType::F32 } else { DType::F64 })?;
+    let Some((&2, shape)) = parts.shape().split_last() else {
+        return Err(ExecError::data(
+            JSON,
+            format!("a {dtype} element is a [real, imaginary] pair; the innermost level has shape {:?}", parts.shape()),
+        ));
+    };
+    let made = match &parts {
+        Tensor::F32(a) => {
+            let v: Vec<f32> = a.iter().copied().collect();
+            Tensor::from_vec(shape, v.chunks_exact(2).map(|p| num_complex::Complex32::new(p[0], p[1])).collect())
+        }
+        Tensor::F64(a) => {
+            let v: Vec<f64> = a.iter().copied().collect();
+            Tensor::from_vec(shape, v.chunks_exact(2).map(|p| num_complex::Complex64::new(p[0], p[1])).collect())
+        }
+        other => return Err(ExecError::data(JSON, format!("complex parts read as {}", other.dtype()))),
+    };
+    made.map_err(|e| ExecError::data(JSON, e.to_string()))
 }
 
 fn collect_leaves<'v>(
@@ -209,6 +244,8 @@ pub fn read_npy(bytes: &[u8]) -> Result<Tensor, ExecError> {
         "f8" => DType::F64,
         "i4" => DType::I32,
         "i8" => DType::I64,
+        "c8" => DType::C64,
+        "c16" => DType::C128,
         _ => DType::Bool,
     };
     let elements =
@@ -246,7 +283,9 @@ pub fn read_npy(bytes: &[u8]) -> Result<Tensor, ExecError> {
         "i4" => build::<i32>(file, &shape, order),
         "i8" => build::<i64>(file, &shape, order),
         "b1" => build::<bool>(file, &shape, order),
-        _ => Err(ExecError::data(NPY, format!("unsupported dtype {descr} (f4, f8, i4, i8 and b1 are)"))),
+        "c8" => build::<num_complex::Complex32>(file, &shape, order),
+        "c16" => build::<num_complex::Complex64>(file, &shape, order),
+        _ => Err(ExecError::data(NPY, format!("unsupported dtype {descr} (f4, f8, i4, i8, b1, c8 and c16 are)"))),
     }
 }
 
@@ -273,6 +312,8 @@ pub fn write_npy(tensor: &Tensor) -> Result<Vec<u8>, ExecError> {
         Tensor::Bool(a) => write(a),
         Tensor::I8(a) => write(a),
         Tensor::U8(a) => write(a),
+        Tensor::C64(a) => write(a),
+        Tensor::C128(a) => write(a),
         other => Err(ExecError::data(NPY, format!("dtype {} cannot be written to .npy", other.dtype()))),
     }
 }
@@ -304,6 +345,19 @@ mod tests {
     }
 
     #[test]
+    fn json_complex_elements_are_pairs() {
+        let t = Tensor::from_vec(
+            &[2],
+            vec![num_complex::Complex32::new(0.5, -1.0), num_complex::Complex32::new(f32::NAN, 2.0)],
+        )
+        .unwrap();
+        let j = tensor_to_json(&t);
+        assert_eq!(j, json!([[0.5, -1.0], ["nan", 2.0]]));
+        assert!(tensor_from_json(&j, DType::C64).unwrap().bit_eq(&t));
+        assert!(tensor_from_json(&json!([1.0, 2.0, 3.0]), DType::C128).is_err(), "not pairs");
+    }
+
+    #[test]
     fn json_scalar_and_ints() {
         assert_eq!(tensor_to_json(&Tensor::scalar(7i32)), json!(7));
         let t = tensor_from_json(&json!([[1, 2], [3, 4]]), DType::I64).unwrap();
@@ -332,6 +386,9 @@ mod tests {
             Tensor::from_vec(&[1, 2], vec![7i32, -8]).unwrap(),
             Tensor::scalar(9i64),
             Tensor::from_vec(&[2], vec![true, false]).unwrap(),
+            Tensor::from_vec(&[2], vec![num_complex::Complex32::new(1.5, -2.0), num_complex::Complex32::new(0.0, 3.0)])
+                .unwrap(),
+            Tensor::scalar(num_complex::Complex64::new(-1e-300, 2.5)),
         ];
         for t in tensors {
             let bytes = write_npy(&t).unwrap();

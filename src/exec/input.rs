@@ -46,6 +46,8 @@ pub fn split_batch(global: &Tensor, num_replicas: usize) -> Result<Vec<Tensor>, 
         Tensor::I8(a) => slices.map(|s| slice(a, s)).collect(),
         Tensor::U8(a) => slices.map(|s| slice(a, s)).collect(),
         Tensor::U64(a) => slices.map(|s| slice(a, s)).collect(),
+        Tensor::C64(a) => slices.map(|s| slice(a, s)).collect(),
+        Tensor::C128(a) => slices.map(|s| slice(a, s)).collect(),
         Tensor::Str(a) => slices.map(|s| slice(a, s)).collect(),
         Tensor::Resource(_) | Tensor::Variant(_) => {
             return Err(ExecError::Internal { message: "a handle reported a batch dimension".into() })

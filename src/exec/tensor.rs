@@ -4,8 +4,10 @@
 //! cheap and writing to a shared array copies it first, so a value fed to
 //! many devices or read from a variable is never copied until it changes.
 //! Supported dtypes: f32, f64, bf16, f16 (the `half` crate), i8, u8, i32,
-//! i64, bool, string, resource handles (variables) and variant scalars
-//! (TensorLists and Optionals, see [`super::variant`]).
+//! i64, bool, string, complex64 and complex128 (`num_complex`), resource
+//! handles (variables) and variant scalars (TensorLists and Optionals, see
+//! [`super::variant`]). A complex literal or content holds interleaved
+//! (real, imaginary) pairs, as TensorFlow's `scomplex_val`/`dcomplex_val`.
 
 use std::sync::Arc;
 
@@ -62,6 +64,10 @@ pub enum Tensor {
     U8(ArcArray<u8, IxDyn>),
     /// 64-bit unsigned integers (the keys and counters of the stateless random ops).
     U64(ArcArray<u64, IxDyn>),
+    /// Complex numbers of two 32-bit floats (TensorFlow's `complex64`).
+    C64(ArcArray<num_complex::Complex32, IxDyn>),
+    /// Complex numbers of two 64-bit floats (TensorFlow's `complex128`).
+    C128(ArcArray<num_complex::Complex64, IxDyn>),
     /// Byte strings, as TensorFlow's `string` (not necessarily UTF-8).
     Str(ArcArray<Vec<u8>, IxDyn>),
     /// A scalar resource handle.
@@ -108,6 +114,8 @@ element!(half::f16, F16, DType::F16);
 element!(i8, I8, DType::I8);
 element!(u8, U8, DType::U8);
 element!(u64, U64, DType::U64);
+element!(num_complex::Complex32, C64, DType::C64);
+element!(num_complex::Complex64, C128, DType::C128);
 
 /// Applies `$body` to the array of a tensor of any array dtype, binding it
 /// as `$a`; `$other` handles resources.
@@ -124,6 +132,8 @@ macro_rules! with_array {
             Tensor::I8($a) => $body,
             Tensor::U8($a) => $body,
             Tensor::U64($a) => $body,
+            Tensor::C64($a) => $body,
+            Tensor::C128($a) => $body,
             Tensor::Str($a) => $body,
             $res => $other,
         }
@@ -175,6 +185,14 @@ macro_rules! with_element_type {
                 type $T = u64;
                 $body
             }
+            Tensor::C64(_) => {
+                type $T = num_complex::Complex32;
+                $body
+            }
+            Tensor::C128(_) => {
+                type $T = num_complex::Complex64;
+                $body
+            }
             Tensor::Str(_) => {
                 type $T = Vec<u8>;
                 $body
@@ -223,6 +241,8 @@ impl Tensor {
             Tensor::I8(_) => DType::I8,
             Tensor::U8(_) => DType::U8,
             Tensor::U64(_) => DType::U64,
+            Tensor::C64(_) => DType::C64,
+            Tensor::C128(_) => DType::C128,
             Tensor::Str(_) => DType::Str,
             Tensor::Resource(_) => DType::Resource,
             Tensor::Variant(_) => DType::Variant,
@@ -310,6 +330,18 @@ impl Tensor {
             (Tensor::F64(a), Tensor::F64(b)) => {
                 a.shape() == b.shape() && a.iter().zip(b.iter()).all(|(x, y)| x.to_bits() == y.to_bits())
             }
+            (Tensor::C64(a), Tensor::C64(b)) => {
+                a.shape() == b.shape()
+                    && a.iter()
+                        .zip(b.iter())
+                        .all(|(x, y)| x.re.to_bits() == y.re.to_bits() && x.im.to_bits() == y.im.to_bits())
+            }
+            (Tensor::C128(a), Tensor::C128(b)) => {
+                a.shape() == b.shape()
+                    && a.iter()
+                        .zip(b.iter())
+                        .all(|(x, y)| x.re.to_bits() == y.re.to_bits() && x.im.to_bits() == y.im.to_bits())
+            }
             _ => self == other,
         }
     }
@@ -353,6 +385,15 @@ impl Tensor {
                 Tensor::from_vec(&shape, fill(v.iter().map(|&x| x as u8).collect(), n, 0))
             }
             (TensorData::Uint64(v), DType::U64) => Tensor::from_vec(&shape, fill(v.clone(), n, 0)),
+            // `scomplex_val` / `dcomplex_val`: (real, imaginary) pairs.
+            (TensorData::Float(v), DType::C64) => {
+                let values = complex_pairs(op, lit.dtype, v, num_complex::Complex32::new)?;
+                Tensor::from_vec(&shape, fill(values, n, num_complex::Complex32::new(0.0, 0.0)))
+            }
+            (TensorData::Double(v), DType::C128) => {
+                let values = complex_pairs(op, lit.dtype, v, num_complex::Complex64::new)?;
+                Tensor::from_vec(&shape, fill(values, n, num_complex::Complex64::new(0.0, 0.0)))
+            }
             (TensorData::Str(v), DType::Str) => Tensor::from_vec(&shape, fill(v.clone(), n, Vec::new())),
             (TensorData::Content(bytes), dtype) => decode_content(op, dtype, &shape, bytes),
             (TensorData::Float(_), _) => Err(bad("float_val")),
@@ -368,8 +409,16 @@ impl Tensor {
     }
 }
 
+/// Complex values from interleaved (real, imaginary) pairs.
+fn complex_pairs<F: Copy, C>(op: &str, dtype: DType, v: &[F], make: impl Fn(F, F) -> C) -> Result<Vec<C>, KernelError> {
+    if !v.len().is_multiple_of(2) {
+        return Err(KernelError::dtype(op, dtype, format!("{} values do not make (real, imaginary) pairs", v.len())));
+    }
+    Ok(v.chunks_exact(2).map(|p| make(p[0], p[1])).collect())
+}
+
 fn decode_content(op: &str, dtype: DType, shape: &[usize], bytes: &[u8]) -> Result<Tensor, KernelError> {
-    macro_rules! le {
+    macro_rules! le_vec {
         ($t:ty, $n:expr) => {{
             if bytes.len() % $n != 0 {
                 return Err(KernelError::invalid(
@@ -377,8 +426,12 @@ fn decode_content(op: &str, dtype: DType, shape: &[usize], bytes: &[u8]) -> Resu
                     format!("{} content bytes is not a multiple of {}", bytes.len(), $n),
                 ));
             }
-            let values: Vec<$t> =
-                bytes.chunks_exact($n).map(|c| <$t>::from_le_bytes(c.try_into().expect("exact chunk"))).collect();
+            bytes.chunks_exact($n).map(|c| <$t>::from_le_bytes(c.try_into().expect("exact chunk"))).collect::<Vec<$t>>()
+        }};
+    }
+    macro_rules! le {
+        ($t:ty, $n:expr) => {{
+            let values: Vec<$t> = le_vec!($t, $n);
             Tensor::from_vec(shape, values)
         }};
     }
@@ -399,6 +452,14 @@ fn decode_content(op: &str, dtype: DType, shape: &[usize], bytes: &[u8]) -> Resu
         DType::I8 => Tensor::from_vec(shape, bytes.iter().map(|&b| b as i8).collect()),
         DType::U8 => Tensor::from_vec(shape, bytes.to_vec()),
         DType::U64 => le!(u64, 8),
+        DType::C64 => {
+            let parts = le_vec!(f32, 4);
+            Tensor::from_vec(shape, complex_pairs(op, dtype, &parts, num_complex::Complex32::new)?)
+        }
+        DType::C128 => {
+            let parts = le_vec!(f64, 8);
+            Tensor::from_vec(shape, complex_pairs(op, dtype, &parts, num_complex::Complex64::new)?)
+        }
         other => Err(KernelError::dtype(op, other, "tensor_content of this dtype")),
     }
 }
@@ -424,6 +485,12 @@ impl Tensor {
             DType::U8 => TensorData::Int(self.to_vec::<u8>()?.into_iter().map(i32::from).collect()),
             DType::U64 => TensorData::Uint64(self.to_vec::<u64>()?),
             DType::Bool => TensorData::Bool(self.to_vec::<bool>()?),
+            DType::C64 => TensorData::Float(
+                self.to_vec::<num_complex::Complex32>()?.into_iter().flat_map(|c| [c.re, c.im]).collect(),
+            ),
+            DType::C128 => TensorData::Double(
+                self.to_vec::<num_complex::Complex64>()?.into_iter().flat_map(|c| [c.re, c.im]).collect(),
+            ),
             DType::BF16 => {
                 TensorData::Half(self.to_vec::<half::bf16>()?.into_iter().map(|v| i32::from(v.to_bits())).collect())
             }
@@ -469,6 +536,16 @@ mod tests {
     }
 
     #[test]
+    fn complex_literals_are_pairs() {
+        let bytes: Vec<u8> = [1.0f32, -2.0, 3.0, 4.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+        let lit = TensorLit { dtype: DType::C64, shape: vec![2], data: TensorData::Content(bytes) };
+        let want = vec![num_complex::Complex32::new(1.0, -2.0), num_complex::Complex32::new(3.0, 4.0)];
+        assert_eq!(Tensor::from_literal(&lit).unwrap().to_vec::<num_complex::Complex32>().unwrap(), want);
+        let odd = TensorLit { dtype: DType::C128, shape: vec![1], data: TensorData::Double(vec![1.0, 2.0, 3.0]) };
+        assert!(Tensor::from_literal(&odd).is_err(), "three parts are not pairs");
+    }
+
+    #[test]
     fn from_vec_rejects_wrong_count() {
         assert!(Tensor::from_vec(&[2, 3], vec![1.0f32; 5]).is_err());
     }
@@ -491,6 +568,11 @@ mod tests {
             Tensor::from_vec(&[3], vec![true, false, true]),
             Tensor::from_vec(&[2], vec![half::bf16::from_f32(1.5), half::bf16::from_f32(-3.0e38)]),
             Tensor::from_vec(&[2], vec![half::f16::from_f32(0.1), half::f16::from_f32(-65504.0)]),
+            Tensor::from_vec(
+                &[2],
+                vec![num_complex::Complex32::new(1.5, -0.0), num_complex::Complex32::new(-3.0, 7.0)],
+            ),
+            Tensor::from_vec(&[1], vec![num_complex::Complex64::new(1e-300, -2.5)]),
         ];
         for t in values {
             let t = t.expect("a tensor");

@@ -385,6 +385,12 @@ pub(crate) fn host_bytes(tensor: &Tensor, what: &str) -> Result<(i32, Vec<u8>), 
         Tensor::I8(a) => (ffi::buffer_type::S8, a.iter().flat_map(|v| v.to_le_bytes()).collect()),
         Tensor::U8(a) => (ffi::buffer_type::U8, a.iter().copied().collect()),
         Tensor::U64(a) => (ffi::buffer_type::U64, raw(a.iter().copied().collect(), |v: u64| v.to_le_bytes().to_vec())),
+        Tensor::C64(a) => {
+            (ffi::buffer_type::C64, a.iter().flat_map(|v| [v.re, v.im]).flat_map(f32::to_le_bytes).collect())
+        }
+        Tensor::C128(a) => {
+            (ffi::buffer_type::C128, a.iter().flat_map(|v| [v.re, v.im]).flat_map(f64::to_le_bytes).collect())
+        }
         other => return Err(XlaError::DType { what: what.into(), dtype: other.dtype().to_string() }),
     })
 }
@@ -402,6 +408,8 @@ pub fn dtype_of(kind: i32) -> Option<DType> {
         ffi::buffer_type::S8 => Some(DType::I8),
         ffi::buffer_type::U8 => Some(DType::U8),
         ffi::buffer_type::U64 => Some(DType::U64),
+        ffi::buffer_type::C64 => Some(DType::C64),
+        ffi::buffer_type::C128 => Some(DType::C128),
         _ => None,
     }
 }
@@ -575,7 +583,8 @@ impl DeviceBuffer {
             .ok_or_else(|| XlaError::DType { what: what.into(), dtype: format!("PJRT element type {}", t.kind) })?;
         let count: usize = shape.iter().product();
         let width = match dtype {
-            DType::F64 | DType::I64 | DType::U64 => 8,
+            DType::C128 => 16,
+            DType::F64 | DType::I64 | DType::U64 | DType::C64 => 8,
             DType::Bool | DType::I8 | DType::U8 => 1,
             DType::BF16 | DType::F16 => 2,
             _ => 4,
@@ -623,6 +632,24 @@ impl DeviceBuffer {
             DType::U64 => Tensor::from_vec(
                 &shape,
                 chunks(8).map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default())).collect(),
+            ),
+            DType::C64 => Tensor::from_vec(
+                &shape,
+                chunks(8)
+                    .map(|c| {
+                        let part = |k: usize| f32::from_le_bytes(c[k..k + 4].try_into().unwrap_or_default());
+                        num_complex::Complex32::new(part(0), part(4))
+                    })
+                    .collect(),
+            ),
+            DType::C128 => Tensor::from_vec(
+                &shape,
+                chunks(16)
+                    .map(|c| {
+                        let part = |k: usize| f64::from_le_bytes(c[k..k + 8].try_into().unwrap_or_default());
+                        num_complex::Complex64::new(part(0), part(8))
+                    })
+                    .collect(),
             ),
             _ => Tensor::from_vec(&shape, data.iter().map(|&b| b != 0).collect()),
         }

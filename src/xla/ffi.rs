@@ -384,6 +384,10 @@ pub mod buffer_type {
     pub const F64: i32 = 12;
     /// `BF16`: bfloat16.
     pub const BF16: i32 = 13;
+    /// `C64`: complex numbers of two 32-bit floats.
+    pub const C64: i32 = 14;
+    /// `C128`: complex numbers of two 64-bit floats.
+    pub const C128: i32 = 15;
 }
 
 /// `PJRT_NamedValue_Type::kInt64`.

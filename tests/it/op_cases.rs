@@ -19,6 +19,20 @@ fn bitwise() {
     check_family("bitwise");
 }
 
+/// Complex numbers: `Complex`, `Real`, `Imag`, `Conj`, `ComplexAbs`, `Angle`,
+/// `ConjugateTranspose`, and float inputs differentiated through them (`tests/tf/ops_complex.py`).
+#[test]
+fn complex() {
+    check_family("complex");
+}
+
+/// The FFTs in 1-3 dimensions, with `fft_length` cropping and padding, and their gradients
+/// (`tests/tf/ops_fft.py`).
+#[test]
+fn fft() {
+    check_family("fft");
+}
+
 /// Grouped `Conv2D` and its backprops; the 2-D backprops' own gradients.
 #[test]
 fn grouped_conv() {
@@ -149,4 +163,39 @@ fn xla_ops_proto_attributes_round_trip_and_bad_bytes_are_diagnosed() {
 #[test]
 fn xla_fn() {
     check_family("xla_fn");
+}
+
+/// Complex feeds and outputs through the command line: JSON `[real, imaginary]`
+/// pairs and `.npy` (`c8`), on the simulator and on PJRT, giving the FFT the
+/// identity `FFT([1+1j, 2-2j]) = [3-1j, -1+3j]` computes by hand.
+#[test]
+fn complex_values_cross_the_command_line() {
+    use crate::support::cli::run;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let graph = dir.path().join("fft.opg");
+    std::fs::write(
+        &graph,
+        "graph @main {\n  %x = Placeholder() {dtype = c64, shape = shape[2]}\n  \
+         %f = FFT(%x) {Tcomplex = c64}\n  %a = ComplexAbs(%f) {T = c64, Tout = f32}\n}\n",
+    )
+    .expect("writes the graph");
+    let feeds = dir.path().join("feeds.json");
+    std::fs::write(&feeds, r#"{"x:0": [[1.0, 1.0], [2.0, -2.0]]}"#).expect("writes the feeds");
+    let plugin = crate::support::pjrt::plugin_path();
+    let npy = dir.path().join("out");
+    for backend in [vec!["--backend", "sim"], vec!["--backend", "pjrt", "--pjrt-plugin", plugin.to_str().unwrap()]] {
+        let mut args = vec!["run", graph.to_str().unwrap(), "--feeds", feeds.to_str().unwrap(), "--json"];
+        args.extend(["--fetch", "f:0", "--fetch", "a:0", "--npy-dir", npy.to_str().unwrap()]);
+        args.extend(backend.iter().copied());
+        let o = run(&args);
+        assert!(o.status.success(), "{backend:?}: {}", crate::support::cli::stderr(&o));
+        let doc: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+        let outputs = doc["outputs"].as_array().expect("outputs");
+        assert_eq!(outputs[0]["dtype"], "c64", "{backend:?}");
+        assert_eq!(outputs[0]["value"], serde_json::json!([[3.0, -1.0], [-1.0, 3.0]]), "{backend:?}");
+        let abs = outputs[1]["value"].as_array().expect("|FFT|");
+        assert!(abs.iter().all(|v| (v.as_f64().unwrap() - 10f64.sqrt()).abs() < 1e-6), "{backend:?}: {abs:?}");
+        let written = tpu_rewrite::exec::read_npy_file(&npy.join("f_0.npy")).expect("a complex .npy");
+        let want = [num_complex::Complex32::new(3.0, -1.0), num_complex::Complex32::new(-1.0, 3.0)];
+        assert_eq!(written.to_vec::<num_complex::Complex32>().expect("c64"), want, "{backend:?}");
 }

@@ -200,7 +200,7 @@ fn kernel_problems_name_every_node_and_dtype_before_the_run() {
   %second = FrobnicateOp(%ok) {T = f32}
   %int_sqrt = Sqrt(%b) {T = i32}
   %b = Cast(%a) {SrcT = f32, DstT = i32}
-  %complex = Cast(%a) {SrcT = f32, DstT = c64}
+  %unsigned = Cast(%a) {SrcT = f32, DstT = u16}
 }
 "#;
     let (module, errors) = tpu_rewrite::ir::parse_module(text.as_bytes()).expect("parses");
@@ -231,7 +231,7 @@ fn kernel_problems_name_every_node_and_dtype_before_the_run() {
         ("first", "no kernel for FrobnicateOp".to_string()),
         ("second", "no kernel for FrobnicateOp".to_string()),
         ("int_sqrt", format!("T = {}", DType::I32)),
-        ("complex", format!("DstT = {}", DType::C64)),
+        ("unsigned", format!("DstT = {}", DType::U16)),
     ]
     .into_iter()
     .map(|(n, w)| (n.to_string(), w))
@@ -239,7 +239,7 @@ fn kernel_problems_name_every_node_and_dtype_before_the_run() {
     assert_eq!(summary, want);
     // The rendered error names each node, not only the op types.
     let rendered = format!("{:?}", miette::Report::new(ExecError::MissingKernels { ops: vec![], problems }));
-    for node in ["%first", "%second", "%int_sqrt", "%complex"] {
+    for node in ["%first", "%second", "%int_sqrt", "%unsigned"] {
         assert!(rendered.contains(node), "{node} missing from:\n{rendered}");
     }
 }

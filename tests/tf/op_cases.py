@@ -17,7 +17,8 @@ A family script builds a list of `Case`s and calls `write_family(family, cases)`
                                     float outputs, in f32 for 16-bit outputs) with respect to each
                                     float placeholder that has one; null when TensorFlow registers
                                     no gradient ("grad_error" says why) or the case asks for none,
-  with T = {"dtype", "shape", "values" (flat, row-major; "nan"/"inf"/"-inf" as strings)}.
+  with T = {"dtype", "shape", "values" (flat, row-major; "nan"/"inf"/"-inf" as strings)}; a
+  complex64/complex128 T holds interleaved (real, imaginary) pairs in "values".
 
 `Case.inputs` become placeholders (fed), `Case.consts` Const nodes (what XLA needs constant: axes,
 shapes, sizes), an attr whose value is a concrete `tf.function` (a reducer, comparator or branch)
@@ -27,7 +28,11 @@ op's outputs to the tensors compared and weighted (ops after the op, named `<cas
 outputs unique only up to sign, such as eigenvectors compared as `v * v`. An op TensorFlow runs only
 under XLA (no CPU kernel: `XlaDot`, `Segment*V2`, ...)
 takes `cpu=False`: its "outputs" are then the XLA values, and its "grads" come from
-`tf.GradientTape` inside the compiled function. tests/it/support/op_cases.rs reads both files, adds the IR's own `gradients`,
+`tf.GradientTape` inside the compiled function. A case may give `fn`, a function of the
+arguments (inputs and consts, by name) that applies the op within a few others, instead of the op
+alone: gradients are recorded for float placeholders only, so `fn` lets float inputs be
+differentiated through ops on complex values (e.g. `Complex(re, im)` -> `FFT` -> `Real`); its ops
+are named under `<case>__op/`. tests/it/support/op_cases.rs reads both files, adds the IR's own `gradients`,
 and runs everything on the simulator and on PJRT.
 """
 
@@ -52,7 +57,7 @@ class Case:
     """One op applied once: see the module's doc."""
 
     def __init__(self, name, op, inputs=None, consts=None, variables=None, attrs=None, grad=True, rtol=1e-5,
-                 xla=True, cpu=True, node_attrs=None, post=None):
+                 xla=True, cpu=True, node_attrs=None, post=None, fn=None):
         if "__" in name or not name.replace("_", "a").isalnum():
             raise ValueError(f"case name {name!r}: letters, digits and single underscores only")
         self.name = name
@@ -69,6 +74,8 @@ class Case:
         # Attrs set on the op's node after it is made ({name: AttrValue proto}): those a kernel reads
         # although the op's definition does not declare them (XlaIf's `output_shapes`).
         self.node_attrs = node_attrs or {}
+        # Optional: a function of the arguments standing for the op (see the module's doc).
+        self.fn = fn
         if not cpu and not xla:
             raise ValueError(f"case {name!r}: a case needs CPU or XLA values")
         # A function from the op's output tensors to the tensors compared (and weighted in the loss):
@@ -92,8 +99,16 @@ def enc(value):
                 vals.append(float(v))
     elif dtype == "bool":
         vals = [bool(v) for v in flat]
-    elif dtype.startswith("complex"):
-        raise ValueError("complex tensors are not in the corpus encoding yet")
+    elif dtype in ("complex64", "complex128"):
+        vals = []
+        for z in flat.astype(np.complex128):
+            for v in (z.real, z.imag):
+                if np.isnan(v):
+                    vals.append("nan")
+                elif np.isinf(v):
+                    vals.append("inf" if v > 0 else "-inf")
+                else:
+                    vals.append(float(v))
     else:
         vals = [int(v) for v in flat]
     return {"dtype": dtype, "shape": list(a.shape), "values": vals}
@@ -143,6 +158,8 @@ def set_node_attrs(case, result):
 
 
 def call(case, args):
+    if case.fn is not None:
+        return case.fn(**args, **case.attrs)
     result = op_function(case.op)(**args, **case.attrs)
     set_node_attrs(case, result)
     return result
@@ -174,8 +191,12 @@ def build(case):
         v = tf.Variable(np.asarray(value), name=f"{n}__{arg}")
         variables[arg] = v
         args[arg] = v.handle
-    result = op_function(case.op)(**args, **case.attrs, name=f"{n}__op")
-    set_node_attrs(case, result)
+    if case.fn is not None:
+        with tf.name_scope(f"{n}__op"):
+            result = case.fn(**args, **case.attrs)
+    else:
+        result = op_function(case.op)(**args, **case.attrs, name=f"{n}__op")
+        set_node_attrs(case, result)
     op_outputs = flatten(result)
     if case.post is not None:
         with tf.name_scope(f"{n}__post"):

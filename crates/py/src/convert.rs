@@ -3,7 +3,8 @@
 //! Each dtype maps to one NumPy dtype both ways: f32/f64 → float32/float64,
 //! f16 → float16, bf16 → `ml_dtypes.bfloat16` (imported by the package
 //! before any array crosses), i8/u8/i32/i64 → int8/uint8/int32/int64, bool
-//! → bool_, string → an object array of `bytes`. A tensor becomes an array
+//! → bool_, c64/c128 → complex64/complex128, string → an object array of
+//! `bytes`. A tensor becomes an array
 //! without a copy when the run holds its only reference (the array takes
 //! over the buffer); a fed array is copied once into the tensor, from its
 //! buffer when it is contiguous. Resource and variant tensors have no
@@ -35,6 +36,8 @@ pub fn tensor_to_py(py: Python<'_>, tensor: Tensor) -> PyResult<Option<Bound<'_,
         Tensor::I8(a) => array(py, a),
         Tensor::U8(a) => array(py, a),
         Tensor::U64(a) => array(py, a),
+        Tensor::C64(a) => array(py, a),
+        Tensor::C128(a) => array(py, a),
         Tensor::Str(a) => {
             let items: Vec<Py<PyAny>> = a.iter().map(|s| PyBytes::new(py, s).into_any().unbind()).collect();
             let flat = PyArray::from_vec(py, items);
@@ -71,7 +74,9 @@ pub fn tensor_from_py(name: &str, value: &Bound<'_, PyAny>) -> Result<Tensor, Fa
         .or_else(|| try_array::<bf16>(&array))
         .or_else(|| try_array::<i8>(&array))
         .or_else(|| try_array::<u8>(&array))
-        .or_else(|| try_array::<u64>(&array));
+        .or_else(|| try_array::<u64>(&array))
+        .or_else(|| try_array::<numpy::Complex32>(&array))
+        .or_else(|| try_array::<numpy::Complex64>(&array));
     if let Some(tensor) = found {
         return Ok(tensor);
     }

@@ -433,6 +433,8 @@ fn zeros(op: &str, dtype: DType, shape: &[usize]) -> Result<Tensor, KernelError>
         DType::I8 => of::<i8>(shape),
         DType::U8 => of::<u8>(shape),
         DType::U64 => of::<u64>(shape),
+        DType::C64 => of::<num_complex::Complex32>(shape),
+        DType::C128 => of::<num_complex::Complex64>(shape),
         other => return Err(KernelError::dtype(op, other, "no zeros of this dtype")),
     })
 }

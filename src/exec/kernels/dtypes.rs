@@ -124,6 +124,9 @@ pub(crate) fn cast(op: &str, x: &Tensor, to: DType) -> Result<Tensor, KernelErro
     if x.dtype() == to {
         return Ok(x.clone());
     }
+    if let Some(out) = super::complex::cast(op, x, to) {
+        return out;
+    }
     let classic = |d: DType| matches!(d, DType::F32 | DType::F64 | DType::I32 | DType::I64 | DType::Bool);
     if classic(x.dtype()) && classic(to) {
         return super::math::cast(op, x, to);

@@ -78,6 +78,9 @@ pub(crate) enum BinaryOp {
 
 /// An elementwise binary op on two tensors of one numeric dtype.
 pub(crate) fn binary(op: &str, b: BinaryOp, x: &Tensor, y: &Tensor) -> Result<Tensor, KernelError> {
+    if let Some(out) = super::complex::binary(op, b, x, y) {
+        return out;
+    }
     match (x, y) {
         (Tensor::F32(x), Tensor::F32(y)) => real_binary(op, b, x, y),
         (Tensor::F64(x), Tensor::F64(y)) => real_binary(op, b, x, y),
@@ -204,6 +207,9 @@ pub(crate) enum Comparison {
 
 /// An elementwise comparison of two tensors of one dtype, broadcast; a bool tensor.
 pub(crate) fn compare(op: &str, c: Comparison, x: &Tensor, y: &Tensor) -> Result<Tensor, KernelError> {
+    if let Some(out) = super::complex::compare(op, c, x, y) {
+        return out;
+    }
     fn run<T: PartialOrd + Copy>(
         op: &str,
         c: Comparison,
@@ -252,6 +258,9 @@ pub(crate) enum UnaryOp {
 
 /// An elementwise unary op.
 pub(crate) fn unary(op: &str, u: UnaryOp, x: &Tensor) -> Result<Tensor, KernelError> {
+    if let Some(out) = super::complex::unary(op, u, x) {
+        return out;
+    }
     match x {
         Tensor::F32(a) => Ok(Tensor::from_array(real_unary(u, a))),
         Tensor::F64(a) => Ok(Tensor::from_array(real_unary(u, a))),
@@ -376,6 +385,9 @@ pub(crate) fn reduce(
     keep_dims: bool,
 ) -> Result<Tensor, KernelError> {
     let axes = normalize_axes(op, &axes.to_i64_vec(op, "reduction axes")?, x.shape().len())?;
+    if let Some(out) = super::complex::reduce(x, kind, &axes, keep_dims) {
+        return Ok(out);
+    }
     fn run<T: Num>(
         op: &str,
         kind: Reduce,
@@ -432,6 +444,8 @@ fn shape_zero(op: &str, t: &Tensor) -> Result<Tensor, KernelError> {
         Tensor::F64(_) => Ok(Tensor::scalar(0.0f64)),
         Tensor::I32(_) => Ok(Tensor::scalar(0i32)),
         Tensor::I64(_) => Ok(Tensor::scalar(0i64)),
+        Tensor::C64(_) => Ok(Tensor::scalar(num_complex::Complex32::new(0.0, 0.0))),
+        Tensor::C128(_) => Ok(Tensor::scalar(num_complex::Complex64::new(0.0, 0.0))),
         other => Err(KernelError::dtype(op, other.dtype(), "a numeric input is required")),
     }
 }

@@ -19,6 +19,7 @@ pub(crate) mod control_flow;
 /// The TensorList and Optional kernels (variant values), sorted.
 pub use control_flow::VARIANT_OPS;
 mod bitwise;
+pub(crate) mod complex;
 mod conv;
 mod conv3d;
 mod conv_gemm;
@@ -27,6 +28,7 @@ pub(crate) mod denormals;
 pub(crate) mod dtypes;
 mod elementwise;
 mod families;
+mod fft;
 pub(crate) mod gather;
 mod host_ops;
 mod igamma;
@@ -139,6 +141,7 @@ pub const PURE_OPS: &[&str] = &[
     "AdjustSaturation",
     "All",
     "AllGather",
+    "Angle",
     "Any",
     "ApproximateEqual",
     "ArgMax",
@@ -178,9 +181,13 @@ pub const PURE_OPS: &[&str] = &[
     "Cholesky",
     "ClipByValue",
     "CollectiveReduceV2",
+    "Complex",
+    "ComplexAbs",
     "Concat",
     "ConcatOffset",
     "ConcatV2",
+    "Conj",
+    "ConjugateTranspose",
     "Const",
     "ControlTrigger",
     "Conv",
@@ -222,6 +229,9 @@ pub const PURE_OPS: &[&str] = &[
     "ExpandDims",
     "Expm1",
     "ExtractImagePatches",
+    "FFT",
+    "FFT2D",
+    "FFT3D",
     "FakeParam",
     "FakeQuantWithMinMaxArgs",
     "FakeQuantWithMinMaxArgsGradient",
@@ -245,11 +255,18 @@ pub const PURE_OPS: &[&str] = &[
     "Greater",
     "GreaterEqual",
     "HSVToRGB",
+    "IFFT",
+    "IFFT2D",
+    "IFFT3D",
+    "IRFFT",
+    "IRFFT2D",
+    "IRFFT3D",
     "Identity",
     "IdentityN",
     "Igamma",
     "IgammaGradA",
     "Igammac",
+    "Imag",
     "InTopKV2",
     "Inv",
     "Invert",
@@ -331,6 +348,9 @@ pub const PURE_OPS: &[&str] = &[
     "QuantizeAndDequantizeV2",
     "QuantizeAndDequantizeV3",
     "QuantizeAndDequantizeV4",
+    "RFFT",
+    "RFFT2D",
+    "RFFT3D",
     "RGBToHSV",
     "RandomGammaGrad",
     "RandomShuffle",
@@ -339,6 +359,7 @@ pub const PURE_OPS: &[&str] = &[
     "RandomUniformInt",
     "Range",
     "Rank",
+    "Real",
     "RealDiv",
     "Reciprocal",
     "ReciprocalGrad",
@@ -583,6 +604,8 @@ fn holds(d: DType) -> bool {
             | DType::I32
             | DType::I64
             | DType::Bool
+            | DType::C64
+            | DType::C128
             | DType::Str
             | DType::Resource
             | DType::Variant
@@ -591,8 +614,8 @@ fn holds(d: DType) -> bool {
 
 /// Every node of `module` that cannot run, in graph and text order: op
 /// types without a kernel, and dtype attributes (`T`, `dtype`, `DstT`, ...)
-/// naming a dtype the executor cannot hold (complex, 16- and 32-bit
-/// unsigned, i16, variant) or an integer where the kernel computes in
+/// naming a dtype the executor cannot hold (16- and 32-bit unsigned,
+/// i16, variant) or an integer where the kernel computes in
 /// floating point; string tensors in a TPU device program (`role =
 /// "replica"`). A node cloned into several programs (one per replica)
 /// is reported once, for the first. Cost: one pass over the nodes and
@@ -709,6 +732,10 @@ pub fn run_kernel(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Te
         if control_flow::has_kernel(op) {
             return control_flow::dispatch(op, attrs, inputs)
                 .unwrap_or_else(|| Err(KernelError::NeedsDevice { op: op.to_string() }));
+        }
+        // The complex ops and FFTs take f32/f64 parts only: no widening of 16-bit floats.
+        if complex::OPS.contains(&op) || fft::OPS.contains(&op) {
+            return dispatch(op, attrs, inputs);
         }
         match dtypes::widen(op, inputs)? {
             // bf16 / f16 / i8 / u8 inputs: computed in f32 / i32, rounded back.
@@ -876,6 +903,8 @@ fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Tensor>,
             .or_else(|| host_ops::dispatch(op, attrs, inputs))
             .or_else(|| spatial::dispatch(op, attrs, inputs))
             .or_else(|| image::dispatch(op, attrs, inputs))
+            .or_else(|| complex::dispatch(op, attrs, inputs))
+            .or_else(|| fft::dispatch(op, attrs, inputs))
             .or_else(|| spmd::dispatch(op, attrs, inputs))
             .or_else(|| xla_ops::dispatch(op, attrs, inputs))
             .or_else(|| xla_fn::dispatch(op, inputs))
@@ -941,6 +970,8 @@ fn fake_param(op: &str, attrs: &AttrMap) -> Result<Tensor, KernelError> {
         DType::Bool => Tensor::scalar(false),
         DType::BF16 => Tensor::scalar(half::bf16::ZERO),
         DType::F16 => Tensor::scalar(half::f16::ZERO),
+        DType::C64 => Tensor::scalar(num_complex::Complex32::new(0.0, 0.0)),
+        DType::C128 => Tensor::scalar(num_complex::Complex64::new(0.0, 0.0)),
         other => return Err(KernelError::dtype(op, other, "a numeric or bool dtype is required")),
     };
     shape::fill(op, &Tensor::vector(dims), &zero)

@@ -25,6 +25,8 @@ macro_rules! any_array {
             Tensor::I8($a) => Tensor::I8($body),
             Tensor::U8($a) => Tensor::U8($body),
             Tensor::U64($a) => Tensor::U64($body),
+            Tensor::C64($a) => Tensor::C64($body),
+            Tensor::C128($a) => Tensor::C128($body),
             Tensor::Str($a) => Tensor::Str($body),
             Tensor::Resource(_) | Tensor::Variant(_) => {
                 return Err(KernelError::dtype($op, DType::Resource, "resource handles have no elements"))
@@ -277,7 +279,10 @@ pub(crate) fn filled_like(op: &str, x: &Tensor, value: u8) -> Result<Tensor, Ker
             }
             _ => return Err(KernelError::dtype(op, DType::Variant, "only a TensorList variant has zeros")),
         },
-        other => return Err(KernelError::dtype(op, other.dtype(), "a numeric or bool input is required")),
+        other => match super::complex::filled_like(other, value) {
+            Some(t) => t,
+            None => return Err(KernelError::dtype(op, other.dtype(), "a numeric or bool input is required")),
+        },
     })
 }
 

@@ -248,6 +248,8 @@ fn to_bool(t: &Tensor) -> bool {
         Tensor::U8(a) => a.iter().any(|&v| v != 0),
         Tensor::I8(a) => a.iter().any(|&v| v != 0),
         Tensor::U64(a) => a.iter().any(|&v| v != 0),
+        Tensor::C64(a) => a.iter().any(|v| v.re != 0.0 || v.im != 0.0),
+        Tensor::C128(a) => a.iter().any(|v| v.re != 0.0 || v.im != 0.0),
         Tensor::BF16(a) => a.iter().any(|&v| f32::from(v) != 0.0),
         Tensor::F16(a) => a.iter().any(|&v| f32::from(v) != 0.0),
         Tensor::Str(a) => a.iter().any(|v| !v.is_empty()),

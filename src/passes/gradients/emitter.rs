@@ -351,9 +351,16 @@ impl<'g> Emitter<'g> {
             DType::F64 => TensorData::Double(vec![value]),
             DType::I32 => TensorData::Int(vec![value as i32]),
             DType::I64 => TensorData::Int64(vec![value as i64]),
+            // A complex scalar is one (real, imaginary) pair.
+            DType::C64 => TensorData::Float(vec![value as f32, 0.0]),
+            DType::C128 => TensorData::Double(vec![value, 0.0]),
             _ => TensorData::Float(vec![value as f32]),
         };
-        let dtype = if matches!(dtype, DType::F64 | DType::I32 | DType::I64) { dtype } else { DType::F32 };
+        let dtype = if matches!(dtype, DType::F64 | DType::I32 | DType::I64 | DType::C64 | DType::C128) {
+            dtype
+        } else {
+            DType::F32
+        };
         let lit = TensorLit { dtype, shape: Vec::new(), data };
         self.const_named(name.to_string(), lit)
     }
@@ -423,6 +430,9 @@ fn dtype_step(graph: &Graph, t: Tensor) -> DtypeStep {
         "Shape" | "Size" | "Rank" => Some(ty("out_type").unwrap_or(DType::I32)),
         "VarHandleOp" => Some(DType::Resource),
         "Cast" => ty("DstT"),
+        "Complex" | "Real" | "Imag" | "ComplexAbs" | "Angle" => ty("Tout"),
+        "FFT" | "FFT2D" | "FFT3D" | "IFFT" | "IFFT2D" | "IFFT3D" | "RFFT" | "RFFT2D" | "RFFT3D" => ty("Tcomplex"),
+        "IRFFT" | "IRFFT2D" | "IRFFT3D" => ty("Treal"),
         "Range" => ty("Tidx").or(Some(DType::I32)),
         "BroadcastGradientArgs" | "InvertPermutation" => ty("T").or(Some(DType::I32)),
         "Greater" | "GreaterEqual" | "Less" | "LessEqual" | "Equal" | "NotEqual" => Some(DType::Bool),

@@ -8,6 +8,15 @@
 use super::emitter::{Emitter, TAttr, Tensor};
 use crate::ir::{AttrValue, DType, NodeId};
 
+/// `x` conjugated when `t` is complex: TensorFlow's gradients of complex
+/// products and quotients take the conjugates of the operands.
+fn conj_if_complex(e: &mut Emitter<'_>, t: Option<DType>, x: Tensor) -> Tensor {
+    match t {
+        Some(d @ (DType::C64 | DType::C128)) => e.emit("Conj", "Conj", &[x], [("T", AttrValue::Type(d))]),
+        _ => x,
+    }
+}
+
 /// Why an op passes no gradient: `None` when its type has no gradient function, `Some(reason)` when
 /// the type has one but not for this use.
 pub type Unsupported = Option<String>;
@@ -75,6 +84,7 @@ pub fn gradient(
         "Mul" => {
             let (a, b) = (x(0)?, x(1)?);
             let bc = Broadcast::new(e, a, b);
+            let (a, b) = (conj_if_complex(e, t, a), conj_if_complex(e, t, b));
             let ga = e.emit("Mul", "Mul", &[g, b], ta.clone());
             let ga = bc.reduce_x(e, ga, &ta);
             let gb = e.emit("Mul", "Mul", &[a, g], ta.clone());
@@ -90,6 +100,7 @@ pub fn gradient(
             };
             let (a, b) = (x(0)?, x(1)?);
             let bc = Broadcast::new(e, a, b);
+            let (a, b) = (conj_if_complex(e, t, a), conj_if_complex(e, t, b));
             let ga = e.emit(div, div, &[g, b], ta.clone());
             let ga = bc.reduce_x(e, ga, &ta);
             let neg = e.emit("Neg", "Neg", &[a], ta.clone());
@@ -124,6 +135,7 @@ pub fn gradient(
         }
         "Square" => {
             let a = x(0)?;
+            let a = conj_if_complex(e, t, a);
             let two = e.fresh_name("Const");
             let two = e.scalar_const_named(&two, t, 2.0);
             let twice = e.emit("Mul", "Mul", &[a, two], ta.clone());

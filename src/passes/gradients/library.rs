@@ -49,7 +49,7 @@ pub struct Slot {
 
 /// True for the element types gradients flow through.
 pub fn is_differentiable(dtype: DType) -> bool {
-    matches!(dtype, DType::F32 | DType::F64 | DType::F16 | DType::BF16)
+    matches!(dtype, DType::F32 | DType::F64 | DType::F16 | DType::BF16 | DType::C64 | DType::C128)
 }
 
 impl LibraryState {

@@ -33,6 +33,7 @@
 //! bounded number of ops per visited op.
 
 pub mod colocation;
+mod complex_functions;
 mod control_flow;
 mod emitter;
 mod functions;
@@ -190,6 +191,7 @@ type FamilyGradient = fn(
 /// The op families of TensorFlow's XLA op set beyond the training-step ones, asked in turn after
 /// them (one file each).
 const OP_FAMILIES: &[FamilyGradient] = &[
+    complex_functions::gradient,
     igamma_functions::gradient,
     linalg_functions::gradient,
     linalg_solve_functions::gradient,

@@ -121,6 +121,8 @@ pub fn element(dtype: DType) -> &'static str {
         DType::U16 => "ui16",
         DType::U32 => "ui32",
         DType::U64 => "ui64",
+        DType::C64 => "complex<f32>",
+        DType::C128 => "complex<f64>",
         _ => "none",
     }
 }
@@ -139,6 +141,8 @@ pub fn device_dtype(dtype: DType) -> bool {
             | DType::I8
             | DType::U8
             | DType::U64
+            | DType::C64
+            | DType::C128
     )
 }
 
@@ -419,6 +423,14 @@ impl Ctx {
             Tensor::I8(a) => a.iter().for_each(|v| push(&v.to_le_bytes())),
             Tensor::U8(a) => a.iter().for_each(|v| push(&v.to_le_bytes())),
             Tensor::U64(a) => a.iter().for_each(|v| push(&v.to_le_bytes())),
+            Tensor::C64(a) => a.iter().for_each(|v| {
+                push(&v.re.to_le_bytes());
+                push(&v.im.to_le_bytes())
+            }),
+            Tensor::C128(a) => a.iter().for_each(|v| {
+                push(&v.re.to_le_bytes());
+                push(&v.im.to_le_bytes())
+            }),
             _ => {}
         }
         let r = self.fresh();
@@ -436,6 +448,9 @@ impl Ctx {
             DType::BF16 => format!("0x{:04X}", half::bf16::from_f64(value).to_bits()),
             DType::F16 => format!("0x{:04X}", half::f16::from_f64(value).to_bits()),
             DType::Bool => (value != 0.0).to_string(),
+            // One element's bytes, (real, imaginary): a splat of `value + 0i`.
+            DType::C64 => format!("\"0x{:08X}00000000\"", (value as f32).to_bits().swap_bytes()),
+            DType::C128 => format!("\"0x{:016X}0000000000000000\"", value.to_bits().swap_bytes()),
             _ => format!("{}", value as i64),
         };
         let r = self.fresh();
@@ -527,7 +542,7 @@ impl Ctx {
             Cmp::Ge => "GE",
         };
         let kind = match a.ty.dtype {
-            d if float_dtype(d) => "FLOAT",
+            d if float_dtype(d) || matches!(d, DType::C64 | DType::C128) => "FLOAT",
             DType::Bool | DType::U8 => "UNSIGNED",
             _ => "SIGNED",
         };

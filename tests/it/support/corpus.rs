@@ -69,6 +69,18 @@ pub fn tensor_of(v: &Value) -> Tensor {
         "int8" => Tensor::from_vec(&shape, ints().map(|x| x as i8).collect()),
         "uint8" => Tensor::from_vec(&shape, ints().map(|x| x as u8).collect()),
         "bool" => Tensor::from_vec(&shape, values.iter().map(|x| x.as_bool().expect("a bool")).collect()),
+        // Interleaved (real, imaginary) pairs.
+        "complex64" => Tensor::from_vec(
+            &shape,
+            values
+                .chunks_exact(2)
+                .map(|p| num_complex::Complex32::new(float_of(&p[0]) as f32, float_of(&p[1]) as f32))
+                .collect(),
+        ),
+        "complex128" => Tensor::from_vec(
+            &shape,
+            values.chunks_exact(2).map(|p| num_complex::Complex64::new(float_of(&p[0]), float_of(&p[1]))).collect(),
+        ),
         "string" => Tensor::from_vec(
             &shape,
             values

@@ -190,6 +190,13 @@ fn floats(t: &Tensor) -> Option<(Vec<f64>, f64)> {
     if let Some(v) = t.to_vec::<f64>() {
         return Some((v, 0.0));
     }
+    // Complex values compare as their interleaved (real, imaginary) parts.
+    if let Some(v) = t.to_vec::<num_complex::Complex32>() {
+        return Some((v.into_iter().flat_map(|z| [f64::from(z.re), f64::from(z.im)]).collect(), 0.0));
+    }
+    if let Some(v) = t.to_vec::<num_complex::Complex64>() {
+        return Some((v.into_iter().flat_map(|z| [z.re, z.im]).collect(), 0.0));
+    }
     // bf16 has 8 significant bits, f16 11: two units in the last place.
     if let Some(v) = t.to_vec::<bf16>() {
         return Some((v.into_iter().map(f64::from).collect(), 2.0 * 2f64.powi(-8)));

@@ -5,8 +5,8 @@
 //!
 //! Meaning: [`infer`] looks the op up in `TABLE` (one small function
 //! per op, sorted by op name, grouped by family in `elementwise`,
-//! `image`, `shape`, `reduce`, `nn`, `index`, `random`, `collective` and
-//! `xla_fn`) and applies its rule. A rule that
+//! `complex`, `image`, `shape`, `reduce`, `nn`, `index`, `random`, `collective`
+//! and `xla_fn`) and applies its rule. A rule that
 //! needs a constant operand it was not given, or meets operands it cannot
 //! type, answers an error message; an op with no rule answers `None`. The
 //! caller then learns the type another way (the StableHLO emitter runs the
@@ -20,6 +20,7 @@
 //! constant operands read.
 
 mod collective;
+mod complex;
 mod elementwise;
 mod image;
 mod index;
@@ -159,6 +160,7 @@ fn dim(v: i64, what: &str) -> Result<usize, String> {
     usize::try_from(v).map_err(|_| format!("{what} {v} is negative"))
 }
 
+use complex as cx;
 use elementwise as ew;
 
 /// The rule table, sorted by op name (a test checks it).
@@ -174,6 +176,7 @@ const TABLE: &[(&str, Rule)] = &[
     ("AdjustSaturation", ew::same),
     ("All", reduce::reduce),
     ("AllGather", collective::all_gather),
+    ("Angle", cx::part),
     ("Any", reduce::reduce),
     ("ApproximateEqual", ew::predicate),
     ("ArgMax", reduce::arg_extreme),
@@ -210,8 +213,12 @@ const TABLE: &[(&str, Rule)] = &[
     ("Cholesky", linalg::cholesky),
     ("ClipByValue", ew::same),
     ("CollectiveReduceV2", spmd::same),
+    ("Complex", cx::complex),
+    ("ComplexAbs", cx::part),
     ("Concat", index::concat_v1),
     ("ConcatV2", shape::concat),
+    ("Conj", cx::same_complex),
+    ("ConjugateTranspose", shape::transpose),
     ("ControlTrigger", spmd::none),
     ("Conv", image::generic_conv),
     ("Conv2D", nn::conv2d),
@@ -250,6 +257,9 @@ const TABLE: &[(&str, Rule)] = &[
     ("ExpandDims", shape::expand_dims),
     ("Expm1", ew::same),
     ("ExtractImagePatches", image::patches),
+    ("FFT", cx::same_complex),
+    ("FFT2D", cx::same_complex),
+    ("FFT3D", cx::same_complex),
     ("FakeQuantWithMinMaxArgs", ew::same),
     ("FakeQuantWithMinMaxArgsGradient", ew::same),
     ("FakeQuantWithMinMaxVars", ew::same),
@@ -272,11 +282,18 @@ const TABLE: &[(&str, Rule)] = &[
     ("Greater", ew::compare),
     ("GreaterEqual", ew::compare),
     ("HSVToRGB", ew::same),
+    ("IFFT", cx::same_complex),
+    ("IFFT2D", cx::same_complex),
+    ("IFFT3D", cx::same_complex),
+    ("IRFFT", cx::irfft),
+    ("IRFFT2D", cx::irfft),
+    ("IRFFT3D", cx::irfft),
     ("Identity", ew::same),
     ("IdentityN", ew::identity_n),
     ("Igamma", ew::broadcast),
     ("IgammaGradA", ew::broadcast),
     ("Igammac", ew::broadcast),
+    ("Imag", cx::part),
     ("InTopKV2", index::in_top_k),
     ("Inv", ew::same),
     ("Invert", ew::same),
@@ -353,12 +370,16 @@ const TABLE: &[(&str, Rule)] = &[
     ("QuantizeAndDequantizeV2", ew::same),
     ("QuantizeAndDequantizeV3", ew::same),
     ("QuantizeAndDequantizeV4", ew::same),
+    ("RFFT", cx::rfft),
+    ("RFFT2D", cx::rfft),
+    ("RFFT3D", cx::rfft),
     ("RGBToHSV", ew::same),
     ("RandomGammaGrad", ew::broadcast),
     ("RandomShuffle", ew::same),
     ("RandomStandardNormal", random::float_draw),
     ("RandomUniform", random::float_draw),
     ("RandomUniformInt", random::seeded_int_draw),
+    ("Real", cx::part),
     ("RealDiv", ew::broadcast),
     ("Reciprocal", ew::same),
     ("ReciprocalGrad", ew::same),

@@ -20,8 +20,9 @@
 //! [`conv3d`] their volumetric forms;
 //! [`nchw`] runs them and the batch norms in NCHW), [`list`] (TensorLists
 //! and Optionals), [`special`] (special functions, truncating divisions,
-//! bitwise ops), [`collective`] (all-reduce, broadcast, replica id), [`spmd`]
-//! (sharding annotations, dynamic sizes, tiled splits and concatenations) and
+//! bitwise ops), [`complex`] (complex numbers and FFTs), [`collective`]
+//! (all-reduce, broadcast, replica id), [`spmd`] (sharding annotations,
+//! dynamic sizes, tiled splits and concatenations) and
 //! [`state`] (variable updates). [`NOT_LOWERED`] gives the reason for every op the
 //! simulator runs that has no builder. Invariant: [`TABLE`] is sorted by op
 //! name (a test checks it), so lookups are a binary search.
@@ -29,6 +30,7 @@
 mod activation;
 mod check;
 pub(super) mod collective;
+mod complex;
 mod conv;
 mod conv3d;
 mod elementwise;
@@ -62,6 +64,7 @@ use crate::exec::Tensor;
 use crate::ir::{AttrMap, DType};
 
 use activation as act;
+use complex as cx;
 use elementwise as ew;
 use special as sp;
 
@@ -137,6 +140,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("All", |c, n| reduce::reduce(c, n, reduce::Kind::All)),
     ("AllGather", collective::all_gather),
     ("AllReduce", collective::all_reduce),
+    ("Angle", cx::part),
     ("Any", |c, n| reduce::reduce(c, n, reduce::Kind::Any)),
     ("ApproximateEqual", sp::approximate_equal),
     ("ArgMax", |c, n| reduce::arg_extreme(c, n, true)),
@@ -178,8 +182,12 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("CollectiveAllReduce", collective::collective_all_reduce),
     ("CollectiveBroadcast", collective::broadcast),
     ("CollectiveReduceV2", spmd::collective_reduce_v2),
+    ("Complex", cx::complex),
+    ("ComplexAbs", cx::part),
     ("Concat", index::concat_v1),
     ("ConcatV2", shape::concat),
+    ("Conj", cx::conj),
+    ("ConjugateTranspose", cx::conjugate_transpose),
     ("ControlTrigger", |_, _| Ok(Vec::new())),
     ("Conv", image::generic_conv),
     ("Conv2D", |c, n| nchw::with_layout(c, n, |c, n| conv::conv(c, n, conv::Kind::Forward, false))),
@@ -225,6 +233,9 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("ExpandDims", shape::reshape),
     ("Expm1", |c, n| ew::unary(c, n, "exponential_minus_one")),
     ("ExtractImagePatches", spatial::moved),
+    ("FFT", cx::fft),
+    ("FFT2D", cx::fft),
+    ("FFT3D", cx::fft),
     ("FakeQuantWithMinMaxArgs", quant::fake_quant_args),
     ("FakeQuantWithMinMaxArgsGradient", quant::fake_quant_args_grad),
     ("FakeQuantWithMinMaxVars", quant::fake_quant_vars),
@@ -247,11 +258,18 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("Greater", |c, n| ew::compare(c, n, Cmp::Gt)),
     ("GreaterEqual", |c, n| ew::compare(c, n, Cmp::Ge)),
     ("HSVToRGB", image::colour),
+    ("IFFT", cx::fft),
+    ("IFFT2D", cx::fft),
+    ("IFFT3D", cx::fft),
+    ("IRFFT", cx::fft),
+    ("IRFFT2D", cx::fft),
+    ("IRFFT3D", cx::fft),
     ("Identity", identity),
     ("IdentityN", identity),
     ("Igamma", igamma::igamma),
     ("IgammaGradA", igamma::igamma),
     ("Igammac", igamma::igamma),
+    ("Imag", cx::part),
     ("InTopKV2", reduce::in_top_k),
     ("Inv", sp::inv),
     ("Invert", |c, n| ew::unary(c, n, "not")),
@@ -331,12 +349,16 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("QuantizeAndDequantizeV2", quant::quantize_and_dequantize),
     ("QuantizeAndDequantizeV3", quant::quantize_and_dequantize),
     ("QuantizeAndDequantizeV4", quant::quantize_and_dequantize),
+    ("RFFT", cx::fft),
+    ("RFFT2D", cx::fft),
+    ("RFFT3D", cx::fft),
     ("RGBToHSV", image::colour),
     ("RandomGammaGrad", igamma::igamma),
     ("RandomShuffle", random::shuffle),
     ("RandomStandardNormal", random::seeded_draw),
     ("RandomUniform", random::seeded_draw),
     ("RandomUniformInt", random::seeded_draw),
+    ("Real", cx::part),
     ("RealDiv", ew::div),
     ("Reciprocal", ew::reciprocal),
     ("ReciprocalGrad", sp::reciprocal_grad),

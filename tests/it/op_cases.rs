@@ -198,4 +198,5 @@ fn complex_values_cross_the_command_line() {
         let written = tpu_rewrite::exec::read_npy_file(&npy.join("f_0.npy")).expect("a complex .npy");
         let want = [num_complex::Complex32::new(3.0, -1.0), num_complex::Complex32::new(-1.0, 3.0)];
         assert_eq!(written.to_vec::<num_complex::Complex32>().expect("c64"), want, "{backend:?}");
+    }
 }

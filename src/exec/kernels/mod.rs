@@ -23,6 +23,7 @@ mod conv;
 mod conv3d;
 mod conv_gemm;
 mod conv_grouped;
+pub(crate) mod data_ops;
 pub(crate) mod denormals;
 pub(crate) mod dtypes;
 mod elementwise;
@@ -107,6 +108,7 @@ pub const DEVICE_OPS: &[&str] = &[
     "ResourceScatterNdUpdate",
     "ResourceScatterSub",
     "ResourceScatterUpdate",
+    "ResourceStridedSliceAssign",
     "Switch",
     "TPUReplicatedInput",
     "Update",
@@ -156,6 +158,7 @@ pub const PURE_OPS: &[&str] = &[
     "BiasAdd",
     "BiasAddGrad",
     "BiasAddV1",
+    "Bincount",
     "Bitcast",
     "BitwiseAnd",
     "BitwiseOr",
@@ -186,8 +189,10 @@ pub const PURE_OPS: &[&str] = &[
     "CrossReplicaSum",
     "Cumprod",
     "Cumsum",
+    "CumulativeLogsumexp",
     "DataFormatDimMap",
     "DataFormatVecPermute",
+    "DenseBincount",
     "DepthToSpace",
     "DepthwiseConv2dNative",
     "DepthwiseConv2dNativeBackpropFilter",
@@ -305,6 +310,7 @@ pub const PURE_OPS: &[&str] = &[
     "Pack",
     "Pad",
     "PadV2",
+    "ParallelDynamicStitch",
     "PlaceholderWithDefault",
     "Polygamma",
     "PopulationCount",
@@ -375,6 +381,7 @@ pub const PURE_OPS: &[&str] = &[
     "SpaceToDepth",
     "SparseMatMul",
     "SparseSoftmaxCrossEntropyWithLogits",
+    "SparseToDense",
     "Split",
     "SplitV",
     "Sqrt",
@@ -414,6 +421,7 @@ pub const PURE_OPS: &[&str] = &[
     "TensorScatterMin",
     "TensorScatterSub",
     "TensorScatterUpdate",
+    "TensorStridedSliceUpdate",
     "Tile",
     "ToBool",
     "TopKV2",
@@ -823,6 +831,7 @@ fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Tensor>,
             .or_else(|| linalg_factor::dispatch(op, attrs, inputs))
             .or_else(|| random::dispatch(op, attrs, inputs))
             .or_else(|| quant::dispatch(op, attrs, inputs))
+            .or_else(|| data_ops::dispatch(op, attrs, inputs))
             .or_else(|| special::dispatch(op, attrs, inputs))
             .or_else(|| bitwise::dispatch(op, attrs, inputs))
             .or_else(|| host_ops::dispatch(op, attrs, inputs))

@@ -34,6 +34,7 @@
 
 pub mod colocation;
 mod control_flow;
+mod data_ops_functions;
 mod emitter;
 mod functions;
 mod image_functions;
@@ -186,7 +187,7 @@ type FamilyGradient = fn(
 /// The op families of TensorFlow's XLA op set beyond the training-step ones, asked in turn after
 /// them (one file each).
 const OP_FAMILIES: &[FamilyGradient] =
-    &[linalg_functions::gradient, quant_functions::gradient, special_functions::gradient];
+    &[data_ops_functions::gradient, linalg_functions::gradient, quant_functions::gradient, special_functions::gradient];
 
 /// The gradient of `op` from the first family that knows its type; `Err(None)` when none does.
 fn op_families(

@@ -1,6 +1,7 @@
 //! Variable updates beyond reads and assignments: the optimizers'
 //! `ResourceApply*` ops, `ResourceGather` and `ResourceScatter{Add,Sub,Update}`
-//! (the other resource scatters are built in `segment`).
+//! (the other resource scatters are built in `segment`, `ResourceStridedSliceAssign`
+//! in `data_ops`).
 //! The emitter keeps each variable's current value as an SSA value; for
 //! these ops it passes the values of the variables the op names (its
 //! leading handle operands) and the other operands, and takes back the
@@ -32,7 +33,14 @@ const EMITTER_OPS: &[&str] = &[
 /// How many leading operands of `op` are variable handles (0: not a variable op).
 pub fn handle_operands(op: &str) -> usize {
     if EMITTER_OPS.contains(&op)
-        || matches!(op, "ResourceGather" | "ResourceScatterAdd" | "ResourceScatterSub" | "ResourceScatterUpdate")
+        || matches!(
+            op,
+            "ResourceGather"
+                | "ResourceScatterAdd"
+                | "ResourceScatterSub"
+                | "ResourceScatterUpdate"
+                | "ResourceStridedSliceAssign"
+        )
         || host_segment::RESOURCE_SCATTERS.contains(&op)
     {
         return 1;
@@ -71,6 +79,13 @@ pub(crate) fn evaluate(
             let new = host_gather::scatter_rows(op, var, arg(0)?, arg(1)?, how, op == "ResourceScatterSub")
                 .map_err(|e| e.to_string())?;
             Ok((vec![new], Vec::new()))
+        }
+        "ResourceStridedSliceAssign" => {
+            let mut operands = vec![var.clone()];
+            operands.extend(rest.iter().cloned());
+            let new =
+                crate::exec::run_kernel("TensorStridedSliceUpdate", attrs, &operands).map_err(|e| e.to_string())?;
+            Ok((new, Vec::new()))
         }
         _ if host_segment::RESOURCE_SCATTERS.contains(&op) => {
             let new = host_segment::resource_scatter(op, var, arg(0)?, arg(1)?).map_err(|e| e.to_string())?;
@@ -115,6 +130,9 @@ pub fn build(c: &mut Ctx, n: &Call, vars: &[Val]) -> Result<(Vec<Val>, Vec<Val>)
             }
             let how = if n.op == "ResourceScatterUpdate" { Combine::Replace } else { Combine::Add };
             Ok((vec![scatter(c, var, &idx, &updates, how)], Vec::new()))
+        }
+        "ResourceStridedSliceAssign" => {
+            Ok((vec![super::data_ops::resource_strided_slice_assign(c, n, var)?], Vec::new()))
         }
         _ if host_segment::RESOURCE_SCATTERS.contains(&n.op) => {
             Ok((vec![super::segment::resource_scatter(c, n, var)?], Vec::new()))

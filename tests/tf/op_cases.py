@@ -21,7 +21,8 @@ A family script builds a list of `Case`s and calls `write_family(family, cases)`
 
 `Case.inputs` become placeholders (fed), `Case.consts` Const nodes (what XLA needs constant: axes,
 shapes, sizes), `Case.variables` resource variables whose handle is passed (their value after the
-op is an output). An op TensorFlow runs only under XLA (no CPU kernel: `XlaDot`, `Segment*V2`, ...)
+op is an output; with `var_grads=True` the gradients also go to each float variable's handle,
+recorded with "x" the variable's node). An op TensorFlow runs only under XLA (no CPU kernel: `XlaDot`, `Segment*V2`, ...)
 takes `cpu=False`: its "outputs" are then the XLA values, and its "grads" come from
 `tf.GradientTape` inside the compiled function. tests/it/support/op_cases.rs reads both files, adds the IR's own `gradients`,
 and runs everything on the simulator and on PJRT.
@@ -48,7 +49,7 @@ class Case:
     """One op applied once: see the module's doc."""
 
     def __init__(self, name, op, inputs=None, consts=None, variables=None, attrs=None, grad=True, rtol=1e-5,
-                 xla=True, cpu=True):
+                 xla=True, cpu=True, var_grads=False):
         if "__" in name or not name.replace("_", "a").isalnum():
             raise ValueError(f"case name {name!r}: letters, digits and single underscores only")
         self.name = name
@@ -62,6 +63,9 @@ class Case:
         self.xla = xla
         # False for ops TensorFlow has no CPU kernel for: the XLA values stand for both backends.
         self.cpu = cpu
+        # True: the gradients also go to each resource variable (by its handle, as `tf.gradients`
+        # differentiates a resource read), recorded under the variable's own node name.
+        self.var_grads = var_grads
         if not cpu and not xla:
             raise ValueError(f"case {name!r}: a case needs CPU or XLA values")
 
@@ -153,6 +157,8 @@ def build(case):
         v = tf.Variable(np.asarray(value), name=f"{n}__{arg}")
         variables[arg] = v
         args[arg] = v.handle
+        if case.var_grads and v.dtype in FLOATS:
+            xs.append(v.handle)
     result = op_function(case.op)(**args, **case.attrs, name=f"{n}__op")
     op_outputs = flatten(result)
     outputs = {}

@@ -1,6 +1,6 @@
 """Writes tests/tf/corpus/ops/data.{pbtxt,json}: data-dependent and update ops with TensorFlow's
 values and gradients: CumulativeLogsumexp, TensorStridedSliceUpdate, ResourceStridedSliceAssign,
-SparseToDense, Bincount, DenseBincount and ParallelDynamicStitch.
+SparseToDense, Bincount, DenseBincount, ParallelDynamicStitch and ResourceGather's gradient.
 
 Run after setup.sh:  tests/tf/.venv/bin/python tests/tf/ops_data.py
 """
@@ -124,7 +124,17 @@ def stitches():
     ]
 
 
-CASES = cumulative_logsumexp() + strided_updates() + sparse_to_dense() + bincounts() + stitches()
+def resource_gathers():
+    return [
+        Case("rgather_rows", "ResourceGather", variables={"resource": f32(50, 5, 3)},
+             inputs={"indices": i32(4, 0, 4, 2)}, attrs={"dtype": np.float32}, var_grads=True),
+        Case("rgather_matrix_indices", "ResourceGather", variables={"resource": f32(51, 4, 2).astype(np.float64)},
+             inputs={"indices": np.array([[1, 3], [1, 0], [2, 2]], np.int64)}, attrs={"dtype": np.float64},
+             var_grads=True),
+    ]
+
+
+CASES = cumulative_logsumexp() + strided_updates() + sparse_to_dense() + bincounts() + stitches() + resource_gathers()
 
 if __name__ == "__main__":
     op_cases.write_family("data", CASES)

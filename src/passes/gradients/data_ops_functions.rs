@@ -11,6 +11,9 @@
 //!   default value the sum of the rest.
 //! - `ParallelDynamicStitch`: each data input gets the gradient's rows at
 //!   its indices.
+//! - `ResourceGather`: the variable (its handle) gets the gathered rows'
+//!   gradients summed into a dense tensor of the variable's shape, as
+//!   TensorFlow's `IndexedSlices` stand for (only without `batch_dims`).
 //!
 //! Cost: a handful of ops each.
 
@@ -109,6 +112,19 @@ pub fn gradient(
             let taken = all(e, values, "Sum_1");
             let default = e.emit("Sub", "sub", &[total, taken], ta);
             Ok(vec![None, None, Some(values), Some(default)])
+        }
+        "ResourceGather" => {
+            let (handle, indices) = (x(0)?, x(1)?);
+            let batch_dims = e.graph.node(op).attrs.get_int("batch_dims").unwrap_or(0);
+            if batch_dims != 0 {
+                return Err(Some(format!("TensorFlow's gradient of ResourceGather ignores batch_dims ({batch_dims})")));
+            }
+            // TensorFlow takes `VariableShape(handle)`; the shape of a read is the same and folds on
+            // every backend (the pjrt backend has no host value for a bare handle).
+            let read = e.emit("ReadVariableOp", "ReadVariableOp", &[handle], copied(e, &["dtype"]));
+            let shape = e.shape("Shape", read);
+            let dense = super::nn_functions::gather_grad_of_shape(e, shape, indices, g, &ta);
+            Ok(vec![Some(dense), None])
         }
         "ParallelDynamicStitch" => {
             let half = inputs.len() / 2;

@@ -69,6 +69,7 @@ static REGISTRY: &[OpDef] = ops! {
     "AllGather" => Fixed(1), Tpu, ["T": Type];
     "AllReduce" => SameAsInputs, Tpu, ["reduce_op": Str];
     "Any" => Fixed(1), Tpu, ["Tidx": Type, "keep_dims": Bool];
+    "ApproxTopK" => Fixed(2), Tpu, ["k": Int, "reduction_dimension": Int, "recall_target": Float, "is_max_k": Bool, "reduction_input_size_override": Int, "aggregate_to_topk": Bool, "T": Type];
     "ApproximateEqual" => Fixed(1), Tpu, ["T": Type, "tolerance": Float];
     "ArgMax" => Fixed(1), Tpu, ["T": Type, "Tidx": Type, "output_type": Type];
     "ArgMin" => Fixed(1), Tpu, ["T": Type, "Tidx": Type, "output_type": Type];

@@ -14,6 +14,7 @@ pub(super) const OUTPUT_ARGS: &[(&str, &[&str])] = &[
     ("AddV2", &["z"]),
     ("All", &["output"]),
     ("Any", &["output"]),
+    ("ApproxTopK", &["values", "indices"]),
     ("ArgMax", &["output"]),
     ("ArgMin", &["output"]),
     ("Assert", &[]),

@@ -1,6 +1,7 @@
 """Writes tests/tf/corpus/ops/data.{pbtxt,json}: data-dependent and update ops with TensorFlow's
 values and gradients: CumulativeLogsumexp, TensorStridedSliceUpdate, ResourceStridedSliceAssign,
-SparseToDense, Bincount, DenseBincount, ParallelDynamicStitch and ResourceGather's gradient.
+SparseToDense, Bincount, DenseBincount, ParallelDynamicStitch,
+ApproxTopK and ResourceGather's gradient.
 
 Run after setup.sh:  tests/tf/.venv/bin/python tests/tf/ops_data.py
 """
@@ -134,7 +135,18 @@ def resource_gathers():
     ]
 
 
-CASES = cumulative_logsumexp() + strided_updates() + sparse_to_dense() + bincounts() + stitches() + resource_gathers()
+def approx_top_k():
+    # No CPU kernel in TensorFlow: XLA's values (an exact sort on its CPU backend) stand for both.
+    return [
+        Case("approx_top_k_max", "ApproxTopK", inputs={"input": f32(60, 3, 8)}, attrs={"k": 3}, cpu=False),
+        Case("approx_top_k_min", "ApproxTopK", inputs={"input": f32(61, 2, 2, 6)},
+             attrs={"k": 2, "is_max_k": False, "reduction_dimension": -1}, cpu=False),
+        Case("approx_top_k_vector", "ApproxTopK", inputs={"input": f32(62, 9)}, attrs={"k": 4, "recall_target": 0.9},
+             cpu=False),
+    ]
+
+
+CASES = cumulative_logsumexp() + strided_updates() + sparse_to_dense() + bincounts() + stitches() + resource_gathers() + approx_top_k()
 
 if __name__ == "__main__":
     op_cases.write_family("data", CASES)

@@ -1,7 +1,9 @@
 //! Data-dependent and update ops, as TensorFlow's CPU kernels compute them:
 //! `CumulativeLogsumexp`, `TensorStridedSliceUpdate` (and the update step of
 //! `ResourceStridedSliceAssign`), `SparseToDense`, `Bincount`, `DenseBincount` and
-//! `ParallelDynamicStitch` (`DynamicStitch`'s kernel: later rows win).
+//! `ParallelDynamicStitch` (`DynamicStitch`'s kernel: later rows win), and
+//! `ApproxTopK` as XLA's CPU backend computes it: the exact top (or bottom)
+//! `k` along the last axis, in order.
 //!
 //! `CumulativeLogsumexp` folds each lane in index order from `-inf` with
 //! `max + log1p(exp(min - max))`, keeping `max` when it is `-inf`, as
@@ -25,6 +27,7 @@ pub(crate) fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Option<R
     let flag = |key: &str| attrs.get_bool(key).unwrap_or(false);
     Some(
         match op {
+            "ApproxTopK" => return Some(x(0).and_then(|t| approx_top_k(op, attrs, t))),
             "CumulativeLogsumexp" => (|| cumulative_logsumexp(op, x(0)?, x(1)?, flag("exclusive"), flag("reverse")))(),
             "TensorStridedSliceUpdate" => (|| strided_update(op, attrs, x(0)?, &inputs[1..4], x(4)?))(),
             "SparseToDense" => {
@@ -38,6 +41,34 @@ pub(crate) fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Option<R
         }
         .map(|t| vec![t]),
     )
+}
+
+/// The axis `reduction_dimension` names in a tensor of `rank`, which must be the last one.
+pub(crate) fn approx_top_k_axis(attrs: &AttrMap, rank: usize) -> Result<usize, String> {
+    let d = attrs.get_int("reduction_dimension").unwrap_or(-1);
+    let last = rank.checked_sub(1).ok_or("the input must have rank 1 or more")?;
+    match d {
+        -1 => Ok(last),
+        d if d == last as i64 => Ok(last),
+        d => Err(format!("reduction_dimension {d} is not the last axis ({last}); only the last axis is supported")),
+    }
+}
+
+/// `ApproxTopK(input) {k, reduction_dimension, is_max_k}`: values and i32 indices of the `k`
+/// largest (or, without `is_max_k`, smallest) elements along the last axis, ties by lower index.
+pub(crate) fn approx_top_k(op: &str, attrs: &AttrMap, x: &Tensor) -> Result<Vec<Tensor>, KernelError> {
+    approx_top_k_axis(attrs, x.shape().len()).map_err(|m| KernelError::invalid(op, m))?;
+    let k = Tensor::scalar(attrs.get_int("k").unwrap_or(0) as i32);
+    if !matches!(x.dtype(), DType::F32 | DType::F64) {
+        return Err(KernelError::dtype(op, x.dtype(), "the input must be f32 or f64"));
+    }
+    if attrs.get_bool("is_max_k").unwrap_or(true) {
+        return super::index::top_k(op, x, &k, DType::I32);
+    }
+    let neg = |t: &Tensor| super::run_kernel("Neg", &AttrMap::new(), std::slice::from_ref(t)).map(|mut v| v.remove(0));
+    let mut out = super::index::top_k(op, &neg(x)?, &k, DType::I32)?;
+    out[0] = neg(&out[0])?;
+    Ok(out)
 }
 
 /// `CumulativeLogsumexp(x, axis) {exclusive, reverse}` for f32 and f64.

@@ -134,6 +134,7 @@ pub const PURE_OPS: &[&str] = &[
     "All",
     "AllGather",
     "Any",
+    "ApproxTopK",
     "ApproximateEqual",
     "ArgMax",
     "ArgMin",

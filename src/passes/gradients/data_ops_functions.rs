@@ -11,6 +11,8 @@
 //!   default value the sum of the rest.
 //! - `ParallelDynamicStitch`: each data input gets the gradient's rows at
 //!   its indices.
+//! - `ApproxTopK`: the values' gradient scattered to the input at the
+//!   indices, as `TopKV2`'s.
 //! - `ResourceGather`: the variable (its handle) gets the gathered rows'
 //!   gradients summed into a dense tensor of the variable's shape, as
 //!   TensorFlow's `IndexedSlices` stand for (only without `batch_dims`).
@@ -125,6 +127,15 @@ pub fn gradient(
             let shape = e.shape("Shape", read);
             let dense = super::nn_functions::gather_grad_of_shape(e, shape, indices, g, &ta);
             Ok(vec![Some(dense), None])
+        }
+        "ApproxTopK" => {
+            // TensorFlow scatters the values' gradient to the indices along the reduction axis: as
+            // TopKV2's gradient does along the last one.
+            let d = e.graph.node(op).attrs.get_int("reduction_dimension").unwrap_or(-1);
+            if d != -1 {
+                return Err(Some(format!("the gradient of ApproxTopK along axis {d} (not -1) is not written")));
+            }
+            Ok(vec![Some(super::index_functions::top_k_grad(e, op, x(0)?, g, &ta))])
         }
         "ParallelDynamicStitch" => {
             let half = inputs.len() / 2;

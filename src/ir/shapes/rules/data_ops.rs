@@ -1,6 +1,6 @@
 //! Type rules of the data-dependent ops whose output shape comes from a
-//! constant operand: `SparseToDense` (its `output_shape`) and the
-//! bincounts (their `size`). Their dtype is that of the values or weights.
+//! constant operand: `SparseToDense` (its `output_shape`), the bincounts
+//! (their `size`) and `ParallelDynamicStitch` (its indices); and `ApproxTopK`.
 
 use super::{dim, Args, OutType};
 
@@ -43,4 +43,20 @@ pub(super) fn dynamic_stitch(a: &Args) -> Result<Vec<OutType>, String> {
     let row = data.shape.get(ids.shape.len()..).ok_or("the data has fewer dims than its indices")?;
     let shape = std::iter::once(rows).chain(row.iter().copied()).collect();
     Ok(vec![OutType::new(data.dtype, shape)])
+}
+
+/// `ApproxTopK(input) {k}`: values shaped like the input with `k` along the
+/// last axis, and i32 indices of the same shape.
+pub(super) fn approx_top_k(a: &Args) -> Result<Vec<OutType>, String> {
+    let x = a.x(0)?;
+    let n = *x.shape.last().ok_or("the input must have rank 1 or more")?;
+    let d = a.int_attr("reduction_dimension", -1);
+    if d != -1 && d != x.shape.len() as i64 - 1 {
+        return Err(format!("reduction_dimension {d} is not the last axis; only the last axis is supported"));
+    }
+    let k = a.int_attr("k", 0);
+    let k = usize::try_from(k).ok().filter(|&k| k <= n).ok_or_else(|| format!("k must be in [0, {n}], got {k}"))?;
+    let mut shape = x.shape.to_vec();
+    *shape.last_mut().ok_or("the input must have rank 1 or more")? = k;
+    Ok(vec![OutType::new(x.dtype, shape.clone()), OutType::new(crate::ir::DType::I32, shape)])
 }

@@ -170,6 +170,7 @@ const TABLE: &[(&str, Rule)] = &[
     ("All", reduce::reduce),
     ("AllGather", collective::all_gather),
     ("Any", reduce::reduce),
+    ("ApproxTopK", data_ops::approx_top_k),
     ("ApproximateEqual", ew::predicate),
     ("ArgMax", reduce::arg_extreme),
     ("ArgMin", reduce::arg_extreme),

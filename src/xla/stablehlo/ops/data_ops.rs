@@ -196,3 +196,26 @@ pub(super) fn parallel_dynamic_stitch(c: &mut Ctx, n: &Call) -> Result<Vec<Val>,
     let picks = c.constant(&Tensor::vector(picks));
     Ok(vec![super::gather::gather(c, &all, &picks, 0, out)])
 }
+
+/// `ApproxTopK(input) {k, is_max_k}` as XLA's CPU backend runs it: an exact
+/// sort along the last axis (`TopKV2`'s), on the negated input for the
+/// smallest `k`.
+pub(super) fn approx_top_k(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
+    let x = n.input(0)?;
+    crate::exec::kernels::data_ops::approx_top_k_axis(n.attrs, x.ty.rank()).map_err(|m| format!("{}: {m}", n.op))?;
+    if n.attrs.get_bool("is_max_k").unwrap_or(true) {
+        return super::index::top_k(c, n);
+    }
+    let neg = c.elementwise("negate", &[x]);
+    let call = Call {
+        op: n.op,
+        attrs: n.attrs,
+        inputs: vec![neg],
+        consts: vec![None],
+        outputs: n.outputs,
+        num_replicas: n.num_replicas,
+    };
+    let mut out = super::index::top_k(c, &call)?;
+    out[0] = c.elementwise("negate", &[&out[0]]);
+    Ok(out)
+}

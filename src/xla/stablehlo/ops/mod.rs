@@ -131,6 +131,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("AllGather", collective::all_gather),
     ("AllReduce", collective::all_reduce),
     ("Any", |c, n| reduce::reduce(c, n, reduce::Kind::Any)),
+    ("ApproxTopK", data_ops::approx_top_k),
     ("ApproximateEqual", sp::approximate_equal),
     ("ArgMax", |c, n| reduce::arg_extreme(c, n, true)),
     ("ArgMin", |c, n| reduce::arg_extreme(c, n, false)),

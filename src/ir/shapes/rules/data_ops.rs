@@ -30,7 +30,7 @@ pub(super) fn bincount(a: &Args) -> Result<Vec<OutType>, String> {
 /// dims past those of its indices.
 pub(super) fn dynamic_stitch(a: &Args) -> Result<Vec<OutType>, String> {
     let half = a.operands.len() / 2;
-    if half == 0 || a.operands.len() % 2 != 0 {
+    if half == 0 || !a.operands.len().is_multiple_of(2) {
         return Err(format!("expected n indices and n data operands, got {}", a.operands.len()));
     }
     let mut rows = 0usize;

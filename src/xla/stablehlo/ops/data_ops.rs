@@ -164,7 +164,7 @@ pub(super) fn bincount(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
 /// row `r` takes the last data row whose index is `r` (zeros where none is).
 pub(super) fn parallel_dynamic_stitch(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
     let half = n.inputs.len() / 2;
-    if half == 0 || n.inputs.len() % 2 != 0 {
+    if half == 0 || !n.inputs.len().is_multiple_of(2) {
         return Err(format!("{}: expected n indices and n data operands, got {}", n.op, n.inputs.len()));
     }
     let out = n.out(0)?.clone();

@@ -29,7 +29,7 @@ pub(crate) fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Option<R
         match op {
             "ApproxTopK" => return Some(x(0).and_then(|t| approx_top_k(op, attrs, t))),
             "CumulativeLogsumexp" => (|| cumulative_logsumexp(op, x(0)?, x(1)?, flag("exclusive"), flag("reverse")))(),
-            "TensorStridedSliceUpdate" => (|| strided_update(op, attrs, x(0)?, &inputs[1..4], x(4)?))(),
+            "TensorStridedSliceUpdate" => (|| strided_update(op, attrs, x(0)?, inputs.get(1..4).unwrap_or_default(), x(4)?))(),
             "SparseToDense" => {
                 (|| sparse_to_dense(op, x(0)?, x(1)?, x(2)?, x(3)?, attrs.get_bool("validate_indices").unwrap_or(true)))()
             }

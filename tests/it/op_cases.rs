@@ -33,6 +33,13 @@ fn fft() {
     check_family("fft");
 }
 
+/// Data-dependent and update ops: CumulativeLogsumexp, TensorStridedSliceUpdate,
+/// ResourceStridedSliceAssign, SparseToDense and the bincounts (`tests/tf/ops_data.py`).
+#[test]
+fn data() {
+    check_family("data");
+}
+
 /// Grouped `Conv2D` and its backprops; the 2-D backprops' own gradients.
 #[test]
 fn grouped_conv() {

@@ -23,10 +23,11 @@ A family script builds a list of `Case`s and calls `write_family(family, cases)`
 `Case.inputs` become placeholders (fed), `Case.consts` Const nodes (what XLA needs constant: axes,
 shapes, sizes), an attr whose value is a concrete `tf.function` (a reducer, comparator or branch)
 becomes a function of the GraphDef's library named by the attr, `Case.variables` resource variables
-whose handle is passed (their value after the op is an output). `Case.post`, when given, maps the
-op's outputs to the tensors compared and weighted (ops after the op, named `<case>__post/...`): for
-outputs unique only up to sign, such as eigenvectors compared as `v * v`. An op TensorFlow runs only
-under XLA (no CPU kernel: `XlaDot`, `Segment*V2`, ...)
+whose handle is passed (their value after the op is an output; with `var_grads=True` the gradients
+also go to each float variable's handle, recorded with "x" the variable's node). `Case.post`, when
+given, maps the op's outputs to the tensors compared and weighted (ops after the op, named
+`<case>__post/...`): for outputs unique only up to sign, such as eigenvectors compared as `v * v`.
+An op TensorFlow runs only under XLA (no CPU kernel: `XlaDot`, `Segment*V2`, ...)
 takes `cpu=False`: its "outputs" are then the XLA values, and its "grads" come from
 `tf.GradientTape` inside the compiled function. A case may give `fn`, a function of the
 arguments (inputs and consts, by name) that applies the op within a few others, instead of the op
@@ -57,7 +58,7 @@ class Case:
     """One op applied once: see the module's doc."""
 
     def __init__(self, name, op, inputs=None, consts=None, variables=None, attrs=None, grad=True, rtol=1e-5,
-                 xla=True, cpu=True, node_attrs=None, post=None, fn=None):
+                 xla=True, cpu=True, node_attrs=None, post=None, fn=None, var_grads=False):
         if "__" in name or not name.replace("_", "a").isalnum():
             raise ValueError(f"case name {name!r}: letters, digits and single underscores only")
         self.name = name
@@ -76,6 +77,9 @@ class Case:
         self.node_attrs = node_attrs or {}
         # Optional: a function of the arguments standing for the op (see the module's doc).
         self.fn = fn
+        # True: the gradients also go to each resource variable (by its handle, as `tf.gradients`
+        # differentiates a resource read), recorded under the variable's own node name.
+        self.var_grads = var_grads
         if not cpu and not xla:
             raise ValueError(f"case {name!r}: a case needs CPU or XLA values")
         # A function from the op's output tensors to the tensors compared (and weighted in the loss):
@@ -191,6 +195,8 @@ def build(case):
         v = tf.Variable(np.asarray(value), name=f"{n}__{arg}")
         variables[arg] = v
         args[arg] = v.handle
+        if case.var_grads and v.dtype in FLOATS:
+            xs.append(v.handle)
     if case.fn is not None:
         with tf.name_scope(f"{n}__op"):
             result = case.fn(**args, **case.attrs)

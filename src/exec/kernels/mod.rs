@@ -24,6 +24,7 @@ mod conv;
 mod conv3d;
 mod conv_gemm;
 mod conv_grouped;
+pub(crate) mod data_ops;
 pub(crate) mod denormals;
 pub(crate) mod dtypes;
 mod elementwise;
@@ -115,6 +116,7 @@ pub const DEVICE_OPS: &[&str] = &[
     "ResourceScatterNdUpdate",
     "ResourceScatterSub",
     "ResourceScatterUpdate",
+    "ResourceStridedSliceAssign",
     "RngReadAndSkip",
     "RngSkip",
     "Switch",
@@ -143,6 +145,7 @@ pub const PURE_OPS: &[&str] = &[
     "AllGather",
     "Angle",
     "Any",
+    "ApproxTopK",
     "ApproximateEqual",
     "ArgMax",
     "ArgMin",
@@ -167,6 +170,7 @@ pub const PURE_OPS: &[&str] = &[
     "BiasAdd",
     "BiasAddGrad",
     "BiasAddV1",
+    "Bincount",
     "Bitcast",
     "BitwiseAnd",
     "BitwiseOr",
@@ -203,8 +207,10 @@ pub const PURE_OPS: &[&str] = &[
     "CrossReplicaSum",
     "Cumprod",
     "Cumsum",
+    "CumulativeLogsumexp",
     "DataFormatDimMap",
     "DataFormatVecPermute",
+    "DenseBincount",
     "DepthToSpace",
     "DepthwiseConv2dNative",
     "DepthwiseConv2dNativeBackpropFilter",
@@ -336,6 +342,7 @@ pub const PURE_OPS: &[&str] = &[
     "Pack",
     "Pad",
     "PadV2",
+    "ParallelDynamicStitch",
     "PlaceholderWithDefault",
     "Polygamma",
     "PopulationCount",
@@ -413,6 +420,7 @@ pub const PURE_OPS: &[&str] = &[
     "SpaceToDepth",
     "SparseMatMul",
     "SparseSoftmaxCrossEntropyWithLogits",
+    "SparseToDense",
     "Split",
     "SplitV",
     "Sqrt",
@@ -453,6 +461,7 @@ pub const PURE_OPS: &[&str] = &[
     "TensorScatterMin",
     "TensorScatterSub",
     "TensorScatterUpdate",
+    "TensorStridedSliceUpdate",
     "Tile",
     "ToBool",
     "TopKV2",
@@ -897,6 +906,7 @@ fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Tensor>,
             .or_else(|| linalg_solve::dispatch(op, attrs, inputs))
             .or_else(|| random::dispatch(op, attrs, inputs))
             .or_else(|| quant::dispatch(op, attrs, inputs))
+            .or_else(|| data_ops::dispatch(op, attrs, inputs))
             .or_else(|| special::dispatch(op, attrs, inputs))
             .or_else(|| igamma::dispatch(op, inputs))
             .or_else(|| bitwise::dispatch(op, attrs, inputs))

@@ -179,6 +179,21 @@ pub(super) fn device_kernel(
             }
             Ok(Vec::new())
         }
+        "ResourceStridedSliceAssign" => {
+            // The variable's value with a strided slice replaced (`TensorStridedSliceUpdate`'s kernel).
+            let h = handle(&inputs)?;
+            let mut stores = mesh.stores();
+            let old = stores.get(&h.device).and_then(|s| s.get(&*h.name)).cloned().ok_or_else(|| {
+                err(KernelError::invalid(op, format!("variable `{}` on {} is not initialised", h.name, h.device)))
+            })?;
+            let mut operands = vec![old];
+            operands.extend(inputs.iter().skip(1).cloned());
+            let new = kernels::run_kernel("TensorStridedSliceUpdate", &step.attrs, &operands).map_err(err)?.remove(0);
+            for (device, name) in h.copies() {
+                stores.entry(device.clone()).or_default().insert(name.to_string(), new.clone());
+            }
+            Ok(Vec::new())
+        }
         _ if kernels::random::SEEDED.contains(&op) => {
             // The node's generator lives in the mesh: each run draws past the blocks of the last.
             let key = (instance.name.clone(), step.name.clone());

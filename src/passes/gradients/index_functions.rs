@@ -396,7 +396,7 @@ fn tensor_scatter_extreme(e: &mut Emitter<'_>, op: NodeId, inputs: &[Tensor], g:
 
 /// `TopKV2(input, k)`: each value's gradient summed into the input element it came from. Rows are
 /// flattened: an index `i` of row `r` addresses element `r · n + i` of the flat input.
-fn top_k_grad(e: &mut Emitter<'_>, op: NodeId, input: Tensor, g: Tensor, ta: &TAttr) -> Tensor {
+pub(super) fn top_k_grad(e: &mut Emitter<'_>, op: NodeId, input: Tensor, g: Tensor, ta: &TAttr) -> Tensor {
     let i32_t = e.t_attr(Some(DType::I32));
     let shape = e.shape("Shape", input);
     let slice = e.fresh_name("strided_slice");

@@ -35,6 +35,7 @@
 pub mod colocation;
 mod complex_functions;
 mod control_flow;
+mod data_ops_functions;
 mod emitter;
 mod functions;
 mod igamma_functions;
@@ -192,6 +193,7 @@ type FamilyGradient = fn(
 /// them (one file each).
 const OP_FAMILIES: &[FamilyGradient] = &[
     complex_functions::gradient,
+    data_ops_functions::gradient,
     igamma_functions::gradient,
     linalg_functions::gradient,
     linalg_solve_functions::gradient,

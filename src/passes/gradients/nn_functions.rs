@@ -322,8 +322,19 @@ fn is_zero_const(e: &Emitter<'_>, t: Tensor) -> bool {
 /// The dense gradient of `GatherV2(params, indices, 0)`: the rows of `g` summed into the rows
 /// they were gathered from (`UnsortedSegmentSum`), as TensorFlow densifies its IndexedSlices.
 fn gather_grad(e: &mut Emitter<'_>, params: Tensor, indices: Tensor, g: Tensor, ta: &TAttr) -> Tensor {
-    let i32_t = e.t_attr(Some(DType::I32));
     let params_shape = e.shape("Shape", params);
+    gather_grad_of_shape(e, params_shape, indices, g, ta)
+}
+
+/// [`gather_grad`] given the params' shape (an i32 vector).
+pub(super) fn gather_grad_of_shape(
+    e: &mut Emitter<'_>,
+    params_shape: Tensor,
+    indices: Tensor,
+    g: Tensor,
+    ta: &TAttr,
+) -> Tensor {
+    let i32_t = e.t_attr(Some(DType::I32));
     let size = e.emit("Size", "Size", &[indices], [("out_type", AttrValue::Type(DType::I32))]);
     let expand = e.fresh_name("ExpandDims");
     let dim = e.int_const_named(format!("{expand}/dim"), &[0], true);

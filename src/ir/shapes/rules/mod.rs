@@ -21,6 +21,7 @@
 
 mod collective;
 mod complex;
+mod data_ops;
 mod elementwise;
 mod image;
 mod index;
@@ -178,6 +179,7 @@ const TABLE: &[(&str, Rule)] = &[
     ("AllGather", collective::all_gather),
     ("Angle", cx::part),
     ("Any", reduce::reduce),
+    ("ApproxTopK", data_ops::approx_top_k),
     ("ApproximateEqual", ew::predicate),
     ("ArgMax", reduce::arg_extreme),
     ("ArgMin", reduce::arg_extreme),
@@ -201,6 +203,7 @@ const TABLE: &[(&str, Rule)] = &[
     ("BiasAdd", ew::same),
     ("BiasAddGrad", nn::bias_add_grad),
     ("BiasAddV1", ew::same),
+    ("Bincount", data_ops::bincount),
     ("Bitcast", ew::bitcast),
     ("BitwiseAnd", ew::broadcast),
     ("BitwiseOr", ew::broadcast),
@@ -232,8 +235,10 @@ const TABLE: &[(&str, Rule)] = &[
     ("Cross", linalg::same_matrix),
     ("Cumprod", ew::same),
     ("Cumsum", ew::same),
+    ("CumulativeLogsumexp", ew::same),
     ("DataFormatDimMap", ew::same),
     ("DataFormatVecPermute", ew::same),
+    ("DenseBincount", data_ops::bincount),
     ("DepthToSpace", image::depth_space),
     ("DepthwiseConv2dNative", nn::depthwise_conv2d),
     ("DepthwiseConv2dNativeBackpropFilter", nn::conv_backprop_filter),
@@ -359,6 +364,7 @@ const TABLE: &[(&str, Rule)] = &[
     ("Pack", shape::pack),
     ("Pad", shape::pad),
     ("PadV2", shape::pad),
+    ("ParallelDynamicStitch", data_ops::dynamic_stitch),
     ("PlaceholderWithDefault", ew::same),
     ("Polygamma", ew::broadcast),
     ("PopulationCount", ew::population_count),
@@ -429,6 +435,7 @@ const TABLE: &[(&str, Rule)] = &[
     ("SpaceToDepth", image::depth_space),
     ("SparseMatMul", linalg::sparse_matmul),
     ("SparseSoftmaxCrossEntropyWithLogits", nn::softmax_cross_entropy),
+    ("SparseToDense", data_ops::sparse_to_dense),
     ("Split", shape::split),
     ("SplitV", shape::split_v),
     ("Sqrt", ew::same),
@@ -464,6 +471,7 @@ const TABLE: &[(&str, Rule)] = &[
     ("TensorScatterMin", ew::same),
     ("TensorScatterSub", ew::same),
     ("TensorScatterUpdate", ew::same),
+    ("TensorStridedSliceUpdate", ew::same),
     ("Tile", shape::tile),
     ("ToBool", ew::to_bool),
     ("TopKV2", index::top_k),

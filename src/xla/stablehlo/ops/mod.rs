@@ -33,6 +33,7 @@ pub(super) mod collective;
 mod complex;
 mod conv;
 mod conv3d;
+mod data_ops;
 mod elementwise;
 mod gather;
 mod igamma;
@@ -142,6 +143,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("AllReduce", collective::all_reduce),
     ("Angle", cx::part),
     ("Any", |c, n| reduce::reduce(c, n, reduce::Kind::Any)),
+    ("ApproxTopK", data_ops::approx_top_k),
     ("ApproximateEqual", sp::approximate_equal),
     ("ArgMax", |c, n| reduce::arg_extreme(c, n, true)),
     ("ArgMin", |c, n| reduce::arg_extreme(c, n, false)),
@@ -166,6 +168,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("BiasAdd", nn::bias_add),
     ("BiasAddGrad", nn::bias_add_grad),
     ("BiasAddV1", nn::bias_add),
+    ("Bincount", data_ops::bincount),
     ("Bitcast", sp::bitcast),
     ("BitwiseAnd", |c, n| ew::binary(c, n, "and")),
     ("BitwiseOr", |c, n| ew::binary(c, n, "or")),
@@ -204,8 +207,10 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("CrossReplicaSum", collective::cross_replica_sum),
     ("Cumprod", |c, n| reduce::cumulative(c, n, Reducer::Mul)),
     ("Cumsum", |c, n| reduce::cumulative(c, n, Reducer::Add)),
+    ("CumulativeLogsumexp", data_ops::cumulative_logsumexp),
     ("DataFormatDimMap", spatial::data_format_dim_map),
     ("DataFormatVecPermute", spatial::moved),
+    ("DenseBincount", data_ops::bincount),
     ("DepthToSpace", spatial::moved),
     ("DepthwiseConv2dNative", |c, n| nchw::with_layout(c, n, |c, n| conv::conv(c, n, conv::Kind::Forward, true))),
     ("DepthwiseConv2dNativeBackpropFilter", |c, n| {
@@ -339,6 +344,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("Pack", shape::pack),
     ("Pad", shape::pad),
     ("PadV2", shape::pad),
+    ("ParallelDynamicStitch", data_ops::parallel_dynamic_stitch),
     ("PlaceholderWithDefault", identity),
     ("Polygamma", |c, n| sp::chlo_binary(c, n, "chlo.polygamma")),
     ("PopulationCount", sp::population_count),
@@ -409,6 +415,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("SpaceToDepth", spatial::moved),
     ("SparseMatMul", linalg_factor::sparse_matmul),
     ("SparseSoftmaxCrossEntropyWithLogits", nn::sparse_softmax_xent),
+    ("SparseToDense", data_ops::sparse_to_dense),
     ("Split", shape::split),
     ("SplitV", shape::split),
     ("Sqrt", |c, n| ew::unary(c, n, "sqrt")),
@@ -454,6 +461,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("TensorScatterMin", |c, n| segment::tensor_scatter(c, n, gather::Combine::Min)),
     ("TensorScatterSub", |c, n| segment::tensor_scatter(c, n, gather::Combine::Sub)),
     ("TensorScatterUpdate", |c, n| gather::tensor_scatter(c, n, false)),
+    ("TensorStridedSliceUpdate", data_ops::tensor_strided_slice_update),
     ("Tile", shape::tile),
     ("ToBool", sp::to_bool),
     ("TopKV2", index::top_k),

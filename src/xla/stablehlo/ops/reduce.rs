@@ -103,6 +103,18 @@ pub(super) fn arg_extreme(c: &mut Ctx, n: &Call, max: bool) -> Result<Vec<Val>, 
 /// product) of the axis' length, padded before the first element with the
 /// reduction's identity; exclusive shifts the input by one first.
 pub(super) fn cumulative(c: &mut Ctx, n: &Call, reducer: Reducer) -> Result<Vec<Val>, String> {
+    let identity = reducer.identity(n.input(0)?.ty.dtype);
+    scan(c, n, identity, |c, dtype| c.reducer_region(dtype, reducer))
+}
+
+/// A running reduction of `x` along `axis` (as [`cumulative`]) with the
+/// scalar `region` (made by `region(ctx, dtype)`) and its `identity`.
+pub(super) fn scan(
+    c: &mut Ctx,
+    n: &Call,
+    identity: f64,
+    region: impl FnOnce(&mut Ctx, crate::ir::DType) -> String,
+) -> Result<Vec<Val>, String> {
     let x0 = n.input(0)?;
     let rank = x0.ty.rank();
     let a = axis(*n.ints(1, "axis")?.first().ok_or("axis is empty")?, rank, n.op)?;
@@ -113,7 +125,7 @@ pub(super) fn cumulative(c: &mut Ctx, n: &Call, reducer: Reducer) -> Result<Vec<
         |c: &mut Ctx, v: &Val| c.op("stablehlo.reverse", &[v], &format!("dimensions = array<i64: {a}>"), v.ty.clone());
     let mut x = if reverse { rev(c, x0) } else { x0.clone() };
     if exclusive && len > 0 {
-        let zero = c.splat(&crate::xla::stablehlo::text::Ty::scalar(x.ty.dtype), reducer.identity(x.ty.dtype));
+        let zero = c.splat(&crate::xla::stablehlo::text::Ty::scalar(x.ty.dtype), identity);
         let low: Vec<i64> = (0..rank).map(|d| i64::from(d == a)).collect();
         let high: Vec<i64> = (0..rank).map(|d| -i64::from(d == a)).collect();
         x = c.op(
@@ -131,8 +143,8 @@ pub(super) fn cumulative(c: &mut Ctx, n: &Call, reducer: Reducer) -> Result<Vec<
     let window: Vec<usize> = (0..rank).map(|d| if d == a { len.max(1) } else { 1 }).collect();
     let pads: Vec<String> =
         (0..rank).map(|d| if d == a { format!("[{}, 0]", len.saturating_sub(1)) } else { "[0, 0]".into() }).collect();
-    let init = c.splat(&crate::xla::stablehlo::text::Ty::scalar(x.ty.dtype), reducer.identity(x.ty.dtype));
-    let region = c.reducer_region(x.ty.dtype, reducer);
+    let init = c.splat(&crate::xla::stablehlo::text::Ty::scalar(x.ty.dtype), identity);
+    let region = region(c, x.ty.dtype);
     let attrs = format!(
         "window_dimensions = {}, window_strides = {}, padding = dense<[{}]> : tensor<{rank}x2xi64>",
         i64s(&window),

@@ -1,6 +1,7 @@
 //! Variable updates beyond reads and assignments: the optimizers'
 //! `ResourceApply*` ops, `ResourceGather` and `ResourceScatter{Add,Sub,Update}`
-//! (the other resource scatters are built in `segment`).
+//! (the other resource scatters are built in `segment`, `ResourceStridedSliceAssign`
+//! in `data_ops`).
 //! The emitter keeps each variable's current value as an SSA value; for
 //! these ops it passes the values of the variables the op names (its
 //! leading handle operands) and the other operands, and takes back the
@@ -34,7 +35,14 @@ const EMITTER_OPS: &[&str] = &[
 /// How many leading operands of `op` are variable handles (0: not a variable op).
 pub fn handle_operands(op: &str) -> usize {
     if EMITTER_OPS.contains(&op)
-        || matches!(op, "ResourceGather" | "ResourceScatterAdd" | "ResourceScatterSub" | "ResourceScatterUpdate")
+        || matches!(
+            op,
+            "ResourceGather"
+                | "ResourceScatterAdd"
+                | "ResourceScatterSub"
+                | "ResourceScatterUpdate"
+                | "ResourceStridedSliceAssign"
+        )
         || host_segment::RESOURCE_SCATTERS.contains(&op)
         || host_random_state::SKIP_OPS.contains(&op)
     {
@@ -78,6 +86,13 @@ pub(crate) fn evaluate(
         _ if host_random_state::SKIP_OPS.contains(&op) => {
             let (new, out) = host_random_state::skip(op, var, arg(0)?, arg(1)?).map_err(|e| e.to_string())?;
             Ok((vec![new], out))
+        }
+        "ResourceStridedSliceAssign" => {
+            let mut operands = vec![var.clone()];
+            operands.extend(rest.iter().cloned());
+            let new =
+                crate::exec::run_kernel("TensorStridedSliceUpdate", attrs, &operands).map_err(|e| e.to_string())?;
+            Ok((new, Vec::new()))
         }
         _ if host_segment::RESOURCE_SCATTERS.contains(&op) => {
             let new = host_segment::resource_scatter(op, var, arg(0)?, arg(1)?).map_err(|e| e.to_string())?;
@@ -124,6 +139,9 @@ pub fn build(c: &mut Ctx, n: &Call, vars: &[Val]) -> Result<(Vec<Val>, Vec<Val>)
             Ok((vec![scatter(c, var, &idx, &updates, how)], Vec::new()))
         }
         _ if host_random_state::SKIP_OPS.contains(&n.op) => super::random_state::skip(c, n, var),
+        "ResourceStridedSliceAssign" => {
+            Ok((vec![super::data_ops::resource_strided_slice_assign(c, n, var)?], Vec::new()))
+        }
         _ if host_segment::RESOURCE_SCATTERS.contains(&n.op) => {
             Ok((vec![super::segment::resource_scatter(c, n, var)?], Vec::new()))
         }

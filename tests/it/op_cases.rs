@@ -42,6 +42,13 @@ fn linalg() {
     check_family("linalg");
 }
 
+/// The TensorList gradients, TensorListSplit and TensorListConcatV2, each case a chain of list
+/// ops from a dense tensor to a dense tensor (`tests/tf/ops_lists.py`).
+#[test]
+fn lists() {
+    check_family("lists");
+}
+
 /// Quantization-aware training: FakeQuant* and QuantizeAndDequantizeV2/V3/V4.
 #[test]
 fn quant() {

@@ -21,7 +21,9 @@ A family script builds a list of `Case`s and calls `write_family(family, cases)`
 
 `Case.inputs` become placeholders (fed), `Case.consts` Const nodes (what XLA needs constant: axes,
 shapes, sizes), `Case.variables` resource variables whose handle is passed (their value after the
-op is an output). An op TensorFlow runs only under XLA (no CPU kernel: `XlaDot`, `Segment*V2`, ...)
+op is an output). `Case.op` is a raw op's name or, for a case of several ops (TensorLists,
+TensorArrays: values a placeholder cannot feed), a function `fn(**args, **attrs, name=...)` that
+builds them and returns the tensors to compare. An op TensorFlow runs only under XLA (no CPU kernel: `XlaDot`, `Segment*V2`, ...)
 takes `cpu=False`: its "outputs" are then the XLA values, and its "grads" come from
 `tf.GradientTape` inside the compiled function. tests/it/support/op_cases.rs reads both files, adds the IR's own `gradients`,
 and runs everything on the simulator and on PJRT.
@@ -52,7 +54,10 @@ class Case:
         if "__" in name or not name.replace("_", "a").isalnum():
             raise ValueError(f"case name {name!r}: letters, digits and single underscores only")
         self.name = name
+        # A raw op's name, or a function `fn(**args, name=...)` that builds several ops (a case
+        # whose op makes or takes values a placeholder cannot hold, such as TensorLists).
         self.op = op
+        self.op_name = op if isinstance(op, str) else op.__name__
         self.inputs = inputs or {}
         self.consts = consts or {}
         self.variables = variables or {}
@@ -110,7 +115,9 @@ def flatten(result):
 
 def op_function(op):
     """The raw-op function of `op`: from `tf.raw_ops`, or for the ops TensorFlow runs only under
-    XLA (`XlaDot`, `XlaPad`, ...) from tf2xla's generated wrappers."""
+    XLA (`XlaDot`, `XlaPad`, ...) from tf2xla's generated wrappers; a function is its own."""
+    if callable(op):
+        return op
     fn = getattr(tf.raw_ops, op, None)
     if fn is not None:
         return fn
@@ -259,7 +266,7 @@ def write_family(family, cases):
         for case, (feeds, outputs, loss, xs, _variables) in zip(cases, built):
             if not case.cpu:
                 # No CPU kernel: the XLA values, below, stand for both backends.
-                records.append({"name": case.name, "op": case.op, "rtol": case.rtol, "cpu": False,
+                records.append({"name": case.name, "op": case.op_name, "rtol": case.rtol, "cpu": False,
                                 "feeds": {p.op.name: enc(v) for p, v in feeds.items()}, "outputs": None,
                                 "grads": None})
                 continue
@@ -281,7 +288,7 @@ def write_family(family, cases):
             values, grad_values = sess.run((fetch, grad_fetch), feed_dict=feeds)
             record = {
                 "name": case.name,
-                "op": case.op,
+                "op": case.op_name,
                 "rtol": case.rtol,
                 "feeds": {p.op.name: enc(v) for p, v in feeds.items()},
                 "outputs": {k: enc(v) for k, v in values.items()},

@@ -35,6 +35,7 @@ mod layout;
 mod linalg;
 mod linalg_diag;
 mod linalg_factor;
+mod list_concat;
 mod math;
 mod nchw;
 mod nn;

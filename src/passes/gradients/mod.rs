@@ -40,6 +40,7 @@ mod image_functions;
 mod index_functions;
 mod library;
 mod linalg_functions;
+mod list_functions;
 mod math_functions;
 mod multi_output;
 mod nn_functions;

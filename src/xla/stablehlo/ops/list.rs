@@ -71,7 +71,8 @@ fn read(c: &mut Ctx, buffer: &Val, row: &Val) -> Val {
 fn write(c: &mut Ctx, buffer: &Val, row: &Val, item: &Val) -> Result<Val, String> {
     if item.ty.shape != buffer.ty.shape[1..] || item.ty.dtype != buffer.ty.dtype {
         return Err(format!(
-            "the element {} does not fit the list's elements of shape {:?} ({})",
+            "the element {} does not fit the list's elements of shape {:?} ({}): on XLA every element of a \
+             TensorList (or TensorArray) has one shape, so elements of different shapes cannot lower",
             item.ty.mlir(),
             &buffer.ty.shape[1..],
             buffer.ty.dtype

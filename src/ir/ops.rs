@@ -453,6 +453,7 @@ static REGISTRY: &[OpDef] = ops! {
     "TensorListResize" => Fixed(1), Tpu, [];
     "TensorListScatterIntoExistingList" => Fixed(1), Tpu, ["element_dtype": Type];
     "TensorListSetItem" => Fixed(1), Tpu, ["element_dtype": Type];
+    "TensorListSplit" => Fixed(1), Tpu, ["element_dtype": Type, "shape_type": Type];
     "TensorListStack" => Fixed(1), Tpu, ["element_dtype": Type, "num_elements": Int];
     "TensorScatterAdd" => Fixed(1), Tpu, ["T": Type, "Tindices": Type];
     "TensorScatterMax" => Fixed(1), Tpu, ["T": Type, "Tindices": Type];

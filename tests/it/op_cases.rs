@@ -80,6 +80,13 @@ fn linalg_solve() {
     check_family("linalg_solve");
 }
 
+/// The TensorList gradients, TensorListSplit and TensorListConcatV2, each case a chain of list
+/// ops from a dense tensor to a dense tensor (`tests/tf/ops_lists.py`).
+#[test]
+fn lists() {
+    check_family("lists");
+}
+
 /// Quantization-aware training: FakeQuant* and QuantizeAndDequantizeV2/V3/V4.
 #[test]
 fn quant() {

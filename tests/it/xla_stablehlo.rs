@@ -219,6 +219,7 @@ const TRACED_WHOLE: &[&str] = &[
     "keras/tf1_while_cond.pbtxt",
     "keras_more/mixed_bfloat16.pbtxt",
     "keras_more/opt_schedule_piecewise.pbtxt",
+    "ops/lists.pbtxt",
     "ops/xla_fn.pbtxt",
     "replicated_cond_grad.pbtxt",
     "replicated_while.pbtxt",
@@ -232,7 +233,7 @@ const TRACED_WHOLE: &[&str] = &[
 
 /// Corpus graphs `lower --format stablehlo` refuses, with the diagnostic code.
 const REFUSED: &[(&str, &str)] = &[
-    ("tensor_array.pbtxt", "tpu_rewrite::passes::not_compilable"),
+    ("tensor_array.pbtxt", "tpu_rewrite::xla::lowering"),
     ("tf1/replicated_while_outside_compilation.pbtxt", "tpu_rewrite::passes::outside_compilation_in_control_flow"),
 ];
 

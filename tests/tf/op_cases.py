@@ -24,10 +24,12 @@ A family script builds a list of `Case`s and calls `write_family(family, cases)`
 shapes, sizes), an attr whose value is a concrete `tf.function` (a reducer, comparator or branch)
 becomes a function of the GraphDef's library named by the attr, `Case.variables` resource variables
 whose handle is passed (their value after the op is an output; with `var_grads=True` the gradients
-also go to each float variable's handle, recorded with "x" the variable's node). `Case.post`, when
-given, maps the op's outputs to the tensors compared and weighted (ops after the op, named
-`<case>__post/...`): for outputs unique only up to sign, such as eigenvectors compared as `v * v`.
-An op TensorFlow runs only under XLA (no CPU kernel: `XlaDot`, `Segment*V2`, ...)
+also go to each float variable's handle, recorded with "x" the variable's node). `Case.op` is a raw
+op's name or, for a case of several ops (TensorLists, TensorArrays: values a placeholder cannot
+feed), a function `fn(**args, **attrs, name=...)` that builds them and returns the tensors to
+compare. `Case.post`, when given, maps the op's outputs to the tensors compared and weighted (ops
+after the op, named `<case>__post/...`): for outputs unique only up to sign, such as eigenvectors
+compared as `v * v`. An op TensorFlow runs only under XLA (no CPU kernel: `XlaDot`, `Segment*V2`, ...)
 takes `cpu=False`: its "outputs" are then the XLA values, and its "grads" come from
 `tf.GradientTape` inside the compiled function. A case may give `fn`, a function of the
 arguments (inputs and consts, by name) that applies the op within a few others, instead of the op
@@ -62,7 +64,10 @@ class Case:
         if "__" in name or not name.replace("_", "a").isalnum():
             raise ValueError(f"case name {name!r}: letters, digits and single underscores only")
         self.name = name
+        # A raw op's name, or a function `fn(**args, name=...)` that builds several ops (a case
+        # whose op makes or takes values a placeholder cannot hold, such as TensorLists).
         self.op = op
+        self.op_name = op if isinstance(op, str) else op.__name__
         self.inputs = inputs or {}
         self.consts = consts or {}
         self.variables = variables or {}
@@ -139,7 +144,9 @@ def flatten(result):
 
 def op_function(op):
     """The raw-op function of `op`: from `tf.raw_ops`, or for the ops TensorFlow runs only under
-    XLA (`XlaDot`, `XlaPad`, ...) from tf2xla's generated wrappers."""
+    XLA (`XlaDot`, `XlaPad`, ...) from tf2xla's generated wrappers; a function is its own."""
+    if callable(op):
+        return op
     fn = getattr(tf.raw_ops, op, None)
     if fn is not None:
         return fn
@@ -318,7 +325,7 @@ def write_family(family, cases):
         for case, (feeds, outputs, loss, xs, _variables) in zip(cases, built):
             if not case.cpu:
                 # No CPU kernel: the XLA values, below, stand for both backends.
-                records.append({"name": case.name, "op": case.op, "rtol": case.rtol, "cpu": False,
+                records.append({"name": case.name, "op": case.op_name, "rtol": case.rtol, "cpu": False,
                                 "feeds": {p.op.name: enc(v) for p, v in feeds.items()}, "outputs": None,
                                 "grads": None})
                 continue
@@ -340,7 +347,7 @@ def write_family(family, cases):
             values, grad_values = sess.run((fetch, grad_fetch), feed_dict=feeds)
             record = {
                 "name": case.name,
-                "op": case.op,
+                "op": case.op_name,
                 "rtol": case.rtol,
                 "feeds": {p.op.name: enc(v) for p, v in feeds.items()},
                 "outputs": {k: enc(v) for k, v in values.items()},

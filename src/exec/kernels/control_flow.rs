@@ -83,6 +83,7 @@ pub const VARIANT_OPS: &[&str] = &[
     "TensorListResize",
     "TensorListScatterIntoExistingList",
     "TensorListSetItem",
+    "TensorListSplit",
     "TensorListStack",
 ];
 
@@ -392,18 +393,18 @@ pub fn call(
 
 // ---------------------------------------------------------------- variants
 
-fn variant(t: Variant) -> Tensor {
+pub(super) fn variant(t: Variant) -> Tensor {
     Tensor::Variant(Arc::new(t))
 }
 
-fn list<'a>(op: &str, t: &'a Tensor) -> Result<&'a TensorList, KernelError> {
+pub(super) fn list<'a>(op: &str, t: &'a Tensor) -> Result<&'a TensorList, KernelError> {
     match t.as_variant() {
         Some(Variant::List(l)) => Ok(l),
         _ => Err(KernelError::dtype(op, t.dtype(), "input 0 must be a TensorList")),
     }
 }
 
-fn element_dtype(op: &str, attrs: &AttrMap) -> Result<DType, KernelError> {
+pub(super) fn element_dtype(op: &str, attrs: &AttrMap) -> Result<DType, KernelError> {
     attrs
         .get("element_dtype")
         .and_then(AttrValue::as_type)
@@ -411,13 +412,13 @@ fn element_dtype(op: &str, attrs: &AttrMap) -> Result<DType, KernelError> {
 }
 
 /// An element shape operand: `-1` (a scalar) is an unknown rank.
-fn shape_operand(op: &str, t: &Tensor) -> Result<Option<Vec<i64>>, KernelError> {
+pub(super) fn shape_operand(op: &str, t: &Tensor) -> Result<Option<Vec<i64>>, KernelError> {
     let dims = t.to_i64_vec(op, "element_shape")?;
     Ok(if t.shape().is_empty() && dims.first().is_some_and(|&d| d < 0) { None } else { Some(dims) })
 }
 
 /// A tensor of zeros (false for bool).
-fn zeros(op: &str, dtype: DType, shape: &[usize]) -> Result<Tensor, KernelError> {
+pub(super) fn zeros(op: &str, dtype: DType, shape: &[usize]) -> Result<Tensor, KernelError> {
     fn of<T: Element + Default>(shape: &[usize]) -> Tensor {
         Tensor::from_array(ArrayD::<T>::from_elem(IxDyn(shape), T::default()))
     }
@@ -632,28 +633,7 @@ fn variant_kernel(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Te
             }
             one(variant(Variant::List(l)))
         }
-        "TensorListConcatV2" => {
-            let l = list(op, x(0)?)?;
-            let items = l
-                .items
-                .iter()
-                .map(|t| t.clone().ok_or_else(|| KernelError::invalid(op, "an element of the list is not set")))
-                .collect::<Result<Vec<_>, _>>()?;
-            let lengths: Vec<i64> = items.iter().map(|t| t.shape().first().map_or(0, |&d| d as i64)).collect();
-            let out = if items.is_empty() {
-                let mut shape = known_shape(op, l, inputs.get(1))?;
-                match shape.first_mut() {
-                    Some(d) => *d = 0,
-                    None => return Err(KernelError::invalid(op, "the elements must have at least one dimension")),
-                }
-                zeros(op, l.element_dtype, &shape)?
-            } else {
-                let mut args = items;
-                args.push(Tensor::scalar(0i32));
-                super::layout::concat(op, &args)?
-            };
-            Ok(vec![out, Tensor::vector(lengths)])
-        }
+        "TensorListConcatV2" | "TensorListSplit" => super::list_concat::kernel(op, attrs, inputs),
         "TensorListResize" => {
             let mut l = list(op, x(0)?)?.clone();
             let n = x(1)?.to_i64_vec(op, "size")?.first().copied().unwrap_or(-1);

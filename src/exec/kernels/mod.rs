@@ -40,6 +40,7 @@ mod linalg;
 mod linalg_diag;
 mod linalg_factor;
 mod linalg_solve;
+mod list_concat;
 mod math;
 mod nchw;
 mod nn;

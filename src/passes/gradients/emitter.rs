@@ -436,6 +436,20 @@ fn dtype_step(graph: &Graph, t: Tensor) -> DtypeStep {
         "Range" => ty("Tidx").or(Some(DType::I32)),
         "BroadcastGradientArgs" | "InvertPermutation" => ty("T").or(Some(DType::I32)),
         "Greater" | "GreaterEqual" | "Less" | "LessEqual" | "Equal" | "NotEqual" => Some(DType::Bool),
+        // TensorList ops: a list (a variant), or its elements, lengths or shape.
+        "EmptyTensorList"
+        | "TensorListFromTensor"
+        | "TensorListPushBack"
+        | "TensorListReserve"
+        | "TensorListResize"
+        | "TensorListScatterIntoExistingList"
+        | "TensorListSetItem"
+        | "TensorListSplit" => Some(DType::Variant),
+        "TensorListPopBack" if t.output == 0 => Some(DType::Variant),
+        "TensorListConcatV2" if t.output == 1 => Some(DType::I64),
+        "TensorListLength" => Some(DType::I32),
+        "TensorListElementShape" => ty("shape_type").or(Some(DType::I32)),
+        op if op.starts_with("TensorList") => ty("element_dtype"),
         _ => ty("T").or_else(|| ty("dtype")),
     };
     match found {

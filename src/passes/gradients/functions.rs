@@ -53,6 +53,10 @@ pub fn gradient(
     if let Some(grads) = super::index_functions::gradient(e, op, &op_type, inputs, out_grads) {
         return grads;
     }
+    // The TensorList ops (PopBack takes both outputs' gradients).
+    if let Some(grads) = super::list_functions::gradient(e, op, &op_type, inputs, out_grads) {
+        return grads;
+    }
     // Every other op needs the gradient of output 0.
     let g = match out_grads.first().copied().flatten() {
         Some(g) => g,

@@ -44,6 +44,7 @@ mod index_functions;
 mod library;
 mod linalg_functions;
 mod linalg_solve_functions;
+mod list_functions;
 mod math_functions;
 mod multi_output;
 mod nn_functions;

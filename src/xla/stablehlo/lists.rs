@@ -37,7 +37,7 @@ use crate::ir::{AttrValue, DType, Graph, NodeId};
 use crate::xla::error::XlaError;
 
 /// Ops that make a new list.
-const MAKERS: &[&str] = &["EmptyTensorList", "TensorListFromTensor", "TensorListReserve"];
+const MAKERS: &[&str] = &["EmptyTensorList", "TensorListFromTensor", "TensorListReserve", "TensorListSplit"];
 
 /// A list's element shape when every dimension is known: the declared
 /// one, else that of an element it holds.

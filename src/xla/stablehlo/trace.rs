@@ -306,12 +306,16 @@ fn trace_with(
                 run_kernel_without_effects(op, &node.attrs, &args)
                     .map_err(|e| lowering(graph, id, e.to_string()))?
                     .into_iter()
-                    .map(|value| {
+                    .enumerate()
+                    .map(|(k, value)| {
                         let value = match fix {
                             Some(f) => super::lists::apply(&value, f),
                             None => value,
                         };
-                        Traced::known(value, constant)
+                        // TensorListConcatV2's lengths are its elements' leading dimensions: on the
+                        // device every element has the list's one shape, so they are compile-time
+                        // facts (as in tf2xla).
+                        Traced::known(value, constant || (op == "TensorListConcatV2" && k == 1))
                     })
                     .collect()
             }

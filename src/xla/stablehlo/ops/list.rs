@@ -2,7 +2,9 @@
 //! form `lists` describes): pushes and sets are
 //! `stablehlo.dynamic_update_slice`, pops and reads `stablehlo.dynamic_slice`,
 //! `TensorListStack` the buffer's first `length` rows, `TensorListGather` a
-//! gather of rows, `TensorListScatterIntoExistingList` a scatter of rows.
+//! gather of rows, `TensorListScatterIntoExistingList` a scatter of rows,
+//! `TensorListConcatV2` and `TensorListSplit` reshapes of the rows (equal
+//! lengths only, as tf2xla's).
 //! An Optional (`tf.cond`'s gradient intermediates) is its `i1` flag and
 //! its components. `TensorListElementShape` is a constant. As tf2xla's,
 //! a push onto a full list, a pop of an empty one, a read past the size
@@ -69,7 +71,8 @@ fn read(c: &mut Ctx, buffer: &Val, row: &Val) -> Val {
 fn write(c: &mut Ctx, buffer: &Val, row: &Val, item: &Val) -> Result<Val, String> {
     if item.ty.shape != buffer.ty.shape[1..] || item.ty.dtype != buffer.ty.dtype {
         return Err(format!(
-            "the element {} does not fit the list's elements of shape {:?} ({})",
+            "the element {} does not fit the list's elements of shape {:?} ({}): on XLA every element of a \
+             TensorList (or TensorArray) has one shape, so elements of different shapes cannot lower",
             item.ty.mlir(),
             &buffer.ty.shape[1..],
             buffer.ty.dtype
@@ -286,4 +289,76 @@ pub(super) fn optional_get_value(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, Stri
         ));
     }
     Ok(parts.into_iter().skip(1).collect())
+}
+
+/// `TensorListConcatV2(list, element_shape, leading_dims)`: the first
+/// `n` rows of the buffer (`n` the traced length, which the lengths'
+/// static shape holds) reshaped to one tensor, and each element's leading
+/// dimension. A list's elements share one shape on the device, so every
+/// length is the buffer's second dimension.
+pub(super) fn concat(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
+    let (buffer, _) = list(n, 0)?;
+    let (out, lengths_ty) = (n.out(0)?.clone(), n.out(1)?.clone());
+    let rows = *lengths_ty.shape.first().ok_or("the lengths must be a vector")?;
+    let Some(&lead) = buffer.ty.shape.get(1) else {
+        return Err("the list's elements must have at least one dimension to join".to_string());
+    };
+    let mut want = vec![rows * lead];
+    want.extend_from_slice(&buffer.ty.shape[2..]);
+    if out.shape != want || rows > buffer.ty.shape[0] {
+        return Err(format!("cannot join {rows} elements of a list of type {} as {}", buffer.ty.mlir(), out.mlir()));
+    }
+    let mut limit = buffer.ty.shape.clone();
+    limit[0] = rows;
+    let used = if limit == buffer.ty.shape {
+        buffer
+    } else {
+        let attrs = format!(
+            "start_indices = {}, limit_indices = {}, strides = {}",
+            super::i64s(&vec![0; limit.len()]),
+            super::i64s(&limit),
+            super::i64s(&vec![1; limit.len()])
+        );
+        c.op("stablehlo.slice", &[&buffer], &attrs, buffer.ty.with_shape(limit))
+    };
+    let joined = c.reshape(&used, want);
+    let lengths = c.splat(&lengths_ty, lead as f64);
+    Ok(vec![joined, lengths])
+}
+
+/// `TensorListSplit(tensor, element_shape, lengths)`: the tensor reshaped
+/// to rows of one length. As tf2xla's, the lengths must be compile-time
+/// constants and all equal (a list's elements share one shape on the
+/// device).
+pub(super) fn split(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
+    let ty = buffer_type(n.out(0)?)?;
+    let t = n.input(0)?;
+    let lengths = n.ints(2, "lengths")?;
+    let size = c.splat(&Ty::scalar(DType::I32), lengths.len() as f64);
+    let Some(&first) = lengths.first() else {
+        return Ok(vec![Val::composite(&[c.splat(&ty, 0.0), size])]);
+    };
+    if lengths.iter().any(|&l| l != first) {
+        return Err(format!(
+            "lengths {lengths:?} differ: on XLA a TensorList's elements share one shape, so TensorListSplit needs \
+             equal lengths (as TensorFlow's XLA bridge does)"
+        ));
+    }
+    let mut rows = vec![lengths.len(), first as usize];
+    rows.extend_from_slice(t.ty.shape.get(1..).unwrap_or_default());
+    if rows[1..] != ty.shape[1..] || rows[0] > ty.shape[0] || rows[0] * rows[1] != t.ty.shape[0] {
+        return Err(format!("cannot split {} into a list of type {}", t.ty.mlir(), ty.mlir()));
+    }
+    let cut = c.reshape(t, rows);
+    let buffer = if cut.ty == ty {
+        cut
+    } else {
+        let zeros = c.splat(&ty, 0.0);
+        let zero = c.splat(&Ty::scalar(DType::I32), 0.0);
+        let mut operands = vec![zeros, cut];
+        operands.extend((0..ty.rank()).map(|_| zero.clone()));
+        let refs: Vec<&Val> = operands.iter().collect();
+        c.op("stablehlo.dynamic_update_slice", &refs, "", ty)
+    };
+    Ok(vec![Val::composite(&[buffer, size])])
 }

@@ -446,6 +446,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("Tan", |c, n| ew::unary(c, n, "chlo.tan")),
     ("Tanh", |c, n| ew::unary(c, n, "tanh")),
     ("TanhGrad", act::tanh_grad),
+    ("TensorListConcatV2", list::concat),
     ("TensorListFromTensor", list::from_tensor),
     ("TensorListGather", list::gather_rows),
     ("TensorListGetItem", list::get_item),
@@ -455,6 +456,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("TensorListReserve", list::reserve),
     ("TensorListScatterIntoExistingList", list::scatter_rows),
     ("TensorListSetItem", list::set_item),
+    ("TensorListSplit", list::split),
     ("TensorListStack", list::stack),
     ("TensorScatterAdd", |c, n| gather::tensor_scatter(c, n, true)),
     ("TensorScatterMax", |c, n| segment::tensor_scatter(c, n, gather::Combine::Max)),
@@ -698,7 +700,7 @@ mod tests {
             assert_eq!(lowering_of(op), Some("control flow"), "{op}");
             assert_eq!(reason(op), None, "{op}");
         }
-        assert!(reason("TensorListConcatV2").is_some_and(|r| r.contains("TensorList")));
+        assert!(reason("TensorListResize").is_some_and(|r| r.contains("TensorList")));
         for op in
             ["EmptyTensorList", "TensorListPushBack", "TensorListPopBack", "TensorListElementShape", "OptionalGetValue"]
         {

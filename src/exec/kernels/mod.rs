@@ -59,8 +59,8 @@ mod special_fns;
 mod spmd;
 mod strided;
 mod strings;
-mod xla_ops;
 pub(crate) mod xla_fn;
+mod xla_ops;
 
 use std::collections::BTreeSet;
 

@@ -57,8 +57,8 @@ mod spatial;
 mod special;
 mod spmd;
 pub mod state;
-mod xla_ops;
 pub(super) mod xla_fn;
+mod xla_ops;
 
 use super::text::{Cmp, Ctx, Reducer, Ty, Val};
 use crate::exec::Tensor;

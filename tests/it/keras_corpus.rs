@@ -55,6 +55,7 @@ const CASES: &[(&str, Expect)] = &[
     ("app_mobilenet", Runs),
     ("app_mobilenet_v3_large", Runs),
     ("app_mobilenet_v3_small", Runs),
+    ("app_nasnet_mobile", Expect::LossOnly(TWO_IMAGES_AT_ONE_POSITION)),
     ("app_regnet_x002", Expect::LossOnly(ILL_CONDITIONED)),
     ("app_resnet50_v2", Runs),
     ("app_vgg16", Runs),
@@ -96,6 +97,9 @@ const CASES: &[(&str, Expect)] = &[
 const ILL_CONDITIONED: &str = "its one-image batch norms amplify rounding: TensorFlow's own float32 and float64 \
      gradients of its weights differ by up to 1.4-6% of each tensor's largest element";
 
+const TWO_IMAGES_AT_ONE_POSITION: &str = "at 32x32 its last cells are 1x1, where batch norm over two images \
+     gives +-1 whatever its inputs: the gradient reaching every layer before them is zero but for rounding";
+
 /// Every replica's loss (the step's fetches) against TensorFlow's.
 fn assert_tf_loss(label: &str, meta: &serde_json::Value, outcome: &driver::RunOutcome, rtol: f64) {
     for (name, want) in meta["runs"][0]["fetches"].as_object().expect("fetches") {
@@ -127,6 +131,7 @@ const LARGE: &[&str] = &[
     "app_efficientnet_v2_b0",
     "app_inception_v3",
     "app_mobilenet_v3_large",
+    "app_nasnet_mobile",
     "app_regnet_x002",
     "app_resnet50_v2",
     "app_vgg16",
@@ -235,6 +240,7 @@ keras_cases!(
     app_mobilenet,
     app_mobilenet_v3_large,
     app_mobilenet_v3_small,
+    app_nasnet_mobile,
     app_regnet_x002,
     app_resnet50_v2,
     app_vgg16,

@@ -246,7 +246,8 @@ def tf_step_rows(cache, binary, steps, paths):
             d = out if path == "tf" else out + "_jit"
             _, peak, _, _, _ = peak_of([sys.executable, os.path.join(HERE, "tf_step.py"), d, "--steps", str(max(steps, 20))], env)
             meta = json.load(open(os.path.join(d, "step.json")))
-            rows[path] = {"step_s": meta["tf_step_ms"] / 1e3, "peak_mb": peak}
+            rows[path] = {"step_s": meta["tf_step_ms"] / 1e3, "step_cpu_s": meta["tf_step_cpu_ms"] / 1e3,
+                          "peak_mb": peak}
     meta = json.load(open(os.path.join(out, "step.json")))
     import numpy as np
 

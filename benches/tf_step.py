@@ -10,7 +10,8 @@ mean-squared-error loss, `tf.gradients` and plain SGD
 (ResourceApplyGradientDescent). Times `session.run(train_op)` per step after
 warm-up and writes OUT_DIR/step.pb (the GraphDef) and OUT_DIR/step.json:
   {"feeds": {tensor: T}, "init": op, "train": op, "loss": tensor,
-   "steps": N, "tf_step_ms": median per-step ms, "tf_threads": n,
+   "steps": N, "tf_step_ms": median per-step ms, "tf_step_cpu_ms": median per-step CPU ms
+   (all threads), "tf_threads": n,
    "loss_after": T (the loss fetched after N steps)}
 with T = {"dtype", "shape", "values"} as in tests/tf/make_corpus.py.
 """
@@ -98,11 +99,12 @@ def main():
             for _ in range(5):
                 sess.run(train, feed_dict=feeds)
             sess.run(init)
-            times = []
+            times, cpus = [], []
             for _ in range(steps):
-                start = time.perf_counter()
+                start, cpu = time.perf_counter(), time.process_time()
                 sess.run(train, feed_dict=feeds)
                 times.append(time.perf_counter() - start)
+                cpus.append(time.process_time() - cpu)
             loss_after = sess.run(loss, feed_dict=feeds)
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "step.pb"), "wb") as f:
@@ -116,6 +118,7 @@ def main():
         "layers": layers,
         "nodes": len(g.as_graph_def().node),
         "tf_step_ms": float(np.median(times) * 1e3),
+        "tf_step_cpu_ms": float(np.median(cpus) * 1e3),
         "tf_threads": os.cpu_count(),
         "loss_after": enc(loss_after),
     }

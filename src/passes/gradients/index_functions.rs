@@ -394,15 +394,13 @@ fn tensor_scatter_extreme(e: &mut Emitter<'_>, op: NodeId, inputs: &[Tensor], g:
     Ok(vec![Some(dx), None, Some(dy)])
 }
 
-/// `TopKV2(input, k)`: each value's gradient summed into the input element it came from. Rows are
-/// flattened: an index `i` of row `r` addresses element `r · n + i` of the flat input.
-pub(super) fn top_k_grad(e: &mut Emitter<'_>, op: NodeId, input: Tensor, g: Tensor, ta: &TAttr) -> Tensor {
+/// The last entry of a `Shape` tensor as a scalar i32 tensor (a shrinking `StridedSlice`).
+pub(super) fn last_of_shape(e: &mut Emitter<'_>, shape: Tensor) -> Tensor {
     let i32_t = e.t_attr(Some(DType::I32));
-    let shape = e.shape("Shape", input);
-    let slice = e.fresh_name("strided_slice");
-    let begin = e.int_const_named(format!("{slice}/begin"), &[-1], false);
-    let end = e.int_const_named(format!("{slice}/end"), &[0], false);
-    let strides = e.int_const_named(format!("{slice}/strides"), &[1], false);
+    let name = e.fresh_name("strided_slice");
+    let begin = e.int_const_named(format!("{name}/begin"), &[-1], false);
+    let end = e.int_const_named(format!("{name}/end"), &[0], false);
+    let strides = e.int_const_named(format!("{name}/strides"), &[1], false);
     let masks = [
         ("begin_mask", AttrValue::Int(0)),
         ("end_mask", AttrValue::Int(1)),
@@ -411,7 +409,15 @@ pub(super) fn top_k_grad(e: &mut Emitter<'_>, op: NodeId, input: Tensor, g: Tens
         ("shrink_axis_mask", AttrValue::Int(1)),
         ("Index", AttrValue::Type(DType::I32)),
     ];
-    let n = e.emit_named(slice, "StridedSlice", &[shape, begin, end, strides], masks.into_iter().chain(i32_t.clone()));
+    e.emit_named(name, "StridedSlice", &[shape, begin, end, strides], masks.into_iter().chain(i32_t))
+}
+
+/// `TopKV2(input, k)`: each value's gradient summed into the input element it came from. Rows are
+/// flattened: an index `i` of row `r` addresses element `r · n + i` of the flat input.
+pub(super) fn top_k_grad(e: &mut Emitter<'_>, op: NodeId, input: Tensor, g: Tensor, ta: &TAttr) -> Tensor {
+    let i32_t = e.t_attr(Some(DType::I32));
+    let shape = e.shape("Shape", input);
+    let n = last_of_shape(e, shape);
     let max = e.fresh_name("Maximum");
     let one = e.int_const_named(format!("{max}/y"), &[1], true);
     let n = e.emit_named(max, "Maximum", &[n, one], i32_t.clone());

@@ -25,6 +25,7 @@
 
 use super::emitter::{Emitter, TAttr, Tensor};
 use super::functions::Unsupported;
+use super::index_functions::last_of_shape;
 use super::linalg_functions::{band_part, bmm};
 use crate::ir::{AttrValue, DType, NodeId};
 
@@ -134,21 +135,8 @@ fn columns(e: &mut Emitter<'_>, x: Tensor, p: Tensor, head: bool, ta: &TAttr) ->
 
 /// The size of `x`'s last axis as a scalar i32 tensor.
 fn last_dim(e: &mut Emitter<'_>, x: Tensor) -> Tensor {
-    let i32_t = e.t_attr(Some(DType::I32));
     let shape = e.shape("Shape", x);
-    let name = e.fresh_name("strided_slice");
-    let begin = e.int_const_named(format!("{name}/begin"), &[-1], false);
-    let end = e.int_const_named(format!("{name}/end"), &[0], false);
-    let strides = e.int_const_named(format!("{name}/strides"), &[1], false);
-    let masks = [
-        ("begin_mask", AttrValue::Int(0)),
-        ("end_mask", AttrValue::Int(1)),
-        ("ellipsis_mask", AttrValue::Int(0)),
-        ("new_axis_mask", AttrValue::Int(0)),
-        ("shrink_axis_mask", AttrValue::Int(1)),
-        ("Index", AttrValue::Type(DType::I32)),
-    ];
-    e.emit_named(name, "StridedSlice", &[shape, begin, end, strides], masks.into_iter().chain(i32_t))
+    last_of_shape(e, shape)
 }
 
 /// `_QrGrad` (see the module's doc).

@@ -141,7 +141,7 @@ impl SyntaxError {
             return SyntaxError::UnterminatedString { span };
         }
         let help = if text.starts_with('%') || text.starts_with('@') {
-            "names are `%name`, `%\"quoted name\"` or `@graph`".to_string()
+            "names are `%name`, `%\"quoted name\"`, `@graph` or `@\"quoted graph\"`".to_string()
         } else {
             "see the language reference in README.md".to_string()
         };

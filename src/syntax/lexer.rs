@@ -72,8 +72,9 @@ pub enum Token<'src> {
     #[regex(r"%[A-Za-z0-9_.][A-Za-z0-9_.\-/>]*", |lex| &lex.slice()[1..])]
     #[token("%\"", quoted_name)]
     NodeName(&'src str),
-    /// A graph name: `@` followed by name characters.
+    /// A graph name: `@` followed by name characters, or `@"..."`.
     #[regex(r"@[A-Za-z0-9_.][A-Za-z0-9_.\-/>]*", |lex| &lex.slice()[1..])]
+    #[token("@\"", quoted_name)]
     GraphName(&'src str),
     /// An identifier: op types, attribute keys, dtypes, `inf`, `nan`.
     #[regex(r"[A-Za-z_][A-Za-z0-9_]*")]

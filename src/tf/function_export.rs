@@ -13,12 +13,14 @@
 //!
 //! Invariants: nothing is dropped silently. A function that the graph's
 //! imported `library` already holds keeps its imported FunctionDef, byte
-//! for byte; any other function is built here, and an operand of an op
+//! for byte, while its graph is unchanged; a function edited since (its
+//! graph differs from the imported FunctionDef's) and any other function
+//! is built here, and an operand of an op
 //! whose output argument names are unknown, or a function graph that is
 //! not in function form, is an error naming the node. Cost: linear in the
 //! functions' nodes and edges.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use super::error::ImportError;
 use super::export::{node_def, to_graphdef};
@@ -28,28 +30,46 @@ use crate::ir::functions::{ARG_OP, CONTROL_OUTPUTS_ATTR, RETVAL_OP};
 use crate::ir::{AttrValue, Graph, Input, NodeId};
 
 /// The GraphDef of `graph` whose library also holds `functions`: each
-/// function the imported library lacks is added as a FunctionDef built
-/// from its graph (see the module docs).
+/// function the imported library lacks, or holds in a form that differs
+/// from the function's graph now, gets a FunctionDef built from its graph
+/// (see the module docs).
 pub fn to_graphdef_with_functions(graph: &Graph, functions: &[&Graph]) -> Result<GraphDef, Vec<ImportError>> {
     let mut graph_def = to_graphdef(graph)?;
-    let imported = |name: &str| {
-        graph_def
-            .library
-            .as_ref()
-            .is_some_and(|l| l.function.iter().any(|f| f.signature.as_ref().is_some_and(|s| s.name == name)))
+    let had_library = graph_def.library.is_some();
+    let mut library = graph_def.library.take().unwrap_or_default();
+    // The graphs the imported FunctionDefs give, to tell an edited function
+    // from an unchanged one. A FunctionDef that does not import keeps its
+    // bytes: no graph of the module can stand for it.
+    let mut import_errors = Vec::new();
+    let imported: HashMap<String, Graph> = super::functions::function_graphs(library.clone(), &mut import_errors)
+        .into_iter()
+        .map(|g| (g.name.to_string(), g))
+        .collect();
+    let position = |library: &FunctionDefLibrary, name: &str| {
+        library.function.iter().position(|f| f.signature.as_ref().is_some_and(|s| s.name == name))
     };
-    let (mut built, mut errors) = (Vec::new(), Vec::new());
-    for function in functions.iter().filter(|f| !imported(&f.name)) {
-        match function_def(function) {
-            Ok(f) => built.push(f),
-            Err(mut e) => errors.append(&mut e),
+    let mut errors = Vec::new();
+    for function in functions {
+        let slot = position(&library, &function.name);
+        let unchanged = match (slot, imported.get(&*function.name)) {
+            (Some(_), Some(original)) => original == *function,
+            (Some(_), None) => true,
+            (None, _) => false,
+        };
+        if unchanged {
+            continue;
+        }
+        match (function_def(function), slot) {
+            (Ok(f), Some(i)) => library.function[i] = f,
+            (Ok(f), None) => library.function.push(f),
+            (Err(mut e), _) => errors.append(&mut e),
         }
     }
     if !errors.is_empty() {
         return Err(errors);
     }
-    if !built.is_empty() {
-        graph_def.library.get_or_insert_with(FunctionDefLibrary::default).function.extend(built);
+    if had_library || !library.function.is_empty() {
+        graph_def.library = Some(library);
     }
     Ok(graph_def)
 }

@@ -219,8 +219,13 @@ impl<'a> Host<'a> {
             .ok_or_else(|| fail("an unfed placeholder needs a known `shape`"))?;
         let shape: Vec<usize> = dims.iter().map(|&d| d.max(1) as usize).collect();
         let count: usize = shape.iter().product();
-        let dtype = node.attrs.get("dtype").and_then(|v| v.as_type()).unwrap_or(DType::F32);
+        let dtype = node
+            .attrs
+            .get("dtype")
+            .and_then(|v| v.as_type())
+            .ok_or_else(|| fail("an unfed placeholder needs a `dtype`"))?;
         let t = match dtype {
+            DType::F32 => Tensor::from_vec(&shape, vec![1f32; count]),
             DType::F64 => Tensor::from_vec(&shape, vec![1f64; count]),
             DType::I32 => Tensor::from_vec(&shape, vec![1i32; count]),
             DType::I64 => Tensor::from_vec(&shape, vec![1i64; count]),
@@ -230,7 +235,9 @@ impl<'a> Host<'a> {
             DType::I8 => Tensor::from_vec(&shape, vec![1i8; count]),
             DType::U8 => Tensor::from_vec(&shape, vec![1u8; count]),
             DType::U64 => Tensor::from_vec(&shape, vec![1u64; count]),
-            _ => Tensor::from_vec(&shape, vec![1f32; count]),
+            other => {
+                return Err(fail(&format!("an unfed placeholder of dtype {other} has no stand-in value: feed it")))
+            }
         };
         t.map_err(|e| fail(&e.to_string()))
     }

@@ -372,6 +372,35 @@ fn library_round_trips_through_both_formats() {
     assert!(canonical.contains("  function {\n    signature {\n      name: \"while_body\"\n"), "{canonical}");
 }
 
+/// The function graphs of an imported module, as the CLI exports them.
+fn function_graphs(module: &Module) -> Vec<&ir::Graph> {
+    module.graphs.iter().filter(|g| ir::functions::is_function(g)).collect()
+}
+
+#[test]
+fn an_edited_library_function_is_written_back_and_the_others_keep_their_bytes() {
+    let original = graphdef_with_library();
+    let mut module = import(&original.encode_to_vec(), GraphDefFormat::Binary);
+    // Unchanged, every FunctionDef keeps its imported bytes.
+    let unchanged =
+        tpu_rewrite::tf::to_graphdef_with_functions(main_graph(&module), &function_graphs(&module)).expect("exports");
+    assert_eq!(unchanged, original);
+    // Edit the loop body: its constant gains an attribute.
+    let body = module.graphs.iter_mut().find(|g| &*g.name == "while_body").expect("the body is a graph");
+    let one = body.find("one").expect("the body holds `one`");
+    body.node_mut(one).attrs.insert("_edited", ir::AttrValue::Bool(true));
+    let edited =
+        tpu_rewrite::tf::to_graphdef_with_functions(main_graph(&module), &function_graphs(&module)).expect("exports");
+    let library = edited.library.expect("a library");
+    let names: Vec<&str> = library.function.iter().map(|f| f.signature.as_ref().unwrap().name.as_str()).collect();
+    assert_eq!(names, ["while_cond", "while_body"], "the body keeps its place and is not added twice");
+    let original_library = original.library.expect("a library");
+    assert_eq!(library.function[0], original_library.function[0], "the condition keeps its bytes");
+    let node = library.function[1].node_def.iter().find(|n| n.name == "one").expect("`one` is exported");
+    assert_eq!(node.attr.get("_edited"), Some(&av(Value::B(true))), "the edit is written back");
+    assert_eq!(library.gradient, original_library.gradient, "the gradient map is kept");
+}
+
 #[test]
 fn what_a_graphdef_cannot_hold_is_an_error() {
     let src = b"graph @main {\n  %a = Placeholder() {dtype = f32, nested = [[1, 2], [3]]}\n}\n";

@@ -201,7 +201,7 @@ proptest! {
     /// parses cleanly round-trips.
     #[test]
     fn token_soup_never_panics(pieces in prop::collection::vec(prop::sample::select(vec![
-        "graph", "@g", "{", "}", "(", ")", "[", "]", "%a", "%b", "%\"q\"", "=", ",", ":", "1", "-2", "1.5", "^",
+        "graph", "@g", "@\"g q\"", "{", "}", "(", ")", "[", "]", "%a", "%b", "%\"q\"", "=", ",", ":", "1", "-2", "1.5", "^",
         "replicate", "outside_compilation", "gradients", "return", "ys", "xs", "grad_ys", "on", "\"s\"",
         "Relu", "f32", "shape", "tensor", "bytes", "?", "*", "func", "placeholder", "dtype", "num_replicas",
         "true", "\n", " ", "//c\n", "\"\\x4", "\"\\q\"", "%", "@", "\u{0}", "\u{ff}",
@@ -216,4 +216,19 @@ proptest! {
             }
         }
     }
+}
+
+/// A graph name outside the plain characters (TF2 function names such as
+/// `__inference_step 12` from a SavedModel) prints quoted and parses back.
+#[test]
+fn a_quoted_graph_name_round_trips() {
+    let text = "graph @\"__inference_step 12\" {\n  %x = Placeholder() {dtype = f32, shape = shape[2]}\n}\n";
+    let (module, errors) = ir::parse_module(text.as_bytes()).expect("parses");
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(&*module.graphs[0].name, "__inference_step 12");
+    let printed = print_module(&module);
+    assert!(printed.starts_with("graph @\"__inference_step 12\" {"), "{printed}");
+    let (again, errors) = ir::parse_module(printed.as_bytes()).expect("parses back");
+    assert!(errors.is_empty(), "{errors:?}");
+    assert!(module == again, "{printed}");
 }

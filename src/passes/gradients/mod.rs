@@ -33,9 +33,11 @@
 //! bounded number of ops per visited op.
 
 pub mod colocation;
+mod bn_grad_functions;
 mod complex_functions;
 mod control_flow;
 mod data_ops_functions;
+mod dynamic_shape_functions;
 mod emitter;
 mod functions;
 mod igamma_functions;

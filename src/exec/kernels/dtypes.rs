@@ -266,8 +266,8 @@ pub(crate) fn narrow(op: &str, attrs: &AttrMap, w: &Widened, outputs: Vec<Tensor
     }
     let truncate = w.narrow == DType::BF16 && TRUNCATING_BF16.contains(&op);
     // A batch norm backprop gives its per-channel outputs (all after x_backprop) in `U`.
-    let statistics = op.starts_with("FusedBatchNormGrad")
-        && attrs.get("U").and_then(|v| v.as_type()).is_some_and(|u| u == w.wide);
+    let statistics =
+        op.starts_with("FusedBatchNormGrad") && attrs.get("U").and_then(|v| v.as_type()).is_some_and(|u| u == w.wide);
     outputs
         .into_iter()
         .enumerate()

@@ -43,7 +43,9 @@ pub(crate) fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Option<R
             let axis = match axes.as_slice() {
                 [] => None,
                 [a] => Some(*a),
-                more => return Err(KernelError::invalid(op, format!("axis must hold at most one value, got {more:?}"))),
+                more => {
+                    return Err(KernelError::invalid(op, format!("axis must hold at most one value, got {more:?}")))
+                }
             };
             unique(op, x(0)?, axis, out_idx)
         })(),
@@ -175,7 +177,12 @@ fn dynamic_partition(op: &str, data: &Tensor, partitions: &Tensor, n: i64) -> Re
     }
     let row_shape = data.shape()[p_shape.len()..].to_vec();
     let row_len: usize = row_shape.iter().product();
-    fn run<T: Element>(data: &Tensor, rows: &[Vec<usize>], row_shape: &[usize], row_len: usize) -> Result<Vec<Tensor>, KernelError> {
+    fn run<T: Element>(
+        data: &Tensor,
+        rows: &[Vec<usize>],
+        row_shape: &[usize],
+        row_len: usize,
+    ) -> Result<Vec<Tensor>, KernelError> {
         let values = data.to_vec::<T>().ok_or_else(|| KernelError::invalid("DynamicPartition", "data changed type"))?;
         rows.iter()
             .map(|list| {
@@ -237,7 +244,10 @@ fn nms(op: &str, inputs: &[Tensor], pad: bool) -> Result<(Tensor, i32), KernelEr
     let scores_t = arg(op, inputs, 1)?;
     let max_t = arg(op, inputs, 2)?;
     if !max_t.shape().is_empty() {
-        return Err(KernelError::invalid(op, format!("max_output_size must be a scalar, got shape {:?}", max_t.shape())));
+        return Err(KernelError::invalid(
+            op,
+            format!("max_output_size must be a scalar, got shape {:?}", max_t.shape()),
+        ));
     }
     let max_output = max_t.to_i64_vec(op, "max_output_size")?[0];
     let max_output = usize::try_from(max_output)
@@ -282,4 +292,58 @@ fn nms(op: &str, inputs: &[Tensor], pad: bool) -> Result<(Tensor, i32), KernelEr
     }
     let indices = selected.into_iter().map(|i| i as i32).collect();
     Ok((Tensor::vector(indices), count as i32))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::AttrValue;
+
+    fn attrs(entries: &[(&str, AttrValue)]) -> AttrMap {
+        let mut map = AttrMap::default();
+        for (k, v) in entries {
+            map.insert(k, v.clone());
+        }
+        map
+    }
+
+    #[test]
+    fn unique_keeps_first_occurrences_and_every_nan() {
+        let x = Tensor::vector(vec![0.0f32, f32::NAN, -0.0, 2.0, f32::NAN, 2.0]);
+        let out = dispatch("Unique", &AttrMap::default(), &[x]).unwrap().unwrap();
+        let y = out[0].to_vec::<f32>().unwrap();
+        assert_eq!(y.len(), 4);
+        assert!(y[1].is_nan() && y[3].is_nan());
+        assert_eq!((y[0], y[2]), (0.0, 2.0));
+        assert_eq!(out[1].to_vec::<i32>().unwrap(), vec![0, 1, 0, 2, 3, 2]);
+    }
+
+    #[test]
+    fn bad_operands_are_refused() {
+        let parts = attrs(&[("num_partitions", AttrValue::Int(2))]);
+        let data = Tensor::vector(vec![1.0f32, 2.0]);
+        let err = dispatch("DynamicPartition", &parts, &[data.clone(), Tensor::vector(vec![0i32, 2])]).unwrap();
+        assert!(err.unwrap_err().to_string().contains("is not in [0, 2)"));
+        let err = dispatch("DynamicPartition", &parts, &[data, Tensor::vector(vec![0i32])]).unwrap();
+        assert!(err.unwrap_err().to_string().contains("must be a prefix"));
+        let matrix = Tensor::from_vec(&[2, 2], vec![1i32, 2, 3, 4]).unwrap();
+        let err = dispatch("Unique", &AttrMap::default(), &[matrix.clone()]).unwrap();
+        assert!(err.unwrap_err().to_string().contains("must be a vector"));
+        let err = dispatch("UniqueV2", &AttrMap::default(), &[matrix, Tensor::vector(vec![2i32])]).unwrap();
+        assert!(err.unwrap_err().to_string().contains("out of range"));
+        let boxes = Tensor::from_vec(&[1, 4], vec![0.0f32, 0.0, 1.0, 1.0]).unwrap();
+        let nms = |iou: f32, max: i32| {
+            let inputs = [
+                boxes.clone(),
+                Tensor::vector(vec![1.0f32]),
+                Tensor::scalar(max),
+                Tensor::scalar(iou),
+                Tensor::scalar(0.0f32),
+            ];
+            dispatch("NonMaxSuppressionV3", &AttrMap::default(), &inputs).unwrap()
+        };
+        assert!(nms(1.5, 1).unwrap_err().to_string().contains("iou_threshold must be in [0, 1]"));
+        assert!(nms(0.5, -1).unwrap_err().to_string().contains("non-negative"));
+        assert_eq!(nms(0.5, 1).unwrap()[0].to_vec::<i32>().unwrap(), vec![0]);
+    }
 }

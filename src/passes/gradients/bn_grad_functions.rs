@@ -128,7 +128,8 @@ impl Ops<'_, '_> {
     }
 
     fn cast(&mut self, x: Tensor, from: DType, to: DType) -> Tensor {
-        let attrs = [("SrcT", AttrValue::Type(from)), ("DstT", AttrValue::Type(to)), ("Truncate", AttrValue::Bool(false))];
+        let attrs =
+            [("SrcT", AttrValue::Type(from)), ("DstT", AttrValue::Type(to)), ("Truncate", AttrValue::Bool(false))];
         self.e.emit("Cast", "Cast", &[x], attrs)
     }
 }

@@ -32,8 +32,8 @@
 //! The pass is linear in the size of the graph per call: one forward and one backward walk, and a
 //! bounded number of ops per visited op.
 
-pub mod colocation;
 mod bn_grad_functions;
+pub mod colocation;
 mod complex_functions;
 mod control_flow;
 mod data_ops_functions;

@@ -327,7 +327,7 @@ mod tests {
         let err = dispatch("DynamicPartition", &parts, &[data, Tensor::vector(vec![0i32])]).unwrap();
         assert!(err.unwrap_err().to_string().contains("must be a prefix"));
         let matrix = Tensor::from_vec(&[2, 2], vec![1i32, 2, 3, 4]).unwrap();
-        let err = dispatch("Unique", &AttrMap::default(), &[matrix.clone()]).unwrap();
+        let err = dispatch("Unique", &AttrMap::default(), std::slice::from_ref(&matrix)).unwrap();
         assert!(err.unwrap_err().to_string().contains("must be a vector"));
         let err = dispatch("UniqueV2", &AttrMap::default(), &[matrix, Tensor::vector(vec![2i32])]).unwrap();
         assert!(err.unwrap_err().to_string().contains("out of range"));

@@ -118,7 +118,7 @@ impl Ops<'_, '_> {
     }
 
     /// A reduced value (size-1 axes) as the channel vector `[C]`.
-    fn to_channels(&mut self, v: Tensor) -> Tensor {
+    fn channel_vector(&mut self, v: Tensor) -> Tensor {
         self.reshape(v, &[-1])
     }
 
@@ -227,7 +227,7 @@ fn bn_grad_grad(
         let agp = o.mul(ga, gproj);
         let s = o.reduce("Sum", agp);
         let sr = o.mul(s, r);
-        (dg, dx, o.to_channels(sr))
+        (dg, dx, o.channel_vector(sr))
     } else {
         let mu = o.per_channel(pop_mean);
         let var = o.per_channel(pop_var);
@@ -246,7 +246,7 @@ fn bn_grad_grad(
         let ag = o.mul(ga, g);
         let s = o.reduce("Sum", ag);
         let sr = o.mul(s, r);
-        (dg, dx, o.to_channels(sr))
+        (dg, dx, o.channel_vector(sr))
     };
     let (dg, dx) = if wide { (o.cast(dg, DType::F32, t), o.cast(dx, DType::F32, t)) } else { (dg, dx) };
     let mut grads = vec![Some(dg), Some(dx), Some(dgamma), None, None];

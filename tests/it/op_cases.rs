@@ -19,11 +19,27 @@ fn bitwise() {
     check_family("bitwise");
 }
 
+/// The second-order gradients of the fused batch norms (`FusedBatchNormGrad`, `V2`, `V3`: training
+/// and inference, NHWC, NCHW and NDHWC, an f16 input) and a gradient of a gradient through a
+/// training-mode `FusedBatchNormV3` (`tests/tf/ops_bn_grad.py`).
+#[test]
+fn bn_grad() {
+    check_family("bn_grad");
+}
+
 /// Complex numbers: `Complex`, `Real`, `Imag`, `Conj`, `ComplexAbs`, `Angle`,
 /// `ConjugateTranspose`, and float inputs differentiated through them (`tests/tf/ops_complex.py`).
 #[test]
 fn complex() {
     check_family("complex");
+}
+
+/// The ops whose output size depends on their operands' values: Unique, UniqueV2,
+/// DynamicPartition (and its gradient), NonMaxSuppressionV3/V4 (`tests/tf/ops_dynamic_shape.py`).
+/// On the simulator only: these ops have no StableHLO lowering yet.
+#[test]
+fn dynamic_shape() {
+    crate::support::op_cases::check_family_on_simulator("dynamic_shape");
 }
 
 /// The FFTs in 1-3 dimensions, with `fft_length` cropping and padding, and their gradients

@@ -265,9 +265,14 @@ pub(crate) fn narrow(op: &str, attrs: &AttrMap, w: &Widened, outputs: Vec<Tensor
         return Ok(outputs);
     }
     let truncate = w.narrow == DType::BF16 && TRUNCATING_BF16.contains(&op);
+    // A batch norm backprop gives its per-channel outputs (all after x_backprop) in `U`.
+    let statistics =
+        op.starts_with("FusedBatchNormGrad") && attrs.get("U").and_then(|v| v.as_type()).is_some_and(|u| u == w.wide);
     outputs
         .into_iter()
-        .map(|t| match (&t, truncate) {
+        .enumerate()
+        .map(|(i, t)| match (&t, truncate) {
+            _ if statistics && i > 0 => Ok(t),
             (Tensor::F32(a), true) => Ok(Tensor::from_array(a.mapv(truncate_bf16))),
             _ if t.dtype() == w.wide => cast(op, &t, w.narrow),
             _ => Ok(t),

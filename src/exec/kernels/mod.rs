@@ -27,6 +27,7 @@ mod conv_grouped;
 pub(crate) mod data_ops;
 pub(crate) mod denormals;
 pub(crate) mod dtypes;
+mod dynamic_shape;
 mod elementwise;
 mod families;
 mod fft;
@@ -222,6 +223,7 @@ pub const PURE_OPS: &[&str] = &[
     "Digamma",
     "Div",
     "DivNoNan",
+    "DynamicPartition",
     "DynamicStitch",
     "Einsum",
     "Elu",
@@ -337,6 +339,8 @@ pub const PURE_OPS: &[&str] = &[
     "Neg",
     "NextAfter",
     "NoOp",
+    "NonMaxSuppressionV3",
+    "NonMaxSuppressionV4",
     "NotEqual",
     "OneHot",
     "OnesLike",
@@ -472,6 +476,8 @@ pub const PURE_OPS: &[&str] = &[
     "TruncateDiv",
     "TruncateMod",
     "TruncatedNormal",
+    "Unique",
+    "UniqueV2",
     "Unpack",
     "UnsortedSegmentMax",
     "UnsortedSegmentMin",
@@ -908,6 +914,7 @@ fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Tensor>,
             .or_else(|| random::dispatch(op, attrs, inputs))
             .or_else(|| quant::dispatch(op, attrs, inputs))
             .or_else(|| data_ops::dispatch(op, attrs, inputs))
+            .or_else(|| dynamic_shape::dispatch(op, attrs, inputs))
             .or_else(|| special::dispatch(op, attrs, inputs))
             .or_else(|| igamma::dispatch(op, inputs))
             .or_else(|| bitwise::dispatch(op, attrs, inputs))

@@ -49,6 +49,14 @@ pub fn gradient(
     if let Some(result) = super::linalg_solve_functions::multi_output(e, op, &op_type, inputs, out_grads) {
         return result;
     }
+    // The batch norm backprops read the gradients of their three backprops.
+    if let Some(result) = super::bn_grad_functions::gradient(e, op, &op_type, inputs, out_grads) {
+        return result;
+    }
+    // DynamicPartition stitches every output's gradient back together.
+    if let Some(result) = super::dynamic_shape_functions::gradient(e, op, &op_type, inputs, out_grads) {
+        return result;
+    }
     // The indexing family (its multi-output ops take every output's gradient).
     if let Some(grads) = super::index_functions::gradient(e, op, &op_type, inputs, out_grads) {
         return grads;

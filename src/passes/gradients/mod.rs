@@ -32,10 +32,12 @@
 //! The pass is linear in the size of the graph per call: one forward and one backward walk, and a
 //! bounded number of ops per visited op.
 
+mod bn_grad_functions;
 pub mod colocation;
 mod complex_functions;
 mod control_flow;
 mod data_ops_functions;
+mod dynamic_shape_functions;
 mod emitter;
 mod functions;
 mod igamma_functions;

@@ -85,13 +85,15 @@ pub(super) fn batch_norm(a: &Args) -> Result<Vec<OutType>, String> {
 }
 
 /// `FusedBatchNormGrad*(dy, x, scale, reserve...)`: dx, the scale and
-/// offset gradients per channel, and two empty reserves.
+/// offset gradients per channel, and two empty reserves; all but dx in the
+/// scale's type (`U`: f32 for a 16-bit `x`).
 pub(super) fn batch_norm_grad(a: &Args) -> Result<Vec<OutType>, String> {
     let x = a.x(1)?;
     let c = *x.shape.get(channel_dim(a, x.shape.len())).ok_or("the input has no channels")?;
     let dt = a.x(0)?.dtype;
-    let per_channel = OutType::new(dt, vec![c]);
-    let empty = OutType::new(dt, vec![0]);
+    let u = a.x(2)?.dtype;
+    let per_channel = OutType::new(u, vec![c]);
+    let empty = OutType::new(u, vec![0]);
     Ok(vec![OutType::new(dt, x.shape.to_vec()), per_channel.clone(), per_channel, empty.clone(), empty])
 }
 

@@ -576,7 +576,16 @@ pub const NOT_LOWERED: &[(&str, &str)] = &[
     ("VarHandleOp", "a variable handle: the variable is an argument of @main"),
     ("_Recv", "a transfer of the simulator's lowered form; the emitter reads the tagged graph"),
     ("_Send", "a transfer of the simulator's lowered form; the emitter reads the tagged graph"),
+    ("DynamicPartition", DYNAMIC_SIZE),
+    ("NonMaxSuppressionV3", DYNAMIC_SIZE),
+    ("NonMaxSuppressionV4", DYNAMIC_SIZE),
+    ("Unique", DYNAMIC_SIZE),
+    ("UniqueV2", DYNAMIC_SIZE),
 ];
+
+/// Why the ops whose output size depends on values have no builder.
+const DYNAMIC_SIZE: &str =
+    "its output size depends on its operands' values: no bounded-size lowering yet (the simulator runs it)";
 
 /// Why `op` has no lowering, for the ops that have none.
 pub fn reason(op: &str) -> Option<&'static str> {

@@ -60,6 +60,7 @@ mod spmd;
 mod strided;
 mod strings;
 pub(crate) mod xla_fn;
+mod xla_ext;
 mod xla_ops;
 
 use std::collections::BTreeSet;
@@ -485,6 +486,8 @@ pub const PURE_OPS: &[&str] = &[
     "XlaConcatND",
     "XlaConv",
     "XlaConvV2",
+    "XlaCustomCall",
+    "XlaCustomCallV2",
     "XlaDot",
     "XlaDotV2",
     "XlaDynamicSlice",
@@ -494,9 +497,11 @@ pub const PURE_OPS: &[&str] = &[
     "XlaKeyValueSort",
     "XlaOptimizationBarrier",
     "XlaPad",
+    "XlaRecv",
     "XlaReducePrecision",
     "XlaRemoveDynamicDimensionSize",
     "XlaSelfAdjointEig",
+    "XlaSend",
     "XlaSetBound",
     "XlaSetDynamicDimensionSize",
     "XlaSharding",
@@ -919,6 +924,7 @@ fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Tensor>,
             .or_else(|| spmd::dispatch(op, attrs, inputs))
             .or_else(|| xla_ops::dispatch(op, attrs, inputs))
             .or_else(|| xla_fn::dispatch(op, inputs))
+            .or_else(|| xla_ext::dispatch(op, attrs, inputs))
             .unwrap_or_else(|| Err(KernelError::NoKernel { op: op.to_string() })),
     }
 }

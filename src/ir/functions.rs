@@ -183,7 +183,9 @@ pub fn callees(node: &Node) -> Vec<(&'static str, &FuncRef)> {
         Some(CallKind::While) => &["cond", "body"],
         Some(CallKind::If) => &["then_branch", "else_branch"],
         Some(CallKind::Case) => &["branches"],
-        Some(CallKind::Call) if node.op.as_ref() == "SymbolicGradient" && !node.attrs.contains_key(SYMBOLIC_GRADIENT_ATTR) => {
+        Some(CallKind::Call)
+            if node.op.as_ref() == "SymbolicGradient" && !node.attrs.contains_key(SYMBOLIC_GRADIENT_ATTR) =>
+        {
             &["f"]
         }
         Some(CallKind::Call) => &[called_function_attr(&node.op)],
@@ -247,7 +249,9 @@ fn symbolic_gradient_mismatch(
             _ => None,
         })
     };
-    differ(declared_in, &takes).map(|m| format!("`Tin` {m}")).or_else(|| differ(declared_out, &sig.args).map(|m| format!("`Tout` {m}")))
+    differ(declared_in, &takes)
+        .map(|m| format!("`Tin` {m}"))
+        .or_else(|| differ(declared_out, &sig.args).map(|m| format!("`Tout` {m}")))
 }
 
 /// Verifies every call of `module` against the functions it names, and

@@ -78,7 +78,12 @@ pub fn pair_channels(graph: &mut Graph) -> Vec<PassError> {
         let wanted = node.attrs.get("dtype").and_then(AttrValue::as_type);
         if let (Some(sent), Some(wanted)) = (sent, wanted) {
             if sent != wanted {
-                errors.push(error(graph, id, &name, format!("the XlaSend sends {sent} but the XlaRecv expects {wanted}")));
+                errors.push(error(
+                    graph,
+                    id,
+                    &name,
+                    format!("the XlaSend sends {sent} but the XlaRecv expects {wanted}"),
+                ));
                 continue;
             }
         }

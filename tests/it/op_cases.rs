@@ -182,22 +182,19 @@ fn xla_ext() {
 
 /// `XlaSend`/`XlaRecv` by `tensor_name` within one program, on both backends: TensorFlow runs
 /// them only under XLA, whose CPU backend has no send/recv, so there are no TensorFlow numbers;
-/// the recv must give exactly the value fetched from the send's operand. A recv with no matching
-/// send is a diagnostic naming its `tensor_name`.
+/// the recv must give exactly the value fetched from the send's operand
+/// (`tests/fixtures/xla_send_recv.opg`). A recv with no matching send is a diagnostic naming its
+/// `tensor_name`.
 #[test]
 fn xla_ext_send_and_recv_pass_the_value_on() {
     use crate::support::cli::{run, stderr};
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let graph = "graph @main {\n  %x = Placeholder() {dtype = f32, shape = shape[3]}\n  \
-                 %y = Neg(%x) {T = f32}\n  %s = XlaSend(%y) {T = f32, tensor_name = \"chan\"}\n  \
-                 %r = XlaRecv() {dtype = f32, tensor_name = \"chan\", shape = shape[3]}\n  \
-                 %z = Mul(%r, %x) {T = f32}\n}\n";
-    let path = dir.path().join("send_recv.opg");
-    std::fs::write(&path, graph).expect("writes the graph");
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/xla_send_recv.opg");
+    let graph = std::fs::read_to_string(path).expect("the send/recv fixture");
     let feeds = dir.path().join("feeds.json");
     std::fs::write(&feeds, r#"{"x": [1.5, -2.0, 0.25]}"#).expect("writes the feeds");
     let x = [1.5f64, -2.0, 0.25];
-    let (p, f) = (path.to_str().expect("utf-8"), feeds.to_str().expect("utf-8"));
+    let (p, f) = (path, feeds.to_str().expect("utf-8"));
     for backend in ["sim", "pjrt"] {
         let o = run(&["run", p, "--feeds", f, "--fetch", "y", "--fetch", "z", "--backend", backend]);
         assert!(o.status.success(), "{backend}: {}", stderr(&o));

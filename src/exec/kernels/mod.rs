@@ -59,8 +59,8 @@ mod special_fns;
 mod spmd;
 mod strided;
 mod strings;
-pub(crate) mod xla_fn;
 mod xla_ext;
+pub(crate) mod xla_fn;
 mod xla_ops;
 
 use std::collections::BTreeSet;

@@ -117,7 +117,10 @@ fn result_types(op: &str, attrs: &AttrMap) -> Result<Vec<(DType, Vec<usize>)>, K
         return Ok(vec![result_types_of(op, attrs, "dtype", "shape")?]);
     }
     let list = |key: &str| {
-        attrs.get(key).and_then(AttrValue::as_list).ok_or_else(|| KernelError::invalid(op, format!("missing list attribute `{key}`")))
+        attrs
+            .get(key)
+            .and_then(AttrValue::as_list)
+            .ok_or_else(|| KernelError::invalid(op, format!("missing list attribute `{key}`")))
     };
     let (dtypes, shapes) = (list("result_dtypes")?, list("result_shapes")?);
     if dtypes.len() != shapes.len() {
@@ -131,7 +134,9 @@ fn result_types(op: &str, attrs: &AttrMap) -> Result<Vec<(DType, Vec<usize>)>, K
         .zip(shapes)
         .enumerate()
         .map(|(i, (t, s))| {
-            let t = t.as_type().ok_or_else(|| KernelError::invalid(op, format!("`result_dtypes` item {i} is not a type")))?;
+            let t = t
+                .as_type()
+                .ok_or_else(|| KernelError::invalid(op, format!("`result_dtypes` item {i} is not a type")))?;
             Ok((t, shape_of(s, &format!("`result_shapes` item {i}"))?))
         })
         .collect()

@@ -159,7 +159,11 @@ graph @sq (role = "function") {
 
     #[test]
     fn an_integer_argument_is_refused() {
-        let text = F.replace("%k = _Arg() {T = f32, index = 1}\n  %y = Mul(%a, %k) {T = f32}", "%k = _Arg() {T = i32, index = 1}\n  %y = Identity(%a) {T = f32}")
+        let text = F
+            .replace(
+                "%k = _Arg() {T = f32, index = 1}\n  %y = Mul(%a, %k) {T = f32}",
+                "%k = _Arg() {T = i32, index = 1}\n  %y = Identity(%a) {T = f32}",
+            )
             .replace("Tin = [f32, f32, f32]", "Tin = [f32, i32, f32]")
             .replace("Tout = [f32, f32]", "Tout = [f32, i32]")
             .replace("%w = Placeholder() {dtype = f32", "%w = Placeholder() {dtype = i32");

@@ -38,7 +38,8 @@ pub(super) fn custom_call(a: &Args) -> Result<Vec<OutType>, String> {
 /// `XlaCustomCallV2(operands...) {result_dtypes, result_shapes}`.
 pub(super) fn custom_call_v2(a: &Args) -> Result<Vec<OutType>, String> {
     let dtypes = types(a, "result_dtypes")?;
-    let shapes = a.attrs.get("result_shapes").and_then(AttrValue::as_list).ok_or("missing list attribute `result_shapes`")?;
+    let shapes =
+        a.attrs.get("result_shapes").and_then(AttrValue::as_list).ok_or("missing list attribute `result_shapes`")?;
     if shapes.len() != dtypes.len() {
         return Err(format!("{} `result_dtypes` but {} `result_shapes`", dtypes.len(), shapes.len()));
     }
@@ -68,7 +69,8 @@ pub(super) fn send(a: &Args) -> Result<Vec<OutType>, String> {
 
 /// The types of list attribute `key`.
 fn types(a: &Args, key: &str) -> Result<Vec<DType>, String> {
-    let list = a.attrs.get(key).and_then(AttrValue::as_list).ok_or_else(|| format!("missing list attribute `{key}`"))?;
+    let list =
+        a.attrs.get(key).and_then(AttrValue::as_list).ok_or_else(|| format!("missing list attribute `{key}`"))?;
     list.iter().map(|v| v.as_type().ok_or_else(|| format!("`{key}` holds a non-type"))).collect()
 }
 

@@ -29,7 +29,9 @@ pub(super) fn custom_call(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
     let config = n.attrs.get_str("backend_config").unwrap_or("");
     let side_effect = !v1 && n.attrs.get_bool("has_side_effect").unwrap_or(false);
     if n.outputs.is_empty() {
-        return Err("a custom call without results is not lowered (its effect would have no value to order it by)".into());
+        return Err(
+            "a custom call without results is not lowered (its effect would have no value to order it by)".into()
+        );
     }
     let operands: Vec<&Val> = n.inputs.iter().collect();
     let attrs = format!(

@@ -19,6 +19,7 @@ import op_cases
 from op_cases import Case
 
 F32, F64, I32 = tf.float32, tf.float64, tf.int32
+NP_BF16 = tf.bfloat16.as_numpy_dtype
 
 
 def rand(seed, *shape, dtype=np.float32, scale=2.0):
@@ -65,6 +66,9 @@ CASES = [
     # Custom calls: TensorFlow has no CPU kernel for them (`cpu=False`); the values are the bridge's.
     Case("custom_sharding", "XlaCustomCall", inputs={"args": [rand(13, 2, 3)]},
          attrs={"target_name": "Sharding", "backend_config": "", "dtype": F32, "shape": [2, 3]},
+         grad=False, cpu=False),
+    Case("custom_sharding_bf16", "XlaCustomCall", inputs={"args": [rand(17, 2, 2).astype(NP_BF16)]},
+         attrs={"target_name": "Sharding", "backend_config": "", "dtype": tf.bfloat16, "shape": [2, 2]},
          grad=False, cpu=False),
     Case("custom_full_to_shard_f64", "XlaCustomCall", inputs={"args": [rand(14, 4, dtype=np.float64)]},
          attrs={"target_name": "SPMDFullToShardShape", "backend_config": "", "dtype": F64, "shape": [4]},

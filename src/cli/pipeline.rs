@@ -240,6 +240,13 @@ pub(super) fn rewrite_and_lower(
     let mut clusters =
         rewrite_forming_clusters(&mut loaded, &pipeline, lower_args.time_passes, &bar).ok_or_else(failed)?;
     timer.lap("rewrite");
+    // `SymbolicGradient`s name their gradient functions; `XlaRecv`s read their `XlaSend`s.
+    let prepared: Vec<AnyDiagnostic> =
+        passes::xla_ext::prepare(&mut loaded.module).into_iter().map(|(_, e)| Box::new(e) as AnyDiagnostic).collect();
+    if !prepared.is_empty() {
+        report(prepared, &loaded.source);
+        return Err(failed());
+    }
     if (target == Target::Xla || rewrite_args.functionalize)
         && passes::functionalize::module_has_tf1_control_flow(&loaded.module)
     {

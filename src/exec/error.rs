@@ -49,6 +49,21 @@ pub enum KernelError {
         op: String,
     },
 
+    /// A custom call names a target the simulator does not run.
+    #[error("{op}: the simulator has no custom-call target `{target}`")]
+    #[diagnostic(
+        code(tpu_rewrite::exec::unknown_custom_call_target),
+        help("the simulator runs the targets {known}; another target runs only where an XLA backend links it in (`--backend pjrt`)")
+    )]
+    UnknownCustomCallTarget {
+        /// The custom-call op.
+        op: String,
+        /// The target it names.
+        target: String,
+        /// The targets the simulator runs, listed.
+        known: String,
+    },
+
     /// The op needs the mesh (variables, channels, collectives, feeds) and
     /// was called through [`crate::exec::run_kernel`], which has no device.
     #[error("{op}: this op needs a device of the mesh and cannot run as a plain kernel")]

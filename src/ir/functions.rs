@@ -41,7 +41,8 @@ pub enum CallKind {
     If,
     /// `Case`, `StatelessCase`: input 0 is the branch index, `branches`.
     Case,
-    /// `PartitionedCall`, `StatefulPartitionedCall`: `f`.
+    /// `PartitionedCall`, `StatefulPartitionedCall`: `f`; `SymbolicGradient`:
+    /// the gradient function of its `f` (see [`called_function_attr`]).
     Call,
     /// The XLA ops that apply scalar functions to elements (`XlaReduce`,
     /// `XlaReduceWindow`, `XlaSelectAndScatter`, `XlaVariadicSort`, ...):
@@ -58,6 +59,7 @@ pub const CALL_OPS: &[(&str, CallKind)] = &[
     ("StatelessCase", CallKind::Case),
     ("StatelessIf", CallKind::If),
     ("StatelessWhile", CallKind::While),
+    ("SymbolicGradient", CallKind::Call),
     ("While", CallKind::While),
     ("XlaIf", CallKind::If),
     ("XlaReduce", CallKind::Apply),
@@ -91,6 +93,23 @@ fn applied_operands(op: &str, inputs: usize) -> usize {
         "XlaReduce" | "XlaVariadicReduce" | "XlaVariadicReduceV2" => inputs / 2,
         "XlaVariadicSort" => inputs.saturating_sub(1),
         _ => 1,
+    }
+}
+
+/// The attribute of a `SymbolicGradient` naming the function it runs: the
+/// gradient function of its `f`, which the gradients pass makes and names
+/// here (arguments: `f`'s arguments, then one gradient per result of `f`;
+/// results: one gradient per argument of `f`).
+pub const SYMBOLIC_GRADIENT_ATTR: &str = "_symbolic_gradient";
+
+/// The function attribute a call of kind [`CallKind::Call`] runs: `f`, or
+/// [`SYMBOLIC_GRADIENT_ATTR`] for `SymbolicGradient`, whose `f` is the
+/// function it differentiates.
+pub fn called_function_attr(op: &str) -> &'static str {
+    if op == "SymbolicGradient" {
+        SYMBOLIC_GRADIENT_ATTR
+    } else {
+        "f"
     }
 }
 
@@ -164,7 +183,12 @@ pub fn callees(node: &Node) -> Vec<(&'static str, &FuncRef)> {
         Some(CallKind::While) => &["cond", "body"],
         Some(CallKind::If) => &["then_branch", "else_branch"],
         Some(CallKind::Case) => &["branches"],
-        Some(CallKind::Call) => &["f"],
+        Some(CallKind::Call)
+            if node.op.as_ref() == "SymbolicGradient" && !node.attrs.contains_key(SYMBOLIC_GRADIENT_ATTR) =>
+        {
+            &["f"]
+        }
+        Some(CallKind::Call) => &[called_function_attr(&node.op)],
         Some(CallKind::Apply) => {
             let keys = apply_functions(&node.op).unwrap_or_default();
             return keys
@@ -196,6 +220,38 @@ pub fn callees(node: &Node) -> Vec<(&'static str, &FuncRef)> {
 /// The dtypes of a type-list attribute, if present.
 fn type_list(node: &Node, key: &str) -> Option<Vec<Option<DType>>> {
     Some(node.attrs.get(key)?.as_list()?.iter().map(AttrValue::as_type).collect())
+}
+
+/// Why a `SymbolicGradient` of `operands` operands (types `declared_in`,
+/// results `declared_out`) does not fit `f` of signature `sig`, if it does not.
+fn symbolic_gradient_mismatch(
+    sig: &Signature,
+    operands: usize,
+    declared_in: &Option<Vec<Option<DType>>>,
+    declared_out: &Option<Vec<Option<DType>>>,
+) -> Option<String> {
+    let takes: Vec<Option<DType>> = sig.args.iter().chain(&sig.rets).copied().collect();
+    if takes.len() != operands {
+        return Some(format!(
+            "it passes {operands} operand(s); the gradient of `f` takes {} ({} argument(s), {} result gradient(s))",
+            takes.len(),
+            sig.args.len(),
+            sig.rets.len()
+        ));
+    }
+    let differ = |declared: &Option<Vec<Option<DType>>>, actual: &[Option<DType>]| {
+        let declared = declared.as_ref()?;
+        if declared.len() != actual.len() {
+            return Some(format!("declares {} type(s) where `f` gives {}", declared.len(), actual.len()));
+        }
+        declared.iter().zip(actual).enumerate().find_map(|(i, (a, b))| match (a, b) {
+            (Some(a), Some(b)) if a != b => Some(format!("type {i} is declared {a} but `f` gives {b}")),
+            _ => None,
+        })
+    };
+    differ(declared_in, &takes)
+        .map(|m| format!("`Tin` {m}"))
+        .or_else(|| differ(declared_out, &sig.args).map(|m| format!("`Tout` {m}")))
 }
 
 /// Verifies every call of `module` against the functions it names, and
@@ -260,6 +316,14 @@ pub fn check_calls(module: &Module, errors: &mut Vec<IrError>) {
                 };
                 let apply = apply_functions(&node.op).and_then(|keys| keys.iter().find(|k| k.0 == key));
                 let operands = apply.map_or(operands, |&(_, per, _)| per * operands);
+                if key == "f" && node.op.as_ref() == "SymbolicGradient" {
+                    // Before the gradients pass names its gradient function: `f`'s arguments and
+                    // one gradient per result of `f` in, one gradient per argument out.
+                    if let Some(reason) = symbolic_gradient_mismatch(sig, operands, &declared_in, &declared_out) {
+                        bad(reason);
+                    }
+                    continue;
+                }
                 if sig.args.len() != operands {
                     bad(format!("it passes {operands} operand(s) to `{key}`, which takes {}", sig.args.len()));
                     continue;

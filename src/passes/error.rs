@@ -406,6 +406,42 @@ pub enum PassError {
         span: Span,
     },
 
+    /// A `SymbolicGradient` whose gradient function cannot be made.
+    #[error("cannot make the gradient function of `{function}` for SymbolicGradient `%{node}`: {reason}")]
+    #[diagnostic(
+        code(tpu_rewrite::passes::symbolic_gradient),
+        help("`f` must name a function of the module whose float results depend on its arguments through ops with gradients")
+    )]
+    SymbolicGradient {
+        /// The SymbolicGradient node.
+        node: String,
+        /// The function it differentiates (empty when `f` names none).
+        function: String,
+        /// Why the gradient function cannot be made.
+        reason: String,
+        /// The SymbolicGradient node.
+        #[label("{reason}")]
+        span: Span,
+    },
+
+    /// An `XlaSend`/`XlaRecv` channel that cannot be paired.
+    #[error("XlaSend/XlaRecv channel `{tensor_name}` at `%{node}`: {problem}")]
+    #[diagnostic(
+        code(tpu_rewrite::passes::xla_channel),
+        help("within one graph, each `tensor_name` needs exactly one XlaSend, of the dtype its XlaRecv declares")
+    )]
+    XlaChannel {
+        /// The send or recv.
+        node: String,
+        /// The channel's `tensor_name`.
+        tensor_name: String,
+        /// What is wrong.
+        problem: String,
+        /// The send or recv.
+        #[label("{problem}")]
+        span: Span,
+    },
+
     /// After contracting each outside-compilation cluster to one node, the graph has a cycle:
     /// the cluster would have to run both before and after the device computation between.
     #[error("outside-compilation clusters form a cycle: {path}")]

@@ -32,6 +32,7 @@ pub mod replica_groups;
 pub mod replicate_clustering;
 pub mod single_replica;
 pub mod unsupported_ops;
+pub mod xla_ext;
 
 use std::time::{Duration, Instant};
 

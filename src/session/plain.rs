@@ -42,6 +42,11 @@ pub fn cluster(
     let boxed = |errors: Vec<PassError>| -> Vec<AnyDiagnostic> {
         errors.into_iter().map(|e| Box::new(e) as AnyDiagnostic).collect()
     };
+    // `SymbolicGradient`s name their gradient functions, `XlaRecv`s read their sends (once).
+    let made = crate::passes::xla_ext::prepare(module);
+    if !made.is_empty() {
+        return Err(made.into_iter().map(|(_, e)| Box::new(e) as AnyDiagnostic).collect());
+    }
     let Some(graph) = module.graphs.first_mut() else { return Ok(None) };
     if graph.node_ids().any(|id| graph.node(id).attrs.contains_key(TPU_REPLICATE)) || !graph.regions.is_empty() {
         return Ok(None);

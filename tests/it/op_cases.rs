@@ -188,6 +188,52 @@ fn xla_ops_proto_attributes_round_trip_and_bad_bytes_are_diagnosed() {
     assert!(error.to_string().contains("not a serialized xla.DotDimensionNumbers"), "{error}");
 }
 
+/// SymbolicGradient (the IR's gradient of a library function, nested calls included) and the
+/// custom calls XlaCustomCall(V2) on the targets TensorFlow's XLA bridge runs on CPU
+/// (`tests/tf/ops_xla_ext.py`).
+#[test]
+fn xla_ext() {
+    check_family("xla_ext");
+}
+
+/// `XlaSend`/`XlaRecv` by `tensor_name` within one program, on both backends: TensorFlow runs
+/// them only under XLA, whose CPU backend has no send/recv, so there are no TensorFlow numbers;
+/// the recv must give exactly the value fetched from the send's operand
+/// (`tests/fixtures/xla_send_recv.opg`). A recv with no matching send is a diagnostic naming its
+/// `tensor_name`.
+#[test]
+fn xla_ext_send_and_recv_pass_the_value_on() {
+    use crate::support::cli::{run, stderr};
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/xla_send_recv.opg");
+    let graph = std::fs::read_to_string(path).expect("the send/recv fixture");
+    let feeds = dir.path().join("feeds.json");
+    std::fs::write(&feeds, r#"{"x": [1.5, -2.0, 0.25]}"#).expect("writes the feeds");
+    let x = [1.5f64, -2.0, 0.25];
+    let (p, f) = (path, feeds.to_str().expect("utf-8"));
+    for backend in ["sim", "pjrt"] {
+        let o = run(&["run", p, "--feeds", f, "--fetch", "y", "--fetch", "z", "--backend", backend]);
+        assert!(o.status.success(), "{backend}: {}", stderr(&o));
+        let out = String::from_utf8_lossy(&o.stdout);
+        let values = |name: &str| -> Vec<f64> {
+            let line = out.lines().find_map(|l| l.strip_prefix(&format!("{name} = "))).expect("fetched");
+            serde_json::from_str(line).expect("a JSON list")
+        };
+        let (y, z) = (values("y"), values("z"));
+        // z = recv * x, where the recv must carry the sent y.
+        let want: Vec<f64> = y.iter().zip(&x).map(|(a, b)| a * b).collect();
+        assert_eq!(z, want, "{backend}: {out}");
+        assert!(y.iter().zip(&x).all(|(a, b)| a != b), "{backend}: the sent value differs from the feed");
+    }
+    let bad = dir.path().join("unpaired.opg");
+    std::fs::write(&bad, graph.replace("tensor_name = \"chan\", shape", "tensor_name = \"lost\", shape"))
+        .expect("writes the graph");
+    let o = run(&["run", bad.to_str().expect("utf-8"), "--feeds", f, "--fetch", "z"]);
+    assert!(!o.status.success());
+    let err = stderr(&o);
+    assert!(err.contains("tpu_rewrite::passes::xla_channel") && err.contains("`lost`"), "{err}");
+}
+
 /// The XLA ops whose attrs are functions (reducers, comparators, branches, loop bodies) and the
 /// XLA sorts, with TensorFlow's XLA values (`tests/tf/ops_xla_fn.py`).
 #[test]

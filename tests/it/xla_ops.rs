@@ -463,8 +463,10 @@ fn ops_of_other_differential_graphs() -> BTreeSet<String> {
             }
         }
     }
-    // The TensorList cases of `xla_tensor_list` (`%name = Op(...)` lines of its graphs).
-    for line in include_str!("xla_tensor_list.rs").lines() {
+    // The TensorList cases of `xla_tensor_list` (`%name = Op(...)` lines of its graphs) and the
+    // XlaSend/XlaRecv graph `op_cases::xla_ext_send_and_recv_pass_the_value_on` runs on PJRT.
+    let sources = [include_str!("xla_tensor_list.rs"), include_str!("../fixtures/xla_send_recv.opg")];
+    for line in sources.iter().flat_map(|s| s.lines()) {
         if let Some(op) =
             line.trim().strip_prefix('%').and_then(|l| l.split_once(" = ")).and_then(|(_, r)| r.split_once('('))
         {

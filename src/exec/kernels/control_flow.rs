@@ -382,7 +382,16 @@ pub fn call(
             };
             functions.run(&f.name, inputs[1..].to_vec(), device, cancelled).map_err(in_op)
         }
-        Some(CallKind::Call) => functions.run(func(op, attrs, "f")?, inputs, device, cancelled).map_err(in_op),
+        Some(CallKind::Call) => {
+            let key = functions::called_function_attr(op);
+            if op == "SymbolicGradient" && !attrs.contains_key(key) {
+                return Err(KernelError::invalid(
+                    op,
+                    "its gradient function was never made: the gradients pass (`tpu-rewrite run`, `rewrite`) makes it",
+                ));
+            }
+            functions.run(func(op, attrs, key)?, inputs, device, cancelled).map_err(in_op)
+        }
         Some(CallKind::Apply) => {
             let run = |name: &str, args: Vec<Tensor>| functions.run(name, args, device, cancelled).map_err(in_op);
             super::xla_fn::apply(op, attrs, &inputs, &run)

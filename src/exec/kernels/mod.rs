@@ -60,6 +60,7 @@ mod special_fns;
 mod spmd;
 mod strided;
 mod strings;
+mod xla_ext;
 pub(crate) mod xla_fn;
 mod xla_ops;
 
@@ -491,6 +492,8 @@ pub const PURE_OPS: &[&str] = &[
     "XlaConcatND",
     "XlaConv",
     "XlaConvV2",
+    "XlaCustomCall",
+    "XlaCustomCallV2",
     "XlaDot",
     "XlaDotV2",
     "XlaDynamicSlice",
@@ -500,9 +503,11 @@ pub const PURE_OPS: &[&str] = &[
     "XlaKeyValueSort",
     "XlaOptimizationBarrier",
     "XlaPad",
+    "XlaRecv",
     "XlaReducePrecision",
     "XlaRemoveDynamicDimensionSize",
     "XlaSelfAdjointEig",
+    "XlaSend",
     "XlaSetBound",
     "XlaSetDynamicDimensionSize",
     "XlaSharding",
@@ -926,6 +931,7 @@ fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Tensor>,
             .or_else(|| spmd::dispatch(op, attrs, inputs))
             .or_else(|| xla_ops::dispatch(op, attrs, inputs))
             .or_else(|| xla_fn::dispatch(op, inputs))
+            .or_else(|| xla_ext::dispatch(op, attrs, inputs))
             .unwrap_or_else(|| Err(KernelError::NoKernel { op: op.to_string() })),
     }
 }

@@ -14,7 +14,8 @@
 //!   replaced by `ZerosLike(x)`;
 //! - a call op (`PartitionedCall`, `If`, `Case`, `While` and their twins) is differentiated through
 //!   the functions it runs ([`expand_module`] gives the module's functions; `control_flow` and
-//!   `library` make the gradient functions, which are appended to the module).
+//!   `library` make the gradient functions, which are appended to the module); a `SymbolicGradient`
+//!   gets the gradient function of its `f` the same way ([`expand_symbolic_gradients`]).
 //!
 //! Names: each call opens a name scope by the graph's unique-name rule (`gradients`, `gradients_1`,
 //! ...; a scope is taken if a node is named like it or starts with it and `/`), and its uid is
@@ -54,6 +55,7 @@ mod product_functions;
 mod quant_functions;
 mod special_functions;
 mod spmd_functions;
+mod xla_ext_functions;
 mod xla_ops_functions;
 
 use std::collections::VecDeque;
@@ -69,6 +71,7 @@ use super::error::PassError;
 use crate::ir::{AttrMap, AttrValue, DType, EdgeKind, Graph, Module, NodeId, NodeKind, RegionKind, ValueRef};
 
 pub use self::emitter::Tensor;
+pub use self::xla_ext_functions::expand_symbolic_gradients;
 
 /// The attribute naming a node's replicate cluster.
 pub const TPU_REPLICATE_ATTR: &str = "_tpu_replicate";
@@ -104,7 +107,8 @@ pub fn expand_gradients(graph: &mut Graph, config: &GradientsConfig) -> Vec<Pass
 /// that call ops run; the gradient functions this makes are appended to the module. Returns the
 /// errors and warnings with the name of the graph each was found in.
 pub fn expand_module(module: &mut Module, config: &GradientsConfig) -> Vec<(String, PassError)> {
-    let mut found = Vec::new();
+    // Each `SymbolicGradient` gets its gradient function first.
+    let mut found = expand_symbolic_gradients(module, config);
     let mut state = LibraryState::new(&module.graphs);
     for i in 0..module.graphs.len() {
         if !module.graphs[i].node_ids().any(|id| matches!(module.graphs[i].node(id).kind, NodeKind::Gradients { .. })) {

@@ -297,7 +297,7 @@ fn mlir_ident(name: &str) -> String {
 }
 
 /// `text` as an MLIR string literal.
-fn mlir_string(text: &str) -> String {
+pub(super) fn mlir_string(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 2);
     out.push('"');
     for c in text.chars() {

@@ -533,7 +533,7 @@ impl Emitter<'_> {
                 super::ops::xla_fn::apply(ctx, &apply)?
             }
             CallKind::Call => {
-                let f = branches(graph, id, &["f"])?.remove(0);
+                let f = branches(graph, id, &[fns::called_function_attr(op)])?.remove(0);
                 let (sym, tys) = define(lib, &f, &traced, &resource, Finals::Append, self.replicas)?;
                 check(&format!("`{f}`"), &tys)?;
                 finals_at = handles.iter().map(|&(_, h)| h).collect();

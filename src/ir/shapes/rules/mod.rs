@@ -6,7 +6,7 @@
 //! Meaning: [`infer`] looks the op up in `TABLE` (one small function
 //! per op, sorted by op name, grouped by family in `elementwise`,
 //! `complex`, `image`, `shape`, `reduce`, `nn`, `index`, `random`, `collective`
-//! and `xla_fn`) and applies its rule. A rule that
+//! `xla_fn` and `xla_ext`) and applies its rule. A rule that
 //! needs a constant operand it was not given, or meets operands it cannot
 //! type, answers an error message; an op with no rule answers `None`. The
 //! caller then learns the type another way (the StableHLO emitter runs the
@@ -34,6 +34,7 @@ mod random_state;
 mod reduce;
 mod shape;
 mod spmd;
+mod xla_ext;
 mod xla_fn;
 pub mod xla_ops;
 
@@ -463,6 +464,7 @@ const TABLE: &[(&str, Rule)] = &[
     ("Sub", ew::broadcast),
     ("Sum", reduce::reduce),
     ("Svd", linalg_solve::svd),
+    ("SymbolicGradient", xla_ext::symbolic_gradient),
     ("Tan", ew::same),
     ("Tanh", ew::same),
     ("TanhGrad", ew::same),
@@ -493,6 +495,8 @@ const TABLE: &[(&str, Rule)] = &[
     ("XlaConcatND", spmd::concat_nd),
     ("XlaConv", xla_ops::conv),
     ("XlaConvV2", xla_ops::conv),
+    ("XlaCustomCall", xla_ext::custom_call),
+    ("XlaCustomCallV2", xla_ext::custom_call_v2),
     ("XlaDot", xla_ops::dot),
     ("XlaDotV2", xla_ops::dot),
     ("XlaDynamicSlice", xla_ops::dynamic_slice),
@@ -502,12 +506,14 @@ const TABLE: &[(&str, Rule)] = &[
     ("XlaKeyValueSort", xla_fn::key_value_sort),
     ("XlaOptimizationBarrier", spmd::each),
     ("XlaPad", xla_ops::pad),
+    ("XlaRecv", xla_ext::recv),
     ("XlaReduce", xla_fn::reduce),
     ("XlaReducePrecision", ew::same),
     ("XlaReduceWindow", xla_fn::reduce_window),
     ("XlaRemoveDynamicDimensionSize", spmd::same),
     ("XlaSelectAndScatter", xla_fn::select_and_scatter),
     ("XlaSelfAdjointEig", linalg_solve::eigh),
+    ("XlaSend", xla_ext::send),
     ("XlaSetBound", spmd::same),
     ("XlaSetDynamicDimensionSize", spmd::set_dynamic_size),
     ("XlaSharding", spmd::same),

@@ -22,8 +22,8 @@
 //! and Optionals), [`special`] (special functions, truncating divisions,
 //! bitwise ops), [`complex`] (complex numbers and FFTs), [`collective`]
 //! (all-reduce, broadcast, replica id), [`spmd`] (sharding annotations,
-//! dynamic sizes, tiled splits and concatenations) and
-//! [`state`] (variable updates). [`NOT_LOWERED`] gives the reason for every op the
+//! dynamic sizes, tiled splits and concatenations), [`xla_ext`] (custom
+//! calls, channels) and [`state`] (variable updates). [`NOT_LOWERED`] gives the reason for every op the
 //! simulator runs that has no builder. Invariant: [`TABLE`] is sorted by op
 //! name (a test checks it), so lookups are a binary search.
 
@@ -57,6 +57,7 @@ mod spatial;
 mod special;
 mod spmd;
 pub mod state;
+mod xla_ext;
 pub(super) mod xla_fn;
 mod xla_ops;
 
@@ -485,6 +486,8 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("XlaConcatND", spmd::concat_nd),
     ("XlaConv", xla_ops::conv),
     ("XlaConvV2", xla_ops::conv),
+    ("XlaCustomCall", xla_ext::custom_call),
+    ("XlaCustomCallV2", xla_ext::custom_call),
     ("XlaDot", xla_ops::dot),
     ("XlaDotV2", xla_ops::dot),
     ("XlaDynamicSlice", xla_ops::dynamic_slice),
@@ -494,9 +497,11 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("XlaKeyValueSort", xla_fn::sort),
     ("XlaOptimizationBarrier", spmd::optimization_barrier),
     ("XlaPad", xla_ops::pad),
+    ("XlaRecv", xla_ext::recv),
     ("XlaReducePrecision", xla_ops::reduce_precision),
     ("XlaRemoveDynamicDimensionSize", identity),
     ("XlaSelfAdjointEig", linalg_solve_eig::eigh),
+    ("XlaSend", xla_ext::send),
     ("XlaSetBound", identity),
     ("XlaSetDynamicDimensionSize", spmd::set_dynamic_size),
     ("XlaSharding", spmd::sharding),

@@ -60,6 +60,7 @@ mod spmd;
 mod strided;
 mod strings;
 pub(crate) mod xla_fn;
+mod xla_misc;
 mod xla_ops;
 
 use std::collections::BTreeSet;
@@ -76,6 +77,7 @@ pub const DEVICE_OPS: &[&str] = &[
     "AssignAddVariableOp",
     "AssignSubVariableOp",
     "AssignVariableOp",
+    "AssignVariableXlaConcatND",
     "CollectiveAllGather",
     "CollectiveAllReduce",
     "CollectiveBroadcast",
@@ -87,6 +89,7 @@ pub const DEVICE_OPS: &[&str] = &[
     "NextIteration",
     "Placeholder",
     "ReadVariableOp",
+    "ReadVariableXlaSplitND",
     "ReplicaId",
     "ResourceApplyAdaMax",
     "ResourceApplyAdadelta",
@@ -127,6 +130,7 @@ pub const DEVICE_OPS: &[&str] = &[
     "VarHandleOp",
     "VarIsInitializedOp",
     "VariableShape",
+    "XlaReplicaId",
     "_Recv",
     "_Send",
 ];
@@ -185,6 +189,7 @@ pub const PURE_OPS: &[&str] = &[
     "CheckNumerics",
     "Cholesky",
     "ClipByValue",
+    "CollectiveAssignGroupV2",
     "CollectiveReduceV2",
     "Complex",
     "ComplexAbs",
@@ -495,6 +500,7 @@ pub const PURE_OPS: &[&str] = &[
     "XlaOptimizationBarrier",
     "XlaPad",
     "XlaReducePrecision",
+    "XlaReduceScatter",
     "XlaRemoveDynamicDimensionSize",
     "XlaSelfAdjointEig",
     "XlaSetBound",
@@ -919,6 +925,7 @@ fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Tensor>,
             .or_else(|| spmd::dispatch(op, attrs, inputs))
             .or_else(|| xla_ops::dispatch(op, attrs, inputs))
             .or_else(|| xla_fn::dispatch(op, inputs))
+            .or_else(|| xla_misc::dispatch(op, attrs, inputs))
             .unwrap_or_else(|| Err(KernelError::NoKernel { op: op.to_string() })),
     }
 }

@@ -233,7 +233,7 @@ fn trace_with(
                 vars.insert(h, new);
                 Vec::new()
             }
-            "ReplicaId" => vec![Traced::known(Tensor::scalar(0i32), false)],
+            "ReplicaId" | "XlaReplicaId" => vec![Traced::known(Tensor::scalar(0i32), false)],
             _ if state::has_builder(op) => {
                 let k = state::handle_operands(op);
                 let mut handles = Vec::with_capacity(k);

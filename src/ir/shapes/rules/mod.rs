@@ -35,6 +35,7 @@ mod reduce;
 mod shape;
 mod spmd;
 mod xla_fn;
+pub mod xla_misc;
 pub mod xla_ops;
 
 pub use image::conv_as_fixed_rank;
@@ -215,6 +216,7 @@ const TABLE: &[(&str, Rule)] = &[
     ("CheckNumerics", ew::same),
     ("Cholesky", linalg::cholesky),
     ("ClipByValue", ew::same),
+    ("CollectiveAssignGroupV2", xla_misc::assign_group),
     ("CollectiveReduceV2", spmd::same),
     ("Complex", cx::complex),
     ("ComplexAbs", cx::part),
@@ -504,8 +506,10 @@ const TABLE: &[(&str, Rule)] = &[
     ("XlaPad", xla_ops::pad),
     ("XlaReduce", xla_fn::reduce),
     ("XlaReducePrecision", ew::same),
+    ("XlaReduceScatter", xla_misc::reduce_scatter),
     ("XlaReduceWindow", xla_fn::reduce_window),
     ("XlaRemoveDynamicDimensionSize", spmd::same),
+    ("XlaScatter", xla_misc::scatter),
     ("XlaSelectAndScatter", xla_fn::select_and_scatter),
     ("XlaSelfAdjointEig", linalg_solve::eigh),
     ("XlaSetBound", spmd::same),

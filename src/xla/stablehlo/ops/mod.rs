@@ -58,6 +58,7 @@ mod special;
 mod spmd;
 pub mod state;
 pub(super) mod xla_fn;
+mod xla_misc;
 mod xla_ops;
 
 use super::text::{Cmp, Ctx, Reducer, Ty, Val};
@@ -183,6 +184,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("ClipByValue", sp::clip_by_value),
     ("CollectiveAllGather", collective::collective_all_gather),
     ("CollectiveAllReduce", collective::collective_all_reduce),
+    ("CollectiveAssignGroupV2", xla_misc::assign_group),
     ("CollectiveBroadcast", collective::broadcast),
     ("CollectiveReduceV2", spmd::collective_reduce_v2),
     ("Complex", cx::complex),
@@ -495,7 +497,9 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("XlaOptimizationBarrier", spmd::optimization_barrier),
     ("XlaPad", xla_ops::pad),
     ("XlaReducePrecision", xla_ops::reduce_precision),
+    ("XlaReduceScatter", xla_misc::reduce_scatter),
     ("XlaRemoveDynamicDimensionSize", identity),
+    ("XlaReplicaId", collective::replica_id),
     ("XlaSelfAdjointEig", linalg_solve_eig::eigh),
     ("XlaSetBound", identity),
     ("XlaSetDynamicDimensionSize", spmd::set_dynamic_size),

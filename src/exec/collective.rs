@@ -750,10 +750,8 @@ mod tests {
             assert_eq!(r.unwrap(), vec![Tensor::vector(vec![1.5f32, 1.0])]);
         }
         // Max, min and product; a NaN member makes the max and the min NaN.
-        let inputs: Vec<Vec<Tensor>> = [[2.0f32, -1.0], [f32::NAN, 3.0], [0.5, -2.0]]
-            .iter()
-            .map(|v| vec![Tensor::vector(v.to_vec())])
-            .collect();
+        let inputs: Vec<Vec<Tensor>> =
+            [[2.0f32, -1.0], [f32::NAN, 3.0], [0.5, -2.0]].iter().map(|v| vec![Tensor::vector(v.to_vec())]).collect();
         for (op, want) in [(ReduceOp::Max, 3.0f32), (ReduceOp::Min, -2.0), (ReduceOp::Prod, 6.0)] {
             for r in run_group(Kind::AllReduce(op), inputs.clone()) {
                 let got = r.unwrap()[0].to_vec::<f32>().unwrap();

@@ -3,13 +3,16 @@
 //! replicas): `XlaReplicaId`, `XlaAllReduce` over two groups and over all
 //! (Add, Max, Mean, Mul), `XlaReduceScatter` and `CollectiveReduceV2`.
 //!
-//! The expected values are the collectives' definitions applied to the
-//! feeds here (a sum, maximum, mean or product over each replica's group;
-//! a reduce-scatter's block `r` of the sum for replica `r`), not
-//! TensorFlow's: TensorFlow 2.21 compiles these ops only inside a TPU or
-//! multi-device XLA program, which it cannot run on CPU devices (compiling
-//! `XlaReplicaId` for XLA:CPU aborts the process).
+//! `CollectiveReduceV2` is checked against TensorFlow's own values, made
+//! across four logical CPU devices by `tests/tf/collectives_xla_misc.py`.
+//! The others against their definitions applied to the feeds here (the
+//! replica index; a sum, maximum, mean or product over each replica's group;
+//! block `r` of the sum for replica `r` of a reduce-scatter): TensorFlow
+//! 2.21 compiles them only into XLA programs of several replicas, which it
+//! does not run on CPU devices (compiling `XlaReplicaId` for XLA:CPU aborts
+//! the process).
 
+use crate::support::corpus::{read_json, tensor_of};
 use crate::support::lowering::{default_fetches, prepare};
 use crate::support::pjrt as support;
 
@@ -29,7 +32,15 @@ fn n(r: usize) -> Vec<i32> {
     vec![r as i32 + 1, 3 - 2 * r as i32]
 }
 
-/// Each output of each replica, by the collectives' definitions.
+/// TensorFlow's value of `CollectiveReduceV2` output `name` on replica `r`.
+fn tensorflow(name: &str, r: usize) -> Tensor {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/tf/corpus/collectives/xla_misc.json");
+    let doc = read_json(&path);
+    assert_eq!(doc["tensorflow"], "2.21.0", "made by another TensorFlow");
+    tensor_of(&doc["cases"][name][r])
+}
+
+/// Each output of each replica: TensorFlow's for `CollectiveReduceV2`, else by the definitions.
 fn expected(r: usize) -> Vec<Tensor> {
     let group: Vec<usize> = if r % 2 == 0 { vec![0, 2] } else { vec![1, 3] };
     let fold = |members: &[usize], f: &dyn Fn(f32, f32) -> f32| -> Vec<f32> {
@@ -39,16 +50,15 @@ fn expected(r: usize) -> Vec<Tensor> {
     let sum_all = fold(&all, &|a, b| a + b);
     let mean: Vec<f32> = sum_all.iter().map(|s| s / REPLICAS as f32).collect();
     let prod: Vec<i32> = (0..2).map(|i| group.iter().map(|&m| n(m)[i]).product()).collect();
-    let min: Vec<i32> = (0..2).map(|i| all.iter().map(|&m| n(m)[i]).min().unwrap()).collect();
     vec![
         Tensor::scalar(r as i32),
         Tensor::vector(fold(&group, &|a, b| a + b)),
         Tensor::vector(fold(&group, &f32::max)),
-        Tensor::vector(mean.clone()),
+        Tensor::vector(mean),
         Tensor::vector(prod),
         Tensor::vector(vec![sum_all[r]]),
-        Tensor::vector(mean),
-        Tensor::vector(min),
+        tensorflow("cmean", r),
+        tensorflow("cmin", r),
     ]
 }
 

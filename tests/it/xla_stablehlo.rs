@@ -221,6 +221,7 @@ const TRACED_WHOLE: &[&str] = &[
     "keras_more/opt_schedule_piecewise.pbtxt",
     "ops/lists.pbtxt",
     "ops/xla_fn.pbtxt",
+    "ops/xla_misc.pbtxt",
     "replicated_cond_grad.pbtxt",
     "replicated_while.pbtxt",
     "stateful_control_flow.pbtxt",

@@ -3,7 +3,7 @@ program tests/strategy/xla_collectives.opg (tested by tests/it/xla_misc.rs).
 
 TensorFlow runs CollectiveReduceV2 on CPU devices (its collective executor), so these values are
 TensorFlow's own: the feeds of replica r are the program's feeds of replica r, each device runs the
-op with group_size 4, and the outputs per device are written. The other collectives of the program
+op with group_size 4 (Add then Div: the mean; Min), and the outputs per device are written. The other collectives of the program
 (XlaAllReduce, XlaReduceScatter, XlaReplicaId) compile only into XLA programs of several replicas,
 which TensorFlow does not run on CPU devices; the test checks them against their definitions.
 
@@ -14,6 +14,7 @@ Writes tests/tf/corpus/collectives/xla_misc.json: {"tensorflow", "cases": {name:
 import json
 import os
 import sys
+import threading
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
@@ -44,22 +45,28 @@ def main():
     devices = [d.name for d in tf.config.list_logical_devices("CPU")]
     assert len(devices) == REPLICAS, devices
 
-    @tf.function
-    def step(xs, ns):
-        means, mins = [], []
-        for r, device in enumerate(devices):
-            with tf.device(device):
-                means.append(tf.raw_ops.CollectiveReduceV2(
-                    input=xs[r], group_size=REPLICAS, group_key=1, instance_key=1, ordering_token=[],
-                    merge_op="Add", final_op="Div"))
-                mins.append(tf.raw_ops.CollectiveReduceV2(
-                    input=ns[r], group_size=REPLICAS, group_key=1, instance_key=2, ordering_token=[],
-                    merge_op="Min", final_op="Id"))
-        return means, mins
+    # Each device's op runs eagerly in a thread of its own (one function holding the four members
+    # waits forever on this TensorFlow); the members meet in TensorFlow's collective executor.
+    means, mins = [None] * REPLICAS, [None] * REPLICAS
 
-    means, mins = step([tf.constant(x(r)) for r in range(REPLICAS)], [tf.constant(n(r)) for r in range(REPLICAS)])
+    def member(r):
+        with tf.device(devices[r]):
+            means[r] = tf.raw_ops.CollectiveReduceV2(
+                input=tf.constant(x(r)), group_size=REPLICAS, group_key=1, instance_key=1, ordering_token=[],
+                merge_op="Add", final_op="Div", timeout_seconds=60).numpy()
+            mins[r] = tf.raw_ops.CollectiveReduceV2(
+                input=tf.constant(n(r)), group_size=REPLICAS, group_key=1, instance_key=2, ordering_token=[],
+                merge_op="Min", final_op="Id", timeout_seconds=60).numpy()
+
+    threads = [threading.Thread(target=member, args=(r,)) for r in range(REPLICAS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if any(v is None for v in means + mins):
+        raise SystemExit("a member of the collective failed (see the messages above)")
     doc = {"tensorflow": tf.__version__,
-           "cases": {"cmean": [enc(t.numpy()) for t in means], "cmin": [enc(t.numpy()) for t in mins]}}
+           "cases": {"cmean": [enc(v) for v in means], "cmin": [enc(v) for v in mins]}}
     os.makedirs(os.path.dirname(OUT), exist_ok=True)
     with open(OUT + ".tmp", "w") as f:
         f.write(json.dumps(doc, separators=(",", ":")) + "\n")

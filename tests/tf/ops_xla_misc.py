@@ -146,6 +146,11 @@ def assign_group_cases():
         out.append(Case(name, "CollectiveAssignGroupV2", inputs={"device_index": np.array(device, np.int32)},
                         consts={"group_assignment": np.array(groups, np.int32), "base_key": np.array(base, np.int32)},
                         grad=False))
+    # Every operand a constant, as TensorFlow programs usually give them.
+    out.append(Case("assign_group_consts", "CollectiveAssignGroupV2",
+                    consts={"group_assignment": np.array([[0, 1], [2, 3], [4, 5]], np.int32),
+                            "device_index": np.array(5, np.int32), "base_key": np.array(3, np.int32)},
+                    grad=False))
     return out
 
 

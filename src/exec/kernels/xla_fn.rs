@@ -109,7 +109,13 @@ pub(super) fn assemble(op: &str, like: &Tensor, shape: &[usize], items: &[Tensor
 }
 
 /// Calls `name` and checks that it returns `want` scalars of the dtypes of `like`.
-pub(super) fn call(op: &str, run: Run, name: &str, args: Vec<Tensor>, like: &[&Tensor]) -> Result<Vec<Tensor>, KernelError> {
+pub(super) fn call(
+    op: &str,
+    run: Run,
+    name: &str,
+    args: Vec<Tensor>,
+    like: &[&Tensor],
+) -> Result<Vec<Tensor>, KernelError> {
     let out = run(name, args)?;
     if out.len() != like.len() {
         return Err(KernelError::invalid(

@@ -82,10 +82,12 @@ fn assign_group(op: &str, inputs: &[Tensor]) -> Result<Vec<Tensor>, KernelError>
         KernelError::invalid(op, format!("device_index {device} is in no group of group_assignment {ids:?}"))
     })?;
     let key = base + row as i64;
-    let key = i32::try_from(key)
-        .ok()
-        .filter(|&k| k != 0)
-        .ok_or_else(|| KernelError::invalid(op, format!("group key {key} (base_key {base} + group {row}): 0 is reserved and keys are int32")))?;
+    let key = i32::try_from(key).ok().filter(|&k| k != 0).ok_or_else(|| {
+        KernelError::invalid(
+            op,
+            format!("group key {key} (base_key {base} + group {row}): 0 is reserved and keys are int32"),
+        )
+    })?;
     let size = i32::try_from(size).map_err(|_| KernelError::invalid(op, "the group is too large"))?;
     Ok(vec![Tensor::scalar(size), Tensor::scalar(key)])
 }
@@ -163,7 +165,10 @@ mod tests {
         };
         let mut a = AttrMap::new();
         a.insert("dimension_numbers", AttrValue::Bytes(d.encode_to_vec()));
-        a.insert("update_computation", AttrValue::Func(Box::new(FuncRef { name: "add".into(), attrs: AttrMap::new() })));
+        a.insert(
+            "update_computation",
+            AttrValue::Func(Box::new(FuncRef { name: "add".into(), attrs: AttrMap::new() })),
+        );
         a
     }
 

@@ -401,7 +401,13 @@ pub(super) fn collective(
 }
 
 /// Block `rank` of `group_size` equal blocks along dimension `d` of the one output.
-fn scattered(op: &str, outputs: Vec<Tensor>, d: i64, group_size: usize, rank: usize) -> Result<Vec<Tensor>, KernelError> {
+fn scattered(
+    op: &str,
+    outputs: Vec<Tensor>,
+    d: i64,
+    group_size: usize,
+    rank: usize,
+) -> Result<Vec<Tensor>, KernelError> {
     let x = kernels::arg(op, &outputs, 0)?;
     let shape = x.shape();
     let axis = usize::try_from(d).ok().filter(|&a| a < shape.len()).ok_or_else(|| {
@@ -415,7 +421,8 @@ fn scattered(op: &str, outputs: Vec<Tensor>, d: i64, group_size: usize, rank: us
     }
     let block = shape[axis] / group_size;
     let begin: Vec<i64> = (0..shape.len()).map(|k| if k == axis { (rank * block) as i64 } else { 0 }).collect();
-    let size: Vec<i64> = shape.iter().enumerate().map(|(k, &n)| if k == axis { block as i64 } else { n as i64 }).collect();
+    let size: Vec<i64> =
+        shape.iter().enumerate().map(|(k, &n)| if k == axis { block as i64 } else { n as i64 }).collect();
     kernels::run_kernel("Slice", &AttrMap::new(), &[x.clone(), Tensor::vector(begin), Tensor::vector(size)])
 }
 

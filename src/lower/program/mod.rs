@@ -624,7 +624,9 @@ impl Builder<'_> {
                 continue;
             };
             match &*node.op {
-                "XlaAllReduce" | "XlaReduceScatter" | "CollectiveReduceV2" if self.tf_collective(id, cluster).is_some() => {
+                "XlaAllReduce" | "XlaReduceScatter" | "CollectiveReduceV2"
+                    if self.tf_collective(id, cluster).is_some() =>
+                {
                     let next = self.collective_instance.len() as i64;
                     self.collective_instance.entry((cluster, id)).or_insert(next);
                     if let Some(groups) = self.read_replica_groups(id) {

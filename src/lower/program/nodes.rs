@@ -64,11 +64,7 @@ impl Builder<'_> {
         };
         let groups = self.replica_groups.get(&id);
         let named = matches!(&*src.op, "CrossReplicaSum" | "AllGather" | "XlaAllReduce" | "XlaReduceScatter");
-        let base: &str = if groups.is_some() || named {
-            &src.name
-        } else {
-            &self.clusters[cluster as usize].name
-        };
+        let base: &str = if groups.is_some() || named { &src.name } else { &self.clusters[cluster as usize].name };
         attrs.insert("group", AttrValue::str(base));
         match groups {
             Some(g) => attrs.insert("group_assignment", g.clone()),

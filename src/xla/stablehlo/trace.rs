@@ -233,6 +233,11 @@ fn trace_with(
                 vars.insert(h, new);
                 Vec::new()
             }
+            "CollectiveAssignGroupV2" => {
+                let shape = operand(&values, 0)?.0.shape().to_vec();
+                let v = super::ops::xla_misc::assign_group_values(&shape).map_err(|m| lowering(graph, id, m))?;
+                v.into_iter().map(|t| Traced::known(t, true)).collect()
+            }
             "ReplicaId" | "XlaReplicaId" => vec![Traced::known(Tensor::scalar(0i32), false)],
             _ if state::has_builder(op) => {
                 let k = state::handle_operands(op);

@@ -244,6 +244,11 @@ impl Walk<'_> {
                 self.updated.insert(h);
                 Vec::new()
             }
+            "CollectiveAssignGroupV2" => {
+                let shape = self.operand(id, 0)?.ty.shape;
+                let v = super::ops::xla_misc::assign_group_values(&shape).map_err(|m| lowering(graph, id, m))?;
+                v.into_iter().map(|t| Traced::known(t, true)).collect()
+            }
             "ReplicaId" | "XlaReplicaId" => vec![Traced::typed(Ty::scalar(DType::I32))],
             // The variable's tiles, by `XlaSplitND`'s rule.
             "ReadVariableXlaSplitND" => {
@@ -394,6 +399,10 @@ impl Walk<'_> {
                     vec![v]
                 }
                 "ReplicaId" | "XlaReplicaId" => vec![Tensor::scalar(0i32)],
+                "CollectiveAssignGroupV2" => {
+                    let shape = value(self, 0)?.shape().to_vec();
+                    super::ops::xla_misc::assign_group_values(&shape).map_err(|m| lowering(graph, id, m))?
+                }
                 _ if COLLECTIVES.contains(&op) => {
                     let n = if op == "CrossReplicaSum" { 1 } else { inputs.len() };
                     (0..n).map(|i| value(self, i)).collect::<Result<_, _>>()?

@@ -58,7 +58,7 @@ mod special;
 mod spmd;
 pub mod state;
 pub(super) mod xla_fn;
-mod xla_misc;
+pub mod xla_misc;
 mod xla_ops;
 
 use super::text::{Cmp, Ctx, Reducer, Ty, Val};

@@ -81,11 +81,7 @@ pub(crate) fn evaluate(
         "AssignVariableXlaConcatND" => {
             let joined = crate::exec::run_kernel("XlaConcatND", attrs, rest).map_err(|e| e.to_string())?;
             if joined.first().map(|j| (j.dtype(), j.shape())) != Some((var.dtype(), var.shape())) {
-                return Err(format!(
-                    "the joined tiles do not make the variable's {}{:?}",
-                    var.dtype(),
-                    var.shape()
-                ));
+                return Err(format!("the joined tiles do not make the variable's {}{:?}", var.dtype(), var.shape()));
             }
             Ok((joined, Vec::new()))
         }

@@ -75,7 +75,13 @@ impl Apply<'_> {
 
     /// A region calling function `name` on scalars of `dtypes`, checked to
     /// return scalars of `results`.
-    pub(super) fn region(&self, ctx: &mut Ctx, name: &str, dtypes: &[DType], results: &[DType]) -> Result<String, XlaError> {
+    pub(super) fn region(
+        &self,
+        ctx: &mut Ctx,
+        name: &str,
+        dtypes: &[DType],
+        results: &[DType],
+    ) -> Result<String, XlaError> {
         let args = dtypes.iter().map(|&d| zero(d).map_err(|m| self.err(m))).collect::<Result<Vec<_>, _>>()?;
         let (sym, tys) = calls::define(self.lib, name, &args, &vec![false; args.len()], Finals::Append, self.replicas)?;
         let want: Vec<Ty> = results.iter().map(|&d| Ty::scalar(d)).collect();

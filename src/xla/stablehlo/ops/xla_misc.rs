@@ -15,10 +15,10 @@
 
 use super::xla_fn::Apply;
 use super::{Call, Ctx, Val};
-use crate::xla::stablehlo::text::Reducer;
 use crate::exec::Tensor;
 use crate::ir::shapes::rules::xla_misc::scatter_geometry;
 use crate::xla::error::XlaError;
+use crate::xla::stablehlo::text::Reducer;
 
 fn ints(items: &[usize]) -> String {
     items.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
@@ -51,12 +51,20 @@ pub(super) fn scatter(ctx: &mut Ctx, a: &Apply) -> Result<Vec<Val>, XlaError> {
 /// assignment as the group size and 0 as the key, whatever the device (the
 /// bridge pairs the assignment with the collective that uses it instead).
 pub(super) fn assign_group(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
-    let groups = n.input(0)?;
-    if groups.ty.rank() != 2 {
-        return Err(format!("group_assignment must be 2-D, got {}", groups.ty.mlir()));
+    let values = assign_group_values(&n.input(0)?.ty.shape)?;
+    Ok(values.iter().map(|v| c.constant(v)).collect())
+}
+
+/// `CollectiveAssignGroupV2`'s results as the bridge compiles them, from
+/// the shape of its group assignment alone: compile-time constants, which
+/// the traces take instead of folding the simulator's kernel (whose values
+/// are TensorFlow's CPU ones).
+pub fn assign_group_values(groups: &[usize]) -> Result<Vec<Tensor>, String> {
+    if groups.len() != 2 {
+        return Err(format!("group_assignment must be 2-D, got shape {groups:?}"));
     }
-    let size = i32::try_from(groups.ty.count()).map_err(|_| "the group assignment is too large".to_string())?;
-    Ok(vec![c.constant(&Tensor::scalar(size)), c.constant(&Tensor::scalar(0i32))])
+    let size = i32::try_from(groups.iter().product::<usize>()).map_err(|_| "the group assignment is too large")?;
+    Ok(vec![Tensor::scalar(size), Tensor::scalar(0i32)])
 }
 
 /// `XlaReduceScatter(input, group_assignment, scatter_dimension) {reduce_op}`:

@@ -42,7 +42,7 @@ fn tensorflow(name: &str, r: usize) -> Tensor {
 
 /// Each output of each replica: TensorFlow's for `CollectiveReduceV2`, else by the definitions.
 fn expected(r: usize) -> Vec<Tensor> {
-    let group: Vec<usize> = if r % 2 == 0 { vec![0, 2] } else { vec![1, 3] };
+    let group: Vec<usize> = if r.is_multiple_of(2) { vec![0, 2] } else { vec![1, 3] };
     let fold = |members: &[usize], f: &dyn Fn(f32, f32) -> f32| -> Vec<f32> {
         (0..4).map(|i| members[1..].iter().fold(x(members[0])[i], |a, &m| f(a, x(m)[i]))).collect()
     };

@@ -111,6 +111,33 @@ fn ints_of(items: &[i64]) -> String {
     items.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
 }
 
+/// A stand-in value of `XlaReduceScatter` for a trace, which runs one
+/// member alone: the first block of the member's own input, of the type
+/// the op's rule gives.
+pub fn reduce_scatter_stand_in(attrs: &crate::ir::AttrMap, args: &[Tensor]) -> Result<Tensor, String> {
+    use crate::ir::shapes::rules::{infer, Operand};
+    let (x, groups, dim) = match args {
+        [x, groups, dim] => (x, groups, dim),
+        _ => return Err(format!("takes three operands, got {}", args.len())),
+    };
+    let d = dim.to_i64_vec("XlaReduceScatter", "scatter_dimension").map_err(|e| e.to_string())?;
+    let operands = [
+        Operand { dtype: x.dtype(), shape: x.shape(), value: None },
+        Operand { dtype: groups.dtype(), shape: groups.shape(), value: None },
+        Operand { dtype: dim.dtype(), shape: dim.shape(), value: Some(&d) },
+    ];
+    let out = infer("XlaReduceScatter", attrs, &operands).ok_or("XlaReduceScatter has no type rule")??;
+    let size: Vec<i64> = out[0].shape.iter().map(|&n| n as i64).collect();
+    let begin = vec![0i64; size.len()];
+    let mut sliced = crate::exec::run_kernel(
+        "Slice",
+        &crate::ir::AttrMap::new(),
+        &[x.clone(), Tensor::vector(begin), Tensor::vector(size)],
+    )
+    .map_err(|e| e.to_string())?;
+    Ok(sliced.remove(0))
+}
+
 /// `ReadVariableXlaSplitND(resource)`: the tiles of the variable's value `var`.
 pub fn read_split(c: &mut Ctx, n: &Call, var: &Val) -> Result<Vec<Val>, String> {
     let split = Call { op: "XlaSplitND", inputs: vec![var.clone()], consts: vec![None], ..*n };

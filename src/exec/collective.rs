@@ -76,6 +76,12 @@ pub(crate) enum ReduceOp {
     Sum,
     /// The sum divided by the group size.
     Mean,
+    /// The largest value (NaN if any member's is NaN).
+    Max,
+    /// The smallest value (NaN if any member's is NaN).
+    Min,
+    /// The product, in rank order.
+    Prod,
 }
 
 /// What a collective does.
@@ -538,7 +544,10 @@ fn reduce_range<T: Num>(inputs: &[&[T]], range: Range<usize>, op: ReduceOp, out:
     while start < range.end {
         let end = (start + BLOCK).min(range.end);
         let acc = &mut scratch[..end - start];
-        sum_block(inputs, start..end, acc);
+        match op {
+            ReduceOp::Sum | ReduceOp::Mean => sum_block(inputs, start..end, acc),
+            _ => fold_block(inputs, start..end, acc, op),
+        }
         if op == ReduceOp::Mean {
             for a in acc.iter_mut() {
                 *a = a.div(n);
@@ -582,6 +591,24 @@ fn sum_block<T: Num>(inputs: &[&[T]], rows: Range<usize>, acc: &mut [T]) {
                     _ => unreachable!("chunks of two"),
                 }
             }
+        }
+    }
+}
+
+/// `acc[i]` = the members' `x[i]` folded by `op` (max, min or product) in rank order.
+fn fold_block<T: Num>(inputs: &[&[T]], rows: Range<usize>, acc: &mut [T], op: ReduceOp) {
+    let Some((first, rest)) = inputs.split_first() else { return acc.fill(T::zero()) };
+    acc.copy_from_slice(&first[rows.clone()]);
+    #[allow(clippy::eq_op)] // `p != p` is the NaN test for any `Num`.
+    let fold = |a: T, p: T| match op {
+        ReduceOp::Max if p > a || p != p => p,
+        ReduceOp::Min if p < a || p != p => p,
+        ReduceOp::Prod => a.mul(p),
+        _ => a,
+    };
+    for x in rest {
+        for (a, &p) in acc.iter_mut().zip(&x[rows.clone()]) {
+            *a = fold(*a, p);
         }
     }
 }
@@ -721,6 +748,15 @@ mod tests {
         }
         for r in run_group(Kind::AllReduce(ReduceOp::Mean), inputs) {
             assert_eq!(r.unwrap(), vec![Tensor::vector(vec![1.5f32, 1.0])]);
+        }
+        // Max, min and product; a NaN member makes the max and the min NaN.
+        let inputs: Vec<Vec<Tensor>> =
+            [[2.0f32, -1.0], [f32::NAN, 3.0], [0.5, -2.0]].iter().map(|v| vec![Tensor::vector(v.to_vec())]).collect();
+        for (op, want) in [(ReduceOp::Max, 3.0f32), (ReduceOp::Min, -2.0), (ReduceOp::Prod, 6.0)] {
+            for r in run_group(Kind::AllReduce(op), inputs.clone()) {
+                let got = r.unwrap()[0].to_vec::<f32>().unwrap();
+                assert!(got[0].is_nan() && got[1] == want, "{op:?}: {got:?}");
+            }
         }
     }
 

@@ -64,6 +64,7 @@ pub const CALL_OPS: &[(&str, CallKind)] = &[
     ("XlaIf", CallKind::If),
     ("XlaReduce", CallKind::Apply),
     ("XlaReduceWindow", CallKind::Apply),
+    ("XlaScatter", CallKind::Apply),
     ("XlaSelectAndScatter", CallKind::Apply),
     ("XlaVariadicReduce", CallKind::Apply),
     ("XlaVariadicReduceV2", CallKind::Apply),
@@ -79,6 +80,7 @@ pub fn apply_functions(op: &str) -> Option<&'static [(&'static str, usize, Optio
     Some(match op {
         "XlaReduce" | "XlaVariadicReduce" | "XlaVariadicReduceV2" => &[("reducer", 2, None)],
         "XlaReduceWindow" => &[("computation", 2, Some(1))],
+        "XlaScatter" => &[("update_computation", 2, Some(1))],
         "XlaSelectAndScatter" => &[("select", 2, Some(1)), ("scatter", 2, Some(1))],
         "XlaVariadicSort" => &[("comparator", 2, Some(1))],
         _ => return None,

@@ -4,7 +4,7 @@
 //! per (cluster, outside-compilation cluster), whatever the replica count.
 //! Each such program carries `num_replicas` and no `replica`: it runs once
 //! per replica, and what differs between replicas is computed when it runs:
-//! - `ReplicaId` gives the running replica's id;
+//! - `ReplicaId` (and TensorFlow's `XlaReplicaId`) gives the running replica's id;
 //! - a collective (`CollectiveAllReduce`, `CollectiveAllGather`,
 //!   `CollectiveBroadcast`) names a `group` base and, when it does not span
 //!   every replica, a `group_assignment`; the replica's group key, group
@@ -264,7 +264,7 @@ fn bind_replica(g: &Graph, a: &DeviceAssignment, replica: u32, replicas: u32) ->
     for id in g.nodes_in_order() {
         let node = g.node(id);
         match &*node.op {
-            "ReplicaId" => {
+            "ReplicaId" | "XlaReplicaId" => {
                 let n = out.node_mut(id);
                 n.op = "Const".into();
                 n.attrs = crate::ir::AttrMap::new();

@@ -91,12 +91,12 @@ fn all_reduce_mean_divides_by_group_size() {
 
 #[test]
 fn unsupported_reduce_op_is_an_error() {
-    let mesh = mesh(&sgd_module(2, "MAX"));
+    let mesh = mesh(&sgd_module(2, "MEDIAN"));
     for r in 0..2 {
         mesh.set_variable(&format!("replica_{r}"), &format!("w/replica_{r}"), Tensor::vector(vec![1.0f32; 3])).unwrap();
     }
     let err = mesh.run_step(&feeds_for(2, |_| vec![1.0; 3]), &[]).unwrap_err();
-    assert!(err.to_string().contains("only SUM and MEAN are supported"), "{err}");
+    assert!(err.to_string().contains("reduce_op `MEDIAN`: one of SUM, MEAN, MAX, MIN, PROD"), "{err}");
 }
 
 #[test]

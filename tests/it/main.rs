@@ -46,6 +46,7 @@ mod xla_corpus;
 mod xla_device_checks;
 mod xla_ffi;
 mod xla_fn;
+mod xla_misc;
 mod xla_ops;
 mod xla_pjrt;
 mod xla_stablehlo;

@@ -244,6 +244,14 @@ fn xla_fn() {
 /// Complex feeds and outputs through the command line: JSON `[real, imaginary]`
 /// pairs and `.npy` (`c8`), on the simulator and on PJRT, giving the FFT the
 /// identity `FFT([1+1j, 2-2j]) = [3-1j, -1+3j]` computes by hand.
+/// XlaScatter with its update function, and the variable forms of the SPMD tilers
+/// (ReadVariableXlaSplitND, AssignVariableXlaConcatND), against TensorFlow's XLA bridge
+/// (`tests/tf/ops_xla_misc.py`; TensorFlow has no CPU kernel and no gradient for them).
+#[test]
+fn xla_misc() {
+    check_family("xla_misc");
+}
+
 #[test]
 fn complex_values_cross_the_command_line() {
     use crate::support::cli::run;

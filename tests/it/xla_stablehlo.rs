@@ -222,6 +222,7 @@ const TRACED_WHOLE: &[&str] = &[
     "ops/lists.pbtxt",
     "ops/xla_ext.pbtxt",
     "ops/xla_fn.pbtxt",
+    "ops/xla_misc.pbtxt",
     "replicated_cond_grad.pbtxt",
     "replicated_while.pbtxt",
     "stateful_control_flow.pbtxt",

@@ -62,6 +62,7 @@ mod strided;
 mod strings;
 mod xla_ext;
 pub(crate) mod xla_fn;
+mod xla_misc;
 mod xla_ops;
 
 use std::collections::BTreeSet;
@@ -78,6 +79,7 @@ pub const DEVICE_OPS: &[&str] = &[
     "AssignAddVariableOp",
     "AssignSubVariableOp",
     "AssignVariableOp",
+    "AssignVariableXlaConcatND",
     "CollectiveAllGather",
     "CollectiveAllReduce",
     "CollectiveBroadcast",
@@ -89,6 +91,7 @@ pub const DEVICE_OPS: &[&str] = &[
     "NextIteration",
     "Placeholder",
     "ReadVariableOp",
+    "ReadVariableXlaSplitND",
     "ReplicaId",
     "ResourceApplyAdaMax",
     "ResourceApplyAdadelta",
@@ -129,6 +132,7 @@ pub const DEVICE_OPS: &[&str] = &[
     "VarHandleOp",
     "VarIsInitializedOp",
     "VariableShape",
+    "XlaReplicaId",
     "_Recv",
     "_Send",
 ];
@@ -187,6 +191,7 @@ pub const PURE_OPS: &[&str] = &[
     "CheckNumerics",
     "Cholesky",
     "ClipByValue",
+    "CollectiveAssignGroupV2",
     "CollectiveReduceV2",
     "Complex",
     "ComplexAbs",
@@ -505,6 +510,7 @@ pub const PURE_OPS: &[&str] = &[
     "XlaPad",
     "XlaRecv",
     "XlaReducePrecision",
+    "XlaReduceScatter",
     "XlaRemoveDynamicDimensionSize",
     "XlaSelfAdjointEig",
     "XlaSend",
@@ -932,6 +938,7 @@ fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Tensor>,
             .or_else(|| xla_ops::dispatch(op, attrs, inputs))
             .or_else(|| xla_fn::dispatch(op, inputs))
             .or_else(|| xla_ext::dispatch(op, attrs, inputs))
+            .or_else(|| xla_misc::dispatch(op, attrs, inputs))
             .unwrap_or_else(|| Err(KernelError::NoKernel { op: op.to_string() })),
     }
 }

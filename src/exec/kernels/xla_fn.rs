@@ -43,6 +43,7 @@ pub(crate) fn apply(op: &str, attrs: &AttrMap, inputs: &[Tensor], run: Run) -> R
     match op {
         "XlaReduce" | "XlaVariadicReduce" | "XlaVariadicReduceV2" => reduce(op, attrs, inputs, run),
         "XlaReduceWindow" => reduce_window(op, attrs, inputs, run),
+        "XlaScatter" => super::xla_misc::scatter(op, attrs, inputs, run),
         "XlaSelectAndScatter" => select_and_scatter(op, attrs, inputs, run),
         "XlaVariadicSort" => variadic_sort(op, attrs, inputs, run),
         _ => Err(KernelError::NoKernel { op: op.to_string() }),
@@ -61,7 +62,7 @@ pub(crate) fn dispatch(op: &str, inputs: &[Tensor]) -> Option<Result<Vec<Tensor>
 // ---------------------------------------------------------------- helpers
 
 /// The function attribute `key`.
-fn func<'a>(op: &str, attrs: &'a AttrMap, key: &str) -> Result<&'a str, KernelError> {
+pub(super) fn func<'a>(op: &str, attrs: &'a AttrMap, key: &str) -> Result<&'a str, KernelError> {
     match attrs.get(key) {
         Some(AttrValue::Func(f)) => Ok(&f.name),
         _ => Err(KernelError::invalid(op, format!("missing function attribute `{key}`"))),
@@ -70,10 +71,10 @@ fn func<'a>(op: &str, attrs: &'a AttrMap, key: &str) -> Result<&'a str, KernelEr
 
 /// A tensor's elements in row-major order, read one at a time as scalar
 /// tensors (the tensor is held once, in standard layout).
-struct Elements(Tensor);
+pub(super) struct Elements(Tensor);
 
 impl Elements {
-    fn new(op: &str, t: &Tensor) -> Result<Elements, KernelError> {
+    pub(super) fn new(op: &str, t: &Tensor) -> Result<Elements, KernelError> {
         fn contiguous<T: Element>(t: &Tensor) -> Option<Tensor> {
             let a = T::unwrap(t)?;
             Some(if a.as_slice().is_some() {
@@ -88,7 +89,7 @@ impl Elements {
     }
 
     /// Element `i` as a scalar tensor.
-    fn at(&self, i: usize) -> Result<Tensor, KernelError> {
+    pub(super) fn at(&self, i: usize) -> Result<Tensor, KernelError> {
         fn of<T: Element>(t: &Tensor, i: usize) -> Option<Tensor> {
             Some(Tensor::scalar(T::unwrap(t)?.as_slice()?.get(i)?.clone()))
         }
@@ -98,7 +99,7 @@ impl Elements {
 }
 
 /// A tensor of `shape` from scalars of `like`'s dtype.
-fn assemble(op: &str, like: &Tensor, shape: &[usize], items: &[Tensor]) -> Result<Tensor, KernelError> {
+pub(super) fn assemble(op: &str, like: &Tensor, shape: &[usize], items: &[Tensor]) -> Result<Tensor, KernelError> {
     fn of<T: Element>(shape: &[usize], items: &[Tensor]) -> Option<Tensor> {
         let values = items.iter().map(|s| T::unwrap(s)?.iter().next().cloned()).collect::<Option<Vec<T>>>()?;
         Some(T::wrap(ArcArray::from_shape_vec(IxDyn(shape), values).ok()?))
@@ -108,7 +109,13 @@ fn assemble(op: &str, like: &Tensor, shape: &[usize], items: &[Tensor]) -> Resul
 }
 
 /// Calls `name` and checks that it returns `want` scalars of the dtypes of `like`.
-fn call(op: &str, run: Run, name: &str, args: Vec<Tensor>, like: &[&Tensor]) -> Result<Vec<Tensor>, KernelError> {
+pub(super) fn call(
+    op: &str,
+    run: Run,
+    name: &str,
+    args: Vec<Tensor>,
+    like: &[&Tensor],
+) -> Result<Vec<Tensor>, KernelError> {
     let out = run(name, args)?;
     if out.len() != like.len() {
         return Err(KernelError::invalid(
@@ -144,7 +151,7 @@ fn truth(op: &str, name: &str, t: &Tensor) -> Result<bool, KernelError> {
 }
 
 /// Row-major strides of `shape`.
-fn strides(shape: &[usize]) -> Vec<usize> {
+pub(super) fn strides(shape: &[usize]) -> Vec<usize> {
     let mut s = vec![1; shape.len()];
     for d in (0..shape.len().saturating_sub(1)).rev() {
         s[d] = s[d + 1] * shape[d + 1];
@@ -153,7 +160,7 @@ fn strides(shape: &[usize]) -> Vec<usize> {
 }
 
 /// The multi-index of flat position `i` in `shape`.
-fn unravel(mut i: usize, shape: &[usize], out: &mut [usize]) {
+pub(super) fn unravel(mut i: usize, shape: &[usize], out: &mut [usize]) {
     for d in (0..shape.len()).rev() {
         let n = shape[d].max(1);
         out[d] = i % n;

@@ -32,7 +32,7 @@ pub(super) fn device_kernel(
     let mesh = shared.mesh;
     match op {
         "Placeholder" => Err(err(KernelError::invalid(op, format!("`%{}` must be fed", step.name)))),
-        "ReplicaId" => match instance.replica {
+        "ReplicaId" | "XlaReplicaId" => match instance.replica {
             Some(r) => Ok(vec![Tensor::scalar(
                 i32::try_from(r).map_err(|_| err(KernelError::invalid(op, "replica id too large")))?,
             )]),
@@ -79,6 +79,31 @@ pub(super) fn device_kernel(
             })?;
             check_dtype(&value)?;
             Ok(vec![value])
+        }
+        "ReadVariableXlaSplitND" => {
+            // The variable's value, padded and split into tiles by `XlaSplitND`'s kernel.
+            let h = handle(&inputs)?;
+            let value = mesh.device_variable(&h.device, &h.name).ok_or_else(|| {
+                err(KernelError::invalid(op, format!("variable `{}` on {} is not initialised", h.name, h.device)))
+            })?;
+            match step.attrs.get("T").and_then(|v| v.as_type()) {
+                Some(d) if d != value.dtype() => Err(err(KernelError::invalid(
+                    op,
+                    format!("the variable holds {} but the op expects {d}", value.dtype()),
+                ))),
+                _ => kernels::run_kernel("XlaSplitND", &step.attrs, &[value]).map_err(err),
+            }
+        }
+        "AssignVariableXlaConcatND" => {
+            // The tiles joined by `XlaConcatND`'s kernel, less the padding, as the variable's value.
+            let h = handle(&inputs)?;
+            let tiles = inputs.get(1..).unwrap_or_default();
+            let value = kernels::run_kernel("XlaConcatND", &step.attrs, tiles).map_err(err)?.remove(0);
+            let mut stores = mesh.stores();
+            for (device, name) in h.copies() {
+                stores.entry(device.clone()).or_default().insert(name.to_string(), value.clone());
+            }
+            Ok(Vec::new())
         }
         "VariableShape" => {
             let h = handle(&inputs)?;
@@ -323,8 +348,11 @@ pub(super) fn collective(
     let kind = match op {
         "CollectiveAllReduce" => match step.attrs.get_str("reduce_op").unwrap_or("SUM") {
             "SUM" | "Add" => Kind::AllReduce(ReduceOp::Sum),
-            "MEAN" => Kind::AllReduce(ReduceOp::Mean),
-            other => return Err(err(format!("reduce_op `{other}`: only SUM and MEAN are supported"))),
+            "MEAN" | "Mean" => Kind::AllReduce(ReduceOp::Mean),
+            "MAX" | "Max" => Kind::AllReduce(ReduceOp::Max),
+            "MIN" | "Min" => Kind::AllReduce(ReduceOp::Min),
+            "PROD" | "Mul" => Kind::AllReduce(ReduceOp::Prod),
+            other => return Err(err(format!("reduce_op `{other}`: one of SUM, MEAN, MAX, MIN, PROD"))),
         },
         "CollectiveAllGather" => Kind::AllGather,
         _ => Kind::Broadcast {
@@ -361,10 +389,41 @@ pub(super) fn collective(
             span: step.span,
         }),
     })?;
-    match widened {
-        Some(how) => kernels::dtypes::narrow(op, &step.attrs, &how, outputs).map_err(|e| node_error(run, step, e)),
+    let outputs = match widened {
+        Some(how) => kernels::dtypes::narrow(op, &step.attrs, &how, outputs).map_err(|e| node_error(run, step, e))?,
+        None => outputs,
+    };
+    match step.attrs.get_int("scatter_dimension") {
+        // A reduce-scatter (TensorFlow's `XlaReduceScatter`): this member's block of the reduced value.
+        Some(d) => scattered(op, outputs, d, group_size, rank).map_err(|e| node_error(run, step, e)),
         None => Ok(outputs),
     }
+}
+
+/// Block `rank` of `group_size` equal blocks along dimension `d` of the one output.
+fn scattered(
+    op: &str,
+    outputs: Vec<Tensor>,
+    d: i64,
+    group_size: usize,
+    rank: usize,
+) -> Result<Vec<Tensor>, KernelError> {
+    let x = kernels::arg(op, &outputs, 0)?;
+    let shape = x.shape();
+    let axis = usize::try_from(d).ok().filter(|&a| a < shape.len()).ok_or_else(|| {
+        KernelError::invalid(op, format!("scatter_dimension {d} is outside the rank {} of the operand", shape.len()))
+    })?;
+    if !shape[axis].is_multiple_of(group_size) {
+        return Err(KernelError::invalid(
+            op,
+            format!("dimension {axis} ({}) does not split into {group_size} equal blocks", shape[axis]),
+        ));
+    }
+    let block = shape[axis] / group_size;
+    let begin: Vec<i64> = (0..shape.len()).map(|k| if k == axis { (rank * block) as i64 } else { 0 }).collect();
+    let size: Vec<i64> =
+        shape.iter().enumerate().map(|(k, &n)| if k == axis { block as i64 } else { n as i64 }).collect();
+    kernels::run_kernel("Slice", &AttrMap::new(), &[x.clone(), Tensor::vector(begin), Tensor::vector(size)])
 }
 
 /// The variable a `VarHandleOp` names when `instance` runs it: in the

@@ -30,8 +30,10 @@
 //! - `CrossReplicaSum` becomes `CollectiveAllReduce` over its replica
 //!   groups, `AllGather` a `CollectiveAllGather` over them; `AllReduce` (SUM or MEAN; a fused one with its
 //!   `group_assignment`) one collective over all its operands; `Broadcast` a
-//!   `CollectiveBroadcast` from replica 0; `ReplicaId` stays, and gives the
-//!   running replica's id.
+//!   `CollectiveBroadcast` from replica 0; TensorFlow's `XlaAllReduce`,
+//!   `XlaReduceScatter` and `CollectiveReduceV2` a `CollectiveAllReduce`
+//!   where their groups and reduction are constants it has (see `nodes`);
+//!   `ReplicaId` and `XlaReplicaId` stay, and give the running replica's id.
 //! - The host waits for a cluster op (a control edge from the host) with
 //!   one `_Recv` of a token from every replica (`all_replicas = N`).
 //! - Metadata ops are dropped; the TPU tags are removed from program ops.
@@ -622,6 +624,16 @@ impl Builder<'_> {
                 continue;
             };
             match &*node.op {
+                "XlaAllReduce" | "XlaReduceScatter" | "CollectiveReduceV2"
+                    if self.tf_collective(id, cluster).is_some() =>
+                {
+                    let next = self.collective_instance.len() as i64;
+                    self.collective_instance.entry((cluster, id)).or_insert(next);
+                    if let Some(groups) = self.read_replica_groups(id) {
+                        let shared = distinct_groups.entry(groups).or_insert_with_key(|g| group_tensor(g));
+                        self.replica_groups.insert(id, AttrValue::Tensor(Arc::clone(shared)));
+                    }
+                }
                 "CrossReplicaSum" | "AllGather" | "AllReduce" | "Broadcast" => {
                     let next = self.collective_instance.len() as i64;
                     self.collective_instance.entry((cluster, id)).or_insert(next);
@@ -721,7 +733,17 @@ impl Builder<'_> {
     /// assignment of a CrossReplicaSum or AllGather is a compile-time fact
     /// in a replica, not an operand.
     fn skips_operand(&self, id: NodeId, program: Program, slot: usize) -> bool {
-        slot == 1 && program.is_replicated() && matches!(&*self.src.node(id).op, "CrossReplicaSum" | "AllGather")
+        if !program.is_replicated() {
+            return false;
+        }
+        match &*self.src.node(id).op {
+            "CrossReplicaSum" | "AllGather" => slot == 1,
+            // A TensorFlow collective made a `CollectiveAllReduce`: only its input stays.
+            "XlaAllReduce" | "XlaReduceScatter" | "CollectiveReduceV2" => {
+                slot >= 1 && program.cluster().is_some_and(|c| self.collective_instance.contains_key(&(c, id)))
+            }
+            _ => false,
+        }
     }
 }
 

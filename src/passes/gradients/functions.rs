@@ -386,6 +386,7 @@ pub fn is_not_differentiable(op_type: &str) -> bool {
             | "Placeholder"
             | "VarHandleOp"
             | "ReplicaId"
+            | "XlaReplicaId"
             | "RandomUniform"
             | "RandomStandardNormal"
             | "Sign"

@@ -12,7 +12,9 @@
 //! Arguments, variable reads, the replica id and collectives are never
 //! constant. Collectives are traced as the identity (their shape is their
 //! operand's), an all-gather as its operand repeated once per member of its
-//! group ([`gathered`]); their values are not used. Call ops (`While`,
+//! group ([`gathered`]), a reduce-scatter as its operand's first block;
+//! their values are not used. `CollectiveAssignGroupV2` is the constants
+//! TensorFlow's XLA bridge gives. Call ops (`While`,
 //! `If`, …) run the simulator's interpreter on their functions
 //! (`calls.rs`); their results are never constant. TensorList and Optional values are traced
 //! by the simulator's kernels; a list's compile-time capacity and element
@@ -233,7 +235,12 @@ fn trace_with(
                 vars.insert(h, new);
                 Vec::new()
             }
-            "ReplicaId" => vec![Traced::known(Tensor::scalar(0i32), false)],
+            "CollectiveAssignGroupV2" => {
+                let shape = operand(&values, 0)?.0.shape().to_vec();
+                let v = super::ops::xla_misc::assign_group_values(&shape).map_err(|m| lowering(graph, id, m))?;
+                v.into_iter().map(|t| Traced::known(t, true)).collect()
+            }
+            "ReplicaId" | "XlaReplicaId" => vec![Traced::known(Tensor::scalar(0i32), false)],
             _ if state::has_builder(op) => {
                 let k = state::handle_operands(op);
                 let mut handles = Vec::with_capacity(k);
@@ -277,6 +284,14 @@ fn trace_with(
                     vars.insert(*h, v);
                 }
                 results.into_iter().map(|value| Traced::known(value, false)).collect()
+            }
+            // TensorFlow's collectives, traced as one member alone: its own value (a reduce-scatter: its first block).
+            "XlaAllReduce" | "CollectiveReduceV2" => vec![Traced::known(operand(&values, 0)?.0, false)],
+            "XlaReduceScatter" => {
+                let args = (0..3).map(|i| operand(&values, i).map(|v| v.0)).collect::<Result<Vec<_>, _>>()?;
+                let v = super::ops::xla_misc::reduce_scatter_stand_in(&node.attrs, &args)
+                    .map_err(|m| lowering(graph, id, m))?;
+                vec![Traced::known(v, false)]
             }
             _ if COLLECTIVES.contains(&op) => {
                 let n = if op == "CrossReplicaSum" { 1 } else { inputs.len() };

@@ -244,7 +244,21 @@ impl Walk<'_> {
                 self.updated.insert(h);
                 Vec::new()
             }
-            "ReplicaId" => vec![Traced::typed(Ty::scalar(DType::I32))],
+            "CollectiveAssignGroupV2" => {
+                let shape = self.operand(id, 0)?.ty.shape;
+                let v = super::ops::xla_misc::assign_group_values(&shape).map_err(|m| lowering(graph, id, m))?;
+                v.into_iter().map(|t| Traced::known(t, true)).collect()
+            }
+            "ReplicaId" | "XlaReplicaId" => vec![Traced::typed(Ty::scalar(DType::I32))],
+            // The variable's tiles, by `XlaSplitND`'s rule.
+            "ReadVariableXlaSplitND" => {
+                let (_, v) = self.var(id)?;
+                let operand = crate::ir::shapes::rules::Operand { dtype: v.dtype, shape: &v.shape, value: None };
+                let tiles = crate::ir::shapes::rules::infer("XlaSplitND", &node.attrs, &[operand])
+                    .unwrap_or_else(|| Err("XlaSplitND has no type rule".into()))
+                    .map_err(|m| lowering(graph, id, m))?;
+                tiles.into_iter().map(|t| Traced::typed(Ty::new(t.dtype, t.shape))).collect()
+            }
             "ResourceGather" => {
                 let (_, v) = self.var(id)?;
                 let indices = self.operand(id, 1)?.ty;
@@ -384,7 +398,11 @@ impl Walk<'_> {
                     };
                     vec![v]
                 }
-                "ReplicaId" => vec![Tensor::scalar(0i32)],
+                "ReplicaId" | "XlaReplicaId" => vec![Tensor::scalar(0i32)],
+                "CollectiveAssignGroupV2" => {
+                    let shape = value(self, 0)?.shape().to_vec();
+                    super::ops::xla_misc::assign_group_values(&shape).map_err(|m| lowering(graph, id, m))?
+                }
                 _ if COLLECTIVES.contains(&op) => {
                     let n = if op == "CrossReplicaSum" { 1 } else { inputs.len() };
                     (0..n).map(|i| value(self, i)).collect::<Result<_, _>>()?

@@ -36,6 +36,7 @@ mod shape;
 mod spmd;
 mod xla_ext;
 mod xla_fn;
+pub mod xla_misc;
 pub mod xla_ops;
 
 pub use image::conv_as_fixed_rank;
@@ -216,6 +217,7 @@ const TABLE: &[(&str, Rule)] = &[
     ("CheckNumerics", ew::same),
     ("Cholesky", linalg::cholesky),
     ("ClipByValue", ew::same),
+    ("CollectiveAssignGroupV2", xla_misc::assign_group),
     ("CollectiveReduceV2", spmd::same),
     ("Complex", cx::complex),
     ("ComplexAbs", cx::part),
@@ -509,8 +511,10 @@ const TABLE: &[(&str, Rule)] = &[
     ("XlaRecv", xla_ext::recv),
     ("XlaReduce", xla_fn::reduce),
     ("XlaReducePrecision", ew::same),
+    ("XlaReduceScatter", xla_misc::reduce_scatter),
     ("XlaReduceWindow", xla_fn::reduce_window),
     ("XlaRemoveDynamicDimensionSize", spmd::same),
+    ("XlaScatter", xla_misc::scatter),
     ("XlaSelectAndScatter", xla_fn::select_and_scatter),
     ("XlaSelfAdjointEig", linalg_solve::eigh),
     ("XlaSend", xla_ext::send),

@@ -59,6 +59,7 @@ mod spmd;
 pub mod state;
 mod xla_ext;
 pub(super) mod xla_fn;
+pub mod xla_misc;
 mod xla_ops;
 
 use super::text::{Cmp, Ctx, Reducer, Ty, Val};
@@ -184,6 +185,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("ClipByValue", sp::clip_by_value),
     ("CollectiveAllGather", collective::collective_all_gather),
     ("CollectiveAllReduce", collective::collective_all_reduce),
+    ("CollectiveAssignGroupV2", xla_misc::assign_group),
     ("CollectiveBroadcast", collective::broadcast),
     ("CollectiveReduceV2", spmd::collective_reduce_v2),
     ("Complex", cx::complex),
@@ -499,7 +501,9 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("XlaPad", xla_ops::pad),
     ("XlaRecv", xla_ext::recv),
     ("XlaReducePrecision", xla_ops::reduce_precision),
+    ("XlaReduceScatter", xla_misc::reduce_scatter),
     ("XlaRemoveDynamicDimensionSize", identity),
+    ("XlaReplicaId", collective::replica_id),
     ("XlaSelfAdjointEig", linalg_solve_eig::eigh),
     ("XlaSend", xla_ext::send),
     ("XlaSetBound", identity),

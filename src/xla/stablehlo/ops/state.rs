@@ -1,5 +1,6 @@
 //! Variable updates beyond reads and assignments: the optimizers'
-//! `ResourceApply*` ops, `ResourceGather` and `ResourceScatter{Add,Sub,Update}`
+//! `ResourceApply*` ops, `ResourceGather`, `ResourceScatter{Add,Sub,Update}`,
+//! `ReadVariableXlaSplitND` and `AssignVariableXlaConcatND` (in `xla_misc`)
 //! (the other resource scatters are built in `segment`, `ResourceStridedSliceAssign`
 //! in `data_ops`).
 //! The emitter keeps each variable's current value as an SSA value; for
@@ -37,7 +38,9 @@ pub fn handle_operands(op: &str) -> usize {
     if EMITTER_OPS.contains(&op)
         || matches!(
             op,
-            "ResourceGather"
+            "AssignVariableXlaConcatND"
+                | "ReadVariableXlaSplitND"
+                | "ResourceGather"
                 | "ResourceScatterAdd"
                 | "ResourceScatterSub"
                 | "ResourceScatterUpdate"
@@ -71,6 +74,17 @@ pub(crate) fn evaluate(
     let arg = |i: usize| rest.get(i).ok_or_else(|| format!("missing operand {}", i + 1));
     let var = vars.first().ok_or("no variable")?;
     match op {
+        "ReadVariableXlaSplitND" => {
+            let tiles = crate::exec::run_kernel("XlaSplitND", attrs, vars).map_err(|e| e.to_string())?;
+            Ok((vars.to_vec(), tiles))
+        }
+        "AssignVariableXlaConcatND" => {
+            let joined = crate::exec::run_kernel("XlaConcatND", attrs, rest).map_err(|e| e.to_string())?;
+            if joined.first().map(|j| (j.dtype(), j.shape())) != Some((var.dtype(), var.shape())) {
+                return Err(format!("the joined tiles do not make the variable's {}{:?}", var.dtype(), var.shape()));
+            }
+            Ok((joined, Vec::new()))
+        }
         "ResourceGather" => {
             let batch_dims = attrs.get_int("batch_dims").unwrap_or(0);
             let out = host_gather::resource_gather(op, var, arg(0)?, batch_dims).map_err(|e| e.to_string())?;
@@ -107,6 +121,8 @@ pub(crate) fn evaluate(
 pub fn build(c: &mut Ctx, n: &Call, vars: &[Val]) -> Result<(Vec<Val>, Vec<Val>), String> {
     let var = vars.first().ok_or("no variable")?;
     match n.op {
+        "ReadVariableXlaSplitND" => Ok((vars.to_vec(), super::xla_misc::read_split(c, n, var)?)),
+        "AssignVariableXlaConcatND" => Ok((vec![super::xla_misc::assign_concat(c, n, var)?], Vec::new())),
         "ResourceGather" => {
             // Along axis `batch_dims`, the leading `batch_dims` dimensions paired.
             let indices = n.input(0)?;

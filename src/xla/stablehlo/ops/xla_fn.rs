@@ -37,17 +37,17 @@ pub(in crate::xla::stablehlo) struct Apply<'a> {
 }
 
 impl Apply<'_> {
-    fn err(&self, message: impl Into<String>) -> XlaError {
+    pub(super) fn err(&self, message: impl Into<String>) -> XlaError {
         let node = self.graph.node(self.id);
         XlaError::Lowering { node: node.name.to_string(), op: node.op.to_string(), message: message.into() }
     }
 
-    fn attrs(&self) -> &AttrMap {
+    pub(super) fn attrs(&self) -> &AttrMap {
         &self.graph.node(self.id).attrs
     }
 
     /// Function attr `key`.
-    fn func(&self, key: &str) -> Result<String, XlaError> {
+    pub(super) fn func(&self, key: &str) -> Result<String, XlaError> {
         match self.attrs().get(key) {
             Some(AttrValue::Func(f)) => Ok(f.name.to_string()),
             _ => Err(self.err(format!("has no function attribute `{key}`"))),
@@ -75,7 +75,13 @@ impl Apply<'_> {
 
     /// A region calling function `name` on scalars of `dtypes`, checked to
     /// return scalars of `results`.
-    fn region(&self, ctx: &mut Ctx, name: &str, dtypes: &[DType], results: &[DType]) -> Result<String, XlaError> {
+    pub(super) fn region(
+        &self,
+        ctx: &mut Ctx,
+        name: &str,
+        dtypes: &[DType],
+        results: &[DType],
+    ) -> Result<String, XlaError> {
         let args = dtypes.iter().map(|&d| zero(d).map_err(|m| self.err(m))).collect::<Result<Vec<_>, _>>()?;
         let (sym, tys) = calls::define(self.lib, name, &args, &vec![false; args.len()], Finals::Append, self.replicas)?;
         let want: Vec<Ty> = results.iter().map(|&d| Ty::scalar(d)).collect();
@@ -144,6 +150,7 @@ pub(in crate::xla::stablehlo) fn apply(ctx: &mut Ctx, a: &Apply) -> Result<Vec<V
             );
             Ok(ctx.op_regions("stablehlo.reduce_window", &refs[..2], &[region], &attrs, a.out))
         }
+        "XlaScatter" => super::xla_misc::scatter(ctx, a),
         "XlaSelectAndScatter" => {
             if rank == 0 || a.vals.len() < 6 {
                 return Err(a.err("it takes an operand of rank 1 or more and six operands"));

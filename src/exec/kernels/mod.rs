@@ -59,6 +59,7 @@ mod special_fns;
 mod spmd;
 mod strided;
 mod strings;
+pub(crate) mod tensor_array;
 pub(crate) mod xla_fn;
 mod xla_ops;
 

@@ -17,7 +17,7 @@
 //! a constant, or a structural op (arguments, results, metadata).
 //! Cost: a few hundred kernel calls on two-element tensors.
 
-use crate::exec::kernels::{run_kernel, DEVICE_OPS, PURE_OPS, VARIANT_OPS};
+use crate::exec::kernels::{run_kernel, DEVICE_OPS, PURE_OPS, TENSOR_ARRAY_OPS, VARIANT_OPS};
 use crate::exec::Tensor;
 use crate::ir::ops::{lookup, Placement};
 use crate::ir::{AttrMap, AttrValue, DType};
@@ -99,8 +99,8 @@ pub fn supported_ops() -> Vec<OpSupport> {
             placement: placement(name),
             pjrt: lowering_of(name),
         }))
-        // TensorList and Optional kernels take variant operands: not probed.
-        .chain(VARIANT_OPS.iter().map(|&name| OpSupport {
+        // TensorList, TensorArray and Optional kernels take variant operands: not probed.
+        .chain(VARIANT_OPS.iter().chain(TENSOR_ARRAY_OPS).map(|&name| OpSupport {
             name,
             dtypes: Vec::new(),
             backend: "interpreter",

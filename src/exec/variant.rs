@@ -35,4 +35,7 @@ pub struct TensorList {
     /// fails, as in TensorFlow. The StableHLO lowering sizes the list's
     /// buffer by it.
     pub max_num_elements: Option<usize>,
+    /// For a TensorArray's gradient array (`TensorArrayGradV3`), the
+    /// gradient source it was made for; `None` for every other list.
+    pub gradient_source: Option<String>,
 }

@@ -148,6 +148,13 @@ fn special() {
     check_family("special");
 }
 
+/// TensorFlow 1's TensorArray*V3 ops and their gradients, each case a chain of raw ops from a
+/// dense tensor to a dense tensor (`tests/tf/ops_tensor_array.py`).
+#[test]
+fn tensor_array() {
+    check_family("tensor_array");
+}
+
 /// The XLA-only ops of tf2xla's helpers: XlaPad, XlaDynamicSlice, XlaDynamicUpdateSlice,
 /// XlaReducePrecision, XlaBroadcastHelper, XlaDot(V2), XlaEinsum, XlaGather, XlaConv(V2)
 /// (`tests/tf/ops_xla_ops.py`).

@@ -220,6 +220,7 @@ const TRACED_WHOLE: &[&str] = &[
     "keras_more/mixed_bfloat16.pbtxt",
     "keras_more/opt_schedule_piecewise.pbtxt",
     "ops/lists.pbtxt",
+    "ops/tensor_array.pbtxt",
     "ops/xla_ext.pbtxt",
     "ops/xla_fn.pbtxt",
     "ops/xla_misc.pbtxt",

@@ -113,7 +113,7 @@ pub fn is_call_op(op: &str) -> bool {
 
 /// True when this file has a kernel for `op`.
 pub fn has_kernel(op: &str) -> bool {
-    is_call_op(op) || VARIANT_OPS.contains(&op)
+    is_call_op(op) || VARIANT_OPS.contains(&op) || super::tensor_array::OPS.contains(&op)
 }
 
 // ---------------------------------------------------------------- functions
@@ -476,6 +476,9 @@ fn check_item(op: &str, l: &TensorList, item: &Tensor) -> Result<(), KernelError
 
 /// Runs a `TensorList*` or `Optional*` kernel; `None` for other ops.
 pub(crate) fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Option<Result<Vec<Tensor>, KernelError>> {
+    if super::tensor_array::OPS.contains(&op) {
+        return Some(super::tensor_array::kernel(op, attrs, inputs));
+    }
     VARIANT_OPS.contains(&op).then(|| variant_kernel(op, attrs, inputs))
 }
 
@@ -504,6 +507,7 @@ fn variant_kernel(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Te
                 element_shape,
                 items: vec![None; n],
                 max_num_elements,
+                gradient_source: None,
             })))
         }
         "TensorListFromTensor" => {
@@ -518,6 +522,7 @@ fn variant_kernel(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Te
                 element_shape,
                 items,
                 max_num_elements: None,
+                gradient_source: None,
             })))
         }
         "TensorListSetItem" => {

@@ -54,6 +54,7 @@ fn split(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Tensor>, Ke
         element_shape,
         items: parts.into_iter().map(Some).collect(),
         max_num_elements: None,
+        gradient_source: None,
     }))])
 }
 

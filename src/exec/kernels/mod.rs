@@ -18,6 +18,8 @@
 pub(crate) mod control_flow;
 /// The TensorList and Optional kernels (variant values), sorted.
 pub use control_flow::VARIANT_OPS;
+/// The TensorArray kernels (lists carried by the flow), sorted.
+pub use tensor_array::OPS as TENSOR_ARRAY_OPS;
 mod bitwise;
 pub(crate) mod complex;
 mod conv;
@@ -61,6 +63,7 @@ mod spmd;
 mod strided;
 mod strings;
 mod xla_ext;
+pub(crate) mod tensor_array;
 pub(crate) mod xla_fn;
 mod xla_misc;
 mod xla_ops;

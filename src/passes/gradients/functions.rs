@@ -416,6 +416,10 @@ pub fn is_not_differentiable(op_type: &str) -> bool {
             | "RightShift"
             | "PopulationCount"
             | "TruncateDiv"
+            | "TensorArrayCloseV3"
+            | "TensorArrayGradV3"
+            | "TensorArraySizeV3"
+            | "TensorArrayV3"
     )
 }
 

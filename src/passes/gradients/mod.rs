@@ -56,6 +56,7 @@ mod quant_functions;
 mod special_functions;
 mod spmd_functions;
 mod xla_ext_functions;
+mod tensor_array_functions;
 mod xla_ops_functions;
 
 use std::collections::VecDeque;
@@ -207,6 +208,7 @@ const OP_FAMILIES: &[FamilyGradient] = &[
     quant_functions::gradient,
     special_functions::gradient,
     spmd_functions::gradient,
+    tensor_array_functions::gradient,
     xla_ops_functions::gradient,
 ];
 

@@ -37,7 +37,13 @@ use crate::ir::{AttrValue, DType, Graph, NodeId};
 use crate::xla::error::XlaError;
 
 /// Ops that make a new list.
-const MAKERS: &[&str] = &["EmptyTensorList", "TensorListFromTensor", "TensorListReserve", "TensorListSplit"];
+const MAKERS: &[&str] =
+    &["EmptyTensorList", "TensorArrayV3", "TensorListFromTensor", "TensorListReserve", "TensorListSplit"];
+
+/// The output of maker op `op` that is its list (a TensorArray's flow).
+fn made_output(op: &str) -> u32 {
+    u32::from(op == "TensorArrayV3")
+}
 
 /// A list's element shape when every dimension is known: the declared
 /// one, else that of an element it holds.
@@ -143,11 +149,12 @@ pub(crate) fn fixes(
     for &id in nodes {
         let node = graph.node(id);
         if MAKERS.contains(&&*node.op) {
-            if let Some(made) = values.get(&(id, 0)).and_then(|t| t.value.as_ref().and_then(as_list)) {
+            let o = made_output(&node.op);
+            if let Some(made) = values.get(&(id, o)).and_then(|t| t.value.as_ref().and_then(as_list)) {
                 at.insert(id, seen.len());
                 let info = Seen { made: made.clone(), most: made.items.len(), shape: element_shape(made) };
                 seen.push((id, info));
-                origin.insert((id, 0), vec![id]);
+                origin.insert((id, o), vec![id]);
             }
             continue;
         }
@@ -170,6 +177,11 @@ pub(crate) fn fixes(
             }
             None if node.op.starts_with("TensorList") => {
                 lists_out.iter().filter(|&&o| o == 0).map(|&o| (o, vec![0])).collect()
+            }
+            // A TensorArray op's new flow derives from its flow operand.
+            None if node.op.starts_with("TensorArray") => {
+                let slot = crate::exec::kernels::tensor_array::flow_slot(&node.op);
+                lists_out.iter().filter_map(|&o| slot.map(|s| (o, vec![s]))).collect()
             }
             None => Vec::new(),
         };

@@ -327,10 +327,11 @@ fn trace_with(
                             Some(f) => super::lists::apply(&value, f),
                             None => value,
                         };
-                        // TensorListConcatV2's lengths are its elements' leading dimensions: on the
+                        // TensorListConcatV2's (and TensorArrayConcatV3's) lengths are its elements' leading dimensions: on the
                         // device every element has the list's one shape, so they are compile-time
                         // facts (as in tf2xla).
-                        Traced::known(value, constant || (op == "TensorListConcatV2" && k == 1))
+                        let lengths = matches!(op, "TensorListConcatV2" | "TensorArrayConcatV3") && k == 1;
+                        Traced::known(value, constant || lengths)
                     })
                     .collect()
             }
@@ -468,7 +469,8 @@ impl Emitter<'_> {
         for i in 0..read {
             let k = key(i).unwrap_or((id, 0));
             let t = self.traced.values.get(&k);
-            consts.push(t.filter(|t| t.constant).and_then(|t| t.value.clone()));
+            let fact = super::ops::tensor_array::TRACED_OPERANDS.contains(&(op, i));
+            consts.push(t.filter(|t| t.constant || fact).and_then(|t| t.value.clone()));
             vals.push(self.value(ctx, k)?);
         }
         let outputs: Vec<Ty> = traced_outputs.iter().map(|t| t.ty.clone()).collect();

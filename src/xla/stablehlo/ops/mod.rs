@@ -58,6 +58,7 @@ mod special;
 mod spmd;
 pub mod state;
 mod xla_ext;
+pub(super) mod tensor_array;
 pub(super) mod xla_fn;
 pub mod xla_misc;
 mod xla_ops;
@@ -449,6 +450,16 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("Tan", |c, n| ew::unary(c, n, "chlo.tan")),
     ("Tanh", |c, n| ew::unary(c, n, "tanh")),
     ("TanhGrad", act::tanh_grad),
+    ("TensorArrayCloseV3", tensor_array::close),
+    ("TensorArrayConcatV3", tensor_array::concat),
+    ("TensorArrayGatherV3", tensor_array::gather),
+    ("TensorArrayGradV3", tensor_array::grad),
+    ("TensorArrayReadV3", tensor_array::read),
+    ("TensorArrayScatterV3", tensor_array::scatter),
+    ("TensorArraySizeV3", tensor_array::size),
+    ("TensorArraySplitV3", tensor_array::split),
+    ("TensorArrayV3", tensor_array::array),
+    ("TensorArrayWriteV3", tensor_array::write),
     ("TensorListConcatV2", list::concat),
     ("TensorListFromTensor", list::from_tensor),
     ("TensorListGather", list::gather_rows),

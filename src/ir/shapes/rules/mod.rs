@@ -34,6 +34,7 @@ mod random_state;
 mod reduce;
 mod shape;
 mod spmd;
+mod uniform_quant;
 mod xla_fn;
 pub mod xla_ops;
 
@@ -239,6 +240,7 @@ const TABLE: &[(&str, Rule)] = &[
     ("DataFormatDimMap", ew::same),
     ("DataFormatVecPermute", ew::same),
     ("DenseBincount", data_ops::bincount),
+    ("Dequantize", uniform_quant::dequantize),
     ("DepthToSpace", image::depth_space),
     ("DepthwiseConv2dNative", nn::depthwise_conv2d),
     ("DepthwiseConv2dNativeBackpropFilter", nn::conv_backprop_filter),
@@ -481,6 +483,10 @@ const TABLE: &[(&str, Rule)] = &[
     ("TruncateDiv", ew::broadcast),
     ("TruncateMod", ew::broadcast),
     ("TruncatedNormal", random::float_draw),
+    ("UniformDequantize", uniform_quant::to_tout),
+    ("UniformQuantize", uniform_quant::to_tout),
+    ("UniformQuantizedClipByValue", ew::same),
+    ("UniformRequantize", uniform_quant::to_tout),
     ("Unpack", shape::unpack),
     ("UnsortedSegmentMax", index::unsorted_segment),
     ("UnsortedSegmentMin", index::unsorted_segment),

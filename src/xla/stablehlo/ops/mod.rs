@@ -57,6 +57,7 @@ mod spatial;
 mod special;
 mod spmd;
 pub mod state;
+mod uniform_quant;
 pub(super) mod xla_fn;
 mod xla_ops;
 
@@ -219,6 +220,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("DepthwiseConv2dNativeBackpropInput", |c, n| {
         nchw::with_layout(c, n, |c, n| conv::conv(c, n, conv::Kind::BackpropInput, true))
     }),
+    ("Dequantize", uniform_quant::dequantize),
     ("Diag", linalg_diag::diag),
     ("DiagPart", linalg_diag::diag_part_full),
     ("Digamma", |c, n| ew::unary(c, n, "chlo.digamma")),
@@ -473,6 +475,10 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("TruncateDiv", sp::truncate_div),
     ("TruncateMod", sp::truncate_mod),
     ("TruncatedNormal", random::seeded_draw),
+    ("UniformDequantize", uniform_quant::dequantize_uniform),
+    ("UniformQuantize", uniform_quant::quantize),
+    ("UniformQuantizedClipByValue", uniform_quant::clip_by_value),
+    ("UniformRequantize", uniform_quant::requantize),
     ("Unpack", shape::unpack),
     ("UnsortedSegmentMax", |c, n| segment::segment_reduce(c, n, Reducer::Max)),
     ("UnsortedSegmentMin", |c, n| segment::segment_reduce(c, n, Reducer::Min)),

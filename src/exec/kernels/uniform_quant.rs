@@ -1,0 +1,319 @@
+//! TensorFlow's quantized-integer ops as its CPU kernels compute them:
+//! `UniformQuantize`, `UniformDequantize`, `UniformRequantize`,
+//! `UniformQuantizedClipByValue` and the classic `Dequantize`.
+//!
+//! A quantized tensor (`qint8`, `quint8`, `qint32`) is held as its plain
+//! integer tensor ([`DType::plain`]); the op's attributes say which
+//! quantized dtype it is. A uniform quantization has a scale and a zero
+//! point per tensor (`quantization_axis = -1`, scalar operands) or one per
+//! index of the quantization axis (vectors of that dimension's size).
+//!
+//! Quantizing computes `floor(x * (1 / scale) + 0.5) + zero_point` in f32,
+//! clamped to `[quantization_min_val, quantization_max_val]`; dequantizing
+//! `(q - zero_point) * scale`. Requantizing multiplies `q - input_zero_point`
+//! by `input_scale / output_scale` as a 31-bit fixed-point multiplier and a
+//! shift, rounding half up once, then adds the output zero point and
+//! clamps (so its ties round up, where the XLA lowering rounds half to
+//! even). `Dequantize` supports the `MIN_COMBINED` and `SCALED` modes of a
+//! whole tensor (`axis = -1`) and refuses `MIN_FIRST` and per-axis ranges.
+
+use super::arg;
+use crate::exec::error::KernelError;
+use crate::exec::tensor::Tensor;
+use crate::ir::{AttrMap, AttrValue, DType};
+
+/// This family's ops: they take 8-bit operands as they are (no widening).
+pub(crate) const OPS: &[&str] =
+    &["Dequantize", "UniformDequantize", "UniformQuantize", "UniformQuantizedClipByValue", "UniformRequantize"];
+
+/// Runs `op` if it is one of this family's; `None` otherwise.
+pub(crate) fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Option<Result<Vec<Tensor>, KernelError>> {
+    let x = |i: usize| arg(op, inputs, i);
+    let result = match op {
+        "UniformQuantize" => (|| {
+            let input = x(0)?;
+            let q = Quant::read(op, attrs, "", x(1)?, x(2)?, input.shape())?;
+            let values = floats(op, input)?;
+            let inv: Vec<f32> = q.scales.iter().map(|s| 1.0 / s).collect();
+            let out = q.map(input.shape(), &values, |v, c| {
+                let steps = (v * inv[c] + 0.5).floor() as i64;
+                q.clamp(steps + i64::from(q.zero_points[c]))
+            });
+            quantized(op, type_attr(op, attrs, "Tout")?, input.shape(), out)
+        })(),
+        "UniformDequantize" => (|| {
+            let input = x(0)?;
+            let q = Quant::read(op, attrs, "", x(1)?, x(2)?, input.shape())?;
+            let values = integers(op, input)?;
+            let out: Vec<f32> =
+                q.map(input.shape(), &values, |v, c| ((v - i64::from(q.zero_points[c])) as i32) as f32 * q.scales[c]);
+            Tensor::from_vec(input.shape(), out)
+        })(),
+        "UniformRequantize" => requantize(op, attrs, inputs),
+        "UniformQuantizedClipByValue" => (|| {
+            let operand = x(0)?;
+            let q = Quant::read(op, attrs, "", x(3)?, x(4)?, operand.shape())?;
+            let (low, high) = (integers(op, x(1)?)?, integers(op, x(2)?)?);
+            if low.len() != q.scales.len() || high.len() != q.scales.len() {
+                return Err(KernelError::invalid(op, "min and max must be shaped like scales"));
+            }
+            let values = integers(op, operand)?;
+            let out = q.map(operand.shape(), &values, |v, c| v.max(low[c]).min(high[c]));
+            quantized(op, operand.dtype(), operand.shape(), out)
+        })(),
+        "Dequantize" => dequantize(op, attrs, inputs),
+        _ => return None,
+    };
+    Some(result.map(|t| vec![t]))
+}
+
+/// A type attribute.
+fn type_attr(op: &str, attrs: &AttrMap, key: &str) -> Result<DType, KernelError> {
+    attrs.get(key).and_then(AttrValue::as_type).ok_or_else(|| KernelError::invalid(op, format!("missing type attribute `{key}`")))
+}
+
+/// The scales and zero points of one quantization, per tensor or per axis.
+struct Quant {
+    scales: Vec<f32>,
+    zero_points: Vec<i32>,
+    /// The quantization axis, or `None` per tensor.
+    axis: Option<usize>,
+    min: i64,
+    max: i64,
+}
+
+impl Quant {
+    /// Reads `<prefix>quantization_{axis,min_val,max_val}` and checks the
+    /// scales and zero points against `shape`.
+    fn read(
+        op: &str,
+        attrs: &AttrMap,
+        prefix: &str,
+        scales: &Tensor,
+        zero_points: &Tensor,
+        shape: &[usize],
+    ) -> Result<Quant, KernelError> {
+        let axis = attrs.get_int(&format!("{prefix}quantization_axis")).unwrap_or(-1);
+        let min = attrs.get_int(&format!("{prefix}quantization_min_val")).unwrap_or(i64::from(i32::MIN));
+        let max = attrs.get_int(&format!("{prefix}quantization_max_val")).unwrap_or(i64::from(i32::MAX));
+        if min > max {
+            return Err(KernelError::invalid(op, format!("{prefix}quantization_min_val {min} exceeds the max {max}")));
+        }
+        let axis = match axis {
+            -1 => None,
+            a if a >= 0 && (a as usize) < shape.len() => Some(a as usize),
+            a => {
+                return Err(KernelError::invalid(
+                    op,
+                    format!("{prefix}quantization_axis {a} is out of range for rank {}", shape.len()),
+                ))
+            }
+        };
+        let want: &[usize] = match axis {
+            None => &[],
+            Some(a) => std::slice::from_ref(&shape[a]),
+        };
+        if scales.shape() != want || zero_points.shape() != want {
+            return Err(KernelError::invalid(
+                op,
+                format!(
+                    "{prefix}scales {:?} and zero_points {:?} must have shape {want:?} for quantization axis {axis:?}",
+                    scales.shape(),
+                    zero_points.shape()
+                ),
+            ));
+        }
+        let scales = scales.to_vec::<f32>().ok_or_else(|| KernelError::dtype(op, scales.dtype(), "scales must be f32"))?;
+        if scales.iter().any(|s| !(s.is_finite() && *s > 0.0)) {
+            return Err(KernelError::invalid(op, format!("{prefix}scales must be positive and finite")));
+        }
+        let zero_points = zero_points
+            .to_vec::<i32>()
+            .ok_or_else(|| KernelError::dtype(op, zero_points.dtype(), "zero_points must be i32"))?;
+        Ok(Quant { scales, zero_points, axis, min, max })
+    }
+
+    fn clamp(&self, v: i64) -> i64 {
+        v.clamp(self.min, self.max)
+    }
+
+    /// `f(value, channel)` over row-major `values` of `shape`.
+    fn map<A: Copy, B>(&self, shape: &[usize], values: &[A], f: impl Fn(A, usize) -> B) -> Vec<B> {
+        let channel = channels(shape, self.axis);
+        values.iter().enumerate().map(|(i, &v)| f(v, channel(i))).collect()
+    }
+}
+
+/// The index along `axis` of each flat position of `shape` (0 per tensor).
+fn channels(shape: &[usize], axis: Option<usize>) -> impl Fn(usize) -> usize {
+    let (inner, dim) = match axis {
+        Some(a) => (shape[a + 1..].iter().product::<usize>().max(1), shape[a].max(1)),
+        None => (1, 1),
+    };
+    move |i| (i / inner) % dim
+}
+
+/// The values of a float tensor as f32.
+fn floats(op: &str, t: &Tensor) -> Result<Vec<f32>, KernelError> {
+    t.to_vec::<f32>().ok_or_else(|| KernelError::dtype(op, t.dtype(), "the input must be f32"))
+}
+
+/// The values of a quantized (plain integer) tensor.
+fn integers(op: &str, t: &Tensor) -> Result<Vec<i64>, KernelError> {
+    match t {
+        Tensor::I8(a) => Ok(a.iter().map(|&v| i64::from(v)).collect()),
+        Tensor::U8(a) => Ok(a.iter().map(|&v| i64::from(v)).collect()),
+        Tensor::I32(a) => Ok(a.iter().map(|&v| i64::from(v)).collect()),
+        other => Err(KernelError::dtype(op, other.dtype(), "expected a qint8, quint8 or qint32 tensor")),
+    }
+}
+
+/// Clamped integers as a tensor of quantized dtype `dtype` (held plain).
+fn quantized(op: &str, dtype: DType, shape: &[usize], values: Vec<i64>) -> Result<Tensor, KernelError> {
+    match dtype.plain() {
+        DType::I8 => Tensor::from_vec(shape, values.into_iter().map(|v| v.clamp(-128, 127) as i8).collect()),
+        DType::U8 => Tensor::from_vec(shape, values.into_iter().map(|v| v.clamp(0, 255) as u8).collect()),
+        DType::I32 => Tensor::from_vec(
+            shape,
+            values.into_iter().map(|v| v.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32).collect(),
+        ),
+        other => Err(KernelError::dtype(op, other, "the output must be qint8, quint8 or qint32")),
+    }
+}
+
+/// `multiplier` (positive, finite) as a 31-bit fixed-point fraction and a
+/// power of two: `multiplier ≈ fraction / 2^31 * 2^shift`, the fraction in
+/// `[2^30, 2^31)`; the shift clamped to `[-31, 30]` as TensorFlow clamps it.
+pub(crate) fn quantize_multiplier(multiplier: f64) -> (i64, i32) {
+    // frexp: multiplier = mantissa * 2^shift with the mantissa in [0.5, 1).
+    let mut shift = multiplier.log2().floor() as i32 + 1;
+    let mut mantissa = multiplier / 2f64.powi(shift);
+    // log2 may be off by one near powers of two.
+    if mantissa >= 1.0 {
+        mantissa /= 2.0;
+        shift += 1;
+    } else if mantissa < 0.5 {
+        mantissa *= 2.0;
+        shift -= 1;
+    }
+    let mut fixed = (mantissa * 2f64.powi(31)).round() as i64;
+    if fixed == 1 << 31 {
+        fixed /= 2;
+        shift += 1;
+    }
+    if shift < -31 {
+        return (0, 0);
+    }
+    if shift > 30 {
+        return ((1 << 31) - 1, 30);
+    }
+    (fixed, shift)
+}
+
+/// `x * fraction / 2^31 * 2^shift`, rounded half up once, saturated to i32.
+pub(crate) fn multiply_by_fixed(x: i32, fraction: i64, shift: i32) -> i32 {
+    let total = 31 - shift;
+    let round = 1i64 << (total - 1);
+    let product = i64::from(x).saturating_mul(fraction).saturating_add(round) >> total;
+    product.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32
+}
+
+/// `UniformRequantize(input, input_scales, input_zero_points, output_scales, output_zero_points)`.
+fn requantize(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Tensor, KernelError> {
+    let input = arg(op, inputs, 0)?;
+    let shape = input.shape();
+    let from = Quant::read(op, attrs, "input_", arg(op, inputs, 1)?, arg(op, inputs, 2)?, shape)?;
+    let to = Quant::read(op, attrs, "output_", arg(op, inputs, 3)?, arg(op, inputs, 4)?, shape)?;
+    let axis = match (from.axis, to.axis) {
+        (Some(a), Some(b)) if a != b => {
+            return Err(KernelError::invalid(op, "per-axis input and output must share the quantization axis"))
+        }
+        (a, b) => a.or(b),
+    };
+    let per = |q: &Quant, c: usize| if q.axis.is_some() { c } else { 0 };
+    let channels_count = axis.map_or(1, |a| shape[a]);
+    let fixed: Vec<(i64, i32)> = (0..channels_count)
+        .map(|c| quantize_multiplier(f64::from(from.scales[per(&from, c)]) / f64::from(to.scales[per(&to, c)])))
+        .collect();
+    let channel = channels(shape, axis);
+    let out = integers(op, input)?
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let c = channel(i);
+            let centered = (v as i32).wrapping_sub(from.zero_points[per(&from, c)]);
+            let (fraction, shift) = fixed[c];
+            let moved = multiply_by_fixed(centered, fraction, shift).wrapping_add(to.zero_points[per(&to, c)]);
+            to.clamp(i64::from(moved))
+        })
+        .collect();
+    quantized(op, type_attr(op, attrs, "Tout")?, shape, out)
+}
+
+/// The lowest and highest values of the plain integer dtype of `t`.
+pub(crate) fn integer_range(dtype: DType) -> Option<(f32, f32)> {
+    Some(match dtype.plain() {
+        DType::I8 => (-128.0, 127.0),
+        DType::U8 => (0.0, 255.0),
+        DType::I32 => (i32::MIN as f32, i32::MAX as f32),
+        _ => return None,
+    })
+}
+
+/// `Dequantize(input, min_range, max_range) {mode, narrow_range, axis, dtype}`.
+fn dequantize(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Tensor, KernelError> {
+    let input = arg(op, inputs, 0)?;
+    let scalar = |i: usize, what: &str| -> Result<f32, KernelError> {
+        let t = arg(op, inputs, i)?;
+        match t.to_vec::<f32>().as_deref() {
+            Some(&[v]) if t.shape().is_empty() || t.shape() == [1] => Ok(v),
+            _ => Err(KernelError::invalid(op, format!("{what} must be an f32 scalar (per-axis ranges are not supported)"))),
+        }
+    };
+    if attrs.get_int("axis").unwrap_or(-1) != -1 {
+        return Err(KernelError::invalid(op, "only axis = -1 (one range for the whole tensor) is supported"));
+    }
+    let (min, max) = (scalar(1, "min_range")?, scalar(2, "max_range")?);
+    let (lowest, highest) =
+        integer_range(input.dtype()).ok_or_else(|| KernelError::dtype(op, input.dtype(), "expected qint8, quint8 or qint32"))?;
+    let values = integers(op, input)?;
+    let out: Vec<f32> = match attrs.get_str("mode").unwrap_or("MIN_COMBINED") {
+        "MIN_COMBINED" => {
+            let full = highest - lowest;
+            let half = if lowest < 0.0 { (full + 1.0) / 2.0 } else { 0.0 };
+            let scale = (max - min) / full;
+            values.iter().map(|&v| (v as f32 + half) * scale + min).collect()
+        }
+        "SCALED" => {
+            let narrow = attrs.get_bool("narrow_range").unwrap_or(false);
+            let lowest_out = lowest + if narrow { 1.0 } else { 0.0 };
+            let scale = if lowest == 0.0 { max / highest } else { (min / lowest_out).max(max / highest) };
+            values.iter().map(|&v| v as f32 * scale).collect()
+        }
+        other => return Err(KernelError::invalid(op, format!("mode {other:?} is not supported (MIN_COMBINED or SCALED)"))),
+    };
+    let out = Tensor::from_vec(input.shape(), out)?;
+    match attrs.get("dtype").and_then(AttrValue::as_type).unwrap_or(DType::F32) {
+        DType::F32 => Ok(out),
+        DType::BF16 => super::dtypes::cast(op, &out, DType::BF16),
+        other => Err(KernelError::dtype(op, other, "the output dtype must be f32 or bf16")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_fixed_point_multiplier_rounds_half_up_once() {
+        // 0.5 is 2^30 / 2^31 with no shift; 1.5 * 0.5 rounds up to 1, -1.5 * 0.5 rounds up to -1.
+        let (fraction, shift) = quantize_multiplier(0.5);
+        assert_eq!((fraction, shift), (1 << 30, 0));
+        assert_eq!(multiply_by_fixed(3, fraction, shift), 2);
+        assert_eq!(multiply_by_fixed(-3, fraction, shift), -1);
+        assert_eq!(multiply_by_fixed(1, fraction, shift), 1);
+        let (fraction, shift) = quantize_multiplier(3.0);
+        assert_eq!(shift, 2);
+        assert_eq!(multiply_by_fixed(7, fraction, shift), 21);
+    }
+}

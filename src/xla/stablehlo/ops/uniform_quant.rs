@@ -1,0 +1,168 @@
+//! Lowerings of the quantized-integer ops to plain StableHLO integer and
+//! float arithmetic, as TensorFlow's XLA bridge legalizes them (quantized
+//! dtypes are their plain integer types on the device).
+//!
+//! Quantizing divides by the scale, adds the zero point, clamps to the
+//! quantization range and rounds half to even, in f32; requantizing scales
+//! by `input_scale / output_scale` and adds `output_zero_point -
+//! input_zero_point * that ratio` in f32, then clamps and rounds the same
+//! way (so exact ties round to even, where the CPU kernels round half up);
+//! dequantizing subtracts the zero point in i32 and multiplies by the
+//! scale. Scales and zero points are operands of the program: per tensor
+//! (scalars) or per axis (vectors broadcast along the quantization axis).
+//! TensorFlow's bridge compiles only the per-tensor forms; the per-axis
+//! ones lower the same way and give the CPU kernels' values away from ties.
+//! `Dequantize` lowers its `MIN_COMBINED` mode as the bridge does, and its
+//! `SCALED` mode (which the bridge refuses) as the CPU kernel computes it.
+
+use super::{Call, Ctx, Val};
+use crate::exec::kernels::integer_range;
+use crate::ir::DType;
+
+/// `v` (a scalar, or a vector along `axis`) broadcast to `shape`, as `dtype`.
+fn spread(c: &mut Ctx, v: &Val, axis: Option<usize>, shape: &[usize], dtype: DType) -> Val {
+    let v = c.convert(v, dtype);
+    let dims = match (axis, v.ty.shape.is_empty()) {
+        (Some(a), false) => format!(": {a}"),
+        _ => String::new(),
+    };
+    let v = if v.ty.shape.is_empty() || axis.is_some() { v } else { c.reshape(&v, Vec::new()) };
+    let ty = v.ty.with_shape(shape.to_vec());
+    c.op("stablehlo.broadcast_in_dim", &[&v], &format!("broadcast_dimensions = array<i64{dims}>"), ty)
+}
+
+/// The quantization axis `<prefix>quantization_axis` of an operand of `rank`, `None` per tensor.
+fn quant_axis(n: &Call, prefix: &str, rank: usize) -> Result<Option<usize>, String> {
+    match n.int_attr(&format!("{prefix}quantization_axis"), -1) {
+        -1 => Ok(None),
+        a if a >= 0 && (a as usize) < rank => Ok(Some(a as usize)),
+        a => Err(format!("{}: {prefix}quantization_axis {a} is out of range for rank {rank}", n.op)),
+    }
+}
+
+/// `[<prefix>quantization_min_val, <prefix>quantization_max_val]`.
+fn quant_range(n: &Call, prefix: &str) -> Result<(f64, f64), String> {
+    let min = n.int_attr(&format!("{prefix}quantization_min_val"), i64::from(i32::MIN));
+    let max = n.int_attr(&format!("{prefix}quantization_max_val"), i64::from(i32::MAX));
+    if min > max {
+        return Err(format!("{}: {prefix}quantization_min_val {min} exceeds the max {max}", n.op));
+    }
+    Ok((min as f64, max as f64))
+}
+
+/// `y` (f32) clamped to the range, rounded half to even and converted to the output's dtype.
+fn round_into(c: &mut Ctx, n: &Call, y: &Val, (min, max): (f64, f64)) -> Result<Val, String> {
+    let low = c.splat(&y.ty, min);
+    let high = c.splat(&y.ty, max);
+    let clamped = c.op("stablehlo.clamp", &[&low, y, &high], "", y.ty.clone());
+    let rounded = c.elementwise("round_nearest_even", &[&clamped]);
+    let out = n.out(0)?.dtype;
+    Ok(c.convert(&rounded, out))
+}
+
+/// `UniformQuantize(input, scales, zero_points)`.
+pub(super) fn quantize(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
+    let x = n.input(0)?.clone();
+    let axis = quant_axis(n, "", x.ty.rank())?;
+    let x = c.convert(&x, DType::F32);
+    let scale = spread(c, n.input(1)?, axis, &x.ty.shape, DType::F32);
+    let zero = spread(c, n.input(2)?, axis, &x.ty.shape, DType::F32);
+    let steps = c.elementwise("divide", &[&x, &scale]);
+    let shifted = c.elementwise("add", &[&steps, &zero]);
+    Ok(vec![round_into(c, n, &shifted, quant_range(n, "")?)?])
+}
+
+/// `UniformDequantize(input, scales, zero_points)`.
+pub(super) fn dequantize_uniform(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
+    let q = n.input(0)?;
+    let axis = quant_axis(n, "", q.ty.rank())?;
+    let q = c.convert(q, DType::I32);
+    let zero = spread(c, n.input(2)?, axis, &q.ty.shape, DType::I32);
+    let centered = c.elementwise("subtract", &[&q, &zero]);
+    let centered = c.convert(&centered, DType::F32);
+    let scale = spread(c, n.input(1)?, axis, &q.ty.shape, DType::F32);
+    let out = c.elementwise("multiply", &[&centered, &scale]);
+    Ok(vec![c.convert(&out, n.out(0)?.dtype)])
+}
+
+/// `UniformRequantize(input, input_scales, input_zero_points, output_scales, output_zero_points)`.
+pub(super) fn requantize(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
+    let q = n.input(0)?;
+    let rank = q.ty.rank();
+    let (from, to) = (quant_axis(n, "input_", rank)?, quant_axis(n, "output_", rank)?);
+    if let (Some(a), Some(b)) = (from, to) {
+        if a != b {
+            return Err(format!("{}: per-axis input and output must share the quantization axis", n.op));
+        }
+    }
+    let shape = q.ty.shape.clone();
+    let x = c.convert(q, DType::F32);
+    let in_scale = spread(c, n.input(1)?, from, &shape, DType::F32);
+    let in_zero = spread(c, n.input(2)?, from, &shape, DType::F32);
+    let out_scale = spread(c, n.input(3)?, to, &shape, DType::F32);
+    let out_zero = spread(c, n.input(4)?, to, &shape, DType::F32);
+    let ratio = c.elementwise("divide", &[&in_scale, &out_scale]);
+    let moved = c.elementwise("multiply", &[&in_zero, &ratio]);
+    let offset = c.elementwise("subtract", &[&out_zero, &moved]);
+    let scaled = c.elementwise("multiply", &[&x, &ratio]);
+    let y = c.elementwise("add", &[&scaled, &offset]);
+    Ok(vec![round_into(c, n, &y, quant_range(n, "output_")?)?])
+}
+
+/// `UniformQuantizedClipByValue(operand, min, max, scales, zero_points)`.
+pub(super) fn clip_by_value(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
+    let x = n.input(0)?;
+    let axis = quant_axis(n, "", x.ty.rank())?;
+    let dtype = x.ty.dtype;
+    let low = spread(c, n.input(1)?, axis, &x.ty.shape, dtype);
+    let high = spread(c, n.input(2)?, axis, &x.ty.shape, dtype);
+    let raised = c.elementwise("maximum", &[x, &low]);
+    Ok(vec![c.elementwise("minimum", &[&raised, &high])])
+}
+
+/// `Dequantize(input, min_range, max_range) {mode, narrow_range, axis, dtype}`.
+pub(super) fn dequantize(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
+    let q = n.input(0)?;
+    if n.int_attr("axis", -1) != -1 {
+        return Err(format!("{}: only axis = -1 (one range for the whole tensor) is lowered", n.op));
+    }
+    let (lowest, highest) =
+        integer_range(q.ty.dtype).ok_or_else(|| format!("{}: expected qint8, quint8 or qint32", n.op))?;
+    let (lowest, highest) = (f64::from(lowest), f64::from(highest));
+    let shape = q.ty.shape.clone();
+    for i in [1, 2] {
+        if n.input(i)?.ty.count() != 1 {
+            return Err(format!("{}: min_range and max_range must be scalars (per-axis ranges are not lowered)", n.op));
+        }
+    }
+    let min = spread(c, n.input(1)?, None, &shape, DType::F32);
+    let max = spread(c, n.input(2)?, None, &shape, DType::F32);
+    let x = c.convert(q, DType::F32);
+    let out = match n.attrs.get_str("mode").unwrap_or("MIN_COMBINED") {
+        "MIN_COMBINED" => {
+            let full = highest - lowest;
+            let half = c.splat(&x.ty, if lowest < 0.0 { (full + 1.0) / 2.0 } else { 0.0 });
+            let full = c.splat(&x.ty, full);
+            let width = c.elementwise("subtract", &[&max, &min]);
+            let scale = c.elementwise("divide", &[&width, &full]);
+            let shifted = c.elementwise("add", &[&x, &half]);
+            let scaled = c.elementwise("multiply", &[&shifted, &scale]);
+            c.elementwise("add", &[&scaled, &min])
+        }
+        "SCALED" => {
+            let top = c.splat(&x.ty, highest);
+            let up = c.elementwise("divide", &[&max, &top]);
+            let scale = if lowest == 0.0 {
+                up
+            } else {
+                let narrow = n.attrs.get_bool("narrow_range").unwrap_or(false);
+                let bottom = c.splat(&x.ty, lowest + if narrow { 1.0 } else { 0.0 });
+                let down = c.elementwise("divide", &[&min, &bottom]);
+                c.elementwise("maximum", &[&down, &up])
+            };
+            c.elementwise("multiply", &[&x, &scale])
+        }
+        other => return Err(format!("{}: mode {other:?} is not lowered (MIN_COMBINED or SCALED)", n.op)),
+    };
+    Ok(vec![c.convert(&out, n.out(0)?.dtype)])
+}

@@ -1,5 +1,6 @@
 """Writes tests/tf/corpus/ops/uniform_quant.{pbtxt,json}: TensorFlow's uniform quantized ops
-(UniformQuantize, UniformDequantize, UniformRequantize, UniformQuantizedClipByValue) and the
+(UniformQuantize, UniformDequantize, UniformRequantize, UniformQuantizedClipByValue,
+UniformQuantizedAdd, UniformQuantizedDot) and the
 classic `Dequantize`, per tensor and per axis, with TensorFlow's CPU and XLA values.
 
 Quantized values (qint8, quint8, qint32) are given as plain integer arrays with `Case.qtypes`.
@@ -30,6 +31,11 @@ I8 = {"quantization_min_val": -128, "quantization_max_val": 127}
 # Ties: 1.25 / 0.5 = 2.5, -0.75 / 0.5 = -1.5, 0.25 / 0.5 = 0.5, and values past both ends.
 TIES = np.array([1.25, -0.75, 0.25, 0.0, 3.1, -70.0, 70.0, -0.26], np.float32)
 SCALE = np.float32(0.5)
+Q32 = {"min_val": -2**31, "max_val": 2**31 - 1}
+Q32_ADD = {f"{side}_quantization_{k}": v for side in ("lhs", "rhs", "output") for k, v in Q32.items()}
+DOT_RANGES = {"lhs_quantization_min_val": -128, "lhs_quantization_max_val": 127, "rhs_quantization_min_val": -128,
+              "rhs_quantization_max_val": 127, "output_quantization_min_val": -2**31,
+              "output_quantization_max_val": 2**31 - 1}
 
 CASES = [
     Case("quantize_ties", "UniformQuantize", inputs={"input": TIES},
@@ -97,6 +103,44 @@ CASES = [
     Case("dequantize_scaled_narrow", "Dequantize", inputs={"input": ints(15, np.uint8, 0, 255, 6)},
          consts={"min_range": np.float32(0.0), "max_range": np.float32(5.0)},
          attrs={"mode": "SCALED", "narrow_range": True}, qtypes={"input": tf.quint8}, grad=False, xla=False),
+    Case("add", "UniformQuantizedAdd",
+         inputs={"lhs": ints(16, np.int32, -2000, 2000, 2, 3), "rhs": ints(17, np.int32, -2000, 2000, 3)},
+         consts={"lhs_scales": np.float32(0.02), "lhs_zero_points": np.int32(4), "rhs_scales": np.float32(0.05),
+                 "rhs_zero_points": np.int32(-3), "output_scales": np.float32(0.03), "output_zero_points": np.int32(7)},
+         attrs={**Q32_ADD}, qtypes={"lhs": tf.qint32, "rhs": tf.qint32}, grad=False),
+    Case("add_clamped", "UniformQuantizedAdd",
+         inputs={"lhs": ints(18, np.int32, -900, 900, 4), "rhs": ints(19, np.int32, -900, 900, 4)},
+         consts={"lhs_scales": np.float32(0.1), "lhs_zero_points": np.int32(0), "rhs_scales": np.float32(0.1),
+                 "rhs_zero_points": np.int32(0), "output_scales": np.float32(0.1), "output_zero_points": np.int32(0)},
+         attrs={**Q32_ADD, "output_quantization_min_val": -500, "output_quantization_max_val": 500},
+         qtypes={"lhs": tf.qint32, "rhs": tf.qint32}, grad=False),
+    Case("add_axis", "UniformQuantizedAdd",
+         inputs={"lhs": ints(20, np.int32, -2000, 2000, 2, 3), "rhs": ints(21, np.int32, -2000, 2000, 2, 3)},
+         consts={"lhs_scales": np.array([0.02, 0.03, 0.01], np.float32), "lhs_zero_points": np.array([1, 0, -2], np.int32),
+                 "rhs_scales": np.float32(0.05), "rhs_zero_points": np.int32(3),
+                 "output_scales": np.array([0.04, 0.05, 0.06], np.float32),
+                 "output_zero_points": np.array([0, 2, -1], np.int32)},
+         attrs={**Q32_ADD, "lhs_quantization_axis": 1, "output_quantization_axis": 1},
+         qtypes={"lhs": tf.qint32, "rhs": tf.qint32}, grad=False),
+    Case("dot", "UniformQuantizedDot",
+         inputs={"lhs": ints(22, np.int8, -128, 127, 2, 5), "rhs": ints(23, np.int8, -128, 127, 5, 3)},
+         consts={"lhs_scales": np.float32(0.05), "lhs_zero_points": np.int32(2), "rhs_scales": np.float32(0.02),
+                 "rhs_zero_points": np.int32(-1), "output_scales": np.float32(0.01), "output_zero_points": np.int32(3)},
+         attrs={"Tout": tf.qint32, **DOT_RANGES}, qtypes={"lhs": tf.qint8, "rhs": tf.qint8}, grad=False),
+    Case("dot_channels", "UniformQuantizedDot",
+         inputs={"lhs": ints(24, np.int8, -128, 127, 3, 4), "rhs": ints(25, np.int8, -128, 127, 4, 2)},
+         consts={"lhs_scales": np.float32(0.1), "lhs_zero_points": np.int32(0),
+                 "rhs_scales": np.array([0.03, 0.07], np.float32), "rhs_zero_points": np.array([0, 0], np.int32),
+                 "output_scales": np.array([0.003, 0.007], np.float32), "output_zero_points": np.array([0, 0], np.int32)},
+         attrs={"Tout": tf.qint32, **DOT_RANGES, "rhs_quantization_axis": 1, "output_quantization_axis": 1},
+         qtypes={"lhs": tf.qint8, "rhs": tf.qint8}, grad=False),
+    Case("dot_clamped", "UniformQuantizedDot",
+         inputs={"lhs": ints(26, np.int8, -128, 127, 2, 3), "rhs": ints(27, np.int8, -128, 127, 3, 2)},
+         consts={"lhs_scales": np.float32(0.5), "lhs_zero_points": np.int32(0), "rhs_scales": np.float32(0.5),
+                 "rhs_zero_points": np.int32(0), "output_scales": np.float32(0.05), "output_zero_points": np.int32(0)},
+         attrs={"Tout": tf.qint32, **DOT_RANGES, "output_quantization_min_val": -20000,
+                "output_quantization_max_val": 20000},
+         qtypes={"lhs": tf.qint8, "rhs": tf.qint8}, grad=False),
 ]
 
 if __name__ == "__main__":

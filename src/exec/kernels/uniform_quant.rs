@@ -1,6 +1,7 @@
 //! TensorFlow's quantized-integer ops as its CPU kernels compute them:
 //! `UniformQuantize`, `UniformDequantize`, `UniformRequantize`,
-//! `UniformQuantizedClipByValue` and the classic `Dequantize`.
+//! `UniformQuantizedClipByValue`, `UniformQuantizedAdd`, `UniformQuantizedDot`
+//! and the classic `Dequantize`.
 //!
 //! A quantized tensor (`qint8`, `quint8`, `qint32`) is held as its plain
 //! integer tensor ([`DType::plain`]); the op's attributes say which
@@ -14,7 +15,10 @@
 //! by `input_scale / output_scale` as a 31-bit fixed-point multiplier and a
 //! shift, rounding half up once, then adds the output zero point and
 //! clamps (so its ties round up, where the XLA lowering rounds half to
-//! even). `Dequantize` supports the `MIN_COMBINED` and `SCALED` modes of a
+//! even). Adding requantizes both sides to the output scales and adds the
+//! output zero point; the dot product accumulates `(lhs - zero point) *
+//! (rhs - zero point)` in i32 and requantizes by `lhs_scale * rhs_scale /
+//! output_scale`. `Dequantize` supports the `MIN_COMBINED` and `SCALED` modes of a
 //! whole tensor (`axis = -1`) and refuses `MIN_FIRST` and per-axis ranges.
 
 use super::arg;
@@ -23,8 +27,15 @@ use crate::exec::tensor::Tensor;
 use crate::ir::{AttrMap, AttrValue, DType};
 
 /// This family's ops: they take 8-bit operands as they are (no widening).
-pub(crate) const OPS: &[&str] =
-    &["Dequantize", "UniformDequantize", "UniformQuantize", "UniformQuantizedClipByValue", "UniformRequantize"];
+pub(crate) const OPS: &[&str] = &[
+    "Dequantize",
+    "UniformDequantize",
+    "UniformQuantize",
+    "UniformQuantizedAdd",
+    "UniformQuantizedClipByValue",
+    "UniformQuantizedDot",
+    "UniformRequantize",
+];
 
 /// Runs `op` if it is one of this family's; `None` otherwise.
 pub(crate) fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Option<Result<Vec<Tensor>, KernelError>> {
@@ -62,6 +73,8 @@ pub(crate) fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Option<R
             quantized(op, operand.dtype(), operand.shape(), out)
         })(),
         "Dequantize" => dequantize(op, attrs, inputs),
+        "UniformQuantizedAdd" => add(op, attrs, inputs),
+        "UniformQuantizedDot" => dot(op, attrs, inputs),
         _ => return None,
     };
     Some(result.map(|t| vec![t]))
@@ -224,6 +237,14 @@ fn requantize(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Tensor, Ke
     let shape = input.shape();
     let from = Quant::read(op, attrs, "input_", arg(op, inputs, 1)?, arg(op, inputs, 2)?, shape)?;
     let to = Quant::read(op, attrs, "output_", arg(op, inputs, 3)?, arg(op, inputs, 4)?, shape)?;
+    let out = requantize_values(op, &integers(op, input)?, shape, &from, &to)?;
+    quantized(op, type_attr(op, attrs, "Tout")?, shape, out)
+}
+
+/// `values` (of `shape`, quantized by `from`) quantized by `to` instead, as
+/// TensorFlow's CPU kernels requantize: a fixed-point multiplier per index
+/// of the one quantization axis either side has.
+fn requantize_values(op: &str, values: &[i64], shape: &[usize], from: &Quant, to: &Quant) -> Result<Vec<i64>, KernelError> {
     let axis = match (from.axis, to.axis) {
         (Some(a), Some(b)) if a != b => {
             return Err(KernelError::invalid(op, "per-axis input and output must share the quantization axis"))
@@ -231,23 +252,136 @@ fn requantize(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Tensor, Ke
         (a, b) => a.or(b),
     };
     let per = |q: &Quant, c: usize| if q.axis.is_some() { c } else { 0 };
-    let channels_count = axis.map_or(1, |a| shape[a]);
-    let fixed: Vec<(i64, i32)> = (0..channels_count)
-        .map(|c| quantize_multiplier(f64::from(from.scales[per(&from, c)]) / f64::from(to.scales[per(&to, c)])))
+    let count = axis.map_or(1, |a| shape[a]);
+    let fixed: Vec<(i64, i32)> = (0..count)
+        .map(|c| quantize_multiplier(f64::from(from.scales[per(from, c)]) / f64::from(to.scales[per(to, c)])))
         .collect();
     let channel = channels(shape, axis);
-    let out = integers(op, input)?
-        .into_iter()
+    Ok(values
+        .iter()
         .enumerate()
-        .map(|(i, v)| {
+        .map(|(i, &v)| {
             let c = channel(i);
-            let centered = (v as i32).wrapping_sub(from.zero_points[per(&from, c)]);
+            let centered = (v as i32).wrapping_sub(from.zero_points[per(from, c)]);
             let (fraction, shift) = fixed[c];
-            let moved = multiply_by_fixed(centered, fraction, shift).wrapping_add(to.zero_points[per(&to, c)]);
+            let moved = multiply_by_fixed(centered, fraction, shift).wrapping_add(to.zero_points[per(to, c)]);
             to.clamp(i64::from(moved))
         })
+        .collect())
+}
+
+/// `UniformQuantizedAdd(lhs, rhs, lhs_scales, lhs_zero_points, rhs_scales,
+/// rhs_zero_points, output_scales, output_zero_points)`: each side
+/// requantized to the output scales (zero point 0), added with NumPy
+/// broadcasting, plus the output zero point, clamped.
+fn add(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Tensor, KernelError> {
+    let x = |i: usize| arg(op, inputs, i);
+    let (lhs, rhs) = (x(0)?, x(1)?);
+    let shape = broadcast_shape(op, lhs.shape(), rhs.shape())?;
+    let out = Quant::read(op, attrs, "output_", x(6)?, x(7)?, &shape)?;
+    let side = |prefix: &str, t: &Tensor, scales: &Tensor, zeros: &Tensor| -> Result<Vec<i64>, KernelError> {
+        let from = Quant::read(op, attrs, prefix, scales, zeros, t.shape())?;
+        // The output's quantization axis, counted from the end, in this side's dimensions.
+        let axis = match out.axis {
+            None => None,
+            Some(a) => match (t.shape().len() + a).checked_sub(shape.len()) {
+                Some(b) if t.shape()[b] == shape[a] => Some(b),
+                _ => {
+                    return Err(KernelError::invalid(
+                        op,
+                        format!("{prefix}operand {:?} lacks the output's quantization axis {a}", t.shape()),
+                    ))
+                }
+            },
+        };
+        if let (Some(a), Some(b)) = (from.axis, axis) {
+            if a != b {
+                return Err(KernelError::invalid(op, format!("{prefix}quantization_axis must match the output's")));
+            }
+        }
+        let zero_points = vec![0; out.scales.len()];
+        let to = Quant { scales: out.scales.clone(), zero_points, axis, min: i64::from(i32::MIN), max: i64::from(i32::MAX) };
+        requantize_values(op, &integers(op, t)?, t.shape(), &from, &to)
+    };
+    let (l, r) = (side("lhs_", lhs, x(2)?, x(3)?)?, side("rhs_", rhs, x(4)?, x(5)?)?);
+    let (li, ri) = (broadcast_index(lhs.shape(), &shape), broadcast_index(rhs.shape(), &shape));
+    let channel = channels(&shape, out.axis);
+    let count: usize = shape.iter().product();
+    let values = (0..count)
+        .map(|i| out.clamp(l[li(i)] + r[ri(i)] + i64::from(out.zero_points[channel(i)])))
         .collect();
-    quantized(op, type_attr(op, attrs, "Tout")?, shape, out)
+    quantized(op, lhs.dtype(), &shape, values)
+}
+
+/// The NumPy broadcast of two shapes.
+fn broadcast_shape(op: &str, a: &[usize], b: &[usize]) -> Result<Vec<usize>, KernelError> {
+    let rank = a.len().max(b.len());
+    let dim = |s: &[usize], i: usize| if i + s.len() >= rank { s[i + s.len() - rank] } else { 1 };
+    (0..rank)
+        .map(|i| match (dim(a, i), dim(b, i)) {
+            (x, y) if x == y || y == 1 => Ok(x),
+            (1, y) => Ok(y),
+            _ => Err(KernelError::invalid(op, format!("shapes {a:?} and {b:?} do not broadcast"))),
+        })
+        .collect()
+}
+
+/// The flat index into a tensor of `shape` of each flat index of its broadcast to `out`.
+fn broadcast_index(shape: &[usize], out: &[usize]) -> impl Fn(usize) -> usize {
+    let offset = out.len() - shape.len();
+    let (shape, out) = (shape.to_vec(), out.to_vec());
+    move |mut i| {
+        let (mut index, mut stride) = (0, 1);
+        for d in (0..out.len()).rev() {
+            let at = i % out[d];
+            i /= out[d];
+            if d >= offset {
+                let size = shape[d - offset];
+                index += if size == 1 { 0 } else { at * stride };
+                stride *= size;
+            }
+        }
+        index
+    }
+}
+
+/// `UniformQuantizedDot(lhs, rhs, lhs_scales, lhs_zero_points, rhs_scales,
+/// rhs_zero_points, output_scales, output_zero_points)`: a 2-D matrix
+/// product of qint8 operands accumulated in i32, requantized to the output
+/// (per tensor, or per output channel: dimension 1).
+fn dot(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Tensor, KernelError> {
+    let x = |i: usize| arg(op, inputs, i);
+    let (lhs, rhs) = (x(0)?, x(1)?);
+    let (&[rows, depth], &[depth2, cols]) = (lhs.shape(), rhs.shape()) else {
+        return Err(KernelError::invalid(op, format!("lhs {:?} and rhs {:?} must be matrices", lhs.shape(), rhs.shape())));
+    };
+    if depth != depth2 {
+        return Err(KernelError::invalid(op, format!("lhs {:?} and rhs {:?} do not multiply", lhs.shape(), rhs.shape())));
+    }
+    let l = Quant::read(op, attrs, "lhs_", x(2)?, x(3)?, lhs.shape())?;
+    let r = Quant::read(op, attrs, "rhs_", x(4)?, x(5)?, rhs.shape())?;
+    let out = Quant::read(op, attrs, "output_", x(6)?, x(7)?, &[rows, cols])?;
+    if l.axis.is_some() || r.axis.is_some_and(|a| a != 1) || out.axis.is_some_and(|a| a != 1) {
+        return Err(KernelError::invalid(op, "lhs must be per tensor; rhs and output per tensor or per dimension 1"));
+    }
+    let (lv, rv) = (integers(op, lhs)?, integers(op, rhs)?);
+    let at = |q: &Quant, c: usize| if q.axis.is_some() { c } else { 0 };
+    let mut values = Vec::with_capacity(rows * cols);
+    for b in 0..rows {
+        for c in 0..cols {
+            let mut acc = 0i32;
+            for d in 0..depth {
+                let a = (lv[b * depth + d] as i32).wrapping_sub(l.zero_points[0]);
+                let w = (rv[d * cols + c] as i32).wrapping_sub(r.zero_points[at(&r, c)]);
+                acc = acc.wrapping_add(a.wrapping_mul(w));
+            }
+            let multiplier = f64::from(l.scales[0]) * f64::from(r.scales[at(&r, c)]) / f64::from(out.scales[at(&out, c)]);
+            let (fraction, shift) = quantize_multiplier(multiplier);
+            let moved = multiply_by_fixed(acc, fraction, shift).wrapping_add(out.zero_points[at(&out, c)]);
+            values.push(out.clamp(i64::from(moved)));
+        }
+    }
+    quantized(op, type_attr(op, attrs, "Tout")?, &[rows, cols], values)
 }
 
 /// The lowest and highest values of the plain integer dtype of `t`.

@@ -20,3 +20,14 @@ pub(super) fn dequantize(a: &Args) -> Result<Vec<OutType>, String> {
     let x = a.x(0)?;
     Ok(vec![OutType::new(a.type_attr("dtype", DType::F32), x.shape.to_vec())])
 }
+
+/// `UniformQuantizedDot(lhs, rhs, ...)`: `[lhs rows, rhs columns]` of dtype `Tout`.
+pub(super) fn dot(a: &Args) -> Result<Vec<OutType>, String> {
+    let (l, r) = (a.x(0)?, a.x(1)?);
+    match (l.shape, r.shape) {
+        (&[rows, depth], &[depth2, cols]) if depth == depth2 => {
+            Ok(vec![OutType::new(a.type_attr("Tout", DType::QInt32), vec![rows, cols])])
+        }
+        _ => Err(format!("{}: lhs {:?} and rhs {:?} must be matrices that multiply", a.op, l.shape, r.shape)),
+    }
+}

@@ -8,7 +8,11 @@
 //! input_zero_point * that ratio` in f32, then clamps and rounds the same
 //! way (so exact ties round to even, where the CPU kernels round half up);
 //! dequantizing subtracts the zero point in i32 and multiplies by the
-//! scale. Scales and zero points are operands of the program: per tensor
+//! scale. Adding rescales each side to the output scales, rounds, and adds
+//! in i32 with the output zero point; the dot product subtracts the zero
+//! points, multiplies in i32 and rescales the product by `lhs_scale *
+//! rhs_scale / output_scale` (a qint32 product clamped to the i32 range
+//! only, as the bridge does, not to `output_quantization_min/max_val`). Scales and zero points are operands of the program: per tensor
 //! (scalars) or per axis (vectors broadcast along the quantization axis).
 //! TensorFlow's bridge compiles only the per-tensor forms; the per-axis
 //! ones lower the same way and give the CPU kernels' values away from ties.
@@ -107,6 +111,95 @@ pub(super) fn requantize(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
     let scaled = c.elementwise("multiply", &[&x, &ratio]);
     let y = c.elementwise("add", &[&scaled, &offset]);
     Ok(vec![round_into(c, n, &y, quant_range(n, "output_")?)?])
+}
+
+/// `x` (of `shape`, quantized by `scale`/`zero` along `from`) scaled to
+/// `to_scale` (along `to`) in f32: `x * ratio + (to_zero - zero * ratio)`.
+#[allow(clippy::too_many_arguments)]
+fn rescale(c: &mut Ctx, x: &Val, shape: &[usize], scale: &Val, zero: &Val, from: Option<usize>, to_scale: &Val, to: Option<usize>) -> Val {
+    let xf = c.convert(x, DType::F32);
+    let xf = c.broadcast_to(&xf, shape);
+    let s = spread(c, scale, from, shape, DType::F32);
+    let z = spread(c, zero, from, shape, DType::F32);
+    let t = spread(c, to_scale, to, shape, DType::F32);
+    let ratio = c.elementwise("divide", &[&s, &t]);
+    let moved = c.elementwise("multiply", &[&z, &ratio]);
+    let scaled = c.elementwise("multiply", &[&xf, &ratio]);
+    c.elementwise("subtract", &[&scaled, &moved])
+}
+
+/// `UniformQuantizedAdd(lhs, rhs, lhs_scales, lhs_zero_points, rhs_scales,
+/// rhs_zero_points, output_scales, output_zero_points)`: each side rescaled
+/// to the output scales and rounded half to even, added in i32 with the
+/// output zero point, clamped.
+pub(super) fn add(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
+    let out = n.out(0)?.clone();
+    let rank = out.rank();
+    let out_axis = quant_axis(n, "output_", rank)?;
+    let mut sides = Vec::new();
+    for (k, prefix) in [(0, "lhs_"), (1, "rhs_")] {
+        let x = n.input(k)?;
+        let own = quant_axis(n, prefix, x.ty.rank())?;
+        // The side's quantization axis counted in the output's dimensions (trailing aligned).
+        let from = own.map(|a| a + rank - x.ty.rank());
+        if let (Some(a), Some(b)) = (from, out_axis) {
+            if a != b {
+                return Err(format!("{}: {prefix}quantization_axis must match the output's", n.op));
+            }
+        }
+        let scaled =
+            rescale(c, x, &out.shape, n.input(2 + 2 * k)?, n.input(3 + 2 * k)?, from, n.input(6)?, out_axis);
+        let rounded = c.elementwise("round_nearest_even", &[&scaled]);
+        sides.push(c.convert(&rounded, DType::I32));
+    }
+    let zero = spread(c, n.input(7)?, out_axis, &out.shape, DType::I32);
+    let sum = c.elementwise("add", &[&sides[0], &sides[1]]);
+    let sum = c.elementwise("add", &[&sum, &zero]);
+    let (min, max) = quant_range(n, "output_")?;
+    let (low, high) = (c.splat(&sum.ty, min), c.splat(&sum.ty, max));
+    let clamped = c.op("stablehlo.clamp", &[&low, &sum, &high], "", sum.ty.clone());
+    Ok(vec![c.convert(&clamped, out.dtype)])
+}
+
+/// `UniformQuantizedDot(lhs, rhs, lhs_scales, lhs_zero_points, rhs_scales,
+/// rhs_zero_points, output_scales, output_zero_points)`: the zero points
+/// subtracted in i32, an i32 `dot_general`, then the product rescaled by
+/// `lhs_scale * rhs_scale / output_scale` (per tensor, or per output
+/// channel), shifted by the output zero point, clamped and rounded.
+pub(super) fn dot(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
+    let (lhs, rhs) = (n.input(0)?, n.input(1)?);
+    let out = n.out(0)?.clone();
+    if lhs.ty.rank() != 2 || rhs.ty.rank() != 2 {
+        return Err(format!("{}: lhs and rhs must be matrices", n.op));
+    }
+    let lhs_axis = quant_axis(n, "lhs_", 2)?;
+    let (rhs_axis, out_axis) = (quant_axis(n, "rhs_", 2)?, quant_axis(n, "output_", 2)?);
+    if lhs_axis.is_some() || rhs_axis == Some(0) || out_axis == Some(0) {
+        return Err(format!("{}: lhs must be per tensor; rhs and output per tensor or per dimension 1", n.op));
+    }
+    let centered = |c: &mut Ctx, x: &Val, zero: &Val, axis: Option<usize>| {
+        let x = c.convert(x, DType::I32);
+        let z = spread(c, zero, axis, &x.ty.shape, DType::I32);
+        c.elementwise("subtract", &[&x, &z])
+    };
+    let l = centered(c, lhs, n.input(3)?, None);
+    let r = centered(c, rhs, n.input(5)?, rhs_axis);
+    let attrs = "dot_dimension_numbers = #stablehlo.dot<lhs_contracting_dimensions = [1], rhs_contracting_dimensions = [0]>";
+    let acc = c.op("stablehlo.dot_general", &[&l, &r], attrs, out.with_dtype(DType::I32));
+    let accf = c.convert(&acc, DType::F32);
+    let ls = spread(c, n.input(2)?, None, &out.shape, DType::F32);
+    let rs = spread(c, n.input(4)?, rhs_axis, &out.shape, DType::F32);
+    let os = spread(c, n.input(6)?, out_axis, &out.shape, DType::F32);
+    let oz = spread(c, n.input(7)?, out_axis, &out.shape, DType::F32);
+    let both = c.elementwise("multiply", &[&ls, &rs]);
+    let ratio = c.elementwise("divide", &[&both, &os]);
+    let scaled = c.elementwise("multiply", &[&accf, &ratio]);
+    let y = c.elementwise("add", &[&scaled, &oz]);
+    // TensorFlow's bridge clamps a qint32 product to the i32 range only, not to
+    // output_quantization_min_val/max_val (its CPU kernel clamps to those).
+    let (min, max) = quant_range(n, "output_")?;
+    let range = if out.dtype == DType::I32 { (f64::from(i32::MIN), f64::from(i32::MAX)) } else { (min, max) };
+    Ok(vec![round_into(c, n, &y, range)?])
 }
 
 /// `UniformQuantizedClipByValue(operand, min, max, scales, zero_points)`.

@@ -1,13 +1,18 @@
 """Writes tests/tf/corpus/ops/uniform_quant.{pbtxt,json}: TensorFlow's uniform quantized ops
 (UniformQuantize, UniformDequantize, UniformRequantize, UniformQuantizedClipByValue,
-UniformQuantizedAdd, UniformQuantizedDot) and the
+UniformQuantizedAdd, UniformQuantizedDot, UniformQuantizedConvolution) and the
 classic `Dequantize`, per tensor and per axis, with TensorFlow's CPU and XLA values.
 
 Quantized values (qint8, quint8, qint32) are given as plain integer arrays with `Case.qtypes`.
 TensorFlow registers no gradient for these ops; scales and zero points are constants, as
 TensorFlow's XLA bridge needs them. The values include exact rounding ties (x / scale = k + 0.5),
 where the CPU kernels (floor(x * (1 / scale) + 0.5)) and the bridge (round half to even after
-adding the zero point) differ.
+adding the zero point) differ. TensorFlow's bridge truncates a quantized convolution's rescaled
+product toward zero where the CPU kernel rounds it, and refuses the default (empty) dimension numbers
+and per-channel convolutions: PJRT is compared with the CPU values in those cases, so their scales
+make the rescaling factor an integer (no rounding either way); `conv_nhwc_clamped`, which the bridge
+compiles, has a factor of 2.5, and so ties, which both backends meet. The refused cases ask for no
+XLA value (`xla=False`): compiling one of them crashes TensorFlow 2.21's bridge.
 
 Run after setup.sh:  tests/tf/.venv/bin/python tests/tf/ops_uniform_quant.py
 """
@@ -17,6 +22,7 @@ import tensorflow as tf
 
 import op_cases
 from op_cases import Case
+from tensorflow.core.util.quantization import uniform_quant_ops_attr_pb2 as UQ
 
 
 def f32(seed, *shape, scale=3.0):
@@ -36,6 +42,26 @@ Q32_ADD = {f"{side}_quantization_{k}": v for side in ("lhs", "rhs", "output") fo
 DOT_RANGES = {"lhs_quantization_min_val": -128, "lhs_quantization_max_val": 127, "rhs_quantization_min_val": -128,
               "rhs_quantization_max_val": 127, "output_quantization_min_val": -2**31,
               "output_quantization_max_val": 2**31 - 1}
+
+
+
+def conv_quant(ls, lz, rs, rz, os_, oz):
+    """Per-tensor scales and zero points of a convolution's lhs, rhs and output."""
+    return {"lhs_scales": np.float32(ls), "lhs_zero_points": np.int32(lz), "rhs_scales": np.float32(rs),
+            "rhs_zero_points": np.int32(rz), "output_scales": np.float32(os_), "output_zero_points": np.int32(oz)}
+
+
+# NCHW input and output, OIHW kernel: what an empty attribute means to the CPU kernel; TensorFlow's
+# bridge needs them spelled out.
+NCHW = UQ.UniformQuantizedConvolutionDimensionNumbersAttr(
+    input_batch_dimension=0, input_feature_dimension=1, input_spatial_dimensions=[2, 3],
+    kernel_input_feature_dimension=1, kernel_output_feature_dimension=0, kernel_spatial_dimensions=[2, 3],
+    output_batch_dimension=0, output_feature_dimension=1, output_spatial_dimensions=[2, 3]).SerializeToString()
+# NHWC input and output, HWIO kernel.
+NHWC = UQ.UniformQuantizedConvolutionDimensionNumbersAttr(
+    input_batch_dimension=0, input_feature_dimension=3, input_spatial_dimensions=[1, 2],
+    kernel_input_feature_dimension=2, kernel_output_feature_dimension=3, kernel_spatial_dimensions=[0, 1],
+    output_batch_dimension=0, output_feature_dimension=3, output_spatial_dimensions=[1, 2]).SerializeToString()
 
 CASES = [
     Case("quantize_ties", "UniformQuantize", inputs={"input": TIES},
@@ -140,6 +166,31 @@ CASES = [
                  "rhs_zero_points": np.int32(0), "output_scales": np.float32(0.05), "output_zero_points": np.int32(0)},
          attrs={"Tout": tf.qint32, **DOT_RANGES, "output_quantization_min_val": -20000,
                 "output_quantization_max_val": 20000},
+         qtypes={"lhs": tf.qint8, "rhs": tf.qint8}, grad=False),
+    Case("conv_valid", "UniformQuantizedConvolution",
+         inputs={"lhs": ints(28, np.int8, -128, 127, 1, 2, 4, 4), "rhs": ints(29, np.int8, -128, 127, 3, 2, 2, 2)},
+         consts={**conv_quant(0.5, 2, 0.5, -1, 0.125, 3)},
+         attrs={"Tout": tf.qint32, "padding": "VALID", **DOT_RANGES},
+         qtypes={"lhs": tf.qint8, "rhs": tf.qint8}, grad=False, xla=False),
+    Case("conv_same_strided_channels", "UniformQuantizedConvolution",
+         inputs={"lhs": ints(30, np.int8, -128, 127, 2, 2, 5, 5), "rhs": ints(31, np.int8, -128, 127, 2, 2, 3, 3)},
+         consts={"lhs_scales": np.float32(0.5), "lhs_zero_points": np.int32(0),
+                 "rhs_scales": np.array([0.25, 0.5], np.float32), "rhs_zero_points": np.array([0, 0], np.int32),
+                 "output_scales": np.array([0.125, 0.0625], np.float32), "output_zero_points": np.array([0, 0], np.int32)},
+         attrs={"Tout": tf.qint32, "padding": "SAME", "window_strides": [2, 2], "dimension_numbers": NCHW, **DOT_RANGES,
+                "rhs_quantization_axis": 0, "output_quantization_axis": 1},
+         qtypes={"lhs": tf.qint8, "rhs": tf.qint8}, grad=False, xla=False),
+    Case("conv_explicit_dilated_groups", "UniformQuantizedConvolution",
+         inputs={"lhs": ints(32, np.int8, -128, 127, 1, 4, 4, 5), "rhs": ints(33, np.int8, -128, 127, 4, 2, 2, 2)},
+         consts={**conv_quant(0.25, -3, 0.5, 1, 0.125, -2)},
+         attrs={"Tout": tf.qint32, "padding": "EXPLICIT", "explicit_padding": [1, 0, 0, 2], "rhs_dilation": [2, 1],
+                "lhs_dilation": [1, 2], "feature_group_count": 2, "dimension_numbers": NCHW, **DOT_RANGES},
+         qtypes={"lhs": tf.qint8, "rhs": tf.qint8}, grad=False, xla=False),
+    Case("conv_nhwc_clamped", "UniformQuantizedConvolution",
+         inputs={"lhs": ints(34, np.int8, -128, 127, 1, 4, 4, 3), "rhs": ints(35, np.int8, -128, 127, 2, 2, 3, 2)},
+         consts={**conv_quant(0.5, 0, 0.5, 0, 0.1, 0)},
+         attrs={"Tout": tf.qint32, "padding": "VALID", "dimension_numbers": NHWC, **DOT_RANGES,
+                "output_quantization_min_val": -50000, "output_quantization_max_val": 50000},
          qtypes={"lhs": tf.qint8, "rhs": tf.qint8}, grad=False),
 ]
 

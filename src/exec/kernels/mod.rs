@@ -479,6 +479,7 @@ pub const PURE_OPS: &[&str] = &[
     "UniformQuantize",
     "UniformQuantizedAdd",
     "UniformQuantizedClipByValue",
+    "UniformQuantizedConvolution",
     "UniformQuantizedDot",
     "UniformRequantize",
     "Unpack",

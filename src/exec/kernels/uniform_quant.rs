@@ -1,7 +1,7 @@
 //! TensorFlow's quantized-integer ops as its CPU kernels compute them:
 //! `UniformQuantize`, `UniformDequantize`, `UniformRequantize`,
-//! `UniformQuantizedClipByValue`, `UniformQuantizedAdd`, `UniformQuantizedDot`
-//! and the classic `Dequantize`.
+//! `UniformQuantizedClipByValue`, `UniformQuantizedAdd`, `UniformQuantizedDot`,
+//! `UniformQuantizedConvolution` and the classic `Dequantize`.
 //!
 //! A quantized tensor (`qint8`, `quint8`, `qint32`) is held as its plain
 //! integer tensor ([`DType::plain`]); the op's attributes say which
@@ -18,7 +18,9 @@
 //! even). Adding requantizes both sides to the output scales and adds the
 //! output zero point; the dot product accumulates `(lhs - zero point) *
 //! (rhs - zero point)` in i32 and requantizes by `lhs_scale * rhs_scale /
-//! output_scale`. `Dequantize` supports the `MIN_COMBINED` and `SCALED` modes of a
+//! output_scale`; the convolution (`XlaConv`'s general convolution on the
+//! centered integers) requantizes the same way per output feature.
+//! `Dequantize` supports the `MIN_COMBINED` and `SCALED` modes of a
 //! whole tensor (`axis = -1`) and refuses `MIN_FIRST` and per-axis ranges.
 
 use super::arg;
@@ -33,6 +35,7 @@ pub(crate) const OPS: &[&str] = &[
     "UniformQuantize",
     "UniformQuantizedAdd",
     "UniformQuantizedClipByValue",
+    "UniformQuantizedConvolution",
     "UniformQuantizedDot",
     "UniformRequantize",
 ];
@@ -75,6 +78,7 @@ pub(crate) fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Option<R
         "Dequantize" => dequantize(op, attrs, inputs),
         "UniformQuantizedAdd" => add(op, attrs, inputs),
         "UniformQuantizedDot" => dot(op, attrs, inputs),
+        "UniformQuantizedConvolution" => convolution(op, attrs, inputs),
         _ => return None,
     };
     Some(result.map(|t| vec![t]))
@@ -82,7 +86,10 @@ pub(crate) fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Option<R
 
 /// A type attribute.
 fn type_attr(op: &str, attrs: &AttrMap, key: &str) -> Result<DType, KernelError> {
-    attrs.get(key).and_then(AttrValue::as_type).ok_or_else(|| KernelError::invalid(op, format!("missing type attribute `{key}`")))
+    attrs
+        .get(key)
+        .and_then(AttrValue::as_type)
+        .ok_or_else(|| KernelError::invalid(op, format!("missing type attribute `{key}`")))
 }
 
 /// The scales and zero points of one quantization, per tensor or per axis.
@@ -136,7 +143,8 @@ impl Quant {
                 ),
             ));
         }
-        let scales = scales.to_vec::<f32>().ok_or_else(|| KernelError::dtype(op, scales.dtype(), "scales must be f32"))?;
+        let scales =
+            scales.to_vec::<f32>().ok_or_else(|| KernelError::dtype(op, scales.dtype(), "scales must be f32"))?;
         if scales.iter().any(|s| !(s.is_finite() && *s > 0.0)) {
             return Err(KernelError::invalid(op, format!("{prefix}scales must be positive and finite")));
         }
@@ -244,7 +252,13 @@ fn requantize(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Tensor, Ke
 /// `values` (of `shape`, quantized by `from`) quantized by `to` instead, as
 /// TensorFlow's CPU kernels requantize: a fixed-point multiplier per index
 /// of the one quantization axis either side has.
-fn requantize_values(op: &str, values: &[i64], shape: &[usize], from: &Quant, to: &Quant) -> Result<Vec<i64>, KernelError> {
+fn requantize_values(
+    op: &str,
+    values: &[i64],
+    shape: &[usize],
+    from: &Quant,
+    to: &Quant,
+) -> Result<Vec<i64>, KernelError> {
     let axis = match (from.axis, to.axis) {
         (Some(a), Some(b)) if a != b => {
             return Err(KernelError::invalid(op, "per-axis input and output must share the quantization axis"))
@@ -300,16 +314,15 @@ fn add(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Tensor, KernelErr
             }
         }
         let zero_points = vec![0; out.scales.len()];
-        let to = Quant { scales: out.scales.clone(), zero_points, axis, min: i64::from(i32::MIN), max: i64::from(i32::MAX) };
+        let to =
+            Quant { scales: out.scales.clone(), zero_points, axis, min: i64::from(i32::MIN), max: i64::from(i32::MAX) };
         requantize_values(op, &integers(op, t)?, t.shape(), &from, &to)
     };
     let (l, r) = (side("lhs_", lhs, x(2)?, x(3)?)?, side("rhs_", rhs, x(4)?, x(5)?)?);
     let (li, ri) = (broadcast_index(lhs.shape(), &shape), broadcast_index(rhs.shape(), &shape));
     let channel = channels(&shape, out.axis);
     let count: usize = shape.iter().product();
-    let values = (0..count)
-        .map(|i| out.clamp(l[li(i)] + r[ri(i)] + i64::from(out.zero_points[channel(i)])))
-        .collect();
+    let values = (0..count).map(|i| out.clamp(l[li(i)] + r[ri(i)] + i64::from(out.zero_points[channel(i)]))).collect();
     quantized(op, lhs.dtype(), &shape, values)
 }
 
@@ -353,10 +366,16 @@ fn dot(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Tensor, KernelErr
     let x = |i: usize| arg(op, inputs, i);
     let (lhs, rhs) = (x(0)?, x(1)?);
     let (&[rows, depth], &[depth2, cols]) = (lhs.shape(), rhs.shape()) else {
-        return Err(KernelError::invalid(op, format!("lhs {:?} and rhs {:?} must be matrices", lhs.shape(), rhs.shape())));
+        return Err(KernelError::invalid(
+            op,
+            format!("lhs {:?} and rhs {:?} must be matrices", lhs.shape(), rhs.shape()),
+        ));
     };
     if depth != depth2 {
-        return Err(KernelError::invalid(op, format!("lhs {:?} and rhs {:?} do not multiply", lhs.shape(), rhs.shape())));
+        return Err(KernelError::invalid(
+            op,
+            format!("lhs {:?} and rhs {:?} do not multiply", lhs.shape(), rhs.shape()),
+        ));
     }
     let l = Quant::read(op, attrs, "lhs_", x(2)?, x(3)?, lhs.shape())?;
     let r = Quant::read(op, attrs, "rhs_", x(4)?, x(5)?, rhs.shape())?;
@@ -375,13 +394,61 @@ fn dot(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Tensor, KernelErr
                 let w = (rv[d * cols + c] as i32).wrapping_sub(r.zero_points[at(&r, c)]);
                 acc = acc.wrapping_add(a.wrapping_mul(w));
             }
-            let multiplier = f64::from(l.scales[0]) * f64::from(r.scales[at(&r, c)]) / f64::from(out.scales[at(&out, c)]);
+            let multiplier =
+                f64::from(l.scales[0]) * f64::from(r.scales[at(&r, c)]) / f64::from(out.scales[at(&out, c)]);
             let (fraction, shift) = quantize_multiplier(multiplier);
             let moved = multiply_by_fixed(acc, fraction, shift).wrapping_add(out.zero_points[at(&out, c)]);
             values.push(out.clamp(i64::from(moved)));
         }
     }
     quantized(op, type_attr(op, attrs, "Tout")?, &[rows, cols], values)
+}
+
+/// `UniformQuantizedConvolution(lhs, rhs, lhs_scales, lhs_zero_points,
+/// rhs_scales, rhs_zero_points, output_scales, output_zero_points)`: the
+/// zero points subtracted, the general convolution of `XlaConv` in integers,
+/// then a fixed-point requantize per output feature (the rhs and output
+/// quantized per tensor or along their feature dimensions).
+fn convolution(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Tensor, KernelError> {
+    let x = |i: usize| arg(op, inputs, i);
+    let (lhs, rhs) = (x(0)?, x(1)?);
+    let g = crate::ir::shapes::rules::uniform_quant::quantized_conv_geometry(attrs, lhs.shape(), rhs.shape())
+        .map_err(|e| KernelError::invalid(op, e))?;
+    let l = Quant::read(op, attrs, "lhs_", x(2)?, x(3)?, lhs.shape())?;
+    let r = Quant::read(op, attrs, "rhs_", x(4)?, x(5)?, rhs.shape())?;
+    let out = Quant::read(op, attrs, "output_", x(6)?, x(7)?, &g.out_shape)?;
+    if l.axis.is_some() || r.axis.is_some_and(|a| a != g.k_out) || out.axis.is_some_and(|a| a != g.out_feature) {
+        return Err(KernelError::invalid(
+            op,
+            "lhs must be per tensor; rhs and output per tensor or along their output feature dimension",
+        ));
+    }
+    let centered = |t: &Tensor, q: &Quant| -> Result<Tensor, KernelError> {
+        let values = integers(op, t)?;
+        let v: Vec<i32> = q.map(t.shape(), &values, |v, c| (v as i32).wrapping_sub(q.zero_points[c]));
+        Tensor::from_vec(t.shape(), v)
+    };
+    let acc = super::xla_ops::conv(op, &centered(lhs, &l)?, &centered(rhs, &r)?, &g, DType::I32)?;
+    let acc = acc.to_vec::<i32>().ok_or_else(|| KernelError::invalid(op, "the accumulator is not i32"))?;
+    let at = |q: &Quant, c: usize| if q.axis.is_some() { c } else { 0 };
+    let channel = channels(&g.out_shape, Some(g.out_feature));
+    let fixed: Vec<(i64, i32)> = (0..g.out_shape[g.out_feature])
+        .map(|c| {
+            quantize_multiplier(
+                f64::from(l.scales[0]) * f64::from(r.scales[at(&r, c)]) / f64::from(out.scales[at(&out, c)]),
+            )
+        })
+        .collect();
+    let values = acc
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| {
+            let c = channel(i);
+            let (fraction, shift) = fixed[c];
+            out.clamp(i64::from(multiply_by_fixed(v, fraction, shift).wrapping_add(out.zero_points[at(&out, c)])))
+        })
+        .collect();
+    quantized(op, type_attr(op, attrs, "Tout")?, &g.out_shape, values)
 }
 
 /// The lowest and highest values of the plain integer dtype of `t`.
@@ -401,15 +468,18 @@ fn dequantize(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Tensor, Ke
         let t = arg(op, inputs, i)?;
         match t.to_vec::<f32>().as_deref() {
             Some(&[v]) if t.shape().is_empty() || t.shape() == [1] => Ok(v),
-            _ => Err(KernelError::invalid(op, format!("{what} must be an f32 scalar (per-axis ranges are not supported)"))),
+            _ => Err(KernelError::invalid(
+                op,
+                format!("{what} must be an f32 scalar (per-axis ranges are not supported)"),
+            )),
         }
     };
     if attrs.get_int("axis").unwrap_or(-1) != -1 {
         return Err(KernelError::invalid(op, "only axis = -1 (one range for the whole tensor) is supported"));
     }
     let (min, max) = (scalar(1, "min_range")?, scalar(2, "max_range")?);
-    let (lowest, highest) =
-        integer_range(input.dtype()).ok_or_else(|| KernelError::dtype(op, input.dtype(), "expected qint8, quint8 or qint32"))?;
+    let (lowest, highest) = integer_range(input.dtype())
+        .ok_or_else(|| KernelError::dtype(op, input.dtype(), "expected qint8, quint8 or qint32"))?;
     let values = integers(op, input)?;
     let out: Vec<f32> = match attrs.get_str("mode").unwrap_or("MIN_COMBINED") {
         "MIN_COMBINED" => {
@@ -424,7 +494,9 @@ fn dequantize(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Tensor, Ke
             let scale = if lowest == 0.0 { max / highest } else { (min / lowest_out).max(max / highest) };
             values.iter().map(|&v| v as f32 * scale).collect()
         }
-        other => return Err(KernelError::invalid(op, format!("mode {other:?} is not supported (MIN_COMBINED or SCALED)"))),
+        other => {
+            return Err(KernelError::invalid(op, format!("mode {other:?} is not supported (MIN_COMBINED or SCALED)")))
+        }
     };
     let out = Tensor::from_vec(input.shape(), out)?;
     match attrs.get("dtype").and_then(AttrValue::as_type).unwrap_or(DType::F32) {

@@ -34,7 +34,7 @@ mod random_state;
 mod reduce;
 mod shape;
 mod spmd;
-mod uniform_quant;
+pub mod uniform_quant;
 mod xla_fn;
 pub mod xla_ops;
 
@@ -487,6 +487,7 @@ const TABLE: &[(&str, Rule)] = &[
     ("UniformQuantize", uniform_quant::to_tout),
     ("UniformQuantizedAdd", ew::broadcast),
     ("UniformQuantizedClipByValue", ew::same),
+    ("UniformQuantizedConvolution", uniform_quant::conv),
     ("UniformQuantizedDot", uniform_quant::dot),
     ("UniformRequantize", uniform_quant::to_tout),
     ("Unpack", shape::unpack),

@@ -479,6 +479,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("UniformQuantize", uniform_quant::quantize),
     ("UniformQuantizedAdd", uniform_quant::add),
     ("UniformQuantizedClipByValue", uniform_quant::clip_by_value),
+    ("UniformQuantizedConvolution", uniform_quant::convolution),
     ("UniformQuantizedDot", uniform_quant::dot),
     ("UniformRequantize", uniform_quant::requantize),
     ("Unpack", shape::unpack),

@@ -12,7 +12,10 @@
 //! in i32 with the output zero point; the dot product subtracts the zero
 //! points, multiplies in i32 and rescales the product by `lhs_scale *
 //! rhs_scale / output_scale` (a qint32 product clamped to the i32 range
-//! only, as the bridge does, not to `output_quantization_min/max_val`). Scales and zero points are operands of the program: per tensor
+//! only, as the bridge does, not to `output_quantization_min/max_val`);
+//! the convolution does the same with the general convolution of `XlaConv`,
+//! but truncates the rescaled product toward zero where the dot product
+//! rounds it, as the bridge does. Scales and zero points are operands of the program: per tensor
 //! (scalars) or per axis (vectors broadcast along the quantization axis).
 //! TensorFlow's bridge compiles only the per-tensor forms; the per-axis
 //! ones lower the same way and give the CPU kernels' values away from ties.
@@ -116,7 +119,16 @@ pub(super) fn requantize(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
 /// `x` (of `shape`, quantized by `scale`/`zero` along `from`) scaled to
 /// `to_scale` (along `to`) in f32: `x * ratio + (to_zero - zero * ratio)`.
 #[allow(clippy::too_many_arguments)]
-fn rescale(c: &mut Ctx, x: &Val, shape: &[usize], scale: &Val, zero: &Val, from: Option<usize>, to_scale: &Val, to: Option<usize>) -> Val {
+fn rescale(
+    c: &mut Ctx,
+    x: &Val,
+    shape: &[usize],
+    scale: &Val,
+    zero: &Val,
+    from: Option<usize>,
+    to_scale: &Val,
+    to: Option<usize>,
+) -> Val {
     let xf = c.convert(x, DType::F32);
     let xf = c.broadcast_to(&xf, shape);
     let s = spread(c, scale, from, shape, DType::F32);
@@ -147,8 +159,7 @@ pub(super) fn add(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
                 return Err(format!("{}: {prefix}quantization_axis must match the output's", n.op));
             }
         }
-        let scaled =
-            rescale(c, x, &out.shape, n.input(2 + 2 * k)?, n.input(3 + 2 * k)?, from, n.input(6)?, out_axis);
+        let scaled = rescale(c, x, &out.shape, n.input(2 + 2 * k)?, n.input(3 + 2 * k)?, from, n.input(6)?, out_axis);
         let rounded = c.elementwise("round_nearest_even", &[&scaled]);
         sides.push(c.convert(&rounded, DType::I32));
     }
@@ -184,7 +195,8 @@ pub(super) fn dot(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
     };
     let l = centered(c, lhs, n.input(3)?, None);
     let r = centered(c, rhs, n.input(5)?, rhs_axis);
-    let attrs = "dot_dimension_numbers = #stablehlo.dot<lhs_contracting_dimensions = [1], rhs_contracting_dimensions = [0]>";
+    let attrs =
+        "dot_dimension_numbers = #stablehlo.dot<lhs_contracting_dimensions = [1], rhs_contracting_dimensions = [0]>";
     let acc = c.op("stablehlo.dot_general", &[&l, &r], attrs, out.with_dtype(DType::I32));
     let accf = c.convert(&acc, DType::F32);
     let ls = spread(c, n.input(2)?, None, &out.shape, DType::F32);
@@ -200,6 +212,51 @@ pub(super) fn dot(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
     let (min, max) = quant_range(n, "output_")?;
     let range = if out.dtype == DType::I32 { (f64::from(i32::MIN), f64::from(i32::MAX)) } else { (min, max) };
     Ok(vec![round_into(c, n, &y, range)?])
+}
+
+/// `UniformQuantizedConvolution(lhs, rhs, lhs_scales, lhs_zero_points,
+/// rhs_scales, rhs_zero_points, output_scales, output_zero_points)`: as the
+/// dot product, with an i32 `stablehlo.convolution` of `XlaConv`'s
+/// geometry and the scales along the output feature dimension, except that
+/// the rescaled product is truncated toward zero, not rounded, as the
+/// bridge does.
+pub(super) fn convolution(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
+    let (lhs, rhs) = (n.input(0)?, n.input(1)?);
+    let out = n.out(0)?.clone();
+    let g = crate::ir::shapes::rules::uniform_quant::quantized_conv_geometry(n.attrs, &lhs.ty.shape, &rhs.ty.shape)?;
+    let lhs_axis = quant_axis(n, "lhs_", lhs.ty.rank())?;
+    let (rhs_axis, out_axis) = (quant_axis(n, "rhs_", rhs.ty.rank())?, quant_axis(n, "output_", out.rank())?);
+    if lhs_axis.is_some() || rhs_axis.is_some_and(|a| a != g.k_out) || out_axis.is_some_and(|a| a != g.out_feature) {
+        return Err(format!(
+            "{}: lhs must be per tensor; rhs and output per tensor or along their output feature dimension",
+            n.op
+        ));
+    }
+    let centered = |c: &mut Ctx, x: &Val, zero: &Val, axis: Option<usize>| {
+        let x = c.convert(x, DType::I32);
+        let z = spread(c, zero, axis, &x.ty.shape, DType::I32);
+        c.elementwise("subtract", &[&x, &z])
+    };
+    let l = centered(c, lhs, n.input(3)?, None);
+    let r = centered(c, rhs, n.input(5)?, rhs_axis);
+    let acc = super::xla_ops::convolution(c, &l, &r, &g, out.with_dtype(DType::I32));
+    let accf = c.convert(&acc, DType::F32);
+    let feature = Some(g.out_feature);
+    let ls = spread(c, n.input(2)?, None, &out.shape, DType::F32);
+    let rs = spread(c, n.input(4)?, rhs_axis.and(feature), &out.shape, DType::F32);
+    let os = spread(c, n.input(6)?, out_axis.and(feature), &out.shape, DType::F32);
+    let oz = spread(c, n.input(7)?, out_axis.and(feature), &out.shape, DType::F32);
+    let both = c.elementwise("multiply", &[&ls, &rs]);
+    let ratio = c.elementwise("divide", &[&both, &os]);
+    let scaled = c.elementwise("multiply", &[&accf, &ratio]);
+    let y = c.elementwise("add", &[&scaled, &oz]);
+    // TensorFlow's bridge converts the rescaled product without rounding
+    // (toward zero), clamped to the i32 range only.
+    let (min, max) = quant_range(n, "output_")?;
+    let (min, max) = if out.dtype == DType::I32 { (f64::from(i32::MIN), f64::from(i32::MAX)) } else { (min, max) };
+    let (low, high) = (c.splat(&y.ty, min), c.splat(&y.ty, max));
+    let clamped = c.op("stablehlo.clamp", &[&low, &y, &high], "", y.ty.clone());
+    Ok(vec![c.convert(&clamped, out.dtype)])
 }
 
 /// `UniformQuantizedClipByValue(operand, min, max, scales, zero_points)`.

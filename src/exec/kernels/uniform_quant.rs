@@ -522,4 +522,29 @@ mod tests {
         assert_eq!(shift, 2);
         assert_eq!(multiply_by_fixed(7, fraction, shift), 21);
     }
+
+    #[test]
+    fn bad_scales_and_axes_are_errors_not_panics() {
+        let x = Tensor::from_vec(&[2, 3], vec![0.5f32; 6]).unwrap();
+        let mut attrs = AttrMap::new();
+        attrs.insert("Tout", AttrValue::Type(DType::QInt8));
+        let run = |attrs: &AttrMap, scales: Tensor, zeros: Tensor| {
+            dispatch("UniformQuantize", attrs, &[x.clone(), scales, zeros]).expect("a family op")
+        };
+        // Per tensor: scalars; a vector is refused, as is a scale that is not positive.
+        assert!(run(&attrs, Tensor::from_vec(&[3], vec![1f32; 3]).unwrap(), Tensor::scalar(0i32)).is_err());
+        assert!(run(&attrs, Tensor::scalar(0f32), Tensor::scalar(0i32)).is_err());
+        let ok = run(&attrs, Tensor::scalar(0.25f32), Tensor::scalar(1i32)).unwrap();
+        assert_eq!(ok[0].to_vec::<i8>().unwrap(), vec![3i8; 6]);
+        // Per axis 1: three scales; axis 2 is out of range.
+        attrs.insert("quantization_axis", AttrValue::Int(1));
+        let per_axis = run(
+            &attrs,
+            Tensor::from_vec(&[3], vec![0.25f32, 0.5, 1.0]).unwrap(),
+            Tensor::from_vec(&[3], vec![0i32; 3]).unwrap(),
+        );
+        assert_eq!(per_axis.unwrap()[0].to_vec::<i8>().unwrap(), vec![2, 1, 1, 2, 1, 1]);
+        attrs.insert("quantization_axis", AttrValue::Int(2));
+        assert!(run(&attrs, Tensor::scalar(1f32), Tensor::scalar(0i32)).is_err());
+    }
 }

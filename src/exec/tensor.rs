@@ -363,7 +363,7 @@ impl Tensor {
             }
         }
         let bad = |what: &str| KernelError::dtype(op, lit.dtype, format!("literal stored as {what}"));
-        match (&lit.data, lit.dtype) {
+        match (&lit.data, lit.dtype.plain()) {
             (TensorData::Float(v), DType::F32) => Tensor::from_vec(&shape, fill(v.clone(), n, 0.0)),
             (TensorData::Double(v), DType::F64) => Tensor::from_vec(&shape, fill(v.clone(), n, 0.0)),
             (TensorData::Int(v), DType::I32) => Tensor::from_vec(&shape, fill(v.clone(), n, 0)),
@@ -435,7 +435,7 @@ fn decode_content(op: &str, dtype: DType, shape: &[usize], bytes: &[u8]) -> Resu
             Tensor::from_vec(shape, values)
         }};
     }
-    match dtype {
+    match dtype.plain() {
         DType::F32 => le!(f32, 4),
         DType::F64 => le!(f64, 8),
         DType::I32 => le!(i32, 4),

@@ -49,6 +49,16 @@ pub enum DType {
     U32,
     /// 64-bit unsigned integer (`u64`, `DT_UINT64`).
     U64,
+    /// Quantized 8-bit signed integer (`qint8`, `DT_QINT8`); its values are `i8`.
+    QInt8,
+    /// Quantized 8-bit unsigned integer (`quint8`, `DT_QUINT8`); its values are `u8`.
+    QUInt8,
+    /// Quantized 32-bit signed integer (`qint32`, `DT_QINT32`); its values are `i32`.
+    QInt32,
+    /// Quantized 16-bit signed integer (`qint16`, `DT_QINT16`); its values are `i16`.
+    QInt16,
+    /// Quantized 16-bit unsigned integer (`quint16`, `DT_QUINT16`); its values are `u16`.
+    QUInt16,
     /// Any other `DataType` number, kept as is (e.g. reference types, 101+).
     Other(i32),
 }
@@ -64,7 +74,12 @@ const DTYPE_TABLE: &[(DType, i32, &str)] = &[
     (DType::C64, 8, "c64"),
     (DType::I64, 9, "i64"),
     (DType::Bool, 10, "bool"),
+    (DType::QInt8, 11, "qint8"),
+    (DType::QUInt8, 12, "quint8"),
+    (DType::QInt32, 13, "qint32"),
     (DType::BF16, 14, "bf16"),
+    (DType::QInt16, 15, "qint16"),
+    (DType::QUInt16, 16, "quint16"),
     (DType::U16, 17, "u16"),
     (DType::C128, 18, "c128"),
     (DType::F16, 19, "f16"),
@@ -98,9 +113,31 @@ impl DType {
         DTYPE_TABLE.iter().map(|e| e.2)
     }
 
+    /// The plain integer dtype whose values a quantized dtype holds
+    /// (`qint8` → `i8`, `quint8` → `u8`, `qint32` → `i32`, `qint16` → `i16`,
+    /// `quint16` → `u16`); every other dtype is its own. A graph keeps the
+    /// quantized dtype (it round-trips to TensorFlow); tensors, kernels and
+    /// lowerings work on the plain one, as TensorFlow's CPU kernels and its
+    /// XLA bridge do.
+    pub fn plain(self) -> DType {
+        match self {
+            DType::QInt8 => DType::I8,
+            DType::QUInt8 => DType::U8,
+            DType::QInt32 => DType::I32,
+            DType::QInt16 => DType::I16,
+            DType::QUInt16 => DType::U16,
+            other => other,
+        }
+    }
+
+    /// True for TensorFlow's quantized dtypes (`qint8`, `quint8`, `qint32`, `qint16`, `quint16`).
+    pub fn is_quantized(self) -> bool {
+        self.plain() != self
+    }
+
     /// The storage class of this dtype's values in a tensor literal.
     pub fn storage(self) -> Storage {
-        match self {
+        match self.plain() {
             DType::F32 => Storage::Float,
             DType::F64 => Storage::Double,
             DType::F16 | DType::BF16 => Storage::Half,
@@ -116,7 +153,7 @@ impl DType {
 
     /// Bytes per element of the fixed-width numeric dtypes and bool; `None` for the others.
     pub fn size_bytes(self) -> Option<usize> {
-        Some(match self {
+        Some(match self.plain() {
             DType::Bool | DType::U8 | DType::I8 => 1,
             DType::I16 | DType::U16 | DType::F16 | DType::BF16 => 2,
             DType::F32 | DType::I32 | DType::U32 => 4,
@@ -311,7 +348,7 @@ fn decode_content(dtype: DType, bytes: &[u8]) -> Option<Vec<f64>> {
             bytes.chunks_exact($n).map(|c| <$t>::from_le_bytes(c.try_into().expect("exact chunk")) as f64).collect()
         };
     }
-    Some(match dtype {
+    Some(match dtype.plain() {
         DType::F32 => chunks!(f32, 4),
         DType::F64 => chunks!(f64, 8),
         DType::I32 => chunks!(i32, 4),

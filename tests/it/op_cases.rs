@@ -155,6 +155,14 @@ fn tensor_array() {
     check_family("tensor_array");
 }
 
+/// The quantized-integer ops: UniformQuantize, UniformDequantize, UniformRequantize,
+/// UniformQuantizedClipByValue and Dequantize, per tensor and per axis, on qint8, quint8 and
+/// qint32 (`tests/tf/ops_uniform_quant.py`).
+#[test]
+fn uniform_quant() {
+    check_family("uniform_quant");
+}
+
 /// The XLA-only ops of tf2xla's helpers: XlaPad, XlaDynamicSlice, XlaDynamicUpdateSlice,
 /// XlaReducePrecision, XlaBroadcastHelper, XlaDot(V2), XlaEinsum, XlaGather, XlaConv(V2)
 /// (`tests/tf/ops_xla_ops.py`).

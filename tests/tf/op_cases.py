@@ -35,7 +35,9 @@ takes `cpu=False`: its "outputs" are then the XLA values, and its "grads" come f
 arguments (inputs and consts, by name) that applies the op within a few others, instead of the op
 alone: gradients are recorded for float placeholders only, so `fn` lets float inputs be
 differentiated through ops on complex values (e.g. `Complex(re, im)` -> `FFT` -> `Real`); its ops
-are named under `<case>__op/`. tests/it/support/op_cases.rs reads both files, adds the IR's own `gradients`,
+are named under `<case>__op/`. `Case.qtypes` gives a quantized dtype (`tf.qint8`, `tf.quint8`,
+`tf.qint32`) to an input or const given as the plain integer array of its values (numpy has no
+quantized dtypes); the JSON records such values with the plain dtype. tests/it/support/op_cases.rs reads both files, adds the IR's own `gradients`,
 and runs everything on the simulator and on PJRT.
 """
 
@@ -60,7 +62,7 @@ class Case:
     """One op applied once: see the module's doc."""
 
     def __init__(self, name, op, inputs=None, consts=None, variables=None, attrs=None, grad=True, rtol=1e-5,
-                 xla=True, cpu=True, node_attrs=None, post=None, fn=None, var_grads=False):
+                 xla=True, cpu=True, node_attrs=None, post=None, fn=None, var_grads=False, qtypes=None):
         if "__" in name or not name.replace("_", "a").isalnum():
             raise ValueError(f"case name {name!r}: letters, digits and single underscores only")
         self.name = name
@@ -90,6 +92,8 @@ class Case:
         # A function from the op's output tensors to the tensors compared (and weighted in the loss):
         # for outputs unique only up to sign, e.g. eigenvectors compared as `v * v`. None: the outputs.
         self.post = post
+        # {arg: quantized tf dtype} for inputs and consts whose values are given as plain integers.
+        self.qtypes = qtypes or {}
 
 
 def enc(value):
@@ -186,7 +190,7 @@ def build(case):
         for i, v in enumerate(values):
             v = np.asarray(v)
             name = f"{n}__{arg}_{i}" if isinstance(value, list) else f"{n}__{arg}"
-            p = tf.compat.v1.placeholder(tf.as_dtype(v.dtype), shape=v.shape, name=name)
+            p = tf.compat.v1.placeholder(case.qtypes.get(arg, tf.as_dtype(v.dtype)), shape=v.shape, name=name)
             feeds[p] = v
             nodes.append(p)
             if p.dtype in FLOATS:
@@ -194,9 +198,10 @@ def build(case):
         args[arg] = nodes if isinstance(value, list) else nodes[0]
     for arg, value in case.consts.items():
         if isinstance(value, list):
-            args[arg] = [tf.constant(np.asarray(v), name=f"{n}__{arg}_{i}") for i, v in enumerate(value)]
+            args[arg] = [tf.constant(np.asarray(v), dtype=case.qtypes.get(arg), name=f"{n}__{arg}_{i}")
+                         for i, v in enumerate(value)]
         else:
-            args[arg] = tf.constant(np.asarray(value), name=f"{n}__{arg}")
+            args[arg] = tf.constant(np.asarray(value), dtype=case.qtypes.get(arg), name=f"{n}__{arg}")
     variables = {}
     for arg, value in case.variables.items():
         v = tf.Variable(np.asarray(value), name=f"{n}__{arg}")
@@ -240,8 +245,9 @@ def xla_values(case, feeds_by_arg):
     (None, None, why)."""
     try:
         variables = {arg: tf.Variable(np.asarray(v)) for arg, v in case.variables.items()}
-        consts = {arg: ([tf.constant(np.asarray(v)) for v in value] if isinstance(value, list)
-                        else tf.constant(np.asarray(value))) for arg, value in case.consts.items()}
+        consts = {arg: ([tf.constant(np.asarray(v), dtype=case.qtypes.get(arg)) for v in value] if isinstance(value, list)
+                        else tf.constant(np.asarray(value), dtype=case.qtypes.get(arg)))
+                  for arg, value in case.consts.items()}
         # The fed tensors by placeholder name, in the order `build` names them.
         names = []
         for arg, value in feeds_by_arg.items():
@@ -282,7 +288,8 @@ def xla_values(case, feeds_by_arg):
                     reads.append(v.read_value())
             return outs, reads, [g if g is not None else tf.zeros([0]) for g in grads], [g is not None for g in grads]
 
-        fed = {arg: ([tf.constant(v) for v in value] if isinstance(value, list) else tf.constant(value))
+        fed = {arg: ([tf.constant(v, dtype=case.qtypes.get(arg)) for v in value] if isinstance(value, list)
+                     else tf.constant(value, dtype=case.qtypes.get(arg)))
                for arg, value in feeds_by_arg.items()}
         outs, reads, grads, present = step(fed)
         values = {f"{case.name}__out_{k}": enc(t.numpy()) for k, t in enumerate(outs)}

@@ -432,7 +432,7 @@ pub(super) fn zeros(op: &str, dtype: DType, shape: &[usize]) -> Result<Tensor, K
         Tensor::from_array(ArrayD::<T>::from_elem(IxDyn(shape), T::default()))
     }
     crate::exec::limits::checked_dims(op, dtype, &shape.iter().map(|&d| d as i64).collect::<Vec<_>>())?;
-    Ok(match dtype {
+    Ok(match dtype.plain() {
         DType::F32 => of::<f32>(shape),
         DType::F64 => of::<f64>(shape),
         DType::I32 => of::<i32>(shape),

@@ -64,6 +64,7 @@ mod strided;
 mod strings;
 mod xla_ext;
 pub(crate) mod tensor_array;
+mod uniform_quant;
 pub(crate) mod xla_fn;
 mod xla_misc;
 mod xla_ops;
@@ -76,6 +77,7 @@ use crate::ir::{AttrMap, DType, Module, NodeKind};
 
 pub(crate) use math::Num;
 pub(crate) use shape::shape_of;
+pub(crate) use uniform_quant::integer_range;
 
 /// Op types the mesh runs itself (state, communication, feeds, TF1 control flow).
 pub const DEVICE_OPS: &[&str] = &[
@@ -226,6 +228,7 @@ pub const PURE_OPS: &[&str] = &[
     "DepthwiseConv2dNative",
     "DepthwiseConv2dNativeBackpropFilter",
     "DepthwiseConv2dNativeBackpropInput",
+    "Dequantize",
     "DeviceIndex",
     "Diag",
     "DiagPart",
@@ -485,6 +488,13 @@ pub const PURE_OPS: &[&str] = &[
     "TruncateDiv",
     "TruncateMod",
     "TruncatedNormal",
+    "UniformDequantize",
+    "UniformQuantize",
+    "UniformQuantizedAdd",
+    "UniformQuantizedClipByValue",
+    "UniformQuantizedConvolution",
+    "UniformQuantizedDot",
+    "UniformRequantize",
     "Unique",
     "UniqueV2",
     "Unpack",
@@ -623,7 +633,7 @@ const DTYPE_ATTRS: &[&str] = &["T", "dtype", "SrcT", "DstT", "Tparams", "Tout", 
 /// True when a tensor of the executor can hold `d`.
 fn holds(d: DType) -> bool {
     matches!(
-        d,
+        d.plain(),
         DType::F32
             | DType::F64
             | DType::BF16
@@ -763,8 +773,9 @@ pub fn run_kernel(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Te
             return control_flow::dispatch(op, attrs, inputs)
                 .unwrap_or_else(|| Err(KernelError::NeedsDevice { op: op.to_string() }));
         }
-        // The complex ops and FFTs take f32/f64 parts only: no widening of 16-bit floats.
-        if complex::OPS.contains(&op) || fft::OPS.contains(&op) {
+        // The complex ops and FFTs take f32/f64 parts only: no widening of 16-bit floats; the
+        // quantized-integer ops read their 8-bit values' own dtype.
+        if complex::OPS.contains(&op) || fft::OPS.contains(&op) || uniform_quant::OPS.contains(&op) {
             return dispatch(op, attrs, inputs);
         }
         match dtypes::widen(op, inputs)? {
@@ -927,6 +938,7 @@ fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Tensor>,
             .or_else(|| linalg_solve::dispatch(op, attrs, inputs))
             .or_else(|| random::dispatch(op, attrs, inputs))
             .or_else(|| quant::dispatch(op, attrs, inputs))
+            .or_else(|| uniform_quant::dispatch(op, attrs, inputs))
             .or_else(|| data_ops::dispatch(op, attrs, inputs))
             .or_else(|| dynamic_shape::dispatch(op, attrs, inputs))
             .or_else(|| special::dispatch(op, attrs, inputs))

@@ -422,7 +422,7 @@ fn gather(
 }
 
 /// `XlaConv(V2)`: the general convolution by the geometry, into dtype `out`.
-fn conv(op: &str, l: &Tensor, r: &Tensor, g: &ConvGeometry, out: DType) -> Result<Tensor, KernelError> {
+pub(super) fn conv(op: &str, l: &Tensor, r: &Tensor, g: &ConvGeometry, out: DType) -> Result<Tensor, KernelError> {
     let (l, r) = accumulation(op, l, r, out)?;
     fn run<T: Acc>(l: &Tensor, r: &Tensor, g: &ConvGeometry) -> Result<Tensor, KernelError> {
         let (a, b) = (l.to_vec::<T>().unwrap_or_default(), r.to_vec::<T>().unwrap_or_default());

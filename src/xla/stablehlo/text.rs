@@ -47,7 +47,8 @@ impl Ty {
 
     /// A tensor of `dtype` and `shape`.
     pub fn new(dtype: DType, shape: Vec<usize>) -> Ty {
-        Ty { dtype, shape, parts: Vec::new() }
+        // A quantized dtype is its plain integer type on the device.
+        Ty { dtype: dtype.plain(), shape, parts: Vec::new() }
     }
 
     /// A composite of `parts`.
@@ -108,7 +109,7 @@ impl Ty {
 /// The MLIR element type of a dtype the device holds (others print as
 /// `none`; [`super::emit_module`] refuses them before any text is built).
 pub fn element(dtype: DType) -> &'static str {
-    match dtype {
+    match dtype.plain() {
         DType::F32 => "f32",
         DType::F64 => "f64",
         DType::I32 => "i32",
@@ -130,7 +131,7 @@ pub fn element(dtype: DType) -> &'static str {
 /// True for the dtypes a device program can hold.
 pub fn device_dtype(dtype: DType) -> bool {
     matches!(
-        dtype,
+        dtype.plain(),
         DType::F32
             | DType::F64
             | DType::I32

@@ -35,6 +35,7 @@ mod reduce;
 mod shape;
 mod spmd;
 mod xla_ext;
+pub mod uniform_quant;
 mod xla_fn;
 pub mod xla_misc;
 pub mod xla_ops;
@@ -246,6 +247,7 @@ const TABLE: &[(&str, Rule)] = &[
     ("DepthwiseConv2dNative", nn::depthwise_conv2d),
     ("DepthwiseConv2dNativeBackpropFilter", nn::conv_backprop_filter),
     ("DepthwiseConv2dNativeBackpropInput", nn::conv_backprop_input),
+    ("Dequantize", uniform_quant::dequantize),
     ("DeviceIndex", spmd::device_index),
     ("Diag", linalg::diag_full),
     ("DiagPart", linalg::diag_part_full),
@@ -485,6 +487,13 @@ const TABLE: &[(&str, Rule)] = &[
     ("TruncateDiv", ew::broadcast),
     ("TruncateMod", ew::broadcast),
     ("TruncatedNormal", random::float_draw),
+    ("UniformDequantize", uniform_quant::to_tout),
+    ("UniformQuantize", uniform_quant::to_tout),
+    ("UniformQuantizedAdd", ew::broadcast),
+    ("UniformQuantizedClipByValue", ew::same),
+    ("UniformQuantizedConvolution", uniform_quant::conv),
+    ("UniformQuantizedDot", uniform_quant::dot),
+    ("UniformRequantize", uniform_quant::to_tout),
     ("Unpack", shape::unpack),
     ("UnsortedSegmentMax", index::unsorted_segment),
     ("UnsortedSegmentMin", index::unsorted_segment),

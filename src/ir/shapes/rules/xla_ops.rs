@@ -195,6 +195,16 @@ pub struct ConvWindow<'a> {
 /// The geometry of `XlaConv(V2)` on operands of these shapes.
 pub fn conv_geometry(attrs: &AttrMap, lhs: &[usize], rhs: &[usize], w: &ConvWindow) -> Result<ConvGeometry, String> {
     let d: ConvolutionDimensionNumbers = decode(attrs, "dimension_numbers")?;
+    conv_geometry_of(&d, lhs, rhs, w)
+}
+
+/// The geometry of a convolution with dimension numbers `d` on operands of these shapes.
+pub fn conv_geometry_of(
+    d: &ConvolutionDimensionNumbers,
+    lhs: &[usize],
+    rhs: &[usize],
+    w: &ConvWindow,
+) -> Result<ConvGeometry, String> {
     let rank = lhs.len();
     if rank < 2 || rhs.len() != rank {
         return Err(format!("the input (rank {rank}) and the kernel (rank {}) need one rank of at least 2", rhs.len()));

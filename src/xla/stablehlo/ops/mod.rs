@@ -59,6 +59,7 @@ mod spmd;
 pub mod state;
 mod xla_ext;
 pub(super) mod tensor_array;
+mod uniform_quant;
 pub(super) mod xla_fn;
 pub mod xla_misc;
 mod xla_ops;
@@ -223,6 +224,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("DepthwiseConv2dNativeBackpropInput", |c, n| {
         nchw::with_layout(c, n, |c, n| conv::conv(c, n, conv::Kind::BackpropInput, true))
     }),
+    ("Dequantize", uniform_quant::dequantize),
     ("Diag", linalg_diag::diag),
     ("DiagPart", linalg_diag::diag_part_full),
     ("Digamma", |c, n| ew::unary(c, n, "chlo.digamma")),
@@ -487,6 +489,13 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("TruncateDiv", sp::truncate_div),
     ("TruncateMod", sp::truncate_mod),
     ("TruncatedNormal", random::seeded_draw),
+    ("UniformDequantize", uniform_quant::dequantize_uniform),
+    ("UniformQuantize", uniform_quant::quantize),
+    ("UniformQuantizedAdd", uniform_quant::add),
+    ("UniformQuantizedClipByValue", uniform_quant::clip_by_value),
+    ("UniformQuantizedConvolution", uniform_quant::convolution),
+    ("UniformQuantizedDot", uniform_quant::dot),
+    ("UniformRequantize", uniform_quant::requantize),
     ("Unpack", shape::unpack),
     ("UnsortedSegmentMax", |c, n| segment::segment_reduce(c, n, Reducer::Max)),
     ("UnsortedSegmentMin", |c, n| segment::segment_reduce(c, n, Reducer::Min)),

@@ -14,7 +14,7 @@
 
 use super::{i64s, Call, Ctx, Ty, Val};
 use crate::ir::shapes::rules::xla_ops::{
-    broadcast_helper_shapes, conv_geometry, dot_geometry, gather_geometry, pad_shape, ConvWindow,
+    broadcast_helper_shapes, conv_geometry, dot_geometry, gather_geometry, pad_shape, ConvGeometry, ConvWindow,
 };
 
 fn ints(items: &[usize]) -> String {
@@ -141,6 +141,11 @@ pub(super) fn conv(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
         batch_groups: n.int_attr("batch_group_count", 1),
     };
     let g = conv_geometry(n.attrs, &l.ty.shape, &r.ty.shape, &window)?;
+    Ok(vec![convolution(c, &l, &r, &g, out)])
+}
+
+/// `stablehlo.convolution` of `l` and `r` by geometry `g`, of type `out`.
+pub(super) fn convolution(c: &mut Ctx, l: &Val, r: &Val, g: &ConvGeometry, out: Ty) -> Val {
     // The compact form: each operand's dimensions named in order (`b`, `f`, `i`, `o`, or the spatial index).
     let labels = |rank: usize, first: (usize, char), second: (usize, char), spatial: &[usize]| {
         let names: Vec<String> = (0..rank)
@@ -171,5 +176,5 @@ pub(super) fn conv(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
         g.feature_groups,
         g.batch_groups
     );
-    Ok(vec![c.op("stablehlo.convolution", &[&l, &r], &attrs, out)])
+    c.op("stablehlo.convolution", &[l, r], &attrs, out)
 }

@@ -132,6 +132,14 @@ fn special() {
     check_family("special");
 }
 
+/// The draws of `tf.random.Generator` from its state variable: StatefulUniform,
+/// StatefulStandardNormalV2, StatefulTruncatedNormal, StatefulUniformInt and
+/// StatefulUniformFullInt, one and two steps (`tests/tf/ops_stateful_random.py`).
+#[test]
+fn stateful_random() {
+    check_family("stateful_random");
+}
+
 /// The XLA-only ops of tf2xla's helpers: XlaPad, XlaDynamicSlice, XlaDynamicUpdateSlice,
 /// XlaReducePrecision, XlaBroadcastHelper, XlaDot(V2), XlaEinsum, XlaGather, XlaConv(V2)
 /// (`tests/tf/ops_xla_ops.py`).

@@ -57,6 +57,7 @@ pub(crate) mod spatial;
 mod special;
 mod special_fns;
 mod spmd;
+pub(crate) mod stateful_random;
 mod strided;
 mod strings;
 pub(crate) mod xla_fn;
@@ -120,6 +121,11 @@ pub const DEVICE_OPS: &[&str] = &[
     "ResourceStridedSliceAssign",
     "RngReadAndSkip",
     "RngSkip",
+    "StatefulStandardNormalV2",
+    "StatefulTruncatedNormal",
+    "StatefulUniform",
+    "StatefulUniformFullInt",
+    "StatefulUniformInt",
     "Switch",
     "TPUReplicatedInput",
     "Update",

@@ -34,6 +34,7 @@ mod random_state;
 mod reduce;
 mod shape;
 mod spmd;
+mod stateful_random;
 mod xla_fn;
 pub mod xla_ops;
 
@@ -443,6 +444,11 @@ const TABLE: &[(&str, Rule)] = &[
     ("Square", ew::same),
     ("SquaredDifference", ew::broadcast),
     ("Squeeze", shape::squeeze),
+    ("StatefulStandardNormalV2", stateful_random::draw),
+    ("StatefulTruncatedNormal", stateful_random::draw),
+    ("StatefulUniform", stateful_random::draw),
+    ("StatefulUniformFullInt", stateful_random::draw),
+    ("StatefulUniformInt", stateful_random::draw),
     ("StatelessMultinomial", random::multinomial),
     ("StatelessRandomGetAlg", random::alg),
     ("StatelessRandomGetKeyCounter", random::key_counter),

@@ -57,6 +57,7 @@ mod spatial;
 mod special;
 mod spmd;
 pub mod state;
+mod stateful_random;
 pub(super) mod xla_fn;
 mod xla_ops;
 

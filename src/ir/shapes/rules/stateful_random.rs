@@ -1,0 +1,36 @@
+//! Rules of the draws from `tf.random.Generator`'s state (`Stateful*(resource, algorithm,
+//! shape[, minval, maxval])`): the constant `shape` operand 2, of the `dtype` attribute (f32
+//! for the float draws, i64 for `StatefulUniformInt`, u64 for `StatefulUniformFullInt`, as in
+//! TensorFlow's op definitions).
+
+use super::{dim, Args, OutType};
+use crate::ir::DType;
+
+/// A draw of `dtype` (default by op) in the constant shape operand 2.
+pub(super) fn draw(a: &Args) -> Result<Vec<OutType>, String> {
+    let default = match a.op {
+        "StatefulUniformInt" => DType::I64,
+        "StatefulUniformFullInt" => DType::U64,
+        _ => DType::F32,
+    };
+    let shape = a.ints(2, "shape")?.iter().map(|&d| dim(d, "dimension")).collect::<Result<Vec<_>, _>>()?;
+    Ok(vec![OutType::new(a.type_attr("dtype", default), shape)])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{check, k, x};
+    use crate::ir::{AttrValue, DType};
+
+    #[test]
+    fn draws_take_their_shape_operand_and_dtype() {
+        let (var, alg) = (x(DType::Resource, &[]), x(DType::I64, &[]));
+        check("StatefulUniform", &[], &[var.clone(), alg.clone(), k(&[2, 3])], Ok(&[(DType::F32, &[2, 3])]));
+        let f64s = [("dtype", AttrValue::Type(DType::F64))];
+        check("StatefulTruncatedNormal", &f64s, &[var.clone(), alg.clone(), k(&[4])], Ok(&[(DType::F64, &[4])]));
+        check("StatefulUniformFullInt", &[], &[var.clone(), alg.clone(), k(&[3])], Ok(&[(DType::U64, &[3])]));
+        let bounds = [var.clone(), alg.clone(), k(&[5]), x(DType::I64, &[]), x(DType::I64, &[])];
+        check("StatefulUniformInt", &[], &bounds, Ok(&[(DType::I64, &[5])]));
+        check("StatefulStandardNormalV2", &[], &[var, alg, x(DType::I64, &[2])], Err("constant"));
+    }
+}

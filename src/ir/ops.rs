@@ -508,6 +508,7 @@ static REGISTRY: &[OpDef] = ops! {
     "XlaReducePrecision" => Fixed(1), Tpu, ["T": Type, "exponent_bits": Int, "mantissa_bits": Int];
     "XlaReduceWindow" => Fixed(1), Tpu, ["T": Type, "Tindices": Type, "computation": Func];
     "XlaRemoveDynamicDimensionSize" => Fixed(1), Tpu, ["T": Type];
+    "XlaRngBitGenerator" => Fixed(2), Tpu, ["dtype": Type, "Tshape": Type];
     "XlaSelectAndScatter" => Fixed(1), Tpu, ["T": Type, "Tindices": Type, "select": Func, "scatter": Func];
     "XlaSelfAdjointEig" => Fixed(2), Tpu, ["T": Type, "lower": Bool, "max_iter": Int, "epsilon": Float];
     "XlaSetBound" => Fixed(1), Tpu, [];

@@ -1,6 +1,7 @@
 """Op cases of the stateful_random family: the draws of `tf.random.Generator` from its state
 variable (StatefulUniform, StatefulStandardNormalV2, StatefulTruncatedNormal, StatefulUniformInt,
-StatefulUniformFullInt), with TensorFlow's values (see op_cases.py).
+StatefulUniformFullInt), and XLA's bit generator (XlaRngBitGenerator: Philox, ThreeFry and the
+default on a u64 state), with TensorFlow's values (see op_cases.py).
 
 Run after setup.sh:  tests/tf/.venv/bin/python tests/tf/ops_stateful_random.py
 
@@ -8,7 +9,8 @@ Writes tests/tf/corpus/ops/stateful_random.{pbtxt,json}; tests/it/op_cases.rs (`
 compares the simulator with TensorFlow's CPU kernels and PJRT with TensorFlow's XLA bridge
 (`jit_compile=True`), which draw other numbers from the same state and move its counter by other
 amounts. Each case records the draw and the state variable after it; `two_steps` draws twice from
-one variable, so the second draw starts where the first left the counter.
+one variable, so the second draw starts where the first left the counter. XlaRngBitGenerator has
+no CPU kernel: its XLA values stand for both backends (the simulator makes XLA's bits).
 """
 
 import numpy as np
@@ -47,6 +49,11 @@ def cases():
         attrs = {} if bounds else {"dtype": dtype}
         return Case(name, op, variables={"resource": var}, consts=consts, attrs=attrs, grad=False)
 
+    def bits(name, alg, state, shape, dtype):
+        return Case(name, "XlaRngBitGenerator", inputs={"initial_state": np.array(state, u64)},
+                    consts={"algorithm": i32(alg), "shape": np.array(shape, i32)}, attrs={"dtype": dtype},
+                    grad=False, cpu=False)
+
     return [
         draw("uniform", "StatefulUniform", [2, 3], tf.float32),
         draw("uniform_f64_auto", "StatefulUniform", [5], tf.float64, alg=auto),
@@ -69,6 +76,13 @@ def cases():
         draw("full_int_u64", "StatefulUniformFullInt", [3], tf.uint64),
         draw("full_int_i64", "StatefulUniformFullInt", [2], tf.int64, var=other),
         draw("full_int_i32", "StatefulUniformFullInt", [5], tf.int32, var=wrapping),
+        bits("bits_philox_u64", 1, [5, 1234, 0], [2, 3], tf.uint64),
+        bits("bits_philox_u8", 1, [5, 1234, 0], [5], tf.uint8),
+        bits("bits_philox_carry", 1, [7, (1 << 64) - 2, 3], [3], tf.uint64),
+        bits("bits_default_u64", 3, [9, 0, 1 << 40], [4], tf.uint64),
+        bits("bits_threefry_u64", 2, [5, 1234], [5], tf.uint64),
+        bits("bits_threefry_u8", 2, [5, 1234], [7], tf.uint8),
+        bits("bits_threefry_wrap", 2, [(1 << 63) + 11, (1 << 64) - 1], [4], tf.uint8),
         Case("two_steps", two_steps, variables={"resource": state},
              consts={"algorithm": philox, "shape": np.array([3], i64)}, attrs={"dtype": tf.float32}, grad=False),
     ]

@@ -502,6 +502,7 @@ pub const PURE_OPS: &[&str] = &[
     "XlaPad",
     "XlaReducePrecision",
     "XlaRemoveDynamicDimensionSize",
+    "XlaRngBitGenerator",
     "XlaSelfAdjointEig",
     "XlaSetBound",
     "XlaSetDynamicDimensionSize",

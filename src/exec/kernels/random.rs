@@ -425,6 +425,7 @@ pub(crate) fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Option<R
             let gen = Philox::from_seed(seed_operand(op, x(2)?)?);
             Ok(vec![multinomial(op, gen, x(0)?, x(1)?, attrs)?.0])
         })(),
+        "XlaRngBitGenerator" => super::stateful_random::rng_bit_generator(op, attrs, inputs),
         // Outside a mesh (which keeps each node's generator) a seeded op gives its first run.
         _ if SEEDED.contains(&op) => seeded_draw(op, "", attrs, inputs, 0).map(|(out, _)| out),
         _ => return None,

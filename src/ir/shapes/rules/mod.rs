@@ -512,6 +512,7 @@ const TABLE: &[(&str, Rule)] = &[
     ("XlaReducePrecision", ew::same),
     ("XlaReduceWindow", xla_fn::reduce_window),
     ("XlaRemoveDynamicDimensionSize", spmd::same),
+    ("XlaRngBitGenerator", stateful_random::rng_bit_generator),
     ("XlaSelectAndScatter", xla_fn::select_and_scatter),
     ("XlaSelfAdjointEig", linalg_solve::eigh),
     ("XlaSetBound", spmd::same),

@@ -497,6 +497,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("XlaPad", xla_ops::pad),
     ("XlaReducePrecision", xla_ops::reduce_precision),
     ("XlaRemoveDynamicDimensionSize", identity),
+    ("XlaRngBitGenerator", stateful_random::rng_bit_generator),
     ("XlaSelfAdjointEig", linalg_solve_eig::eigh),
     ("XlaSetBound", identity),
     ("XlaSetDynamicDimensionSize", spmd::set_dynamic_size),

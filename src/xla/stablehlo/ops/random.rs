@@ -74,7 +74,13 @@ fn bitcast(c: &mut Ctx, v: &Val, dtype: DType) -> Val {
 
 /// `(new state, bits)` of `rng_bit_generator` with `algorithm` (`PHILOX` or `THREE_FRY`): bits of
 /// `dtype` and `shape`.
-fn rng_bit_generator(c: &mut Ctx, state: &Val, algorithm: &str, dtype: DType, shape: &[usize]) -> (Val, Val) {
+pub(super) fn rng_bit_generator(
+    c: &mut Ctx,
+    state: &Val,
+    algorithm: &str,
+    dtype: DType,
+    shape: &[usize],
+) -> (Val, Val) {
     let out = c.op_regions(
         "stablehlo.rng_bit_generator",
         &[state],

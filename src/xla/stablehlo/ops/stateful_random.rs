@@ -14,8 +14,11 @@
 //! state (docs/xla.md, "Generator state"). The algorithm must be a
 //! compile-time constant, as in the bridge. Cost: one `rng_bit_generator`
 //! and a few elementwise ops per output element.
+//!
+//! `XlaRngBitGenerator(algorithm, initial_state, shape)` is `rng_bit_generator`
+//! itself: `(new state, bits)`, Philox (1), ThreeFry (2) or XLA's default (3).
 
-use super::random::{float_values, int_values, Dist, Gen};
+use super::random::{float_values, int_values, rng_bit_generator as bit_generator, Dist, Gen};
 use super::Call;
 use crate::ir::DType;
 use crate::xla::stablehlo::text::{Ctx, Ty, Val};
@@ -97,4 +100,29 @@ pub(super) fn draw(c: &mut Ctx, n: &Call, var: &Val) -> Result<(Vec<Val>, Vec<Va
     let new = concat(c, &[&counter, &key]);
     let new = c.op("stablehlo.bitcast_convert", &[&new], "", var.ty.clone());
     Ok((vec![new], vec![value]))
+}
+
+/// `XlaRngBitGenerator(algorithm, initial_state, shape)`: the new state and the bits.
+pub(super) fn rng_bit_generator(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
+    let alg = n
+        .consts
+        .first()
+        .and_then(Option::as_ref)
+        .ok_or_else(|| format!("{}: the algorithm must be a compile-time constant", n.op))?;
+    let (algorithm, size) = match alg.to_i64_vec(n.op, "algorithm").map_err(|e| e.to_string())?.as_slice() {
+        [1] => ("PHILOX", 3),
+        [2] => ("THREE_FRY", 2),
+        [3] => ("DEFAULT", 3),
+        other => return Err(format!("{}: unsupported algorithm {other:?} (Philox 1, ThreeFry 2, default 3)", n.op)),
+    };
+    let state = n.input(1)?.clone();
+    if state.ty.dtype != DType::U64 || state.ty.shape != [size] {
+        return Err(format!("{}: the state must be u64 [{size}] for {algorithm}, got {}", n.op, state.ty.mlir()));
+    }
+    let out = n.out(1)?.clone();
+    if !matches!(out.dtype, DType::U8 | DType::U32 | DType::U64) {
+        return Err(format!("{}: bits of {} are not lowered (u8, u32 or u64, as in the bridge)", n.op, out.dtype));
+    }
+    let (next, bits) = bit_generator(c, &state, algorithm, out.dtype, &out.shape);
+    Ok(vec![next, bits])
 }

@@ -101,7 +101,7 @@ fn xla_bits(op: &str, algorithm: i64, state: &[u64], n: usize, bits: u32) -> Res
             let k = halves(key);
             let word = |i: usize| threefry2x32(k, halves(counter.wrapping_add(i as u64)));
             if bits == 64 {
-                let out = (0..n).map(|i| word(i)).map(|[a, b]| u64::from(a) | u64::from(b) << 32).collect();
+                let out = (0..n).map(&word).map(|[a, b]| u64::from(a) | u64::from(b) << 32).collect();
                 return Ok((vec![key, counter.wrapping_add(n as u64)], out));
             }
             let half = n.div_ceil(2);

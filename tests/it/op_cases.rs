@@ -148,6 +148,14 @@ fn special() {
     check_family("special");
 }
 
+/// The draws of `tf.random.Generator` from its state variable: StatefulUniform,
+/// StatefulStandardNormalV2, StatefulTruncatedNormal, StatefulUniformInt and
+/// StatefulUniformFullInt, one and two steps (`tests/tf/ops_stateful_random.py`).
+#[test]
+fn stateful_random() {
+    check_family("stateful_random");
+}
+
 /// TensorFlow 1's TensorArray*V3 ops and their gradients, each case a chain of raw ops from a
 /// dense tensor to a dense tensor (`tests/tf/ops_tensor_array.py`).
 #[test]

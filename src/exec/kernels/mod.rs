@@ -60,6 +60,7 @@ pub(crate) mod spatial;
 mod special;
 mod special_fns;
 mod spmd;
+pub(crate) mod stateful_random;
 mod strided;
 mod strings;
 mod xla_ext;
@@ -130,6 +131,11 @@ pub const DEVICE_OPS: &[&str] = &[
     "ResourceStridedSliceAssign",
     "RngReadAndSkip",
     "RngSkip",
+    "StatefulStandardNormalV2",
+    "StatefulTruncatedNormal",
+    "StatefulUniform",
+    "StatefulUniformFullInt",
+    "StatefulUniformInt",
     "Switch",
     "TPUReplicatedInput",
     "Update",
@@ -525,6 +531,7 @@ pub const PURE_OPS: &[&str] = &[
     "XlaReducePrecision",
     "XlaReduceScatter",
     "XlaRemoveDynamicDimensionSize",
+    "XlaRngBitGenerator",
     "XlaSelfAdjointEig",
     "XlaSend",
     "XlaSetBound",

@@ -267,7 +267,9 @@ fn int_tensor(
 ) -> Result<Tensor, KernelError> {
     let n: usize = shape.iter().product();
     if let Some((lo, hi)) = range {
-        if lo >= hi {
+        // Unsigned bounds are compared as the unsigned numbers their bits stand for.
+        let empty = if dtype == DType::U64 { lo as u64 >= hi as u64 } else { lo >= hi };
+        if empty {
             return Err(KernelError::invalid(op, format!("need minval < maxval, got {lo} >= {hi}")));
         }
     }
@@ -301,13 +303,19 @@ fn int_tensor(
             });
             Tensor::from_vec(shape, values)
         }
-        DType::U64 if range.is_none() => {
+        DType::U64 => {
             let values = fill(gen, n, 2, |b| {
-                vec![u64::from(b[0]) | u64::from(b[1]) << 32, u64::from(b[2]) | u64::from(b[3]) << 32]
+                [u64::from(b[0]) | u64::from(b[1]) << 32, u64::from(b[2]) | u64::from(b[3]) << 32]
+                    .into_iter()
+                    .map(|bits| match range {
+                        Some((lo, hi)) => (lo as u64).wrapping_add(bits % (hi as u64).wrapping_sub(lo as u64)),
+                        None => bits,
+                    })
+                    .collect()
             });
             Tensor::from_vec(shape, values)
         }
-        other => Err(KernelError::dtype(op, other, "random integers are i32 or i64 (full-range ones also u64)")),
+        other => Err(KernelError::dtype(op, other, "random integers are i32, i64 or u64")),
     }
 }
 
@@ -417,10 +425,56 @@ pub(crate) fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Option<R
             let gen = Philox::from_seed(seed_operand(op, x(2)?)?);
             Ok(vec![multinomial(op, gen, x(0)?, x(1)?, attrs)?.0])
         })(),
+        "XlaRngBitGenerator" => super::stateful_random::rng_bit_generator(op, attrs, inputs),
         // Outside a mesh (which keeps each node's generator) a seeded op gives its first run.
         _ if SEEDED.contains(&op) => seeded_draw(op, "", attrs, inputs, 0).map(|(out, _)| out),
         _ => return None,
     })
+}
+
+/// The draw of a `tf.random.Generator` op (`StatefulUniform`, `StatefulStandardNormalV2`,
+/// `StatefulTruncatedNormal`, `StatefulUniformInt`, `StatefulUniformFullInt`) from `gen`, the
+/// generator of its state; `rest` are the operands after the algorithm (the shape, and the bounds
+/// of `StatefulUniformInt`). TensorFlow's CPU kernels draw exactly as the stateless V2 ops do
+/// from the state's key and counter.
+pub(crate) fn stateful_draw(op: &str, attrs: &AttrMap, gen: Philox, rest: &[Tensor]) -> Result<Tensor, KernelError> {
+    let x = |i: usize| arg(op, rest, i);
+    let dist = match op {
+        "StatefulUniform" => Some(Dist::Uniform),
+        "StatefulStandardNormalV2" => Some(Dist::Normal),
+        "StatefulTruncatedNormal" => Some(Dist::Truncated),
+        "StatefulUniformInt" | "StatefulUniformFullInt" => None,
+        other => return Err(KernelError::invalid(other, "is not a draw from a generator's state")),
+    };
+    let default = match op {
+        "StatefulUniformInt" => DType::I64,
+        "StatefulUniformFullInt" => DType::U64,
+        _ => DType::F32,
+    };
+    let dtype = dtype_attr(attrs, default);
+    let shape = shape_operand(op, x(0)?, dtype)?;
+    if let Some(dist) = dist {
+        return float_tensor(op, gen, dist, dtype, &shape);
+    }
+    if op == "StatefulUniformFullInt" {
+        return int_tensor(op, gen, dtype, &shape, None);
+    }
+    let bound = |i: usize, what: &str| -> Result<i64, KernelError> {
+        let t = x(i)?;
+        if t.dtype() != dtype {
+            return Err(KernelError::dtype(op, t.dtype(), format!("{what} must be {dtype}, the output's type")));
+        }
+        // The bound's bits (an unsigned bound is read back as unsigned by `int_tensor`).
+        let bits = match t {
+            Tensor::U64(a) => a.iter().map(|&v| v as i64).collect(),
+            _ => t.to_i64_vec(op, what)?,
+        };
+        match bits.as_slice() {
+            [v] if t.shape().is_empty() => Ok(*v),
+            _ => Err(KernelError::invalid(op, format!("{what} must be a scalar, got shape {:?}", t.shape()))),
+        }
+    };
+    int_tensor(op, gen, dtype, &shape, Some((bound(1, "minval")?, bound(2, "maxval")?)))
 }
 
 /// The seeded stateful ops (`seed` and `seed2` attributes), sorted: each node keeps a generator

@@ -229,15 +229,20 @@ pub(super) fn device_kernel(
             generators.insert(key, skip.wrapping_add(reserved));
             Ok(out)
         }
-        _ if kernels::random_state::SKIP_OPS.contains(&op) => {
-            // A generator's state variable: its counter moves on.
+        _ if kernels::random_state::SKIP_OPS.contains(&op) || kernels::stateful_random::DRAW_OPS.contains(&op) => {
+            // A generator's state variable: its counter moves on (after a draw, for the draws).
             let h = handle(&inputs)?;
-            let (alg, delta) = (kernels::arg(op, &inputs, 1).map_err(err)?, kernels::arg(op, &inputs, 2).map_err(err)?);
             let mut stores = mesh.stores();
             let old = stores.get(&h.device).and_then(|s| s.get(&*h.name)).cloned().ok_or_else(|| {
                 err(KernelError::invalid(op, format!("variable `{}` on {} is not initialised", h.name, h.device)))
             })?;
-            let (new, out) = kernels::random_state::skip(op, &old, alg, delta).map_err(err)?;
+            let (new, out) = if kernels::random_state::SKIP_OPS.contains(&op) {
+                let (alg, delta) =
+                    (kernels::arg(op, &inputs, 1).map_err(err)?, kernels::arg(op, &inputs, 2).map_err(err)?);
+                kernels::random_state::skip(op, &old, alg, delta).map_err(err)?
+            } else {
+                kernels::stateful_random::draw(op, &step.attrs, &old, &inputs[1..]).map_err(err)?
+            };
             for (device, name) in h.copies() {
                 stores.entry(device.clone()).or_default().insert(name.to_string(), new.clone());
             }

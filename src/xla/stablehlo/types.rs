@@ -273,6 +273,16 @@ impl Walk<'_> {
                 self.updated.insert(h);
                 vec![Traced::typed(v)]
             }
+            // A draw from a generator's state: the type its rule gives (the handle stands aside).
+            _ if crate::exec::kernels::stateful_random::DRAW_OPS.contains(&op) => {
+                let (h, _) = self.var(id)?;
+                self.updated.insert(h);
+                let mut ops = vec![Traced::typed(Ty::scalar(DType::Resource))];
+                for i in 1..inputs.len() {
+                    ops.push(self.operand(id, i)?);
+                }
+                return self.typed(id, &ops);
+            }
             // The other variable updates have no results; the variables keep their types.
             _ if state::has_builder(op) => {
                 for input in inputs.iter().take(state::handle_operands(op)) {

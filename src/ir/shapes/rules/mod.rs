@@ -36,6 +36,7 @@ mod shape;
 mod spmd;
 mod xla_ext;
 pub mod uniform_quant;
+mod stateful_random;
 mod xla_fn;
 pub mod xla_misc;
 pub mod xla_ops;
@@ -448,6 +449,11 @@ const TABLE: &[(&str, Rule)] = &[
     ("Square", ew::same),
     ("SquaredDifference", ew::broadcast),
     ("Squeeze", shape::squeeze),
+    ("StatefulStandardNormalV2", stateful_random::draw),
+    ("StatefulTruncatedNormal", stateful_random::draw),
+    ("StatefulUniform", stateful_random::draw),
+    ("StatefulUniformFullInt", stateful_random::draw),
+    ("StatefulUniformInt", stateful_random::draw),
     ("StatelessMultinomial", random::multinomial),
     ("StatelessRandomGetAlg", random::alg),
     ("StatelessRandomGetKeyCounter", random::key_counter),
@@ -523,6 +529,7 @@ const TABLE: &[(&str, Rule)] = &[
     ("XlaReduceScatter", xla_misc::reduce_scatter),
     ("XlaReduceWindow", xla_fn::reduce_window),
     ("XlaRemoveDynamicDimensionSize", spmd::same),
+    ("XlaRngBitGenerator", stateful_random::rng_bit_generator),
     ("XlaScatter", xla_misc::scatter),
     ("XlaSelectAndScatter", xla_fn::select_and_scatter),
     ("XlaSelfAdjointEig", linalg_solve::eigh),

@@ -60,6 +60,7 @@ pub mod state;
 mod xla_ext;
 pub(super) mod tensor_array;
 mod uniform_quant;
+mod stateful_random;
 pub(super) mod xla_fn;
 pub mod xla_misc;
 mod xla_ops;
@@ -524,6 +525,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("XlaReduceScatter", xla_misc::reduce_scatter),
     ("XlaRemoveDynamicDimensionSize", identity),
     ("XlaReplicaId", collective::replica_id),
+    ("XlaRngBitGenerator", stateful_random::rng_bit_generator),
     ("XlaSelfAdjointEig", linalg_solve_eig::eigh),
     ("XlaSend", xla_ext::send),
     ("XlaSetBound", identity),

@@ -72,16 +72,60 @@ fn bitcast(c: &mut Ctx, v: &Val, dtype: DType) -> Val {
     c.op("stablehlo.bitcast_convert", &[v], "", v.ty.with_dtype(dtype))
 }
 
-/// `(new state, bits)` of `rng_bit_generator` with Philox: bits of `dtype` and `shape`.
-fn philox_bits(c: &mut Ctx, state: &Val, dtype: DType, shape: &[usize]) -> Val {
+/// `(new state, bits)` of `rng_bit_generator` with `algorithm` (`PHILOX` or `THREE_FRY`): bits of
+/// `dtype` and `shape`.
+pub(super) fn rng_bit_generator(
+    c: &mut Ctx,
+    state: &Val,
+    algorithm: &str,
+    dtype: DType,
+    shape: &[usize],
+) -> (Val, Val) {
     let out = c.op_regions(
         "stablehlo.rng_bit_generator",
         &[state],
         &[],
-        "rng_algorithm = #stablehlo<rng_algorithm PHILOX>",
+        &format!("rng_algorithm = #stablehlo<rng_algorithm {algorithm}>"),
         &[state.ty.clone(), Ty::new(dtype, shape.to_vec())],
     );
-    out[1].clone()
+    (out[0].clone(), out[1].clone())
+}
+
+/// The bits of `rng_bit_generator` with Philox (its new state dropped).
+fn philox_bits(c: &mut Ctx, state: &Val, dtype: DType, shape: &[usize]) -> Val {
+    rng_bit_generator(c, state, "PHILOX", dtype, shape).1
+}
+
+/// A generator's state as `rng_bit_generator` takes it (Philox: u64 `[key, counter_lo,
+/// counter_hi]`; ThreeFry: u64 `[key, counter]`), and the state after the last draw from it.
+pub(super) struct Gen {
+    state: Val,
+    algorithm: &'static str,
+    next: Option<Val>,
+}
+
+impl Gen {
+    /// A Philox generator at `state`.
+    pub(super) fn philox(state: Val) -> Gen {
+        Gen { state, algorithm: "PHILOX", next: None }
+    }
+
+    /// A ThreeFry generator at `state`.
+    pub(super) fn three_fry(state: Val) -> Gen {
+        Gen { state, algorithm: "THREE_FRY", next: None }
+    }
+
+    /// Bits of `dtype` and `shape` from the state; the state after them becomes [`Gen::next`].
+    fn bits(&mut self, c: &mut Ctx, dtype: DType, shape: &[usize]) -> Val {
+        let (next, bits) = rng_bit_generator(c, &self.state, self.algorithm, dtype, shape);
+        self.next = Some(next);
+        bits
+    }
+
+    /// The state after the last draw (the state itself before any).
+    pub(super) fn next(&self) -> Val {
+        self.next.clone().unwrap_or_else(|| self.state.clone())
+    }
 }
 
 /// The Philox state `[key, counter_lo, counter_hi]` of a V2 op's operands 1 and 2.
@@ -176,7 +220,7 @@ pub(super) enum Dist {
 }
 
 /// Uniform floats in `[0, 1)` of `dtype`, `count` of them (flat), from the high mantissa bits.
-fn uniform(c: &mut Ctx, state: &Val, dtype: DType, count: usize) -> Result<Val, String> {
+fn uniform(c: &mut Ctx, g: &mut Gen, dtype: DType, count: usize) -> Result<Val, String> {
     let (bits_ty, width, mantissa, one): (DType, u64, u64, u64) = match dtype {
         DType::F32 => (DType::U32, 32, 23, 0x3F80_0000),
         DType::F64 => (DType::U64, 64, 52, 0x3FF0_0000_0000_0000),
@@ -184,7 +228,7 @@ fn uniform(c: &mut Ctx, state: &Val, dtype: DType, count: usize) -> Result<Val, 
         DType::BF16 => (DType::U16, 16, 7, 0x3F80),
         other => return Err(format!("random floats of {other} are not lowered")),
     };
-    let bits = philox_bits(c, state, bits_ty, &[count]);
+    let bits = g.bits(c, bits_ty, &[count]);
     let shift = uint(c, &bits.ty, width - mantissa);
     let bits = op1(c, "shift_right_logical", &bits, &shift);
     let exponent = uint(c, &bits.ty, one);
@@ -194,24 +238,35 @@ fn uniform(c: &mut Ctx, state: &Val, dtype: DType, count: usize) -> Result<Val, 
     Ok(op1(c, "subtract", &value, &one))
 }
 
-/// Normals (flat, `count` of them): Box-Muller on consecutive pairs of uniforms, sine first.
-fn normal(c: &mut Ctx, state: &Val, dtype: DType, count: usize) -> Result<Val, String> {
-    let pairs = count.div_ceil(2);
-    let u = uniform(c, state, dtype, 2 * pairs)?;
-    let u = c.reshape(&u, vec![pairs, 2]);
-    let column = |c: &mut Ctx, k: usize| {
-        let col = c.op(
+/// Normals of `shape` (flat), as XLA makes them: the shape splits in halves along its first
+/// even dimension (else its first largest one), `d` becomes `[ceil(d/2), 2]`, and Box-Muller
+/// turns the uniforms at 0 and 1 of that new axis into the normals there (sine at 0).
+fn normal(c: &mut Ctx, g: &mut Gen, dtype: DType, shape: &[usize]) -> Result<Val, String> {
+    let count: usize = shape.iter().product();
+    let split = shape.iter().position(|d| d % 2 == 0).or_else(|| {
+        let most = shape.iter().copied().max()?;
+        shape.iter().position(|&d| d == most)
+    });
+    let (a, d, b) = match split {
+        Some(s) => (shape[..s].iter().product(), shape[s], shape[s + 1..].iter().product()),
+        None => (1, 1, 1),
+    };
+    let h = d.div_ceil(2);
+    let u = uniform(c, g, dtype, a * h * 2 * b)?;
+    let u = c.reshape(&u, vec![a, h, 2, b]);
+    let half = |c: &mut Ctx, k: usize| {
+        c.op(
             "stablehlo.slice",
             &[&u],
             &format!(
-                "start_indices = array<i64: 0, {k}>, limit_indices = array<i64: {pairs}, {}>, strides = array<i64: 1, 1>",
+                "start_indices = array<i64: 0, 0, {k}, 0>, limit_indices = array<i64: {a}, {h}, {}, {b}>, \
+                 strides = array<i64: 1, 1, 1, 1>",
                 k + 1
             ),
-            u.ty.with_shape(vec![pairs, 1]),
-        );
-        c.reshape(&col, vec![pairs])
+            u.ty.with_shape(vec![a, h, 1, b]),
+        )
     };
-    let (u1, u2) = (column(c, 0), column(c, 1));
+    let (u1, u2) = (half(c, 0), half(c, 1));
     let tiny = c.splat(&u1.ty, 1.0e-7);
     let u1 = op1(c, "maximum", &u1, &tiny);
     let two_pi = c.splat(&u2.ty, 2.0 * std::f64::consts::PI);
@@ -224,11 +279,22 @@ fn normal(c: &mut Ctx, state: &Val, dtype: DType, count: usize) -> Result<Val, S
     let cos = c.elementwise("cosine", &[&angle]);
     let sin = op1(c, "multiply", &sin, &radius);
     let cos = op1(c, "multiply", &cos, &radius);
-    let sin = c.reshape(&sin, vec![pairs, 1]);
-    let cos = c.reshape(&cos, vec![pairs, 1]);
-    let both = c.op("stablehlo.concatenate", &[&sin, &cos], "dimension = 1 : i64", sin.ty.with_shape(vec![pairs, 2]));
-    let flat = c.reshape(&both, vec![2 * pairs]);
-    Ok(if 2 * pairs == count { flat } else { slice(c, &flat, 0, count) })
+    let both = c.op("stablehlo.concatenate", &[&sin, &cos], "dimension = 2 : i64", u.ty.clone());
+    let both = c.reshape(&both, vec![a, 2 * h, b]);
+    let both = if 2 * h == d {
+        both
+    } else {
+        c.op(
+            "stablehlo.slice",
+            &[&both],
+            &format!(
+                "start_indices = array<i64: 0, 0, 0>, limit_indices = array<i64: {a}, {d}, {b}>, \
+                 strides = array<i64: 1, 1, 1>"
+            ),
+            both.ty.with_shape(vec![a, d, b]),
+        )
+    };
+    Ok(c.reshape(&both, vec![count]))
 }
 
 /// The smallest normal float of `dtype`: the bridge's truncated normals start their uniforms there.
@@ -241,8 +307,8 @@ fn min_positive(dtype: DType) -> f64 {
 }
 
 /// Truncated normals in (-2, 2): the inverse normal CDF of uniforms between its values at -2 and 2.
-fn truncated(c: &mut Ctx, state: &Val, dtype: DType, count: usize) -> Result<Val, String> {
-    let u = uniform(c, state, dtype, count)?;
+fn truncated(c: &mut Ctx, g: &mut Gen, dtype: DType, count: usize) -> Result<Val, String> {
+    let u = uniform(c, g, dtype, count)?;
     // The uniform runs from the smallest normal float (not 0) to 1.
     let tiny = min_positive(dtype);
     let scale = c.splat(&u.ty, 1.0 - tiny);
@@ -294,30 +360,42 @@ fn erf(x: f64) -> f64 {
 pub(super) fn float_draw(c: &mut Ctx, n: &Call, dist: Dist, v2: bool) -> Result<Vec<Val>, String> {
     let out = n.out(0)?.clone();
     let state = if v2 { state_of_operands(c, n)? } else { state_of_seed(c, n, 1)? };
+    Ok(vec![float_values(c, &mut Gen::philox(state), dist, &out)?])
+}
+
+/// Floats of type `out` drawn from `g` by `dist`.
+pub(super) fn float_values(c: &mut Ctx, g: &mut Gen, dist: Dist, out: &Ty) -> Result<Val, String> {
     let count = out.count();
     let flat = match dist {
-        Dist::Uniform => uniform(c, &state, out.dtype, count)?,
-        Dist::Normal => normal(c, &state, out.dtype, count)?,
-        Dist::Truncated => truncated(c, &state, out.dtype, count)?,
+        Dist::Uniform => uniform(c, g, out.dtype, count)?,
+        Dist::Normal => normal(c, g, out.dtype, &out.shape)?,
+        Dist::Truncated => truncated(c, g, out.dtype, count)?,
     };
-    Ok(vec![c.reshape(&flat, out.shape.clone())])
+    Ok(c.reshape(&flat, out.shape.clone()))
 }
 
 /// An integer draw: every bit pattern, or `minval + bits mod (maxval - minval)` with bounds at `bounds`.
 pub(super) fn int_draw(c: &mut Ctx, n: &Call, v2: bool, bounds: Option<usize>) -> Result<Vec<Val>, String> {
     let out = n.out(0)?.clone();
     let state = if v2 { state_of_operands(c, n)? } else { state_of_seed(c, n, 1)? };
+    let bounds = match bounds {
+        Some(i) => Some((n.input(i)?.clone(), n.input(i + 1)?.clone())),
+        None => None,
+    };
+    Ok(vec![int_values(c, &mut Gen::philox(state), &out, bounds)?])
+}
+
+/// Integers of type `out` drawn from `g`: every bit pattern, or `lo + bits mod (hi - lo)`.
+pub(super) fn int_values(c: &mut Ctx, g: &mut Gen, out: &Ty, bounds: Option<(Val, Val)>) -> Result<Val, String> {
     let unsigned = match out.dtype {
         DType::I32 => DType::U32,
         DType::I64 | DType::U64 => DType::U64,
         other => return Err(format!("random integers of {other} are not lowered")),
     };
-    let bits = philox_bits(c, &state, unsigned, &[out.count()]);
+    let bits = g.bits(c, unsigned, &[out.count()]);
     let value = match bounds {
         None => bitcast(c, &bits, out.dtype),
-        Some(i) => {
-            let lo = n.input(i)?.clone();
-            let hi = n.input(i + 1)?.clone();
+        Some((lo, hi)) => {
             let lo_u = bitcast(c, &lo, unsigned);
             let hi_u = bitcast(c, &hi, unsigned);
             let range = op1(c, "subtract", &hi_u, &lo_u);
@@ -328,7 +406,7 @@ pub(super) fn int_draw(c: &mut Ctx, n: &Call, v2: bool, bounds: Option<usize>) -
             op1(c, "add", &lo, &offset)
         }
     };
-    Ok(vec![c.reshape(&value, out.shape.clone())])
+    Ok(c.reshape(&value, out.shape.clone()))
 }
 
 /// `stablehlo.rng` of `distribution` (`UNIFORM` in `[a, b)`, `NORMAL` with mean `a` and deviation
@@ -434,7 +512,7 @@ pub(super) fn multinomial(c: &mut Ctx, n: &Call, stateless: bool) -> Result<Vec<
     let tiny = min_positive(dtype);
     let u = if stateless {
         let state = state_of_seed(c, n, 2)?;
-        let u = uniform(c, &state, dtype, rows * samples * classes)?;
+        let u = uniform(c, &mut Gen::philox(state), dtype, rows * samples * classes)?;
         let (scale, low) = (c.splat(&u.ty, 1.0 - tiny), c.splat(&u.ty, tiny));
         let u = op1(c, "multiply", &u, &scale);
         let u = op1(c, "add", &u, &low);

@@ -17,6 +17,7 @@ use super::gather::{gather, gather_batched, scatter, Combine};
 use super::Call;
 use crate::exec::kernels::{
     gather as host_gather, optimizers, random_state as host_random_state, segment as host_segment,
+    stateful_random as host_stateful_random,
 };
 use crate::exec::Tensor;
 use crate::ir::{AttrMap, DType};
@@ -48,6 +49,7 @@ pub fn handle_operands(op: &str) -> usize {
         )
         || host_segment::RESOURCE_SCATTERS.contains(&op)
         || host_random_state::SKIP_OPS.contains(&op)
+        || host_stateful_random::DRAW_OPS.contains(&op)
     {
         return 1;
     }
@@ -99,6 +101,10 @@ pub(crate) fn evaluate(
         }
         _ if host_random_state::SKIP_OPS.contains(&op) => {
             let (new, out) = host_random_state::skip(op, var, arg(0)?, arg(1)?).map_err(|e| e.to_string())?;
+            Ok((vec![new], out))
+        }
+        _ if host_stateful_random::DRAW_OPS.contains(&op) => {
+            let (new, out) = host_stateful_random::draw(op, attrs, var, rest).map_err(|e| e.to_string())?;
             Ok((vec![new], out))
         }
         "ResourceStridedSliceAssign" => {
@@ -155,6 +161,7 @@ pub fn build(c: &mut Ctx, n: &Call, vars: &[Val]) -> Result<(Vec<Val>, Vec<Val>)
             Ok((vec![scatter(c, var, &idx, &updates, how)], Vec::new()))
         }
         _ if host_random_state::SKIP_OPS.contains(&n.op) => super::random_state::skip(c, n, var),
+        _ if host_stateful_random::DRAW_OPS.contains(&n.op) => super::stateful_random::draw(c, n, var),
         "ResourceStridedSliceAssign" => {
             Ok((vec![super::data_ops::resource_strided_slice_assign(c, n, var)?], Vec::new()))
         }

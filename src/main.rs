@@ -14,7 +14,60 @@ use tpu_rewrite::{diagnostics, emit, exec, ir, lower, passes, progress, session,
 /// the live bytes `run --max-memory` bounds.
 #[cfg(feature = "mimalloc")]
 #[global_allocator]
-static GLOBAL: exec::memory::CountingAlloc<mimalloc::MiMalloc> = exec::memory::CountingAlloc(mimalloc::MiMalloc);
+static GLOBAL: exec::memory::CountingAlloc<NaturalMiMalloc> = exec::memory::CountingAlloc(NaturalMiMalloc);
+
+/// mimalloc, asked for plain blocks whenever any block meets the alignment.
+///
+/// `mimalloc::MiMalloc` asks `mi_malloc_aligned` for every allocation.
+/// mimalloc 3 serves that from the size's own page only while the page has
+/// a free block; otherwise, for a size whose block is not a power of two,
+/// it allocates `size + align - 1` bytes, from the next size class up, and
+/// goes on doing so while nothing refills the size's own page. A graph's
+/// names, attribute maps and tensor literals (40, 80, 112-byte blocks) then
+/// sit in 48, 96, 128-byte ones. Every mimalloc block is aligned to 8 bytes
+/// (block sizes are multiples of the word, pages start aligned), so an
+/// alignment of at most 8 needs no aligned call; larger ones keep it.
+#[cfg(feature = "mimalloc")]
+struct NaturalMiMalloc;
+
+/// The largest alignment every mimalloc block has.
+#[cfg(feature = "mimalloc")]
+const MI_BLOCK_ALIGN: usize = 8;
+
+// SAFETY: each call goes to mimalloc's plain functions only when every
+// block they return meets `layout.align()` (at most 8, see above), and to
+// the `mimalloc` crate's own aligned implementation otherwise; frees go to
+// `mi_free`, which takes blocks from either.
+#[cfg(feature = "mimalloc")]
+unsafe impl std::alloc::GlobalAlloc for NaturalMiMalloc {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        if layout.align() <= MI_BLOCK_ALIGN {
+            libmimalloc_sys::mi_malloc(layout.size()).cast()
+        } else {
+            mimalloc::MiMalloc.alloc(layout)
+        }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: std::alloc::Layout) -> *mut u8 {
+        if layout.align() <= MI_BLOCK_ALIGN {
+            libmimalloc_sys::mi_zalloc(layout.size()).cast()
+        } else {
+            mimalloc::MiMalloc.alloc_zeroed(layout)
+        }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        mimalloc::MiMalloc.dealloc(ptr, layout)
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new_size: usize) -> *mut u8 {
+        if layout.align() <= MI_BLOCK_ALIGN {
+            libmimalloc_sys::mi_realloc(ptr.cast(), new_size).cast()
+        } else {
+            mimalloc::MiMalloc.realloc(ptr, layout, new_size)
+        }
+    }
+}
 
 #[cfg(not(feature = "mimalloc"))]
 #[global_allocator]

@@ -6,10 +6,14 @@
 //! `Arc<str>` so that a builder can share one allocation per distinct key
 //! across a million ops (see [`AttrMap::insert_shared`]).
 //!
-//! The entries sit behind an `Arc`: cloning a map is a reference-count
+//! The entries sit behind an `Arc<[_]>`: cloning a map is a reference-count
 //! bump, and the first mutation of a shared map copies it. Lowering relies
-//! on this to stamp out one program per replica by cloning graphs. An
-//! empty map holds no allocation at all.
+//! on this to stamp out one program per replica by cloning graphs. A map
+//! is one allocation of exactly its entries (no spare capacity, no separate
+//! vector header), since most nodes of a large graph that hold a map of
+//! their own (a `Const`'s value, a variable's name) never change it; adding
+//! or removing an entry makes a new allocation. An empty map holds no
+//! allocation at all.
 //!
 //! [`AttrMap::without`] shares too: the copy hides the dropped entries
 //! behind a bit mask instead of copying the others, so stripping the TPU
@@ -27,9 +31,9 @@ type Entry = (Arc<str>, AttrValue);
 /// An attribute map sorted by key.
 #[derive(Clone, Debug, Default)]
 pub struct AttrMap {
-    /// `None` when empty; never `Some` of an empty vector after a removal
+    /// `None` when empty; never `Some` of an empty slice after a removal
     /// leaves it empty (see [`AttrMap::remove`]).
-    entries: Option<Arc<Vec<Entry>>>,
+    entries: Option<Arc<[Entry]>>,
     /// Entries of `entries` this map leaves out: bit `i` hides entry `i`
     /// (see [`AttrMap::without`]). Zero for a map that was never narrowed.
     hidden: u32,
@@ -52,12 +56,7 @@ impl Serialize for AttrMap {
 
 impl<'de> Deserialize<'de> for AttrMap {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<AttrMap, D::Error> {
-        let entries = Vec::<Entry>::deserialize(deserializer)?;
-        let mut map = AttrMap::new();
-        for (k, v) in entries {
-            map.insert_shared(k, v);
-        }
-        Ok(map)
+        Ok(AttrMap::from_entries(Vec::<Entry>::deserialize(deserializer)?))
     }
 }
 
@@ -68,7 +67,7 @@ impl AttrMap {
     }
 
     /// A map of `entries` in any order; of entries with equal keys the last one wins, as if each
-    /// entry were inserted in turn. One allocation for the map instead of a growing vector.
+    /// entry were inserted in turn. One allocation of exactly the entries for the map.
     pub fn from_entries(mut entries: Vec<(Arc<str>, AttrValue)>) -> AttrMap {
         if entries.is_empty() {
             return AttrMap::new();
@@ -82,12 +81,12 @@ impl AttrMap {
             }
             same
         });
-        AttrMap { entries: Some(Arc::new(entries)), hidden: 0 }
+        AttrMap { entries: Some(Arc::from(entries)), hidden: 0 }
     }
 
     /// All stored entries, the hidden ones included.
     fn slice(&self) -> &[Entry] {
-        self.entries.as_deref().map_or(&[], Vec::as_slice)
+        self.entries.as_deref().unwrap_or(&[])
     }
 
     /// The visible entries, in key order.
@@ -103,14 +102,28 @@ impl AttrMap {
     fn unhide(&mut self) {
         if self.hidden != 0 {
             let kept: Vec<Entry> = self.entries().cloned().collect();
-            *self = AttrMap { entries: (!kept.is_empty()).then(|| Arc::new(kept)), hidden: 0 };
+            *self = AttrMap { entries: (!kept.is_empty()).then(|| Arc::from(kept)), hidden: 0 };
         }
     }
 
-    /// The entries for writing; copies them first if the map is shared.
-    fn entries_mut(&mut self) -> &mut Vec<Entry> {
+    /// The entries for changing values in place; copies them first if the map is shared.
+    fn values_mut(&mut self) -> &mut [Entry] {
         self.unhide();
-        Arc::make_mut(self.entries.get_or_insert_with(|| Arc::new(Vec::with_capacity(2))))
+        match &mut self.entries {
+            Some(entries) => Arc::make_mut(entries),
+            None => &mut [],
+        }
+    }
+
+    /// Replaces the entries by a copy that `edit` changed in length: one new
+    /// allocation of exactly the entries it leaves (none when it leaves none).
+    fn rebuild<R>(&mut self, edit: impl FnOnce(&mut Vec<Entry>) -> R) -> R {
+        self.unhide();
+        let mut entries: Vec<Entry> = Vec::with_capacity(self.slice().len() + 1);
+        entries.extend(self.slice().iter().cloned());
+        let result = edit(&mut entries);
+        self.entries = (!entries.is_empty()).then(|| Arc::from(entries));
+        result
     }
 
     /// Where `key` is among the stored entries (a hidden one counts as
@@ -131,7 +144,7 @@ impl AttrMap {
     pub fn get_mut(&mut self, key: &str) -> Option<&mut AttrValue> {
         self.unhide();
         let i = self.position(key).ok()?;
-        Some(&mut self.entries_mut()[i].1)
+        Some(&mut self.values_mut()[i].1)
     }
 
     /// True when `key` is present.
@@ -144,9 +157,9 @@ impl AttrMap {
         let key = key.as_ref();
         self.unhide();
         match self.position(key) {
-            Ok(i) => Some(std::mem::replace(&mut self.entries_mut()[i].1, value)),
+            Ok(i) => Some(std::mem::replace(&mut self.values_mut()[i].1, value)),
             Err(i) => {
-                self.entries_mut().insert(i, (Arc::from(key), value));
+                self.rebuild(|entries| entries.insert(i, (Arc::from(key), value)));
                 None
             }
         }
@@ -156,9 +169,9 @@ impl AttrMap {
     pub fn insert_shared(&mut self, key: Arc<str>, value: AttrValue) -> Option<AttrValue> {
         self.unhide();
         match self.position(&key) {
-            Ok(i) => Some(std::mem::replace(&mut self.entries_mut()[i].1, value)),
+            Ok(i) => Some(std::mem::replace(&mut self.values_mut()[i].1, value)),
             Err(i) => {
-                self.entries_mut().insert(i, (key, value));
+                self.rebuild(|entries| entries.insert(i, (key, value)));
                 None
             }
         }
@@ -168,12 +181,7 @@ impl AttrMap {
     pub fn remove(&mut self, key: &str) -> Option<AttrValue> {
         self.unhide();
         let i = self.position(key).ok()?;
-        let entries = self.entries_mut();
-        let (_, value) = entries.remove(i);
-        if entries.is_empty() {
-            self.entries = None;
-        }
-        Some(value)
+        Some(self.rebuild(|entries| entries.remove(i).1))
     }
 
     /// A copy without the `keys` that are present. It shares the entries
@@ -185,7 +193,7 @@ impl AttrMap {
             if let Ok(i) = self.position(key) {
                 if i >= MASK_BITS {
                     let kept: Vec<Entry> = self.entries().filter(|(k, _)| !keys.contains(&&**k)).cloned().collect();
-                    return AttrMap { entries: (!kept.is_empty()).then(|| Arc::new(kept)), hidden: 0 };
+                    return AttrMap { entries: (!kept.is_empty()).then(|| Arc::from(kept)), hidden: 0 };
                 }
                 hidden |= 1 << i;
             }
@@ -232,16 +240,6 @@ impl AttrMap {
         match (&self.entries, &other.entries) {
             (Some(a), Some(b)) => Arc::ptr_eq(a, b) && self.hidden == other.hidden,
             _ => false,
-        }
-    }
-
-    /// Frees unused capacity (only of a map this one does not share).
-    pub fn shrink_to_fit(&mut self) {
-        if self.hidden != 0 {
-            return;
-        }
-        if let Some(entries) = self.entries.as_mut().and_then(Arc::get_mut) {
-            entries.shrink_to_fit();
         }
     }
 }

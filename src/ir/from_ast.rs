@@ -461,7 +461,8 @@ impl Shared<'_> {
 
     /// Builds the attribute map of `attrs`, checking each against `op`'s registered kinds.
     fn build_attrs(&mut self, op: Option<&str>, attrs: Vec<ast::Attr<'_>>) -> AttrMap {
-        let mut map = AttrMap::new();
+        // Collected first and made into a map once: one allocation of exactly its entries.
+        let mut entries: Vec<(Arc<str>, AttrValue)> = Vec::with_capacity(attrs.len());
         let mut spans: Vec<(String, Span)> = Vec::new();
         for attr in attrs {
             let expected = op.and_then(|op| ops::attr_kind(op, &attr.key));
@@ -487,10 +488,10 @@ impl Shared<'_> {
                 continue;
             }
             spans.push((attr.key.to_string(), attr.key_span));
-            map.insert_shared(intern(self.keys, &attr.key), value);
+            entries.push((intern(self.keys, &attr.key), value));
         }
-        map.shrink_to_fit();
-        map
+        // Keys are distinct (a repeated one was reported and skipped above).
+        AttrMap::from_entries(entries)
     }
 
     fn invalid(&mut self, reason: impl Into<String>, span: Span) {

@@ -91,6 +91,7 @@ impl Graph {
         storage.reserve_nodes(nodes);
         storage.reserve_edges(edges);
         self.names.reserve(nodes);
+        self.slots.reserve(nodes);
     }
 
     /// The graph's nodes under its overrides.

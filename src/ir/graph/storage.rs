@@ -35,6 +35,12 @@ impl OperandSlots {
         table[id.index()] = slots;
     }
 
+    /// Makes room for `additional` more nodes' slots, so that a graph built
+    /// node by node does not regrow (and leave half of) the table.
+    pub(super) fn reserve(&mut self, additional: usize) {
+        Arc::make_mut(&mut self.0).reserve(additional);
+    }
+
     pub(super) fn forget(&mut self, id: NodeIndex<u32>) {
         if self.0.get(id.index()).is_some_and(|s| *s != Self::UNKNOWN) {
             Arc::make_mut(&mut self.0)[id.index()] = Self::UNKNOWN;

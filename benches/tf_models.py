@@ -14,7 +14,11 @@ Paths, each on the same global batch (2 replicas x the per-replica batch):
   tf_xla   the same step function with `jit_compile=True` (for tf_step: auto-jit,
            TF_XLA_FLAGS=--tf_xla_auto_jit=2 --tf_xla_cpu_global_jit);
   sim      `tpu-rewrite run` on the replicated graph that tpu.replicate made (the simulator);
-  pjrt     the same with `--backend pjrt`.
+  pjrt     the same with `--backend pjrt`;
+  tf_1r, tf_xla_1r   tf and tf_xla on one replica's batch (not in the default paths): what one
+           replica's program costs on TensorFlow's side, so 2x it is the floor of two replicas
+           run one after the other on the same cores (each replica does all the per-weight work:
+           reading the filters, their gradients, the update).
 For TF, "first" is the first call of the step (tracing, compiling, running once) and "step" the
 median of N timed calls after two warm-up calls. For ours, "first" is the whole `run --steps 1`
 command (load, lower, compile, initialisers, one step). The simulator's "step" is
@@ -104,14 +108,15 @@ def child_build(name, out):
     print(json.dumps({"nodes": len(graph_def.node), "bytes": graph_def.ByteSize()}))
 
 
-def child_tf(name, jit, steps):
-    """Times the step of `name` on the global batch in TensorFlow (`jit`: with jit_compile=True)."""
+def child_tf(name, jit, steps, replicas=REPLICAS):
+    """Times the step of `name` on the batch of `replicas` replicas in TensorFlow (`jit`: with
+    jit_compile=True); the global batch by default."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import numpy as np
     import tensorflow as tf
     import tf_keras as keras
 
-    data = [batch(name, r) for r in range(REPLICAS)]
+    data = [batch(name, r) for r in range(replicas)]
     x = tf.constant(np.concatenate([d[0] for d in data]))
     y = tf.constant(np.concatenate([d[1] for d in data]))
     model = make_model(name, keras)
@@ -268,7 +273,8 @@ def main():
     if len(sys.argv) > 1 and sys.argv[1] == "--child-build":
         return child_build(sys.argv[2], sys.argv[3])
     if len(sys.argv) > 1 and sys.argv[1] == "--child-tf":
-        return child_tf(sys.argv[2], sys.argv[3] == "jit", int(sys.argv[4]))
+        replicas = int(sys.argv[5]) if len(sys.argv) > 5 else REPLICAS
+        return child_tf(sys.argv[2], sys.argv[3] == "jit", int(sys.argv[4]), replicas)
     models = arg("--models", "resnet50,mobilenet_v2,transformer,lstm,tf_step").split(",")
     paths = arg("--paths", "tf,tf_xla,sim,pjrt").split(",")
     steps = int(arg("--steps", "5"))
@@ -288,9 +294,11 @@ def main():
                 _, out = measure([sys.executable, __file__, "--child-build", name, cache])
                 print(f"{name}: made {out.strip()}", file=sys.stderr)
             for path in paths:
-                if path in ("tf", "tf_xla"):
-                    mode = "jit" if path == "tf_xla" else "graph"
-                    _, peak, out, _, _ = peak_of([sys.executable, __file__, "--child-tf", name, mode, str(max(steps, 10))])
+                if path in ("tf", "tf_xla", "tf_1r", "tf_xla_1r"):
+                    mode = "jit" if path.startswith("tf_xla") else "graph"
+                    replicas = "1" if path.endswith("_1r") else str(REPLICAS)
+                    _, peak, out, _, _ = peak_of(
+                        [sys.executable, __file__, "--child-tf", name, mode, str(max(steps, 10)), replicas])
                     rows[path] = dict(json.loads(out.strip().splitlines()[-1]), peak_mb=peak)
                 else:
                     rows[path] = ours(binary, pb, os.path.join(cache, name + ".feeds.json"), path, steps)

@@ -14,7 +14,13 @@ Paths, each on the same global batch (2 replicas x the per-replica batch):
   tf_xla   the same step function with `jit_compile=True` (for tf_step: auto-jit,
            TF_XLA_FLAGS=--tf_xla_auto_jit=2 --tf_xla_cpu_global_jit);
   sim      `tpu-rewrite run` on the replicated graph that tpu.replicate made (the simulator);
-  pjrt     the same with `--backend pjrt`.
+  pjrt     the same with `--backend pjrt`;
+  tf_1r, tf_xla_1r, sim_1r, pjrt_1r   the same four on one replica's batch, ours on the graph
+           tpu.replicate made for one replica (not in the default paths): one replica's program
+           on each side, so pjrt_1r against tf_xla_1r is our emission against TensorFlow's bridge
+           on the same program, and 2x tf_xla_1r is the floor of two replicas on the same cores
+           (each replica does all the per-weight work: reading the filters, their gradients, the
+           update).
 For TF, "first" is the first call of the step (tracing, compiling, running once) and "step" the
 median of N timed calls after two warm-up calls. For ours, "first" is the whole `run --steps 1`
 command (load, lower, compile, initialisers, one step). The simulator's "step" is
@@ -73,8 +79,14 @@ def batch(name, replica):
     return x, y
 
 
-def child_build(name, out):
-    """Writes OUT/NAME.pb (the replicated step under tpu.replicate) and OUT/NAME.feeds.json."""
+def model_file(name, replicas):
+    """The file stem of model `name`'s graph on `replicas` replicas: NAME, or NAME_1r for one."""
+    return name if replicas == REPLICAS else f"{name}_{replicas}r"
+
+
+def child_build(name, out, replicas=REPLICAS):
+    """Writes OUT/STEM.pb (the step under tpu.replicate on `replicas` replicas) and
+    OUT/STEM.feeds.json, STEM being `model_file(name, replicas)`."""
     sys.path.insert(0, os.path.join(ROOT, "tests", "tf"))
     from corpus_keras import Initial, KerasSetup, step_graph, tf, tf1, tpu, tpu_ops, keras
 
@@ -89,29 +101,30 @@ def child_build(name, out):
 
         def step(x, y):
             loss, grads, updates = setup.forward(x, y)
-            grads = [tpu_ops.cross_replica_sum(gr) / REPLICAS for gr in grads]
+            grads = [tpu_ops.cross_replica_sum(gr) / replicas for gr in grads]
             train = setup.apply(grads)
             with tf.control_dependencies([train] + updates):
                 return [tf.identity(loss)]
 
-        data = [batch(name, r) for r in range(REPLICAS)]
+        data = [batch(name, r) for r in range(replicas)]
         ph = [[tf1.placeholder(tf.float32, v.shape, name=f"in{k}_{r}") for k, v in enumerate(b)] for r, b in enumerate(data)]
         outputs = tpu.replicate(step, ph)
         graph_def = step_graph(g, [t for replica in outputs for t in replica], tf1.global_variables())
-    atomic_write(os.path.join(out, name + ".pb"), graph_def.SerializeToString())
+    atomic_write(os.path.join(out, model_file(name, replicas) + ".pb"), graph_def.SerializeToString())
     feeds = {f"in{k}_{r}:0": v.tolist() for r, b in enumerate(data) for k, v in enumerate(b)}
-    atomic_write(os.path.join(out, name + ".feeds.json"), json.dumps(feeds).encode())
+    atomic_write(os.path.join(out, model_file(name, replicas) + ".feeds.json"), json.dumps(feeds).encode())
     print(json.dumps({"nodes": len(graph_def.node), "bytes": graph_def.ByteSize()}))
 
 
-def child_tf(name, jit, steps):
-    """Times the step of `name` on the global batch in TensorFlow (`jit`: with jit_compile=True)."""
+def child_tf(name, jit, steps, replicas=REPLICAS):
+    """Times the step of `name` on the batch of `replicas` replicas in TensorFlow (`jit`: with
+    jit_compile=True); the global batch by default."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import numpy as np
     import tensorflow as tf
     import tf_keras as keras
 
-    data = [batch(name, r) for r in range(REPLICAS)]
+    data = [batch(name, r) for r in range(replicas)]
     x = tf.constant(np.concatenate([d[0] for d in data]))
     y = tf.constant(np.concatenate([d[1] for d in data]))
     model = make_model(name, keras)
@@ -266,15 +279,17 @@ def arg(name, default):
 
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "--child-build":
-        return child_build(sys.argv[2], sys.argv[3])
+        replicas = int(sys.argv[4]) if len(sys.argv) > 4 else REPLICAS
+        return child_build(sys.argv[2], sys.argv[3], replicas)
     if len(sys.argv) > 1 and sys.argv[1] == "--child-tf":
-        return child_tf(sys.argv[2], sys.argv[3] == "jit", int(sys.argv[4]))
+        replicas = int(sys.argv[5]) if len(sys.argv) > 5 else REPLICAS
+        return child_tf(sys.argv[2], sys.argv[3] == "jit", int(sys.argv[4]), replicas)
     models = arg("--models", "resnet50,mobilenet_v2,transformer,lstm,tf_step").split(",")
     paths = arg("--paths", "tf,tf_xla,sim,pjrt").split(",")
     steps = int(arg("--steps", "5"))
     binary = arg("--bin", os.path.join(ROOT, "target", "release", "tpu-rewrite"))
     cache = arg("--cache", os.path.join(os.path.expanduser("~"), ".cache", "tpu-rewrite", "bench-models"))
-    if ("sim" in paths or "pjrt" in paths) and not os.path.exists(binary):
+    if any(p.removesuffix("_1r") in ("sim", "pjrt") for p in paths) and not os.path.exists(binary):
         raise SystemExit(f"{binary} is missing: build it with `cargo build --release` or pass --bin")
     os.makedirs(cache, exist_ok=True)
     results = {}
@@ -283,17 +298,20 @@ def main():
             rows = tf_step_rows(cache, binary, steps, paths)
         else:
             rows = {}
-            pb = os.path.join(cache, name + ".pb")
-            if not os.path.exists(pb):
-                _, out = measure([sys.executable, __file__, "--child-build", name, cache])
-                print(f"{name}: made {out.strip()}", file=sys.stderr)
             for path in paths:
-                if path in ("tf", "tf_xla"):
-                    mode = "jit" if path == "tf_xla" else "graph"
-                    _, peak, out, _, _ = peak_of([sys.executable, __file__, "--child-tf", name, mode, str(max(steps, 10))])
+                replicas = 1 if path.endswith("_1r") else REPLICAS
+                stem = model_file(name, replicas)
+                pb = os.path.join(cache, stem + ".pb")
+                if path in ("sim", "pjrt", "sim_1r", "pjrt_1r") and not os.path.exists(pb):
+                    _, out = measure([sys.executable, __file__, "--child-build", name, cache, str(replicas)])
+                    print(f"{stem}: made {out.strip()}", file=sys.stderr)
+                if path in ("tf", "tf_xla", "tf_1r", "tf_xla_1r"):
+                    mode = "jit" if path.startswith("tf_xla") else "graph"
+                    _, peak, out, _, _ = peak_of(
+                        [sys.executable, __file__, "--child-tf", name, mode, str(max(steps, 10)), str(replicas)])
                     rows[path] = dict(json.loads(out.strip().splitlines()[-1]), peak_mb=peak)
                 else:
-                    rows[path] = ours(binary, pb, os.path.join(cache, name + ".feeds.json"), path, steps)
+                    rows[path] = ours(binary, pb, os.path.join(cache, stem + ".feeds.json"), path.removesuffix("_1r"), steps)
         results[name] = rows
         for path, r in rows.items():
             first = f"{r['first_s']:.2f} s" if "first_s" in r else "-"

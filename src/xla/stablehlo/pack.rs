@@ -1,10 +1,9 @@
 //! Packing the cross-replica sums of a program: the `CrossReplicaSum`s
 //! that do not depend on one another (a step's gradients) are emitted as
 //! few `stablehlo.all_reduce`s, one per element type, replica grouping and
-//! buffer of at most 30 MiB ([`Ctx::all_reduce_sum_many`]: the values
-//! flattened into one buffer), so the replicas meet once per buffer
-//! instead of once per sum, as XLA's all-reduce combiner gives
-//! TensorFlow's bridge. The graph pass
+//! pack of at most 30 MiB ([`Ctx::all_reduce_sum_many`]: one variadic
+//! all-reduce, each value in its own buffer), as XLA's all-reduce
+//! combiner gives TensorFlow's bridge. The graph pass
 //! `fuse_all_reduce` does the same when static shapes give every sum's
 //! size; this catches the sums it left (sizes unknown before typing).
 //!

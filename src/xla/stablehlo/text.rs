@@ -602,62 +602,38 @@ impl Ctx {
 
     /// `stablehlo.all_reduce` (sum) over `groups` of replicas.
     pub fn all_reduce_sum(&mut self, v: &Val, groups: &[Vec<i64>]) -> Val {
-        let region = self.reducer_region(v.ty.dtype, Reducer::Add);
-        let region = self.indent_block(&region);
-        let r = self.fresh();
+        self.all_reduce_sums(&[v], groups).remove(0)
+    }
+
+    /// One `stablehlo.all_reduce` (sum) over `groups` for all of `values`,
+    /// which share an element type: a variadic all-reduce, one operand and
+    /// one result per value. XLA takes it as one all-reduce of a tuple, as
+    /// its all-reduce combiner makes of separate ones; each value is read
+    /// and written in its own buffer, so nothing is copied into or out of
+    /// a packing buffer (a concatenation of the gradients was a copy of
+    /// all of them per replica and step). Each element is still summed on
+    /// its own, so the results equal one
+    /// [`all_reduce_sum`](Self::all_reduce_sum) per value. Under a maximal
+    /// sharding (model parallelism) it is one op per value.
+    pub fn all_reduce_sum_many(&mut self, values: &[&Val], groups: &[Vec<i64>]) -> Vec<Val> {
+        if self.sharding.is_some() {
+            return values.iter().map(|v| self.all_reduce_sum(v, groups)).collect();
+        }
+        self.all_reduce_sums(values, groups)
+    }
+
+    /// The variadic `stablehlo.all_reduce` (sum) of `values` over `groups`.
+    fn all_reduce_sums(&mut self, values: &[&Val], groups: &[Vec<i64>]) -> Vec<Val> {
+        let Some(first) = values.first() else { return Vec::new() };
+        let region = self.reducer_region(first.ty.dtype, Reducer::Add);
         let width = groups.first().map_or(0, Vec::len);
         let rows: Vec<String> = groups
             .iter()
             .map(|g| format!("[{}]", g.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", ")))
             .collect();
-        self.line(&format!(
-            "{r} = \"stablehlo.all_reduce\"({}) {region} {{replica_groups = dense<[{}]> : tensor<{}x{}xi64>}} : ({}) -> {}",
-            v.name,
-            rows.join(", "),
-            groups.len(),
-            width,
-            v.ty.mlir(),
-            v.ty.mlir()
-        ));
-        Val { name: r, ty: v.ty.clone() }
-    }
-
-    /// One `stablehlo.all_reduce` (sum) over `groups` for all of `values`,
-    /// which share an element type: each value is flattened, the pieces are
-    /// concatenated into one buffer, the buffer is summed, and each result
-    /// is sliced back out and reshaped. The replicas meet once for all of
-    /// them (a variadic all-reduce would not do: XLA:CPU meets once per
-    /// operand), as XLA's all-reduce combiner and Horovod's fusion buffer
-    /// do. Each element is still summed on its own, so the results equal
-    /// one [`all_reduce_sum`](Self::all_reduce_sum) per value. Under a
-    /// maximal sharding (model parallelism) it is one op per value.
-    pub fn all_reduce_sum_many(&mut self, values: &[&Val], groups: &[Vec<i64>]) -> Vec<Val> {
-        let Some(first) = values.first() else { return Vec::new() };
-        if values.len() == 1 || self.sharding.is_some() {
-            return values.iter().map(|v| self.all_reduce_sum(v, groups)).collect();
-        }
-        let dtype = first.ty.dtype;
-        let flat: Vec<Val> = values.iter().map(|v| self.reshape(v, vec![v.ty.count()])).collect();
-        let total: usize = flat.iter().map(|v| v.ty.count()).sum();
-        let refs: Vec<&Val> = flat.iter().collect();
-        let buffer = self.op("stablehlo.concatenate", &refs, "dimension = 0 : i64", Ty::new(dtype, vec![total]));
-        let summed = self.all_reduce_sum(&buffer, groups);
-        let mut start = 0;
-        let mut out = Vec::with_capacity(values.len());
-        for v in values {
-            let limit = start + v.ty.count();
-            let piece = self.op(
-                "stablehlo.slice",
-                &[&summed],
-                &format!(
-                    "start_indices = array<i64: {start}>, limit_indices = array<i64: {limit}>, strides = array<i64: 1>"
-                ),
-                Ty::new(dtype, vec![limit - start]),
-            );
-            out.push(self.reshape(&piece, v.ty.shape.clone()));
-            start = limit;
-        }
-        out
+        let attrs = format!("replica_groups = dense<[{}]> : tensor<{}x{}xi64>", rows.join(", "), groups.len(), width);
+        let types: Vec<Ty> = values.iter().map(|v| v.ty.clone()).collect();
+        self.op_regions("stablehlo.all_reduce", values, &[region], &attrs, &types)
     }
 
     /// The replica id as a scalar of `dtype`.

@@ -55,8 +55,8 @@ mod product_functions;
 mod quant_functions;
 mod special_functions;
 mod spmd_functions;
-mod xla_ext_functions;
 mod tensor_array_functions;
+mod xla_ext_functions;
 mod xla_ops_functions;
 
 use std::collections::VecDeque;

@@ -463,9 +463,17 @@ fn ops_of_other_differential_graphs() -> BTreeSet<String> {
             }
         }
     }
-    // The TensorList cases of `xla_tensor_list` (`%name = Op(...)` lines of its graphs) and the
-    // XlaSend/XlaRecv graph `op_cases::xla_ext_send_and_recv_pass_the_value_on` runs on PJRT.
-    let sources = [include_str!("xla_tensor_list.rs"), include_str!("../fixtures/xla_send_recv.opg")];
+    // The gradients of the `tensor_array` family, which the IR's own gradients pass builds and
+    // PJRT runs against TensorFlow's, get their arrays from `TensorArrayGradV3`.
+    ops.insert("TensorArrayGradV3".to_string());
+    // The TensorList cases of `xla_tensor_list` (`%name = Op(...)` lines of its graphs), the
+    // XlaSend/XlaRecv graph `op_cases::xla_ext_send_and_recv_pass_the_value_on` runs on PJRT, and
+    // the four-replica collectives `xla_misc::` runs on both backends.
+    let sources = [
+        include_str!("xla_tensor_list.rs"),
+        include_str!("../fixtures/xla_send_recv.opg"),
+        include_str!("../strategy/xla_collectives.opg"),
+    ];
     for line in sources.iter().flat_map(|s| s.lines()) {
         if let Some(op) =
             line.trim().strip_prefix('%').and_then(|l| l.split_once(" = ")).and_then(|(_, r)| r.split_once('('))

@@ -134,14 +134,6 @@ impl Ops<'_, '_> {
     }
 }
 
-/// The gradient of output `k`, or zeros shaped like it.
-fn dense(e: &mut Emitter<'_>, op: NodeId, k: u32, out_grads: &[Option<Tensor>]) -> Tensor {
-    match out_grads.get(k as usize).copied().flatten() {
-        Some(g) => g,
-        None => e.zeros_like_for_unconnected(Tensor { node: op, output: k }),
-    }
-}
-
 fn bn_grad_grad(
     e: &mut Emitter<'_>,
     op: NodeId,
@@ -168,7 +160,8 @@ fn bn_grad_grad(
     if !matches!(t, DType::F32 | DType::F16 | DType::BF16) {
         return Err(Some(format!("{op_type}: T = {t} is not f32, f16 or bf16")));
     }
-    let (ga, gs, gb) = (dense(e, op, 0, out_grads), dense(e, op, 1, out_grads), dense(e, op, 2, out_grads));
+    let (ga, gs, gb) =
+        (e.grad_or_zeros(op, 0, out_grads), e.grad_or_zeros(op, 1, out_grads), e.grad_or_zeros(op, 2, out_grads));
     let ta = e.t_attr(Some(DType::F32));
     let mut o = Ops { e, ta, layout };
     let wide = t != DType::F32;

@@ -35,12 +35,7 @@ fn dynamic_partition_grad(
     if n < 1 || out_grads.len() != n as usize {
         return Err(Some(format!("DynamicPartition has {} outputs for num_partitions = {n}", out_grads.len())));
     }
-    let grads: Vec<Tensor> = (0..n as u32)
-        .map(|k| match out_grads[k as usize] {
-            Some(g) => g,
-            None => e.zeros_like_for_unconnected(Tensor { node: op, output: k }),
-        })
-        .collect();
+    let grads: Vec<Tensor> = (0..n as u32).map(|k| e.grad_or_zeros(op, k, out_grads)).collect();
     let i32_t = e.t_attr(Some(DType::I32));
     let prefix = e.shape("Shape", partitions);
     let name = e.fresh_name("Prod");

@@ -306,6 +306,15 @@ impl<'g> Emitter<'g> {
         }
     }
 
+    /// The gradient of `op`'s output `k` from `out_grads`, or zeros shaped like
+    /// that output when it is unconnected.
+    pub fn grad_or_zeros(&mut self, op: NodeId, k: u32, out_grads: &[Option<Tensor>]) -> Tensor {
+        match out_grads.get(k as usize).copied().flatten() {
+            Some(g) => g,
+            None => self.zeros_like_for_unconnected(Tensor { node: op, output: k }),
+        }
+    }
+
     /// `ZerosLike(x)` at the call's scope, colocated with x's op: the result for an unconnected x.
     pub fn zeros_like_for_unconnected(&mut self, x: Tensor) -> Tensor {
         self.enter_colocation(x.node);

@@ -97,14 +97,6 @@ pub fn multi_output(
     }
 }
 
-/// The gradient of output `k`, or zeros shaped like it.
-fn dense(e: &mut Emitter<'_>, op: NodeId, k: u32, out_grads: &[Option<Tensor>]) -> Tensor {
-    match out_grads.get(k as usize).copied().flatten() {
-        Some(g) => g,
-        None => e.zeros_like_for_unconnected(Tensor { node: op, output: k }),
-    }
-}
-
 /// `x[..., :, :p]` (`head`) or `x[..., :, p:]`, with `p` a scalar i32 tensor.
 fn columns(e: &mut Emitter<'_>, x: Tensor, p: Tensor, head: bool, ta: &TAttr) -> Tensor {
     let i32_t = e.t_attr(Some(DType::I32));
@@ -148,7 +140,7 @@ fn qr_grad(
 ) -> Result<Vec<Option<Tensor>>, Unsupported> {
     let a = *inputs.first().ok_or_else(|| Some("expected the input".to_string()))?;
     let (q, r) = (Tensor { node: op, output: 0 }, Tensor { node: op, output: 1 });
-    let (dq, dr) = (dense(e, op, 0, out_grads), dense(e, op, 1, out_grads));
+    let (dq, dr) = (e.grad_or_zeros(op, 0, out_grads), e.grad_or_zeros(op, 1, out_grads));
     let t = e.dtype_of(dq);
     let ta = e.t_attr(t);
     let p = last_dim(e, q);
@@ -203,7 +195,7 @@ fn eigh_grad(
     let a = *inputs.first().ok_or_else(|| Some("expected the input".to_string()))?;
     let compute_v = super::op_attr(&e.graph.node(op).attrs, "compute_v").and_then(AttrValue::as_bool).unwrap_or(true);
     let w = Tensor { node: op, output: 0 };
-    let de = dense(e, op, 0, out_grads);
+    let de = e.grad_or_zeros(op, 0, out_grads);
     let t = e.dtype_of(de);
     let ta = e.t_attr(t);
     let diag_de = e.emit("MatrixDiag", "MatrixDiag", &[de], ta.clone());
@@ -214,7 +206,7 @@ fn eigh_grad(
     let twice = e.emit("Mul", "mul", &[two, diag_de], ta.clone());
     let (v, sym) = if compute_v {
         let v = Tensor { node: op, output: 1 };
-        let dv = dense(e, op, 1, out_grads);
+        let dv = e.grad_or_zeros(op, 1, out_grads);
         let f = pairwise_reciprocal(e, w, t, &ta);
         // M + M^T = 2 diag(de) + F * (V^T dV - dV^T V), F being antisymmetric.
         let vdv = bmm(e, v, dv, true, false, &ta);
@@ -287,7 +279,7 @@ fn svd_grad(
     };
     let (compute_uv, full) = (flag(e, "compute_uv", true), flag(e, "full_matrices", false));
     let s = Tensor { node: op, output: 0 };
-    let ds = dense(e, op, 0, out_grads);
+    let ds = e.grad_or_zeros(op, 0, out_grads);
     let t = e.dtype_of(ds);
     let ta = e.t_attr(t);
     let ds_mat = e.emit("MatrixDiag", "MatrixDiag", &[ds], ta.clone());
@@ -299,7 +291,7 @@ fn svd_grad(
         return Ok(vec![Some(bmm(e, u, inner, false, false, &ta))]);
     }
     let (u, v) = (Tensor { node: op, output: 1 }, Tensor { node: op, output: 2 });
-    let (du, dv) = (dense(e, op, 1, out_grads), dense(e, op, 2, out_grads));
+    let (du, dv) = (e.grad_or_zeros(op, 1, out_grads), e.grad_or_zeros(op, 2, out_grads));
     // With full_matrices, the first P columns are the thin factors and the rest their complements.
     let (u, v, du, dv, rest) = if full {
         let p = last_dim(e, s);

@@ -33,14 +33,6 @@ pub fn gradient(
     }
 }
 
-/// The gradient of output `k`, or zeros shaped like it.
-fn dense(e: &mut Emitter<'_>, op: NodeId, k: u32, out_grads: &[Option<Tensor>]) -> Tensor {
-    match out_grads.get(k as usize).copied().flatten() {
-        Some(g) => g,
-        None => e.zeros_like_for_unconnected(Tensor { node: op, output: k }),
-    }
-}
-
 /// Both cross entropies: the loss gradient times the kernel's backprop,
 /// plus, through the backprop output (`grad_grad`), the softmax's Jacobian
 /// applied to it: `(grad_grad - sum(grad_grad * softmax, -1)) * softmax`.
@@ -53,8 +45,8 @@ fn softmax_cross_entropy(
     out_grads: &[Option<Tensor>],
 ) -> Result<Vec<Option<Tensor>>, Unsupported> {
     let logits = *inputs.first().ok_or_else(|| Some("expected the logits".to_string()))?;
-    let grad_loss = dense(e, op, 0, out_grads);
-    let grad_grad = dense(e, op, 1, out_grads);
+    let grad_loss = e.grad_or_zeros(op, 0, out_grads);
+    let grad_grad = e.grad_or_zeros(op, 1, out_grads);
     let dtype = e.dtype_of(grad_loss);
     let ta = e.t_attr(dtype);
     let backprop = Tensor { node: op, output: 1 };

@@ -7,6 +7,7 @@ pub mod ast;
 pub mod error;
 pub mod lexer;
 pub mod literal;
+pub mod mlir;
 pub mod sink;
 pub mod span;
 

@@ -331,7 +331,10 @@ pub enum ExecError {
 
     /// A feed or fetch names a tensor that does not exist.
     #[error("graph `@{graph}` has no tensor `{tensor}`: {reason}")]
-    #[diagnostic(code(tpu_rewrite::exec::unknown_tensor))]
+    #[diagnostic(
+        code(tpu_rewrite::exec::unknown_tensor),
+        help("name a node of the graph as `node:output`; `tpu-rewrite print FILE` shows the names")
+    )]
     UnknownTensor {
         /// The graph's name, without `@`.
         graph: String,

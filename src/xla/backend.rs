@@ -196,6 +196,7 @@ fn is_cpu_plugin(plugin: &ffi::Plugin) -> bool {
 
 /// Runs every cluster of the tagged `graph` on the plugin.
 pub fn run(graph: &Graph, assignment: &DeviceAssignment, config: &RunConfig) -> Result<Outcome, XlaError> {
+    super::host::check_feed_names(graph, config.feeds)?;
     let mut timings = Timings::default();
     let t = Instant::now();
     let plugin = load_plugin(config.plugin)?;

@@ -253,6 +253,20 @@ pub enum XlaError {
         message: String,
     },
 
+    /// A feed names no tensor of the graph (the simulator refuses it the
+    /// same way, with `exec::unknown_tensor`).
+    #[error("--feed {name}: {reason}")]
+    #[diagnostic(
+        code(tpu_rewrite::xla::unknown_feed),
+        help("feed a node of the graph as `node:output`; `tpu-rewrite print FILE` shows the names")
+    )]
+    UnknownFeed {
+        /// The feed as given.
+        name: String,
+        /// Why it names no tensor.
+        reason: String,
+    },
+
     /// Fetching the pinned plugin failed.
     #[error("cannot fetch the PJRT plugin: {message}")]
     #[diagnostic(

@@ -32,6 +32,29 @@ pub enum MissingFeed {
     Error,
 }
 
+/// Checks that every feed names an output of a node of `graph`
+/// (`name` or `name:k`), as the simulator does: a feed that matches
+/// nothing would otherwise be ignored.
+pub fn check_feed_names(graph: &Graph, feeds: &[(String, Tensor)]) -> Result<(), XlaError> {
+    for (name, _) in feeds {
+        let unknown = |reason: String| XlaError::UnknownFeed { name: name.clone(), reason };
+        if name.starts_with('^') {
+            return Err(unknown("an op (`^x`) cannot be fed".into()));
+        }
+        let (node, output) = match name.rsplit_once(':') {
+            Some((n, k)) => (n, k.parse::<u32>().map_err(|_| unknown("the output index is not a number".into()))?),
+            None => (name.as_str(), 0),
+        };
+        let id = graph.find(node).ok_or_else(|| unknown(format!("graph `@{}` has no node `{node}`", graph.name)))?;
+        if let Some(outputs) = crate::ir::verify::output_count(graph, id) {
+            if output >= outputs {
+                return Err(unknown(format!("`{node}` has {outputs} output(s)")));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// A memoizing evaluator of host nodes.
 pub struct Host<'a> {
     graph: &'a Graph,

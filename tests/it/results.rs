@@ -281,3 +281,23 @@ fn xla_logging_is_quiet_unless_verbose() {
     assert!(stderr(&verbose).contains("cpu_device_count"), "-v hides the plugin's log:\n{}", stderr(&verbose));
     assert_eq!(stdout(&quiet), stdout(&verbose));
 }
+
+#[test]
+fn a_feed_that_names_no_tensor_is_refused_on_both_backends() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let feeds = dir.path().join("feeds.json");
+    std::fs::write(&feeds, r#"{"nosuch:0": [1.0, 2.0]}"#).expect("writes the feeds");
+    let plugin = pjrt::plugin_path();
+    for (backend, code) in [
+        (vec!["--backend", "sim"], "exec::unknown_tensor"),
+        (vec!["--backend", "pjrt", "--pjrt-plugin", plugin.to_str().unwrap()], "xla::unknown_feed"),
+    ] {
+        let mut args = vec!["run", "examples/mlp_train.opg", "--feeds", feeds.to_str().unwrap()];
+        args.extend(backend.iter().copied());
+        let o = cli::bin().args(&args).current_dir(env!("CARGO_MANIFEST_DIR")).output().expect("runs");
+        assert_eq!(o.status.code(), Some(1), "{backend:?}: {}", stderr(&o));
+        let err = stderr(&o);
+        assert!(err.contains(code) && err.contains("nosuch"), "{backend:?}:\n{err}");
+        assert!(stdout(&o).is_empty(), "{backend:?} ran the step:\n{}", stdout(&o));
+    }
+}

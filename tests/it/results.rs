@@ -301,3 +301,23 @@ fn a_feed_that_names_no_tensor_is_refused_on_both_backends() {
         assert!(stdout(&o).is_empty(), "{backend:?} ran the step:\n{}", stdout(&o));
     }
 }
+
+#[test]
+fn variable_shape_of_a_bare_handle_runs_on_both_backends() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let feeds = dir.path().join("feeds.json");
+    std::fs::write(&feeds, r#"{"x0:0": [1.0, 1.0], "x1:0": [2.0, 2.0]}"#).expect("writes the feeds");
+    let graph = root("tests/data/graphs/variable_shape_in_cluster.opg");
+    let plugin = pjrt::plugin_path();
+    let mut outputs = Vec::new();
+    for backend in [vec!["--backend", "sim"], vec!["--backend", "pjrt", "--pjrt-plugin", plugin.to_str().unwrap()]] {
+        let mut args = vec!["run", graph.as_str(), "--feeds", feeds.to_str().unwrap(), "--json"];
+        args.extend(backend.iter().copied());
+        let (doc, _) = run_json(&args);
+        outputs.push(doc["outputs"].clone());
+    }
+    // The shape [3, 2] is added to each replica's input.
+    let sim = &outputs[0];
+    assert_eq!(flat(&sim[0]["per_replica"]), [4.0, 3.0, 5.0, 4.0], "{sim}");
+    assert_eq!(sim, &outputs[1], "the simulator and PJRT differ");
+}

@@ -588,7 +588,10 @@ fn analyse(graph: &Graph, cluster: &ReplicateCluster) -> Result<Analysis, XlaErr
 fn source(graph: &Graph, id: NodeId, slot: usize, input: &crate::ir::Input) -> Result<ArgSource, XlaError> {
     let node = graph.node(id);
     let src = graph.node(input.src);
-    let call_handle = crate::ir::functions::call_kind(&node.op).is_some() && &*src.op == "VarHandleOp";
+    // A handle read by a call, or by an op that reads only the variable's
+    // type (`VariableShape`), is a variable argument like a state op's.
+    let call_handle = (crate::ir::functions::call_kind(&node.op).is_some() || &*node.op == "VariableShape")
+        && &*src.op == "VarHandleOp";
     if &*src.op == "TPUReplicatedInput" {
         Ok(ArgSource::Replicated(input.src))
     } else if slot < ops::state::handle_operands(&node.op) || call_handle {

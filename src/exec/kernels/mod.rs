@@ -60,6 +60,7 @@ pub(crate) mod spatial;
 mod special;
 mod special_fns;
 mod spmd;
+pub(crate) mod stack;
 pub(crate) mod stateful_random;
 mod strided;
 mod strings;
@@ -131,6 +132,10 @@ pub const DEVICE_OPS: &[&str] = &[
     "ResourceStridedSliceAssign",
     "RngReadAndSkip",
     "RngSkip",
+    "StackCloseV2",
+    "StackPopV2",
+    "StackPushV2",
+    "StackV2",
     "StatefulStandardNormalV2",
     "StatefulTruncatedNormal",
     "StatefulUniform",

@@ -67,7 +67,7 @@ fn the_gradient_loops_use_stacks() {
     }
 }
 
-#[allow(dead_code)]
+#[test]
 fn rnn_plain_runs_on_the_simulator() {
     on_the_simulator("rnn_plain");
 }

@@ -843,7 +843,7 @@ fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Tensor>,
         }
         "CrossReplicaSum" | "AllGather" => cross_replica_sum(op, inputs),
 
-        "Add" | "AddV2" => one(math::binary(op, B::Add, arg(op, inputs, 0)?, arg(op, inputs, 1)?)?),
+        "Add" | "AddV2" => one(math::add(op, arg(op, inputs, 0)?, arg(op, inputs, 1)?)?),
         "Sub" => one(math::binary(op, B::Sub, arg(op, inputs, 0)?, arg(op, inputs, 1)?)?),
         "Mul" => one(math::binary(op, B::Mul, arg(op, inputs, 0)?, arg(op, inputs, 1)?)?),
         "RealDiv" | "Div" => one(math::binary(op, B::Div, arg(op, inputs, 0)?, arg(op, inputs, 1)?)?),

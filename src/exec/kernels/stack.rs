@@ -136,7 +136,7 @@ mod tests {
     fn attrs(pairs: &[(&str, AttrValue)]) -> AttrMap {
         let mut m = AttrMap::new();
         for (k, v) in pairs {
-            m.insert((*k).to_string(), v.clone());
+            m.insert(*k, v.clone());
         }
         m
     }
@@ -154,11 +154,11 @@ mod tests {
         assert!(full.to_string().contains("overflowed its max_size (2)"), "{full}");
         let wrong = run("StackPushV2", &AttrMap::new(), &[h.clone(), Tensor::scalar(1i32)], &table).unwrap_err();
         assert!(wrong.to_string().contains("holds f32"), "{wrong}");
-        assert_eq!(run("StackPopV2", &make, &[h.clone()], &table).unwrap(), vec![b]);
-        assert_eq!(run("StackPopV2", &make, &[h.clone()], &table).unwrap(), vec![a]);
-        let empty = run("StackPopV2", &make, &[h.clone()], &table).unwrap_err();
+        assert_eq!(run("StackPopV2", &make, std::slice::from_ref(&h), &table).unwrap(), vec![b]);
+        assert_eq!(run("StackPopV2", &make, std::slice::from_ref(&h), &table).unwrap(), vec![a]);
+        let empty = run("StackPopV2", &make, std::slice::from_ref(&h), &table).unwrap_err();
         assert!(empty.to_string().contains("is empty"), "{empty}");
-        run("StackCloseV2", &AttrMap::new(), &[h.clone()], &table).unwrap();
+        run("StackCloseV2", &AttrMap::new(), std::slice::from_ref(&h), &table).unwrap();
         assert!(run("StackPopV2", &make, &[h], &table).is_err());
     }
 

@@ -36,6 +36,7 @@ mod spmd;
 mod strategy;
 mod tf1_control_flow;
 mod tf1_functionalize;
+mod tf1_tensor_array;
 mod tf2_saved_model;
 mod tf_control_flow;
 mod tf_corpus;

@@ -156,6 +156,13 @@ fn stateful_random() {
     check_family("stateful_random");
 }
 
+/// TensorFlow 1's stacks (StackV2, StackPushV2, StackPopV2, StackCloseV2), each case a StackV2
+/// with pushes and pops ordered by control edges (`tests/tf/ops_stack.py`).
+#[test]
+fn stack() {
+    check_family("stack");
+}
+
 /// TensorFlow 1's TensorArray*V3 ops and their gradients, each case a chain of raw ops from a
 /// dense tensor to a dense tensor (`tests/tf/ops_tensor_array.py`).
 #[test]

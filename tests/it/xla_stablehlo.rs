@@ -220,6 +220,7 @@ const TRACED_WHOLE: &[&str] = &[
     "keras_more/mixed_bfloat16.pbtxt",
     "keras_more/opt_schedule_piecewise.pbtxt",
     "ops/lists.pbtxt",
+    "ops/stack.pbtxt",
     "ops/tensor_array.pbtxt",
     "ops/xla_ext.pbtxt",
     "ops/xla_fn.pbtxt",
@@ -240,6 +241,10 @@ const REFUSED: &[(&str, &str)] = &[
     ("ops/dynamic_shape.pbtxt", "tpu_rewrite::passes::not_compilable"),
     ("tensor_array.pbtxt", "tpu_rewrite::xla::lowering"),
     ("tf1/replicated_while_outside_compilation.pbtxt", "tpu_rewrite::passes::outside_compilation_in_control_flow"),
+    // TensorFlow leaves a plain graph's gradient stacks unbounded (max_size -1): XLA needs a bound.
+    ("tf1_tensor_array/rnn_plain.pbtxt", "tpu_rewrite::xla::lowering"),
+    // The gradient loop's ControlTrigger also reads the cluster's pivot from the top level.
+    ("tf1_tensor_array/rnn_replicated.pbtxt", "tpu_rewrite::passes::frame_crossing"),
 ];
 
 /// The graph files under `dir`, as paths relative to it, sorted.

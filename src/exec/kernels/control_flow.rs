@@ -95,6 +95,10 @@ pub const BODY_DEVICE_OPS: &[&str] = &[
     "AssignVariableOp",
     "ReadVariableOp",
     "ResourceGather",
+    "StackCloseV2",
+    "StackPopV2",
+    "StackPushV2",
+    "StackV2",
     "VarIsInitializedOp",
 ];
 

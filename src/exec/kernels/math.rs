@@ -164,6 +164,25 @@ fn int_binary<T: Num>(
     Ok(Tensor::from_array(out))
 }
 
+/// `Add`/`AddV2`, where TensorFlow's accumulators also add TensorArray
+/// flows (lists here): two lists add as in [`add_n`], and a list plus a
+/// float zero (an accumulator's start) is the list.
+pub(crate) fn add(op: &str, a: &Tensor, b: &Tensor) -> Result<Tensor, KernelError> {
+    use crate::ir::DType;
+    let zero = |t: &Tensor| match t.dtype() {
+        DType::F32 => t.to_vec::<f32>().is_some_and(|v| v.iter().all(|&x| x == 0.0)),
+        DType::F64 => t.to_vec::<f64>().is_some_and(|v| v.iter().all(|&x| x == 0.0)),
+        _ => false,
+    };
+    match (a.dtype() == DType::Variant, b.dtype() == DType::Variant) {
+        (false, false) => binary(op, BinaryOp::Add, a, b),
+        (true, true) => add_lists(op, a, b),
+        (true, false) if zero(b) => Ok(a.clone()),
+        (false, true) if zero(a) => Ok(b.clone()),
+        _ => Err(KernelError::invalid(op, "a TensorList adds only to a TensorList or to a float zero")),
+    }
+}
+
 /// The sum of two TensorLists of one length (gradients of a loop's
 /// accumulators): element by element, an element set in only one list
 /// taken as it is.

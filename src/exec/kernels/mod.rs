@@ -60,6 +60,7 @@ pub(crate) mod spatial;
 mod special;
 mod special_fns;
 mod spmd;
+pub(crate) mod stack;
 pub(crate) mod stateful_random;
 mod strided;
 mod strings;
@@ -131,6 +132,10 @@ pub const DEVICE_OPS: &[&str] = &[
     "ResourceStridedSliceAssign",
     "RngReadAndSkip",
     "RngSkip",
+    "StackCloseV2",
+    "StackPopV2",
+    "StackPushV2",
+    "StackV2",
     "StatefulStandardNormalV2",
     "StatefulTruncatedNormal",
     "StatefulUniform",
@@ -838,7 +843,7 @@ fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Tensor>,
         }
         "CrossReplicaSum" | "AllGather" => cross_replica_sum(op, inputs),
 
-        "Add" | "AddV2" => one(math::binary(op, B::Add, arg(op, inputs, 0)?, arg(op, inputs, 1)?)?),
+        "Add" | "AddV2" => one(math::add(op, arg(op, inputs, 0)?, arg(op, inputs, 1)?)?),
         "Sub" => one(math::binary(op, B::Sub, arg(op, inputs, 0)?, arg(op, inputs, 1)?)?),
         "Mul" => one(math::binary(op, B::Mul, arg(op, inputs, 0)?, arg(op, inputs, 1)?)?),
         "RealDiv" | "Div" => one(math::binary(op, B::Div, arg(op, inputs, 0)?, arg(op, inputs, 1)?)?),

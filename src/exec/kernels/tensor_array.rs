@@ -5,8 +5,14 @@
 //! array: every op takes the array's state from its `flow_in` operand (a
 //! [`TensorList`]) and an op that changes the array returns the new state
 //! as its `flow_out`, so data dependencies order reads and writes exactly
-//! as TensorFlow's flow does, and the ops are pure. The handle is a
-//! placeholder scalar (`0i32`) that no kernel reads.
+//! as TensorFlow's flow does, and the ops are pure. An array's handle is
+//! a placeholder scalar (`0i32`) that no kernel reads; a gradient array's
+//! handle (from `TensorArrayGradV3`) is `1i32`, and an op given it with an
+//! unmarked flow (TensorFlow's `gradient_flow`, an identity of the forward
+//! array's flow, which `tf.gradients` passes to the first op on a new
+//! gradient array) works on a new gradient array, which any later
+//! `TensorArrayGradV3` adopts as its own. (The StableHLO lowering reads
+//! the flow only: such graphs run on the simulator.)
 //!
 //! Invariants and differences from TensorFlow's resource kernels:
 //! - An array of fixed size is a list whose `max_num_elements` is its size;
@@ -52,6 +58,35 @@ pub const OPS: &[&str] = &[
 /// The handle every TensorArray op returns: no kernel reads it.
 pub fn handle() -> Tensor {
     Tensor::scalar(0i32)
+}
+
+/// The handle `TensorArrayGradV3` returns: `1i32`, so that an op given
+/// this handle with its forward array's flow (TensorFlow's `gradient_flow`,
+/// an identity of the forward flow) works on a new gradient array instead
+/// (see [`kernel`]).
+pub fn gradient_handle() -> Tensor {
+    Tensor::scalar(1i32)
+}
+
+/// Whether `t` is a gradient array's handle.
+fn is_gradient_handle(t: &Tensor) -> bool {
+    t.as_variant().is_none() && t.dtype() == DType::I32 && t.shape().is_empty() && *t == gradient_handle()
+}
+
+/// The source of a gradient array made from a gradient handle and a forward
+/// flow, where the op does not name its source: any `TensorArrayGradV3`
+/// adopts such an array as its own.
+const ANY_SOURCE: &str = "";
+
+/// A new, unwritten gradient array for array `l`, marked with `source`.
+fn fresh_gradient(l: &TensorList, source: &str) -> TensorList {
+    TensorList {
+        element_dtype: l.element_dtype,
+        element_shape: known_shape(l).map(|d| d.iter().map(|&x| x as i64).collect()).or(l.element_shape.clone()),
+        items: vec![None; l.items.len()],
+        max_num_elements: Some(l.items.len()),
+        gradient_source: Some(source.to_string()),
+    }
 }
 
 /// The operand slot of the flow (the array's state) of TensorArray op `op`.
@@ -164,9 +199,15 @@ fn write(op: &str, l: &mut TensorList, i: i64, value: Tensor) -> Result<(), Kern
 /// Runs TensorArray op `op`.
 pub fn kernel(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Tensor>, KernelError> {
     let x = |i: usize| arg(op, inputs, i);
-    let flow = || {
+    // The array's state: the flow's list, or a fresh gradient array when the handle is a
+    // gradient array's and the flow is still its forward array's (TensorFlow's `gradient_flow`).
+    let flow = || -> Result<std::borrow::Cow<'_, TensorList>, KernelError> {
         let slot = flow_slot(op).unwrap_or(0);
-        list(op, arg(op, inputs, slot)?)
+        let l = list(op, arg(op, inputs, slot)?)?;
+        if l.gradient_source.is_none() && inputs.first().is_some_and(is_gradient_handle) {
+            return Ok(std::borrow::Cow::Owned(fresh_gradient(l, ANY_SOURCE)));
+        }
+        Ok(std::borrow::Cow::Borrowed(l))
     };
     let out = |l: TensorList| variant(Variant::List(l));
     match op {
@@ -187,28 +228,22 @@ pub fn kernel(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Tensor
         "TensorArrayGradV3" => {
             let l = flow()?;
             let source = attrs.get_str("source").unwrap_or_default();
-            if l.gradient_source.as_deref() == Some(source) {
-                return Ok(vec![handle(), inputs[1].clone()]);
+            if matches!(l.gradient_source.as_deref(), Some(s) if s == source || s == ANY_SOURCE) {
+                let mut l = l.into_owned();
+                l.gradient_source = Some(source.to_string());
+                return Ok(vec![gradient_handle(), out(l)]);
             }
-            let grad = TensorList {
-                element_dtype: l.element_dtype,
-                element_shape: known_shape(l)
-                    .map(|d| d.iter().map(|&x| x as i64).collect())
-                    .or(l.element_shape.clone()),
-                items: vec![None; l.items.len()],
-                max_num_elements: Some(l.items.len()),
-                gradient_source: Some(source.to_string()),
-            };
-            Ok(vec![handle(), out(grad)])
+            Ok(vec![gradient_handle(), out(fresh_gradient(&l, source))])
         }
         "TensorArrayWriteV3" => {
-            let mut l = flow()?.clone();
+            let mut l = flow()?.into_owned();
             write(op, &mut l, index(op, x(1)?)?, x(2)?.clone())?;
             Ok(vec![out(l)])
         }
-        "TensorArrayReadV3" => Ok(vec![read(op, flow()?, index(op, x(1)?)?)?]),
+        "TensorArrayReadV3" => Ok(vec![read(op, &*flow()?, index(op, x(1)?)?)?]),
         "TensorArrayGatherV3" => {
             let l = flow()?;
+            let l: &TensorList = &l;
             let indices = x(1)?.to_i64_vec(op, "indices")?;
             if indices.is_empty() {
                 let shape = shape_attr(attrs, "element_shape")
@@ -228,7 +263,7 @@ pub fn kernel(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Tensor
             run_kernel("Pack", &pack, &rows)
         }
         "TensorArrayScatterV3" => {
-            let mut l = flow()?.clone();
+            let mut l = flow()?.into_owned();
             let indices = x(1)?.to_i64_vec(op, "indices")?;
             let value = x(2)?;
             if value.shape().first().copied() != Some(indices.len()) {
@@ -245,6 +280,7 @@ pub fn kernel(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Tensor
         }
         "TensorArrayConcatV3" => {
             let l = flow()?;
+            let l: &TensorList = &l;
             let rest = shape_attr(attrs, "element_shape_except0");
             let mut filled = l.clone();
             for k in 0..filled.items.len() {
@@ -259,7 +295,7 @@ pub fn kernel(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Tensor
             run_kernel("TensorListConcatV2", &list_attrs, &lists)
         }
         "TensorArraySplitV3" => {
-            let mut l = flow()?.clone();
+            let mut l = flow()?.into_owned();
             let (value, lengths) = (x(1)?, x(2)?);
             let shape = match value.shape().len() {
                 0 => return Err(KernelError::invalid(op, "cannot split a scalar")),

@@ -262,6 +262,9 @@ pub(super) fn device_kernel(
             }
             Ok(Vec::new())
         }
+        _ if kernels::stack::OPS.contains(&op) => {
+            kernels::stack::run(op, &step.attrs, &inputs, &shared.stacks).map_err(err)
+        }
         _ if kernels::optimizers::resource_inputs(op).is_some() => resource_apply(step, &inputs, mesh).map_err(err),
         _ if kernels::control_flow::is_call_op(op) => {
             // The variable ops of a function body run here, as nodes of this program would.

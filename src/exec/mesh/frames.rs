@@ -214,6 +214,31 @@ pub(super) fn collapse(graph: &str, steps: &mut Vec<Step>) -> Result<(), ExecErr
         }
     }
 
+    // Top-level nodes on a path from a member to a member (a loop's results feeding a later loop
+    // through top-level ops, as the loss between a loop and its gradient loop) join the members:
+    // a region must run them itself, or it would wait on its own outputs.
+    let mut after = member.clone();
+    let mut queue: VecDeque<usize> = (0..n).filter(|&i| member[i]).collect();
+    while let Some(a) = queue.pop_front() {
+        for &b in &succs[a] {
+            if !std::mem::replace(&mut after[b], true) {
+                queue.push_back(b);
+            }
+        }
+    }
+    let mut before = member.clone();
+    let mut queue: VecDeque<usize> = (0..n).filter(|&i| member[i]).collect();
+    while let Some(b) = queue.pop_front() {
+        for &a in &steps[b].preds {
+            if !std::mem::replace(&mut before[a], true) {
+                queue.push_back(a);
+            }
+        }
+    }
+    for i in 0..n {
+        member[i] |= after[i] && before[i];
+    }
+
     // Regions: weakly connected components of the members.
     let mut parent: Vec<usize> = (0..n).collect();
     fn find(parent: &mut [usize], mut x: usize) -> usize {
@@ -311,7 +336,16 @@ fn assign_frames(graph: &str, steps: &[Step], kinds: &[Kind], succs: &[Vec<usize
     };
     // The frame `b` is in, given that its input `a` is in frame `fa`.
     let mut expected = |frames: &mut Frames, a: usize, b: usize| -> Result<u32, ExecError> {
-        let fa = frames.frame[a];
+        let mut fa = frames.frame[a];
+        // An `Exit` feeding an `Enter` (a loop's result entering the next loop, as TensorFlow's
+        // gradient loops take the forward loop's count): the `Enter` opens its frame in the
+        // frame the `Exit` leaves to.
+        if kinds[a] == Kind::Exit && kinds[b] == Kind::Enter {
+            if fa == ROOT {
+                return Err(error(a, "is an `Exit` outside every loop".into()));
+            }
+            fa = frames.parent[fa as usize];
+        }
         if kinds[b] == Kind::Enter {
             let name: Arc<str> = Arc::from(steps[b].attrs.get_str("frame_name").unwrap_or(""));
             let next = frames.parent.len() as u32;
@@ -439,7 +473,9 @@ fn build_region(
     // One plan per frame that holds members, and each of its ancestors.
     let mut plan_of: HashMap<u32, u32> = HashMap::from([(ROOT, 0)]);
     let mut plans: Vec<Plan> = vec![Plan::default()];
-    let mut plan_for = |f: u32, plans: &mut Vec<Plan>| -> u32 {
+    // The plan each plan's frame is an item of (the top level's own for the top level).
+    let mut plan_parent: Vec<u32> = vec![0];
+    let mut plan_for = |f: u32, plans: &mut Vec<Plan>, plan_parent: &mut Vec<u32>| -> u32 {
         let mut chain = Vec::new();
         let mut cur = f;
         while !plan_of.contains_key(&cur) {
@@ -451,13 +487,14 @@ fn build_region(
             plans.push(Plan::default());
             let outer = plan_of[&frames.parent[g as usize]];
             plans[outer as usize].order.push(Item::Frame(id));
+            plan_parent.push(outer);
             plan_of.insert(g, id);
         }
         plan_of[&f]
     };
     let mut plan_of_node = Vec::with_capacity(nodes.len());
     for (l, node) in nodes.iter().enumerate() {
-        let p = plan_for(frames.frame[node.step], &mut plans);
+        let p = plan_for(frames.frame[node.step], &mut plans, &mut plan_parent);
         let plan = &mut plans[p as usize];
         plan.direct.push(l as u32);
         plan.order.push(Item::Node(l as u32));
@@ -495,6 +532,12 @@ fn build_region(
             let (pa, pb) = (plan_of_node[la], plan_of_node[lb]);
             let (p, ka, kb) = if pa == pb {
                 (pa, position[la], position[lb])
+            } else if node.kind == Kind::Enter
+                && nodes[la].kind == Kind::Exit
+                && plan_parent[pa as usize] == plan_parent[pb as usize]
+            {
+                // A loop's result entering a sibling loop: the first loop runs before the second.
+                (plan_parent[pa as usize], frame_position[pa as usize], frame_position[pb as usize])
             } else if node.kind == Kind::Enter {
                 (pa, position[la], frame_position[pb as usize])
             } else if nodes[la].kind == Kind::Exit {

@@ -287,6 +287,8 @@ struct StepShared<'m> {
     error: Mutex<Option<ExecError>>,
     senders: HashMap<&'m ChannelKey, Sender<Tensor>>,
     collectives: Collectives,
+    /// The run's TensorFlow 1 stacks (`StackV2` and its pushes and pops).
+    stacks: kernels::stack::StackTable,
 }
 
 impl StepShared<'_> {
@@ -489,6 +491,7 @@ impl Mesh {
             error: Mutex::new(None),
             senders,
             collectives: Collectives::with_pool(self.buffers.clone()),
+            stacks: kernels::stack::StackTable::default(),
         };
         let results: Vec<Option<Vec<Option<Vec<Tensor>>>>> = std::thread::scope(|scope| {
             // The deadline's watchdog: it cancels the step unless the workers

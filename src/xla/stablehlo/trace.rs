@@ -24,7 +24,7 @@
 use std::collections::HashMap;
 
 use super::calls::Library;
-use super::ops::{builder, state, Call, FOLD_ONLY, SHAPE_ONLY};
+use super::ops::{builder, stack, state, Call, FOLD_ONLY, SHAPE_ONLY};
 use super::text::{Ctx, Ty, Val};
 use super::{ArgSource, Program, VARIABLE_OPS};
 use crate::exec::{run_kernel, run_kernel_without_effects, Tensor};
@@ -162,6 +162,7 @@ fn trace_with(
     let mut values: HashMap<(NodeId, u32), Traced> = HashMap::new();
     let mut vars: HashMap<NodeId, Tensor> = HashMap::new();
     let mut call_vars = HashMap::new();
+    let mut stacks = stack::Stacks::new();
     for (arg, v) in program.args.iter().zip(args) {
         match *arg {
             ArgSource::Replicated(id) => {
@@ -190,6 +191,21 @@ fn trace_with(
         };
         let handle = || inputs.first().map(|i| i.src).ok_or_else(|| lowering(graph, id, "has no variable operand"));
         let outputs: Vec<Traced> = match op {
+            _ if stack::is_stack_op(op) => {
+                let max_size =
+                    if op == "StackV2" { Some(operand(&values, 0)?).filter(|v| v.1).map(|v| v.0) } else { None };
+                let rest = if op == "StackPushV2" { vec![operand(&values, 1)?.0] } else { Vec::new() };
+                let results = stack::trace(graph, id, &node.attrs, &rest, max_size.as_ref(), &mut stacks)
+                    .map_err(|m| lowering(graph, id, m))?;
+                // The device form of a stack is known once an element was pushed.
+                if op == "StackPushV2" {
+                    let h = stack::stack_of(graph, id).map_err(|m| lowering(graph, id, m))?;
+                    if let Some(ty) = stacks.get(&h).and_then(stack::buffer_type) {
+                        values.insert((h, 0), Traced::typed(ty));
+                    }
+                }
+                results.into_iter().map(|value| Traced::known(value, false)).collect()
+            }
             "ReadVariableOp" => {
                 let h = handle()?;
                 let v = vars.get(&h).cloned().ok_or_else(|| lowering(graph, id, "reads an unknown variable"))?;
@@ -456,6 +472,9 @@ impl Emitter<'_> {
         if state::has_builder(op) {
             return self.state_op(ctx, id);
         }
+        if stack::is_stack_op(op) {
+            return self.stack_op(ctx, id);
+        }
         if crate::ir::functions::call_kind(op).is_some() {
             return self.call_op(ctx, id);
         }
@@ -485,6 +504,42 @@ impl Emitter<'_> {
 }
 
 impl Emitter<'_> {
+    /// Emits a stack op ([`stack`]): a `StackV2` makes the stack's buffer and
+    /// depth, kept as the `StackV2` node's current value; a push or pop
+    /// updates that value.
+    fn stack_op(&mut self, ctx: &mut Ctx, id: NodeId) -> Result<(), XlaError> {
+        let graph = self.graph;
+        let node = graph.node(id);
+        let op = &*node.op;
+        if op == "StackV2" {
+            // A stack nothing was pushed onto has no device form (and no pops: the trace checked).
+            if let Some(t) = self.traced.values.get(&(id, 0)) {
+                let v = stack::make(ctx, &t.ty).map_err(|m| lowering(graph, id, m))?;
+                self.vars.insert(id, v);
+            }
+            return Ok(());
+        }
+        let h = stack::stack_of(graph, id).map_err(|m| lowering(graph, id, m))?;
+        let Some(current) = self.vars.get(&h).cloned() else {
+            return match op {
+                "StackCloseV2" => Ok(()),
+                _ => Err(lowering(graph, id, "uses a stack nothing was pushed onto")),
+            };
+        };
+        let mut operands = Vec::new();
+        if op == "StackPushV2" {
+            let input = graph.data_inputs(id).get(1).copied().ok_or_else(|| lowering(graph, id, "has no element"))?;
+            operands.push(self.value(ctx, (input.src, input.output.unwrap_or(0)))?);
+        }
+        let (new, results) =
+            stack::emit(ctx, op, &node.attrs, current, operands, self.replicas).map_err(|m| lowering(graph, id, m))?;
+        self.vars.insert(h, new);
+        for (i, v) in results.into_iter().enumerate() {
+            self.env.insert((id, i as u32), v);
+        }
+        Ok(())
+    }
+
     /// Emits an op of [`state`]: reads the variables it names, calls its
     /// builder, and keeps the variables' new values.
     fn state_op(&mut self, ctx: &mut Ctx, id: NodeId) -> Result<(), XlaError> {

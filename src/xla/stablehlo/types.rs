@@ -57,8 +57,12 @@ pub(crate) fn needs_values(graph: &Graph, program: &Program) -> Option<(NodeId, 
         let op = &*graph.node(id).op;
         if crate::ir::functions::call_kind(op).is_some() {
             Some((id, "a call op, whose loop trip counts and function results are traced"))
-        } else if op.contains("TensorList") || op.starts_with("Optional") || op.starts_with("TensorArray") {
-            Some((id, "a TensorList, TensorArray or Optional op, whose lengths and element types are traced"))
+        } else if op.contains("TensorList")
+            || op.starts_with("Optional")
+            || op.starts_with("TensorArray")
+            || super::ops::stack::is_stack_op(op)
+        {
+            Some((id, "a TensorList, TensorArray, stack or Optional op, whose lengths and element types are traced"))
         } else if TF1_CONTROL_FLOW.contains(&op) {
             Some((id, "TF1 control flow"))
         } else {

@@ -56,6 +56,7 @@ mod shape;
 mod spatial;
 mod special;
 mod spmd;
+pub(super) mod stack;
 pub mod state;
 mod stateful_random;
 pub(super) mod tensor_array;
@@ -655,6 +656,8 @@ pub fn lowering_of(op: &str) -> Option<&'static str> {
         Some("builder")
     } else if state::is_state_op(op) {
         Some("variable update")
+    } else if stack::is_stack_op(op) {
+        Some("stack (buffer and depth)")
     } else if SHAPE_ONLY.contains(&op) || FOLD_ONLY.contains(&op) {
         Some("constant")
     } else if crate::ir::functions::call_kind(op).is_some() {

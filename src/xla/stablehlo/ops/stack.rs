@@ -1,0 +1,181 @@
+//! TensorFlow 1's stacks on the device: `StackV2` makes a fixed-size
+//! buffer `tensor<max_size x E>` and an `i32` depth (a TensorList's form,
+//! so pushes and pops are the list's `dynamic_update_slice` and
+//! `dynamic_slice`), which the emitter keeps as the current value of the
+//! `StackV2` node, as it keeps a variable's. As tf2xla's stack kernels:
+//! - `max_size` must be a compile-time constant of at least 1 (TensorFlow's
+//!   gradient code gives a loop's `maximum_iterations`); a stack with no
+//!   such bound is refused with a diagnostic naming the `StackV2`;
+//! - every element has the shape of the first one pushed, which the trace
+//!   learns; pushes of other shapes are refused;
+//! - a push past `max_size` or a pop of an empty stack is not checked on the
+//!   device (XLA clamps the index) unless a device-check scope is open.
+//!
+//! The trace (host side) runs the same ops on a TensorList per stack. A
+//! stack op's handle must come straight from a `StackV2` of the same
+//! program; a stack passed through other ops (into a loop's function, say)
+//! is refused with a diagnostic naming the op. Cost: one slice or update
+//! per push or pop.
+
+use std::collections::HashMap;
+
+use super::Call;
+use crate::exec::variant::TensorList;
+use crate::exec::Tensor;
+use crate::ir::{AttrMap, DType, Graph, NodeId};
+use crate::xla::stablehlo::text::{Ctx, Ty, Val};
+
+pub use crate::exec::kernels::stack::OPS;
+
+/// True for the stack ops (lowered here, with the emitter's state).
+pub fn is_stack_op(op: &str) -> bool {
+    OPS.contains(&op)
+}
+
+/// The `StackV2` node a stack op's handle (operand 0) comes from.
+pub(crate) fn stack_of(graph: &Graph, id: NodeId) -> Result<NodeId, String> {
+    let src = graph.data_inputs(id).first().map(|i| i.src).ok_or("has no stack handle operand")?;
+    if &*graph.node(src).op != "StackV2" {
+        return Err(format!(
+            "its stack handle comes from `{}` ({}), not straight from a StackV2 of this program: on XLA a \
+             stack is lowered only where its StackV2, pushes and pops are ops of one program",
+            graph.node(src).name,
+            graph.node(src).op
+        ));
+    }
+    Ok(src)
+}
+
+/// The compile-time bound of a `StackV2` from its traced `max_size`.
+fn bound(max_size: Option<&Tensor>) -> Result<usize, String> {
+    let t = max_size.ok_or(
+        "its max_size must be a compile-time constant on XLA (TensorFlow's gradient code gives a while \
+         loop's maximum_iterations; set maximum_iterations on the loop)",
+    )?;
+    let m = crate::exec::kernels::stack::max_size("StackV2", t).map_err(|e| e.to_string())?;
+    match m {
+        Some(m) if m > 0 => Ok(m),
+        _ => Err(format!(
+            "XLA needs a fixed upper bound on the stack's size, but max_size is {} (set maximum_iterations on \
+             the while loop that fills it)",
+            t.to_i64_vec("StackV2", "max_size").map(|v| v[0]).unwrap_or(-1)
+        )),
+    }
+}
+
+/// The trace's state of each stack: its elements, as a list, by `StackV2` node.
+pub(crate) type Stacks = HashMap<NodeId, TensorList>;
+
+/// One stack op on the host: updates `stacks` and answers the op's
+/// results (values, with the buffer type of a `StackV2` known after its
+/// first push: see [`buffer_type`]). `operands` are the non-handle
+/// operands' values; `max_size` is `StackV2`'s operand when constant.
+pub(crate) fn trace(
+    graph: &Graph,
+    id: NodeId,
+    attrs: &AttrMap,
+    operands: &[Tensor],
+    max_size: Option<&Tensor>,
+    stacks: &mut Stacks,
+) -> Result<Vec<Tensor>, String> {
+    let op = &*graph.node(id).op;
+    if op == "StackV2" {
+        let cap = bound(max_size)?;
+        let element_dtype = attrs.get("elem_type").and_then(|v| v.as_type()).ok_or("missing elem_type")?;
+        let list = TensorList {
+            element_dtype,
+            element_shape: None,
+            items: Vec::new(),
+            max_num_elements: Some(cap),
+            gradient_source: None,
+        };
+        stacks.insert(id, list);
+        return Ok(Vec::new());
+    }
+    let h = stack_of(graph, id)?;
+    let list = stacks.get_mut(&h).ok_or("its stack was closed")?;
+    match op {
+        "StackPushV2" => {
+            let x = operands.first().ok_or("has no element operand")?;
+            // A TensorArray's flow (a list here) on a stack does not lower: stacks hold dense elements.
+            if x.dtype() != list.element_dtype {
+                return Err(format!("the stack holds {} but the element is {}", list.element_dtype, x.dtype()));
+            }
+            let dims: Vec<i64> = x.shape().iter().map(|&d| d as i64).collect();
+            match &list.element_shape {
+                Some(s) if *s != dims => {
+                    return Err(format!(
+                        "the element's shape {:?} is not that of the stack's first element {s:?}: on XLA every \
+                         element of a stack has one shape",
+                        x.shape()
+                    ))
+                }
+                _ => list.element_shape = Some(dims),
+            }
+            if list.max_num_elements.is_some_and(|m| list.items.len() >= m) {
+                return Err(format!("a push onto a full stack (max_size {})", list.max_num_elements.unwrap_or(0)));
+            }
+            list.items.push(Some(x.clone()));
+            Ok(vec![x.clone()])
+        }
+        "StackPopV2" => {
+            let want = attrs.get("elem_type").and_then(|v| v.as_type()).ok_or("missing elem_type")?;
+            if want != list.element_dtype {
+                return Err(format!("the stack holds {} but the op pops {want}", list.element_dtype));
+            }
+            let top = list.items.pop().flatten().ok_or("a pop from an empty stack")?;
+            Ok(vec![top])
+        }
+        "StackCloseV2" => {
+            stacks.remove(&h);
+            Ok(Vec::new())
+        }
+        _ => Err("not a stack op".to_string()),
+    }
+}
+
+/// The device form (buffer, depth) of a stack the trace filled: `None`
+/// when nothing was ever pushed (its element shape is unknown).
+pub(crate) fn buffer_type(list: &TensorList) -> Option<Ty> {
+    let shape = list.element_shape.as_ref()?;
+    let mut dims = vec![list.max_num_elements?];
+    dims.extend(shape.iter().map(|&d| d as usize));
+    Some(Ty::composite(vec![Ty::new(list.element_dtype, dims), Ty::scalar(DType::I32)]))
+}
+
+/// `StackV2`: a zero buffer of type `ty` (from the trace) and depth 0.
+pub(crate) fn make(c: &mut Ctx, ty: &Ty) -> Result<Val, String> {
+    let buffer = ty.parts.first().ok_or("a stack's type is a buffer and a depth")?;
+    let buffer = c.splat(buffer, 0.0);
+    let depth = c.splat(&Ty::scalar(DType::I32), 0.0);
+    Ok(Val::composite(&[buffer, depth]))
+}
+
+/// A push, pop or close on the stack's current value `stack`: its new
+/// value and the op's results.
+pub(crate) fn emit(
+    c: &mut Ctx,
+    op: &str,
+    attrs: &AttrMap,
+    stack: Val,
+    operands: Vec<Val>,
+    num_replicas: usize,
+) -> Result<(Val, Vec<Val>), String> {
+    let mut inputs = vec![stack.clone()];
+    inputs.extend(operands);
+    let call = Call { op, attrs, inputs, consts: Vec::new(), outputs: &[], num_replicas };
+    match op {
+        "StackPushV2" => {
+            let elem = call.input(1)?.clone();
+            let new = super::list::push_back(c, &call)?.remove(0);
+            Ok((new, vec![elem]))
+        }
+        "StackPopV2" => {
+            let mut out = super::list::pop_back(c, &call)?;
+            let top = out.pop().ok_or("a pop gives an element")?;
+            Ok((out.remove(0), vec![top]))
+        }
+        "StackCloseV2" => Ok((stack, Vec::new())),
+        _ => Err("not a stack op".to_string()),
+    }
+}

@@ -57,7 +57,7 @@ fn tokens(text: &str) -> Vec<Token> {
     let text = text.replace(", sym_visibility = \"public\"", "").replace("sym_visibility = \"public\", ", "");
     let bytes = text.as_bytes();
     let mut names: Vec<String> = Vec::new();
-    let mut id = |name: String| match names.iter().position(|n| *n == name) {
+    let id = |names: &mut Vec<String>, name: String| match names.iter().position(|n| *n == name) {
         Some(i) => i,
         None => {
             names.push(name);
@@ -84,7 +84,7 @@ fn tokens(text: &str) -> Vec<Token> {
             let name = text[i + 1..j].to_string();
             if bytes.get(j) == Some(&b'#') {
                 let k = word_end(j + 1);
-                out.push(Token::Value(id(format!("{name}#{}", &text[j + 1..k]))));
+                out.push(Token::Value(id(&mut names, format!("{name}#{}", &text[j + 1..k]))));
                 i = k;
             } else if bytes.get(j) == Some(&b':') && bytes.get(j + 1).is_some_and(u8::is_ascii_digit) {
                 let k = word_end(j + 1);
@@ -93,11 +93,11 @@ fn tokens(text: &str) -> Vec<Token> {
                     if r > 0 {
                         out.push(Token::Text(",".into()));
                     }
-                    out.push(Token::Value(id(format!("{name}#{r}"))));
+                    out.push(Token::Value(id(&mut names, format!("{name}#{r}"))));
                 }
                 i = k;
             } else {
-                out.push(Token::Value(id(name)));
+                out.push(Token::Value(id(&mut names, name)));
                 i = j;
             }
         } else if c == b'"' {
@@ -105,7 +105,12 @@ fn tokens(text: &str) -> Vec<Token> {
             while j < bytes.len() && bytes[j] != b'"' {
                 j += if bytes[j] == b'\\' { 2 } else { 1 };
             }
-            out.push(Token::Text(text[i..=j.min(bytes.len() - 1)].to_string()));
+            let quoted = &text[i..=j.min(bytes.len() - 1)];
+            if quoted == "\"func.func\"" {
+                // Each function numbers its values afresh.
+                names.clear();
+            }
+            out.push(Token::Text(quoted.to_string()));
             i = j + 1;
         } else if c.is_ascii_digit() || (c == b'-' && bytes.get(i + 1).is_some_and(u8::is_ascii_digit)) {
             let j = word_end(i + 1);

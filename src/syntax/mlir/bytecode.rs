@@ -10,8 +10,9 @@
 //!   to the input;
 //! - nesting (regions, attributes) is bounded by [`MAX_DEPTH`], so a hostile
 //!   file cannot overflow the stack;
-//! - value numbers restart at 0 in each region isolated from above (each
-//!   function), and an operand must be defined before it is used.
+//! - value numbers restart at 0 in each function and are unique in it (also
+//!   across the isolated regions nested in it); an operand must be defined
+//!   before it is used.
 
 use super::error::MlirError;
 use super::ValueId;
@@ -686,7 +687,11 @@ impl<'a> IrReader<'_, 'a> {
                 } else {
                     None
                 };
-                self.scopes.push(Scope { values: Vec::new(), next: Vec::new(), counter: 0 });
+                // Numbers restart in each function (an isolated region of an
+                // operation in the module body) and continue in the isolated
+                // regions nested in a function, so they stay unique in it.
+                let counter = if depth <= 1 { 0 } else { self.scope().counter };
+                self.scopes.push(Scope { values: Vec::new(), next: Vec::new(), counter });
                 let reader = nested.as_mut().unwrap_or(r);
                 for _ in 0..num_regions {
                     regions.push(self.region(reader, depth + 1)?);
@@ -694,7 +699,10 @@ impl<'a> IrReader<'_, 'a> {
                 if let Some(rest) = nested.filter(|n| !n.is_empty()) {
                     return Err(MlirError::malformed(rest.offset(), "trailing bytes in an isolated region"));
                 }
-                self.scopes.pop();
+                let counter = self.scopes.pop().map_or(0, |s| s.counter);
+                if depth > 1 {
+                    self.scope().counter = counter;
+                }
             } else {
                 for _ in 0..num_regions {
                     regions.push(self.region(r, depth + 1)?);

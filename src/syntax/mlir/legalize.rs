@@ -135,7 +135,7 @@ fn function(d: &mut Decoder<'_, '_>, op: RawOp<'_>) -> Result<Function, MlirErro
     let bad = |what: &str| MlirError::malformed(at, format!("func.func's {what}"));
     let name = match take(&mut attrs, "sym_name") {
         Some(Attribute::String(s)) => String::from_utf8(s).map_err(|_| bad("name is not UTF-8"))?,
-        _ => return Err(bad("sym_name is missing")),
+        other => return Err(bad(&format!("sym_name is {other:?} (attributes {attrs:?})"))),
     };
     let visibility = match take(&mut attrs, "sym_visibility") {
         None => Visibility::Public,
@@ -571,7 +571,7 @@ fn implode(op: &str, attrs: &mut Vec<NamedAttribute>, at: usize) -> Result<Vec<N
     for (field, is_list) in fields {
         let value =
             take(attrs, field).ok_or_else(|| MlirError::malformed(at, format!("stablehlo.{op} lacks `{field}`")))?;
-        let bad = || MlirError::malformed(at, format!("`{field}` of stablehlo.{op} has an unexpected form"));
+        let bad = || MlirError::malformed(at, format!("`{field}` of stablehlo.{op} is {value:?}"));
         let value = if *is_list {
             i64_array(int_list(&value).ok_or_else(bad)?)
         } else {

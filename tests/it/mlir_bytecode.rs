@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 
 use proptest::prelude::*;
-use tpu_rewrite::syntax::mlir::{read_portable_artifact, Attribute, MlirError, Module};
+use tpu_rewrite::syntax::mlir::{read_portable_artifact, Attribute, MlirError, Module, Visibility};
 
 fn corpus_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/tf/corpus/mlir")
@@ -169,5 +169,128 @@ fn every_artifact_prints_as_mlir_prints_it() {
         let module = decode(&name);
         let mlir = std::fs::read_to_string(corpus_dir().join(format!("{name}.mlir"))).expect("MLIR's text");
         assert_same_text(&name, &module.to_string(), &mlir);
+    }
+}
+
+/// The operations of a region, depth first.
+fn walk<'m>(region: &'m tpu_rewrite::syntax::mlir::Region, out: &mut Vec<&'m tpu_rewrite::syntax::mlir::Operation>) {
+    for block in &region.blocks {
+        for op in &block.operations {
+            out.push(op);
+            for r in &op.regions {
+                walk(r, out);
+            }
+        }
+    }
+}
+
+#[test]
+fn the_tree_has_stablehlo_names_terminators_and_structured_attributes() {
+    for name in artifact_names() {
+        let module = decode(&name);
+        let main = module.function("main").unwrap_or_else(|| panic!("{name}: no @main"));
+        assert_eq!(main.visibility, Visibility::Public, "{name}");
+        for f in &module.functions {
+            let entry = &f.body.blocks[0];
+            let types: Vec<_> = entry.arguments.iter().map(|a| a.ty.clone()).collect();
+            assert_eq!(types, f.inputs, "{name}: @{}'s block arguments are its inputs", f.name);
+            let last = entry.operations.last().expect("a terminator");
+            assert_eq!(last.name, "func.return", "{name}: @{} ends in func.return", f.name);
+            let mut ops = Vec::new();
+            walk(&f.body, &mut ops);
+            let mut defined = std::collections::HashSet::new();
+            for v in entry.arguments.iter() {
+                assert!(defined.insert(v.id), "{name}: {} defined twice", v.id);
+            }
+            for op in &ops {
+                assert!(op.name.starts_with("stablehlo.") || op.name.starts_with("func."), "{name}: {}", op.name);
+                for r in &op.regions {
+                    let inner = r.blocks[0].operations.last().expect("a region terminator");
+                    assert_eq!(inner.name, "stablehlo.return", "{name}: {} regions end in stablehlo.return", op.name);
+                    for v in &r.blocks[0].arguments {
+                        assert!(defined.insert(v.id), "{name}: {} defined twice", v.id);
+                    }
+                }
+                for v in &op.results {
+                    assert!(defined.insert(v.id), "{name}: {} defined twice in @{}", v.id, f.name);
+                }
+            }
+        }
+    }
+    let conv = decode("conv");
+    let mut ops = Vec::new();
+    walk(&conv.function("main").expect("@main").body, &mut ops);
+    let op = ops.iter().find(|o| o.name == "stablehlo.convolution").expect("a convolution");
+    match op.attribute("dimension_numbers") {
+        Some(Attribute::Struct { kind, fields }) => {
+            assert_eq!(kind, "conv");
+            let names: Vec<&str> = fields.iter().map(|f| f.name.as_str()).collect();
+            assert!(names.contains(&"input_spatial_dimensions") && names.contains(&"kernel_output_feature_dimension"));
+        }
+        other => panic!("conv dimension numbers: {other:?}"),
+    }
+    assert!(op.attribute("input_batch_dimension").is_none(), "VHLO's flat fields are gathered into dimension_numbers");
+}
+
+fn code(e: &MlirError) -> String {
+    miette::Diagnostic::code(e).map(|c| c.to_string()).unwrap_or_default()
+}
+
+#[test]
+fn bad_input_gets_a_diagnostic_with_its_offset() {
+    let bytes = artifact("cond");
+    let e = read_portable_artifact(b"module {}").expect_err("text is not bytecode");
+    assert_eq!(code(&e), "tpu_rewrite::syntax::mlir::not_bytecode");
+
+    let e = read_portable_artifact(&bytes[..bytes.len() / 2]).expect_err("half an artifact");
+    assert_eq!(code(&e), "tpu_rewrite::syntax::mlir::truncated", "{e:?}");
+    assert!(e.offset() <= bytes.len() / 2, "{e:?}");
+
+    // The version is the varint after the magic: 7 is newer than MLIR's.
+    let mut newer = bytes.clone();
+    newer[4] = (7 << 1) | 1;
+    let e = read_portable_artifact(&newer).expect_err("a future version");
+    assert_eq!(code(&e), "tpu_rewrite::syntax::mlir::version");
+    assert_eq!(e.offset(), 4);
+
+    // Renaming the dialect `vhlo` makes every operation unknown: refused by name.
+    let at = bytes.windows(5).position(|w| w == b"vhlo\0").expect("the dialect name");
+    let mut renamed = bytes.clone();
+    renamed[at] = b'x';
+    let e = read_portable_artifact(&renamed).expect_err("an unknown dialect");
+    assert_eq!(code(&e), "tpu_rewrite::syntax::mlir::unsupported", "{e:?}");
+    assert!(e.to_string().contains("xhlo."), "the diagnostic names the operation: {e}");
+}
+
+#[test]
+fn every_truncation_is_an_error() {
+    for name in artifact_names() {
+        let bytes = artifact(&name);
+        let step = if bytes.len() > 4000 { 61 } else { 1 };
+        for len in (0..bytes.len()).step_by(step) {
+            assert!(read_portable_artifact(&bytes[..len]).is_err(), "{name} cut at {len} decoded");
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    /// Mutated artifacts decode or fail with a diagnostic; they never panic,
+    /// and what decodes also prints.
+    #[test]
+    fn mutated_artifacts_never_panic(
+        which in 0usize..64,
+        edits in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..6),
+    ) {
+        let names = artifact_names();
+        let mut bytes = artifact(&names[which % names.len()]);
+        for (at, byte) in edits {
+            let i = at.index(bytes.len());
+            bytes[i] = byte;
+        }
+        if let Ok(module) = read_portable_artifact(&bytes) {
+            let _ = module.to_string();
+        }
     }
 }

@@ -85,6 +85,16 @@ def large_constant(x):
     return x @ table + jnp.full((64,), 2.5, jnp.float32), jnp.arange(64, dtype=jnp.int32)
 
 
+def windows_and_shapes(x, i):
+    """Max pooling (reduce_window), sort, pad, slice, concatenate, reverse, dynamic_slice, cumsum."""
+    pooled = lax.reduce_window(x, -jnp.inf, lax.max, (1, 2, 2, 1), (1, 2, 1, 1), "SAME")
+    flat = jnp.sort(x.reshape(-1))
+    padded = jnp.pad(x[0, :, :, 0], ((1, 0), (0, 2)))
+    joined = jnp.concatenate([padded[::2], jnp.flip(padded, 1)[1:3]], axis=0)
+    window = lax.dynamic_slice(x, (jnp.int32(0), i, jnp.int32(0), jnp.int32(0)), (1, 2, 3, 2))
+    return pooled, flat, joined, window, jnp.cumsum(x, axis=2)
+
+
 def f32(*shape, seed=0):
     return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
 
@@ -99,6 +109,7 @@ CASES = {
     "int_bool_bf16": (int_bool_bf16, (np.arange(6, dtype=np.int32), np.arange(6, 0, -1, dtype=np.int32),
                                       np.array([True, False] * 3), np.ones(6, jnp.bfloat16))),
     "large_constant": (large_constant, (f32(2, 64),)),
+    "windows_and_shapes": (windows_and_shapes, (f32(1, 4, 5, 2), np.int32(1))),
 }
 
 

@@ -8,7 +8,7 @@
 //! - every count and length read from the file is checked against the bytes
 //!   left before anything is allocated for it, so memory stays proportional
 //!   to the input;
-//! - nesting (regions, attributes) is bounded by [`MAX_DEPTH`], so a hostile
+//! - nesting is bounded ([`MAX_DEPTH`] regions, [`MAX_ATTR_DEPTH`] attributes), so a hostile
 //!   file cannot overflow the stack;
 //! - value numbers restart at 0 in each function and are unique in it (also
 //!   across the isolated regions nested in it); an operand must be defined
@@ -20,8 +20,12 @@ use super::ValueId;
 /// The newest bytecode version read (MLIR's `kNativePropertiesODSSegmentSize`).
 pub(super) const MAX_VERSION: u64 = 6;
 
-/// The deepest nesting of regions or attributes accepted.
-pub(super) const MAX_DEPTH: usize = 128;
+/// The deepest nesting of regions accepted.
+pub(super) const MAX_DEPTH: usize = 64;
+
+/// The deepest nesting of attributes and types accepted (StableHLO's are a
+/// few levels deep: a dictionary of arrays of dictionaries).
+pub(super) const MAX_ATTR_DEPTH: usize = 32;
 
 const MAGIC: &[u8] = b"ML\xefR";
 

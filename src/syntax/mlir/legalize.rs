@@ -246,6 +246,9 @@ fn strip_version(name: &str) -> Option<&str> {
     (!version.is_empty() && version.bytes().all(|b| b.is_ascii_digit())).then_some(base)
 }
 
+/// The longest splat dimension list expanded (a tensor's rank is far less).
+const MAX_LIST: usize = 1 << 16;
+
 fn int_list(a: &Attribute) -> Option<Vec<i64>> {
     match a {
         Attribute::DenseElements { ty, values: DenseValues::Int(v), splat } => {
@@ -253,7 +256,9 @@ fn int_list(a: &Attribute) -> Option<Vec<i64>> {
                 super::Dim::Static(s) => n.checked_mul(usize::try_from(*s).ok()?),
                 super::Dim::Dynamic => None,
             })?;
-            Some(if *splat { vec![*v.first()?; n] } else { v.clone() })
+            // Dimension lists are short; a splat claiming more is refused
+            // rather than expanded.
+            Some(if *splat { vec![*v.first()?; (n <= MAX_LIST).then_some(n)?] } else { v.clone() })
         }
         Attribute::DenseArray { values: DenseValues::Int(v), .. } => Some(v.clone()),
         _ => None,
@@ -359,7 +364,13 @@ fn legalize_attributes(op: &str, mut attrs: Vec<NamedAttribute>, at: usize) -> R
                         Some([super::Dim::Static(n)]) => usize::try_from(*n).map_err(|_| bad())?,
                         _ => return Err(bad()),
                     };
-                    let v = if splat { vec![*v.first().ok_or_else(bad)?; n] } else { v };
+                    let v = if splat && n <= MAX_LIST {
+                        vec![*v.first().ok_or_else(bad)?; n]
+                    } else if splat {
+                        return Err(bad());
+                    } else {
+                        v
+                    };
                     Attribute::DenseArray { element: ElementType::I1, values: DenseValues::Bool(v) }
                 }
                 _ => return Err(bad()),

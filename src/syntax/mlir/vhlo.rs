@@ -6,11 +6,11 @@
 //! VHLO attributes map one to one onto StableHLO's here; the per-operation
 //! rewrites (dimension numbers, default values, dense arrays) are in
 //! [`super::legalize`]. Entries are decoded on first use and memoised.
-//! Invariants: nesting is bounded by [`MAX_DEPTH`]; dense data is checked
+//! Invariants: nesting is bounded by [`MAX_ATTR_DEPTH`]; dense data is checked
 //! against its type before it is decoded; anything not decoded is refused by
 //! name, never skipped.
 
-use super::bytecode::{Container, Cursor, Entry, MAX_DEPTH};
+use super::bytecode::{Container, Cursor, Entry, MAX_ATTR_DEPTH};
 use super::error::MlirError;
 use super::{Attribute, DenseValues, Dim, ElementType, NamedAttribute, TensorType, Type};
 
@@ -73,10 +73,10 @@ impl<'c, 'a> Decoder<'c, 'a> {
     }
 
     fn nested<T>(&mut self, at: usize, f: impl FnOnce(&mut Self) -> Result<T, MlirError>) -> Result<T, MlirError> {
-        if self.depth >= MAX_DEPTH {
+        if self.depth >= MAX_ATTR_DEPTH {
             return Err(MlirError::malformed(
                 at,
-                format!("attributes or types nested deeper than {MAX_DEPTH} (or a cycle)"),
+                format!("attributes or types nested deeper than {MAX_ATTR_DEPTH} (or a cycle)"),
             ));
         }
         self.depth += 1;

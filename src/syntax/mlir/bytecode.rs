@@ -164,7 +164,7 @@ impl<'a> Cursor<'a> {
             if !align.is_power_of_two() || align > 1 << 16 {
                 return Err(MlirError::malformed(align_at, format!("section alignment {align} is not a power of two")));
             }
-            while self.offset() % align as usize != 0 {
+            while !self.offset().is_multiple_of(align as usize) {
                 let pad_at = self.offset();
                 if self.byte("section padding")? != 0xcb {
                     return Err(MlirError::malformed(pad_at, "expected the padding byte 0xCB"));

@@ -236,8 +236,6 @@ const TRACED_WHOLE: &[&str] = &[
 
 /// Corpus graphs `lower --format stablehlo` refuses, with the diagnostic code.
 const REFUSED: &[(&str, &str)] = &[
-    // DynamicPartition, UniqueV2 and the non-max suppressions have no lowering yet.
-    ("ops/dynamic_shape.pbtxt", "tpu_rewrite::passes::not_compilable"),
     ("tensor_array.pbtxt", "tpu_rewrite::xla::lowering"),
     ("tf1/replicated_while_outside_compilation.pbtxt", "tpu_rewrite::passes::outside_compilation_in_control_flow"),
 ];

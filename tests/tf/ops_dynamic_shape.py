@@ -6,7 +6,8 @@ Run after setup.sh:  tests/tf/.venv/bin/python tests/tf/ops_dynamic_shape.py
 Unique (f32, i32 and i64 values, i32 and i64 indices), UniqueV2 along an axis and with an empty axis
 (a vector taken as it is), DynamicPartition (a vector and a matrix of partitions, a partition left
 empty) with its gradient (TensorFlow's, through ParallelDynamicStitch; the loss weighs each
-partition's sum of squares over its rows, whose shape is fixed), and NonMaxSuppressionV3 and
+partition's sum of squares over its rows, whose shape is fixed; and with fed partitions, whose
+output sizes only the values give), and NonMaxSuppressionV3 and
 V4 (a score threshold, a bound that stops the selection, boxes given with their corners in either
 order, V4 padded and not). The boxes' overlaps stay away from the IoU threshold and their scores are
 distinct, so no comparison decides on a rounding. TensorFlow's XLA bridge refuses V3 with a bound
@@ -77,6 +78,10 @@ cases = [
     Case("dynamic_partition_f64", "DynamicPartition",
          inputs={"data": values([5, 2], np.float64, seed=3)}, consts={"partitions": i32([1, 1, 0, 1, 0])},
          attrs={"num_partitions": 2}, post=squares),
+    # Partitions fed, not constant: on PJRT each output is a padded buffer trimmed to its size.
+    Case("dynamic_partition_fed", "DynamicPartition",
+         inputs={"data": values([5, 2], seed=4), "partitions": i32([2, 0, 2, 2, 0])},
+         attrs={"num_partitions": 3}, grad=False),
     Case("dynamic_partition_int", "DynamicPartition",
          inputs={"data": i32([5, 6, 7, 8])}, consts={"partitions": i32([1, 0, 1, 1])},
          attrs={"num_partitions": 2}),

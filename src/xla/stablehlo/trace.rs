@@ -424,6 +424,7 @@ impl Emitter<'_> {
         let op = &*node.op;
         let inputs = graph.data_inputs(id);
         let key = |i: usize| inputs.get(i).map(|x| (x.src, x.output.unwrap_or(0)));
+        self.refuse_padded_operands(ctx, id)?;
         if self.partitions > 1 {
             ctx.sharding = Some(logical_core(node));
         }
@@ -484,7 +485,44 @@ impl Emitter<'_> {
     }
 }
 
+/// Ops that pass a padded buffer on unchanged (their builder is the
+/// identity), so its size goes with it.
+const PASS_PADDED: &[&str] = &["Identity", "IdentityN", "PreventGradient", "Snapshot", "StopGradient"];
+
 impl Emitter<'_> {
+    /// Refuses op `id` when it reads a padded buffer whose size depends on
+    /// values (`ops::dynamic_shape`) and cannot respect that size: only
+    /// the identities pass one on, to a program output.
+    pub(crate) fn refuse_padded_operands(&self, ctx: &Ctx, id: NodeId) -> Result<(), XlaError> {
+        let graph = self.graph;
+        let op = &*graph.node(id).op;
+        if PASS_PADDED.contains(&op) {
+            return Ok(());
+        }
+        for input in graph.data_inputs(id) {
+            let key = (input.src, input.output.unwrap_or(0));
+            let Some(dynamic) = self.env.get(&key).and_then(|v| ctx.dynamic.get(&v.name).map(|d| (v, d))) else {
+                continue;
+            };
+            let (v, d) = dynamic;
+            return Err(lowering(
+                graph,
+                id,
+                format!(
+                    "it reads `{}:{}`, whose size along axis {} depends on values (`{}` gives a buffer of {} padded \
+                     past its size): on PJRT such a value can only be a program output (docs/xla.md, \
+                     \"Ops whose output size depends on values\")",
+                    graph.node(key.0).name,
+                    key.1,
+                    d.axis,
+                    graph.node(key.0).op,
+                    v.ty.mlir()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     /// Emits an op of [`state`]: reads the variables it names, calls its
     /// builder, and keeps the variables' new values.
     fn state_op(&mut self, ctx: &mut Ctx, id: NodeId) -> Result<(), XlaError> {

@@ -63,8 +63,9 @@ fn ones_before(c: &mut Ctx, ones: &Val) -> Val {
         i64s(&[n]),
         n - 1
     );
-    let through =
-        c.op_regions("stablehlo.reduce_window", &[ones, &init], &[region], &attrs, &[ones.ty.clone()]).remove(0);
+    let through = c
+        .op_regions("stablehlo.reduce_window", &[ones, &init], &[region], &attrs, std::slice::from_ref(&ones.ty))
+        .remove(0);
     c.elementwise("subtract", &[&through, ones])
 }
 

@@ -91,3 +91,56 @@ pub(super) fn non_max_suppression(a: &Args) -> Result<Vec<OutType>, String> {
         Ok(vec![indices])
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{check, k, k0, x};
+    use crate::ir::{AttrValue, DType};
+
+    #[test]
+    fn unique_outputs_are_bounded_by_the_input() {
+        let idx64 = [("out_idx", AttrValue::Type(DType::I64))];
+        check("Unique", &idx64, &[x(DType::F32, &[7])], Ok(&[(DType::F32, &[7]), (DType::I64, &[7])]));
+        check("Unique", &[], &[x(DType::F32, &[2, 3])], Err("must be a vector"));
+        check("UniqueV2", &[], &[x(DType::I32, &[5, 2]), k(&[-1])], Ok(&[(DType::I32, &[5, 2]), (DType::I32, &[2])]));
+        check("UniqueV2", &[], &[x(DType::I32, &[5]), k(&[])], Ok(&[(DType::I32, &[5]), (DType::I32, &[5])]));
+        check("UniqueV2", &[], &[x(DType::I32, &[5, 2]), k(&[])], Err("an empty axis needs a vector"));
+        check("UniqueV2", &[], &[x(DType::I32, &[5, 2]), k(&[2])], Err("out of range"));
+    }
+
+    #[test]
+    fn partitions_give_exact_sizes_when_constant_and_bounds_otherwise() {
+        let three = [("num_partitions", AttrValue::Int(3))];
+        let data = x(DType::F32, &[4, 2]);
+        check(
+            "DynamicPartition",
+            &three,
+            &[data.clone(), k(&[2, 0, 2, 2])],
+            Ok(&[(DType::F32, &[1, 2]), (DType::F32, &[0, 2]), (DType::F32, &[3, 2])]),
+        );
+        check(
+            "DynamicPartition",
+            &three,
+            &[data.clone(), x(DType::I32, &[4])],
+            Ok(&[(DType::F32, &[4, 2]), (DType::F32, &[4, 2]), (DType::F32, &[4, 2])]),
+        );
+        check("DynamicPartition", &three, &[data.clone(), k(&[0, 3, 1, 1])], Err("partition 3 is outside [0, 3)"));
+        check("DynamicPartition", &three, &[data, x(DType::I32, &[3])], Err("does not start with"));
+    }
+
+    #[test]
+    fn suppressions_are_bounded_by_max_output_size_and_the_boxes() {
+        let (boxes, scores) = (x(DType::F32, &[7, 4]), x(DType::F32, &[7]));
+        let f = x(DType::F32, &[]);
+        let v3 = |max: i64| vec![boxes.clone(), scores.clone(), k0(max), f.clone(), f.clone()];
+        check("NonMaxSuppressionV3", &[], &v3(10), Ok(&[(DType::I32, &[7])]));
+        check("NonMaxSuppressionV3", &[], &v3(2), Ok(&[(DType::I32, &[2])]));
+        let pad = [("pad_to_max_output_size", AttrValue::Bool(true))];
+        check("NonMaxSuppressionV4", &pad, &v3(10), Ok(&[(DType::I32, &[10]), (DType::I32, &[])]));
+        check("NonMaxSuppressionV4", &[], &v3(10), Ok(&[(DType::I32, &[7]), (DType::I32, &[])]));
+        let fed = vec![boxes.clone(), scores.clone(), x(DType::I32, &[]), f.clone(), f.clone()];
+        check("NonMaxSuppressionV3", &[], &fed, Err("compile-time constant"));
+        let wrong = vec![x(DType::F32, &[7, 3]), scores, k0(2), f.clone(), f];
+        check("NonMaxSuppressionV3", &[], &wrong, Err("boxes must be [boxes, 4]"));
+    }
+}

@@ -61,6 +61,27 @@ fn an_op_reading_a_padded_value_is_refused_by_name() {
     assert!(err.contains("Neg") && err.contains("`u:0`") && err.contains("depends on values"), "{err}");
 }
 
+#[test]
+fn a_host_op_reading_a_padded_value_is_refused() {
+    // Replica 1's values have two distinct values, replica 0's three.
+    let source = "graph @main {
+  %a = Const() {dtype = f32, value = tensor(f32, [5]) [1.0, 2.0, 1.0, 3.0, 2.0]}
+  %b = Const() {dtype = f32, value = tensor(f32, [5]) [4.0, 4.0, 4.0, 4.0, 5.0]}
+  replicate (num_replicas = 2) (%x = [%a, %b]) {
+    %u = Unique(%x) {T = f32, out_idx = i32}
+    outside_compilation {
+      %sq = Square(%u:0) {T = f32}
+    }
+    return %sq
+  }
+}
+";
+    let (ok, err, _) = lower(source);
+    assert!(!ok, "a host op read Unique's padded values:\n{err}");
+    assert!(err.contains("tpu_rewrite::xla::lowering"), "{err}");
+    assert!(err.contains("u (Unique)") && err.contains("a host op reads this value"), "{err}");
+}
+
 /// What the docs say of the pinned PJRT CPU plugin: it compiles a bounded
 /// dynamic type (`set_dimension_size` to a runtime size), and the buffer it
 /// returns reads back at its bound, the padding zeroed; the true size is

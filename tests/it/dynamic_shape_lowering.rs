@@ -1,9 +1,10 @@
 //! Ops whose output size depends on values, as the StableHLO lowering
 //! bounds them (docs/xla.md, "Ops whose output size depends on values"):
 //! a padded output leaves the program with its true size as a `size`
-//! result, and an op inside the program that reads a padded value is
-//! refused, naming it. TensorFlow's numbers for the ops themselves are
-//! checked on both backends by `op_cases::dynamic_shape`.
+//! result, and an op inside the program that reads a padded value (other
+//! than an identity or a reduction over the padded axis) is refused, naming
+//! it. TensorFlow's numbers for the ops, and for reductions of their
+//! outputs, are checked on both backends by `op_cases::dynamic_shape`.
 
 use std::process::Command;
 

@@ -26,6 +26,10 @@
 //!   others after them in score order: TensorFlow's padded tail. The count
 //!   is the number kept, at most `max_output_size`.
 //!
+//! A reduction (`Sum`, `Max`, `Min`, `Prod`) over a padded axis reads the
+//! padded buffer with its padding replaced by the reduction's identity
+//! ([`masked`]); its result has a static size.
+//!
 //! Cost: `Unique` compares every pair of slices (N² × slice length);
 //! `DynamicPartition` one running count and one scatter per partition; the
 //! suppression N² IoUs and a loop of at most N steps of N each.
@@ -207,6 +211,36 @@ pub(super) fn dynamic_partition(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, Strin
         }
     }
     Ok(outs)
+}
+
+/// The reduction of an op that may read a padded operand 0 when it reduces
+/// over the padded axis (`Sum`, `Max`, `Min`, `Prod`): the padding becomes
+/// the reduction's identity first.
+pub(crate) fn masked_reduction(op: &str) -> Option<Reducer> {
+    match op {
+        "Sum" => Some(Reducer::Add),
+        "Max" => Some(Reducer::Max),
+        "Min" => Some(Reducer::Min),
+        "Prod" => Some(Reducer::Mul),
+        _ => None,
+    }
+}
+
+/// True when reduction axes `axes` (a constant, negative from the end)
+/// of a rank-`rank` operand include `axis`.
+pub(crate) fn reduces_axis(axes: &Tensor, rank: usize, axis: usize) -> bool {
+    let axes = axes.to_i64_vec("", "axes").unwrap_or_default();
+    axes.iter().any(|&a| (if a < 0 { a + rank as i64 } else { a }) == axis as i64)
+}
+
+/// `x` with its entries past `dynamic`'s size along its axis replaced by
+/// `reducer`'s identity.
+pub(crate) fn masked(c: &mut Ctx, x: &Val, dynamic: &Dynamic, reducer: Reducer) -> Val {
+    let position = iota(c, &x.ty.shape, dynamic.axis);
+    let size = spread(c, &dynamic.size, &x.ty.shape, &[]);
+    let inside = c.compare(&position, &size, Cmp::Lt);
+    let identity = c.splat(&x.ty, reducer.identity(x.ty.dtype));
+    c.select(&inside, x, &identity)
 }
 
 /// The lowest finite value of a float dtype.

@@ -36,7 +36,7 @@ mod complex;
 mod conv;
 mod conv3d;
 mod data_ops;
-mod dynamic_shape;
+pub(crate) mod dynamic_shape;
 mod elementwise;
 mod gather;
 mod igamma;

@@ -15,9 +15,10 @@
 //!   when it reads no device value, *outside-compiled* (tagged
 //!   `_xla_outside_compilation`, one cluster per connected group) when a
 //!   device op reads its result, and *after* the device program otherwise;
-//! - ops whose result shape depends on their operands' values (`Where`,
-//!   `ListDiff`, `Unique`) are host ops (folded when their operands are
-//!   constants);
+//! - ops whose result shape depends on their operands' values and that
+//!   have no bounded lowering (`Where`, `ListDiff`) are host ops (folded
+//!   when their operands are constants); `Unique` and the other bounded ones
+//!   compile, as TensorFlow's bridge compiles them;
 //! - a `Const` that only host ops read is a host op too;
 //! - anything else (no lowering and not a host op: TF1 control flow,
 //!   TensorLists, ops without any kernel) is refused with a diagnostic
@@ -168,9 +169,9 @@ pub fn has_cluster(graph: &Graph) -> bool {
 /// Ops that are arguments of the device program.
 const ARGUMENTS: &[&str] = &["Placeholder", "PlaceholderWithDefault", "VarHandleOp", "MirroredVarHandleOp"];
 
-/// Ops whose result shape depends on their operands' values: XLA cannot
-/// compile them unless they fold, so they are host ops.
-const DYNAMIC_SHAPE: &[&str] = &["ListDiff", "Unique", "Where"];
+/// Ops whose result shape depends on their operands' values with no bound
+/// to compile them to: unless they fold, they are host ops.
+const DYNAMIC_SHAPE: &[&str] = &["ListDiff", "Where"];
 
 /// True when an attribute of `node` is or lists the `string` dtype.
 fn has_string_type(node: &Node) -> bool {

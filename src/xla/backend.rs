@@ -386,7 +386,8 @@ pub fn run(graph: &Graph, assignment: &DeviceAssignment, config: &RunConfig) -> 
                 timings.execute_cpu += process_cpu_time().saturating_sub(cpu);
                 timings.executions += 1;
                 // Results: outputs, carried values, variables (which replace their donated arguments).
-                let head = emitted.outputs.len() + emitted.carried.len();
+                let sizes = padded_sizes(emitted);
+                let head = emitted.outputs.len() + sizes + emitted.carried.len();
                 for (r, row) in outputs.iter_mut().enumerate() {
                     let new_vars = row.split_off(head);
                     for (h, buffer) in emitted.variables.iter().zip(new_vars) {
@@ -400,7 +401,7 @@ pub fn run(graph: &Graph, assignment: &DeviceAssignment, config: &RunConfig) -> 
                     let name = format!("{}:{}", graph.node(key.0).name, key.1);
                     let mut values = Vec::with_capacity(replicas);
                     for row in outputs.iter().step_by(partitions) {
-                        values.push(row[emitted.outputs.len() + c].to_host(&name)?);
+                        values.push(row[emitted.outputs.len() + sizes + c].to_host(&name)?);
                     }
                     host_values.insert(key, values);
                 }
@@ -415,7 +416,16 @@ pub fn run(graph: &Graph, assignment: &DeviceAssignment, config: &RunConfig) -> 
                 let mut values = Vec::with_capacity(replicas);
                 for (r, row) in outputs.iter().step_by(partitions).enumerate() {
                     let name = output_name(graph, out.node, r);
-                    let t = row[i].to_host(&name)?;
+                    let mut t = row[i].to_host(&name)?;
+                    for (j, size) in emitted.signature.results.iter().skip(emitted.outputs.len()).enumerate() {
+                        match size.size_of {
+                            Some(of) if of.result == i => {
+                                let n = row[emitted.outputs.len() + j].to_host(&size.name)?;
+                                t = trim(&name, &t, of.axis, &n)?;
+                            }
+                            _ => {}
+                        }
+                    }
                     values.push(t.clone());
                     fetched.push((name, t));
                 }
@@ -470,6 +480,28 @@ pub fn run(graph: &Graph, assignment: &DeviceAssignment, config: &RunConfig) -> 
     let variables = mirrors.iter().filter_map(|(k, v)| v.first().map(|t| (k.clone(), t.clone()))).collect();
     let iterations = u64::from(config.steps.max(1)) * u64::from(config.steps_per_run.max(1));
     Ok(Outcome { run: RunOutcome { fetched, variables, mirrors, iterations }, timings })
+}
+
+/// How many `size` results (true lengths of padded outputs, see
+/// `stablehlo::ops::dynamic_shape`) follow a stage's outputs.
+fn padded_sizes(emitted: &stablehlo::Emitted) -> usize {
+    emitted.signature.results.iter().filter(|r| r.size_of.is_some()).count()
+}
+
+/// Output `name`, a buffer padded along `axis`, trimmed to its true length `size` (an i32 scalar).
+fn trim(name: &str, t: &Tensor, axis: usize, size: &Tensor) -> Result<Tensor, XlaError> {
+    let bad = |message: String| XlaError::UnsupportedGraph { message: format!("output `{name}`: {message}") };
+    let n = size.to_i64_vec("", "size").ok().and_then(|v| v.first().copied()).ok_or_else(|| bad("no size".into()))?;
+    let bound = t.shape().get(axis).copied().ok_or_else(|| bad(format!("no axis {axis}")))?;
+    if n < 0 || n as usize > bound {
+        return Err(bad(format!("its size {n} is outside the bound {bound}")));
+    }
+    let begin = Tensor::vector(vec![0i64; t.shape().len()]);
+    let sizes: Vec<i64> = t.shape().iter().enumerate().map(|(d, &l)| if d == axis { n } else { l as i64 }).collect();
+    let mut out =
+        crate::exec::run_kernel("Slice", &crate::ir::AttrMap::new(), &[t.clone(), begin, Tensor::vector(sizes)])
+            .map_err(|e| bad(e.to_string()))?;
+    out.pop().ok_or_else(|| bad("the slice gave no tensor".into()))
 }
 
 /// The process's CPU time so far: user + system, all threads.

@@ -14,6 +14,7 @@ mod conformance;
 mod differential_fuzz;
 mod distributed;
 mod docs;
+mod dynamic_shape_lowering;
 mod exec;
 mod fuzz_props;
 mod gradient_numerics;

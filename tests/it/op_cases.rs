@@ -36,10 +36,10 @@ fn complex() {
 
 /// The ops whose output size depends on their operands' values: Unique, UniqueV2,
 /// DynamicPartition (and its gradient), NonMaxSuppressionV3/V4 (`tests/tf/ops_dynamic_shape.py`).
-/// On the simulator only: these ops have no StableHLO lowering yet.
+/// On PJRT their outputs are padded buffers trimmed to their sizes (docs/xla.md).
 #[test]
 fn dynamic_shape() {
-    crate::support::op_cases::check_family_on_simulator("dynamic_shape");
+    check_family("dynamic_shape");
 }
 
 /// The FFTs in 1-3 dimensions, with `fft_length` cropping and padding, and their gradients

@@ -202,9 +202,10 @@ fn send_recv_form_has_host_transfers_with_distinct_channels() {
     assert_eq!(text.matches("\"stablehlo.after_all\"").count(), 3, "{text}");
 }
 
-/// Ops whose output shapes depend on their operands' values: typing runs
-/// them, with the ops they depend on, on the host, and says so in a note.
-const DATA_DEPENDENT: &[&str] = &["ListDiff", "NonMaxSuppressionV3", "Unique", "Where"];
+/// Ops whose output shapes depend on their operands' values with no bound:
+/// typing runs them, with the ops they depend on, on the host, and says so
+/// in a note (the bounded ones, `Unique`, ..., have rules that give their bounds).
+const DATA_DEPENDENT: &[&str] = &["ListDiff", "Where"];
 
 /// Corpus graphs whose programs hold call ops (`While`, `If`, the XLA ops
 /// that apply functions), TensorLists or Optionals: their types are still found by running the whole program.
@@ -237,8 +238,6 @@ const TRACED_WHOLE: &[&str] = &[
 
 /// Corpus graphs `lower --format stablehlo` refuses, with the diagnostic code.
 const REFUSED: &[(&str, &str)] = &[
-    // DynamicPartition, UniqueV2 and the non-max suppressions have no lowering yet.
-    ("ops/dynamic_shape.pbtxt", "tpu_rewrite::passes::not_compilable"),
     ("tensor_array.pbtxt", "tpu_rewrite::xla::lowering"),
     ("tf1/replicated_while_outside_compilation.pbtxt", "tpu_rewrite::passes::outside_compilation_in_control_flow"),
     // TensorFlow leaves a plain graph's gradient stacks unbounded (max_size -1): XLA needs a bound.

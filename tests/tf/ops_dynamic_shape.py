@@ -6,9 +6,11 @@ Run after setup.sh:  tests/tf/.venv/bin/python tests/tf/ops_dynamic_shape.py
 Unique (f32, i32 and i64 values, i32 and i64 indices), UniqueV2 along an axis and with an empty axis
 (a vector taken as it is), DynamicPartition (a vector and a matrix of partitions, a partition left
 empty) with its gradient (TensorFlow's, through ParallelDynamicStitch; the loss weighs each
-partition's sum of squares over its rows, whose shape is fixed), and NonMaxSuppressionV3 and
+partition's sum of squares over its rows, whose shape is fixed; and with fed partitions, whose
+output sizes only the values give), NonMaxSuppressionV3 and
 V4 (a score threshold, a bound that stops the selection, boxes given with their corners in either
-order, V4 padded and not). The boxes' overlaps stay away from the IoU threshold and their scores are
+order, V4 padded and not), and reductions of a Unique and a NonMaxSuppressionV3 output over its
+length (on PJRT they read a padded buffer inside the program). The boxes' overlaps stay away from the IoU threshold and their scores are
 distinct, so no comparison decides on a rounding. TensorFlow's XLA bridge refuses V3 with a bound
 above the number of boxes and V4 without padding, and pads V4 with the unselected indices where the
 CPU kernel pads with zeros. Checked by tests/it/op_cases.rs
@@ -43,11 +45,17 @@ BOXES = np.array([
 SCORES = np.array([0.9, 0.75, 0.6, 0.95, 0.5, 0.3, 0.85], np.float32)
 
 
-def nms(name, op, max_output, iou, score_threshold, attrs=None, dtype=np.float32):
+def nms(name, op, max_output, iou, score_threshold, attrs=None, dtype=np.float32, post=None):
     return Case(name, op, inputs={"boxes": BOXES.astype(dtype), "scores": SCORES.astype(dtype)},
                 consts={"max_output_size": i32(max_output), "iou_threshold": np.array(iou, dtype),
                         "score_threshold": np.array(score_threshold, dtype)},
-                attrs=attrs or {}, grad=False)
+                attrs=attrs or {}, grad=False, post=post)
+
+
+def with_reduction(reduce):
+    """The op's outputs and a reduction of output 0 over its whole length (inside the program on
+    PJRT, where output 0 is a padded buffer: the reduction must not see the padding)."""
+    return lambda outs: list(outs) + [reduce(outs[0])]
 
 
 def squares(outs):
@@ -58,6 +66,8 @@ def squares(outs):
 
 cases = [
     Case("unique_f32", "Unique", inputs={"x": np.array([3, 1, 3, 2, 1, 1, 5, 2], np.float32)}),
+    Case("unique_max", "Unique", inputs={"x": np.array([-3, -1, -3, -2, -1], np.float32)},
+         grad=False, post=with_reduction(tf.reduce_max)),
     Case("unique_i32", "Unique", inputs={"x": i32([4, 4, -1, 0, -1, 7, 4])}),
     Case("unique_i64_idx", "Unique", inputs={"x": np.array([9, 8, 9, 9, 1], np.int64)},
          attrs={"out_idx": np.int64}),
@@ -77,10 +87,15 @@ cases = [
     Case("dynamic_partition_f64", "DynamicPartition",
          inputs={"data": values([5, 2], np.float64, seed=3)}, consts={"partitions": i32([1, 1, 0, 1, 0])},
          attrs={"num_partitions": 2}, post=squares),
+    # Partitions fed, not constant: on PJRT each output is a padded buffer trimmed to its size.
+    Case("dynamic_partition_fed", "DynamicPartition",
+         inputs={"data": values([5, 2], seed=4), "partitions": i32([2, 0, 2, 2, 0])},
+         attrs={"num_partitions": 3}, grad=False),
     Case("dynamic_partition_int", "DynamicPartition",
          inputs={"data": i32([5, 6, 7, 8])}, consts={"partitions": i32([1, 0, 1, 1])},
          attrs={"num_partitions": 2}),
     nms("nms_v3", "NonMaxSuppressionV3", 10, 0.5, -1.0),
+    nms("nms_v3_sum", "NonMaxSuppressionV3", 6, 0.5, 0.4, post=with_reduction(tf.reduce_sum)),
     nms("nms_v3_bounded", "NonMaxSuppressionV3", 2, 0.5, 0.0),
     nms("nms_v3_score_threshold", "NonMaxSuppressionV3", 10, 0.1, 0.55),
     nms("nms_v4_padded", "NonMaxSuppressionV4", 6, 0.5, 0.4, attrs={"pad_to_max_output_size": True}),

@@ -410,6 +410,14 @@ fn run_job(
     let var_index = |h: &NodeId| variables.iter().position(|v| v == h).unwrap_or(0);
     let mut stages = Vec::with_capacity(staged.stages.len());
     for (k, e) in staged.stages.iter().enumerate() {
+        // Padded outputs (their true sizes are extra results) run in one process only.
+        if let Some(size) = e.signature.results.iter().find(|r| r.size_of.is_some()) {
+            return Err(job_err(format!(
+                "`{}` is the size of an output whose size depends on values: run such a program without \
+                 --processes (docs/xla.md, \"Ops whose output size depends on values\")",
+                size.name
+            )));
+        }
         let module = format!("module_{k}.mlir");
         std::fs::write(dir.join(&module), &e.module).map_err(|err| job_err(err.to_string()))?;
         let mut args = Vec::with_capacity(e.args.len());

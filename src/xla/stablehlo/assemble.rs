@@ -38,7 +38,6 @@ pub(super) fn assemble(
     let replicas = cluster.num_replicas as usize;
     let num_vars = program.args.iter().filter(|a| matches!(a, ArgSource::Variable(_))).count();
     let num_data = program.args.len() - num_vars;
-    // Results before the variables: outputs, then carried values.
     let num_outputs = program.outputs.len() + program.carried.len();
     let mut ctx = Ctx::default();
     ctx.indent = 2;
@@ -66,7 +65,12 @@ pub(super) fn assemble(
         for step in super::pack::schedule(&emitter, &program.nodes) {
             match step {
                 super::pack::Step::Op(id) => emitter.node(&mut ctx, id)?,
-                super::pack::Step::Pack(ids) => super::pack::emit(&mut emitter, &mut ctx, &ids)?,
+                super::pack::Step::Pack(ids) => {
+                    for &id in &ids {
+                        emitter.refuse_padded_operands(&ctx, id)?;
+                    }
+                    super::pack::emit(&mut emitter, &mut ctx, &ids)?
+                }
             }
         }
     } else {
@@ -82,7 +86,9 @@ pub(super) fn assemble(
         }
     }
     let mut results = Vec::new();
-    for out in &program.outputs {
+    // The true sizes of padded outputs (ops::dynamic_shape): (output, axis, size).
+    let mut sizes: Vec<(usize, usize, Val)> = Vec::new();
+    for (k, out) in program.outputs.iter().enumerate() {
         let input = graph.data_inputs(out.node).first().map(|i| (i.src, i.output.unwrap_or(0))).ok_or_else(|| {
             XlaError::UnsupportedGraph { message: format!("`{}` reads nothing", graph.node(out.node).name) }
         })?;
@@ -90,6 +96,12 @@ pub(super) fn assemble(
             ctx.sharding = Some(trace::logical_core(graph.node(input.0)));
         }
         let mut v = emitter.value(&mut ctx, input)?;
+        if let Some(d) = ctx.dynamic.get(&v.name).cloned() {
+            if out.reduce.is_some() {
+                return Err(padded(graph, out.node, "an all-reduced output"));
+            }
+            sizes.push((k, d.axis, d.size));
+        }
         if let Some(reduce) = out.reduce {
             let all = vec![(0..replicas as i64).collect::<Vec<_>>()];
             v = ctx.all_reduce_sum(&v, &all);
@@ -100,9 +112,18 @@ pub(super) fn assemble(
         }
         results.push(v);
     }
-    for &key in &program.carried {
-        results.push(emitter.value(&mut ctx, key)?);
+    for (_, _, size) in &sizes {
+        results.push(size.clone());
     }
+    for &key in &program.carried {
+        let v = emitter.value(&mut ctx, key)?;
+        if ctx.dynamic.contains_key(&v.name) {
+            return Err(padded(graph, key.0, "a value another stage or a host op reads"));
+        }
+        results.push(v);
+    }
+    // Results before the variables: outputs, their sizes, then carried values.
+    let num_outputs = num_outputs + sizes.len();
     for arg in &program.args {
         if let ArgSource::Variable(h) = arg {
             results.push(emitter.vars[h].clone());
@@ -169,10 +190,14 @@ pub(super) fn assemble(
         })
         .collect();
     // Results: each output named after the tensor the computation returns.
+    let size_names = sizes
+        .iter()
+        .map(|(k, _, _)| (format!("{}:size", signature::output_name(graph, program.outputs[*k].node)), "size", None));
     let result_names = program
         .outputs
         .iter()
         .map(|o| (signature::output_name(graph, o.node), "output", None))
+        .chain(size_names)
         .chain(program.carried.iter().map(|&(n, k)| (value_name(n, Some(k)), "carried", None)))
         .chain(program.args.iter().enumerate().filter_map(|(i, a)| match *a {
             ArgSource::Variable(n) => Some((value_name(n, None), "variable", Some(i))),
@@ -182,7 +207,12 @@ pub(super) fn assemble(
         .iter()
         .zip(result_names)
         .map(|(v, (name, kind, alias))| {
-            sig.results.push(signature::result(name.clone(), kind, &v.ty, alias));
+            let mut entry = signature::result(name.clone(), kind, &v.ty, alias);
+            if kind == "size" {
+                let (k, axis, _) = &sizes[sig.results.len() - program.outputs.len()];
+                entry.size_of = Some(signature::SizeOf { result: *k, axis: *axis });
+            }
+            sig.results.push(entry);
             format!("{} {{tpu_rewrite.name = {}}}", v.ty.mlir(), mlir_string(&name))
         })
         .collect();
@@ -219,6 +249,19 @@ pub(super) fn assemble(
         return Ok((out.replace(":0 = \"func.call\"", " = \"func.call\""), sig));
     }
     Ok((out, sig))
+}
+
+/// The refusal of a padded buffer (`ops::dynamic_shape`) where `what` needs its true size.
+fn padded(graph: &Graph, node: NodeId, what: &str) -> XlaError {
+    let n = graph.node(node);
+    XlaError::Lowering {
+        node: n.name.to_string(),
+        op: n.op.to_string(),
+        message: format!(
+            "{what} is a buffer whose size depends on values: on PJRT such a value can only be a plain program output \
+             (docs/xla.md, \"Ops whose output size depends on values\")"
+        ),
+    }
 }
 
 /// `@main`'s loop: carries (counter, data args, variables, last outputs).

@@ -163,7 +163,19 @@ pub(super) fn join(
 pub(super) fn emit(e: &mut Emitter, c: &mut Ctx, call: &HostCall, cluster: &str) -> Result<(), XlaError> {
     let mut operands = Vec::with_capacity(call.operands.len() + 1);
     for &key in &call.operands {
-        operands.push(e.value(c, key)?);
+        let v = e.value(c, key)?;
+        // A padded buffer (ops::dynamic_shape) would reach the host op with its padding.
+        if c.dynamic.contains_key(&v.name) {
+            return Err(XlaError::Lowering {
+                node: e.graph.node(key.0).name.to_string(),
+                op: e.graph.node(key.0).op.to_string(),
+                message:
+                    "a host op reads this value, a buffer whose size depends on values: on PJRT such a value \
+                          can only be a plain program output (docs/xla.md, \"Ops whose output size depends on values\")"
+                        .into(),
+            });
+        }
+        operands.push(v);
     }
     let mut types = Vec::with_capacity(call.results.len());
     for key in &call.results {

@@ -9,6 +9,8 @@
 //! computed on the host from no feed, such as a constant outside the
 //! cluster), a `carried` value (computed by an earlier stage or an
 //! outside-compilation op) or a `variable`; a result is an `output`, a
+//! `size` (the true length of an output whose size depends on values,
+//! along the axis `size_of` names: the output is padded past it), a
 //! `carried` value or a `variable` (its value after the step, aliased to
 //! its argument).
 
@@ -36,6 +38,18 @@ pub struct Entry {
     /// For a replicated input: the tensor each replica gets, in replica order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub replica_feeds: Vec<String>,
+    /// For a `size` result: the output it gives the true length of.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size_of: Option<SizeOf>,
+}
+
+/// Which output a `size` result measures, and along which axis.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct SizeOf {
+    /// The output's result index.
+    pub result: usize,
+    /// The padded axis.
+    pub axis: usize,
 }
 
 /// The signature of one module (one stage of a cluster).
@@ -84,10 +98,18 @@ pub(super) fn argument(graph: &Graph, arg: &ArgSource, name: String, ty: &Ty, al
         ArgSource::Carried(..) => ("carried", Vec::new()),
         ArgSource::Variable(_) => ("variable", Vec::new()),
     };
-    Entry { name, kind, dtype: ty.dtype.to_string(), shape: ty.shape.clone(), alias, replica_feeds }
+    Entry { name, kind, dtype: ty.dtype.to_string(), shape: ty.shape.clone(), alias, replica_feeds, size_of: None }
 }
 
 /// The entry of a result of type `ty`.
 pub(super) fn result(name: String, kind: &'static str, ty: &Ty, alias: Option<usize>) -> Entry {
-    Entry { name, kind, dtype: ty.dtype.to_string(), shape: ty.shape.clone(), alias, replica_feeds: Vec::new() }
+    Entry {
+        name,
+        kind,
+        dtype: ty.dtype.to_string(),
+        shape: ty.shape.clone(),
+        alias,
+        replica_feeds: Vec::new(),
+        size_of: None,
+    }
 }

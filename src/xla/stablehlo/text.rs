@@ -233,6 +233,19 @@ pub struct Ctx {
     /// The logical core of the ops being printed: each gets
     /// `mhlo.sharding = "{maximal device=k}"` (model parallelism).
     pub sharding: Option<u32>,
+    /// The values whose size along one axis depends on values: by SSA
+    /// name, a padded buffer's axis and its true size (an i32 scalar).
+    pub dynamic: std::collections::HashMap<String, Dynamic>,
+}
+
+/// The true size of a padded buffer along `axis` (docs/xla.md, "Ops whose
+/// output size depends on values").
+#[derive(Clone, Debug)]
+pub struct Dynamic {
+    /// The padded axis.
+    pub axis: usize,
+    /// The number of its leading entries that hold values (i32 scalar).
+    pub size: Val,
 }
 
 /// Comparison directions of `stablehlo.compare`.
@@ -382,7 +395,8 @@ impl Ctx {
         let t = Ty::scalar(dtype);
         let a = Val { name: self.fresh(), ty: t.clone() };
         let b = Val { name: self.fresh(), ty: t.clone() };
-        let mut inner = Ctx { text: String::new(), next: self.next, indent: 1, sharding: None };
+        let mut inner =
+            Ctx { text: String::new(), next: self.next, indent: 1, sharding: None, dynamic: Default::default() };
         let out = body(&mut inner, &a, &b);
         self.next = inner.next;
         format!(
@@ -649,7 +663,7 @@ impl Ctx {
     /// A scratch context for a region's body (indent 1, no sharding) that
     /// continues this one's SSA numbering.
     pub fn scratch(&self) -> Ctx {
-        Ctx { text: String::new(), next: self.next, indent: 1, sharding: None }
+        Ctx { text: String::new(), next: self.next, indent: 1, sharding: None, dynamic: Default::default() }
     }
 
     /// Continues the SSA numbering after a scratch context's names.

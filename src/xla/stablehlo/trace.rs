@@ -24,6 +24,7 @@
 use std::collections::HashMap;
 
 use super::calls::Library;
+use super::ops::dynamic_shape::{masked, masked_reduction, reduces_axis};
 use super::ops::{builder, stack, state, Call, FOLD_ONLY, SHAPE_ONLY};
 use super::text::{Ctx, Ty, Val};
 use super::{ArgSource, Program, VARIABLE_OPS};
@@ -440,6 +441,7 @@ impl Emitter<'_> {
         let op = &*node.op;
         let inputs = graph.data_inputs(id);
         let key = |i: usize| inputs.get(i).map(|x| (x.src, x.output.unwrap_or(0)));
+        self.refuse_padded_operands(ctx, id)?;
         if self.partitions > 1 {
             ctx.sharding = Some(logical_core(node));
         }
@@ -492,6 +494,13 @@ impl Emitter<'_> {
             consts.push(t.filter(|t| t.constant || fact).and_then(|t| t.value.clone()));
             vals.push(self.value(ctx, k)?);
         }
+        // A reduction over a padded axis (checked above) reads the padding as its identity.
+        if let Some(reducer) = masked_reduction(op) {
+            if let Some(d) = vals.first().and_then(|x| ctx.dynamic.get(&x.name)).cloned() {
+                let x = vals[0].clone();
+                vals[0] = masked(ctx, &x, &d, reducer);
+            }
+        }
         let outputs: Vec<Ty> = traced_outputs.iter().map(|t| t.ty.clone()).collect();
         let call =
             Call { op, attrs: &node.attrs, inputs: vals, consts, outputs: &outputs, num_replicas: self.replicas };
@@ -502,6 +511,10 @@ impl Emitter<'_> {
         Ok(())
     }
 }
+
+/// Ops that pass a padded buffer on unchanged (their builder is the
+/// identity), so its size goes with it.
+const PASS_PADDED: &[&str] = &["Identity", "IdentityN", "PreventGradient", "Snapshot", "StopGradient"];
 
 impl Emitter<'_> {
     /// Emits a stack op ([`stack`]): a `StackV2` makes the stack's buffer and
@@ -538,6 +551,55 @@ impl Emitter<'_> {
             self.env.insert((id, i as u32), v);
         }
         Ok(())
+    }
+
+    /// Refuses op `id` when it reads a padded buffer whose size depends on
+    /// values (`ops::dynamic_shape`) and cannot respect that size: the
+    /// identities pass one on (to a program output), and a reduction over
+    /// the padded axis masks the padding; any other reader is refused.
+    pub(crate) fn refuse_padded_operands(&self, ctx: &Ctx, id: NodeId) -> Result<(), XlaError> {
+        let graph = self.graph;
+        let op = &*graph.node(id).op;
+        if PASS_PADDED.contains(&op) {
+            return Ok(());
+        }
+        for (i, input) in graph.data_inputs(id).into_iter().enumerate() {
+            let key = (input.src, input.output.unwrap_or(0));
+            let Some(dynamic) = self.env.get(&key).and_then(|v| ctx.dynamic.get(&v.name).map(|d| (v, d))) else {
+                continue;
+            };
+            let (v, d) = dynamic;
+            if i == 0 && self.reduces_padded_axis(id, v, d.axis) {
+                continue;
+            }
+            return Err(lowering(
+                graph,
+                id,
+                format!(
+                    "it reads `{}:{}`, whose size along axis {} depends on values (`{}` gives a buffer of {} padded \
+                     past its size): on PJRT such a value can only be a program output or reduced over that axis \
+                     (docs/xla.md, \"Ops whose output size depends on values\")",
+                    graph.node(key.0).name,
+                    key.1,
+                    d.axis,
+                    graph.node(key.0).op,
+                    v.ty.mlir()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// True when op `id` is a reduction ([`masked_reduction`]) whose constant
+    /// axes include `axis` of its operand 0, `v`.
+    fn reduces_padded_axis(&self, id: NodeId, v: &Val, axis: usize) -> bool {
+        let graph = self.graph;
+        if masked_reduction(&graph.node(id).op).is_none() {
+            return false;
+        }
+        let Some(axes) = graph.data_inputs(id).get(1).map(|i| (i.src, i.output.unwrap_or(0))) else { return false };
+        let axes = self.traced.values.get(&axes).filter(|t| t.constant).and_then(|t| t.value.as_ref());
+        axes.is_some_and(|a| reduces_axis(a, v.ty.rank(), axis))
     }
 
     /// Emits an op of [`state`]: reads the variables it names, calls its

@@ -16,12 +16,15 @@
 //! operands of those types (the rules follow TensorFlow's shape functions
 //! and the kernels' conventions, e.g. the empty reserve outputs of the
 //! fused batch norms). Shapes are fully static: these rules serve programs
-//! whose every dimension is known. Cost: proportional to the ranks and the
+//! whose every dimension is known. The exception is `dynamic_shape`: an op
+//! whose output size depends on values gets its bound (the padded buffer
+//! its lowering fills), not the kernel's size. Cost: proportional to the ranks and the
 //! constant operands read.
 
 mod collective;
 mod complex;
 mod data_ops;
+mod dynamic_shape;
 mod elementwise;
 mod image;
 mod index;
@@ -41,6 +44,7 @@ mod xla_fn;
 pub mod xla_misc;
 pub mod xla_ops;
 
+pub use dynamic_shape::unique_axis;
 pub use image::conv_as_fixed_rank;
 
 use super::super::attrs::AttrMap;
@@ -255,6 +259,7 @@ const TABLE: &[(&str, Rule)] = &[
     ("Digamma", ew::same),
     ("Div", ew::broadcast),
     ("DivNoNan", ew::broadcast),
+    ("DynamicPartition", dynamic_shape::dynamic_partition),
     ("Einsum", index::einsum),
     ("Elu", ew::same),
     ("EluGrad", ew::same),
@@ -365,6 +370,8 @@ const TABLE: &[(&str, Rule)] = &[
     ("Ndtri", ew::same),
     ("Neg", ew::same),
     ("NextAfter", ew::broadcast),
+    ("NonMaxSuppressionV3", dynamic_shape::non_max_suppression),
+    ("NonMaxSuppressionV4", dynamic_shape::non_max_suppression),
     ("NotEqual", ew::compare),
     ("OneHot", index::one_hot),
     ("Pack", shape::pack),
@@ -500,6 +507,8 @@ const TABLE: &[(&str, Rule)] = &[
     ("UniformQuantizedConvolution", uniform_quant::conv),
     ("UniformQuantizedDot", uniform_quant::dot),
     ("UniformRequantize", uniform_quant::to_tout),
+    ("Unique", dynamic_shape::unique),
+    ("UniqueV2", dynamic_shape::unique_v2),
     ("Unpack", shape::unpack),
     ("UnsortedSegmentMax", index::unsorted_segment),
     ("UnsortedSegmentMin", index::unsorted_segment),

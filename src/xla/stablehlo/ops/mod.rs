@@ -22,7 +22,9 @@
 //! and Optionals), [`special`] (special functions, truncating divisions,
 //! bitwise ops), [`complex`] (complex numbers and FFTs), [`collective`]
 //! (all-reduce, broadcast, replica id), [`spmd`] (sharding annotations,
-//! dynamic sizes, tiled splits and concatenations), [`xla_ext`] (custom
+//! dynamic sizes, tiled splits and concatenations), [`dynamic_shape`]
+//! (ops whose output size depends on values: padded buffers and their
+//! sizes), [`xla_ext`] (custom
 //! calls, channels) and [`state`] (variable updates). [`NOT_LOWERED`] gives the reason for every op the
 //! simulator runs that has no builder. Invariant: [`TABLE`] is sorted by op
 //! name (a test checks it), so lookups are a binary search.
@@ -34,6 +36,7 @@ mod complex;
 mod conv;
 mod conv3d;
 mod data_ops;
+pub(crate) mod dynamic_shape;
 mod elementwise;
 mod gather;
 mod igamma;
@@ -232,6 +235,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("Digamma", |c, n| ew::unary(c, n, "chlo.digamma")),
     ("Div", ew::div),
     ("DivNoNan", ew::div_no_nan),
+    ("DynamicPartition", dynamic_shape::dynamic_partition),
     ("Einsum", linalg::einsum),
     ("Elu", act::elu),
     ("EluGrad", act::elu_grad),
@@ -343,6 +347,8 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("Ndtri", sp::ndtri),
     ("Neg", |c, n| ew::unary(c, n, "negate")),
     ("NextAfter", |c, n| sp::chlo_binary(c, n, "chlo.next_after")),
+    ("NonMaxSuppressionV3", dynamic_shape::non_max_suppression),
+    ("NonMaxSuppressionV4", dynamic_shape::non_max_suppression),
     ("NotEqual", |c, n| ew::compare(c, n, Cmp::Ne)),
     ("OneHot", gather::one_hot),
     ("OptionalFromValue", list::optional_from_value),
@@ -498,6 +504,8 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("UniformQuantizedConvolution", uniform_quant::convolution),
     ("UniformQuantizedDot", uniform_quant::dot),
     ("UniformRequantize", uniform_quant::requantize),
+    ("Unique", dynamic_shape::unique),
+    ("UniqueV2", dynamic_shape::unique),
     ("Unpack", shape::unpack),
     ("UnsortedSegmentMax", |c, n| segment::segment_reduce(c, n, Reducer::Max)),
     ("UnsortedSegmentMin", |c, n| segment::segment_reduce(c, n, Reducer::Min)),
@@ -608,16 +616,7 @@ pub const NOT_LOWERED: &[(&str, &str)] = &[
     ("VarHandleOp", "a variable handle: the variable is an argument of @main"),
     ("_Recv", "a transfer of the simulator's lowered form; the emitter reads the tagged graph"),
     ("_Send", "a transfer of the simulator's lowered form; the emitter reads the tagged graph"),
-    ("DynamicPartition", DYNAMIC_SIZE),
-    ("NonMaxSuppressionV3", DYNAMIC_SIZE),
-    ("NonMaxSuppressionV4", DYNAMIC_SIZE),
-    ("Unique", DYNAMIC_SIZE),
-    ("UniqueV2", DYNAMIC_SIZE),
 ];
-
-/// Why the ops whose output size depends on values have no builder.
-const DYNAMIC_SIZE: &str =
-    "its output size depends on its operands' values: no bounded-size lowering yet (the simulator runs it)";
 
 /// Why `op` has no lowering, for the ops that have none.
 pub fn reason(op: &str) -> Option<&'static str> {

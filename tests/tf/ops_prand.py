@@ -1,6 +1,7 @@
 """Op cases of the prand family: StochasticCastToInt (TensorFlow's CPU Philox stream on the
-simulator, the XLA bridge's uniforms on PJRT) and XlaDequantize (u32 words of four packed bytes to
-bf16; XLA only), with TensorFlow's values (see op_cases.py).
+simulator, the XLA bridge's uniforms on PJRT), XlaDequantize (u32 words of four packed bytes to
+bf16; XLA only) and the u32 draws (StatefulUniformFullInt and XlaRngBitGenerator of uint32),
+with TensorFlow's values (see op_cases.py).
 
 Run after setup.sh:  tests/tf/.venv/bin/python tests/tf/ops_prand.py
 
@@ -44,6 +45,16 @@ def cases():
                            "transpose_output": transpose}, grad=False, cpu=False)
 
     words = rng.integers(0, 2**32, size=(2, 3), dtype=np.uint64).astype(np.uint32)
+    state = tf.random.Generator.from_seed(1234, alg="philox").state.numpy()
+
+    def u32_draw(name, op, shape):
+        consts = {"algorithm": np.int64(1), "shape": np.array(shape, np.int64)}
+        return Case(name, op, variables={"resource": state}, consts=consts, attrs={"dtype": tf.uint32}, grad=False)
+
+    def u32_bits(name, alg, initial, shape):
+        return Case(name, "XlaRngBitGenerator", inputs={"initial_state": np.array(initial, u64)},
+                    consts={"algorithm": np.int32(alg), "shape": np.array(shape, np.int32)},
+                    attrs={"dtype": tf.uint32}, grad=False, cpu=False)
     main = [
         # 21 f32 elements: two vectorised chunks of 8, then 5 one at a time.
         stochastic("f32_to_i32", floats([3, 7], np.float32), tf.int32),
@@ -57,6 +68,10 @@ def cases():
         dequantize("dequantize", words, -1.0, 1.0),
         dequantize("dequantize_transposed", words, -1.0, 1.0, transpose=True),
         dequantize("dequantize_range", np.array([0x00FF7F80, 0x01020304, 0xFFFFFFFF], np.uint32), 0.5, 7.25),
+        # u32 draws, which the simulator's u32 tensors hold.
+        u32_draw("full_int_u32", "StatefulUniformFullInt", [2, 3]),
+        u32_bits("bits_u32_philox", 1, [5, 2**64 - 2, 9], [2, 3]),
+        u32_bits("bits_u32_threefry", 2, [11, 3], [5]),
     ]
     # f16 inputs: the lowering refuses them (the bridge's f16 uniforms come from bits it does not
     # reproduce), so these run on the simulator only, against TensorFlow's CPU kernel.

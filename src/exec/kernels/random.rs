@@ -274,7 +274,11 @@ fn int_tensor(
     let n: usize = shape.iter().product();
     if let Some((lo, hi)) = range {
         // Unsigned bounds are compared as the unsigned numbers their bits stand for.
-        let empty = if dtype == DType::U64 { lo as u64 >= hi as u64 } else { lo >= hi };
+        let empty = match dtype {
+            DType::U64 => lo as u64 >= hi as u64,
+            DType::U32 => lo as u32 >= hi as u32,
+            _ => lo >= hi,
+        };
         if empty {
             return Err(KernelError::invalid(op, format!("need minval < maxval, got {lo} >= {hi}")));
         }
@@ -309,6 +313,18 @@ fn int_tensor(
             });
             Tensor::from_vec(shape, values)
         }
+        DType::U32 => {
+            // TensorFlow: every word, or lo + (word mod (hi - lo)).
+            let values = fill(gen, n, 4, |b| {
+                b.iter()
+                    .map(|&x| match range {
+                        Some((lo, hi)) => (lo as u32).wrapping_add(x % (hi as u32).wrapping_sub(lo as u32)),
+                        None => x,
+                    })
+                    .collect()
+            });
+            Tensor::from_vec(shape, values)
+        }
         DType::U64 => {
             let values = fill(gen, n, 2, |b| {
                 [u64::from(b[0]) | u64::from(b[1]) << 32, u64::from(b[2]) | u64::from(b[3]) << 32]
@@ -321,7 +337,7 @@ fn int_tensor(
             });
             Tensor::from_vec(shape, values)
         }
-        other => Err(KernelError::dtype(op, other, "random integers are i32, i64 or u64")),
+        other => Err(KernelError::dtype(op, other, "random integers are i32, i64, u32 or u64")),
     }
 }
 
@@ -473,6 +489,7 @@ pub(crate) fn stateful_draw(op: &str, attrs: &AttrMap, gen: Philox, rest: &[Tens
         // The bound's bits (an unsigned bound is read back as unsigned by `int_tensor`).
         let bits = match t {
             Tensor::U64(a) => a.iter().map(|&v| v as i64).collect(),
+            Tensor::U32(a) => a.iter().map(|&v| i64::from(v)).collect(),
             _ => t.to_i64_vec(op, what)?,
         };
         match bits.as_slice() {

@@ -389,7 +389,7 @@ pub(super) fn int_draw(c: &mut Ctx, n: &Call, v2: bool, bounds: Option<usize>) -
 /// Integers of type `out` drawn from `g`: every bit pattern, or `lo + bits mod (hi - lo)`.
 pub(super) fn int_values(c: &mut Ctx, g: &mut Gen, out: &Ty, bounds: Option<(Val, Val)>) -> Result<Val, String> {
     let unsigned = match out.dtype {
-        DType::I32 => DType::U32,
+        DType::I32 | DType::U32 => DType::U32,
         DType::I64 | DType::U64 => DType::U64,
         other => return Err(format!("random integers of {other} are not lowered")),
     };

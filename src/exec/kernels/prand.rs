@@ -239,15 +239,15 @@ mod tests {
             ("mode", AttrValue::Str("MIN_COMBINED".into())),
         ]);
         let x = Tensor::from_vec(&[1, 2], vec![0x0102_0304u32, 0xFF00_0010]).unwrap();
-        let out = dequantize("XlaDequantize", &a, &[x.clone()]).unwrap();
+        let out = dequantize("XlaDequantize", &a, std::slice::from_ref(&x)).unwrap();
         assert_eq!(out.shape(), &[1, 8]);
         let got: Vec<f32> = out.to_vec::<half::bf16>().unwrap().into_iter().map(f32::from).collect();
         assert_eq!(got, vec![1.0, 2.0, 3.0, 4.0, 255.0, 0.0, 0.0, 16.0]);
         let mut t = a.clone();
-        t.insert("transpose_output".to_string(), AttrValue::Bool(true));
-        assert_eq!(dequantize("XlaDequantize", &t, &[x.clone()]).unwrap().shape(), &[8, 1]);
+        t.insert("transpose_output", AttrValue::Bool(true));
+        assert_eq!(dequantize("XlaDequantize", &t, std::slice::from_ref(&x)).unwrap().shape(), &[8, 1]);
         let mut bad = a.clone();
-        bad.insert("mode".to_string(), AttrValue::Str("SCALED".into()));
+        bad.insert("mode", AttrValue::Str("SCALED".into()));
         assert!(dequantize("XlaDequantize", &bad, &[x]).is_err());
         assert!(dequantize("XlaDequantize", &a, &[Tensor::scalar(1u32)]).is_err());
     }

@@ -65,6 +65,7 @@ pub fn tensor_to_json(tensor: &Tensor) -> Value {
         }
         Tensor::I8(a) => nest(&shape, &a.iter().copied().collect::<Vec<_>>(), &|x: &i8| Value::from(*x)),
         Tensor::U8(a) => nest(&shape, &a.iter().copied().collect::<Vec<_>>(), &|x: &u8| Value::from(*x)),
+        Tensor::U32(a) => nest(&shape, &a.iter().copied().collect::<Vec<_>>(), &|x: &u32| Value::from(*x)),
         Tensor::U64(a) => nest(&shape, &a.iter().copied().collect::<Vec<_>>(), &|x: &u64| Value::from(*x)),
         Tensor::C64(a) => nest(&shape, &a.iter().copied().collect::<Vec<_>>(), &|x: &num_complex::Complex32| {
             Value::Array(vec![float(x.re as f64, x.re.to_string()), float(x.im as f64, x.im.to_string())])

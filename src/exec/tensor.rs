@@ -4,7 +4,7 @@
 //! cheap and writing to a shared array copies it first, so a value fed to
 //! many devices or read from a variable is never copied until it changes.
 //! Supported dtypes: f32, f64, bf16, f16 (the `half` crate), i8, u8, i32,
-//! i64, bool, string, complex64 and complex128 (`num_complex`), resource
+//! i64, u32, u64, bool, string, complex64 and complex128 (`num_complex`), resource
 //! handles (variables) and variant scalars (TensorLists and Optionals, see
 //! [`super::variant`]). A complex literal or content holds interleaved
 //! (real, imaginary) pairs, as TensorFlow's `scomplex_val`/`dcomplex_val`.
@@ -62,6 +62,8 @@ pub enum Tensor {
     I8(ArcArray<i8, IxDyn>),
     /// 8-bit unsigned integers.
     U8(ArcArray<u8, IxDyn>),
+    /// 32-bit unsigned integers (XLA's random bits and packed quantized bytes).
+    U32(ArcArray<u32, IxDyn>),
     /// 64-bit unsigned integers (the keys and counters of the stateless random ops).
     U64(ArcArray<u64, IxDyn>),
     /// Complex numbers of two 32-bit floats (TensorFlow's `complex64`).
@@ -113,6 +115,7 @@ element!(half::bf16, BF16, DType::BF16);
 element!(half::f16, F16, DType::F16);
 element!(i8, I8, DType::I8);
 element!(u8, U8, DType::U8);
+element!(u32, U32, DType::U32);
 element!(u64, U64, DType::U64);
 element!(num_complex::Complex32, C64, DType::C64);
 element!(num_complex::Complex64, C128, DType::C128);
@@ -131,6 +134,7 @@ macro_rules! with_array {
             Tensor::F16($a) => $body,
             Tensor::I8($a) => $body,
             Tensor::U8($a) => $body,
+            Tensor::U32($a) => $body,
             Tensor::U64($a) => $body,
             Tensor::C64($a) => $body,
             Tensor::C128($a) => $body,
@@ -179,6 +183,10 @@ macro_rules! with_element_type {
             }
             Tensor::U8(_) => {
                 type $T = u8;
+                $body
+            }
+            Tensor::U32(_) => {
+                type $T = u32;
                 $body
             }
             Tensor::U64(_) => {
@@ -240,6 +248,7 @@ impl Tensor {
             Tensor::F16(_) => DType::F16,
             Tensor::I8(_) => DType::I8,
             Tensor::U8(_) => DType::U8,
+            Tensor::U32(_) => DType::U32,
             Tensor::U64(_) => DType::U64,
             Tensor::C64(_) => DType::C64,
             Tensor::C128(_) => DType::C128,
@@ -403,6 +412,7 @@ impl Tensor {
             (TensorData::Bool(_), _) => Err(bad("bool_val")),
             (TensorData::Str(_), _) => Err(bad("string_val")),
             (TensorData::Half(_), _) => Err(bad("half_val")),
+            (TensorData::Uint32(v), DType::U32) => Tensor::from_vec(&shape, fill(v.clone(), n, 0)),
             (TensorData::Uint32(_), _) => Err(bad("uint32_val")),
             (TensorData::Uint64(_), _) => Err(bad("uint64_val")),
         }
@@ -451,6 +461,7 @@ fn decode_content(op: &str, dtype: DType, shape: &[usize], bytes: &[u8]) -> Resu
         }
         DType::I8 => Tensor::from_vec(shape, bytes.iter().map(|&b| b as i8).collect()),
         DType::U8 => Tensor::from_vec(shape, bytes.to_vec()),
+        DType::U32 => le!(u32, 4),
         DType::U64 => le!(u64, 8),
         DType::C64 => {
             let parts = le_vec!(f32, 4);
@@ -483,6 +494,7 @@ impl Tensor {
             DType::I64 => TensorData::Int64(self.to_vec::<i64>()?),
             DType::I8 => TensorData::Int(self.to_vec::<i8>()?.into_iter().map(i32::from).collect()),
             DType::U8 => TensorData::Int(self.to_vec::<u8>()?.into_iter().map(i32::from).collect()),
+            DType::U32 => TensorData::Uint32(self.to_vec::<u32>()?),
             DType::U64 => TensorData::Uint64(self.to_vec::<u64>()?),
             DType::Bool => TensorData::Bool(self.to_vec::<bool>()?),
             DType::C64 => TensorData::Float(

@@ -384,6 +384,7 @@ pub(crate) fn host_bytes(tensor: &Tensor, what: &str) -> Result<(i32, Vec<u8>), 
         Tensor::F16(a) => (ffi::buffer_type::F16, a.iter().flat_map(|v| v.to_bits().to_le_bytes()).collect()),
         Tensor::I8(a) => (ffi::buffer_type::S8, a.iter().flat_map(|v| v.to_le_bytes()).collect()),
         Tensor::U8(a) => (ffi::buffer_type::U8, a.iter().copied().collect()),
+        Tensor::U32(a) => (ffi::buffer_type::U32, raw(a.iter().copied().collect(), |v: u32| v.to_le_bytes().to_vec())),
         Tensor::U64(a) => (ffi::buffer_type::U64, raw(a.iter().copied().collect(), |v: u64| v.to_le_bytes().to_vec())),
         Tensor::C64(a) => {
             (ffi::buffer_type::C64, a.iter().flat_map(|v| [v.re, v.im]).flat_map(f32::to_le_bytes).collect())
@@ -407,6 +408,7 @@ pub fn dtype_of(kind: i32) -> Option<DType> {
         ffi::buffer_type::F16 => Some(DType::F16),
         ffi::buffer_type::S8 => Some(DType::I8),
         ffi::buffer_type::U8 => Some(DType::U8),
+        ffi::buffer_type::U32 => Some(DType::U32),
         ffi::buffer_type::U64 => Some(DType::U64),
         ffi::buffer_type::C64 => Some(DType::C64),
         ffi::buffer_type::C128 => Some(DType::C128),
@@ -629,6 +631,10 @@ impl DeviceBuffer {
             ),
             DType::I8 => Tensor::from_vec(&shape, data.iter().map(|&b| b as i8).collect()),
             DType::U8 => Tensor::from_vec(&shape, data.clone()),
+            DType::U32 => Tensor::from_vec(
+                &shape,
+                chunks(4).map(|c| u32::from_le_bytes(c.try_into().unwrap_or_default())).collect(),
+            ),
             DType::U64 => Tensor::from_vec(
                 &shape,
                 chunks(8).map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default())).collect(),

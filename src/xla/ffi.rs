@@ -374,6 +374,8 @@ pub mod buffer_type {
     pub const S64: i32 = 5;
     /// `U8`: 8-bit unsigned integers.
     pub const U8: i32 = 6;
+    /// `U32`: 32-bit unsigned integers.
+    pub const U32: i32 = 8;
     /// `U64`: 64-bit unsigned integers.
     pub const U64: i32 = 9;
     /// `F16`: 16-bit IEEE floats.

@@ -257,6 +257,7 @@ impl<'a> Host<'a> {
             DType::F16 => Tensor::from_vec(&shape, vec![half::f16::ONE; count]),
             DType::I8 => Tensor::from_vec(&shape, vec![1i8; count]),
             DType::U8 => Tensor::from_vec(&shape, vec![1u8; count]),
+            DType::U32 => Tensor::from_vec(&shape, vec![1u32; count]),
             DType::U64 => Tensor::from_vec(&shape, vec![1u64; count]),
             other => {
                 return Err(fail(&format!("an unfed placeholder of dtype {other} has no stand-in value: feed it")))

@@ -103,6 +103,20 @@ fn lists() {
     check_family("lists");
 }
 
+/// StochasticCastToInt (TensorFlow's CPU Philox stream on the simulator, the XLA bridge's on PJRT)
+/// and XlaDequantize (`tests/tf/ops_prand.py`).
+#[test]
+fn prand() {
+    check_family("prand");
+}
+
+/// StochasticCastToInt of f16 inputs, which the StableHLO lowering refuses: the simulator against
+/// TensorFlow's CPU kernel (`tests/tf/ops_prand.py`).
+#[test]
+fn prand_cpu() {
+    crate::support::op_cases::check_family_on_simulator("prand_cpu");
+}
+
 /// Quantization-aware training: FakeQuant* and QuantizeAndDequantizeV2/V3/V4.
 #[test]
 fn quant() {

@@ -148,7 +148,8 @@ def flatten(result):
 
 def op_function(op):
     """The raw-op function of `op`: from `tf.raw_ops`, or for the ops TensorFlow runs only under
-    XLA (`XlaDot`, `XlaPad`, ...) from tf2xla's generated wrappers; a function is its own."""
+    XLA (`XlaDot`, `XlaPad`, ...) from tf2xla's generated wrappers, or else from the op's
+    registered definition; a function is its own."""
     if callable(op):
         return op
     fn = getattr(tf.raw_ops, op, None)
@@ -158,9 +159,19 @@ def op_function(op):
 
     snake = "".join("_" + c.lower() if c.isupper() else c for c in op).lstrip("_")
     fn = getattr(gen_xla_ops, snake, None)
-    if fn is None:
+    if fn is not None:
+        return fn
+    from tensorflow.python.framework import op_def_library, op_def_registry
+
+    if op_def_registry.get(op) is None:
         raise ValueError(f"TensorFlow has no op {op!r}")
-    return fn
+
+    def registered(name=None, **kwargs):
+        """An op with no Python wrapper (`StochasticCastToInt`), made from its registered definition."""
+        _, _, made, outputs = op_def_library._apply_op_helper(op, name=name, **kwargs)
+        return outputs if outputs else made
+
+    return registered
 
 
 def set_node_attrs(case, result):

@@ -46,7 +46,7 @@ macro_rules! int {
         }
     )*};
 }
-int!(i8, u8, i32, i64, u64);
+int!(i8, u8, i32, i64, u32, u64);
 
 /// Runs `$body` with `$a` the array of an integer tensor `$x` and `$T` its element type.
 macro_rules! with_int {
@@ -66,6 +66,10 @@ macro_rules! with_int {
             }
             Tensor::I64($a) => {
                 type $T = i64;
+                $body
+            }
+            Tensor::U32($a) => {
+                type $T = u32;
                 $body
             }
             Tensor::U64($a) => {
@@ -146,6 +150,7 @@ fn bytes_of(op: &str, t: &Tensor) -> Result<Vec<u8>, KernelError> {
         Tensor::I64(a) => flat!(a),
         Tensor::I8(a) => flat!(a),
         Tensor::U8(a) => flat!(a),
+        Tensor::U32(a) => flat!(a),
         Tensor::U64(a) => flat!(a),
         Tensor::BF16(a) => flat!(a),
         Tensor::F16(a) => flat!(a),
@@ -170,6 +175,7 @@ fn from_bytes(op: &str, dtype: DType, shape: &[usize], bytes: &[u8]) -> Result<T
         DType::I64 => build!(i64, 8),
         DType::I8 => build!(i8, 1),
         DType::U8 => build!(u8, 1),
+        DType::U32 => build!(u32, 4),
         DType::U64 => build!(u64, 8),
         DType::BF16 => build!(half::bf16, 2),
         DType::F16 => build!(half::f16, 2),

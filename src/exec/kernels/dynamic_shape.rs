@@ -83,6 +83,7 @@ fn keys(op: &str, t: &Tensor) -> Result<Vec<Option<u64>>, KernelError> {
         Tensor::I64(a) => a.iter().map(|&v| Some(v as u64)).collect(),
         Tensor::I8(a) => a.iter().map(|&v| Some(v as u64)).collect(),
         Tensor::U8(a) => a.iter().map(|&v| Some(u64::from(v))).collect(),
+        Tensor::U32(a) => a.iter().map(|&v| Some(u64::from(v))).collect(),
         Tensor::U64(a) => a.iter().map(|&v| Some(v)).collect(),
         Tensor::Bool(a) => a.iter().map(|&v| Some(u64::from(v))).collect(),
         other => return Err(KernelError::dtype(op, other.dtype(), "the values must be numbers or booleans")),

@@ -50,6 +50,7 @@ mod nn;
 mod norm;
 mod num;
 pub(crate) mod optimizers;
+mod prand;
 mod quant;
 pub mod random;
 pub(crate) mod random_state;
@@ -470,6 +471,7 @@ pub const PURE_OPS: &[&str] = &[
     "StatelessRandomUniformV2",
     "StatelessTruncatedNormal",
     "StatelessTruncatedNormalV2",
+    "StochasticCastToInt",
     "StopGradient",
     "StridedSlice",
     "StridedSliceGrad",
@@ -523,6 +525,7 @@ pub const PURE_OPS: &[&str] = &[
     "XlaConvV2",
     "XlaCustomCall",
     "XlaCustomCallV2",
+    "XlaDequantize",
     "XlaDot",
     "XlaDotV2",
     "XlaDynamicSlice",
@@ -652,6 +655,7 @@ fn holds(d: DType) -> bool {
             | DType::F16
             | DType::I8
             | DType::U8
+            | DType::U32
             | DType::U64
             | DType::I32
             | DType::I64
@@ -666,7 +670,7 @@ fn holds(d: DType) -> bool {
 
 /// Every node of `module` that cannot run, in graph and text order: op
 /// types without a kernel, and dtype attributes (`T`, `dtype`, `DstT`, ...)
-/// naming a dtype the executor cannot hold (16- and 32-bit unsigned,
+/// naming a dtype the executor cannot hold (16-bit unsigned,
 /// i16, variant) or an integer where the kernel computes in
 /// floating point; string tensors in a TPU device program (`role =
 /// "replica"`). A node cloned into several programs (one per replica)
@@ -786,8 +790,13 @@ pub fn run_kernel(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Te
                 .unwrap_or_else(|| Err(KernelError::NeedsDevice { op: op.to_string() }));
         }
         // The complex ops and FFTs take f32/f64 parts only: no widening of 16-bit floats; the
-        // quantized-integer ops read their 8-bit values' own dtype.
-        if complex::OPS.contains(&op) || fft::OPS.contains(&op) || uniform_quant::OPS.contains(&op) {
+        // quantized-integer ops read their 8-bit values' own dtype; a stochastic cast draws as its
+        // input's dtype does.
+        if complex::OPS.contains(&op)
+            || fft::OPS.contains(&op)
+            || uniform_quant::OPS.contains(&op)
+            || prand::OPS.contains(&op)
+        {
             return dispatch(op, attrs, inputs);
         }
         match dtypes::widen(op, inputs)? {
@@ -949,6 +958,7 @@ fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Tensor>,
             .or_else(|| linalg_factor::dispatch(op, attrs, inputs))
             .or_else(|| linalg_solve::dispatch(op, attrs, inputs))
             .or_else(|| random::dispatch(op, attrs, inputs))
+            .or_else(|| prand::dispatch(op, attrs, inputs))
             .or_else(|| quant::dispatch(op, attrs, inputs))
             .or_else(|| uniform_quant::dispatch(op, attrs, inputs))
             .or_else(|| data_ops::dispatch(op, attrs, inputs))

@@ -122,13 +122,23 @@ impl Words {
 }
 
 /// A float in `[0, 1)` from the low 23 bits of a word.
-fn unit_f32(x: u32) -> f32 {
+pub(super) fn unit_f32(x: u32) -> f32 {
     f32::from_bits((x & 0x7F_FFFF) | 0x3F80_0000) - 1.0
 }
 
 /// A double in `[0, 1)` from 52 bits: the low 20 of `hi` above all of `lo`.
-fn unit_f64(hi: u32, lo: u32) -> f64 {
+pub(super) fn unit_f64(hi: u32, lo: u32) -> f64 {
     f64::from_bits(u64::from(hi & 0xF_FFFF) << 32 | u64::from(lo) | 0x3FF0_0000_0000_0000) - 1.0
+}
+
+/// A half in `[0, 1)` from the low 10 bits of a word.
+pub(super) fn unit_f16(x: u32) -> half::f16 {
+    half::f16::from_bits((x & 0x3FF) as u16 | 15 << 10) - half::f16::ONE
+}
+
+/// A bfloat16 in `[0, 1)` from the low 7 bits of a word.
+pub(super) fn unit_bf16(x: u32) -> half::bf16 {
+    half::bf16::from_bits((x & 0x7F) as u16 | 127 << 7) - half::bf16::ONE
 }
 
 /// Two normals from two words (sine first), in f32 as TensorFlow computes them.
@@ -200,9 +210,7 @@ fn float_tensor(op: &str, gen: Philox, dist: Dist, dtype: DType, shape: &[usize]
         }
         DType::F16 => {
             let values = match dist {
-                Dist::Uniform => fill(gen, n, 4, |b| {
-                    b.iter().map(|&x| half::f16::from_bits((x & 0x3FF) as u16 | 15 << 10) - half::f16::ONE).collect()
-                }),
+                Dist::Uniform => fill(gen, n, 4, |b| b.iter().map(|&x| unit_f16(x)).collect()),
                 Dist::Normal => f32s(dist).into_iter().map(half::f16::from_f32).collect(),
                 Dist::Truncated => f32s(dist).into_iter().map(half::f16::from_f32).collect(),
             };
@@ -210,9 +218,7 @@ fn float_tensor(op: &str, gen: Philox, dist: Dist, dtype: DType, shape: &[usize]
         }
         DType::BF16 => {
             let values = match dist {
-                Dist::Uniform => fill(gen, n, 4, |b| {
-                    b.iter().map(|&x| half::bf16::from_bits((x & 0x7F) as u16 | 127 << 7) - half::bf16::ONE).collect()
-                }),
+                Dist::Uniform => fill(gen, n, 4, |b| b.iter().map(|&x| unit_bf16(x)).collect()),
                 Dist::Normal => f32s(dist).into_iter().map(half::bf16::from_f32).collect(),
                 Dist::Truncated => f32s(dist).into_iter().map(half::bf16::from_f32).collect(),
             };
@@ -268,7 +274,11 @@ fn int_tensor(
     let n: usize = shape.iter().product();
     if let Some((lo, hi)) = range {
         // Unsigned bounds are compared as the unsigned numbers their bits stand for.
-        let empty = if dtype == DType::U64 { lo as u64 >= hi as u64 } else { lo >= hi };
+        let empty = match dtype {
+            DType::U64 => lo as u64 >= hi as u64,
+            DType::U32 => lo as u32 >= hi as u32,
+            _ => lo >= hi,
+        };
         if empty {
             return Err(KernelError::invalid(op, format!("need minval < maxval, got {lo} >= {hi}")));
         }
@@ -303,6 +313,18 @@ fn int_tensor(
             });
             Tensor::from_vec(shape, values)
         }
+        DType::U32 => {
+            // TensorFlow: every word, or lo + (word mod (hi - lo)).
+            let values = fill(gen, n, 4, |b| {
+                b.iter()
+                    .map(|&x| match range {
+                        Some((lo, hi)) => (lo as u32).wrapping_add(x % (hi as u32).wrapping_sub(lo as u32)),
+                        None => x,
+                    })
+                    .collect()
+            });
+            Tensor::from_vec(shape, values)
+        }
         DType::U64 => {
             let values = fill(gen, n, 2, |b| {
                 [u64::from(b[0]) | u64::from(b[1]) << 32, u64::from(b[2]) | u64::from(b[3]) << 32]
@@ -315,7 +337,7 @@ fn int_tensor(
             });
             Tensor::from_vec(shape, values)
         }
-        other => Err(KernelError::dtype(op, other, "random integers are i32, i64 or u64")),
+        other => Err(KernelError::dtype(op, other, "random integers are i32, i64, u32 or u64")),
     }
 }
 
@@ -467,6 +489,7 @@ pub(crate) fn stateful_draw(op: &str, attrs: &AttrMap, gen: Philox, rest: &[Tens
         // The bound's bits (an unsigned bound is read back as unsigned by `int_tensor`).
         let bits = match t {
             Tensor::U64(a) => a.iter().map(|&v| v as i64).collect(),
+            Tensor::U32(a) => a.iter().map(|&v| i64::from(v)).collect(),
             _ => t.to_i64_vec(op, what)?,
         };
         match bits.as_slice() {

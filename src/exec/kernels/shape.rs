@@ -24,6 +24,7 @@ macro_rules! any_array {
             Tensor::F16($a) => Tensor::F16($body),
             Tensor::I8($a) => Tensor::I8($body),
             Tensor::U8($a) => Tensor::U8($body),
+            Tensor::U32($a) => Tensor::U32($body),
             Tensor::U64($a) => Tensor::U64($body),
             Tensor::C64($a) => Tensor::C64($body),
             Tensor::C128($a) => Tensor::C128($body),

@@ -247,6 +247,7 @@ fn to_bool(t: &Tensor) -> bool {
         Tensor::Bool(a) => a.iter().any(|&v| v),
         Tensor::U8(a) => a.iter().any(|&v| v != 0),
         Tensor::I8(a) => a.iter().any(|&v| v != 0),
+        Tensor::U32(a) => a.iter().any(|&v| v != 0),
         Tensor::U64(a) => a.iter().any(|&v| v != 0),
         Tensor::C64(a) => a.iter().any(|v| v.re != 0.0 || v.im != 0.0),
         Tensor::C128(a) => a.iter().any(|v| v.re != 0.0 || v.im != 0.0),

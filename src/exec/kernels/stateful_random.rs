@@ -125,8 +125,8 @@ fn xla_bits(op: &str, algorithm: i64, state: &[u64], n: usize, bits: u32) -> Res
 }
 
 /// `XlaRngBitGenerator(algorithm, initial_state, shape)`: `(new state, bits)` as XLA's
-/// `RngBitGenerator` makes them ([`xla_bits`]); `dtype` is u64 (default) or u8 (the low byte of
-/// each 32-bit word). TensorFlow allows u32 as well, which the simulator's tensors cannot hold.
+/// `RngBitGenerator` makes them ([`xla_bits`]); `dtype` is u64 (default), u32 (32-bit words) or
+/// u8 (the low byte of each 32-bit word).
 pub(crate) fn rng_bit_generator(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Tensor>, KernelError> {
     let x = |i: usize| super::arg(op, inputs, i);
     let algorithm = match x(0)?.to_i64_vec(op, "algorithm")?.as_slice() {
@@ -144,14 +144,9 @@ pub(crate) fn rng_bit_generator(op: &str, attrs: &AttrMap, inputs: &[Tensor]) ->
     let n: usize = shape.iter().product();
     let bits = match dtype {
         DType::U64 => 64,
+        DType::U32 => 32,
         DType::U8 => 8,
-        other => {
-            return Err(KernelError::dtype(
-                op,
-                other,
-                "the simulator makes u64 and u8 bits (u32 has no tensor type here)",
-            ))
-        }
+        other => return Err(KernelError::dtype(op, other, "bits are u64, u32 or u8")),
     };
     if algorithm == 2 && bits < 64 && shape.len() > 1 {
         return Err(KernelError::invalid(
@@ -163,10 +158,10 @@ pub(crate) fn rng_bit_generator(op: &str, attrs: &AttrMap, inputs: &[Tensor]) ->
         ));
     }
     let (next, values) = xla_bits(op, algorithm, &words, n, bits)?;
-    let out = if bits == 64 {
-        Tensor::from_vec(&shape, values)?
-    } else {
-        Tensor::from_vec(&shape, values.into_iter().map(|v| v as u8).collect())?
+    let out = match bits {
+        64 => Tensor::from_vec(&shape, values)?,
+        32 => Tensor::from_vec(&shape, values.into_iter().map(|v| v as u32).collect())?,
+        _ => Tensor::from_vec(&shape, values.into_iter().map(|v| v as u8).collect())?,
     };
     Ok(vec![Tensor::from_vec(state.shape(), next)?, out])
 }

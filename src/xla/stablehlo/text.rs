@@ -141,6 +141,7 @@ pub fn device_dtype(dtype: DType) -> bool {
             | DType::F16
             | DType::I8
             | DType::U8
+            | DType::U32
             | DType::U64
             | DType::C64
             | DType::C128
@@ -437,6 +438,7 @@ impl Ctx {
             Tensor::F16(a) => a.iter().for_each(|v| push(&v.to_bits().to_le_bytes())),
             Tensor::I8(a) => a.iter().for_each(|v| push(&v.to_le_bytes())),
             Tensor::U8(a) => a.iter().for_each(|v| push(&v.to_le_bytes())),
+            Tensor::U32(a) => a.iter().for_each(|v| push(&v.to_le_bytes())),
             Tensor::U64(a) => a.iter().for_each(|v| push(&v.to_le_bytes())),
             Tensor::C64(a) => a.iter().for_each(|v| {
                 push(&v.re.to_le_bytes());

@@ -68,6 +68,7 @@ pub fn tensor_of(v: &Value) -> Tensor {
         "int64" => Tensor::from_vec(&shape, ints().collect()),
         "int8" => Tensor::from_vec(&shape, ints().map(|x| x as i8).collect()),
         "uint8" => Tensor::from_vec(&shape, ints().map(|x| x as u8).collect()),
+        "uint32" => Tensor::from_vec(&shape, ints().map(|x| x as u32).collect()),
         "uint64" => Tensor::from_vec(&shape, values.iter().map(|x| x.as_u64().expect("an unsigned integer")).collect()),
         "bool" => Tensor::from_vec(&shape, values.iter().map(|x| x.as_bool().expect("a bool")).collect()),
         // Interleaved (real, imaginary) pairs.

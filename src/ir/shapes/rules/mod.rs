@@ -31,6 +31,7 @@ mod index;
 pub mod linalg;
 mod linalg_solve;
 mod nn;
+mod prand;
 mod quant;
 mod random;
 mod random_state;
@@ -475,6 +476,7 @@ const TABLE: &[(&str, Rule)] = &[
     ("StatelessRandomUniformV2", random::float_draw),
     ("StatelessTruncatedNormal", random::float_draw),
     ("StatelessTruncatedNormalV2", random::float_draw),
+    ("StochasticCastToInt", prand::stochastic_cast),
     ("StopGradient", ew::same),
     ("StridedSlice", index::strided_slice),
     ("StridedSliceGrad", index::strided_slice_grad),
@@ -523,6 +525,7 @@ const TABLE: &[(&str, Rule)] = &[
     ("XlaConvV2", xla_ops::conv),
     ("XlaCustomCall", xla_ext::custom_call),
     ("XlaCustomCallV2", xla_ext::custom_call_v2),
+    ("XlaDequantize", prand::dequantize),
     ("XlaDot", xla_ops::dot),
     ("XlaDotV2", xla_ops::dot),
     ("XlaDynamicSlice", xla_ops::dynamic_slice),

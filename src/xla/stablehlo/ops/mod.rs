@@ -50,6 +50,7 @@ mod linalg_solve_eig;
 mod list;
 mod nchw;
 mod nn;
+mod prand;
 mod quant;
 pub mod random;
 mod random_state;
@@ -451,6 +452,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("StatelessRandomUniformV2", |c, n| random::float_draw(c, n, random::Dist::Uniform, true)),
     ("StatelessTruncatedNormal", |c, n| random::float_draw(c, n, random::Dist::Truncated, false)),
     ("StatelessTruncatedNormalV2", |c, n| random::float_draw(c, n, random::Dist::Truncated, true)),
+    ("StochasticCastToInt", prand::stochastic_cast),
     ("StopGradient", identity),
     ("StridedSlice", shape::strided_slice),
     ("StridedSliceGrad", shape::strided_slice_grad),
@@ -520,6 +522,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("XlaConvV2", xla_ops::conv),
     ("XlaCustomCall", xla_ext::custom_call),
     ("XlaCustomCallV2", xla_ext::custom_call),
+    ("XlaDequantize", prand::dequantize),
     ("XlaDot", xla_ops::dot),
     ("XlaDotV2", xla_ops::dot),
     ("XlaDynamicSlice", xla_ops::dynamic_slice),

@@ -50,6 +50,7 @@ pub const DRAWS: &[&str] = &[
     "StatelessRandomUniformV2",
     "StatelessTruncatedNormal",
     "StatelessTruncatedNormalV2",
+    "StochasticCastToInt",
     "TruncatedNormal",
 ];
 
@@ -129,7 +130,7 @@ impl Gen {
 }
 
 /// The Philox state `[key, counter_lo, counter_hi]` of a V2 op's operands 1 and 2.
-fn state_of_operands(c: &mut Ctx, n: &Call) -> Result<Val, String> {
+pub(super) fn state_of_operands(c: &mut Ctx, n: &Call) -> Result<Val, String> {
     if let Some(Some(alg)) = n.consts.get(3) {
         let alg = alg.to_i64_vec(n.op, "alg").map_err(|e| e.to_string())?;
         if !matches!(alg.as_slice(), [1] | [3]) {
@@ -388,7 +389,7 @@ pub(super) fn int_draw(c: &mut Ctx, n: &Call, v2: bool, bounds: Option<usize>) -
 /// Integers of type `out` drawn from `g`: every bit pattern, or `lo + bits mod (hi - lo)`.
 pub(super) fn int_values(c: &mut Ctx, g: &mut Gen, out: &Ty, bounds: Option<(Val, Val)>) -> Result<Val, String> {
     let unsigned = match out.dtype {
-        DType::I32 => DType::U32,
+        DType::I32 | DType::U32 => DType::U32,
         DType::I64 | DType::U64 => DType::U64,
         other => return Err(format!("random integers of {other} are not lowered")),
     };

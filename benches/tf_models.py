@@ -22,7 +22,8 @@ Paths, each on the same global batch (2 replicas x the per-replica batch):
            (each replica does all the per-weight work: reading the filters, their gradients, the
            update).
 For TF, "first" is the first call of the step (tracing, compiling, running once) and "step" the
-median of N timed calls after two warm-up calls. For ours, "first" is the whole `run --steps 1`
+median of N timed calls after two warm-up calls; "trace" is the tracing alone and "compile" the
+first call after it less one step (with jit_compile: XLA's compile). For ours, "first" is the whole `run --steps 1`
 command (load, lower, compile, initialisers, one step). The simulator's "step" is
 (wall(run --steps 1+N) - wall(run --steps 1)) / N; PJRT's is the same difference of the two runs'
 `execute` totals (`run --time-passes`), with the compile time, and the second run's first step

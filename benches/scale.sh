@@ -17,6 +17,7 @@
 #   TF_TRANSFORMER=f   the TF-made transformer .pb (default:
 #                      ~/.cache/tpu-rewrite/bench-models/tf_transformer.pb,
 #                      made by benches/tf_transformer.py when missing)
+#   CARGO_TARGET_DIR   where the release build goes (default: target/)
 #   KEEP=dir           generate inputs into dir and keep them (default: a
 #                      temporary directory, removed at exit; 1M inputs take
 #                      80-130 MB each)
@@ -26,7 +27,7 @@ quick=no
 [ "${1:-}" = "--quick" ] && quick=yes
 runs=${RUNS:-3}
 cargo build --release --quiet
-bin=$PWD/target/release/tpu-rewrite
+bin=${CARGO_TARGET_DIR:-$PWD/target}/release/tpu-rewrite
 if [ -n "${KEEP:-}" ]; then
   work=$KEEP
   mkdir -p "$work"

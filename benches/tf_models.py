@@ -22,7 +22,8 @@ Paths, each on the same global batch (2 replicas x the per-replica batch):
            (each replica does all the per-weight work: reading the filters, their gradients, the
            update).
 For TF, "first" is the first call of the step (tracing, compiling, running once) and "step" the
-median of N timed calls after two warm-up calls. For ours, "first" is the whole `run --steps 1`
+median of N timed calls after two warm-up calls; "trace" is the tracing alone and "compile" the
+first call after it less one step (with jit_compile: XLA's compile). For ours, "first" is the whole `run --steps 1`
 command (load, lower, compile, initialisers, one step). The simulator's "step" is
 (wall(run --steps 1+N) - wall(run --steps 1)) / N; PJRT's is the same difference of the two runs'
 `execute` totals (`run --time-passes`), with the compile time, and the second run's first step
@@ -139,9 +140,13 @@ def child_tf(name, jit, steps, replicas=REPLICAS):
         opt.apply_gradients(zip(grads, model.trainable_variables))
         return loss
 
-    start = time.perf_counter()
+    # Tracing first, then the first call: with jit_compile it is XLA's compile and one step.
+    start, cpu = time.perf_counter(), time.process_time()
+    step.get_concrete_function(x, y)
+    trace, trace_cpu = time.perf_counter() - start, time.process_time() - cpu
+    start, cpu = time.perf_counter(), time.process_time()
     step(x, y).numpy()
-    first = time.perf_counter() - start
+    call, call_cpu = time.perf_counter() - start, time.process_time() - cpu
     for _ in range(2):
         step(x, y).numpy()
     times, cpus = [], []
@@ -150,7 +155,9 @@ def child_tf(name, jit, steps, replicas=REPLICAS):
         step(x, y).numpy()
         times.append(time.perf_counter() - start)
         cpus.append(time.process_time() - cpu)
-    print(json.dumps({"first_s": first, "step_s": float(np.median(times)), "step_cpu_s": float(np.median(cpus))}))
+    step_s, step_cpu = float(np.median(times)), float(np.median(cpus))
+    print(json.dumps({"first_s": trace + call, "step_s": step_s, "step_cpu_s": step_cpu, "trace_s": trace,
+                      "compile_s": max(call - step_s, 0.0), "compile_cpu_s": max(call_cpu - step_cpu, 0.0)}))
 
 
 def atomic_write(path, data):
@@ -243,6 +250,7 @@ def ours(binary, pb, feeds, backend, steps, extra=()):
         "step_s": step_ms / 1e3,
         "step_cpu_s": step_cpu_ms / 1e3,
         "compile_s": p1["xla compile"][0] / 1e3,
+        "compile_cpu_s": (p1["xla compile"][1] or 0.0) / 1e3,
         "emit_s": p1["stablehlo emit"][0] / 1e3,
         "cached_first_s": more - steps * step_ms / 1e3,
         "peak_mb": max(peak1, peak),
@@ -317,9 +325,11 @@ def main():
             first = f"{r['first_s']:.2f} s" if "first_s" in r else "-"
             cpu = f"{r['step_cpu_s'] * 1e3:9.1f} ms" if "step_cpu_s" in r else "-"
             more = ""
-            if "compile_s" in r:
-                more = (f"  (compile {r['compile_s']:.2f} s,"
+            if "emit_s" in r:
+                more = (f"  (compile {r['compile_s']:.2f} s / {r['compile_cpu_s']:.2f} s cpu,"
                         f" emit {r['emit_s']:.2f} s, cached first {r['cached_first_s']:.2f} s)")
+            elif "trace_s" in r:
+                more = f"  (trace {r['trace_s']:.2f} s, compile {r['compile_s']:.2f} s / {r['compile_cpu_s']:.2f} s cpu)"
             # A difference of two runs at or below zero is the load's noise, not a step time.
             step = f"{r['step_s'] * 1e3:9.1f} ms" if r["step_s"] > 0 else "below noise"
             print(f"{name:13} {path:7} step {step:>12}  cpu {cpu:>12}  first {first:>9}  peak {r['peak_mb']:7.0f} MB{more}",

@@ -103,6 +103,9 @@ pub struct Timings {
     pub emit: Duration,
     /// Compiling them.
     pub compile: Duration,
+    /// The process CPU time (all threads) while compiling them: XLA's
+    /// compile runs LLVM on several threads.
+    pub compile_cpu: Duration,
     /// Moving arguments to the devices and results back.
     pub transfer: Duration,
     /// Every `execute` call, summed.
@@ -130,9 +133,10 @@ impl Timings {
             format!("{:<24} {:>12.3} ms wall", "pjrt client", ms(self.client)),
             format!("{:<24} {:>12.3} ms wall", "stablehlo emit", ms(self.emit)),
             format!(
-                "{:<24} {:>12.3} ms wall ({} program(s), {} compiled by XLA)",
+                "{:<24} {:>12.3} ms wall {:>10.3} ms cpu ({} program(s), {} compiled by XLA)",
                 "xla compile",
                 ms(self.compile),
+                ms(self.compile_cpu),
                 self.cache.len().max(usize::from(self.compiles > 0)),
                 self.compiles
             ),
@@ -292,7 +296,7 @@ pub fn run(graph: &Graph, assignment: &DeviceAssignment, config: &RunConfig) -> 
             } else {
                 format!("cluster `{}`", cluster.name)
             };
-            let t = Instant::now();
+            let (t, cpu) = (Instant::now(), process_cpu_time());
             let (exe, used) = client.compile_cached(
                 &program,
                 &emitted.module,
@@ -301,6 +305,7 @@ pub fn run(graph: &Graph, assignment: &DeviceAssignment, config: &RunConfig) -> 
                 config.compile_cache,
             )?;
             timings.compile += t.elapsed();
+            timings.compile_cpu += process_cpu_time().saturating_sub(cpu);
             within_budget(&exe)?;
             if !matches!(used, CacheUse::Hit { .. }) {
                 timings.compiles += 1;

@@ -197,6 +197,14 @@ fn cross_replica_sums_match() {
     differential("tests/strategy/crs4.opg", "1x4", 1, 1);
 }
 
+/// Sums over groups of one replica, over pairs and over all four, each
+/// grouping's sums fused into one `AllReduce` by the graph pass: every
+/// fused all-reduce keeps its grouping on XLA.
+#[test]
+fn cross_replica_sums_over_groups_match() {
+    differential("tests/strategy/crs_groups.opg", "1x4", 1, 1);
+}
+
 #[test]
 fn replica_id_matches() {
     differential("tests/strategy/replica_id.opg", "1x2", 1, 1);

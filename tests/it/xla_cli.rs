@@ -494,8 +494,9 @@ fn time_passes_splits_a_pjrt_run_into_its_phases() {
     for phase in ["load", "rewrite", "lower", "pjrt plugin load", "pjrt client", "stablehlo emit", "transfers"] {
         phase_line(&err, phase);
     }
-    let (compile, compile_ms, _) = phase_line(&err, "xla compile");
+    let (compile, compile_ms, compile_cpu) = phase_line(&err, "xla compile");
     assert!(compile.ends_with("(1 program(s), 1 compiled by XLA)") && compile_ms > 0.0, "{compile}");
+    assert!(compile_cpu.is_some_and(|c| c > 0.0), "XLA's compile takes CPU time: {compile}");
     // Three steps are three `execute` calls of the one compiled program.
     let (_, total_ms, total_cpu) = phase_line(&err, "execute");
     let per_call = err.lines().find(|l| l.starts_with("execute per call")).unwrap_or_else(|| panic!("{err}"));

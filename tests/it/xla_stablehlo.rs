@@ -44,6 +44,43 @@ fn mlp_train_has_replicas_aliased_variables_and_grouped_all_reduces() {
     assert_eq!(unpacked.matches("\"stablehlo.all_reduce\"").count(), 3, "{unpacked}");
 }
 
+/// A sum over groups of one replica each is its operand: no all-reduce.
+/// The pairs' sums keep their grouping, fused into one all-reduce or one
+/// each with `--all-reduce-fusion off`, and so does the sum over all four.
+#[test]
+fn sums_keep_their_groups_and_groups_of_one_emit_no_all_reduce() {
+    for (extra, count) in [(&[][..], 2), (&["--all-reduce-fusion", "off"][..], 3)] {
+        let args = [&["--topology", "1x4", "tests/strategy/crs_groups.opg"][..], extra].concat();
+        let (ok, text, err) = lower(&args);
+        assert!(ok, "{err}");
+        assert_eq!(text.matches("\"stablehlo.all_reduce\"").count(), count, "{extra:?}: {text}");
+        let pairs = "replica_groups = dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>";
+        assert_eq!(text.matches(pairs).count(), count - 1, "{extra:?}: {text}");
+        assert_eq!(text.matches("replica_groups = dense<[[0, 1, 2, 3]]> : tensor<1x4xi64>").count(), 1, "{text}");
+        assert!(!text.contains("tensor<4x1xi64>"), "{extra:?}: {text}");
+    }
+}
+
+/// A Keras step's two filter gradients are summed as `[in, kh, kw, out]`,
+/// the layout XLA:CPU's convolution writes them in, and turned back to
+/// HWIO after the one packed all-reduce (the step's numbers against
+/// TensorFlow's: `keras_corpus::conv_batchnorm`).
+#[test]
+fn filter_gradients_are_summed_in_the_convolutions_layout() {
+    let (ok, text, err) = lower(&["--topology", "1x2", "tests/tf/corpus/keras/conv_batchnorm.pbtxt"]);
+    assert!(ok, "{err}");
+    let filters = std::fs::read_to_string("tests/tf/corpus/keras/conv_batchnorm.pbtxt")
+        .unwrap()
+        .matches("op: \"Conv2DBackpropFilter\"")
+        .count();
+    assert_eq!(filters, 2);
+    assert_eq!(text.matches("\"stablehlo.all_reduce\"").count(), 1, "{text}");
+    let at = text.find("\"stablehlo.all_reduce\"").unwrap();
+    let (before, after) = text.split_at(at);
+    assert_eq!(before.matches("permutation = array<i64: 2, 0, 1, 3>").count(), filters, "{text}");
+    assert_eq!(after.matches("permutation = array<i64: 1, 2, 0, 3>").count(), filters, "{text}");
+}
+
 #[test]
 fn steps_per_run_becomes_a_device_loop_carrying_the_variables() {
     let (ok, text, err) = lower(&["--steps-per-run", "5", "examples/mlp_train.opg"]);

@@ -639,7 +639,14 @@ impl Ctx {
     }
 
     /// The variadic `stablehlo.all_reduce` (sum) of `values` over `groups`.
+    /// Groups of one replica each (a program replicated once) sum nothing:
+    /// each value is its own sum, and no op is emitted. XLA:CPU keeps such
+    /// an all-reduce, which copies its operands and makes each filter
+    /// gradient a transposed copy in the layout the all-reduce asks for.
     fn all_reduce_sums(&mut self, values: &[&Val], groups: &[Vec<i64>]) -> Vec<Val> {
+        if !groups.is_empty() && groups.iter().all(|g| g.len() <= 1) {
+            return values.iter().map(|v| (*v).clone()).collect();
+        }
         let Some(first) = values.first() else { return Vec::new() };
         let region = self.reducer_region(first.ty.dtype, Reducer::Add);
         let width = groups.first().map_or(0, Vec::len);

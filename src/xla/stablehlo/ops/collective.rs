@@ -17,7 +17,8 @@
 use std::collections::BTreeSet;
 
 use super::Call;
-use crate::ir::DType;
+use crate::ir::{AttrValue, DType};
+use crate::lower::spmd::groups_of;
 use crate::xla::stablehlo::text::{Cmp, Ctx, Ty, Val};
 
 /// The replica groups of a `CrossReplicaSum`'s constant operand, else all replicas.
@@ -64,11 +65,16 @@ fn sum_or_mean(c: &mut Ctx, n: &Call, groups: &[Vec<i64>]) -> Vec<Val> {
     out.into_iter().flatten().collect()
 }
 
-/// `AllReduce(x...)`: each operand summed over all replicas, divided by
-/// the replica count for MEAN.
+/// `AllReduce(x...) {group_assignment}`: each operand summed over its
+/// replica group (all replicas without a `group_assignment`: the fused
+/// sums of `fuse_all_reduce` carry their operands' grouping as this
+/// attribute), divided by the group size for MEAN.
 pub(super) fn all_reduce(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
-    let all = vec![all(n)];
-    Ok(sum_or_mean(c, n, &all))
+    let groups = match n.attrs.get("group_assignment").and_then(AttrValue::as_tensor) {
+        Some(t) => groups_of(t).ok_or("`group_assignment` must be a [groups, size] integer tensor")?,
+        None => vec![all(n)],
+    };
+    Ok(sum_or_mean(c, n, &groups))
 }
 
 /// `CollectiveAllReduce(x) {reduce_op, group_assignment}`.

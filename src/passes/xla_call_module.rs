@@ -510,3 +510,176 @@ impl<'c, 'a> Fb<'c, 'a> {
         Ok(self.g)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::parse_module;
+    use crate::syntax::mlir::{Attribute, DenseValues, NamedAttribute, Value, Visibility};
+
+    fn f32s(dims: &[i64]) -> Type {
+        let dims = Some(dims.iter().map(|&d| Dim::Static(d)).collect());
+        Type::Tensor(TensorType { dims, element: ElementType::F32, bounds: Vec::new() })
+    }
+
+    fn op(name: &str, operands: &[u32], result: Option<(u32, Type)>, regions: Vec<Region>) -> Operation {
+        Operation {
+            name: name.into(),
+            operands: operands.iter().map(|&v| ValueId(v)).collect(),
+            results: result.into_iter().map(|(id, ty)| Value { id: ValueId(id), ty }).collect(),
+            attributes: Vec::new(),
+            regions,
+        }
+    }
+
+    fn block(args: &[(u32, Type)], operations: Vec<Operation>) -> Block {
+        Block { arguments: args.iter().map(|(id, ty)| Value { id: ValueId(*id), ty: ty.clone() }).collect(), operations }
+    }
+
+    /// `main(%0: x) -> body's result`, with `ops` between.
+    fn module(arg: Type, result: Type, ops: Vec<Operation>) -> mlir::Module {
+        let main = mlir::Function {
+            name: "main".into(),
+            visibility: Visibility::Public,
+            inputs: vec![arg.clone()],
+            results: vec![result],
+            arg_attributes: Vec::new(),
+            result_attributes: Vec::new(),
+            body: Region { blocks: vec![block(&[(0, arg)], ops)] },
+        };
+        mlir::Module { functions: vec![main], attributes: Vec::new() }
+    }
+
+    /// `tanh(x) * x` on f32[3].
+    fn tanh_times_x() -> mlir::Module {
+        module(
+            f32s(&[3]),
+            f32s(&[3]),
+            vec![
+                op("stablehlo.tanh", &[0], Some((1, f32s(&[3]))), Vec::new()),
+                op("stablehlo.multiply", &[1, 0], Some((2, f32s(&[3]))), Vec::new()),
+                op("func.return", &[2], None, Vec::new()),
+            ],
+        )
+    }
+
+    const G: &str = r#"
+graph @main {
+  %x = Placeholder() {dtype = f32, shape = shape[3]}
+  %m = XlaCallModule(%x) {Tin = [f32], Tout = [f32], Sout = [shape[3]], version = 10, module = "m", platforms = ["CPU"], has_token_input_output = false}
+}
+"#;
+
+    fn raise(text: &str, tree: &mlir::Module) -> (Module, Vec<(String, PassError)>) {
+        let (mut m, errors) = parse_module(text.as_bytes()).expect("parses");
+        assert!(errors.is_empty(), "{errors:?}");
+        let found = raise_xla_call_modules(&mut m, &|_| Ok(tree.clone()));
+        (m, found)
+    }
+
+    fn code(e: &PassError) -> String {
+        miette::Diagnostic::code(e).map(|c| c.to_string()).unwrap_or_default()
+    }
+
+    #[test]
+    fn a_module_becomes_a_function_the_node_names() {
+        let (m, found) = raise(G, &tanh_times_x());
+        assert!(found.is_empty(), "{found:?}");
+        let g = &m.graphs[0];
+        let node = g.node(g.find("m").expect("the node"));
+        // The node keeps its op and attributes and names the function made.
+        assert_eq!(&*node.op, "XlaCallModule");
+        assert_eq!(node.attrs.get_str("module"), Some("m"));
+        let Some(AttrValue::Func(f)) = node.attrs.get(XLA_CALL_MODULE_ATTR) else { panic!("no function named") };
+        let f = m.graph(&f.name).expect("the function");
+        let ops: Vec<&str> = f.node_ids().map(|id| &*f.node(id).op).collect();
+        for want in ["_Arg", "Tanh", "Mul", "_Retval"] {
+            assert!(ops.contains(&want), "{want} missing from {ops:?}");
+        }
+        let mut errors = Vec::new();
+        crate::ir::functions::check_calls(&m, &mut errors);
+        assert!(errors.is_empty(), "{errors:?}");
+    }
+
+    #[test]
+    fn platforms_without_cpu_or_tpu_are_refused() {
+        let (_, found) = raise(&G.replace("[\"CPU\"]", "[\"CUDA\", \"ROCM\"]"), &tanh_times_x());
+        assert_eq!(found.len(), 1);
+        assert_eq!(code(&found[0].1), "tpu_rewrite::passes::xla_call_module::platform");
+        assert!(found[0].1.to_string().contains("CUDA, ROCM"), "{}", found[0].1);
+    }
+
+    #[test]
+    fn tokens_and_dynamic_shapes_are_refused() {
+        let (_, found) = raise(&G.replace("has_token_input_output = false", "has_token_input_output = true"), &tanh_times_x());
+        assert_eq!(code(&found[0].1), "tpu_rewrite::passes::xla_call_module::token");
+        let (_, found) = raise(&G.replace("version = 10", "version = 10, dim_args_spec = [\"0.0\"]"), &tanh_times_x());
+        assert_eq!(code(&found[0].1), "tpu_rewrite::passes::xla_call_module::dynamic_shape");
+        let dynamic = Type::Tensor(TensorType { dims: Some(vec![Dim::Dynamic]), element: ElementType::F32, bounds: Vec::new() });
+        let tree = module(dynamic.clone(), dynamic, vec![op("func.return", &[0], None, Vec::new())]);
+        let (_, found) = raise(G, &tree);
+        assert_eq!(code(&found[0].1), "tpu_rewrite::passes::xla_call_module::dynamic_shape");
+    }
+
+    #[test]
+    fn an_unknown_op_is_named() {
+        let mut tree = tanh_times_x();
+        tree.functions[0].body.blocks[0].operations[0].name = "stablehlo.rng".into();
+        let (m, found) = raise(G, &tree);
+        assert_eq!(found.len(), 1);
+        assert_eq!(code(&found[0].1), "tpu_rewrite::passes::xla_call_module::unsupported_op");
+        assert!(found[0].1.to_string().contains("`stablehlo.rng`"), "{}", found[0].1);
+        // The node stays unraised and no function is added.
+        assert_eq!(m.graphs.len(), 1);
+        assert!(is_unraised_module(m.graphs[0].node(m.graphs[0].find("m").expect("node"))));
+    }
+
+    #[test]
+    fn a_signature_that_disagrees_with_the_node_is_refused() {
+        let (_, found) = raise(&G.replace("Sout = [shape[3]]", "Sout = [shape[4]]"), &tanh_times_x());
+        assert_eq!(code(&found[0].1), "tpu_rewrite::passes::xla_call_module::invalid");
+        let (_, found) = raise(&G.replace("Tout = [f32]", "Tout = [f64]"), &tanh_times_x());
+        assert_eq!(code(&found[0].1), "tpu_rewrite::passes::xla_call_module::invalid");
+    }
+
+    #[test]
+    fn a_while_passes_its_captured_values_through() {
+        // while (v < 5) { v = v + c } with `c` (a constant of main) used inside the body.
+        let scalar = || f32s(&[]);
+        let pred = Type::Tensor(TensorType { dims: Some(Vec::new()), element: ElementType::I1, bounds: Vec::new() });
+        let mut five = op("stablehlo.constant", &[], Some((1, scalar())), Vec::new());
+        let lit = TensorType { dims: Some(Vec::new()), element: ElementType::F32, bounds: Vec::new() };
+        five.attributes.push(NamedAttribute {
+            name: "value".into(),
+            value: Attribute::DenseElements { ty: lit, values: DenseValues::Float(vec![5.0]), splat: true },
+        });
+        let mut less = op("stablehlo.compare", &[10, 1], Some((11, pred)), Vec::new());
+        less.attributes.push(NamedAttribute {
+            name: "comparison_direction".into(),
+            value: Attribute::Enum { kind: "comparison_direction".into(), value: "LT".into() },
+        });
+        let cond = block(&[(10, scalar())], vec![less, op("stablehlo.return", &[11], None, Vec::new())]);
+        let body = block(
+            &[(20, scalar())],
+            vec![
+                op("stablehlo.add", &[20, 1], Some((21, scalar())), Vec::new()),
+                op("stablehlo.return", &[21], None, Vec::new()),
+            ],
+        );
+        let regions = vec![Region { blocks: vec![cond] }, Region { blocks: vec![body] }];
+        let tree = module(
+            scalar(),
+            scalar(),
+            vec![five, op("stablehlo.while", &[0], Some((2, scalar())), regions), op("func.return", &[2], None, Vec::new())],
+        );
+        let (m, found) = raise(&G.replace("shape[3]", "shape[]"), &tree);
+        assert!(found.is_empty(), "{found:?}");
+        let main = m.graphs.iter().find(|g| g.name.ends_with("__main")).expect("main");
+        let w = main.node_ids().find(|&id| &*main.node(id).op == "StatelessWhile").expect("a While");
+        // The loop value and the captured constant.
+        assert_eq!(main.data_inputs(w).len(), 2);
+        let mut errors = Vec::new();
+        crate::ir::functions::check_calls(&m, &mut errors);
+        assert!(errors.is_empty(), "{errors:?}");
+    }
+}

@@ -24,6 +24,7 @@ mod keras_corpus;
 mod keras_more;
 mod lower;
 mod math_ops;
+mod mlir_bytecode;
 mod mlp_equivalence;
 mod op_cases;
 mod ops_coverage;

@@ -21,6 +21,26 @@
 
 use std::fmt;
 
+mod bytecode;
+mod error;
+mod legalize;
+mod print;
+mod vhlo;
+mod vhlo_ops;
+
+pub use error::MlirError;
+
+/// Decodes a StableHLO portable artifact (MLIR bytecode of the VHLO
+/// dialect, as jax.export writes it) into a [`Module`] with StableHLO
+/// names. Never panics: malformed, truncated or unsupported input is an
+/// [`MlirError`] at the byte offset concerned.
+pub fn read_portable_artifact(bytes: &[u8]) -> Result<Module, MlirError> {
+    let container = bytecode::Container::parse(bytes)?;
+    let top = bytecode::read_ir(&container)?;
+    let mut decoder = vhlo::Decoder::new(&container);
+    legalize::module(&mut decoder, top)
+}
+
 /// A decoded module: its functions in file order and the module's own
 /// attributes (for example `mhlo.num_replicas`).
 #[derive(Clone, Debug, PartialEq)]

@@ -51,9 +51,13 @@ pub type Decoder<'a> = &'a dyn Fn(&[u8]) -> Result<mlir::Module, String>;
 
 pub use super::xla_call_module_ops::supported_ops;
 
-/// Decodes a `module` attribute's bytes: a StableHLO portable artifact.
-pub fn read_module(_bytes: &[u8]) -> Result<mlir::Module, String> {
-    Err("this build has no StableHLO bytecode reader yet".into())
+/// Decodes a `module` attribute's bytes: a StableHLO portable artifact
+/// ([`mlir::read_portable_artifact`]).
+pub fn read_module(bytes: &[u8]) -> Result<mlir::Module, String> {
+    mlir::read_portable_artifact(bytes).map_err(|e| {
+        let help = miette::Diagnostic::help(&e).map(|h| format!(" ({h})")).unwrap_or_default();
+        format!("{e}{help}")
+    })
 }
 
 /// Raises the module of every `XlaCallModule` of `module` that names no
@@ -407,6 +411,9 @@ pub(super) struct Fb<'c, 'a> {
     /// The module function being converted (for messages).
     pub(super) function: String,
     vals: HashMap<ValueId, ((NodeId, u32), DType, Vec<i64>)>,
+    /// The `stablehlo.constant`s converted so far, by result: a scalar
+    /// computation that uses one gets its own copy.
+    pub(super) consts: HashMap<ValueId, Operation>,
     /// Nodes made so far: numbers their names.
     count: usize,
 }
@@ -415,7 +422,7 @@ impl<'c, 'a> Fb<'c, 'a> {
     fn new(cx: &'c mut Cx<'a>, name: &str, function: &str) -> Fb<'c, 'a> {
         let mut g = Graph::new(name);
         g.attrs.insert(ROLE_ATTR, AttrValue::str(FUNCTION_ROLE));
-        Fb { cx, g, function: function.to_string(), vals: HashMap::new(), count: 0 }
+        Fb { cx, g, function: function.to_string(), vals: HashMap::new(), consts: HashMap::new(), count: 0 }
     }
 
     /// Records what value `id` is.
@@ -485,6 +492,11 @@ impl<'c, 'a> Fb<'c, 'a> {
             ("func.func".to_string(), function.clone(), Refusal::Other("an empty block".into()))
         })?;
         for op in ops {
+            if op.name == "stablehlo.constant" {
+                if let Some(r) = op.results.first() {
+                    self.consts.insert(r.id, op.clone());
+                }
+            }
             let outs = convert(&mut self, op).map_err(|r| fail(op, r))?;
             if outs.len() != op.results.len() {
                 let m = format!("made {} value(s) for {} result(s)", outs.len(), op.results.len());

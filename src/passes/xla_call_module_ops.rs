@@ -652,15 +652,20 @@ fn index_const(b: &mut Fb<'_, '_>, values: &[i64], dtype: DType) -> Result<V, Re
 }
 
 /// The function of a scalar computation (`reduce`'s body, a comparator):
-/// it may capture nothing, as XLA's computations.
+/// as XLA's computations, it takes only its scalars, so the constants it
+/// uses from outside are copied into it; any other outside value is refused.
 fn computation(b: &mut Fb<'_, '_>, op: &Operation, k: usize, what: &str) -> Result<String, Refusal> {
     let region = op.regions.get(k).ok_or_else(|| format!("it has no region {k}"))?;
-    if !captures(region).is_empty() {
-        return Err(Refusal::Other(format!("its {what} uses values from outside its region")));
+    let mut block = entry_block(region)?.clone();
+    let mut copied = Vec::new();
+    for v in captures(region) {
+        let c = b.consts.get(&v).ok_or_else(|| format!("its {what} uses {v}, a value from outside its region"))?;
+        copied.push(c.clone());
     }
-    let block = entry_block(region)?;
+    copied.append(&mut block.operations);
+    block.operations = copied;
     let function = b.function.clone();
-    b.cx.region(what, &function, block, &[])
+    b.cx.region(what, &function, &block, &[])
 }
 
 fn reduce(b: &mut Fb<'_, '_>, op: &Operation) -> Result<Vec<V>, Refusal> {

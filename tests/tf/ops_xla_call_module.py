@@ -5,8 +5,9 @@ in graph mode and under `jit_compile` alike). TensorFlow registers no gradient f
 
 The modules are small programs of the kinds a JAX model carries: an MLP forward with a log-softmax,
 a convolution + relu + max and average pooling, a `lax.while_loop` and a `fori_loop`, a `lax.cond`
-and a three-way `lax.switch`, reductions with an arg-max, integer and bool math, gathers with a
-dynamic slice and a scatter-add, and a sort.
+and a three-way `lax.switch`, reductions with an arg-max, integer and bool math, gathers (rows, columns) with
+a dynamic slice and a scatter-add, and a sort. (`jnp.take_along_axis` gathers with batching dimensions,
+which the raise refuses.)
 
 Run after setup.sh:  tests/tf/.venv/bin/python tests/tf/ops_xla_call_module.py
 """
@@ -96,7 +97,7 @@ def int_bool(a, b, m):
 
 def gather(x, idx, start, upd):
     rows = x[idx]
-    taken = jnp.take_along_axis(x[:3], (jnp.abs(idx[:, None]) + 1) % x.shape[1], axis=1)
+    taken = jnp.take(x, (jnp.abs(idx) + 1) % x.shape[1], axis=1)
     window = lax.dynamic_slice(x, (start[0], start[1]), (2, 3))
     scattered = x.at[idx].add(upd)
     return rows, taken, window, scattered

@@ -95,7 +95,11 @@ pub fn raise_xla_call_modules(module: &mut Module, decode: Decoder<'_>) -> Vec<(
 }
 
 /// Raises one node's module: the name of its entry function and every function made.
-fn raise_node(node: &Node, decode: Decoder<'_>, taken: &mut HashSet<String>) -> Result<(String, Vec<Graph>), PassError> {
+fn raise_node(
+    node: &Node,
+    decode: Decoder<'_>,
+    taken: &mut HashSet<String>,
+) -> Result<(String, Vec<Graph>), PassError> {
     let name = node.name.to_string();
     let span = node.span;
     let invalid = |problem: String| PassError::XlaCallModuleInvalid { node: name.clone(), problem, span };
@@ -117,9 +121,7 @@ fn raise_node(node: &Node, decode: Decoder<'_>, taken: &mut HashSet<String>) -> 
         let at = |p: &str| platforms.iter().position(|q| q.eq_ignore_ascii_case(p));
         match at("CPU").or_else(|| at("TPU")) {
             Some(k) => Some(k),
-            None => {
-                return Err(PassError::XlaCallModulePlatform { node: name, platforms: platforms.join(", "), span })
-            }
+            None => return Err(PassError::XlaCallModulePlatform { node: name, platforms: platforms.join(", "), span }),
         }
     };
     let dynamic = |what: String| PassError::XlaCallModuleDynamic { node: name.clone(), what, span };
@@ -131,7 +133,9 @@ fn raise_node(node: &Node, decode: Decoder<'_>, taken: &mut HashSet<String>) -> 
         return Err(PassError::XlaCallModuleToken { node: name, what, span });
     }
     if !strings("function_list").is_empty() {
-        return Err(invalid("`function_list` names TensorFlow functions the module calls back; host callbacks are not supported".into()));
+        return Err(invalid(
+            "`function_list` names TensorFlow functions the module calls back; host callbacks are not supported".into(),
+        ));
     }
     let bytes: &[u8] = match attrs.get("module") {
         Some(AttrValue::Str(s)) => s.as_bytes(),
@@ -171,9 +175,11 @@ fn raise_node(node: &Node, decode: Decoder<'_>, taken: &mut HashSet<String>) -> 
     let check = |what: &str, i: usize, ty: &Type, dtype: Option<DType>, shape: Option<&Option<Vec<i64>>>| {
         let (got, dims) = tensor_type(ty).map_err(|e| match e {
             Refusal::Dynamic(w) => dynamic(format!("{what} {i} of `main` is {w}")),
-            Refusal::Token => {
-                PassError::XlaCallModuleToken { node: name.clone(), what: format!("{what} {i} of `main` is a token"), span }
-            }
+            Refusal::Token => PassError::XlaCallModuleToken {
+                node: name.clone(),
+                what: format!("{what} {i} of `main` is a token"),
+                span,
+            },
             Refusal::Other(m) => invalid(format!("{what} {i} of `main`: {m}")),
         })?;
         if dtype.is_some_and(|d| d != got) {
@@ -201,9 +207,11 @@ fn raise_node(node: &Node, decode: Decoder<'_>, taken: &mut HashSet<String>) -> 
     let leading_value = platform_index.filter(|_| leading == 1).map(|k| k as i64);
     cx.function(&entry, main, leading_value).map_err(|(op, function, reason)| match reason {
         Refusal::Dynamic(what) => dynamic(format!("`{op}` in `@{function}` has {what}")),
-        Refusal::Token => {
-            PassError::XlaCallModuleToken { node: name.clone(), what: format!("`{op}` in `@{function}` uses a token"), span }
-        }
+        Refusal::Token => PassError::XlaCallModuleToken {
+            node: name.clone(),
+            what: format!("`{op}` in `@{function}` uses a token"),
+            span,
+        },
         Refusal::Other(reason) => PassError::XlaCallModuleOp { node: name.clone(), op, function, reason, span },
     })?;
     Ok((entry, cx.made))
@@ -463,13 +471,21 @@ impl<'c, 'a> Fb<'c, 'a> {
     /// A `Const` of `lit`.
     pub(super) fn constant(&mut self, lit: TensorLit) -> (NodeId, u32) {
         let dtype = lit.dtype;
-        let id = self.node("Const", &[], vec![("dtype", AttrValue::Type(dtype)), ("value", AttrValue::Tensor(Arc::new(lit)))]);
+        let id = self.node(
+            "Const",
+            &[],
+            vec![("dtype", AttrValue::Type(dtype)), ("value", AttrValue::Tensor(Arc::new(lit)))],
+        );
         (id, 0)
     }
 
     /// An i64 vector `Const`.
     pub(super) fn ints(&mut self, values: &[i64]) -> (NodeId, u32) {
-        self.constant(TensorLit { dtype: DType::I64, shape: vec![values.len() as i64], data: TensorData::Int64(values.to_vec()) })
+        self.constant(TensorLit {
+            dtype: DType::I64,
+            shape: vec![values.len() as i64],
+            data: TensorData::Int64(values.to_vec()),
+        })
     }
 
     /// An i64 `Const` of shape `shape`.
@@ -488,9 +504,10 @@ impl<'c, 'a> Fb<'c, 'a> {
     fn body(mut self, block: &Block) -> Result<Graph, Failure> {
         let function = self.function.clone();
         let fail = |op: &Operation, r: Refusal| (op.name.clone(), function.clone(), r);
-        let (last, ops) = block.operations.split_last().ok_or_else(|| {
-            ("func.func".to_string(), function.clone(), Refusal::Other("an empty block".into()))
-        })?;
+        let (last, ops) = block
+            .operations
+            .split_last()
+            .ok_or_else(|| ("func.func".to_string(), function.clone(), Refusal::Other("an empty block".into())))?;
         for op in ops {
             if op.name == "stablehlo.constant" {
                 if let Some(r) = op.results.first() {
@@ -545,7 +562,10 @@ mod tests {
     }
 
     fn block(args: &[(u32, Type)], operations: Vec<Operation>) -> Block {
-        Block { arguments: args.iter().map(|(id, ty)| Value { id: ValueId(*id), ty: ty.clone() }).collect(), operations }
+        Block {
+            arguments: args.iter().map(|(id, ty)| Value { id: ValueId(*id), ty: ty.clone() }).collect(),
+            operations,
+        }
     }
 
     /// `main(%0: x) -> body's result`, with `ops` between.
@@ -623,11 +643,13 @@ graph @main {
 
     #[test]
     fn tokens_and_dynamic_shapes_are_refused() {
-        let (_, found) = raise(&G.replace("has_token_input_output = false", "has_token_input_output = true"), &tanh_times_x());
+        let (_, found) =
+            raise(&G.replace("has_token_input_output = false", "has_token_input_output = true"), &tanh_times_x());
         assert_eq!(code(&found[0].1), "tpu_rewrite::passes::xla_call_module::token");
         let (_, found) = raise(&G.replace("version = 10", "version = 10, dim_args_spec = [\"0.0\"]"), &tanh_times_x());
         assert_eq!(code(&found[0].1), "tpu_rewrite::passes::xla_call_module::dynamic_shape");
-        let dynamic = Type::Tensor(TensorType { dims: Some(vec![Dim::Dynamic]), element: ElementType::F32, bounds: Vec::new() });
+        let dynamic =
+            Type::Tensor(TensorType { dims: Some(vec![Dim::Dynamic]), element: ElementType::F32, bounds: Vec::new() });
         let tree = module(dynamic.clone(), dynamic, vec![op("func.return", &[0], None, Vec::new())]);
         let (_, found) = raise(G, &tree);
         assert_eq!(code(&found[0].1), "tpu_rewrite::passes::xla_call_module::dynamic_shape");
@@ -682,7 +704,11 @@ graph @main {
         let tree = module(
             scalar(),
             scalar(),
-            vec![five, op("stablehlo.while", &[0], Some((2, scalar())), regions), op("func.return", &[2], None, Vec::new())],
+            vec![
+                five,
+                op("stablehlo.while", &[0], Some((2, scalar())), regions),
+                op("func.return", &[2], None, Vec::new()),
+            ],
         );
         let (m, found) = raise(&G.replace("shape[3]", "shape[]"), &tree);
         assert!(found.is_empty(), "{found:?}");

@@ -301,7 +301,11 @@ fn divide(b: &mut Fb<'_, '_>, op: &Operation) -> Result<Vec<V>, Refusal> {
 fn not(b: &mut Fb<'_, '_>, op: &Operation) -> Result<Vec<V>, Refusal> {
     let (dtype, _) = in_ty(b, op, 0)?;
     let x = input(b, op, 0)?;
-    Ok(vec![if dtype == DType::Bool { (b.node("LogicalNot", &[x], Vec::new()), 0) } else { (b.node("Invert", &[x], vec![t(dtype)]), 0) }])
+    Ok(vec![if dtype == DType::Bool {
+        (b.node("LogicalNot", &[x], Vec::new()), 0)
+    } else {
+        (b.node("Invert", &[x], vec![t(dtype)]), 0)
+    }])
 }
 
 fn shift_right_arithmetic(b: &mut Fb<'_, '_>, op: &Operation) -> Result<Vec<V>, Refusal> {
@@ -358,7 +362,8 @@ fn clamp(b: &mut Fb<'_, '_>, op: &Operation) -> Result<Vec<V>, Refusal> {
 
 /// A `Cast` of `x` from `from` to `to`.
 fn cast(b: &mut Fb<'_, '_>, x: V, from: DType, to: DType) -> V {
-    let attrs = vec![("SrcT", AttrValue::Type(from)), ("DstT", AttrValue::Type(to)), ("Truncate", AttrValue::Bool(false))];
+    let attrs =
+        vec![("SrcT", AttrValue::Type(from)), ("DstT", AttrValue::Type(to)), ("Truncate", AttrValue::Bool(false))];
     (b.node("Cast", &[x], attrs), 0)
 }
 
@@ -755,8 +760,11 @@ fn sort(b: &mut Fb<'_, '_>, op: &Operation) -> Result<Vec<V>, Refusal> {
     let mut ins = inputs(b, op)?;
     let dtypes = (0..ins.len()).map(|i| in_ty(b, op, i).map(|t| t.0)).collect::<Result<Vec<_>, _>>()?;
     ins.push(b.scalar(DType::I32, dimension as f64));
-    let attrs =
-        vec![("T", types(&dtypes)), ("comparator", func(comparator)), ("is_stable", AttrValue::Bool(flag(op, "is_stable")))];
+    let attrs = vec![
+        ("T", types(&dtypes)),
+        ("comparator", func(comparator)),
+        ("is_stable", AttrValue::Bool(flag(op, "is_stable"))),
+    ];
     let id = b.node("XlaVariadicSort", &ins, attrs);
     Ok((0..dtypes.len() as u32).map(|k| (id, k)).collect())
 }
@@ -764,7 +772,10 @@ fn sort(b: &mut Fb<'_, '_>, op: &Operation) -> Result<Vec<V>, Refusal> {
 // ---------------------------------------------------------------- control flow
 
 /// The captured values of `regions` (in first-use order, each once), with their types.
-fn captured_of(b: &Fb<'_, '_>, regions: &[crate::syntax::mlir::Region]) -> Result<Vec<(ValueId, DType, Vec<i64>)>, Refusal> {
+fn captured_of(
+    b: &Fb<'_, '_>,
+    regions: &[crate::syntax::mlir::Region],
+) -> Result<Vec<(ValueId, DType, Vec<i64>)>, Refusal> {
     let mut out: Vec<(ValueId, DType, Vec<i64>)> = Vec::new();
     for r in regions {
         for v in captures(r) {

@@ -63,10 +63,7 @@ fn ret(name: &str, operands: &[u32]) -> Operation {
 }
 
 fn block(args: &[(u32, &[i64])], operations: Vec<Operation>) -> Block {
-    Block {
-        arguments: args.iter().map(|&(id, dims)| MValue { id: ValueId(id), ty: f32s(dims) }).collect(),
-        operations,
-    }
+    Block { arguments: args.iter().map(|&(id, dims)| MValue { id: ValueId(id), ty: f32s(dims) }).collect(), operations }
 }
 
 fn function(name: &str, args: &[(u32, &[i64])], results: &[&[i64]], operations: Vec<Operation>) -> Function {
@@ -109,7 +106,8 @@ fn call(callee: &str, x: u32, r: u32, dims: &[i64]) -> Operation {
 /// `stablehlo.reduce` over dimension 1 with a body of one `body` op.
 fn reduce(x: u32, init: u32, r: u32, dims: &[i64], body: &str, (a, b, c): (u32, u32, u32)) -> Operation {
     let mut o = op("stablehlo.reduce", &[x, init], r, dims, vec![named("dimensions", i64s(&[1]))]);
-    let region = block(&[(a, &[]), (b, &[])], vec![op(body, &[a, b], c, &[], Vec::new()), ret("stablehlo.return", &[c])]);
+    let region =
+        block(&[(a, &[]), (b, &[])], vec![op(body, &[a, b], c, &[], Vec::new()), ret("stablehlo.return", &[c])]);
     o.regions.push(Region { blocks: vec![region] });
     o
 }

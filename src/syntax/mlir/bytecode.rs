@@ -164,7 +164,7 @@ impl<'a> Cursor<'a> {
             if !align.is_power_of_two() || align > 1 << 16 {
                 return Err(MlirError::malformed(align_at, format!("section alignment {align} is not a power of two")));
             }
-            while self.offset() % align as usize != 0 {
+            while !self.offset().is_multiple_of(align as usize) {
                 let pad_at = self.offset();
                 if self.byte("section padding")? != 0xcb {
                     return Err(MlirError::malformed(pad_at, "expected the padding byte 0xCB"));
@@ -714,5 +714,55 @@ impl<'a> IrReader<'_, 'a> {
             }
         }
         Ok(RawOp { offset, name, attrs, properties, results, operands, regions })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// MLIR's prefix varint, written independently of the reader: the
+    /// number of extra bytes as trailing zeros of the first byte.
+    fn encode(v: u64) -> Vec<u8> {
+        for extra in 0..8u32 {
+            let bits = 7 * (extra + 1);
+            if bits < 64 && v < 1u64 << bits {
+                let tagged = ((u128::from(v) << 1 | 1) << extra) as u64;
+                return tagged.to_le_bytes()[..=extra as usize].to_vec();
+            }
+        }
+        let mut out = vec![0];
+        out.extend_from_slice(&v.to_le_bytes());
+        out
+    }
+
+    #[test]
+    fn varints_of_every_length_read_back() {
+        for v in [0, 1, 63, 127, 128, 300, 1 << 20, (1 << 49) - 1, 1 << 49, 1 << 56, u64::MAX - 1, u64::MAX] {
+            let bytes = encode(v);
+            let mut r = Cursor::new(&bytes, 0);
+            assert_eq!(r.varint("test").unwrap(), v, "{bytes:?}");
+            assert!(r.is_empty());
+        }
+        let mut r = Cursor::new(&[0x03], 0);
+        assert_eq!(r.svarint("test").unwrap(), -1);
+    }
+
+    #[test]
+    fn a_varint_cut_short_is_truncated_at_its_offset() {
+        let bytes = encode(1 << 30);
+        let mut r = Cursor::new(&bytes[..2], 10);
+        match r.varint("a length") {
+            Err(MlirError::Truncated { span, .. }) => assert_eq!(span.start, 11),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn counts_larger_than_the_bytes_left_are_refused_before_allocating() {
+        let mut bytes = encode(1 << 40);
+        bytes.extend_from_slice(&[1, 1, 1]);
+        let mut r = Cursor::new(&bytes, 0);
+        assert!(matches!(r.count("items"), Err(MlirError::Malformed { .. })));
     }
 }

@@ -771,3 +771,43 @@ pub(super) fn dense_values(ty: &TensorType, blob: &[u8], at: usize) -> Result<(D
     };
     Ok((values, count == 1 && n >= 1))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tensor_of(dims: &[i64], element: ElementType) -> TensorType {
+        TensorType { dims: Some(dims.iter().map(|d| Dim::Static(*d)).collect()), element, bounds: Vec::new() }
+    }
+
+    #[test]
+    fn i1_data_is_unpacked_from_bits_and_splats() {
+        let ty = tensor_of(&[10], ElementType::I1);
+        let (values, splat) = dense_values(&ty, &[0b0000_0101, 0b10], 0).unwrap();
+        let want = [true, false, true, false, false, false, false, false, false, true];
+        assert_eq!(values, DenseValues::Bool(want.to_vec()));
+        assert!(!splat);
+        assert_eq!(dense_values(&ty, &[0xff], 0).unwrap(), (DenseValues::Bool(vec![true]), true));
+        assert!(dense_values(&ty, &[1, 2, 3], 0).is_err());
+    }
+
+    #[test]
+    fn integers_are_extended_by_signedness_and_floats_by_width() {
+        let ty = tensor_of(&[2], ElementType::Signless(8));
+        assert_eq!(dense_values(&ty, &[0xff, 0x7f], 0).unwrap().0, DenseValues::Int(vec![-1, 127]));
+        let ty = tensor_of(&[2], ElementType::Unsigned(8));
+        assert_eq!(dense_values(&ty, &[0xff, 0x7f], 0).unwrap().0, DenseValues::UInt(vec![255, 127]));
+        let ty = tensor_of(&[1], ElementType::BF16);
+        assert_eq!(dense_values(&ty, &0x3fc0u16.to_le_bytes(), 0).unwrap().0, DenseValues::Float(vec![1.5]));
+        let ty = tensor_of(&[3], ElementType::F32);
+        assert!(dense_values(&ty, &[0; 8], 0).is_err(), "8 bytes are neither one f32 nor three");
+    }
+
+    #[test]
+    fn a_huge_splat_costs_one_element() {
+        let ty = tensor_of(&[1 << 20, 1 << 20], ElementType::F32);
+        let (values, splat) = dense_values(&ty, &1.0f32.to_le_bytes(), 0).unwrap();
+        assert!(splat);
+        assert_eq!(values.len(), 1);
+    }
+}

@@ -34,6 +34,7 @@ pub mod single_replica;
 pub mod unsupported_ops;
 pub mod xla_call_module;
 mod xla_call_module_ops;
+mod xla_call_module_regions;
 pub mod xla_ext;
 
 use std::time::{Duration, Instant};

@@ -412,13 +412,16 @@ pub(super) fn captures(region: &Region) -> Vec<ValueId> {
     used.into_iter().filter(|v| !defined.contains(v) && seen.insert(*v)).collect()
 }
 
+/// A value's place, dtype and dimensions.
+type Bound = ((NodeId, u32), DType, Vec<i64>);
+
 /// A function being built from a block of the module.
 pub(super) struct Fb<'c, 'a> {
     pub(super) cx: &'c mut Cx<'a>,
     pub(super) g: Graph,
     /// The module function being converted (for messages).
     pub(super) function: String,
-    vals: HashMap<ValueId, ((NodeId, u32), DType, Vec<i64>)>,
+    vals: HashMap<ValueId, Bound>,
     /// The `stablehlo.constant`s converted so far, by result: a scalar
     /// computation that uses one gets its own copy.
     pub(super) consts: HashMap<ValueId, Operation>,

@@ -15,17 +15,18 @@
 //! conversion does not honour (window reversal, batching dimensions of a
 //! gather, a multi-operand window reduction, ...) is refused, never dropped.
 
-use super::xla_call_module::{captures, entry_block, static_tensor, tensor_type, Fb, Refusal};
-use crate::ir::types::{FuncRef, TensorData, TensorLit};
-use crate::ir::xla_proto::{
-    ConvolutionDimensionNumbers, DotDimensionNumbers, GatherDimensionNumbers, ScatterDimensionNumbers,
+use super::xla_call_module::{static_tensor, tensor_type, Fb, Refusal};
+use super::xla_call_module_regions::{
+    call, case, composite, if_op, reduce, reduce_window, scatter, select_and_scatter, sort, while_op,
 };
+use crate::ir::types::{FuncRef, TensorData, TensorLit};
+use crate::ir::xla_proto::{ConvolutionDimensionNumbers, DotDimensionNumbers, GatherDimensionNumbers};
 use crate::ir::{AttrMap, AttrValue, DType, NodeId};
-use crate::syntax::mlir::{Attribute, DenseValues, Operation, ValueId};
+use crate::syntax::mlir::{Attribute, DenseValues, Operation};
 use prost::Message;
 
 /// One IR value: node and output.
-type V = (NodeId, u32);
+pub(super) type V = (NodeId, u32);
 /// A conversion.
 type Convert = fn(&mut Fb<'_, '_>, &Operation) -> Result<Vec<V>, Refusal>;
 
@@ -114,24 +115,24 @@ pub(super) fn convert(b: &mut Fb<'_, '_>, op: &Operation) -> Result<Vec<V>, Refu
 // ---------------------------------------------------------------- helpers
 
 /// Operand `i`: where it is.
-fn input(b: &Fb<'_, '_>, op: &Operation, i: usize) -> Result<V, Refusal> {
+pub(super) fn input(b: &Fb<'_, '_>, op: &Operation, i: usize) -> Result<V, Refusal> {
     let id = op.operands.get(i).ok_or_else(|| format!("it has no operand {i}"))?;
     b.at(*id)
 }
 
 /// Operand `i`'s dtype and dimensions.
-fn in_ty(b: &Fb<'_, '_>, op: &Operation, i: usize) -> Result<(DType, Vec<i64>), Refusal> {
+pub(super) fn in_ty(b: &Fb<'_, '_>, op: &Operation, i: usize) -> Result<(DType, Vec<i64>), Refusal> {
     let id = op.operands.get(i).ok_or_else(|| format!("it has no operand {i}"))?;
     b.ty(*id)
 }
 
 /// Result `i`'s dtype and dimensions.
-fn out_ty(op: &Operation, i: usize) -> Result<(DType, Vec<i64>), Refusal> {
+pub(super) fn out_ty(op: &Operation, i: usize) -> Result<(DType, Vec<i64>), Refusal> {
     tensor_type(&op.results.get(i).ok_or_else(|| format!("it has no result {i}"))?.ty)
 }
 
 /// Every operand, in order.
-fn inputs(b: &Fb<'_, '_>, op: &Operation) -> Result<Vec<V>, Refusal> {
+pub(super) fn inputs(b: &Fb<'_, '_>, op: &Operation) -> Result<Vec<V>, Refusal> {
     (0..op.operands.len()).map(|i| input(b, op, i)).collect()
 }
 
@@ -144,7 +145,7 @@ fn attr<'o>(op: &'o Operation, within: &str, name: &str) -> Option<&'o Attribute
 }
 
 /// The integers of an array-like attribute.
-fn int_list(a: &Attribute) -> Result<Vec<i64>, Refusal> {
+pub(super) fn int_list(a: &Attribute) -> Result<Vec<i64>, Refusal> {
     let from = |v: &DenseValues| match v {
         DenseValues::Int(v) => Ok(v.clone()),
         DenseValues::UInt(v) => Ok(v.iter().map(|&x| x as i64).collect()),
@@ -169,7 +170,7 @@ fn int_list(a: &Attribute) -> Result<Vec<i64>, Refusal> {
 }
 
 /// An integer attribute's value.
-fn int(a: &Attribute) -> Result<i64, Refusal> {
+pub(super) fn int(a: &Attribute) -> Result<i64, Refusal> {
     match a {
         Attribute::Integer { value, .. } => i64::try_from(*value).map_err(|_| "an integer out of range".into()),
         Attribute::Bool(b) => Ok(i64::from(*b)),
@@ -178,17 +179,17 @@ fn int(a: &Attribute) -> Result<i64, Refusal> {
 }
 
 /// The integers of attribute `name` (within `within`), or `default` when absent.
-fn ints_or(op: &Operation, within: &str, name: &str, default: Vec<i64>) -> Result<Vec<i64>, Refusal> {
+pub(super) fn ints_or(op: &Operation, within: &str, name: &str, default: Vec<i64>) -> Result<Vec<i64>, Refusal> {
     attr(op, within, name).map_or(Ok(default), int_list)
 }
 
 /// An integer attribute (within `within`), or `default` when absent.
-fn int_or(op: &Operation, within: &str, name: &str, default: i64) -> Result<i64, Refusal> {
+pub(super) fn int_or(op: &Operation, within: &str, name: &str, default: i64) -> Result<i64, Refusal> {
     attr(op, within, name).map_or(Ok(default), int)
 }
 
 /// A boolean attribute, or `false` when absent.
-fn flag(op: &Operation, name: &str) -> bool {
+pub(super) fn flag(op: &Operation, name: &str) -> bool {
     matches!(op.attribute(name), Some(Attribute::Bool(true)))
 }
 
@@ -202,17 +203,17 @@ fn enum_value<'o>(op: &'o Operation, name: &str) -> Result<&'o str, Refusal> {
 }
 
 /// A list of dtypes.
-fn types(ts: &[DType]) -> AttrValue {
+pub(super) fn types(ts: &[DType]) -> AttrValue {
     AttrValue::List(ts.iter().map(|&t| AttrValue::Type(t)).collect())
 }
 
 /// A function reference.
-fn func(name: String) -> AttrValue {
+pub(super) fn func(name: String) -> AttrValue {
     AttrValue::Func(Box::new(FuncRef { name, attrs: AttrMap::new() }))
 }
 
 /// The `T` attribute of dtype `t`.
-fn t(dtype: DType) -> (&'static str, AttrValue) {
+pub(super) fn t(dtype: DType) -> (&'static str, AttrValue) {
     ("T", AttrValue::Type(dtype))
 }
 
@@ -556,7 +557,7 @@ fn reduce_precision(b: &mut Fb<'_, '_>, op: &Operation) -> Result<Vec<V>, Refusa
 // ---------------------------------------------------------------- structured
 
 /// A serialized XLA message as a bytes attribute.
-fn proto(m: &impl Message) -> AttrValue {
+pub(super) fn proto(m: &impl Message) -> AttrValue {
     AttrValue::Bytes(m.encode_to_vec())
 }
 
@@ -654,241 +655,4 @@ fn gather(b: &mut Fb<'_, '_>, op: &Operation) -> Result<Vec<V>, Refusal> {
 /// A vector `Const` of index dtype `dtype`.
 fn index_const(b: &mut Fb<'_, '_>, values: &[i64], dtype: DType) -> Result<V, Refusal> {
     Ok(b.constant(literal(dtype, vec![values.len() as i64], &DenseValues::Int(values.to_vec()))?))
-}
-
-/// The function of a scalar computation (`reduce`'s body, a comparator):
-/// as XLA's computations, it takes only its scalars, so the constants it
-/// uses from outside are copied into it; any other outside value is refused.
-fn computation(b: &mut Fb<'_, '_>, op: &Operation, k: usize, what: &str) -> Result<String, Refusal> {
-    let region = op.regions.get(k).ok_or_else(|| format!("it has no region {k}"))?;
-    let mut block = entry_block(region)?.clone();
-    let mut copied = Vec::new();
-    for v in captures(region) {
-        let c = b.consts.get(&v).ok_or_else(|| format!("its {what} uses {v}, a value from outside its region"))?;
-        copied.push(c.clone());
-    }
-    copied.append(&mut block.operations);
-    block.operations = copied;
-    let function = b.function.clone();
-    b.cx.region(what, &function, &block, &[])
-}
-
-fn reduce(b: &mut Fb<'_, '_>, op: &Operation) -> Result<Vec<V>, Refusal> {
-    let n = op.operands.len() / 2;
-    let dims = ints_or(op, "", "dimensions", Vec::new())?;
-    let reducer = computation(b, op, 0, "reducer")?;
-    let ins = inputs(b, op)?;
-    let dtypes = (0..n).map(|i| in_ty(b, op, i).map(|t| t.0)).collect::<Result<Vec<_>, _>>()?;
-    let attrs = vec![
-        ("T", types(&dtypes)),
-        ("dimensions_to_reduce", AttrValue::List(dims.iter().map(|&d| AttrValue::Int(d)).collect())),
-        ("reducer", func(reducer)),
-    ];
-    let id = b.node("XlaVariadicReduceV2", &ins, attrs);
-    Ok((0..n as u32).map(|k| (id, k)).collect())
-}
-
-fn reduce_window(b: &mut Fb<'_, '_>, op: &Operation) -> Result<Vec<V>, Refusal> {
-    if op.operands.len() != 2 {
-        return Err("a window reduction of several operands".into());
-    }
-    let (dtype, dims) = in_ty(b, op, 0)?;
-    let r = dims.len();
-    let window = ints_or(op, "", "window_dimensions", Vec::new())?;
-    let strides = ints_or(op, "", "window_strides", vec![1; r])?;
-    let base = ints_or(op, "", "base_dilations", vec![1; r])?;
-    let dilations = ints_or(op, "", "window_dilations", vec![1; r])?;
-    let padding = ints_or(op, "", "padding", vec![0; 2 * r])?;
-    let computation = computation(b, op, 0, "computation")?;
-    let (x, init) = (input(b, op, 0)?, input(b, op, 1)?);
-    let (w, s, bd, wd) = (b.ints(&window), b.ints(&strides), b.ints(&base), b.ints(&dilations));
-    let p = b.ints_shaped(&padding, vec![r as i64, 2]);
-    let attrs = vec![t(dtype), ("Tindices", AttrValue::Type(DType::I64)), ("computation", func(computation))];
-    Ok(vec![(b.node("XlaReduceWindow", &[x, init, w, s, bd, wd, p], attrs), 0)])
-}
-
-fn select_and_scatter(b: &mut Fb<'_, '_>, op: &Operation) -> Result<Vec<V>, Refusal> {
-    let (dtype, dims) = in_ty(b, op, 0)?;
-    let r = dims.len();
-    let window = ints_or(op, "", "window_dimensions", vec![1; r])?;
-    let strides = ints_or(op, "", "window_strides", vec![1; r])?;
-    let padding = ints_or(op, "", "padding", vec![0; 2 * r])?;
-    let select = computation(b, op, 0, "select")?;
-    let scatter = computation(b, op, 1, "scatter")?;
-    let (x, source, init) = (input(b, op, 0)?, input(b, op, 1)?, input(b, op, 2)?);
-    let (w, s) = (b.ints(&window), b.ints(&strides));
-    let p = b.ints_shaped(&padding, vec![r as i64, 2]);
-    let attrs =
-        vec![t(dtype), ("Tindices", AttrValue::Type(DType::I64)), ("select", func(select)), ("scatter", func(scatter))];
-    Ok(vec![(b.node("XlaSelectAndScatter", &[x, w, s, p, source, init], attrs), 0)])
-}
-
-fn scatter(b: &mut Fb<'_, '_>, op: &Operation) -> Result<Vec<V>, Refusal> {
-    if op.operands.len() != 3 {
-        return Err("a scatter of several operands".into());
-    }
-    let w = "scatter_dimension_numbers";
-    let dims = ScatterDimensionNumbers {
-        update_window_dims: ints_or(op, w, "update_window_dims", Vec::new())?,
-        inserted_window_dims: ints_or(op, w, "inserted_window_dims", Vec::new())?,
-        scatter_dims_to_operand_dims: ints_or(op, w, "scatter_dims_to_operand_dims", Vec::new())?,
-        index_vector_dim: int_or(op, w, "index_vector_dim", 0)?,
-        input_batching_dims: ints_or(op, w, "input_batching_dims", Vec::new())?,
-        scatter_indices_batching_dims: ints_or(op, w, "scatter_indices_batching_dims", Vec::new())?,
-    };
-    if !dims.input_batching_dims.is_empty() || !dims.scatter_indices_batching_dims.is_empty() {
-        return Err("batching dimensions".into());
-    }
-    let update = computation(b, op, 0, "update_computation")?;
-    let ((dtype, _), (it, _)) = (in_ty(b, op, 0)?, in_ty(b, op, 1)?);
-    let ins = inputs(b, op)?;
-    let attrs = vec![
-        t(dtype),
-        ("Tindices", AttrValue::Type(it)),
-        ("update_computation", func(update)),
-        ("dimension_numbers", proto(&dims)),
-        ("indices_are_sorted", AttrValue::Bool(flag(op, "indices_are_sorted"))),
-    ];
-    Ok(vec![(b.node("XlaScatter", &ins, attrs), 0)])
-}
-
-fn sort(b: &mut Fb<'_, '_>, op: &Operation) -> Result<Vec<V>, Refusal> {
-    let dimension = int_or(op, "", "dimension", -1)?;
-    let (_, dims) = in_ty(b, op, 0)?;
-    let dimension = if dimension < 0 { dimension + dims.len() as i64 } else { dimension };
-    let comparator = computation(b, op, 0, "comparator")?;
-    let mut ins = inputs(b, op)?;
-    let dtypes = (0..ins.len()).map(|i| in_ty(b, op, i).map(|t| t.0)).collect::<Result<Vec<_>, _>>()?;
-    ins.push(b.scalar(DType::I32, dimension as f64));
-    let attrs = vec![
-        ("T", types(&dtypes)),
-        ("comparator", func(comparator)),
-        ("is_stable", AttrValue::Bool(flag(op, "is_stable"))),
-    ];
-    let id = b.node("XlaVariadicSort", &ins, attrs);
-    Ok((0..dtypes.len() as u32).map(|k| (id, k)).collect())
-}
-
-// ---------------------------------------------------------------- control flow
-
-/// The captured values of `regions` (in first-use order, each once), with their types.
-fn captured_of(
-    b: &Fb<'_, '_>,
-    regions: &[crate::syntax::mlir::Region],
-) -> Result<Vec<(ValueId, DType, Vec<i64>)>, Refusal> {
-    let mut out: Vec<(ValueId, DType, Vec<i64>)> = Vec::new();
-    for r in regions {
-        for v in captures(r) {
-            if !out.iter().any(|(w, _, _)| *w == v) {
-                let (dtype, dims) = b.ty(v)?;
-                out.push((v, dtype, dims));
-            }
-        }
-    }
-    Ok(out)
-}
-
-fn while_op(b: &mut Fb<'_, '_>, op: &Operation) -> Result<Vec<V>, Refusal> {
-    let [cond, body] = op.regions.as_slice() else { return Err("a `while` needs two regions".into()) };
-    let captured = captured_of(b, &op.regions)?;
-    let function = b.function.clone();
-    let cond_name = b.cx.region("cond", &function, entry_block(cond)?, &captured)?;
-    // The body returns the loop values; the captured ones pass through unchanged.
-    let body_block = entry_block(body)?;
-    let mut passing = body_block.clone();
-    if let Some(last) = passing.operations.last_mut() {
-        last.operands.extend(captured.iter().map(|(v, _, _)| *v));
-    }
-    let body_name = b.cx.region("body", &function, &passing, &captured)?;
-    let mut ins = inputs(b, op)?;
-    let mut dtypes = (0..ins.len()).map(|i| in_ty(b, op, i).map(|t| t.0)).collect::<Result<Vec<_>, _>>()?;
-    for (v, dtype, _) in &captured {
-        ins.push(b.at(*v)?);
-        dtypes.push(*dtype);
-    }
-    let attrs = vec![
-        ("T", types(&dtypes)),
-        ("cond", func(cond_name)),
-        ("body", func(body_name)),
-        ("parallel_iterations", AttrValue::Int(10)),
-    ];
-    let id = b.node("StatelessWhile", &ins, attrs);
-    Ok((0..op.operands.len() as u32).map(|k| (id, k)).collect())
-}
-
-/// The branches of a `case` or `if`, as functions of the values they capture, and the call's operands.
-fn branches(b: &mut Fb<'_, '_>, op: &Operation) -> Result<(Vec<String>, Vec<V>, Vec<DType>), Refusal> {
-    let captured = captured_of(b, &op.regions)?;
-    let function = b.function.clone();
-    let mut names = Vec::new();
-    for (k, region) in op.regions.iter().enumerate() {
-        let block = entry_block(region)?;
-        if !block.arguments.is_empty() {
-            return Err("a branch with arguments".into());
-        }
-        names.push(b.cx.region(&format!("branch_{k}"), &function, block, &captured)?);
-    }
-    let ins = captured.iter().map(|(v, _, _)| b.at(*v)).collect::<Result<Vec<_>, _>>()?;
-    Ok((names, ins, captured.iter().map(|c| c.1).collect()))
-}
-
-fn case(b: &mut Fb<'_, '_>, op: &Operation) -> Result<Vec<V>, Refusal> {
-    let (names, captured, tin) = branches(b, op)?;
-    let tout = (0..op.results.len()).map(|i| out_ty(op, i).map(|t| t.0)).collect::<Result<Vec<_>, _>>()?;
-    let mut ins = vec![input(b, op, 0)?];
-    ins.extend(captured);
-    let attrs = vec![
-        ("Tin", types(&tin)),
-        ("Tout", types(&tout)),
-        ("branches", AttrValue::List(names.into_iter().map(func).collect())),
-    ];
-    let id = b.node("StatelessCase", &ins, attrs);
-    Ok((0..tout.len() as u32).map(|k| (id, k)).collect())
-}
-
-fn if_op(b: &mut Fb<'_, '_>, op: &Operation) -> Result<Vec<V>, Refusal> {
-    let (names, captured, tin) = branches(b, op)?;
-    let [then, els] = names.as_slice() else { return Err("an `if` needs two regions".into()) };
-    let tout = (0..op.results.len()).map(|i| out_ty(op, i).map(|t| t.0)).collect::<Result<Vec<_>, _>>()?;
-    let mut ins = vec![input(b, op, 0)?];
-    ins.extend(captured);
-    let attrs = vec![
-        ("Tcond", AttrValue::Type(DType::Bool)),
-        ("Tin", types(&tin)),
-        ("Tout", types(&tout)),
-        ("then_branch", func(then.clone())),
-        ("else_branch", func(els.clone())),
-    ];
-    let id = b.node("StatelessIf", &ins, attrs);
-    Ok((0..tout.len() as u32).map(|k| (id, k)).collect())
-}
-
-/// A call of module function `callee` with `op`'s operands.
-fn call_of(b: &mut Fb<'_, '_>, op: &Operation, callee: &str) -> Result<Vec<V>, Refusal> {
-    let name = b.cx.callee(callee)?;
-    let ins = inputs(b, op)?;
-    let tin = (0..ins.len()).map(|i| in_ty(b, op, i).map(|t| t.0)).collect::<Result<Vec<_>, _>>()?;
-    let tout = (0..op.results.len()).map(|i| out_ty(op, i).map(|t| t.0)).collect::<Result<Vec<_>, _>>()?;
-    let attrs = vec![("Tin", types(&tin)), ("Tout", types(&tout)), ("f", func(name))];
-    let id = b.node("PartitionedCall", &ins, attrs);
-    Ok((0..tout.len() as u32).map(|k| (id, k)).collect())
-}
-
-/// The symbol an attribute names.
-fn symbol(a: Option<&Attribute>) -> Result<String, Refusal> {
-    match a {
-        Some(Attribute::SymbolRef(s)) => Ok(s.trim_start_matches('@').to_string()),
-        Some(Attribute::String(s)) => Ok(String::from_utf8_lossy(s).trim_start_matches('@').to_string()),
-        other => Err(Refusal::Other(format!("expected a symbol, found {other:?}"))),
-    }
-}
-
-fn call(b: &mut Fb<'_, '_>, op: &Operation) -> Result<Vec<V>, Refusal> {
-    let callee = symbol(op.attribute("callee"))?;
-    call_of(b, op, &callee)
-}
-
-fn composite(b: &mut Fb<'_, '_>, op: &Operation) -> Result<Vec<V>, Refusal> {
-    let callee = symbol(op.attribute("decomposition"))?;
-    call_of(b, op, &callee)
 }

@@ -523,6 +523,7 @@ static REGISTRY: &[OpDef] = ops! {
     "Xdivy" => Fixed(1), Tpu, ["T": Type];
     "XlaAllReduce" => Fixed(1), Tpu, ["T": Type, "mode": Str, "reduce_op": Str];
     "XlaBroadcastHelper" => Fixed(2), Tpu, ["T": Type, "Tindices": Type];
+    "XlaCallModule" => FromListAttr("Tout"), Tpu, ["Tin": List, "Tout": List, "Sout": List, "version": Int, "module": Str, "dim_args_spec": List, "platforms": List, "function_list": List, "has_token_input_output": Bool, "disabled_checks": List, "use_shardy_partitioner": Bool];
     "XlaConcatND" => Fixed(1), Tpu, ["N": Int, "T": Type, "num_concats": List, "paddings": List];
     "XlaConv" => Fixed(1), Tpu, ["T": Type, "Tindices": Type, "dimension_numbers": Str, "precision_config": Str];
     "XlaConvV2" => Fixed(1), Tpu, ["LhsT": Type, "RhsT": Type, "Tindices": Type, "dimension_numbers": Str, "precision_config": Str, "preferred_element_type": Type, "batch_group_count": Int];

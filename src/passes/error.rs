@@ -424,6 +424,90 @@ pub enum PassError {
         span: Span,
     },
 
+    /// An `XlaCallModule` whose StableHLO module uses an op the raise has no conversion for.
+    #[error("XlaCallModule `%{node}`: StableHLO op `{op}` in `@{function}` is not supported: {reason}")]
+    #[diagnostic(
+        code(tpu_rewrite::passes::xla_call_module::unsupported_op),
+        help("docs/xla.md lists the StableHLO ops an XlaCallModule may use; export the JAX function without this op")
+    )]
+    XlaCallModuleOp {
+        /// The XlaCallModule node.
+        node: String,
+        /// The StableHLO op, e.g. `stablehlo.rng`.
+        op: String,
+        /// The module function holding it.
+        function: String,
+        /// Why it cannot be raised.
+        reason: String,
+        /// The XlaCallModule node.
+        #[label("its module uses `{op}`")]
+        span: Span,
+    },
+
+    /// An `XlaCallModule` whose shapes are not all static (shape polymorphism).
+    #[error("XlaCallModule `%{node}`: dynamic shapes are not supported: {what}")]
+    #[diagnostic(
+        code(tpu_rewrite::passes::xla_call_module::dynamic_shape),
+        help("export the JAX function with concrete shapes (no symbolic dimensions in `jax.export` or jax2tf's `polymorphic_shapes`)")
+    )]
+    XlaCallModuleDynamic {
+        /// The XlaCallModule node.
+        node: String,
+        /// What is dynamic.
+        what: String,
+        /// The XlaCallModule node.
+        #[label("{what}")]
+        span: Span,
+    },
+
+    /// An `XlaCallModule` serialized for platforms that list neither CPU nor TPU.
+    #[error("XlaCallModule `%{node}` is serialized for platforms [{platforms}], which list neither CPU nor TPU")]
+    #[diagnostic(
+        code(tpu_rewrite::passes::xla_call_module::platform),
+        help("export the JAX function for `tpu` or `cpu` (`jax.export(..., platforms=[\"tpu\"])`)")
+    )]
+    XlaCallModulePlatform {
+        /// The XlaCallModule node.
+        node: String,
+        /// Its `platforms`, comma-separated.
+        platforms: String,
+        /// The XlaCallModule node.
+        #[label("platforms [{platforms}]")]
+        span: Span,
+    },
+
+    /// An `XlaCallModule` that threads tokens (ordered effects) through its module.
+    #[error("XlaCallModule `%{node}` passes tokens: {what}")]
+    #[diagnostic(
+        code(tpu_rewrite::passes::xla_call_module::token),
+        help("ordered effects (host callbacks, debug prints) cannot run here; export the JAX function without them")
+    )]
+    XlaCallModuleToken {
+        /// The XlaCallModule node.
+        node: String,
+        /// Where the token is.
+        what: String,
+        /// The XlaCallModule node.
+        #[label("{what}")]
+        span: Span,
+    },
+
+    /// An `XlaCallModule` whose attributes or module are malformed or disagree.
+    #[error("XlaCallModule `%{node}`: {problem}")]
+    #[diagnostic(
+        code(tpu_rewrite::passes::xla_call_module::invalid),
+        help("the node's `Tin`, `Tout` and `Sout` must match the module's `main` (as jax2tf writes them), and `module` must be a StableHLO portable artifact")
+    )]
+    XlaCallModuleInvalid {
+        /// The XlaCallModule node.
+        node: String,
+        /// What is wrong.
+        problem: String,
+        /// The XlaCallModule node.
+        #[label("{problem}")]
+        span: Span,
+    },
+
     /// An `XlaSend`/`XlaRecv` channel that cannot be paired.
     #[error("XlaSend/XlaRecv channel `{tensor_name}` at `%{node}`: {problem}")]
     #[diagnostic(

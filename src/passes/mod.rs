@@ -32,6 +32,9 @@ pub mod replica_groups;
 pub mod replicate_clustering;
 pub mod single_replica;
 pub mod unsupported_ops;
+pub mod xla_call_module;
+mod xla_call_module_ops;
+mod xla_call_module_regions;
 pub mod xla_ext;
 
 use std::time::{Duration, Instant};

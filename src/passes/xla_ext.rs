@@ -1,7 +1,9 @@
 //! What a module needs before it runs or lowers, for the XLA extension ops:
 //! each `SymbolicGradient` names its gradient function
-//! ([`gradients::expand_symbolic_gradients`]), and each `XlaRecv` reads the
-//! value of the `XlaSend` of its `tensor_name`.
+//! ([`gradients::expand_symbolic_gradients`]), each `XlaCallModule` names
+//! the function its StableHLO module is raised into
+//! ([`super::xla_call_module`]), and each `XlaRecv` reads the value of the
+//! `XlaSend` of its `tensor_name`.
 //!
 //! `XlaSend`/`XlaRecv` are transfers through a channel named by
 //! `tensor_name`. Within one graph, the channel is written as a data edge:
@@ -24,6 +26,7 @@ use crate::syntax::Span;
 /// problems with the name of the graph each was found in.
 pub fn prepare(module: &mut Module) -> Vec<(String, PassError)> {
     let mut found = gradients::expand_symbolic_gradients(module, &GradientsConfig::default());
+    found.extend(super::xla_call_module::raise_xla_call_modules(module, &super::xla_call_module::read_module));
     for graph in &mut module.graphs {
         let name = graph.name.clone();
         found.extend(pair_channels(graph).into_iter().map(|e| (name.clone(), e)));

@@ -44,6 +44,7 @@ mod tf_control_flow;
 mod tf_corpus;
 mod tf_host_ops;
 mod xla_backend;
+mod xla_call_module;
 mod xla_cli;
 mod xla_corpus;
 mod xla_device_checks;

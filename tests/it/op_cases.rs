@@ -232,6 +232,14 @@ fn xla_ops_proto_attributes_round_trip_and_bad_bytes_are_diagnosed() {
     assert!(error.to_string().contains("not a serialized xla.DotDimensionNumbers"), "{error}");
 }
 
+/// `XlaCallModule` nodes holding `jax.export` modules (an MLP, conv + relu + pooling, while and
+/// fori loops, cond and switch, reductions with an arg-max, integer and bool math, gathers with a
+/// dynamic slice and a scatter-add, a sort), raised into IR functions (`tests/tf/ops_xla_call_module.py`).
+#[test]
+fn xla_call_module() {
+    check_family("xla_call_module");
+}
+
 /// SymbolicGradient (the IR's gradient of a library function, nested calls included) and the
 /// custom calls XlaCustomCall(V2) on the targets TensorFlow's XLA bridge runs on CPU
 /// (`tests/tf/ops_xla_ext.py`).

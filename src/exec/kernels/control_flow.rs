@@ -394,6 +394,12 @@ pub fn call(
                     "its gradient function was never made: the gradients pass (`tpu-rewrite run`, `rewrite`) makes it",
                 ));
             }
+            if op == "XlaCallModule" && !attrs.contains_key(key) {
+                return Err(KernelError::invalid(
+                    op,
+                    "its StableHLO module was never raised into a function: `passes::xla_call_module` (`tpu-rewrite run`, `lower`) does it",
+                ));
+            }
             functions.run(func(op, attrs, key)?, inputs, device, cancelled).map_err(in_op)
         }
         Some(CallKind::Apply) => {

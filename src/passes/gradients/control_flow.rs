@@ -42,8 +42,8 @@ pub fn gradient(
     };
     match kind {
         CallKind::While => while_gradient(e, lib, op, &node, inputs, out_grads),
-        // TensorFlow registers no gradient for `SymbolicGradient`.
-        CallKind::Call if &*node.op == "SymbolicGradient" => Err(None),
+        // TensorFlow registers no gradient for `SymbolicGradient` or `XlaCallModule`.
+        CallKind::Call if matches!(&*node.op, "SymbolicGradient" | "XlaCallModule") => Err(None),
         CallKind::Call => {
             let f = func_name(&node, "f")?;
             branch_gradient(e, lib, op, &node, inputs, out_grads, 0, &[("f", f)])

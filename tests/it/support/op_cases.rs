@@ -173,6 +173,15 @@ fn run(
     fetched
 }
 
+/// Fetched values by fetch name.
+pub type Fetched = Vec<(String, Tensor)>;
+
+/// Runs a module's plain graph once on the simulator and once on PJRT, fetching `fetches`:
+/// `(simulator, PJRT)` values by fetch name, for tests of one graph outside a family.
+pub fn run_on_both(label: &str, module: &Module, fetches: &[String], feeds: &[(String, Tensor)]) -> (Fetched, Fetched) {
+    (run(label, module, fetches, feeds, Backend::Sim), run(label, module, fetches, feeds, Backend::Pjrt))
+}
+
 fn messages<E: std::fmt::Debug>(errors: &[E]) -> String {
     errors.iter().map(|e| format!("{e:?}")).collect::<Vec<_>>().join("\n")
 }

@@ -40,6 +40,7 @@ mod shape;
 mod spmd;
 mod stateful_random;
 pub mod uniform_quant;
+mod xla_call_module;
 mod xla_ext;
 mod xla_fn;
 pub mod xla_misc;
@@ -520,6 +521,7 @@ const TABLE: &[(&str, Rule)] = &[
     ("Xdivy", ew::broadcast),
     ("XlaAllReduce", spmd::same),
     ("XlaBroadcastHelper", xla_ops::broadcast_helper),
+    ("XlaCallModule", xla_call_module::xla_call_module),
     ("XlaConcatND", spmd::concat_nd),
     ("XlaConv", xla_ops::conv),
     ("XlaConvV2", xla_ops::conv),

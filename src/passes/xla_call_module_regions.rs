@@ -1,0 +1,254 @@
+//! The StableHLO ops of [`xla_call_module`](super::xla_call_module) that
+//! carry regions or call functions: the scalar computations of `reduce`,
+//! `reduce_window`, `select_and_scatter`, `scatter` and `sort` (functions of
+//! their scalars, taking copies of the constants they use), and `while`,
+//! `case`, `if`, `func.call` and `composite`, whose regions or callees become
+//! functions of the IR module with the values they capture as extra
+//! arguments. One small function per op; the table is in
+//! [`xla_call_module_ops`](super::xla_call_module_ops).
+
+use super::xla_call_module::{captures, entry_block, Fb, Refusal};
+use super::xla_call_module_ops::{flag, func, in_ty, input, inputs, int_or, ints_or, out_ty, proto, t, types, V};
+use crate::ir::xla_proto::ScatterDimensionNumbers;
+use crate::ir::{AttrValue, DType};
+use crate::syntax::mlir::{Attribute, Operation, Region, ValueId};
+
+/// The values captured by `regions`, each with its type.
+type Captured = Vec<(ValueId, DType, Vec<i64>)>;
+
+/// Branch functions, the call's extra operands and their dtypes.
+type Branches = (Vec<String>, Vec<V>, Vec<DType>);
+
+/// The function of a scalar computation (`reduce`'s body, a comparator):
+/// as XLA's computations, it takes only its scalars, so the constants it
+/// uses from outside are copied into it; any other outside value is refused.
+fn computation(b: &mut Fb<'_, '_>, op: &Operation, k: usize, what: &str) -> Result<String, Refusal> {
+    let region = op.regions.get(k).ok_or_else(|| format!("it has no region {k}"))?;
+    let mut block = entry_block(region)?.clone();
+    let mut copied = Vec::new();
+    for v in captures(region) {
+        let c = b.consts.get(&v).ok_or_else(|| format!("its {what} uses {v}, a value from outside its region"))?;
+        copied.push(c.clone());
+    }
+    copied.append(&mut block.operations);
+    block.operations = copied;
+    let function = b.function.clone();
+    b.cx.region(what, &function, &block, &[])
+}
+
+pub(super) fn reduce(b: &mut Fb<'_, '_>, op: &Operation) -> Result<Vec<V>, Refusal> {
+    let n = op.operands.len() / 2;
+    let dims = ints_or(op, "", "dimensions", Vec::new())?;
+    let reducer = computation(b, op, 0, "reducer")?;
+    let ins = inputs(b, op)?;
+    let dtypes = (0..n).map(|i| in_ty(b, op, i).map(|t| t.0)).collect::<Result<Vec<_>, _>>()?;
+    let attrs = vec![
+        ("T", types(&dtypes)),
+        ("dimensions_to_reduce", AttrValue::List(dims.iter().map(|&d| AttrValue::Int(d)).collect())),
+        ("reducer", func(reducer)),
+    ];
+    let id = b.node("XlaVariadicReduceV2", &ins, attrs);
+    Ok((0..n as u32).map(|k| (id, k)).collect())
+}
+
+pub(super) fn reduce_window(b: &mut Fb<'_, '_>, op: &Operation) -> Result<Vec<V>, Refusal> {
+    if op.operands.len() != 2 {
+        return Err("a window reduction of several operands".into());
+    }
+    let (dtype, dims) = in_ty(b, op, 0)?;
+    let r = dims.len();
+    let window = ints_or(op, "", "window_dimensions", Vec::new())?;
+    let strides = ints_or(op, "", "window_strides", vec![1; r])?;
+    let base = ints_or(op, "", "base_dilations", vec![1; r])?;
+    let dilations = ints_or(op, "", "window_dilations", vec![1; r])?;
+    let padding = ints_or(op, "", "padding", vec![0; 2 * r])?;
+    let computation = computation(b, op, 0, "computation")?;
+    let (x, init) = (input(b, op, 0)?, input(b, op, 1)?);
+    let (w, s, bd, wd) = (b.ints(&window), b.ints(&strides), b.ints(&base), b.ints(&dilations));
+    let p = b.ints_shaped(&padding, vec![r as i64, 2]);
+    let attrs = vec![t(dtype), ("Tindices", AttrValue::Type(DType::I64)), ("computation", func(computation))];
+    Ok(vec![(b.node("XlaReduceWindow", &[x, init, w, s, bd, wd, p], attrs), 0)])
+}
+
+pub(super) fn select_and_scatter(b: &mut Fb<'_, '_>, op: &Operation) -> Result<Vec<V>, Refusal> {
+    let (dtype, dims) = in_ty(b, op, 0)?;
+    let r = dims.len();
+    let window = ints_or(op, "", "window_dimensions", vec![1; r])?;
+    let strides = ints_or(op, "", "window_strides", vec![1; r])?;
+    let padding = ints_or(op, "", "padding", vec![0; 2 * r])?;
+    let select = computation(b, op, 0, "select")?;
+    let scatter = computation(b, op, 1, "scatter")?;
+    let (x, source, init) = (input(b, op, 0)?, input(b, op, 1)?, input(b, op, 2)?);
+    let (w, s) = (b.ints(&window), b.ints(&strides));
+    let p = b.ints_shaped(&padding, vec![r as i64, 2]);
+    let attrs =
+        vec![t(dtype), ("Tindices", AttrValue::Type(DType::I64)), ("select", func(select)), ("scatter", func(scatter))];
+    Ok(vec![(b.node("XlaSelectAndScatter", &[x, w, s, p, source, init], attrs), 0)])
+}
+
+pub(super) fn scatter(b: &mut Fb<'_, '_>, op: &Operation) -> Result<Vec<V>, Refusal> {
+    if op.operands.len() != 3 {
+        return Err("a scatter of several operands".into());
+    }
+    let w = "scatter_dimension_numbers";
+    let dims = ScatterDimensionNumbers {
+        update_window_dims: ints_or(op, w, "update_window_dims", Vec::new())?,
+        inserted_window_dims: ints_or(op, w, "inserted_window_dims", Vec::new())?,
+        scatter_dims_to_operand_dims: ints_or(op, w, "scatter_dims_to_operand_dims", Vec::new())?,
+        index_vector_dim: int_or(op, w, "index_vector_dim", 0)?,
+        input_batching_dims: ints_or(op, w, "input_batching_dims", Vec::new())?,
+        scatter_indices_batching_dims: ints_or(op, w, "scatter_indices_batching_dims", Vec::new())?,
+    };
+    if !dims.input_batching_dims.is_empty() || !dims.scatter_indices_batching_dims.is_empty() {
+        return Err("batching dimensions".into());
+    }
+    let update = computation(b, op, 0, "update_computation")?;
+    let ((dtype, _), (it, _)) = (in_ty(b, op, 0)?, in_ty(b, op, 1)?);
+    let ins = inputs(b, op)?;
+    let attrs = vec![
+        t(dtype),
+        ("Tindices", AttrValue::Type(it)),
+        ("update_computation", func(update)),
+        ("dimension_numbers", proto(&dims)),
+        ("indices_are_sorted", AttrValue::Bool(flag(op, "indices_are_sorted"))),
+    ];
+    Ok(vec![(b.node("XlaScatter", &ins, attrs), 0)])
+}
+
+pub(super) fn sort(b: &mut Fb<'_, '_>, op: &Operation) -> Result<Vec<V>, Refusal> {
+    let dimension = int_or(op, "", "dimension", -1)?;
+    let (_, dims) = in_ty(b, op, 0)?;
+    let dimension = if dimension < 0 { dimension + dims.len() as i64 } else { dimension };
+    let comparator = computation(b, op, 0, "comparator")?;
+    let mut ins = inputs(b, op)?;
+    let dtypes = (0..ins.len()).map(|i| in_ty(b, op, i).map(|t| t.0)).collect::<Result<Vec<_>, _>>()?;
+    ins.push(b.scalar(DType::I32, dimension as f64));
+    let attrs = vec![
+        ("T", types(&dtypes)),
+        ("comparator", func(comparator)),
+        ("is_stable", AttrValue::Bool(flag(op, "is_stable"))),
+    ];
+    let id = b.node("XlaVariadicSort", &ins, attrs);
+    Ok((0..dtypes.len() as u32).map(|k| (id, k)).collect())
+}
+
+// ---------------------------------------------------------------- control flow
+
+/// The captured values of `regions` (in first-use order, each once), with their types.
+fn captured_of(b: &Fb<'_, '_>, regions: &[Region]) -> Result<Captured, Refusal> {
+    let mut out: Captured = Vec::new();
+    for r in regions {
+        for v in captures(r) {
+            if !out.iter().any(|(w, _, _)| *w == v) {
+                let (dtype, dims) = b.ty(v)?;
+                out.push((v, dtype, dims));
+            }
+        }
+    }
+    Ok(out)
+}
+
+pub(super) fn while_op(b: &mut Fb<'_, '_>, op: &Operation) -> Result<Vec<V>, Refusal> {
+    let [cond, body] = op.regions.as_slice() else { return Err("a `while` needs two regions".into()) };
+    let captured = captured_of(b, &op.regions)?;
+    let function = b.function.clone();
+    let cond_name = b.cx.region("cond", &function, entry_block(cond)?, &captured)?;
+    // The body returns the loop values; the captured ones pass through unchanged.
+    let body_block = entry_block(body)?;
+    let mut passing = body_block.clone();
+    if let Some(last) = passing.operations.last_mut() {
+        last.operands.extend(captured.iter().map(|(v, _, _)| *v));
+    }
+    let body_name = b.cx.region("body", &function, &passing, &captured)?;
+    let mut ins = inputs(b, op)?;
+    let mut dtypes = (0..ins.len()).map(|i| in_ty(b, op, i).map(|t| t.0)).collect::<Result<Vec<_>, _>>()?;
+    for (v, dtype, _) in &captured {
+        ins.push(b.at(*v)?);
+        dtypes.push(*dtype);
+    }
+    let attrs = vec![
+        ("T", types(&dtypes)),
+        ("cond", func(cond_name)),
+        ("body", func(body_name)),
+        ("parallel_iterations", AttrValue::Int(10)),
+    ];
+    let id = b.node("StatelessWhile", &ins, attrs);
+    Ok((0..op.operands.len() as u32).map(|k| (id, k)).collect())
+}
+
+/// The branches of a `case` or `if`, as functions of the values they capture, and the call's operands.
+fn branches(b: &mut Fb<'_, '_>, op: &Operation) -> Result<Branches, Refusal> {
+    let captured = captured_of(b, &op.regions)?;
+    let function = b.function.clone();
+    let mut names = Vec::new();
+    for (k, region) in op.regions.iter().enumerate() {
+        let block = entry_block(region)?;
+        if !block.arguments.is_empty() {
+            return Err("a branch with arguments".into());
+        }
+        names.push(b.cx.region(&format!("branch_{k}"), &function, block, &captured)?);
+    }
+    let ins = captured.iter().map(|(v, _, _)| b.at(*v)).collect::<Result<Vec<_>, _>>()?;
+    Ok((names, ins, captured.iter().map(|c| c.1).collect()))
+}
+
+pub(super) fn case(b: &mut Fb<'_, '_>, op: &Operation) -> Result<Vec<V>, Refusal> {
+    let (names, captured, tin) = branches(b, op)?;
+    let tout = (0..op.results.len()).map(|i| out_ty(op, i).map(|t| t.0)).collect::<Result<Vec<_>, _>>()?;
+    let mut ins = vec![input(b, op, 0)?];
+    ins.extend(captured);
+    let attrs = vec![
+        ("Tin", types(&tin)),
+        ("Tout", types(&tout)),
+        ("branches", AttrValue::List(names.into_iter().map(func).collect())),
+    ];
+    let id = b.node("StatelessCase", &ins, attrs);
+    Ok((0..tout.len() as u32).map(|k| (id, k)).collect())
+}
+
+pub(super) fn if_op(b: &mut Fb<'_, '_>, op: &Operation) -> Result<Vec<V>, Refusal> {
+    let (names, captured, tin) = branches(b, op)?;
+    let [then, els] = names.as_slice() else { return Err("an `if` needs two regions".into()) };
+    let tout = (0..op.results.len()).map(|i| out_ty(op, i).map(|t| t.0)).collect::<Result<Vec<_>, _>>()?;
+    let mut ins = vec![input(b, op, 0)?];
+    ins.extend(captured);
+    let attrs = vec![
+        ("Tcond", AttrValue::Type(DType::Bool)),
+        ("Tin", types(&tin)),
+        ("Tout", types(&tout)),
+        ("then_branch", func(then.clone())),
+        ("else_branch", func(els.clone())),
+    ];
+    let id = b.node("StatelessIf", &ins, attrs);
+    Ok((0..tout.len() as u32).map(|k| (id, k)).collect())
+}
+
+/// A call of module function `callee` with `op`'s operands.
+fn call_of(b: &mut Fb<'_, '_>, op: &Operation, callee: &str) -> Result<Vec<V>, Refusal> {
+    let name = b.cx.callee(callee)?;
+    let ins = inputs(b, op)?;
+    let tin = (0..ins.len()).map(|i| in_ty(b, op, i).map(|t| t.0)).collect::<Result<Vec<_>, _>>()?;
+    let tout = (0..op.results.len()).map(|i| out_ty(op, i).map(|t| t.0)).collect::<Result<Vec<_>, _>>()?;
+    let attrs = vec![("Tin", types(&tin)), ("Tout", types(&tout)), ("f", func(name))];
+    let id = b.node("PartitionedCall", &ins, attrs);
+    Ok((0..tout.len() as u32).map(|k| (id, k)).collect())
+}
+
+/// The symbol an attribute names.
+fn symbol(a: Option<&Attribute>) -> Result<String, Refusal> {
+    match a {
+        Some(Attribute::SymbolRef(s)) => Ok(s.trim_start_matches('@').to_string()),
+        Some(Attribute::String(s)) => Ok(String::from_utf8_lossy(s).trim_start_matches('@').to_string()),
+        other => Err(Refusal::Other(format!("expected a symbol, found {other:?}"))),
+    }
+}
+
+pub(super) fn call(b: &mut Fb<'_, '_>, op: &Operation) -> Result<Vec<V>, Refusal> {
+    let callee = symbol(op.attribute("callee"))?;
+    call_of(b, op, &callee)
+}
+
+pub(super) fn composite(b: &mut Fb<'_, '_>, op: &Operation) -> Result<Vec<V>, Refusal> {
+    let callee = symbol(op.attribute("decomposition"))?;
+    call_of(b, op, &callee)
+}

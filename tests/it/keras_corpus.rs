@@ -106,7 +106,8 @@ const CASES: &[(&str, Expect)] = &[
 /// initial values the true class's probability falls below Keras's 1e-7
 /// clip on both replicas, so the step's gradient is zero and a comparison of
 /// the variables would test nothing.
-const ILL_CONDITIONED: &str = "its gradients explode through batch norms over one image's 2x2 last stage (a gradient of \
+const ILL_CONDITIONED: &str =
+    "its gradients explode through batch norms over one image's 2x2 last stage (a gradient of \
      429 at the stem's batch norm for a loss of 1.9): TensorFlow's own float32 and float64 steps differ by up to 80 \
      times the tolerance, and still 3.3 times with 8 images per replica";
 
@@ -343,4 +344,3 @@ fn host_reads_of_variables_before_the_step() {
     let err = after.value(node("stats_host"), 0).expect_err("refused").to_string();
     assert!(err.contains("after the step"), "{err}");
 }
-

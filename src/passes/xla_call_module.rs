@@ -8,7 +8,7 @@
 //! made of TensorFlow and XLA ops both backends already run (`XlaDotV2`,
 //! `XlaConvV2`, `XlaVariadicReduceV2`, `XlaGather`, `While`, `Case`, elementwise
 //! math, ...). The conversion is a table keyed by StableHLO op name
-//! ([`xla_call_module_ops`](super::xla_call_module_ops)), one small function
+//! (`xla_call_module_ops`), one small function
 //! per op. Regions become functions of their own: a `while`'s condition and
 //! body, each branch of a `case` or `if`, and the scalar computations of
 //! `reduce`, `reduce_window`, `select_and_scatter`, `scatter` and `sort`.

@@ -14,9 +14,9 @@ use crate::support::corpus;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use corpus::{assert_close, import, read_json, tensor_of};
+use corpus::{import, read_json};
 use serde_json::Value;
-use tpu_rewrite::exec::{missing_kernels, ExecError, Feeds, Fetch, Mesh, MeshConfig, Tensor};
+use tpu_rewrite::exec::{ExecError, Feeds, Fetch, Mesh, MeshConfig, Tensor};
 use tpu_rewrite::ir::{parse_module, IrError, Module};
 use tpu_rewrite::lower::{lower, LowerConfig, Topology};
 use tpu_rewrite::passes::cluster_cycles::check_cluster_cycles;
@@ -33,36 +33,7 @@ fn cases() -> Vec<String> {
 
 /// Runs one case on the simulator and compares every fetch with TensorFlow's.
 fn run_case(case: &str) {
-    let meta = read_json(&corpus_dir().join(format!("{case}.json")));
-    let rtol = meta["rtol"].as_f64().expect("rtol");
-    let module = import(&corpus_dir(), case);
-    let (module, graph) = if meta["kind"] == "replicated" {
-        let replicas = meta["num_replicas"].as_u64().expect("num_replicas") as u32;
-        let config = LowerConfig {
-            topology: Topology { hosts: 1, cores_per_host: replicas, job: "worker".into() },
-            ..LowerConfig::default()
-        };
-        let lowered = lower(module.graph("main").expect("@main"), &config)
-            .unwrap_or_else(|e| panic!("{case}: lowering failed: {e:?}"));
-        (lowered.module, "host")
-    } else {
-        (module, "main")
-    };
-    let missing = missing_kernels(&module);
-    assert!(missing.is_empty(), "{case}: ops without kernels: {missing:?}");
-    let mesh = Mesh::new(&module, MeshConfig::default()).unwrap_or_else(|e| panic!("{case}: {e:?}"));
-    let mut feeds = Feeds::new();
-    for (name, value) in meta["feeds"].as_object().expect("feeds") {
-        feeds.insert(graph, name.clone(), tensor_of(value));
-    }
-    let run = &meta["runs"][0];
-    let wanted: Vec<(&String, &Value)> = run["fetches"].as_object().expect("fetches").iter().collect();
-    assert!(!wanted.is_empty(), "{case}: TensorFlow fetched nothing");
-    let fetches: Vec<Fetch> = wanted.iter().map(|(name, _)| Fetch::new(graph, name.as_str())).collect();
-    let got = mesh.run_step(&feeds, &fetches).unwrap_or_else(|e| panic!("{case}: the run failed: {e:?}"));
-    for (g, (name, want)) in got.iter().zip(&wanted) {
-        assert_close(&format!("{case}: {name}"), g, &tensor_of(want), rtol);
-    }
+    corpus::run_on_the_simulator(&corpus_dir(), case);
 }
 
 #[test]

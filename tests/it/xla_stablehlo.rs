@@ -260,6 +260,7 @@ const TRACED_WHOLE: &[&str] = &[
     "ops/lists.pbtxt",
     "ops/stack.pbtxt",
     "ops/tensor_array.pbtxt",
+    "ops/xla_call_module.pbtxt",
     "ops/xla_ext.pbtxt",
     "ops/xla_fn.pbtxt",
     "ops/xla_misc.pbtxt",

@@ -8,8 +8,9 @@ use std::path::Path;
 
 use half::{bf16, f16};
 use serde_json::Value;
-use tpu_rewrite::exec::Tensor;
+use tpu_rewrite::exec::{missing_kernels, Feeds, Fetch, Mesh, MeshConfig, Tensor};
 use tpu_rewrite::ir::Module;
+use tpu_rewrite::lower::{lower, LowerConfig, Topology};
 use tpu_rewrite::tf::{import_graphdef, GraphDefFormat};
 
 /// The case names in `dir`: the stems of its `*.json` files that are not
@@ -148,5 +149,41 @@ pub fn lower_for(case: &str, module: &Module, num_replicas: u32) -> Module {
             lowered.module
         }
         Err(e) => panic!("{case}: lowering failed: {e:?}"),
+    }
+}
+
+/// Runs the TF1 corpus case `case` of `dir` on the simulator (lowered
+/// first when its metadata says `replicated`) and compares every fetch
+/// with TensorFlow's.
+pub fn run_on_the_simulator(dir: &Path, case: &str) {
+    let meta = read_json(&dir.join(format!("{case}.json")));
+    let rtol = meta["rtol"].as_f64().expect("rtol");
+    let module = import(dir, case);
+    let (module, graph) = if meta["kind"] == "replicated" {
+        let replicas = meta["num_replicas"].as_u64().expect("num_replicas") as u32;
+        let config = LowerConfig {
+            topology: Topology { hosts: 1, cores_per_host: replicas, job: "worker".into() },
+            ..LowerConfig::default()
+        };
+        let lowered = lower(module.graph("main").expect("@main"), &config)
+            .unwrap_or_else(|e| panic!("{case}: lowering failed: {e:?}"));
+        (lowered.module, "host")
+    } else {
+        (module, "main")
+    };
+    let missing = missing_kernels(&module);
+    assert!(missing.is_empty(), "{case}: ops without kernels: {missing:?}");
+    let mesh = Mesh::new(&module, MeshConfig::default()).unwrap_or_else(|e| panic!("{case}: {e:?}"));
+    let mut feeds = Feeds::new();
+    for (name, value) in meta["feeds"].as_object().expect("feeds") {
+        feeds.insert(graph, name.clone(), tensor_of(value));
+    }
+    let run = &meta["runs"][0];
+    let wanted: Vec<(&String, &Value)> = run["fetches"].as_object().expect("fetches").iter().collect();
+    assert!(!wanted.is_empty(), "{case}: TensorFlow fetched nothing");
+    let fetches: Vec<Fetch> = wanted.iter().map(|(name, _)| Fetch::new(graph, name.as_str())).collect();
+    let got = mesh.run_step(&feeds, &fetches).unwrap_or_else(|e| panic!("{case}: the run failed: {e:?}"));
+    for (g, (name, want)) in got.iter().zip(&wanted) {
+        assert_close(&format!("{case}: {name}"), g, &tensor_of(want), rtol);
     }
 }

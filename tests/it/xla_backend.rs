@@ -205,6 +205,13 @@ fn cross_replica_sums_over_groups_match() {
     differential("tests/strategy/crs_groups.opg", "1x4", 1, 1);
 }
 
+/// Small sums share one concatenated buffer of the all-reduce and a large
+/// one is its own operand; each result is still its own value's sum.
+#[test]
+fn packed_small_and_separate_large_sums_match() {
+    differential("tests/strategy/crs_pack.opg", "1x2", 1, 1);
+}
+
 #[test]
 fn replica_id_matches() {
     differential("tests/strategy/replica_id.opg", "1x2", 1, 1);

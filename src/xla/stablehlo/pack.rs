@@ -2,7 +2,8 @@
 //! that do not depend on one another (a step's gradients) are emitted as
 //! few `stablehlo.all_reduce`s, one per element type, replica grouping and
 //! pack of at most 30 MiB ([`Ctx::all_reduce_sum_many`]: one variadic
-//! all-reduce, each value in its own buffer), as XLA's all-reduce
+//! all-reduce, the small values concatenated into one buffer and each
+//! large one in its own), as XLA's all-reduce
 //! combiner gives TensorFlow's bridge. The graph pass
 //! `fuse_all_reduce` does the same when static shapes give every sum's
 //! size; this catches the sums it left (sizes unknown before typing).

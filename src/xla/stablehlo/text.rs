@@ -622,20 +622,57 @@ impl Ctx {
     }
 
     /// One `stablehlo.all_reduce` (sum) over `groups` for all of `values`,
-    /// which share an element type: a variadic all-reduce, one operand and
-    /// one result per value. XLA takes it as one all-reduce of a tuple, as
-    /// its all-reduce combiner makes of separate ones; each value is read
-    /// and written in its own buffer, so nothing is copied into or out of
-    /// a packing buffer (a concatenation of the gradients was a copy of
-    /// all of them per replica and step). Each element is still summed on
-    /// its own, so the results equal one
+    /// which share an element type. XLA:CPU's all-reduce meets the other
+    /// replicas once per operand, while a concatenation copies every value
+    /// into and out of the packing buffer, so the two are mixed by size:
+    /// values of at most [`PACK_ELEMENTS`] elements are flattened and
+    /// concatenated into one buffer, and larger values are operands of
+    /// their own in the same variadic all-reduce (each read and written in
+    /// place). The replicas then meet once for all the small values (the
+    /// biases and normalisation scales of a model, which are most of its
+    /// tensors and little of its bytes) and once per large one. Each
+    /// element is still summed on its own, so the results equal one
     /// [`all_reduce_sum`](Self::all_reduce_sum) per value. Under a maximal
     /// sharding (model parallelism) it is one op per value.
     pub fn all_reduce_sum_many(&mut self, values: &[&Val], groups: &[Vec<i64>]) -> Vec<Val> {
         if self.sharding.is_some() {
             return values.iter().map(|v| self.all_reduce_sum(v, groups)).collect();
         }
-        self.all_reduce_sums(values, groups)
+        if !groups.is_empty() && groups.iter().all(|g| g.len() <= 1) {
+            return self.all_reduce_sums(values, groups);
+        }
+        let small: Vec<&Val> = values.iter().copied().filter(|v| v.ty.count() <= PACK_ELEMENTS).collect();
+        let [first, _, ..] = small[..] else { return self.all_reduce_sums(values, groups) };
+        let dtype = first.ty.dtype;
+        let flat: Vec<Val> = small.iter().map(|v| self.reshape(v, vec![v.ty.count()])).collect();
+        let total: usize = flat.iter().map(|v| v.ty.count()).sum();
+        let refs: Vec<&Val> = flat.iter().collect();
+        let buffer = self.op("stablehlo.concatenate", &refs, "dimension = 0 : i64", Ty::new(dtype, vec![total]));
+        let mut operands: Vec<&Val> = vec![&buffer];
+        operands.extend(values.iter().copied().filter(|v| v.ty.count() > PACK_ELEMENTS));
+        let sums = self.all_reduce_sums(&operands, groups);
+        let Some((summed, large)) = sums.split_first() else { return sums };
+        let mut large = large.iter().cloned();
+        let mut out = Vec::with_capacity(values.len());
+        let mut start = 0;
+        for v in values {
+            if v.ty.count() > PACK_ELEMENTS {
+                out.extend(large.next());
+                continue;
+            }
+            let limit = start + v.ty.count();
+            let piece = self.op(
+                "stablehlo.slice",
+                &[summed],
+                &format!(
+                    "start_indices = array<i64: {start}>, limit_indices = array<i64: {limit}>, strides = array<i64: 1>"
+                ),
+                Ty::new(dtype, vec![limit - start]),
+            );
+            out.push(self.reshape(&piece, v.ty.shape.clone()));
+            start = limit;
+        }
+        out
     }
 
     /// The variadic `stablehlo.all_reduce` (sum) of `values` over `groups`.
@@ -686,6 +723,11 @@ impl Ctx {
         block.lines().enumerate().map(|(i, l)| if i == 0 { l.to_string() } else { format!("\n{pad}{l}") }).collect()
     }
 }
+
+/// The largest value (in elements) that [`Ctx::all_reduce_sum_many`]
+/// packs into a shared buffer: 64 KiB of f32, whose copy in and out costs
+/// about what one more meeting of the replicas costs on XLA:CPU.
+pub const PACK_ELEMENTS: usize = 16 * 1024;
 
 /// `: a, b` for `array<i64: a, b>`, empty for no elements.
 pub fn list(items: &[String]) -> String {

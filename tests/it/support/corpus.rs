@@ -137,12 +137,12 @@ pub fn assert_close(label: &str, got: &Tensor, want: &Tensor, rtol: f64) {
 /// Lowers `@main` of a replicated case for `num_replicas` replicas on one
 /// host, with the module's functions carried to the programs.
 pub fn lower_for(case: &str, module: &Module, num_replicas: u32) -> Module {
-    let config = tpu_rewrite::lower::LowerConfig {
-        topology: tpu_rewrite::lower::Topology { hosts: 1, cores_per_host: num_replicas.max(1), job: "worker".into() },
-        ..tpu_rewrite::lower::LowerConfig::default()
+    let config = LowerConfig {
+        topology: Topology { hosts: 1, cores_per_host: num_replicas.max(1), job: "worker".into() },
+        ..LowerConfig::default()
     };
     let graph = module.graph("main").expect("@main");
-    match tpu_rewrite::lower::lower(graph, &config) {
+    match lower(graph, &config) {
         Ok(mut lowered) => {
             // The bodies of While / If / calls travel with the programs.
             tpu_rewrite::ir::functions::carry_functions(module, &mut lowered.module);
@@ -161,13 +161,8 @@ pub fn run_on_the_simulator(dir: &Path, case: &str) {
     let module = import(dir, case);
     let (module, graph) = if meta["kind"] == "replicated" {
         let replicas = meta["num_replicas"].as_u64().expect("num_replicas") as u32;
-        let config = LowerConfig {
-            topology: Topology { hosts: 1, cores_per_host: replicas, job: "worker".into() },
-            ..LowerConfig::default()
-        };
-        let lowered = lower(module.graph("main").expect("@main"), &config)
-            .unwrap_or_else(|e| panic!("{case}: lowering failed: {e:?}"));
-        (lowered.module, "host")
+        let lowered = lower_for(case, &module, replicas);
+        (lowered, "host")
     } else {
         (module, "main")
     };

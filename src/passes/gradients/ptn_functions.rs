@@ -34,7 +34,10 @@ pub fn gradient(
     let (tiny, eps) = match t {
         Some(DType::F64) => (f64::MIN_POSITIVE, f64::EPSILON),
         Some(DType::F32) | None => (f64::from(f32::MIN_POSITIVE), f64::from(f32::EPSILON)),
-        Some(other) => return Err(Some(format!("gradients of {other} truncated normals are not made (f32 or f64)"))),
+        Some(DType::F16) => (2f64.powi(-14), 2f64.powi(-10)),
+        Some(other) => {
+            return Err(Some(format!("gradients of {other} truncated normals are not made (f16, f32 or f64)")))
+        }
     };
     let ta = e.t_attr(t);
     let sample = Tensor::of(op);
@@ -108,10 +111,19 @@ pub fn gradient(
     Ok(out)
 }
 
-/// A scalar constant of dtype `t`.
+/// A scalar constant of dtype `t` (an f16 one cast from f32).
 fn constant(e: &mut Emitter<'_>, t: Option<DType>, value: f64) -> Tensor {
     let name = e.fresh_name("Const");
-    e.scalar_const_named(&name, t, value)
+    if t != Some(DType::F16) {
+        return e.scalar_const_named(&name, t, value);
+    }
+    let wide = e.scalar_const_named(&name, Some(DType::F32), value);
+    let attrs = [
+        ("SrcT", AttrValue::Type(DType::F32)),
+        ("DstT", AttrValue::Type(DType::F16)),
+        ("Truncate", AttrValue::Bool(false)),
+    ];
+    e.emit("Cast", "Cast", &[wide], attrs)
 }
 
 /// TensorFlow's `_Ndtr(x)`: `(1 + erf(w)) / 2` for `|w| < sqrt(1/2)`, else `1 - erfc(|w|) / 2`

@@ -9,7 +9,8 @@
 //!
 //! - `StatelessParameterizedTruncatedNormal` draws its uniforms from the seed's Philox stream
 //!   as the stateless V1 ops do ([`super::random`]); its parameters broadcast NumPy-style to the
-//!   output shape. f16, f32 and f64.
+//!   output shape. f32 and f64: the bridge's f16 uniforms come from bits this lowering does not
+//!   reproduce, so f16 is refused rather than drawn from another stream.
 //! - The seeded `ParameterizedTruncatedNormal` draws from XLA's own generator
 //!   (`stablehlo.rng`), ignoring `seed`/`seed2` as the bridge does, so its numbers are neither
 //!   TensorFlow's CPU numbers nor repeatable across programs; a parameter (a scalar or a vector
@@ -24,7 +25,6 @@ use crate::xla::stablehlo::text::{Ctx, Ty, Val};
 fn epsilon(dtype: DType) -> f64 {
     match dtype {
         DType::F64 => f64::EPSILON,
-        DType::F16 => 2f64.powi(-10),
         _ => f64::from(f32::EPSILON),
     }
 }
@@ -77,8 +77,11 @@ fn param(n: &Call, i: usize, dtype: DType) -> Result<Val, String> {
 /// `StatelessParameterizedTruncatedNormal(shape, seed, means, stddevs, minvals, maxvals)`.
 pub(super) fn stateless(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
     let out = n.out(0)?.clone();
-    if !matches!(out.dtype, DType::F16 | DType::F32 | DType::F64) {
-        return Err(format!("{}: dtype {} is not lowered (f16, f32 or f64)", n.op, out.dtype));
+    if !matches!(out.dtype, DType::F32 | DType::F64) {
+        return Err(format!(
+            "{}: dtype {} is not lowered (f32 or f64; the bridge's f16 uniforms are not reproduced)",
+            n.op, out.dtype
+        ));
     }
     let mut params = Vec::with_capacity(4);
     for i in 2..6 {

@@ -288,13 +288,16 @@ fn sample_batch<T: Real>(
     Ok(())
 }
 
+/// One parameter operand: its values (row-major) and its shape.
+type Param<T> = (Vec<T>, Vec<usize>);
+
 /// The four parameter operands from `first` on, as values of `T`, with their shapes.
 fn params<T: crate::exec::tensor::Element>(
     op: &str,
     inputs: &[Tensor],
     first: usize,
     dtype: DType,
-) -> Result<Vec<(Vec<T>, Vec<usize>)>, KernelError> {
+) -> Result<Vec<Param<T>>, KernelError> {
     ["means", "stddevs", "minvals", "maxvals"]
         .iter()
         .enumerate()

@@ -117,6 +117,21 @@ fn prand_cpu() {
     crate::support::op_cases::check_family_on_simulator("prand_cpu");
 }
 
+/// Parameterized truncated normals: the stateless op (TensorFlow's CPU rejection samplers on the
+/// simulator, the bridge's inverse CDF on PJRT, gradients on both) and the seeded op by its
+/// statistics (`tests/tf/ops_ptn.py`).
+#[test]
+fn ptn() {
+    check_family("ptn");
+}
+
+/// The seeded op's exact CPU numbers and the f16 draws, which the bridge does not compile: the
+/// simulator against TensorFlow's CPU kernel (`tests/tf/ops_ptn.py`).
+#[test]
+fn ptn_cpu() {
+    crate::support::op_cases::check_family_on_simulator("ptn_cpu");
+}
+
 /// Quantization-aware training: FakeQuant* and QuantizeAndDequantizeV2/V3/V4.
 #[test]
 fn quant() {

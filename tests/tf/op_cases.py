@@ -17,6 +17,9 @@ A family script builds a list of `Case`s and calls `write_family(family, cases)`
                                     float outputs, in f32 for 16-bit outputs) with respect to each
                                     float placeholder that has one; null when TensorFlow registers
                                     no gradient ("grad_error" says why) or the case asks for none,
+      "xla_grads": [{"x", "value"}] | null   only with `Case(xla_grads=True)`: the gradients under
+                                    TensorFlow's XLA bridge (`tf.GradientTape` inside the compiled
+                                    function), which PJRT's gradients are compared with,
   with T = {"dtype", "shape", "values" (flat, row-major; "nan"/"inf"/"-inf" as strings)}; a
   complex64/complex128 T holds interleaved (real, imaginary) pairs in "values".
 
@@ -62,7 +65,8 @@ class Case:
     """One op applied once: see the module's doc."""
 
     def __init__(self, name, op, inputs=None, consts=None, variables=None, attrs=None, grad=True, rtol=1e-5,
-                 xla=True, cpu=True, node_attrs=None, post=None, fn=None, var_grads=False, qtypes=None):
+                 xla=True, cpu=True, node_attrs=None, post=None, fn=None, var_grads=False, qtypes=None,
+                 xla_grads=False):
         if "__" in name or not name.replace("_", "a").isalnum():
             raise ValueError(f"case name {name!r}: letters, digits and single underscores only")
         self.name = name
@@ -94,6 +98,9 @@ class Case:
         self.post = post
         # {arg: quantized tf dtype} for inputs and consts whose values are given as plain integers.
         self.qtypes = qtypes or {}
+        # True: also record the gradients TensorFlow's XLA bridge gives ("xla_grads"), for ops whose
+        # gradient depends on a sample that the bridge draws differently from the CPU kernel.
+        self.xla_grads = xla_grads
 
 
 def enc(value):
@@ -266,7 +273,7 @@ def xla_values(case, feeds_by_arg):
                 names.extend(f"{case.name}__{arg}_{i}" for i in range(len(value)))
             else:
                 names.append(f"{case.name}__{arg}")
-        want_grads = case.grad and not case.cpu
+        want_grads = case.grad and (not case.cpu or case.xla_grads)
         no_gradient = []
 
         @tf.function(jit_compile=True)
@@ -385,6 +392,8 @@ def write_family(family, cases):
             record["xla"] = xla
             if why:
                 record["xla_error"] = why
+            if case.cpu and case.xla_grads:
+                record["xla_grads"] = tape_grads
             if not case.cpu:
                 if xla is None:
                     raise SystemExit(f"{case.name}: an XLA-only case that TensorFlow's bridge refuses: {why}")

@@ -51,6 +51,7 @@ mod norm;
 mod num;
 pub(crate) mod optimizers;
 mod prand;
+mod ptn;
 mod quant;
 pub mod random;
 pub(crate) mod random_state;
@@ -372,6 +373,7 @@ pub const PURE_OPS: &[&str] = &[
     "Pad",
     "PadV2",
     "ParallelDynamicStitch",
+    "ParameterizedTruncatedNormal",
     "PlaceholderWithDefault",
     "Polygamma",
     "PopulationCount",
@@ -458,6 +460,7 @@ pub const PURE_OPS: &[&str] = &[
     "SquaredDifference",
     "Squeeze",
     "StatelessMultinomial",
+    "StatelessParameterizedTruncatedNormal",
     "StatelessRandomGetAlg",
     "StatelessRandomGetKeyCounter",
     "StatelessRandomGetKeyCounterAlg",
@@ -791,11 +794,12 @@ pub fn run_kernel(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Te
         }
         // The complex ops and FFTs take f32/f64 parts only: no widening of 16-bit floats; the
         // quantized-integer ops read their 8-bit values' own dtype; a stochastic cast draws as its
-        // input's dtype does.
+        // input's dtype does, and so do the parameterized truncated normals.
         if complex::OPS.contains(&op)
             || fft::OPS.contains(&op)
             || uniform_quant::OPS.contains(&op)
             || prand::OPS.contains(&op)
+            || ptn::OPS.contains(&op)
         {
             return dispatch(op, attrs, inputs);
         }
@@ -959,6 +963,7 @@ fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Vec<Tensor>,
             .or_else(|| linalg_solve::dispatch(op, attrs, inputs))
             .or_else(|| random::dispatch(op, attrs, inputs))
             .or_else(|| prand::dispatch(op, attrs, inputs))
+            .or_else(|| ptn::dispatch(op, attrs, inputs))
             .or_else(|| quant::dispatch(op, attrs, inputs))
             .or_else(|| uniform_quant::dispatch(op, attrs, inputs))
             .or_else(|| data_ops::dispatch(op, attrs, inputs))

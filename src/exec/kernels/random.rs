@@ -21,7 +21,8 @@
 //! whose key is the `seed` attribute and whose counter's high half is
 //! `seed2`; every run reserves 256 blocks per output element, so the next
 //! run (the mesh keeps each node's position) draws new numbers as
-//! TensorFlow's do.
+//! TensorFlow's do (`ParameterizedTruncatedNormal`, whose sampler is in
+//! `ptn`, reserves its own count).
 //!
 //! Only the Philox algorithm (id 1, and 3, auto-select, which is Philox on
 //! CPU) is supported, as on TensorFlow's CPU; another id is an error. Cost:
@@ -142,7 +143,7 @@ pub(super) fn unit_bf16(x: u32) -> half::bf16 {
 }
 
 /// Two normals from two words (sine first), in f32 as TensorFlow computes them.
-fn box_muller_f32(x0: u32, x1: u32) -> [f32; 2] {
+pub(super) fn box_muller_f32(x0: u32, x1: u32) -> [f32; 2] {
     let u1 = unit_f32(x0).max(1.0e-7);
     // TensorFlow multiplies by 2π in double and rounds the angle to float.
     let v1 = (2.0 * std::f64::consts::PI * f64::from(unit_f32(x1))) as f32;
@@ -151,7 +152,7 @@ fn box_muller_f32(x0: u32, x1: u32) -> [f32; 2] {
 }
 
 /// Two normals from four words, in f64.
-fn box_muller_f64(x: [u32; 4]) -> [f64; 2] {
+pub(super) fn box_muller_f64(x: [u32; 4]) -> [f64; 2] {
     let u1 = unit_f64(x[0], x[1]).max(1.0e-7);
     let v1 = 2.0 * std::f64::consts::PI * unit_f64(x[2], x[3]);
     let u2 = (-2.0 * u1.ln()).sqrt();
@@ -342,7 +343,7 @@ fn int_tensor(
 }
 
 /// The output shape operand, checked against the memory budget.
-fn shape_operand(op: &str, t: &Tensor, dtype: DType) -> Result<Vec<usize>, KernelError> {
+pub(super) fn shape_operand(op: &str, t: &Tensor, dtype: DType) -> Result<Vec<usize>, KernelError> {
     let dims = t.to_i64_vec(op, "shape")?;
     if t.shape().len() > 1 {
         return Err(KernelError::invalid(op, format!("shape must be a vector, got shape {:?}", t.shape())));
@@ -351,7 +352,7 @@ fn shape_operand(op: &str, t: &Tensor, dtype: DType) -> Result<Vec<usize>, Kerne
 }
 
 /// A seed pair operand (i32 or i64, two elements), widened as TensorFlow widens it.
-fn seed_operand(op: &str, t: &Tensor) -> Result<[i64; 2], KernelError> {
+pub(super) fn seed_operand(op: &str, t: &Tensor) -> Result<[i64; 2], KernelError> {
     match t.to_i64_vec(op, "seed")?.as_slice() {
         &[a, b] if t.shape() == [2] => Ok([a, b]),
         _ => Err(KernelError::invalid(op, format!("seed must have shape [2], got {:?}", t.shape()))),
@@ -502,8 +503,15 @@ pub(crate) fn stateful_draw(op: &str, attrs: &AttrMap, gen: Philox, rest: &[Tens
 
 /// The seeded stateful ops (`seed` and `seed2` attributes), sorted: each node keeps a generator
 /// from run to run, as TensorFlow's `GuardedPhiloxRandom` does.
-pub const SEEDED: &[&str] =
-    &["Multinomial", "RandomShuffle", "RandomStandardNormal", "RandomUniform", "RandomUniformInt", "TruncatedNormal"];
+pub const SEEDED: &[&str] = &[
+    "Multinomial",
+    "ParameterizedTruncatedNormal",
+    "RandomShuffle",
+    "RandomStandardNormal",
+    "RandomUniform",
+    "RandomUniformInt",
+    "TruncatedNormal",
+];
 
 /// Blocks a seeded op reserves per output element on each run (TensorFlow's CPU kernels reserve
 /// this many so that no run can reach the next run's blocks).
@@ -538,6 +546,9 @@ pub fn seeded_draw(
             // row's sample count rounded up to four.
             let reserved = (rows as u64).saturating_mul(samples.div_ceil(4) as u64 * 4).saturating_mul(512);
             return Ok((vec![t], reserved));
+        }
+        "ParameterizedTruncatedNormal" => {
+            return super::ptn::seeded(op, attrs, gen, inputs).map(|(t, reserved)| (vec![t], reserved));
         }
         _ => {}
     }

@@ -52,6 +52,7 @@ mod math_functions;
 mod multi_output;
 mod nn_functions;
 mod product_functions;
+mod ptn_functions;
 mod quant_functions;
 mod special_functions;
 mod spmd_functions;
@@ -205,6 +206,7 @@ const OP_FAMILIES: &[FamilyGradient] = &[
     igamma_functions::gradient,
     linalg_functions::gradient,
     linalg_solve_functions::gradient,
+    ptn_functions::gradient,
     quant_functions::gradient,
     special_functions::gradient,
     spmd_functions::gradient,

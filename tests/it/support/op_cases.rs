@@ -9,8 +9,9 @@
 //! runs once as a plain graph on the simulator and once on PJRT (one
 //! compiled program): the simulator must give TensorFlow's CPU values, PJRT
 //! TensorFlow's XLA values (its CPU values where TensorFlow's bridge does
-//! not compile the case), and both TensorFlow's gradients. Every mismatch of
-//! the family is reported together.
+//! not compile the case), and both TensorFlow's gradients (PJRT the bridge's
+//! where a case records them as `xla_grads`). Every mismatch of the family is
+//! reported together.
 
 #![allow(dead_code)] // Each test file uses the helpers it needs.
 
@@ -51,7 +52,12 @@ impl Case<'_> {
 
     /// `(placeholder, TensorFlow's gradient)` pairs, when TensorFlow gives gradients.
     fn grads(&self) -> Vec<(String, Tensor)> {
-        let Some(list) = self.doc["grads"].as_array() else { return Vec::new() };
+        self.grads_of("grads")
+    }
+
+    /// The pairs under `key`: `grads` (TensorFlow's CPU kernels) or `xla_grads` (its XLA bridge).
+    fn grads_of(&self, key: &str) -> Vec<(String, Tensor)> {
+        let Some(list) = self.doc[key].as_array() else { return Vec::new() };
         list.iter().map(|g| (g["x"].as_str().expect("x").to_string(), tensor_of(&g["value"]))).collect()
     }
 
@@ -284,7 +290,13 @@ fn check_family_on(family: &str, backends: &[Backend]) {
                 _ => case.expected("outputs"),
             };
             let mut wanted: Vec<(String, Tensor)> = want.into_iter().map(|(n, t)| (format!("{n}:0"), t)).collect();
-            wanted.extend(case.grads().into_iter().map(|(x, t)| (format!("{}:0", case.grad_node(&x)), t)));
+            // PJRT's gradients are the bridge's where the case records them (their values depend
+            // on the sample the backend draws).
+            let grads = match backend {
+                Backend::Pjrt if case.doc["xla_grads"].is_array() => case.grads_of("xla_grads"),
+                _ => case.grads(),
+            };
+            wanted.extend(grads.into_iter().map(|(x, t)| (format!("{}:0", case.grad_node(&x)), t)));
             for (name, want) in wanted {
                 let Some(got) = got.get(&name) else {
                     failures.push(format!("{backend:?} {}: `{name}` was not fetched", case.name));

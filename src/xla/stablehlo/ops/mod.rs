@@ -51,6 +51,7 @@ mod list;
 mod nchw;
 mod nn;
 mod prand;
+mod ptn;
 mod quant;
 pub mod random;
 mod random_state;
@@ -360,6 +361,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("Pad", shape::pad),
     ("PadV2", shape::pad),
     ("ParallelDynamicStitch", data_ops::parallel_dynamic_stitch),
+    ("ParameterizedTruncatedNormal", ptn::seeded),
     ("PlaceholderWithDefault", identity),
     ("Polygamma", |c, n| sp::chlo_binary(c, n, "chlo.polygamma")),
     ("PopulationCount", sp::population_count),
@@ -439,6 +441,7 @@ pub const TABLE: &[(&str, Builder)] = &[
     ("SquaredDifference", ew::squared_difference),
     ("Squeeze", shape::reshape),
     ("StatelessMultinomial", |c, n| random::multinomial(c, n, true)),
+    ("StatelessParameterizedTruncatedNormal", ptn::stateless),
     ("StatelessRandomGetAlg", random::get_alg),
     ("StatelessRandomGetKeyCounter", |c, n| random::get_key_counter(c, n, false)),
     ("StatelessRandomGetKeyCounterAlg", |c, n| random::get_key_counter(c, n, true)),

@@ -33,11 +33,13 @@ use crate::xla::stablehlo::text::{Ctx, Ty, Val};
 /// to constants (folding runs the simulator, which follows TensorFlow's CPU kernels).
 pub const DRAWS: &[&str] = &[
     "Multinomial",
+    "ParameterizedTruncatedNormal",
     "RandomShuffle",
     "RandomStandardNormal",
     "RandomUniform",
     "RandomUniformInt",
     "StatelessMultinomial",
+    "StatelessParameterizedTruncatedNormal",
     "StatelessRandomGetKeyCounter",
     "StatelessRandomGetKeyCounterAlg",
     "StatelessRandomNormal",
@@ -65,7 +67,7 @@ fn uint(c: &mut Ctx, ty: &Ty, value: u64) -> Val {
     Val { name: r, ty: ty.clone() }
 }
 
-fn op1(c: &mut Ctx, name: &str, a: &Val, b: &Val) -> Val {
+pub(super) fn op1(c: &mut Ctx, name: &str, a: &Val, b: &Val) -> Val {
     c.op(&format!("stablehlo.{name}"), &[a, b], "", a.ty.clone())
 }
 
@@ -192,7 +194,7 @@ fn key_counter_of_seed(c: &mut Ctx, n: &Call, i: usize) -> Result<(Val, Val), St
 }
 
 /// The Philox state of a V1 op's seed (operand `i`).
-fn state_of_seed(c: &mut Ctx, n: &Call, i: usize) -> Result<Val, String> {
+pub(super) fn state_of_seed(c: &mut Ctx, n: &Call, i: usize) -> Result<Val, String> {
     let (key, counter) = key_counter_of_seed(c, n, i)?;
     Ok(c.op("stablehlo.concatenate", &[&key, &counter], "dimension = 0 : i64", Ty::new(DType::U64, vec![3])))
 }
@@ -221,7 +223,7 @@ pub(super) enum Dist {
 }
 
 /// Uniform floats in `[0, 1)` of `dtype`, `count` of them (flat), from the high mantissa bits.
-fn uniform(c: &mut Ctx, g: &mut Gen, dtype: DType, count: usize) -> Result<Val, String> {
+pub(super) fn uniform(c: &mut Ctx, g: &mut Gen, dtype: DType, count: usize) -> Result<Val, String> {
     let (bits_ty, width, mantissa, one): (DType, u64, u64, u64) = match dtype {
         DType::F32 => (DType::U32, 32, 23, 0x3F80_0000),
         DType::F64 => (DType::U64, 64, 52, 0x3FF0_0000_0000_0000),
@@ -299,7 +301,7 @@ fn normal(c: &mut Ctx, g: &mut Gen, dtype: DType, shape: &[usize]) -> Result<Val
 }
 
 /// The smallest normal float of `dtype`: the bridge's truncated normals start their uniforms there.
-fn min_positive(dtype: DType) -> f64 {
+pub(super) fn min_positive(dtype: DType) -> f64 {
     match dtype {
         DType::F64 => f64::MIN_POSITIVE,
         DType::F16 => 6.103_515_625e-5,
@@ -412,7 +414,7 @@ pub(super) fn int_values(c: &mut Ctx, g: &mut Gen, out: &Ty, bounds: Option<(Val
 
 /// `stablehlo.rng` of `distribution` (`UNIFORM` in `[a, b)`, `NORMAL` with mean `a` and deviation
 /// `b`) in the result type `ty`: XLA's own generator, whose state moves on every execution.
-fn rng(c: &mut Ctx, distribution: &str, a: &Val, b: &Val, ty: &Ty) -> Val {
+pub(super) fn rng(c: &mut Ctx, distribution: &str, a: &Val, b: &Val, ty: &Ty) -> Val {
     let dims: Vec<i64> = ty.shape.iter().map(|&d| d as i64).collect();
     let shape = c.constant(&crate::exec::Tensor::vector(dims));
     c.op(

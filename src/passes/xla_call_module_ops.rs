@@ -12,8 +12,8 @@
 //! XLA wants constant becoming `Const`s. Attributes are read from the op,
 //! or from inside its structured attribute (`dot_dimension_numbers`,
 //! `dimension_numbers`), whichever the decoder gives. Anything an op's
-//! conversion does not honour (window reversal, a multi-operand window
-//! reduction, ...) is refused, never dropped. Gathers and scatters with
+//! conversion does not honour (window reversal, a padded window reduction
+//! of several operands, ...) is refused, never dropped. Gathers and scatters with
 //! batching dimensions become plain ones: an iota per batching dimension
 //! joins the indices, and the operand's batching dimensions are collapsed.
 

@@ -124,9 +124,6 @@ pub(super) fn reduce(b: &mut Fb<'_, '_>, op: &Operation) -> Result<Vec<V>, Refus
 }
 
 pub(super) fn reduce_window(b: &mut Fb<'_, '_>, op: &Operation) -> Result<Vec<V>, Refusal> {
-    if op.operands.len() != 2 {
-        return Err("a window reduction of several operands".into());
-    }
     let (dtype, dims) = in_ty(b, op, 0)?;
     let r = dims.len();
     let window = ints_or(op, "", "window_dimensions", Vec::new())?;
@@ -135,11 +132,90 @@ pub(super) fn reduce_window(b: &mut Fb<'_, '_>, op: &Operation) -> Result<Vec<V>
     let dilations = ints_or(op, "", "window_dilations", vec![1; r])?;
     let padding = ints_or(op, "", "padding", vec![0; 2 * r])?;
     let computation = computation(b, op, 0, "computation")?;
+    if op.operands.len() != 2 {
+        let geometry = Window { dims, window, strides, base, dilations, padding };
+        return variadic_reduce_window(b, op, &geometry, computation);
+    }
     let (x, init) = (input(b, op, 0)?, input(b, op, 1)?);
     let (w, s, bd, wd) = (b.ints(&window), b.ints(&strides), b.ints(&base), b.ints(&dilations));
     let p = b.ints_shaped(&padding, vec![r as i64, 2]);
     let attrs = vec![t(dtype), ("Tindices", AttrValue::Type(DType::I64)), ("computation", func(computation))];
     Ok(vec![(b.node("XlaReduceWindow", &[x, init, w, s, bd, wd, p], attrs), 0)])
+}
+
+/// The shape of a window reduction: operand dimensions and the window's
+/// sizes, strides, base and window dilations and padding (low, high pairs).
+struct Window {
+    dims: Vec<i64>,
+    window: Vec<i64>,
+    strides: Vec<i64>,
+    base: Vec<i64>,
+    dilations: Vec<i64>,
+    padding: Vec<i64>,
+}
+
+/// The largest window a reduction of several operands is unrolled for.
+const MAX_UNROLLED_WINDOW: i64 = 1024;
+
+/// A window reduction of several operands, which no TensorFlow op takes:
+/// the strided slice of each operand at every offset of the window is
+/// stacked along a new last dimension, and one `XlaVariadicReduceV2` with the same computation
+/// reduces that dimension, combining each window with the initial values
+/// once, as `reduce_window` does.
+fn variadic_reduce_window(b: &mut Fb<'_, '_>, op: &Operation, w: &Window, reducer: String) -> Result<Vec<V>, Refusal> {
+    let n = op.operands.len() / 2;
+    let r = w.dims.len();
+    let sizes = [&w.window, &w.strides, &w.base, &w.dilations];
+    if sizes.iter().any(|v| v.len() != r || v.iter().any(|&x| x < 1)) || w.padding.len() != 2 * r {
+        return Err("window attributes that do not match the operand's rank".into());
+    }
+    // XLA leaves padding and base-dilation holes out of a window, which
+    // equals padding with the initial values only where those are the
+    // computation's identity; that cannot be told here, so both are refused.
+    if w.padding.iter().any(|&p| p != 0) || w.base.iter().any(|&x| x != 1) {
+        return Err("a window reduction of several operands with padding or base dilation".into());
+    }
+    let count = w.window.iter().try_fold(1i64, |acc, &k| acc.checked_mul(k)).filter(|&c| c <= MAX_UNROLLED_WINDOW);
+    let count = count.ok_or("a window reduction of several operands over more than 1024 elements a window")?;
+    let out: Vec<i64> = (0..r)
+        .map(|d| (w.dims[d] - ((w.window[d] - 1) * w.dilations[d] + 1)).div_euclid(w.strides[d]) + 1)
+        .map(|o| o.max(0))
+        .collect();
+    let mut stacked = Vec::new();
+    let mut dtypes = Vec::new();
+    for k in 0..n {
+        let (dtype, _) = in_ty(b, op, k)?;
+        let x = input(b, op, k)?;
+        let mut slices = Vec::new();
+        for offset in 0..count {
+            let mut rest = offset;
+            let mut begin = vec![0; r];
+            for d in (0..r).rev() {
+                begin[d] = (rest % w.window[d]) * w.dilations[d];
+                rest /= w.window[d];
+            }
+            let end: Vec<i64> =
+                (0..r).map(|d| begin[d] + if out[d] > 0 { (out[d] - 1) * w.strides[d] + 1 } else { 0 }).collect();
+            let (bg, en, st) = (b.ints(&begin), b.ints(&end), b.ints(&w.strides));
+            let mut attrs = vec![t(dtype), ("Index", AttrValue::Type(DType::I64))];
+            for mask in ["begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask"] {
+                attrs.push((mask, AttrValue::Int(0)));
+            }
+            slices.push((b.node("StridedSlice", &[x, bg, en, st], attrs), 0));
+        }
+        let attrs = vec![("N", AttrValue::Int(count)), t(dtype), ("axis", AttrValue::Int(r as i64))];
+        stacked.push((b.node("Pack", &slices, attrs), 0));
+        dtypes.push(dtype);
+    }
+    let inits = (n..2 * n).map(|k| input(b, op, k)).collect::<Result<Vec<_>, _>>()?;
+    stacked.extend(inits);
+    let attrs = vec![
+        ("T", types(&dtypes)),
+        ("dimensions_to_reduce", AttrValue::List(vec![AttrValue::Int(r as i64)])),
+        ("reducer", func(reducer)),
+    ];
+    let id = b.node("XlaVariadicReduceV2", &stacked, attrs);
+    Ok((0..n as u32).map(|k| (id, k)).collect())
 }
 
 pub(super) fn select_and_scatter(b: &mut Fb<'_, '_>, op: &Operation) -> Result<Vec<V>, Refusal> {

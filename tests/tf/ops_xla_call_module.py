@@ -9,7 +9,8 @@ and a three-way `lax.switch`, reductions with an arg-max, integer and bool math,
 a dynamic slice and a scatter-add, and a sort; gathers and scatters with batching dimensions
 (`jnp.take_along_axis`, `vmap` of indexing and of scatters), and plain
 reductions (sum, product, max, min, all, any, and reductions from an initial value that is not the
-reduction's identity), which the raise makes TensorFlow's Sum/Prod/Max/Min/All/Any.
+reduction's identity), which the raise makes TensorFlow's Sum/Prod/Max/Min/All/Any; and window
+reductions of two operands (an arg-max pooling, a dilated sum and max).
 
 Run after setup.sh:  tests/tf/.venv/bin/python tests/tf/ops_xla_call_module.py
 """
@@ -131,6 +132,19 @@ def plain_reductions(x, a, m):
             lax.reduce(a, np.int32(2), lax.max, (0,)), lax.reduce(a, np.int32(-1), lax.min, (1,)))
 
 
+def window_pairs(x):
+    idx = lax.broadcasted_iota(jnp.int32, x.shape, 1)
+
+    def pick(a, b):
+        take = (a[0] > b[0]) | ((a[0] == b[0]) & (a[1] < b[1]))
+        return jnp.where(take, a[0], b[0]), jnp.where(take, a[1], b[1])
+
+    v, i = lax.reduce_window((x, idx), (-jnp.inf, jnp.int32(0)), pick, (1, 3), (1, 2), "VALID")
+    s, m = lax.reduce_window((x, x), (0.5, -jnp.inf), lambda a, b: (a[0] + b[0], jnp.maximum(a[1], b[1])),
+                             (2, 2), (1, 2), "VALID", window_dilation=(1, 2))
+    return v, i, s, m
+
+
 cases = [
     module_case("mlp", mlp, [rand(1, 4, 3), rand(2, 3, 5), rand(3, 5), rand(4, 5, 2), rand(5, 2)], rtol=1e-5),
     module_case("conv_relu_pool", conv_relu_pool, [rand(6, 1, 6, 6, 2), rand(7, 3, 3, 2, 3)], rtol=1e-5),
@@ -145,6 +159,7 @@ cases = [
     module_case("sort", sort, [rand(17, 2, 5)]),
     module_case("batched_gather", batched_gather, [rand(18, 3, 5), ints(19, 0, 5, 3, 4), ints(20, 0, 5, 3),
                                                    rand(21, 2, 3, 4), ints(22, 0, 4, 2, 3, 2), rand(23, 3)]),
+    module_case("window_pairs", window_pairs, [rand(27, 3, 7)]),
     module_case("plain_reductions", plain_reductions, [rand(24, 3, 4), ints(25, -9, 10, 3, 4),
                                                        np.random.default_rng(26).random((3, 4)) > 0.3]),
 ]

@@ -672,6 +672,19 @@ graph @main {
     }
 
     #[test]
+    fn batching_dimensions_that_do_not_pair_are_refused() {
+        let mut tree = tanh_times_x();
+        let mut gather = op("stablehlo.gather", &[0, 0], Some((1, f32s(&[3]))), Vec::new());
+        let dims = Attribute::DenseArray { element: ElementType::Signless(64), values: DenseValues::Int(vec![0]) };
+        gather.attributes.push(NamedAttribute { name: "operand_batching_dims".into(), value: dims });
+        tree.functions[0].body.blocks[0].operations[0] = gather;
+        let (_, found) = raise(G, &tree);
+        assert_eq!(found.len(), 1);
+        assert_eq!(code(&found[0].1), "tpu_rewrite::passes::xla_call_module::unsupported_op");
+        assert!(found[0].1.to_string().contains("do not pair"), "{}", found[0].1);
+    }
+
+    #[test]
     fn a_signature_that_disagrees_with_the_node_is_refused() {
         let (_, found) = raise(&G.replace("Sout = [shape[3]]", "Sout = [shape[4]]"), &tanh_times_x());
         assert_eq!(code(&found[0].1), "tpu_rewrite::passes::xla_call_module::invalid");

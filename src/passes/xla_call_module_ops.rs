@@ -12,8 +12,10 @@
 //! XLA wants constant becoming `Const`s. Attributes are read from the op,
 //! or from inside its structured attribute (`dot_dimension_numbers`,
 //! `dimension_numbers`), whichever the decoder gives. Anything an op's
-//! conversion does not honour (window reversal, batching dimensions of a
-//! gather, a multi-operand window reduction, ...) is refused, never dropped.
+//! conversion does not honour (window reversal, a padded window reduction
+//! of several operands, ...) is refused, never dropped. Gathers and scatters with
+//! batching dimensions become plain ones: an iota per batching dimension
+//! joins the indices, and the operand's batching dimensions are collapsed.
 
 use super::xla_call_module::{static_tensor, tensor_type, Fb, Refusal};
 use super::xla_call_module_regions::{
@@ -398,6 +400,11 @@ fn iota(b: &mut Fb<'_, '_>, op: &Operation) -> Result<Vec<V>, Refusal> {
     let (dtype, dims) = out_ty(op, 0)?;
     let d = usize::try_from(int_or(op, "", "iota_dimension", 0)?).ok().filter(|&d| d < dims.len());
     let d = d.ok_or("`iota_dimension` is outside the result's rank")?;
+    Ok(vec![iota_of(b, dtype, &dims, d)])
+}
+
+/// A tensor of shape `dims` and dtype `dtype` counting 0, 1, ... along `d`.
+fn iota_of(b: &mut Fb<'_, '_>, dtype: DType, dims: &[i64], d: usize) -> V {
     let zero = b.scalar(DType::I64, 0.0);
     let n = b.scalar(DType::I64, dims[d] as f64);
     let one = b.scalar(DType::I64, 1.0);
@@ -407,8 +414,48 @@ fn iota(b: &mut Fb<'_, '_>, op: &Operation) -> Result<Vec<V>, Refusal> {
     shape[d] = dims[d];
     let to = b.ints(&shape);
     let r = b.node("Reshape", &[values, to], vec![t(dtype), ("Tshape", AttrValue::Type(DType::I64))]);
-    let full = b.ints(&dims);
-    Ok(vec![(b.node("BroadcastTo", &[(r, 0), full], vec![t(dtype), ("Tidx", AttrValue::Type(DType::I64))]), 0)])
+    let full = b.ints(dims);
+    (b.node("BroadcastTo", &[(r, 0), full], vec![t(dtype), ("Tidx", AttrValue::Type(DType::I64))]), 0)
+}
+
+/// The indices of a gather or scatter with batching dimensions, made plain:
+/// each index vector gets, per batching dimension, its own position along
+/// that dimension of the indices (an iota) appended. The operand's batching
+/// dimensions then become collapsed dimensions indexed by those positions,
+/// which selects the same elements. Gives the indices and their index
+/// vector dimension (a trailing one is made explicit).
+pub(super) fn unbatched_indices(
+    b: &mut Fb<'_, '_>,
+    indices: V,
+    (it, idims): (DType, Vec<i64>),
+    index_vector_dim: i64,
+    batching: &[i64],
+) -> Result<(V, i64), Refusal> {
+    let ivd = usize::try_from(index_vector_dim).ok().filter(|&d| d <= idims.len());
+    let ivd = ivd.ok_or("`index_vector_dim` is outside the indices' rank")?;
+    let (mut parts, mut dims) = (vec![indices], idims.clone());
+    if ivd == idims.len() {
+        dims.push(1);
+        parts[0] = reshape_to(b, indices, it, &dims);
+    }
+    let mut one = dims.clone();
+    one[ivd] = 1;
+    for &d in batching {
+        let d = usize::try_from(d).ok().filter(|&d| d < dims.len() && d != ivd);
+        let d = d.ok_or("a batching dimension of the indices is outside their rank or their index vector")?;
+        parts.push(iota_of(b, it, &one, d));
+    }
+    let n = parts.len() as i64;
+    parts.push(b.scalar(DType::I64, ivd as f64));
+    let attrs = vec![("N", AttrValue::Int(n)), t(it), ("Tidx", AttrValue::Type(DType::I64))];
+    Ok(((b.node("ConcatV2", &parts, attrs), 0), ivd as i64))
+}
+
+/// `dims` and `more`, sorted.
+pub(super) fn merged(dims: &[i64], more: &[i64]) -> Vec<i64> {
+    let mut all = [dims, more].concat();
+    all.sort_unstable();
+    all
 }
 
 // ---------------------------------------------------------------- shapes
@@ -636,12 +683,20 @@ fn gather(b: &mut Fb<'_, '_>, op: &Operation) -> Result<Vec<V>, Refusal> {
         operand_batching_dims: ints_or(op, w, "operand_batching_dims", Vec::new())?,
         start_indices_batching_dims: ints_or(op, w, "start_indices_batching_dims", Vec::new())?,
     };
-    if !dims.operand_batching_dims.is_empty() || !dims.start_indices_batching_dims.is_empty() {
-        return Err("batching dimensions".into());
-    }
     let sizes = ints_or(op, "", "slice_sizes", Vec::new())?;
-    let ((dtype, _), (it, _)) = (in_ty(b, op, 0)?, in_ty(b, op, 1)?);
-    let (x, idx) = (input(b, op, 0)?, input(b, op, 1)?);
+    let ((dtype, _), (it, idims)) = (in_ty(b, op, 0)?, in_ty(b, op, 1)?);
+    let (x, mut idx) = (input(b, op, 0)?, input(b, op, 1)?);
+    let mut dims = dims;
+    if !dims.operand_batching_dims.is_empty() || !dims.start_indices_batching_dims.is_empty() {
+        if dims.operand_batching_dims.len() != dims.start_indices_batching_dims.len() {
+            return Err("batching dimensions of the operand and the indices that do not pair".into());
+        }
+        let batching = std::mem::take(&mut dims.start_indices_batching_dims);
+        (idx, dims.index_vector_dim) = unbatched_indices(b, idx, (it, idims), dims.index_vector_dim, &batching)?;
+        let operand = std::mem::take(&mut dims.operand_batching_dims);
+        dims.collapsed_slice_dims = merged(&dims.collapsed_slice_dims, &operand);
+        dims.start_index_map.extend(operand);
+    }
     let sizes = if it == DType::I64 { b.ints(&sizes) } else { index_const(b, &sizes, it)? };
     let attrs = vec![
         t(dtype),

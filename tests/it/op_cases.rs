@@ -248,8 +248,9 @@ fn xla_ops_proto_attributes_round_trip_and_bad_bytes_are_diagnosed() {
 }
 
 /// `XlaCallModule` nodes holding `jax.export` modules (an MLP, conv + relu + pooling, while and
-/// fori loops, cond and switch, reductions with an arg-max, integer and bool math, gathers with a
-/// dynamic slice and a scatter-add, a sort), raised into IR functions (`tests/tf/ops_xla_call_module.py`).
+/// fori loops, cond and switch, reductions with an arg-max, plain reductions, integer and bool math,
+/// gathers with a dynamic slice and a scatter-add, gathers and scatters with batching dimensions, a
+/// sort), raised into IR functions (`tests/tf/ops_xla_call_module.py`).
 #[test]
 fn xla_call_module() {
     check_family("xla_call_module");

@@ -1,6 +1,7 @@
 //! `XlaCallModule` raised into an IR function (`passes::xla_call_module`),
 //! on the simulator and on PJRT, against TensorFlow's numbers for the same
-//! module (`tests/tf/ops_xla_call_module.py`, case `mlp`).
+//! module (`tests/tf/ops_xla_call_module.py`, case `mlp`), and what the
+//! family's modules are raised to.
 //!
 //! The decoded module is built here by hand, operation for operation as
 //! `jax.export` wrote the `mlp` case's module (MLIR's generic form of it is
@@ -10,8 +11,9 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 use tpu_rewrite::exec::Tensor;
-use tpu_rewrite::ir::parse_module;
-use tpu_rewrite::passes::xla_call_module::raise_xla_call_modules;
+use tpu_rewrite::ir::functions::XLA_CALL_MODULE_ATTR;
+use tpu_rewrite::ir::{parse_module, AttrValue};
+use tpu_rewrite::passes::xla_call_module::{raise_xla_call_modules, read_module};
 use tpu_rewrite::syntax::mlir::{
     Attribute, Block, DenseValues, Dim, ElementType, Function, Module, NamedAttribute, Operation, Region, TensorType,
     Type, Value as MValue, ValueId, Visibility,
@@ -19,6 +21,7 @@ use tpu_rewrite::syntax::mlir::{
 
 use crate::support::corpus::{assert_close, read_json, tensor_of};
 use crate::support::op_cases::run_on_both;
+use tpu_rewrite::tf::{import_graphdef, GraphDefFormat};
 
 fn f32s(dims: &[i64]) -> Type {
     Type::Tensor(TensorType {
@@ -211,5 +214,67 @@ fn a_raised_mlp_gives_tensorflows_numbers_on_both_backends() {
             let label = format!("{backend}: {name}");
             assert_close(&label, &got[&format!("{name}:0")], &tensor_of(value), 1e-5);
         }
+    }
+}
+
+/// The ops of the functions `graph` names (through function attributes),
+/// `graph`'s own included, each function once.
+fn ops_reached(module: &tpu_rewrite::ir::Module, graph: &str, seen: &mut Vec<String>) -> Vec<String> {
+    if seen.iter().any(|s| s == graph) {
+        return Vec::new();
+    }
+    seen.push(graph.to_string());
+    let g = module.graphs.iter().find(|g| &*g.name == graph).unwrap_or_else(|| panic!("no function {graph}"));
+    let mut ops = Vec::new();
+    for id in g.node_ids() {
+        let node = g.node(id);
+        ops.push(node.op.to_string());
+        for (_, value) in node.attrs.iter() {
+            if let AttrValue::Func(f) = value {
+                ops.extend(ops_reached(module, &f.name, seen));
+            }
+        }
+    }
+    ops
+}
+
+/// The family's modules as `jax.export` wrote them, raised by the reader
+/// and the raise: the ops each case's function is made of.
+fn raised_family_ops(case: &str) -> Vec<String> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/tf/corpus/ops/xla_call_module.pbtxt");
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let (mut module, errors) = import_graphdef(&bytes, GraphDefFormat::Text).expect("imports");
+    assert!(errors.is_empty(), "{errors:?}");
+    let problems = raise_xla_call_modules(&mut module, &read_module);
+    assert!(problems.is_empty(), "{problems:?}");
+    let name = format!("{case}__op");
+    let mut nodes = module.graphs.iter().flat_map(|g| g.node_ids().map(move |id| g.node(id)));
+    let node = nodes.find(|n| *n.name == *name).expect("the case's node");
+    let Some(AttrValue::Func(f)) = node.attrs.get(XLA_CALL_MODULE_ATTR) else { panic!("{case} was not raised") };
+    ops_reached(&module, &f.name, &mut Vec::new())
+}
+
+/// `jnp.sum`, `jnp.max`, `jnp.all`, ... are reduces whose body is one
+/// elementwise op: they become TensorFlow's reductions, not reducer calls
+/// per element (`XlaVariadicReduceV2`); the family test checks their
+/// numbers. The arg-max's two-operand reduce stays variadic.
+#[test]
+fn plain_reductions_become_tensorflows_reductions() {
+    let ops = raised_family_ops("plain_reductions");
+    for want in ["Sum", "Prod", "Max", "Min", "All", "Any", "AddV2", "Maximum", "Minimum"] {
+        assert!(ops.iter().any(|o| o == want), "no {want} in {ops:?}");
+    }
+    assert!(!ops.iter().any(|o| o == "XlaVariadicReduceV2"), "{ops:?}");
+    let argmax = raised_family_ops("reduce_argmax");
+    assert_eq!(argmax.iter().filter(|o| *o == "XlaVariadicReduceV2").count(), 1, "{argmax:?}");
+}
+
+/// Gathers and scatters with batching dimensions become plain `XlaGather`
+/// and `XlaScatter`s whose indices carry an iota per batching dimension.
+#[test]
+fn batching_dimensions_become_iotas_of_the_indices() {
+    let ops = raised_family_ops("batched_gather");
+    for want in ["XlaGather", "XlaScatter", "Range", "ConcatV2"] {
+        assert!(ops.iter().any(|o| o == want), "no {want} in {ops:?}");
     }
 }

@@ -20,6 +20,10 @@ from jaxlib.mlir.dialects import stablehlo
 
 OUT = pathlib.Path(__file__).parent / "corpus" / "mlir"
 
+# Source locations in the modules name this script from the repository's root, not by where the
+# checkout happens to be.
+jax.config.update("jax_hlo_source_file_canonicalization_regex", r"^.*/(?=tests/tf/)")
+
 
 def mlp_step(w1, b1, w2, x, y):
     """One SGD step of a two-layer tanh MLP: dot_general, broadcast, tanh, reduce."""

@@ -22,6 +22,7 @@
 use std::fmt;
 
 mod bytecode;
+mod dense;
 mod error;
 mod legalize;
 mod print;

@@ -117,6 +117,12 @@ fn prand_cpu() {
     crate::support::op_cases::check_family_on_simulator("prand_cpu");
 }
 
+/// StochasticCastToInt with `Tout = int16` on both backends (`tests/tf/ops_prand_i16.py`).
+#[test]
+fn prand_i16() {
+    check_family("prand_i16");
+}
+
 /// Quantization-aware training: FakeQuant* and QuantizeAndDequantizeV2/V3/V4.
 #[test]
 fn quant() {

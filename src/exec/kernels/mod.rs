@@ -655,6 +655,8 @@ fn holds(d: DType) -> bool {
             | DType::F16
             | DType::I8
             | DType::U8
+            | DType::I16
+            | DType::U16
             | DType::U32
             | DType::U64
             | DType::I32
@@ -670,8 +672,8 @@ fn holds(d: DType) -> bool {
 
 /// Every node of `module` that cannot run, in graph and text order: op
 /// types without a kernel, and dtype attributes (`T`, `dtype`, `DstT`, ...)
-/// naming a dtype the executor cannot hold (16-bit unsigned,
-/// i16, variant) or an integer where the kernel computes in
+/// naming a dtype the executor cannot hold (quantized 16-bit, or
+/// another dtype no `Tensor` holds) or an integer where the kernel computes in
 /// floating point; string tensors in a TPU device program (`role =
 /// "replica"`). A node cloned into several programs (one per replica)
 /// is reported once, for the first. Cost: one pass over the nodes and

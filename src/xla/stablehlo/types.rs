@@ -84,6 +84,8 @@ fn stand_in(ty: &Ty) -> Result<Tensor, String> {
         DType::I64 => Tensor::from_vec(s, vec![1i64; n]),
         DType::I8 => Tensor::from_vec(s, vec![1i8; n]),
         DType::U8 => Tensor::from_vec(s, vec![1u8; n]),
+        DType::I16 => Tensor::from_vec(s, vec![1i16; n]),
+        DType::U16 => Tensor::from_vec(s, vec![1u16; n]),
         DType::U32 => Tensor::from_vec(s, vec![1u32; n]),
         DType::U64 => Tensor::from_vec(s, vec![1u64; n]),
         DType::C64 => Tensor::from_vec(s, vec![num_complex::Complex32::new(1.0, 0.0); n]),

@@ -44,8 +44,7 @@ const COLLECTIVES: &[&str] =
 const MAX_RULE_CONSTANT: usize = 1 << 16;
 
 fn lowering(graph: &Graph, id: NodeId, message: impl Into<String>) -> XlaError {
-    let node = graph.node(id);
-    XlaError::Lowering { node: node.name.to_string(), op: node.op.to_string(), message: message.into() }
+    XlaError::lowering(graph.node(id), message)
 }
 
 /// The first op whose types can depend on values (a call op, a TensorList

@@ -464,6 +464,14 @@ mod tests {
             Tensor::from_vec(&[2], vec![num_complex::Complex32::new(1.5, -2.0), num_complex::Complex32::new(0.0, 3.0)])
                 .unwrap(),
             Tensor::scalar(num_complex::Complex64::new(-1e-300, 2.5)),
+            Tensor::from_vec(&[2], vec![half::f16::from_f32(0.5), half::f16::MAX]).unwrap(),
+            Tensor::from_vec(&[2], vec![half::bf16::from_f32(1.5), half::bf16::from_f32(-3.0)]).unwrap(),
+            Tensor::from_vec(&[2], vec![i8::MIN, i8::MAX]).unwrap(),
+            Tensor::from_vec(&[2], vec![0u8, u8::MAX]).unwrap(),
+            Tensor::from_vec(&[2], vec![i16::MIN, i16::MAX]).unwrap(),
+            Tensor::from_vec(&[2], vec![0u16, u16::MAX]).unwrap(),
+            Tensor::from_vec(&[2], vec![0u32, u32::MAX]).unwrap(),
+            Tensor::from_vec(&[2], vec![0u64, u64::MAX]).unwrap(),
         ];
         for t in tensors {
             let bytes = write_npy(&t).unwrap();
@@ -490,5 +498,43 @@ mod tests {
         let t = read_npy(&bytes).unwrap();
         assert_eq!(t.shape(), &[2, 3]);
         assert_eq!(t.to_vec::<f32>().unwrap(), vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+    }
+
+    #[test]
+    fn json_reads_every_numeric_dtype_and_refuses_what_does_not_fit() {
+        let tensors = [
+            Tensor::from_vec(&[2], vec![half::bf16::from_f32(1.5), half::bf16::from_f32(-3.0)]).unwrap(),
+            Tensor::from_vec(&[2], vec![half::f16::from_f32(0.5), half::f16::MAX]).unwrap(),
+            Tensor::from_vec(&[2], vec![i8::MIN, i8::MAX]).unwrap(),
+            Tensor::from_vec(&[2], vec![0u8, u8::MAX]).unwrap(),
+            Tensor::from_vec(&[2], vec![i16::MIN, i16::MAX]).unwrap(),
+            Tensor::from_vec(&[2], vec![0u16, u16::MAX]).unwrap(),
+            Tensor::from_vec(&[2], vec![0u32, u32::MAX]).unwrap(),
+            Tensor::from_vec(&[2], vec![0u64, u64::MAX]).unwrap(),
+        ];
+        for t in tensors {
+            let back = tensor_from_json(&tensor_to_json(&t), t.dtype()).unwrap();
+            assert!(back.bit_eq(&t), "{}: {back:?}", t.dtype());
+        }
+        for (value, dtype) in [(json!([-1]), DType::U32), (json!([70000]), DType::I16), (json!([1.5]), DType::U64)] {
+            assert!(tensor_from_json(&value, dtype).is_err(), "{value} as {dtype}");
+        }
+    }
+
+    #[test]
+    fn npy_reads_bf16_as_ml_dtypes_saves_it() {
+        // `np.save(f, np.array([1.5, 2], ml_dtypes.bfloat16))`: a 2-byte void dtype of little-endian bits.
+        let header = "{'descr': '<V2', 'fortran_order': False, 'shape': (2,), }";
+        let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+        let mut h = header.to_string();
+        while !(10 + h.len() + 1).is_multiple_of(64) {
+            h.push(' ');
+        }
+        h.push('\n');
+        bytes.extend((h.len() as u16).to_le_bytes());
+        bytes.extend(h.as_bytes());
+        bytes.extend([0xC0, 0x3F, 0x00, 0x40]);
+        let t = read_npy(&bytes).unwrap();
+        assert_eq!(t.to_vec::<half::bf16>().unwrap(), vec![half::bf16::from_f32(1.5), half::bf16::from_f32(2.0)]);
     }
 }

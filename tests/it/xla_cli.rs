@@ -617,4 +617,12 @@ fn a_lowering_error_points_at_the_op_in_the_input() {
     let err = stderr(&o);
     assert!(err.contains("tpu_rewrite::xla::lowering") && err.contains("y (StochasticCastToInt)"), "{err}");
     assert!(err.contains("tagged.pbtxt:") && err.contains("name: \"y\"") && err.contains("this op"), "{err}");
+    // A binary GraphDef has no text: the report names the node and the file.
+    let binary = dir.path().join("tagged.pb");
+    let o = run_cli(&["rewrite", step.to_str().unwrap(), "-o", binary.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run_cli(&["lower", binary.to_str().unwrap(), "--format", "stablehlo", "-o", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("y (StochasticCastToInt)") && err.contains("tagged.pb:1:1"), "{err}");
 }

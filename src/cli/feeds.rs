@@ -115,8 +115,8 @@ pub(super) fn read_feeds(
         if pruned.iter().any(|p| name.split(':').next() == Some(p.as_str())) {
             continue;
         }
-        let tensor =
-            exec::read_npy_file(std::path::Path::new(file)).map_err(|e| CliError::feed(format!("{file}: {e}")))?;
+        let tensor = exec::read_npy_file(std::path::Path::new(file))
+            .map_err(|e| CliError::feed(format!("--feed {name}={file}: {e}")))?;
         feeds.push((name.to_string(), tensor));
     }
     Ok(feeds)
@@ -285,8 +285,8 @@ pub(super) fn variable_feeds(
     for item in feed {
         let Some((name, file)) = item.split_once('=') else { continue };
         let Some(id) = handle_of(name) else { continue };
-        let tensor =
-            exec::read_npy_file(std::path::Path::new(file)).map_err(|e| CliError::feed(format!("{file}: {e}")))?;
+        let tensor = exec::read_npy_file(std::path::Path::new(file))
+            .map_err(|e| CliError::feed(format!("--feed {name}={file}: {e}")))?;
         out.retain(|(n, _)| *n != *graph.node(id).name);
         out.push((graph.node(id).name.to_string(), tensor));
     }

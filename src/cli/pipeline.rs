@@ -143,6 +143,22 @@ fn rewrite_forming_clusters(
     Some(clusters.into_iter().next().map(|(_, c)| c).unwrap_or_default())
 }
 
+/// A lowering error about a node of a binary GraphDef, which has no text
+/// to point into: its label goes at the file's start, so the report names
+/// the file beside the node.
+fn in_binary_input(e: crate::xla::XlaError, format: InputFormat) -> crate::xla::XlaError {
+    use crate::xla::XlaError;
+    match e {
+        XlaError::Lowering { node, op, message, span: None } if format == InputFormat::Pb => {
+            XlaError::Lowering { node, op, message, span: Some(crate::syntax::Span::DETACHED) }
+        }
+        XlaError::UnsupportedOp { node, op, reason, span: None } if format == InputFormat::Pb => {
+            XlaError::UnsupportedOp { node, op, reason, span: Some(crate::syntax::Span::DETACHED) }
+        }
+        other => other,
+    }
+}
+
 /// `tpu-rewrite rewrite`.
 pub fn rewrite_command(
     file: &str,
@@ -427,7 +443,7 @@ pub fn lower_command(
         ) {
             Ok((text, signatures)) => finish(write_stablehlo(output.as_deref(), &text, &signatures)),
             Err(e) => {
-                report(vec![Box::new(e)], &loaded.source);
+                report(vec![Box::new(in_binary_input(e, loaded.format))], &loaded.source);
                 ExitCode::from(1)
             }
         };

@@ -9,9 +9,18 @@
 //! A complex element (c64, c128) is a `[real, imaginary]` pair, the
 //! innermost level of the nesting.
 //!
-//! `.npy`: read and written with the `npyz` crate for f32, f64, i32, i64,
-//! bool, complex64 and complex128, in either byte order; Fortran-order files
-//! are transposed on reading.
+//! Every numeric dtype of a [`Tensor`] reads from JSON: floats (f32, f64,
+//! bf16, f16) from numbers, rounded to the dtype; integers (i8, u8, i16,
+//! u16, i32, i64, u32, u64) from integers in the dtype's range (anything else is an
+//! error, never a silent wrap or truncation).
+//!
+//! `.npy`: read and written with the `npyz` crate for f32, f64, f16, i8, u8,
+//! i16, u16, i32, i64, u32, u64, bool, complex64 and complex128, in either byte order;
+//! Fortran-order files are transposed on reading. NumPy has no bfloat16:
+//! `ml_dtypes` saves one as a 2-byte void dtype (`<V2`) holding the
+//! little-endian bits, so a bf16 tensor is written that way, and a `V2`
+//! file reads back as bf16 (`np.load(f).view(ml_dtypes.bfloat16)` in
+//! Python).
 
 use std::io::Cursor;
 use std::path::Path;
@@ -65,6 +74,8 @@ pub fn tensor_to_json(tensor: &Tensor) -> Value {
         }
         Tensor::I8(a) => nest(&shape, &a.iter().copied().collect::<Vec<_>>(), &|x: &i8| Value::from(*x)),
         Tensor::U8(a) => nest(&shape, &a.iter().copied().collect::<Vec<_>>(), &|x: &u8| Value::from(*x)),
+        Tensor::I16(a) => nest(&shape, &a.iter().copied().collect::<Vec<_>>(), &|x: &i16| Value::from(*x)),
+        Tensor::U16(a) => nest(&shape, &a.iter().copied().collect::<Vec<_>>(), &|x: &u16| Value::from(*x)),
         Tensor::U32(a) => nest(&shape, &a.iter().copied().collect::<Vec<_>>(), &|x: &u32| Value::from(*x)),
         Tensor::U64(a) => nest(&shape, &a.iter().copied().collect::<Vec<_>>(), &|x: &u64| Value::from(*x)),
         Tensor::C64(a) => nest(&shape, &a.iter().copied().collect::<Vec<_>>(), &|x: &num_complex::Complex32| {
@@ -124,8 +135,16 @@ pub fn tensor_from_json(value: &Value, dtype: DType) -> Result<Tensor, ExecError
     match dtype {
         DType::F32 => convert(&shape, &leaves, |v| as_f64(v).map(|x| x as f32), "a number"),
         DType::F64 => convert(&shape, &leaves, as_f64, "a number"),
+        DType::BF16 => convert(&shape, &leaves, |v| as_f64(v).map(half::bf16::from_f64), "a number"),
+        DType::F16 => convert(&shape, &leaves, |v| as_f64(v).map(half::f16::from_f64), "a number"),
+        DType::I8 => convert(&shape, &leaves, |v| v.as_i64().and_then(|x| i8::try_from(x).ok()), "an i8 integer"),
+        DType::U8 => convert(&shape, &leaves, |v| v.as_u64().and_then(|x| u8::try_from(x).ok()), "a u8 integer"),
+        DType::I16 => convert(&shape, &leaves, |v| v.as_i64().and_then(|x| i16::try_from(x).ok()), "an i16 integer"),
+        DType::U16 => convert(&shape, &leaves, |v| v.as_u64().and_then(|x| u16::try_from(x).ok()), "a u16 integer"),
         DType::I32 => convert(&shape, &leaves, |v| v.as_i64().and_then(|x| i32::try_from(x).ok()), "an i32 integer"),
         DType::I64 => convert(&shape, &leaves, Value::as_i64, "an i64 integer"),
+        DType::U32 => convert(&shape, &leaves, |v| v.as_u64().and_then(|x| u32::try_from(x).ok()), "a u32 integer"),
+        DType::U64 => convert(&shape, &leaves, Value::as_u64, "a u64 integer"),
         DType::Bool => convert(&shape, &leaves, Value::as_bool, "a bool"),
         DType::Str => convert(&shape, &leaves, |v| v.as_str().map(|s| s.as_bytes().to_vec()), "a string"),
         other => Err(ExecError::data(JSON, format!("dtype {other} cannot be read from JSON"))),
@@ -228,6 +247,26 @@ fn check_npy_header(bytes: &[u8]) -> Result<(), ExecError> {
     Ok(())
 }
 
+/// The `.npy` element kinds read (the descr without its byte-order mark),
+/// with the dtype each becomes. `V2` is `ml_dtypes`' bfloat16.
+const NPY_KINDS: &[(&str, DType)] = &[
+    ("f4", DType::F32),
+    ("f8", DType::F64),
+    ("f2", DType::F16),
+    ("V2", DType::BF16),
+    ("i1", DType::I8),
+    ("u1", DType::U8),
+    ("i2", DType::I16),
+    ("u2", DType::U16),
+    ("i4", DType::I32),
+    ("i8", DType::I64),
+    ("u4", DType::U32),
+    ("u8", DType::U64),
+    ("b1", DType::Bool),
+    ("c8", DType::C64),
+    ("c16", DType::C128),
+];
+
 /// A tensor from the bytes of a `.npy` file. The header is checked first
 /// (length, nesting), and the shape against the tensor-size limit and the
 /// bytes present, before anything is allocated for the data.
@@ -240,18 +279,14 @@ pub fn read_npy(bytes: &[u8]) -> Result<Tensor, ExecError> {
         .map(|&d| usize::try_from(d).map_err(|_| ExecError::data(NPY, format!("dimension {d} is too large"))))
         .collect::<Result<_, _>>()?;
     let descr = file.dtype().descr();
-    let dtype = match descr.trim_matches(|c| c == '\'' || c == '<' || c == '>' || c == '|' || c == '=') {
-        "f4" => DType::F32,
-        "f8" => DType::F64,
-        "i4" => DType::I32,
-        "i8" => DType::I64,
-        "c8" => DType::C64,
-        "c16" => DType::C128,
-        _ => DType::Bool,
+    let kind = descr.trim_matches(|c| c == '\'' || c == '<' || c == '>' || c == '|' || c == '=').to_string();
+    let Some(&(_, dtype)) = NPY_KINDS.iter().find(|(k, _)| *k == kind) else {
+        let known: Vec<&str> = NPY_KINDS.iter().map(|(k, _)| *k).collect();
+        return Err(ExecError::data(NPY, format!("unsupported dtype {descr} ({} are)", known.join(", "))));
     };
     let elements =
         super::limits::checked_elements("npy", dtype, &shape).map_err(|e| ExecError::data(NPY, e.to_string()))?;
-    let needed = elements as u64 * super::limits::element_bytes(dtype);
+    let needed = elements as u64 * dtype.size_bytes().map_or(8, |b| b as u64);
     if needed > bytes.len() as u64 {
         return Err(ExecError::data(
             NPY,
@@ -259,14 +294,13 @@ pub fn read_npy(bytes: &[u8]) -> Result<Tensor, ExecError> {
         ));
     }
     let order = file.order();
-    let descr = file.dtype().descr();
-    fn build<T: Element + npyz::Deserialize>(
+    fn array<T: Clone + npyz::Deserialize>(
         file: npyz::NpyFile<Cursor<&[u8]>>,
         shape: &[usize],
         order: npyz::Order,
-    ) -> Result<Tensor, ExecError> {
+    ) -> Result<ArrayD<T>, ExecError> {
         let values: Vec<T> = file.into_vec().map_err(|e| ExecError::data(NPY, e.to_string()))?;
-        let array = match order {
+        match order {
             npyz::Order::C => ArrayD::from_shape_vec(IxDyn(shape), values),
             npyz::Order::Fortran => {
                 let reversed: Vec<usize> = shape.iter().rev().copied().collect();
@@ -274,19 +308,35 @@ pub fn read_npy(bytes: &[u8]) -> Result<Tensor, ExecError> {
                     .map(|a| a.reversed_axes().as_standard_layout().into_owned())
             }
         }
-        .map_err(|e| ExecError::data(NPY, e.to_string()))?;
-        Ok(Tensor::from_array(array))
+        .map_err(|e| ExecError::data(NPY, e.to_string()))
     }
-    let kind = descr.trim_matches(|c| c == '\'' || c == '<' || c == '>' || c == '|' || c == '=');
-    match kind {
-        "f4" => build::<f32>(file, &shape, order),
-        "f8" => build::<f64>(file, &shape, order),
-        "i4" => build::<i32>(file, &shape, order),
-        "i8" => build::<i64>(file, &shape, order),
-        "b1" => build::<bool>(file, &shape, order),
-        "c8" => build::<num_complex::Complex32>(file, &shape, order),
-        "c16" => build::<num_complex::Complex64>(file, &shape, order),
-        _ => Err(ExecError::data(NPY, format!("unsupported dtype {descr} (f4, f8, i4, i8, b1, c8 and c16 are)"))),
+    fn build<T: Element + npyz::Deserialize>(
+        file: npyz::NpyFile<Cursor<&[u8]>>,
+        shape: &[usize],
+        order: npyz::Order,
+    ) -> Result<Tensor, ExecError> {
+        array::<T>(file, shape, order).map(Tensor::from_array)
+    }
+    match dtype {
+        DType::F32 => build::<f32>(file, &shape, order),
+        DType::F64 => build::<f64>(file, &shape, order),
+        DType::F16 => build::<half::f16>(file, &shape, order),
+        DType::BF16 => {
+            let bits = array::<npyz::FixedSizeBytes<2>>(file, &shape, order)?;
+            Ok(Tensor::from_array(bits.mapv(|b| half::bf16::from_bits(u16::from_le_bytes(b.0)))))
+        }
+        DType::I8 => build::<i8>(file, &shape, order),
+        DType::U8 => build::<u8>(file, &shape, order),
+        DType::I16 => build::<i16>(file, &shape, order),
+        DType::U16 => build::<u16>(file, &shape, order),
+        DType::I32 => build::<i32>(file, &shape, order),
+        DType::I64 => build::<i64>(file, &shape, order),
+        DType::U32 => build::<u32>(file, &shape, order),
+        DType::U64 => build::<u64>(file, &shape, order),
+        DType::Bool => build::<bool>(file, &shape, order),
+        DType::C64 => build::<num_complex::Complex32>(file, &shape, order),
+        DType::C128 => build::<num_complex::Complex64>(file, &shape, order),
+        other => Err(ExecError::data(NPY, format!("dtype {other} has no .npy reader"))),
     }
 }
 
@@ -305,14 +355,38 @@ pub fn write_npy(tensor: &Tensor) -> Result<Vec<u8>, ExecError> {
         writer.finish().map_err(|e| ExecError::data(NPY, e.to_string()))?;
         Ok(out)
     }
+    // bfloat16 as `ml_dtypes` saves it: a 2-byte void dtype of little-endian bits.
+    fn write_bf16(a: &ndarray::ArcArray<half::bf16, IxDyn>) -> Result<Vec<u8>, ExecError> {
+        let shape: Vec<u64> = a.shape().iter().map(|&d| d as u64).collect();
+        let void: npyz::TypeStr =
+            "|V2".parse().map_err(|e: npyz::ParseTypeStrError| ExecError::data(NPY, e.to_string()))?;
+        let mut out = Vec::new();
+        let mut writer = npyz::WriteOptions::new()
+            .dtype(npyz::DType::Plain(void))
+            .shape(&shape)
+            .writer(&mut out)
+            .begin_nd()
+            .map_err(|e| ExecError::data(NPY, e.to_string()))?;
+        writer
+            .extend(a.iter().map(|v| npyz::FixedSizeBytes(v.to_bits().to_le_bytes())))
+            .map_err(|e| ExecError::data(NPY, e.to_string()))?;
+        writer.finish().map_err(|e| ExecError::data(NPY, e.to_string()))?;
+        Ok(out)
+    }
     match tensor {
         Tensor::F32(a) => write(a),
         Tensor::F64(a) => write(a),
         Tensor::I32(a) => write(a),
         Tensor::I64(a) => write(a),
         Tensor::Bool(a) => write(a),
+        Tensor::F16(a) => write(a),
+        Tensor::BF16(a) => write_bf16(a),
         Tensor::I8(a) => write(a),
         Tensor::U8(a) => write(a),
+        Tensor::I16(a) => write(a),
+        Tensor::U16(a) => write(a),
+        Tensor::U32(a) => write(a),
+        Tensor::U64(a) => write(a),
         Tensor::C64(a) => write(a),
         Tensor::C128(a) => write(a),
         other => Err(ExecError::data(NPY, format!("dtype {} cannot be written to .npy", other.dtype()))),
@@ -390,6 +464,14 @@ mod tests {
             Tensor::from_vec(&[2], vec![num_complex::Complex32::new(1.5, -2.0), num_complex::Complex32::new(0.0, 3.0)])
                 .unwrap(),
             Tensor::scalar(num_complex::Complex64::new(-1e-300, 2.5)),
+            Tensor::from_vec(&[2], vec![half::f16::from_f32(0.5), half::f16::MAX]).unwrap(),
+            Tensor::from_vec(&[2], vec![half::bf16::from_f32(1.5), half::bf16::from_f32(-3.0)]).unwrap(),
+            Tensor::from_vec(&[2], vec![i8::MIN, i8::MAX]).unwrap(),
+            Tensor::from_vec(&[2], vec![0u8, u8::MAX]).unwrap(),
+            Tensor::from_vec(&[2], vec![i16::MIN, i16::MAX]).unwrap(),
+            Tensor::from_vec(&[2], vec![0u16, u16::MAX]).unwrap(),
+            Tensor::from_vec(&[2], vec![0u32, u32::MAX]).unwrap(),
+            Tensor::from_vec(&[2], vec![0u64, u64::MAX]).unwrap(),
         ];
         for t in tensors {
             let bytes = write_npy(&t).unwrap();
@@ -416,5 +498,43 @@ mod tests {
         let t = read_npy(&bytes).unwrap();
         assert_eq!(t.shape(), &[2, 3]);
         assert_eq!(t.to_vec::<f32>().unwrap(), vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+    }
+
+    #[test]
+    fn json_reads_every_numeric_dtype_and_refuses_what_does_not_fit() {
+        let tensors = [
+            Tensor::from_vec(&[2], vec![half::bf16::from_f32(1.5), half::bf16::from_f32(-3.0)]).unwrap(),
+            Tensor::from_vec(&[2], vec![half::f16::from_f32(0.5), half::f16::MAX]).unwrap(),
+            Tensor::from_vec(&[2], vec![i8::MIN, i8::MAX]).unwrap(),
+            Tensor::from_vec(&[2], vec![0u8, u8::MAX]).unwrap(),
+            Tensor::from_vec(&[2], vec![i16::MIN, i16::MAX]).unwrap(),
+            Tensor::from_vec(&[2], vec![0u16, u16::MAX]).unwrap(),
+            Tensor::from_vec(&[2], vec![0u32, u32::MAX]).unwrap(),
+            Tensor::from_vec(&[2], vec![0u64, u64::MAX]).unwrap(),
+        ];
+        for t in tensors {
+            let back = tensor_from_json(&tensor_to_json(&t), t.dtype()).unwrap();
+            assert!(back.bit_eq(&t), "{}: {back:?}", t.dtype());
+        }
+        for (value, dtype) in [(json!([-1]), DType::U32), (json!([70000]), DType::I16), (json!([1.5]), DType::U64)] {
+            assert!(tensor_from_json(&value, dtype).is_err(), "{value} as {dtype}");
+        }
+    }
+
+    #[test]
+    fn npy_reads_bf16_as_ml_dtypes_saves_it() {
+        // `np.save(f, np.array([1.5, 2], ml_dtypes.bfloat16))`: a 2-byte void dtype of little-endian bits.
+        let header = "{'descr': '<V2', 'fortran_order': False, 'shape': (2,), }";
+        let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+        let mut h = header.to_string();
+        while !(10 + h.len() + 1).is_multiple_of(64) {
+            h.push(' ');
+        }
+        h.push('\n');
+        bytes.extend((h.len() as u16).to_le_bytes());
+        bytes.extend(h.as_bytes());
+        bytes.extend([0xC0, 0x3F, 0x00, 0x40]);
+        let t = read_npy(&bytes).unwrap();
+        assert_eq!(t.to_vec::<half::bf16>().unwrap(), vec![half::bf16::from_f32(1.5), half::bf16::from_f32(2.0)]);
     }
 }

@@ -3,8 +3,8 @@
 //! A [`Tensor`] holds a reference-counted array (`ArcArray`): cloning one is
 //! cheap and writing to a shared array copies it first, so a value fed to
 //! many devices or read from a variable is never copied until it changes.
-//! Supported dtypes: f32, f64, bf16, f16 (the `half` crate), i8, u8, i32,
-//! i64, u32, u64, bool, string, complex64 and complex128 (`num_complex`), resource
+//! Supported dtypes: f32, f64, bf16, f16 (the `half` crate), i8, u8, i16,
+//! u16, i32, i64, u32, u64, bool, string, complex64 and complex128 (`num_complex`), resource
 //! handles (variables) and variant scalars (TensorLists and Optionals, see
 //! [`super::variant`]). A complex literal or content holds interleaved
 //! (real, imaginary) pairs, as TensorFlow's `scomplex_val`/`dcomplex_val`.
@@ -62,6 +62,10 @@ pub enum Tensor {
     I8(ArcArray<i8, IxDyn>),
     /// 8-bit unsigned integers.
     U8(ArcArray<u8, IxDyn>),
+    /// 16-bit signed integers.
+    I16(ArcArray<i16, IxDyn>),
+    /// 16-bit unsigned integers.
+    U16(ArcArray<u16, IxDyn>),
     /// 32-bit unsigned integers (XLA's random bits and packed quantized bytes).
     U32(ArcArray<u32, IxDyn>),
     /// 64-bit unsigned integers (the keys and counters of the stateless random ops).
@@ -115,6 +119,8 @@ element!(half::bf16, BF16, DType::BF16);
 element!(half::f16, F16, DType::F16);
 element!(i8, I8, DType::I8);
 element!(u8, U8, DType::U8);
+element!(i16, I16, DType::I16);
+element!(u16, U16, DType::U16);
 element!(u32, U32, DType::U32);
 element!(u64, U64, DType::U64);
 element!(num_complex::Complex32, C64, DType::C64);
@@ -134,6 +140,8 @@ macro_rules! with_array {
             Tensor::F16($a) => $body,
             Tensor::I8($a) => $body,
             Tensor::U8($a) => $body,
+            Tensor::I16($a) => $body,
+            Tensor::U16($a) => $body,
             Tensor::U32($a) => $body,
             Tensor::U64($a) => $body,
             Tensor::C64($a) => $body,
@@ -183,6 +191,14 @@ macro_rules! with_element_type {
             }
             Tensor::U8(_) => {
                 type $T = u8;
+                $body
+            }
+            Tensor::I16(_) => {
+                type $T = i16;
+                $body
+            }
+            Tensor::U16(_) => {
+                type $T = u16;
                 $body
             }
             Tensor::U32(_) => {
@@ -248,6 +264,8 @@ impl Tensor {
             Tensor::F16(_) => DType::F16,
             Tensor::I8(_) => DType::I8,
             Tensor::U8(_) => DType::U8,
+            Tensor::I16(_) => DType::I16,
+            Tensor::U16(_) => DType::U16,
             Tensor::U32(_) => DType::U32,
             Tensor::U64(_) => DType::U64,
             Tensor::C64(_) => DType::C64,
@@ -393,6 +411,12 @@ impl Tensor {
             (TensorData::Int(v), DType::U8) => {
                 Tensor::from_vec(&shape, fill(v.iter().map(|&x| x as u8).collect(), n, 0))
             }
+            (TensorData::Int(v), DType::I16) => {
+                Tensor::from_vec(&shape, fill(v.iter().map(|&x| x as i16).collect(), n, 0))
+            }
+            (TensorData::Int(v), DType::U16) => {
+                Tensor::from_vec(&shape, fill(v.iter().map(|&x| x as u16).collect(), n, 0))
+            }
             (TensorData::Uint64(v), DType::U64) => Tensor::from_vec(&shape, fill(v.clone(), n, 0)),
             // `scomplex_val` / `dcomplex_val`: (real, imaginary) pairs.
             (TensorData::Float(v), DType::C64) => {
@@ -461,6 +485,8 @@ fn decode_content(op: &str, dtype: DType, shape: &[usize], bytes: &[u8]) -> Resu
         }
         DType::I8 => Tensor::from_vec(shape, bytes.iter().map(|&b| b as i8).collect()),
         DType::U8 => Tensor::from_vec(shape, bytes.to_vec()),
+        DType::I16 => le!(i16, 2),
+        DType::U16 => le!(u16, 2),
         DType::U32 => le!(u32, 4),
         DType::U64 => le!(u64, 8),
         DType::C64 => {
@@ -494,6 +520,8 @@ impl Tensor {
             DType::I64 => TensorData::Int64(self.to_vec::<i64>()?),
             DType::I8 => TensorData::Int(self.to_vec::<i8>()?.into_iter().map(i32::from).collect()),
             DType::U8 => TensorData::Int(self.to_vec::<u8>()?.into_iter().map(i32::from).collect()),
+            DType::I16 => TensorData::Int(self.to_vec::<i16>()?.into_iter().map(i32::from).collect()),
+            DType::U16 => TensorData::Int(self.to_vec::<u16>()?.into_iter().map(i32::from).collect()),
             DType::U32 => TensorData::Uint32(self.to_vec::<u32>()?),
             DType::U64 => TensorData::Uint64(self.to_vec::<u64>()?),
             DType::Bool => TensorData::Bool(self.to_vec::<bool>()?),

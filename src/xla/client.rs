@@ -384,6 +384,8 @@ pub(crate) fn host_bytes(tensor: &Tensor, what: &str) -> Result<(i32, Vec<u8>), 
         Tensor::F16(a) => (ffi::buffer_type::F16, a.iter().flat_map(|v| v.to_bits().to_le_bytes()).collect()),
         Tensor::I8(a) => (ffi::buffer_type::S8, a.iter().flat_map(|v| v.to_le_bytes()).collect()),
         Tensor::U8(a) => (ffi::buffer_type::U8, a.iter().copied().collect()),
+        Tensor::I16(a) => (ffi::buffer_type::S16, a.iter().flat_map(|v| v.to_le_bytes()).collect()),
+        Tensor::U16(a) => (ffi::buffer_type::U16, a.iter().flat_map(|v| v.to_le_bytes()).collect()),
         Tensor::U32(a) => (ffi::buffer_type::U32, raw(a.iter().copied().collect(), |v: u32| v.to_le_bytes().to_vec())),
         Tensor::U64(a) => (ffi::buffer_type::U64, raw(a.iter().copied().collect(), |v: u64| v.to_le_bytes().to_vec())),
         Tensor::C64(a) => {
@@ -408,6 +410,8 @@ pub fn dtype_of(kind: i32) -> Option<DType> {
         ffi::buffer_type::F16 => Some(DType::F16),
         ffi::buffer_type::S8 => Some(DType::I8),
         ffi::buffer_type::U8 => Some(DType::U8),
+        ffi::buffer_type::S16 => Some(DType::I16),
+        ffi::buffer_type::U16 => Some(DType::U16),
         ffi::buffer_type::U32 => Some(DType::U32),
         ffi::buffer_type::U64 => Some(DType::U64),
         ffi::buffer_type::C64 => Some(DType::C64),
@@ -584,13 +588,7 @@ impl DeviceBuffer {
         let dtype = dtype_of(t.kind)
             .ok_or_else(|| XlaError::DType { what: what.into(), dtype: format!("PJRT element type {}", t.kind) })?;
         let count: usize = shape.iter().product();
-        let width = match dtype {
-            DType::C128 => 16,
-            DType::F64 | DType::I64 | DType::U64 | DType::C64 => 8,
-            DType::Bool | DType::I8 | DType::U8 => 1,
-            DType::BF16 | DType::F16 => 2,
-            _ => 4,
-        };
+        let width = dtype.size_bytes().unwrap_or(4);
         let mut data = vec![0u8; count * width];
         let mut args = ffi::BufferToHostBufferArgs::new();
         args.src = self.raw;
@@ -631,6 +629,8 @@ impl DeviceBuffer {
             ),
             DType::I8 => Tensor::from_vec(&shape, data.iter().map(|&b| b as i8).collect()),
             DType::U8 => Tensor::from_vec(&shape, data.clone()),
+            DType::I16 => Tensor::from_vec(&shape, chunks(2).map(|c| i16::from_le_bytes([c[0], c[1]])).collect()),
+            DType::U16 => Tensor::from_vec(&shape, chunks(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect()),
             DType::U32 => Tensor::from_vec(
                 &shape,
                 chunks(4).map(|c| u32::from_le_bytes(c.try_into().unwrap_or_default())).collect(),

@@ -8,6 +8,9 @@
 use miette::Diagnostic;
 use thiserror::Error;
 
+use crate::ir::Node;
+use crate::syntax::Span;
+
 /// An error of the XLA layer.
 #[derive(Debug, Clone, Error, Diagnostic, PartialEq)]
 pub enum XlaError {
@@ -169,6 +172,9 @@ pub enum XlaError {
         op: String,
         /// Why: the lowering table's documented reason for the op.
         reason: String,
+        /// The node's text in the input, when it was parsed from text.
+        #[label("this op")]
+        span: Option<Span>,
     },
 
     /// An op cannot be lowered with these operands (dynamic shape, bad attribute, ...).
@@ -181,6 +187,9 @@ pub enum XlaError {
         op: String,
         /// Why it cannot be lowered.
         message: String,
+        /// The node's text in the input, when it was parsed from text.
+        #[label("this op")]
+        span: Option<Span>,
     },
 
     /// The graph has nothing the backend can run, or a form it does not take.
@@ -280,10 +289,33 @@ pub enum XlaError {
 }
 
 impl XlaError {
-    /// [`XlaError::UnsupportedOp`] for node `node` of op type `op`, with the
-    /// lowering table's reason (or "no builder in the lowering table").
-    pub fn unsupported(node: &str, op: &str) -> XlaError {
+    /// [`XlaError::UnsupportedOp`] for `node`, with the lowering table's
+    /// reason (or "no builder in the lowering table").
+    pub fn unsupported(node: &Node) -> XlaError {
+        let op = &*node.op;
         let reason = super::stablehlo::unlowered_reason(op).unwrap_or("no builder in the lowering table");
-        XlaError::UnsupportedOp { node: node.to_string(), op: op.to_string(), reason: reason.to_string() }
+        XlaError::UnsupportedOp {
+            node: node.name.to_string(),
+            op: op.to_string(),
+            reason: reason.to_string(),
+            span: source_span(node),
+        }
     }
+
+    /// [`XlaError::Lowering`] for `node`: it cannot be lowered, for `message`.
+    pub fn lowering(node: &Node, message: impl Into<String>) -> XlaError {
+        XlaError::Lowering {
+            node: node.name.to_string(),
+            op: node.op.to_string(),
+            message: message.into(),
+            span: source_span(node),
+        }
+    }
+}
+
+/// The span of `node` in the text it was parsed from; `None` for a node
+/// a pass made, or one imported from a binary GraphDef (the message names
+/// the node).
+fn source_span(node: &Node) -> Option<Span> {
+    (!node.span.is_detached()).then_some(node.span)
 }

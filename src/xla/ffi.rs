@@ -368,12 +368,16 @@ pub mod buffer_type {
     pub const PRED: i32 = 1;
     /// `S8`: 8-bit signed integers.
     pub const S8: i32 = 2;
+    /// `S16`: 16-bit signed integers.
+    pub const S16: i32 = 3;
     /// `S32`: 32-bit signed integers.
     pub const S32: i32 = 4;
     /// `S64`: 64-bit signed integers.
     pub const S64: i32 = 5;
     /// `U8`: 8-bit unsigned integers.
     pub const U8: i32 = 6;
+    /// `U16`: 16-bit unsigned integers.
+    pub const U16: i32 = 7;
     /// `U32`: 32-bit unsigned integers.
     pub const U32: i32 = 8;
     /// `U64`: 64-bit unsigned integers.

@@ -257,6 +257,8 @@ impl<'a> Host<'a> {
             DType::F16 => Tensor::from_vec(&shape, vec![half::f16::ONE; count]),
             DType::I8 => Tensor::from_vec(&shape, vec![1i8; count]),
             DType::U8 => Tensor::from_vec(&shape, vec![1u8; count]),
+            DType::I16 => Tensor::from_vec(&shape, vec![1i16; count]),
+            DType::U16 => Tensor::from_vec(&shape, vec![1u16; count]),
             DType::U32 => Tensor::from_vec(&shape, vec![1u32; count]),
             DType::U64 => Tensor::from_vec(&shape, vec![1u64; count]),
             other => {

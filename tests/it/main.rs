@@ -16,6 +16,7 @@ mod distributed;
 mod docs;
 mod dynamic_shape_lowering;
 mod exec;
+mod feed_dtypes;
 mod fuzz_props;
 mod gradient_numerics;
 mod gradients;

@@ -117,6 +117,12 @@ fn prand_cpu() {
     crate::support::op_cases::check_family_on_simulator("prand_cpu");
 }
 
+/// StochasticCastToInt with `Tout = int16` on both backends (`tests/tf/ops_prand_i16.py`).
+#[test]
+fn prand_i16() {
+    check_family("prand_i16");
+}
+
 /// Parameterized truncated normals: the stateless op (TensorFlow's CPU rejection samplers on the
 /// simulator, the bridge's inverse CDF on PJRT, gradients on both) and the seeded op by its
 /// statistics (`tests/tf/ops_ptn.py`).

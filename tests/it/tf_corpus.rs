@@ -200,7 +200,7 @@ fn kernel_problems_name_every_node_and_dtype_before_the_run() {
   %second = FrobnicateOp(%ok) {T = f32}
   %int_sqrt = Sqrt(%b) {T = i32}
   %b = Cast(%a) {SrcT = f32, DstT = i32}
-  %unsigned = Cast(%a) {SrcT = f32, DstT = u16}
+  %unsigned = Cast(%a) {SrcT = f32, DstT = dtype(24)}
 }
 "#;
     let (module, errors) = tpu_rewrite::ir::parse_module(text.as_bytes()).expect("parses");
@@ -231,7 +231,7 @@ fn kernel_problems_name_every_node_and_dtype_before_the_run() {
         ("first", "no kernel for FrobnicateOp".to_string()),
         ("second", "no kernel for FrobnicateOp".to_string()),
         ("int_sqrt", format!("T = {}", DType::I32)),
-        ("unsigned", format!("DstT = {}", DType::U16)),
+        ("unsigned", format!("DstT = {}", DType::Other(24))),
     ]
     .into_iter()
     .map(|(n, w)| (n.to_string(), w))

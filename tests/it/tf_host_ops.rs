@@ -468,7 +468,7 @@ fn both_backends_refuse_a_string_on_the_device_and_keep_host_ops_on_the_host() {
 fn host_ops_go_through_the_pre_run_kernel_check() {
     let text = r#"graph @main {
   %x = Placeholder() {dtype = f32, shape = shape[2]}
-  %s = StringFormat(%x) {T = [u16], template = "{}", placeholder = "{}", summarize = 3}
+  %s = StringFormat(%x) {T = [dtype(24)], template = "{}", placeholder = "{}", summarize = 3}
   %p = PrintV2(%s) {output_stream = "stderr", end = "\n"}
   %c = Const() {dtype = string, value = tensor(string, [2]) ["a", "b"]}
   %ok = Assert(%x, %c) {T = [string], summarize = 3}
@@ -476,7 +476,7 @@ fn host_ops_go_through_the_pre_run_kernel_check() {
 "#;
     let (module, errors) = tpu_rewrite::ir::parse_module(text.as_bytes()).expect("parses");
     assert!(errors.is_empty(), "{errors:?}");
-    // On the host, strings and the host ops are fine; the 16-bit unsigned element type is not.
+    // On the host, strings and the host ops are fine; an 8-bit float (DT_FLOAT8_E5M2, 24) is not.
     match kernel_problems(&module).as_slice() {
         [KernelProblem::UnsupportedDType { node, attr, .. }] => assert_eq!((node.as_str(), attr.as_str()), ("s", "T")),
         other => panic!("expected one problem for %s, got {other:?}"),

@@ -582,3 +582,47 @@ fn the_compile_cache_loads_a_second_run_and_recovers_from_a_damaged_entry() {
     let (ok, _, err) = run(&["examples/mlp_train.opg", "--compile-cache", cache_arg], None);
     assert!(!ok && err.contains("--backend pjrt only"), "{err}");
 }
+
+/// A step whose StochasticCastToInt takes f16, which the StableHLO lowering refuses.
+const UNLOWERED_STEP: &str = "// StochasticCastToInt of an f16 input has no StableHLO lowering.
+graph @main {
+  %x0 = Placeholder() {dtype = f16, shape = shape[4]}
+  replicate (num_replicas = 1) (%x = [%x0]) {
+    %key = Const() {dtype = u64, value = tensor(u64, [1]) [7]}
+    %counter = Const() {dtype = u64, value = tensor(u64, [2]) [1, 2]}
+    %alg = Const() {dtype = i32, value = tensor(i32, []) [1]}
+    %y = StochasticCastToInt(%x, %key, %counter, %alg) {Tin = f16, Tout = i32}
+    return %y
+  }
+}
+";
+
+#[test]
+fn a_lowering_error_points_at_the_op_in_the_input() {
+    use crate::support::cli::{run as run_cli, run_stdin, stderr};
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("step.mlir");
+    let o = run_stdin(&["lower", "-", "--format", "stablehlo", "-o", out.to_str().unwrap()], UNLOWERED_STEP.as_bytes());
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(!out.exists(), "a failed lowering writes no output");
+    insta::assert_snapshot!(stderr(&o));
+    // A GraphDef in text form: the label is on the node's text in the .pbtxt.
+    let step = dir.path().join("step.opg");
+    std::fs::write(&step, UNLOWERED_STEP).unwrap();
+    let tagged = dir.path().join("tagged.pbtxt");
+    let o = run_cli(&["rewrite", step.to_str().unwrap(), "-o", tagged.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run_cli(&["lower", tagged.to_str().unwrap(), "--format", "stablehlo", "-o", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("tpu_rewrite::xla::lowering") && err.contains("y (StochasticCastToInt)"), "{err}");
+    assert!(err.contains("tagged.pbtxt:") && err.contains("name: \"y\"") && err.contains("this op"), "{err}");
+    // A binary GraphDef has no text: the report names the node and the file.
+    let binary = dir.path().join("tagged.pb");
+    let o = run_cli(&["rewrite", step.to_str().unwrap(), "-o", binary.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run_cli(&["lower", binary.to_str().unwrap(), "--format", "stablehlo", "-o", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("y (StochasticCastToInt)") && err.contains("tagged.pb:1:1"), "{err}");
+}

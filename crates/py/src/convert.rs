@@ -2,7 +2,8 @@
 //!
 //! Each dtype maps to one NumPy dtype both ways: f32/f64 → float32/float64,
 //! f16 → float16, bf16 → `ml_dtypes.bfloat16` (imported by the package
-//! before any array crosses), i8/u8/i32/i64 → int8/uint8/int32/int64, bool
+//! before any array crosses), i8/u8/i16/u16/i32/i64/u32/u64 → int8/uint8/
+//! int16/uint16/int32/int64/uint32/uint64, bool
 //! → bool_, c64/c128 → complex64/complex128, string → an object array of
 //! `bytes`. A tensor becomes an array
 //! without a copy when the run holds its only reference (the array takes
@@ -35,6 +36,8 @@ pub fn tensor_to_py(py: Python<'_>, tensor: Tensor) -> PyResult<Option<Bound<'_,
         Tensor::F16(a) => array(py, a),
         Tensor::I8(a) => array(py, a),
         Tensor::U8(a) => array(py, a),
+        Tensor::I16(a) => array(py, a),
+        Tensor::U16(a) => array(py, a),
         Tensor::U32(a) => array(py, a),
         Tensor::U64(a) => array(py, a),
         Tensor::C64(a) => array(py, a),
@@ -75,6 +78,9 @@ pub fn tensor_from_py(name: &str, value: &Bound<'_, PyAny>) -> Result<Tensor, Fa
         .or_else(|| try_array::<bf16>(&array))
         .or_else(|| try_array::<i8>(&array))
         .or_else(|| try_array::<u8>(&array))
+        .or_else(|| try_array::<i16>(&array))
+        .or_else(|| try_array::<u16>(&array))
+        .or_else(|| try_array::<u32>(&array))
         .or_else(|| try_array::<u64>(&array))
         .or_else(|| try_array::<numpy::Complex32>(&array))
         .or_else(|| try_array::<numpy::Complex64>(&array));

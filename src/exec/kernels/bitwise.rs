@@ -46,7 +46,7 @@ macro_rules! int {
         }
     )*};
 }
-int!(i8, u8, i32, i64, u32, u64);
+int!(i8, u8, i16, u16, i32, i64, u32, u64);
 
 /// Runs `$body` with `$a` the array of an integer tensor `$x` and `$T` its element type.
 macro_rules! with_int {
@@ -58,6 +58,14 @@ macro_rules! with_int {
             }
             Tensor::U8($a) => {
                 type $T = u8;
+                $body
+            }
+            Tensor::I16($a) => {
+                type $T = i16;
+                $body
+            }
+            Tensor::U16($a) => {
+                type $T = u16;
                 $body
             }
             Tensor::I32($a) => {
@@ -150,6 +158,8 @@ fn bytes_of(op: &str, t: &Tensor) -> Result<Vec<u8>, KernelError> {
         Tensor::I64(a) => flat!(a),
         Tensor::I8(a) => flat!(a),
         Tensor::U8(a) => flat!(a),
+        Tensor::I16(a) => flat!(a),
+        Tensor::U16(a) => flat!(a),
         Tensor::U32(a) => flat!(a),
         Tensor::U64(a) => flat!(a),
         Tensor::BF16(a) => flat!(a),
@@ -175,6 +185,8 @@ fn from_bytes(op: &str, dtype: DType, shape: &[usize], bytes: &[u8]) -> Result<T
         DType::I64 => build!(i64, 8),
         DType::I8 => build!(i8, 1),
         DType::U8 => build!(u8, 1),
+        DType::I16 => build!(i16, 2),
+        DType::U16 => build!(u16, 2),
         DType::U32 => build!(u32, 4),
         DType::U64 => build!(u64, 8),
         DType::BF16 => build!(half::bf16, 2),

@@ -452,6 +452,8 @@ pub(super) fn zeros(op: &str, dtype: DType, shape: &[usize]) -> Result<Tensor, K
         DType::F16 => of::<half::f16>(shape),
         DType::I8 => of::<i8>(shape),
         DType::U8 => of::<u8>(shape),
+        DType::I16 => of::<i16>(shape),
+        DType::U16 => of::<u16>(shape),
         DType::U32 => of::<u32>(shape),
         DType::U64 => of::<u64>(shape),
         DType::C64 => of::<num_complex::Complex32>(shape),

@@ -33,7 +33,7 @@ macro_rules! int_scalar {
         }
     )*};
 }
-int_scalar!(i8, u8, i32, i64);
+int_scalar!(i8, u8, i16, u16, i32, i64, u32);
 
 impl Scalar for f32 {
     fn to_f64(self) -> f64 {
@@ -119,7 +119,7 @@ fn convert<S: Scalar, D: Scalar + crate::exec::tensor::Element>(a: &ArcArray<S, 
     }))
 }
 
-/// `Cast(x) {DstT}` between f16, bf16, f32, f64, i8, u8, i32, i64 and bool.
+/// `Cast(x) {DstT}` between f16, bf16, f32, f64, i8, u8, i16, u16, i32, i64, u32 and bool.
 pub(crate) fn cast(op: &str, x: &Tensor, to: DType) -> Result<Tensor, KernelError> {
     if x.dtype() == to {
         return Ok(x.clone());
@@ -139,7 +139,10 @@ pub(crate) fn cast(op: &str, x: &Tensor, to: DType) -> Result<Tensor, KernelErro
             DType::F16 => convert::<S, half::f16>(a),
             DType::I8 => convert::<S, i8>(a),
             DType::U8 => convert::<S, u8>(a),
+            DType::I16 => convert::<S, i16>(a),
+            DType::U16 => convert::<S, u16>(a),
             DType::I32 => convert::<S, i32>(a),
+            DType::U32 => convert::<S, u32>(a),
             DType::I64 => convert::<S, i64>(a),
             DType::Bool => convert::<S, bool>(a),
             other => return Err(KernelError::dtype(op, other, "cannot cast to this dtype")),
@@ -152,7 +155,10 @@ pub(crate) fn cast(op: &str, x: &Tensor, to: DType) -> Result<Tensor, KernelErro
         Tensor::F16(a) => from(op, a, to),
         Tensor::I8(a) => from(op, a, to),
         Tensor::U8(a) => from(op, a, to),
+        Tensor::I16(a) => from(op, a, to),
+        Tensor::U16(a) => from(op, a, to),
         Tensor::I32(a) => from(op, a, to),
+        Tensor::U32(a) => from(op, a, to),
         Tensor::I64(a) => from(op, a, to),
         Tensor::Bool(a) => from(op, a, to),
         other => Err(KernelError::dtype(op, other.dtype(), "cannot cast from this dtype")),
@@ -338,5 +344,15 @@ mod tests {
         assert_eq!(mm[0], Tensor::scalar(bf16::ONE));
         let add = narrow("AddV2", &AttrMap::new(), &w, vec![v]).unwrap();
         assert_eq!(add[0], Tensor::scalar(bf16::from_f32(1.0 + 2f32.powi(-7))));
+    }
+
+    #[test]
+    fn casts_to_and_from_16_and_32_bit_integers() {
+        let x = Tensor::from_vec(&[2], vec![i16::MIN, 7]).unwrap();
+        assert_eq!(cast("Cast", &x, DType::F32).unwrap().to_vec::<f32>().unwrap(), vec![-32768.0, 7.0]);
+        let y = Tensor::from_vec(&[2], vec![3.0f32, 65535.0]).unwrap();
+        assert_eq!(cast("Cast", &y, DType::U16).unwrap().to_vec::<u16>().unwrap(), vec![3, 65535]);
+        let z = Tensor::from_vec(&[2], vec![0u32, u32::MAX]).unwrap();
+        assert_eq!(cast("Cast", &z, DType::I64).unwrap().to_vec::<i64>().unwrap(), vec![0, 4294967295]);
     }
 }

@@ -83,6 +83,8 @@ fn keys(op: &str, t: &Tensor) -> Result<Vec<Option<u64>>, KernelError> {
         Tensor::I64(a) => a.iter().map(|&v| Some(v as u64)).collect(),
         Tensor::I8(a) => a.iter().map(|&v| Some(v as u64)).collect(),
         Tensor::U8(a) => a.iter().map(|&v| Some(u64::from(v))).collect(),
+        Tensor::I16(a) => a.iter().map(|&v| Some(v as u64)).collect(),
+        Tensor::U16(a) => a.iter().map(|&v| Some(u64::from(v))).collect(),
         Tensor::U32(a) => a.iter().map(|&v| Some(u64::from(v))).collect(),
         Tensor::U64(a) => a.iter().map(|&v| Some(v)).collect(),
         Tensor::Bool(a) => a.iter().map(|&v| Some(u64::from(v))).collect(),

@@ -51,6 +51,7 @@ mod norm;
 mod num;
 pub(crate) mod optimizers;
 mod prand;
+mod problems;
 mod ptn;
 mod quant;
 pub mod random;
@@ -73,13 +74,12 @@ pub(crate) mod xla_fn;
 mod xla_misc;
 mod xla_ops;
 
-use std::collections::BTreeSet;
-
-use super::error::{ExecError, KernelError, KernelProblem};
+use super::error::KernelError;
 use super::tensor::Tensor;
-use crate::ir::{AttrMap, DType, Module, NodeKind};
+use crate::ir::{AttrMap, DType};
 
 pub(crate) use math::Num;
+pub use problems::{check_kernels, kernel_problems, missing_kernels};
 pub(crate) use shape::shape_of;
 pub(crate) use uniform_quant::integer_range;
 
@@ -645,140 +645,6 @@ const FLOAT_ONLY: &[&str] = &[
     "Zeta",
 ];
 
-/// Attributes that name the dtype of an op's values.
-const DTYPE_ATTRS: &[&str] = &["T", "dtype", "SrcT", "DstT", "Tparams", "Tout", "out_type", "output_type"];
-
-/// True when a tensor of the executor can hold `d`.
-fn holds(d: DType) -> bool {
-    matches!(
-        d.plain(),
-        DType::F32
-            | DType::F64
-            | DType::BF16
-            | DType::F16
-            | DType::I8
-            | DType::U8
-            | DType::U32
-            | DType::U64
-            | DType::I32
-            | DType::I64
-            | DType::Bool
-            | DType::C64
-            | DType::C128
-            | DType::Str
-            | DType::Resource
-            | DType::Variant
-    )
-}
-
-/// Every node of `module` that cannot run, in graph and text order: op
-/// types without a kernel, and dtype attributes (`T`, `dtype`, `DstT`, ...)
-/// naming a dtype the executor cannot hold (16-bit unsigned,
-/// i16, variant) or an integer where the kernel computes in
-/// floating point; string tensors in a TPU device program (`role =
-/// "replica"`). A node cloned into several programs (one per replica)
-/// is reported once, for the first. Cost: one pass over the nodes and
-/// their attributes.
-pub fn kernel_problems(module: &Module) -> Vec<KernelProblem> {
-    let mut problems = Vec::new();
-    // (node, op, attribute) already reported.
-    let mut seen: std::collections::HashSet<(String, String, &str)> = std::collections::HashSet::new();
-    for graph in &module.graphs {
-        // A TPU device program of a lowered module (the host and init programs run on the host).
-        let on_device = graph.attrs.get_str("role") == Some("replica");
-        for id in graph.nodes_in_order() {
-            let node = graph.node(id);
-            if matches!(node.kind, NodeKind::RegionInput { .. }) {
-                continue;
-            }
-            let at = |op: &str| (graph.name.clone(), node.name.to_string(), op.to_string(), node.span);
-            if !has_kernel(&node.op) {
-                let (graph, node, op, span) = at(&node.op);
-                if seen.insert((node.clone(), op.clone(), "")) {
-                    problems.push(KernelProblem::NoKernel { graph, node, op, span });
-                }
-                continue;
-            }
-            if on_device && carries_string(&node.op, &node.attrs) {
-                let (graph, node, op, span) = at(&node.op);
-                if seen.insert((node.clone(), op.clone(), "string")) {
-                    problems.push(KernelProblem::StringOnDevice { graph, node, op, span });
-                }
-                continue;
-            }
-            for key in DTYPE_ATTRS {
-                let Some(value) = node.attrs.get(key) else { continue };
-                let dtypes: Vec<DType> = match value.as_list() {
-                    Some(items) => items.iter().filter_map(|v| v.as_type()).collect(),
-                    None => value.as_type().into_iter().collect(),
-                };
-                let float_only = FLOAT_ONLY.contains(&&*node.op) && *key == "T";
-                for d in dtypes {
-                    let is_float = matches!(d, DType::F32 | DType::F64 | DType::BF16 | DType::F16);
-                    if (!holds(d) || (float_only && !is_float))
-                        && seen.insert((node.name.to_string(), node.op.to_string(), key))
-                    {
-                        let (graph, node, op, span) = at(&node.op);
-                        problems.push(KernelProblem::UnsupportedDType {
-                            graph,
-                            node,
-                            op,
-                            attr: key.to_string(),
-                            dtype: d,
-                            span,
-                        });
-                    }
-                }
-            }
-        }
-    }
-    problems
-}
-
-/// Ops whose values are strings whatever their attributes say.
-const STRING_OPS: &[&str] = &["PrintV2", "ScalarSummary", "StringFormat", "StringJoin"];
-
-/// True when a node of op `op` makes or takes a string tensor: a string op,
-/// a dtype attribute (or list of them) naming `string`, or a string `Const`.
-fn carries_string(op: &str, attrs: &AttrMap) -> bool {
-    let is_str = |v: &crate::ir::AttrValue| match v.as_list() {
-        Some(items) => items.iter().any(|i| i.as_type() == Some(DType::Str)),
-        None => v.as_type() == Some(DType::Str),
-    };
-    STRING_OPS.contains(&op)
-        || DTYPE_ATTRS.iter().chain(&["U", "Tin"]).filter_map(|k| attrs.get(k)).any(is_str)
-        || attrs.get("value").and_then(|v| v.as_tensor()).is_some_and(|lit| lit.dtype == DType::Str)
-}
-
-/// [`kernel_problems`] as an error, or `Ok` when every node can run.
-pub fn check_kernels(module: &Module) -> Result<(), ExecError> {
-    let problems = kernel_problems(module);
-    if problems.is_empty() {
-        return Ok(());
-    }
-    Err(ExecError::MissingKernels { ops: missing_kernels(module), problems })
-}
-
-/// Every op type of `module` that has no kernel, sorted, each once.
-///
-/// Region inputs (an authoring construct) are not ops and are not listed;
-/// `gradients` calls are listed, since the executor cannot run them.
-pub fn missing_kernels(module: &Module) -> Vec<String> {
-    let mut missing = BTreeSet::new();
-    for graph in &module.graphs {
-        for id in graph.node_ids() {
-            let node = graph.node(id);
-            if matches!(node.kind, NodeKind::RegionInput { .. }) {
-                continue;
-            }
-            if !has_kernel(&node.op) {
-                missing.insert(node.op.to_string());
-            }
-        }
-    }
-    missing.into_iter().collect()
-}
-
 /// Runs the pure kernel of `op` on `inputs` (data inputs, in slot order).
 ///
 /// Returns one tensor per output of the op. A panic inside a kernel (a bug)
@@ -1077,90 +943,4 @@ fn cross_replica_sum(op: &str, inputs: &[Tensor]) -> Result<Vec<Tensor>, KernelE
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::ir::{AttrValue, TensorData, TensorLit};
-
-    #[test]
-    fn const_reads_its_literal() {
-        let mut attrs = AttrMap::new();
-        attrs.insert("dtype", AttrValue::Type(DType::I32));
-        attrs.insert(
-            "value",
-            AttrValue::Tensor(std::sync::Arc::new(TensorLit {
-                dtype: DType::I32,
-                shape: vec![3],
-                data: TensorData::Int(vec![1, 2, 3]),
-            })),
-        );
-        let out = run_kernel("Const", &attrs, &[]).unwrap();
-        assert_eq!(out[0].to_vec::<i32>().unwrap(), vec![1, 2, 3]);
-    }
-
-    #[test]
-    fn pass_through_ops() {
-        let x = Tensor::vector(vec![1.0f32, 2.0]);
-        let y = Tensor::scalar(3i64);
-        let none = AttrMap::new();
-        for op in ["Identity", "StopGradient", "Snapshot"] {
-            assert_eq!(run_kernel(op, &none, std::slice::from_ref(&x)).unwrap(), vec![x.clone()]);
-        }
-        assert_eq!(run_kernel("IdentityN", &none, &[x.clone(), y.clone()]).unwrap(), vec![x, y]);
-        assert!(run_kernel("NoOp", &none, &[]).unwrap().is_empty());
-        assert!(run_kernel("TPUReplicateMetadata", &none, &[]).unwrap().is_empty());
-        assert_eq!(run_kernel("TPUCompilationResult", &none, &[]).unwrap(), vec![Tensor::scalar(Vec::<u8>::new())]);
-    }
-
-    #[test]
-    fn every_registered_pure_op_has_a_kernel() {
-        let mut sorted = PURE_OPS.to_vec();
-        sorted.sort_unstable();
-        sorted.dedup();
-        assert_eq!(sorted, PURE_OPS, "PURE_OPS is sorted, each op once");
-        for op in PURE_OPS {
-            // Without inputs every kernel answers (most with an error); none falls through or panics.
-            match run_kernel(op, &AttrMap::new(), &[]) {
-                Err(KernelError::NoKernel { .. }) => panic!("{op} is registered but has no kernel"),
-                Err(KernelError::Panic { message, .. }) => panic!("{op} panicked: {message}"),
-                _ => {}
-            }
-        }
-    }
-
-    #[test]
-    fn unknown_op_names_itself() {
-        let err = run_kernel("Frobnicate", &AttrMap::new(), &[]).unwrap_err();
-        assert_eq!(err, KernelError::NoKernel { op: "Frobnicate".into() });
-        assert!(err.to_string().contains("Frobnicate"));
-    }
-
-    #[test]
-    fn device_ops_need_the_mesh() {
-        let err = run_kernel("_Recv", &AttrMap::new(), &[]).unwrap_err();
-        assert!(matches!(err, KernelError::NeedsDevice { .. }));
-    }
-
-    #[test]
-    fn missing_input_is_an_error_not_a_panic() {
-        let err = run_kernel("Add", &AttrMap::new(), &[Tensor::scalar(1.0f32)]).unwrap_err();
-        assert!(err.to_string().starts_with("Add:"), "{err}");
-    }
-
-    #[test]
-    fn tpu_replicated_output_repeats_its_input() {
-        let mut attrs = AttrMap::new();
-        attrs.insert("num_replicas", AttrValue::Int(3));
-        let out = run_kernel("TPUReplicatedOutput", &attrs, &[Tensor::scalar(2.5f32)]).unwrap();
-        assert_eq!(out.len(), 3);
-        assert!(out.iter().all(|t| t == &Tensor::scalar(2.5f32)));
-    }
-
-    #[test]
-    fn cross_replica_sum_of_single_groups_is_identity() {
-        let x = Tensor::vector(vec![1.0f32, 2.0]);
-        let groups = Tensor::from_vec(&[2, 1], vec![0i32, 1]).unwrap();
-        assert_eq!(run_kernel("CrossReplicaSum", &AttrMap::new(), &[x.clone(), groups]).unwrap(), vec![x.clone()]);
-        let pair = Tensor::from_vec(&[1, 2], vec![0i32, 1]).unwrap();
-        assert!(run_kernel("CrossReplicaSum", &AttrMap::new(), &[x, pair]).is_err());
-    }
-}
+mod tests;

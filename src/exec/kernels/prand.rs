@@ -18,7 +18,7 @@
 //!
 //! Arithmetic rounds to the input's dtype after each step, as Eigen's does. A float bound that
 //! `Tout` cannot hold (f32's `2^31` for i32) converts as x86's truncating conversion does, to
-//! `i32::MIN`. `Tout` i16 is not held by the simulator and is an error.
+//! `i32::MIN`.
 //!
 //! `XlaDequantize(input) {min_range, max_range, mode, transpose_output}` is XLA's
 //! `Dequantize<uint8>`: each u32 holds four bytes, most significant first, which become
@@ -107,8 +107,9 @@ fn stochastic_cast(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Tenso
     let tout = attrs.get("Tout").and_then(|v| v.as_type()).unwrap_or(DType::I32);
     let (lo, hi) = match tout {
         DType::I8 => (f64::from(i8::MIN), f64::from(i8::MAX)),
+        DType::I16 => (f64::from(i16::MIN), f64::from(i16::MAX)),
         DType::I32 => (f64::from(i32::MIN), f64::from(i32::MAX)),
-        other => return Err(KernelError::dtype(op, other, "Tout must be i8 or i32 on the simulator")),
+        other => return Err(KernelError::dtype(op, other, "Tout must be i8, i16 or i32")),
     };
     let (float, values): (Float, Vec<f64>) = match x {
         Tensor::F16(a) => (Float::F16, a.iter().map(|v| v.to_f64()).collect()),
@@ -176,6 +177,7 @@ fn stochastic_cast(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Result<Tenso
     let int = |v: f64| if (lo..=hi).contains(&v) { v as i64 } else { i64::from(i32::MIN) };
     match tout {
         DType::I8 => Tensor::from_vec(x.shape(), out.into_iter().map(|v| int(v) as i8).collect()),
+        DType::I16 => Tensor::from_vec(x.shape(), out.into_iter().map(|v| int(v) as i16).collect()),
         _ => Tensor::from_vec(x.shape(), out.into_iter().map(|v| int(v) as i32).collect()),
     }
 }

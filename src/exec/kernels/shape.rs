@@ -24,6 +24,8 @@ macro_rules! any_array {
             Tensor::F16($a) => Tensor::F16($body),
             Tensor::I8($a) => Tensor::I8($body),
             Tensor::U8($a) => Tensor::U8($body),
+            Tensor::I16($a) => Tensor::I16($body),
+            Tensor::U16($a) => Tensor::U16($body),
             Tensor::U32($a) => Tensor::U32($body),
             Tensor::U64($a) => Tensor::U64($body),
             Tensor::C64($a) => Tensor::C64($body),

@@ -246,6 +246,8 @@ fn to_bool(t: &Tensor) -> bool {
         Tensor::I64(a) => a.iter().any(|&v| v != 0),
         Tensor::Bool(a) => a.iter().any(|&v| v),
         Tensor::U8(a) => a.iter().any(|&v| v != 0),
+        Tensor::I16(a) => a.iter().any(|&v| v != 0),
+        Tensor::U16(a) => a.iter().any(|&v| v != 0),
         Tensor::I8(a) => a.iter().any(|&v| v != 0),
         Tensor::U32(a) => a.iter().any(|&v| v != 0),
         Tensor::U64(a) => a.iter().any(|&v| v != 0),

@@ -110,6 +110,8 @@ fn elements(t: &Tensor, layout: Layout) -> Option<Vec<String>> {
         Tensor::I64(a) => a.iter().map(ToString::to_string).collect(),
         Tensor::I8(a) => a.iter().map(ToString::to_string).collect(),
         Tensor::U8(a) => a.iter().map(ToString::to_string).collect(),
+        Tensor::I16(a) => a.iter().map(ToString::to_string).collect(),
+        Tensor::U16(a) => a.iter().map(ToString::to_string).collect(),
         Tensor::U32(a) => a.iter().map(ToString::to_string).collect(),
         Tensor::U64(a) => a.iter().map(ToString::to_string).collect(),
         Tensor::C64(a) => a.iter().map(|v| format!("({},{})", format_f32(v.re), format_f32(v.im))).collect(),

@@ -253,15 +253,13 @@ pub(super) fn assemble(
 
 /// The refusal of a padded buffer (`ops::dynamic_shape`) where `what` needs its true size.
 fn padded(graph: &Graph, node: NodeId, what: &str) -> XlaError {
-    let n = graph.node(node);
-    XlaError::Lowering {
-        node: n.name.to_string(),
-        op: n.op.to_string(),
-        message: format!(
+    XlaError::lowering(
+        graph.node(node),
+        format!(
             "{what} is a buffer whose size depends on values: on PJRT such a value can only be a plain program output \
              (docs/xla.md, \"Ops whose output size depends on values\")"
         ),
-    }
+    )
 }
 
 /// `@main`'s loop: carries (counter, data args, variables, last outputs).

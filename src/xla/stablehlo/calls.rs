@@ -84,8 +84,7 @@ impl<'a> Library<'a> {
 }
 
 fn lowering(graph: &Graph, id: NodeId, message: impl Into<String>) -> XlaError {
-    let node = graph.node(id);
-    XlaError::Lowering { node: node.name.to_string(), op: node.op.to_string(), message: message.into() }
+    XlaError::lowering(graph.node(id), message)
 }
 
 /// Variables a call passes: (operand, value).

@@ -166,23 +166,18 @@ pub(super) fn emit(e: &mut Emitter, c: &mut Ctx, call: &HostCall, cluster: &str)
         let v = e.value(c, key)?;
         // A padded buffer (ops::dynamic_shape) would reach the host op with its padding.
         if c.dynamic.contains_key(&v.name) {
-            return Err(XlaError::Lowering {
-                node: e.graph.node(key.0).name.to_string(),
-                op: e.graph.node(key.0).op.to_string(),
-                message:
-                    "a host op reads this value, a buffer whose size depends on values: on PJRT such a value \
-                          can only be a plain program output (docs/xla.md, \"Ops whose output size depends on values\")"
-                        .into(),
-            });
+            return Err(XlaError::lowering(
+                e.graph.node(key.0),
+                "a host op reads this value, a buffer whose size depends on values: on PJRT such a value \
+                 can only be a plain program output (docs/xla.md, \"Ops whose output size depends on values\")",
+            ));
         }
         operands.push(v);
     }
     let mut types = Vec::with_capacity(call.results.len());
     for key in &call.results {
-        let t = e.traced.values.get(key).ok_or_else(|| XlaError::Lowering {
-            node: e.graph.node(key.0).name.to_string(),
-            op: e.graph.node(key.0).op.to_string(),
-            message: format!("output {} of a host op has no traced value", key.1),
+        let t = e.traced.values.get(key).ok_or_else(|| {
+            XlaError::lowering(e.graph.node(key.0), format!("output {} of a host op has no traced value", key.1))
         })?;
         types.push(t.ty.clone());
     }

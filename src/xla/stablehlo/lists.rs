@@ -112,8 +112,7 @@ pub(crate) fn apply(t: &Tensor, fix: &Fix) -> Tensor {
 }
 
 fn lowering(graph: &Graph, id: NodeId, message: impl Into<String>) -> XlaError {
-    let node = graph.node(id);
-    XlaError::Lowering { node: node.name.to_string(), op: node.op.to_string(), message: message.into() }
+    XlaError::lowering(graph.node(id), message)
 }
 
 /// The length of a traced list value (`None` when it is not a list).

@@ -134,8 +134,7 @@ fn size(v: &Val) -> u64 {
 }
 
 fn lowering(graph: &Graph, id: NodeId, message: impl Into<String>) -> XlaError {
-    let node = graph.node(id);
-    XlaError::Lowering { node: node.name.to_string(), op: node.op.to_string(), message: message.into() }
+    XlaError::lowering(graph.node(id), message)
 }
 
 /// `[kh, kw, in, out]` to `[in, kh, kw, out]`: a filter gradient in the

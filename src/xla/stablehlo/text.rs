@@ -119,6 +119,7 @@ pub fn element(dtype: DType) -> &'static str {
         DType::F16 => "f16",
         DType::I8 => "i8",
         DType::U8 => "ui8",
+        DType::I16 => "i16",
         DType::U16 => "ui16",
         DType::U32 => "ui32",
         DType::U64 => "ui64",
@@ -141,6 +142,8 @@ pub fn device_dtype(dtype: DType) -> bool {
             | DType::F16
             | DType::I8
             | DType::U8
+            | DType::I16
+            | DType::U16
             | DType::U32
             | DType::U64
             | DType::C64
@@ -438,6 +441,8 @@ impl Ctx {
             Tensor::F16(a) => a.iter().for_each(|v| push(&v.to_bits().to_le_bytes())),
             Tensor::I8(a) => a.iter().for_each(|v| push(&v.to_le_bytes())),
             Tensor::U8(a) => a.iter().for_each(|v| push(&v.to_le_bytes())),
+            Tensor::I16(a) => a.iter().for_each(|v| push(&v.to_le_bytes())),
+            Tensor::U16(a) => a.iter().for_each(|v| push(&v.to_le_bytes())),
             Tensor::U32(a) => a.iter().for_each(|v| push(&v.to_le_bytes())),
             Tensor::U64(a) => a.iter().for_each(|v| push(&v.to_le_bytes())),
             Tensor::C64(a) => a.iter().for_each(|v| {

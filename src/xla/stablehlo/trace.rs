@@ -87,8 +87,7 @@ const COLLECTIVES: &[&str] =
     &["CrossReplicaSum", "AllReduce", "Broadcast", "CollectiveAllReduce", "CollectiveBroadcast"];
 
 fn lowering(graph: &Graph, id: NodeId, message: impl Into<String>) -> XlaError {
-    let node = graph.node(id);
-    XlaError::Lowering { node: node.name.to_string(), op: node.op.to_string(), message: message.into() }
+    XlaError::lowering(graph.node(id), message)
 }
 
 /// The update an op applies to its variable: `Assign`, `AssignAdd` or `AssignSub`.
@@ -483,7 +482,7 @@ impl Emitter<'_> {
         if FOLD_ONLY.contains(&op) {
             return Err(lowering(graph, id, "its operands must be compile-time constants (shapes, index lists)"));
         }
-        let build = builder(op).ok_or_else(|| XlaError::unsupported(&node.name, op))?;
+        let build = builder(op).ok_or_else(|| XlaError::unsupported(node))?;
         let read = super::ops::operands_read(op).unwrap_or(inputs.len()).min(inputs.len());
         let mut vals = Vec::with_capacity(read);
         let mut consts = Vec::with_capacity(read);

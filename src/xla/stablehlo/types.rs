@@ -44,8 +44,7 @@ const COLLECTIVES: &[&str] =
 const MAX_RULE_CONSTANT: usize = 1 << 16;
 
 fn lowering(graph: &Graph, id: NodeId, message: impl Into<String>) -> XlaError {
-    let node = graph.node(id);
-    XlaError::Lowering { node: node.name.to_string(), op: node.op.to_string(), message: message.into() }
+    XlaError::lowering(graph.node(id), message)
 }
 
 /// The first op whose types can depend on values (a call op, a TensorList
@@ -84,6 +83,8 @@ fn stand_in(ty: &Ty) -> Result<Tensor, String> {
         DType::I64 => Tensor::from_vec(s, vec![1i64; n]),
         DType::I8 => Tensor::from_vec(s, vec![1i8; n]),
         DType::U8 => Tensor::from_vec(s, vec![1u8; n]),
+        DType::I16 => Tensor::from_vec(s, vec![1i16; n]),
+        DType::U16 => Tensor::from_vec(s, vec![1u16; n]),
         DType::U32 => Tensor::from_vec(s, vec![1u32; n]),
         DType::U64 => Tensor::from_vec(s, vec![1u64; n]),
         DType::C64 => Tensor::from_vec(s, vec![num_complex::Complex32::new(1.0, 0.0); n]),

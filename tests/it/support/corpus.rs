@@ -69,6 +69,8 @@ pub fn tensor_of(v: &Value) -> Tensor {
         "int64" => Tensor::from_vec(&shape, ints().collect()),
         "int8" => Tensor::from_vec(&shape, ints().map(|x| x as i8).collect()),
         "uint8" => Tensor::from_vec(&shape, ints().map(|x| x as u8).collect()),
+        "int16" => Tensor::from_vec(&shape, ints().map(|x| x as i16).collect()),
+        "uint16" => Tensor::from_vec(&shape, ints().map(|x| x as u16).collect()),
         "uint32" => Tensor::from_vec(&shape, ints().map(|x| x as u32).collect()),
         "uint64" => Tensor::from_vec(&shape, values.iter().map(|x| x.as_u64().expect("an unsigned integer")).collect()),
         "bool" => Tensor::from_vec(&shape, values.iter().map(|x| x.as_bool().expect("a bool")).collect()),

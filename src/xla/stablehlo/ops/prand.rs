@@ -21,8 +21,8 @@ use crate::xla::stablehlo::text::{Cmp, Ctx, Ty, Val};
 /// `StochasticCastToInt(input, key, counter, alg) {Tout}`.
 pub(super) fn stochastic_cast(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
     let out = n.out(0)?.clone();
-    if !matches!(out.dtype, DType::I8 | DType::I32) {
-        return Err(format!("{}: Tout {} is not lowered (i8 or i32)", n.op, out.dtype));
+    if !matches!(out.dtype, DType::I8 | DType::I16 | DType::I32) {
+        return Err(format!("{}: Tout {} is not lowered (i8, i16 or i32)", n.op, out.dtype));
     }
     let x = n.input(0)?.clone();
     let wide = match x.ty.dtype {

@@ -38,8 +38,7 @@ pub(in crate::xla::stablehlo) struct Apply<'a> {
 
 impl Apply<'_> {
     pub(super) fn err(&self, message: impl Into<String>) -> XlaError {
-        let node = self.graph.node(self.id);
-        XlaError::Lowering { node: node.name.to_string(), op: node.op.to_string(), message: message.into() }
+        XlaError::lowering(self.graph.node(self.id), message)
     }
 
     pub(super) fn attrs(&self) -> &AttrMap {

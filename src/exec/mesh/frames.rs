@@ -364,16 +364,73 @@ fn assign_frames(graph: &str, steps: &[Step], kinds: &[Kind], succs: &[Vec<usize
             Ok(fa)
         }
     };
-    let mut queue: VecDeque<usize> = (0..n).filter(|&i| steps[i].preds.is_empty()).collect();
-    for &i in &queue {
-        frames.frame[i] = ROOT;
+    // A control predecessor's frame, from the side of its consumer: an `Exit` signals in the
+    // frame it leaves to.
+    let control_frame = |frames: &Frames, a: usize| -> u32 {
+        let fa = frames.frame[a];
+        if kinds[a] == Kind::Exit && fa != ROOT && fa != NONE {
+            frames.parent[fa as usize]
+        } else {
+            fa
+        }
+    };
+    let depth = |frames: &Frames, mut f: u32| -> usize {
+        let mut d = 0;
+        while f != ROOT {
+            f = frames.parent[f as usize];
+            d += 1;
+        }
+        d
+    };
+    // Whether `outer` is `inner` or encloses it.
+    let encloses = |frames: &Frames, outer: u32, mut inner: u32| -> bool {
+        loop {
+            if inner == outer {
+                return true;
+            }
+            if inner == ROOT {
+                return false;
+            }
+            inner = frames.parent[inner as usize];
+        }
+    };
+    // A control input that is not also a data input: one from an enclosing frame is legal (it
+    // is satisfied once, before the inner frame starts), so it does not decide the frame.
+    let control_only = |a: usize, b: usize| !steps[b].inputs.iter().any(|&(src, _)| src == a);
+    // Frames in a topological order that ignores the back edges (out of `NextIteration`): a
+    // node's frame is its data inputs' frame, or for a node with control inputs only the
+    // innermost of theirs. A node left unassigned is on a cycle the caller reports.
+    let mut waiting: Vec<usize> = vec![0; n];
+    for (a, out) in succs.iter().enumerate() {
+        if kinds[a] != Kind::NextIteration {
+            for &b in out {
+                waiting[b] += 1;
+            }
+        }
     }
-    while let Some(a) = queue.pop_front() {
-        for &b in &succs[a] {
-            let want = expected(&mut frames, a, b)?;
-            if frames.frame[b] == NONE {
-                frames.frame[b] = want;
-                queue.push_back(b);
+    let mut queue: VecDeque<usize> = (0..n).filter(|&i| waiting[i] == 0).collect();
+    while let Some(b) = queue.pop_front() {
+        let data = steps[b].inputs.iter().map(|&(a, _)| a).find(|&a| frames.frame[a] != NONE);
+        frames.frame[b] = match data {
+            Some(a) => expected(&mut frames, a, b)?,
+            None if kinds[b] == Kind::Enter => match steps[b].preds.iter().find(|&&a| frames.frame[a] != NONE) {
+                Some(&a) => expected(&mut frames, a, b)?,
+                None => ROOT,
+            },
+            None => steps[b]
+                .preds
+                .iter()
+                .map(|&a| control_frame(&frames, a))
+                .filter(|&f| f != NONE)
+                .max_by_key(|&f| depth(&frames, f))
+                .unwrap_or(ROOT),
+        };
+        if kinds[b] != Kind::NextIteration {
+            for &c in &succs[b] {
+                waiting[c] -= 1;
+                if waiting[c] == 0 {
+                    queue.push_back(c);
+                }
             }
         }
     }
@@ -387,6 +444,24 @@ fn assign_frames(graph: &str, steps: &[Step], kinds: &[Kind], succs: &[Vec<usize
     for b in 0..n {
         for &a in &steps[b].preds {
             if frames.frame[a] == NONE || frames.frame[b] == NONE {
+                continue;
+            }
+            if control_only(a, b) {
+                // The frame `b` runs in (an `Enter` runs in the frame it enters from).
+                let fb =
+                    if kinds[b] == Kind::Enter { frames.parent[frames.frame[b] as usize] } else { frames.frame[b] };
+                let fa = control_frame(&frames, a);
+                if !encloses(&frames, fa, fb) {
+                    return Err(error(
+                        b,
+                        format!(
+                            "is in {} but has a control input `%{}` from {}, which neither is nor encloses it",
+                            spell(&frames, fb),
+                            steps[a].name,
+                            spell(&frames, fa)
+                        ),
+                    ));
+                }
                 continue;
             }
             let want = expected(&mut frames, a, b)?;
@@ -404,6 +479,18 @@ fn assign_frames(graph: &str, steps: &[Step], kinds: &[Kind], succs: &[Vec<usize
         }
     }
     Ok(frames)
+}
+
+/// The plan directly inside `outer` on the way to `inner`, if `outer` strictly encloses `inner`.
+fn child_toward(plan_parent: &[u32], outer: u32, mut inner: u32) -> Option<u32> {
+    while inner != 0 {
+        let up = plan_parent[inner as usize];
+        if up == outer {
+            return Some(inner);
+        }
+        inner = up;
+    }
+    None
 }
 
 type Built = (Region, Vec<(usize, u32)>, Vec<usize>, Vec<(u32, u32)>);
@@ -542,6 +629,13 @@ fn build_region(
                 (pa, position[la], frame_position[pb as usize])
             } else if nodes[la].kind == Kind::Exit {
                 (pb, frame_position[pa as usize], position[lb])
+            } else if let Some(inner) =
+                (!node.inputs.iter().any(|s| matches!(*s, Src::Member(l, _) if l as usize == la)))
+                    .then(|| child_toward(&plan_parent, pa, pb))
+                    .flatten()
+            {
+                // A control input from an enclosing frame: it runs before the inner frame starts.
+                (pa, position[la], frame_position[inner as usize])
             } else {
                 return Err(error(
                     node.step,

@@ -7,16 +7,18 @@
 //! gradients): `rnn_plain` as a plain graph, `rnn_replicated` inside
 //! `tpu.replicate` over two replicas, whose gradient loop's `ControlTrigger`
 //! has a control input from the cluster's pivot at the top level (legal in
-//! TensorFlow: the frame waits for it once). On PJRT `rnn_plain` is refused
-//! (unbounded stacks), and so is `rnn_replicated` for now: its stacks enter
-//! the functional `While`s as operands, which the lowering does not carry.
+//! TensorFlow: the frame waits for it once). Functionalized into `While`s
+//! (the form PJRT gets) `rnn_replicated` runs on the simulator with
+//! TensorFlow's numbers too. On PJRT `rnn_plain` is refused (unbounded
+//! stacks), and so is `rnn_replicated` for now: its stacks enter the
+//! functional `While`s as operands, which the lowering does not carry.
 
 use crate::support::corpus;
 
 use std::path::{Path, PathBuf};
 
 use corpus::{import, read_json, tensor_of};
-use tpu_rewrite::exec::Tensor;
+use tpu_rewrite::exec::{Feeds, Fetch, Mesh, MeshConfig, Tensor};
 use tpu_rewrite::lower::{lower, LowerConfig, Topology};
 use tpu_rewrite::xla::backend;
 
@@ -46,6 +48,38 @@ fn rnn_plain_runs_on_the_simulator() {
 #[test]
 fn rnn_replicated_runs_on_the_simulator() {
     corpus::run_on_the_simulator(&corpus_dir(), "rnn_replicated");
+}
+
+/// Functionalized (the form PJRT gets), `rnn_replicated` runs on the simulator with
+/// TensorFlow's numbers: each TF1 loop becomes a `While`, and the gradient loop's `While` waits
+/// for the cluster's pivot its `ControlTrigger` waited for.
+#[test]
+fn rnn_replicated_functionalized_runs_on_the_simulator() {
+    let meta = read_json(&corpus_dir().join("rnn_replicated.json"));
+    let rtol = meta["rtol"].as_f64().expect("rtol");
+    let mut module = import(&corpus_dir(), "rnn_replicated");
+    let errors = tpu_rewrite::passes::functionalize::functionalize(&mut module);
+    assert!(errors.is_empty(), "functionalize: {errors:?}");
+    let main = module.graph("main").expect("@main");
+    let whiles: Vec<_> = main.node_ids().filter(|&id| &*main.node(id).op == "While").collect();
+    assert_eq!(whiles.len(), 2, "the forward and the gradient loop");
+    let waits = |id| main.inputs(id).iter().any(|i| i.is_control() && &*main.node(i.src).name == "cluster/pivot");
+    assert!(whiles.iter().any(|&id| waits(id)), "a While waits for the cluster's pivot");
+    let replicas = meta["num_replicas"].as_u64().expect("num_replicas") as u32;
+    let lowered = corpus::lower_for("rnn_replicated", &module, replicas);
+    let mesh = Mesh::new(&lowered, MeshConfig::default()).unwrap_or_else(|e| panic!("{e:?}"));
+    let mut feeds = Feeds::new();
+    for (name, value) in meta["feeds"].as_object().expect("feeds") {
+        feeds.insert("host", name.clone(), tensor_of(value));
+    }
+    let wanted: Vec<(&String, &serde_json::Value)> =
+        meta["runs"][0]["fetches"].as_object().expect("fetches").iter().collect();
+    let fetches: Vec<Fetch> = wanted.iter().map(|(name, _)| Fetch::new("host", name.as_str())).collect();
+    let got = mesh.run_step(&feeds, &fetches).unwrap_or_else(|e| panic!("the run failed: {e:?}"));
+    assert_eq!(got.len(), wanted.len());
+    for (g, (name, want)) in got.iter().zip(&wanted) {
+        corpus::assert_close(&format!("rnn_replicated functionalized: {name}"), g, &tensor_of(want), rtol);
+    }
 }
 
 /// `rnn_replicated` on PJRT: the TF1 loops arrive functionalized into `While`s, as the CLI

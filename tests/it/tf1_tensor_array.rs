@@ -116,7 +116,8 @@ fn rnn_replicated_on_pjrt_is_refused_with_a_coded_error() {
     match rnn_replicated_on_pjrt() {
         Err((code, text)) => {
             assert_eq!(code, "tpu_rewrite::xla::lowering", "{text}");
-            assert!(text.contains("While") && text.contains("f_acc"), "{text}");
+            assert!(text.contains("(While)") && text.contains("the stack `") && text.contains("f_acc`"), "{text}");
+            assert!(text.contains("--backend sim"), "{text}");
         }
         Ok(_) => panic!("rnn_replicated runs on PJRT: test its numbers instead"),
     }

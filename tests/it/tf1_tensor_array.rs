@@ -82,9 +82,12 @@ fn rnn_replicated_functionalized_runs_on_the_simulator() {
     }
 }
 
+/// A run's fetches by name, with the case's metadata (TensorFlow's numbers).
+type Fetched = (Vec<(String, Tensor)>, serde_json::Value);
+
 /// `rnn_replicated` on PJRT: the TF1 loops arrive functionalized into `While`s, as the CLI
 /// gives them. Returns the run's fetches with TensorFlow's, or the refusal's code and text.
-fn rnn_replicated_on_pjrt() -> Result<(Vec<(String, Tensor)>, serde_json::Value), (String, String)> {
+fn rnn_replicated_on_pjrt() -> Result<Fetched, (String, String)> {
     let meta = read_json(&corpus_dir().join("rnn_replicated.json"));
     let mut module = import(&corpus_dir(), "rnn_replicated");
     let errors = tpu_rewrite::passes::functionalize::functionalize(&mut module);

@@ -240,6 +240,59 @@ fn a_loop_written_in_the_text_form_runs() {
     assert_eq!(got[2], Tensor::from_vec(&[2], vec![20.25f32, 36.0]).unwrap());
 }
 
+/// [`LOOP`] with a `ControlTrigger` in the body that waits for the step's `NextIteration` and
+/// for `%gate` at the top level, as TensorFlow's gradient loops inside `tpu.replicate` wait for
+/// the cluster's pivot.
+fn loop_with_a_control_input_from_the_top_level() -> String {
+    LOOP.replace("  %zero = Const()", "  %gate = NoOp()\n  %zero = Const()").replace(
+        "  %ni = NextIteration(%i2) {T = i32}",
+        "  %sync = ControlTrigger(^%gate, ^%i2)\n  %ni = NextIteration(%i2, ^%sync) {T = i32}",
+    )
+}
+
+/// A control input from an enclosing frame is legal (TensorFlow only requires data to enter
+/// through `Enter`): the frame waits for it once. Functionalized, the `While` waits for it.
+#[test]
+fn a_control_input_from_an_enclosing_frame_is_waited_for_once() {
+    let text = loop_with_a_control_input_from_the_top_level();
+    let want = run(LOOP, &["out_i", "out", "twice"]).expect("runs");
+    assert_eq!(run(&text, &["out_i", "out", "twice"]).expect("runs"), want);
+    let (mut module, errors) = parse(&text);
+    assert!(errors.is_empty(), "{errors:?}");
+    let errors = tpu_rewrite::passes::functionalize::functionalize(&mut module);
+    assert!(errors.is_empty(), "{errors:?}");
+    let printed = tpu_rewrite::print_module(&module);
+    let line = printed.lines().find(|l| l.contains("= While(")).unwrap_or_else(|| panic!("a While: {printed}"));
+    assert!(line.contains("^%gate"), "the While waits for %gate: {line}");
+    let mesh = Mesh::new(&module, MeshConfig::default()).expect("builds");
+    let feeds = Feeds::new().with("main", "x", Tensor::from_vec(&[2], vec![1.5f32, -2.0]).unwrap());
+    let fetches: Vec<Fetch> = ["out_i", "out", "twice"].iter().map(|f| Fetch::new("main", *f)).collect();
+    assert_eq!(mesh.run_step(&feeds, &fetches).expect("runs"), want);
+}
+
+/// A control input from an inner frame to a node outside it (without `Exit`) is refused by the
+/// simulator and by functionalize, each with a coded error naming both frames.
+#[test]
+fn a_control_input_out_of_a_loop_without_exit_is_a_coded_error() {
+    let text = LOOP.replace("  %twice = Mul(%out, %out) {T = f32}", "  %twice = Mul(%out, %out, ^%a2) {T = f32}");
+    match run(&text, &["twice"]) {
+        Err(e @ ExecError::ControlFlow { .. }) => {
+            let code = miette::Diagnostic::code(&e).map(|c| c.to_string());
+            assert_eq!(code.as_deref(), Some("tpu_rewrite::exec::control_flow"));
+            let shown = e.to_string();
+            assert!(shown.contains("twice") && shown.contains("a2") && shown.contains("loop frame `f`"), "{shown}");
+        }
+        other => panic!("expected a control-flow error, got {other:?}"),
+    }
+    let (mut module, errors) = parse(&text);
+    assert!(errors.is_empty(), "{errors:?}");
+    let errors = tpu_rewrite::passes::functionalize::functionalize(&mut module);
+    let codes: Vec<String> = errors.iter().filter_map(|e| miette::Diagnostic::code(e).map(|c| c.to_string())).collect();
+    assert_eq!(codes, ["tpu_rewrite::passes::frame_crossing"], "{errors:?}");
+    let shown = errors[0].to_string();
+    assert!(shown.contains("`%twice`") && shown.contains("`%a2` from loop frame `f`"), "{shown}");
+}
+
 #[test]
 fn a_loop_whose_condition_is_false_at_once_runs_no_iteration() {
     let text = LOOP.replace("[3]}", "[0]}");

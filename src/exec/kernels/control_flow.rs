@@ -15,7 +15,10 @@
 //! caller's device runs (a [`Device`] hook): that is what TensorFlow's
 //! stateful `While` and `If` carry. A `While` runs its `cond` and `body` once
 //! per iteration, so its cost is the iterations times the body's size; a
-//! loop over [`MAX_ITERATIONS`] is stopped with an error.
+//! loop over [`MAX_ITERATIONS`] is stopped with an error. A function's
+//! argument declared `f32` may be a TensorArray's flow and one declared
+//! `resource` its handle, in the simulator's form of the array
+//! (`tensor_array`): a functionalized TF1 loop carries them so.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -181,7 +184,7 @@ impl Functions {
         }
         let mut values: Vec<Option<Vec<Tensor>>> = (0..body.steps.len()).map(|_| None).collect();
         for (i, (t, &(step, dtype))) in args.into_iter().zip(&body.args).enumerate() {
-            if let Some(d) = dtype.filter(|&d| d != t.dtype()) {
+            if let Some(d) = dtype.filter(|&d| !stands_for(d, &t)) {
                 return Err(KernelError::dtype(
                     "call",
                     t.dtype(),
@@ -408,6 +411,16 @@ pub fn call(
         }
         None => Err(KernelError::invalid(op, "`_Arg` and `_Retval` run only inside a function body")),
     }
+}
+
+/// Whether `t` may be a function's argument declared `declared`: a tensor of that dtype, or
+/// the simulator's form of a TensorArray (see `tensor_array`), which a functionalized TF1 loop
+/// carries with TensorFlow's declared types: its flow (f32 in TensorFlow) is the array's list,
+/// its handle (a resource in TensorFlow) an `i32` scalar no kernel reads.
+fn stands_for(declared: DType, t: &Tensor) -> bool {
+    declared == t.dtype()
+        || (declared == DType::F32 && matches!(t.as_variant(), Some(Variant::List(_))))
+        || (declared == DType::Resource && t.dtype() == DType::I32 && t.shape().is_empty())
 }
 
 // ---------------------------------------------------------------- variants

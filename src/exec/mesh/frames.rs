@@ -46,6 +46,9 @@ use std::collections::{HashMap, VecDeque};
 
 use super::worker::{call_kernel, node_error, Run};
 use super::*;
+use assign::{assign_frames, Frames};
+
+mod assign;
 
 /// What a step of a program stands for.
 #[derive(Default)]
@@ -316,94 +319,16 @@ pub(super) fn collapse(graph: &str, steps: &mut Vec<Step>) -> Result<(), ExecErr
     Ok(())
 }
 
-/// The frame of every step (`NONE` where no source reaches it: a cycle the
-/// caller reports) and the frames' parents and names.
-struct Frames {
-    frame: Vec<u32>,
-    parent: Vec<u32>,
-    name: Vec<Arc<str>>,
-}
-
-fn assign_frames(graph: &str, steps: &[Step], kinds: &[Kind], succs: &[Vec<usize>]) -> Result<Frames, ExecError> {
-    let n = steps.len();
-    let mut frames = Frames { frame: vec![NONE; n], parent: vec![NONE], name: vec![Arc::from("")] };
-    let mut index: HashMap<(u32, Arc<str>), u32> = HashMap::new();
-    let error = |i: usize, reason: String| ExecError::ControlFlow {
-        graph: graph.to_string(),
-        node: steps[i].name.to_string(),
-        reason,
-        span: steps[i].span,
-    };
-    // The frame `b` is in, given that its input `a` is in frame `fa`.
-    let mut expected = |frames: &mut Frames, a: usize, b: usize| -> Result<u32, ExecError> {
-        let mut fa = frames.frame[a];
-        // An `Exit` feeding an `Enter` (a loop's result entering the next loop, as TensorFlow's
-        // gradient loops take the forward loop's count): the `Enter` opens its frame in the
-        // frame the `Exit` leaves to.
-        if kinds[a] == Kind::Exit && kinds[b] == Kind::Enter {
-            if fa == ROOT {
-                return Err(error(a, "is an `Exit` outside every loop".into()));
-            }
-            fa = frames.parent[fa as usize];
+/// The plan directly inside `outer` on the way to `inner`, if `outer` strictly encloses `inner`.
+fn child_toward(plan_parent: &[u32], outer: u32, mut inner: u32) -> Option<u32> {
+    while inner != 0 {
+        let up = plan_parent[inner as usize];
+        if up == outer {
+            return Some(inner);
         }
-        if kinds[b] == Kind::Enter {
-            let name: Arc<str> = Arc::from(steps[b].attrs.get_str("frame_name").unwrap_or(""));
-            let next = frames.parent.len() as u32;
-            let id = *index.entry((fa, name.clone())).or_insert(next);
-            if id == next {
-                frames.parent.push(fa);
-                frames.name.push(name);
-            }
-            Ok(id)
-        } else if kinds[a] == Kind::Exit {
-            if fa == ROOT {
-                return Err(error(a, "is an `Exit` outside every loop".into()));
-            }
-            Ok(frames.parent[fa as usize])
-        } else {
-            Ok(fa)
-        }
-    };
-    let mut queue: VecDeque<usize> = (0..n).filter(|&i| steps[i].preds.is_empty()).collect();
-    for &i in &queue {
-        frames.frame[i] = ROOT;
+        inner = up;
     }
-    while let Some(a) = queue.pop_front() {
-        for &b in &succs[a] {
-            let want = expected(&mut frames, a, b)?;
-            if frames.frame[b] == NONE {
-                frames.frame[b] = want;
-                queue.push_back(b);
-            }
-        }
-    }
-    let spell = |frames: &Frames, f: u32| {
-        if f == ROOT {
-            "the top level".to_string()
-        } else {
-            format!("loop frame `{}`", frames.name[f as usize])
-        }
-    };
-    for b in 0..n {
-        for &a in &steps[b].preds {
-            if frames.frame[a] == NONE || frames.frame[b] == NONE {
-                continue;
-            }
-            let want = expected(&mut frames, a, b)?;
-            if want != frames.frame[b] {
-                return Err(error(
-                    b,
-                    format!(
-                        "is in {} but its input `%{}` puts it in {}",
-                        spell(&frames, frames.frame[b]),
-                        steps[a].name,
-                        spell(&frames, want)
-                    ),
-                ));
-            }
-        }
-    }
-    Ok(frames)
+    None
 }
 
 type Built = (Region, Vec<(usize, u32)>, Vec<usize>, Vec<(u32, u32)>);
@@ -542,6 +467,13 @@ fn build_region(
                 (pa, position[la], frame_position[pb as usize])
             } else if nodes[la].kind == Kind::Exit {
                 (pb, frame_position[pa as usize], position[lb])
+            } else if let Some(inner) =
+                (!node.inputs.iter().any(|s| matches!(*s, Src::Member(l, _) if l as usize == la)))
+                    .then(|| child_toward(&plan_parent, pa, pb))
+                    .flatten()
+            {
+                // A control input from an enclosing frame: it runs before the inner frame starts.
+                (pa, position[la], frame_position[inner as usize])
             } else {
                 return Err(error(
                     node.step,

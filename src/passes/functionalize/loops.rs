@@ -27,8 +27,21 @@ fn assign_frames(graph: &Graph, order: &[NodeId]) -> Result<Vec<Frame>, PassErro
             format!("loop frame `{}`", frames[f].name)
         }
     };
+    // Whether frame `outer` is `inner` or encloses it.
+    let encloses = |frames: &[Frame], outer: usize, mut inner: usize| loop {
+        if inner == outer {
+            return true;
+        }
+        if inner == ROOT {
+            return false;
+        }
+        inner = frames[inner].parent;
+    };
     for &id in order {
-        let mut here: Option<(usize, NodeId)> = None;
+        // The frame of each input's value, data inputs first: they decide the node's frame. A
+        // control input may come from an enclosing frame (TensorFlow satisfies it once, before
+        // the inner frame starts), so a node with control inputs only is in the innermost.
+        let mut inputs: Vec<(usize, Input)> = Vec::new();
         for input in graph.inputs(id) {
             if graph.is_back_edge(input.src, id) {
                 continue;
@@ -47,8 +60,25 @@ fn assign_frames(graph: &Graph, order: &[NodeId]) -> Result<Vec<Frame>, PassErro
             } else {
                 f
             };
+            inputs.push((out, input));
+        }
+        inputs.sort_by_key(|(_, input)| input.is_control());
+        let mut here: Option<(usize, NodeId)> = None;
+        if inputs.first().is_some_and(|(_, i)| i.is_control()) {
+            let depth = |mut f: usize| {
+                let mut d = 0;
+                while f != ROOT {
+                    f = frames[f].parent;
+                    d += 1;
+                }
+                d
+            };
+            here = inputs.iter().map(|&(f, i)| (f, i.src)).max_by_key(|&(f, _)| depth(f));
+        }
+        for &(out, input) in &inputs {
             match here {
                 None => here = Some((out, input.src)),
+                Some((f0, _)) if input.is_control() && encloses(&frames, out, f0) => {}
                 Some((f0, src0)) if f0 != out => {
                     let n = graph.node(id);
                     return Err(PassError::FrameCrossing {
@@ -270,6 +300,9 @@ fn functionalize_frame(
                 span: input.span,
             }),
             None if member_set.contains(&input.src) => Ok(Src::Node(input.src, input.output)),
+            // A control input from an enclosing frame (`assign_frames` checked that it encloses
+            // this one): the `While` waits for it instead.
+            None if control => Ok(Src::Drop),
             None => Err(PassError::FrameCrossing {
                 node: graph.node(node).name.to_string(),
                 reason: format!(
@@ -379,10 +412,11 @@ fn functionalize_frame(
     graph.node_mut(w).seq = seq;
     let enters: Vec<NodeId> = vars.iter().map(|v| v.enter).chain(invariants.iter().map(|i| i.0)).collect();
     let mut inputs: Vec<Input> = enters.iter().map(|&e| graph.data_inputs(e)[0]).collect();
+    // The control inputs from outside the frame (the `Enter`s' and those from enclosing frames).
     let mut controls: HashSet<NodeId> = HashSet::new();
-    for &e in &enters {
-        for input in graph.inputs(e).into_iter().filter(Input::is_control) {
-            if controls.insert(input.src) {
+    for &m in enters.iter().chain(&members) {
+        for input in graph.inputs(m).into_iter().filter(Input::is_control) {
+            if !member_set.contains(&input.src) && controls.insert(input.src) {
                 inputs.push(input);
             }
         }

@@ -290,6 +290,17 @@ fn trace_with(
                         call_vars.insert((id, i), v.clone());
                         handles.push((i, input.src, v.clone()));
                         args.push(super::calls::handle_tensor(i));
+                    } else if &*graph.node(input.src).op == "StackV2" {
+                        return Err(lowering(
+                            graph,
+                            id,
+                            format!(
+                                "operand {i} is the stack `{}`: a stack passed into a function (a TF1 loop's \
+                                 gradient accumulator, functionalized) is not lowered to StableHLO; the simulator \
+                                 (`--backend sim`) runs it",
+                                graph.node(input.src).name
+                            ),
+                        ));
                     } else {
                         args.push(operand(&values, i)?.0);
                     }

@@ -590,7 +590,7 @@ APPLICATIONS = {
     "app_densenet121": lambda: A.DenseNet121(input_shape=(32, 32, 3), weights=None, classes=4),
     "app_inception_v3": lambda: A.InceptionV3(input_shape=(75, 75, 3), weights=None, classes=4),
     "app_xception": lambda: A.Xception(input_shape=(71, 71, 3), weights=None, classes=4),
-    "app_nasnet_mobile": lambda: A.NASNetMobile(input_shape=(32, 32, 3), weights=None, classes=4),
+    "app_nasnet_mobile": lambda: A.NASNetMobile(input_shape=(64, 64, 3), weights=None, classes=4),
     "app_convnext_tiny": lambda: A.ConvNeXtTiny(input_shape=(32, 32, 3), weights=None, classes=4),
     "app_regnet_x002": lambda: A.RegNetX002(input_shape=(64, 64, 3), weights=None, classes=4),
     "app_vgg16": lambda: A.VGG16(input_shape=(32, 32, 3), weights=None, classes=4),
@@ -601,10 +601,11 @@ APPLICATIONS = {
 # The input side of each family that needs more than 32 (its constructor's minimum). RegNet accepts 32,
 # but its last stage is then 1x1: batch norm over one image's single position gives zeros, the
 # unnormalised-probability loss divides 0 by 0 and TensorFlow's loss is NaN; at 64 that stage is 2x2.
-APPLICATION_SIZES = {"app_inception_v3": 75, "app_xception": 71, "app_regnet_x002": 64}
-# The per-replica batch of each family that needs more than one image. NASNetMobile's last cell is 1x1
-# at 32x32: batch norm over one image's single position gives zeros and TF's loss is exactly ln 4, so
-# it takes two images per replica (batch norm then normalises across them) instead of a larger input.
+# NASNetMobile's last cells are 1x1 at 32, where batch norm over two images gives +-1 whatever its
+# inputs and the gradient reaching the cells before is rounding alone; at 64 they are 2x2.
+APPLICATION_SIZES = {"app_inception_v3": 75, "app_xception": 71, "app_nasnet_mobile": 64, "app_regnet_x002": 64}
+# The per-replica batch of each family that needs more than one image. NASNetMobile takes two, so that
+# its last cells' batch norms normalise 8 values (2x2 positions of two images), not 4.
 APPLICATION_BATCHES = {"app_nasnet_mobile": 2}
 # The families computed in float64 (the whole model). RegNetX002's float32 step at 64x64 is too
 # ill-conditioned to compare (tests/it/keras_corpus.rs says why, with keras_conditioning.py's numbers).

@@ -64,10 +64,12 @@ const CASES: &[(&str, Expect)] = &[
     // finds TensorFlow's own float32 and float64 steps up to 289 times the
     // tolerance apart (32 of the 137 compared variables beyond it). The
     // float64 step is well conditioned: the same step from initial values one
-    // float64 rounding away moves no variable by more than 2e-9 of the
+    // float64 rounding away moves no variable by more than 3e-9 of the
     // tolerance (`keras_conditioning.py app_regnet_x002 64 1 --float64`), so
     // every number compared here is decided by arithmetic, not rounding. It
     // is the same model and step, each op run at float64 on both backends.
+    // Measured: both backends agree with each other to 1e-12, and with
+    // TensorFlow to 0.14 of the tolerance.
     ("app_regnet_x002", Runs),
     ("app_resnet50_v2", Runs),
     ("app_vgg16", Runs),

@@ -39,7 +39,12 @@ enum Expect {
     /// the variables after the step are not compared, for the reason given
     /// (a step so ill-conditioned in float32 that TensorFlow's own float32
     /// and float64 gradients differ beyond the corpus's tolerance).
+    #[allow(dead_code)] // Kept for graphs whose float32 step cannot be compared.
     LossOnly(&'static str),
+    /// The simulator gives TensorFlow's numbers (every loss and variable);
+    /// on PJRT every replica's loss equals TensorFlow's, but the variables
+    /// after the step are not compared, for the reason given.
+    PjrtLossOnly(&'static str),
 }
 
 use Expect::Runs;
@@ -55,8 +60,21 @@ const CASES: &[(&str, Expect)] = &[
     ("app_mobilenet", Runs),
     ("app_mobilenet_v3_large", Runs),
     ("app_mobilenet_v3_small", Runs),
-    ("app_nasnet_mobile", Expect::LossOnly(TWO_IMAGES_AT_ONE_POSITION)),
-    ("app_regnet_x002", Expect::LossOnly(ILL_CONDITIONED)),
+    ("app_nasnet_mobile", Expect::PjrtLossOnly(NASNET_ON_PJRT)),
+    // RegNetX002 is the whole model in float64 (`tests/tf/corpus_keras.py`),
+    // from its float32 build's initial values. Its float32 step is too
+    // ill-conditioned to compare: its gradients explode through batch norms
+    // over one image's 2x2 last stage, and `tests/tf/keras_conditioning.py`
+    // finds TensorFlow's own float32 and float64 steps up to 289 times the
+    // tolerance apart (32 of the 137 compared variables beyond it). The
+    // float64 step is well conditioned: the same step from initial values one
+    // float64 rounding away moves no variable by more than 3e-9 of the
+    // tolerance (`keras_conditioning.py app_regnet_x002 64 1 --float64`), so
+    // every number compared here is decided by arithmetic, not rounding. It
+    // is the same model and step, each op run at float64 on both backends.
+    // Measured: both backends agree with TensorFlow to 1e-4 (a tenth of the
+    // tolerance, the finest `assert_close` checks float64 to).
+    ("app_regnet_x002", Runs),
     ("app_resnet50_v2", Runs),
     ("app_vgg16", Runs),
     ("app_xception", Runs),
@@ -92,32 +110,15 @@ const CASES: &[(&str, Expect)] = &[
     ("transformer_encoder", Runs),
 ];
 
-/// Why RegNetX002's variables are not compared (64x64, random weights, one
-/// step of SGD at 0.01). Its gradients explode on the way back through batch
-/// norms over one image's 2x2 last stage: TensorFlow's step moves the stem's
-/// batch-norm beta by 4.3 (a gradient of 429) for a loss of 1.9, and the
-/// simulator's step differs from it by up to 225 times the tolerance (the
-/// stem's gamma: 6% of its gradient). Rounding decides those digits: on the
-/// same model with other draws of its initializers,
-/// `tests/tf/keras_conditioning.py` finds TensorFlow's own float32 and
-/// float64 steps up to 80 times the tolerance apart (76 of the 137 compared
-/// variables), and more images do not cure it (4 per replica: 6.7 times, 8:
-/// 3.3 times, in the moving variances). In float64 with float64's own
-/// initial values the true class's probability falls below Keras's 1e-7
-/// clip on both replicas, so the step's gradient is zero and a comparison of
-/// the variables would test nothing.
-const ILL_CONDITIONED: &str =
-    "its gradients explode through batch norms over one image's 2x2 last stage (a gradient of \
-     429 at the stem's batch norm for a loss of 1.9): TensorFlow's own float32 and float64 steps differ by up to 80 \
-     times the tolerance, and still 3.3 times with 8 images per replica";
-
-/// Why NASNetMobile's variables are not compared. Measured: the simulator's
-/// step differs from TensorFlow's beyond the tolerance in 94 of the 1568
-/// compared variable copies, by up to 10 times it, in the first reduction
-/// cells' depthwise kernels, the layers furthest from the 1x1 cells, whose
-/// gradient is rounding amplified by every cell between.
-const TWO_IMAGES_AT_ONE_POSITION: &str = "at 32x32 its last cells are 1x1, where batch norm over two images \
-     gives +-1 whatever its inputs: the gradient reaching every layer before them is zero but for rounding";
+/// Why NASNetMobile's variables are compared on the simulator only (64x64,
+/// two images per replica). Measured: PJRT's step differs from TensorFlow's
+/// by 9 times the tolerance in the depthwise kernel of the first reduction
+/// cell's first separable convolution (0.14828 for 0.14695), the layer
+/// furthest from the last cells, where the same variables differed on the
+/// simulator at 32x32 by up to 10 times. The simulator matches every
+/// variable at 64x64.
+const NASNET_ON_PJRT: &str = "PJRT's float32 step differs from TensorFlow's by up to 9 times the tolerance in the \
+     first reduction cell's depthwise kernels, where rounding is amplified by every cell after them";
 
 /// Every replica's loss (the step's fetches) against TensorFlow's.
 fn assert_tf_loss(label: &str, meta: &serde_json::Value, outcome: &driver::RunOutcome, rtol: f64) {
@@ -221,11 +222,14 @@ fn check(case: &str) {
             keras::assert_tf_numbers(&format!("{case} (pjrt)"), &meta, &outcome.run, rtol);
             eprintln!("{case}: pjrt {:.1} s", started.elapsed().as_secs_f64());
         }
-        (Expect::LossOnly(_), Ok(outcome)) => {
+        (Expect::LossOnly(why) | Expect::PjrtLossOnly(why), Ok(outcome)) => {
             assert_tf_loss(&format!("{case} (pjrt)"), &meta, &outcome.run, rtol);
+            eprintln!("{case}: on PJRT the loss only ({why})");
             eprintln!("{case}: pjrt {:.1} s", started.elapsed().as_secs_f64());
         }
-        (Runs | Expect::LossOnly(_), Err(e)) => panic!("{case}: PJRT refused it: {:?}", miette::Report::new(e)),
+        (Runs | Expect::LossOnly(_) | Expect::PjrtLossOnly(_), Err(e)) => {
+            panic!("{case}: PJRT refused it: {:?}", miette::Report::new(e))
+        }
         (Expect::Refused(code, why), Err(e)) => {
             let got = miette::Diagnostic::code(&e).map(|c| c.to_string()).unwrap_or_default();
             let text = format!("{e} ({})", miette::Diagnostic::help(&e).map(|h| h.to_string()).unwrap_or_default());

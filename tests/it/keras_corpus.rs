@@ -117,8 +117,10 @@ const CASES: &[(&str, Expect)] = &[
 /// furthest from the last cells, where the same variables differed on the
 /// simulator at 32x32 by up to 10 times. The simulator matches every
 /// variable at 64x64.
-const NASNET_ON_PJRT: &str = "PJRT's float32 step differs from TensorFlow's by up to 9 times the tolerance in the \
-     first reduction cell's depthwise kernels, where rounding is amplified by every cell after them";
+const NASNET_ON_PJRT: &str = "a known bug, not an accepted refusal: PJRT's float32 step differs from TensorFlow's \
+     by up to 9 times the tolerance in the first reduction cell's depthwise kernels, while TensorFlow's own float32 and \
+     float64 steps agree within 0.16 of the tolerance (keras_conditioning.py app_nasnet_mobile 64 2): the cause is on \
+     PJRT's side and is not found yet";
 
 /// Every replica's loss (the step's fetches) against TensorFlow's.
 fn assert_tf_loss(label: &str, meta: &serde_json::Value, outcome: &driver::RunOutcome, rtol: f64) {

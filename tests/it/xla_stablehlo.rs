@@ -278,6 +278,8 @@ const TRACED_WHOLE: &[&str] = &[
 const REFUSED: &[(&str, &str)] = &[
     // StochasticCastToInt of f16 inputs: the lowering refuses them (docs/xla.md says why).
     ("ops/prand_cpu.pbtxt", "tpu_rewrite::xla::lowering"),
+    // The seeded and stateless f16 parameterized truncated normals: f32 and f64 only, as the bridge.
+    ("ops/ptn_cpu.pbtxt", "tpu_rewrite::xla::lowering"),
     ("tensor_array.pbtxt", "tpu_rewrite::xla::lowering"),
     ("tf1/replicated_while_outside_compilation.pbtxt", "tpu_rewrite::passes::outside_compilation_in_control_flow"),
     // TensorFlow leaves a plain graph's gradient stacks unbounded (max_size -1): XLA needs a bound.

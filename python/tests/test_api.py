@@ -117,8 +117,12 @@ def test_bad_options_and_feeds_raise_error():
         tr.run(module, feeds={"a:0": np.zeros(2, np.float64), "b:0": np.zeros(2, np.float32)}, topology="1x2")
     assert "a" in str(e.value)
     with pytest.raises(tr.Error) as e:
-        tr.run(module, feeds={"a:0": np.zeros(2, np.uint16)}, topology="1x2")
+        tr.run(module, feeds={"a:0": np.zeros(2, "datetime64[s]")}, topology="1x2")
     assert e.value.code == "tpu_rewrite::py::feed"
+    # A uint16 array crosses the boundary; a float placeholder then refuses it.
+    with pytest.raises(tr.Error) as e:
+        tr.run(module, feeds={"a:0": np.zeros(2, np.uint16)}, topology="1x2")
+    assert e.value.code == "tpu_rewrite::exec::feed_mismatch"
     # A complex array crosses the boundary; a float placeholder then refuses it.
     with pytest.raises(tr.Error) as e:
         tr.run(module, feeds={"a:0": np.zeros(2, np.complex64)}, topology="1x2")

@@ -375,7 +375,18 @@ fn a_huge_steps_per_run_shows_progress_and_ctrl_c_ends_it() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("loop.opg");
     std::fs::write(&path, text).unwrap();
-    let mut child = bin()
+    let mut command = bin();
+    // A test runner started in the background of a non-interactive shell
+    // ignores SIGINT, and the child would inherit that: give it Ctrl-C's
+    // default action, as a terminal's foreground job has.
+    // SAFETY: `signal` is async-signal-safe, as `pre_exec` requires.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut command, || {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    let mut child = command
         .args(["run", path.to_str().unwrap(), "--steps-per-run", "1000000000"])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

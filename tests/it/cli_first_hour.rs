@@ -122,10 +122,13 @@ fn the_lock_file_that_cargo_install_locked_reads_is_current() {
     // change. A release build is too slow for a test, so this checks what
     // `--locked` relies on: Cargo.lock is committed and resolves as is.
     // (`an_installed_binary_writes_its_own_launcher` runs the binary alone.)
+    // `cargo tree` resolves for this host only, as `cargo install` does:
+    // `cargo metadata` would also want every other platform's crates
+    // downloaded, which a fresh machine's registry cache does not hold.
     let root = env!("CARGO_MANIFEST_DIR");
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let o = std::process::Command::new(cargo)
-        .args(["metadata", "--locked", "--offline", "--format-version", "1"])
+        .args(["tree", "--locked", "--offline", "--prefix", "none"])
         .current_dir(root)
         .output()
         .expect("cargo runs");

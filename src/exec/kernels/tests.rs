@@ -35,6 +35,19 @@ fn pass_through_ops() {
 }
 
 #[test]
+fn the_device_and_float_only_lists_are_sorted_and_known() {
+    for (name, list) in [("DEVICE_OPS", DEVICE_OPS), ("FLOAT_ONLY", FLOAT_ONLY)] {
+        let mut sorted = list.to_vec();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted, list, "{name} is sorted, each op once");
+    }
+    for op in FLOAT_ONLY {
+        assert!(PURE_OPS.contains(op), "float-only {op} is a pure kernel");
+    }
+}
+
+#[test]
 fn every_registered_pure_op_has_a_kernel() {
     let mut sorted = PURE_OPS.to_vec();
     sorted.sort_unstable();

@@ -480,10 +480,8 @@ mod tests {
         }
     }
 
-    #[test]
-    fn npy_reads_fortran_order() {
-        // A 2x3 f32 array [[1,2,3],[4,5,6]] stored column-major, as NumPy writes it.
-        let header = "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }";
+    /// A version 1.0 `.npy` file of `header` (padded as NumPy pads it) and `payload`.
+    fn npy_file(header: &str, payload: &[u8]) -> Vec<u8> {
         let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
         let mut h = header.to_string();
         while !(10 + h.len() + 1).is_multiple_of(64) {
@@ -492,9 +490,15 @@ mod tests {
         h.push('\n');
         bytes.extend((h.len() as u16).to_le_bytes());
         bytes.extend(h.as_bytes());
-        for v in [1.0f32, 4.0, 2.0, 5.0, 3.0, 6.0] {
-            bytes.extend(v.to_le_bytes());
-        }
+        bytes.extend(payload);
+        bytes
+    }
+
+    #[test]
+    fn npy_reads_fortran_order() {
+        // A 2x3 f32 array [[1,2,3],[4,5,6]] stored column-major, as NumPy writes it.
+        let payload: Vec<u8> = [1.0f32, 4.0, 2.0, 5.0, 3.0, 6.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+        let bytes = npy_file("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }", &payload);
         let t = read_npy(&bytes).unwrap();
         assert_eq!(t.shape(), &[2, 3]);
         assert_eq!(t.to_vec::<f32>().unwrap(), vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
@@ -524,16 +528,7 @@ mod tests {
     #[test]
     fn npy_reads_bf16_as_ml_dtypes_saves_it() {
         // `np.save(f, np.array([1.5, 2], ml_dtypes.bfloat16))`: a 2-byte void dtype of little-endian bits.
-        let header = "{'descr': '<V2', 'fortran_order': False, 'shape': (2,), }";
-        let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
-        let mut h = header.to_string();
-        while !(10 + h.len() + 1).is_multiple_of(64) {
-            h.push(' ');
-        }
-        h.push('\n');
-        bytes.extend((h.len() as u16).to_le_bytes());
-        bytes.extend(h.as_bytes());
-        bytes.extend([0xC0, 0x3F, 0x00, 0x40]);
+        let bytes = npy_file("{'descr': '<V2', 'fortran_order': False, 'shape': (2,), }", &[0xC0, 0x3F, 0x00, 0x40]);
         let t = read_npy(&bytes).unwrap();
         assert_eq!(t.to_vec::<half::bf16>().unwrap(), vec![half::bf16::from_f32(1.5), half::bf16::from_f32(2.0)]);
     }

@@ -47,14 +47,14 @@ pub fn set_max_tensor_bytes(bytes: u64) {
     MAX_TENSOR_BYTES.store(bytes.max(1), Ordering::Relaxed);
 }
 
-/// Bytes one element of `dtype` takes in memory (a string counts its header).
+/// Bytes one element of `dtype` takes in memory: its width for the numeric
+/// dtypes and bool, a byte string's header for strings (its bytes are
+/// counted where they are made), and a pointer for handles and variants.
 pub fn element_bytes(dtype: DType) -> u64 {
-    match dtype {
-        DType::Bool => 1,
-        DType::F32 | DType::I32 => 4,
-        DType::F64 | DType::I64 => 8,
-        DType::Str => std::mem::size_of::<String>() as u64,
-        _ => 8,
+    match (dtype.size_bytes(), dtype) {
+        (Some(width), _) => width as u64,
+        (None, DType::Str) => std::mem::size_of::<Vec<u8>>() as u64,
+        (None, _) => std::mem::size_of::<usize>() as u64,
     }
 }
 

@@ -11,29 +11,11 @@ use crate::ir::{AttrMap, DType, Module, NodeKind};
 /// Attributes that name the dtype of an op's values.
 const DTYPE_ATTRS: &[&str] = &["T", "dtype", "SrcT", "DstT", "Tparams", "Tout", "out_type", "output_type"];
 
-/// True when a tensor of the executor can hold `d`.
+/// True when a tensor of the executor can hold `d`: every fixed-width
+/// dtype (quantized ones as their plain integers), strings, handles and
+/// variants.
 fn holds(d: DType) -> bool {
-    matches!(
-        d.plain(),
-        DType::F32
-            | DType::F64
-            | DType::BF16
-            | DType::F16
-            | DType::I8
-            | DType::U8
-            | DType::I16
-            | DType::U16
-            | DType::U32
-            | DType::U64
-            | DType::I32
-            | DType::I64
-            | DType::Bool
-            | DType::C64
-            | DType::C128
-            | DType::Str
-            | DType::Resource
-            | DType::Variant
-    )
+    d.size_bytes().is_some() || matches!(d, DType::Str | DType::Resource | DType::Variant)
 }
 
 /// Every node of `module` that cannot run, in graph and text order: op

@@ -36,8 +36,6 @@
 //! (f16: each step rounded, as Eigen's `half` computes). Cost: a few blocks per sample; memory is
 //! the output.
 
-use std::ops::{Add, Div, Mul, Neg, Sub};
-
 use super::arg;
 use super::random::Philox;
 use super::random::{box_muller_f32, box_muller_f64, seed_operand, shape_operand, unit_f16, unit_f32, unit_f64};
@@ -59,23 +57,12 @@ pub(super) fn dispatch(op: &str, attrs: &AttrMap, inputs: &[Tensor]) -> Option<R
     }
 }
 
-/// A float type the samplers compute in, with TensorFlow's conversions of Philox blocks.
-trait Real:
-    Copy
-    + PartialOrd
-    + Add<Output = Self>
-    + Sub<Output = Self>
-    + Mul<Output = Self>
-    + Div<Output = Self>
-    + Neg<Output = Self>
-{
+/// A float type the samplers compute in, with TensorFlow's conversions of
+/// Philox blocks. Its arithmetic is `num_traits::Float`'s (for f16: in f32,
+/// rounded back, as Eigen's half does).
+trait Real: num_traits::Float {
     /// The constant `v` as C++'s `T(v)` makes it.
     fn of(v: f64) -> Self;
-    fn exp(self) -> Self;
-    fn ln(self) -> Self;
-    fn sqrt(self) -> Self;
-    fn is_infinite(self) -> bool;
-    fn is_finite(self) -> bool;
     /// The uniforms in `[0, 1)` of one block, and how many there are.
     fn uniforms(b: [u32; 4]) -> ([Self; 4], usize);
     /// The normals of one block, and how many there are.
@@ -85,21 +72,6 @@ trait Real:
 impl Real for f32 {
     fn of(v: f64) -> f32 {
         v as f32
-    }
-    fn exp(self) -> f32 {
-        f32::exp(self)
-    }
-    fn ln(self) -> f32 {
-        f32::ln(self)
-    }
-    fn sqrt(self) -> f32 {
-        f32::sqrt(self)
-    }
-    fn is_infinite(self) -> bool {
-        f32::is_infinite(self)
-    }
-    fn is_finite(self) -> bool {
-        f32::is_finite(self)
     }
     fn uniforms(b: [u32; 4]) -> ([f32; 4], usize) {
         (b.map(unit_f32), 4)
@@ -115,21 +87,6 @@ impl Real for f64 {
     fn of(v: f64) -> f64 {
         v
     }
-    fn exp(self) -> f64 {
-        f64::exp(self)
-    }
-    fn ln(self) -> f64 {
-        f64::ln(self)
-    }
-    fn sqrt(self) -> f64 {
-        f64::sqrt(self)
-    }
-    fn is_infinite(self) -> bool {
-        f64::is_infinite(self)
-    }
-    fn is_finite(self) -> bool {
-        f64::is_finite(self)
-    }
     fn uniforms(b: [u32; 4]) -> ([f64; 4], usize) {
         ([unit_f64(b[0], b[1]), unit_f64(b[2], b[3]), 0.0, 0.0], 2)
     }
@@ -143,21 +100,6 @@ impl Real for half::f16 {
     fn of(v: f64) -> half::f16 {
         // Eigen's `half(double)` goes through float.
         half::f16::from_f32(v as f32)
-    }
-    fn exp(self) -> half::f16 {
-        half::f16::from_f32(self.to_f32().exp())
-    }
-    fn ln(self) -> half::f16 {
-        half::f16::from_f32(self.to_f32().ln())
-    }
-    fn sqrt(self) -> half::f16 {
-        half::f16::from_f32(self.to_f32().sqrt())
-    }
-    fn is_infinite(self) -> bool {
-        half::f16::is_infinite(self)
-    }
-    fn is_finite(self) -> bool {
-        half::f16::is_finite(self)
     }
     fn uniforms(b: [u32; 4]) -> ([half::f16; 4], usize) {
         (b.map(unit_f16), 4)

@@ -129,26 +129,10 @@ pub fn element(dtype: DType) -> &'static str {
     }
 }
 
-/// True for the dtypes a device program can hold.
+/// True for the dtypes a device program can hold: the fixed-width numeric
+/// dtypes and bool (quantized ones as their plain integers).
 pub fn device_dtype(dtype: DType) -> bool {
-    matches!(
-        dtype.plain(),
-        DType::F32
-            | DType::F64
-            | DType::I32
-            | DType::I64
-            | DType::Bool
-            | DType::BF16
-            | DType::F16
-            | DType::I8
-            | DType::U8
-            | DType::I16
-            | DType::U16
-            | DType::U32
-            | DType::U64
-            | DType::C64
-            | DType::C128
-    )
+    dtype.size_bytes().is_some()
 }
 
 /// True for the floating-point dtypes a device program can hold.

@@ -146,7 +146,7 @@ fn rewrite_forming_clusters(
 /// A lowering error about a node of a binary GraphDef, which has no text
 /// to point into: its label goes at the file's start, so the report names
 /// the file beside the node.
-fn in_binary_input(e: crate::xla::XlaError, format: InputFormat) -> crate::xla::XlaError {
+pub(super) fn in_binary_input(e: crate::xla::XlaError, format: InputFormat) -> crate::xla::XlaError {
     use crate::xla::XlaError;
     match e {
         XlaError::Lowering { node, op, message, span: None } if format == InputFormat::Pb => {

@@ -545,6 +545,12 @@ pub fn run_command(args: RunArgs) -> ExitCode {
                 }
                 Ok(o) => Ok(crate::xla::distributed::in_fetch_order(o.run, &fetches)),
                 Err(e) => {
+                    let e = match e {
+                        crate::xla::distributed::DistributedError::Xla(x) => {
+                            crate::xla::distributed::DistributedError::Xla(super::pipeline::in_binary_input(x, loaded.format))
+                        }
+                        other => other,
+                    };
                     report(vec![Box::new(e)], &loaded.source);
                     return ExitCode::from(1);
                 }
@@ -597,7 +603,7 @@ pub fn run_command(args: RunArgs) -> ExitCode {
                     Ok(o.run)
                 }
                 Err(e) => {
-                    report(vec![Box::new(e)], &loaded.source);
+                    report(vec![Box::new(super::pipeline::in_binary_input(e, loaded.format))], &loaded.source);
                     return ExitCode::from(1);
                 }
             }

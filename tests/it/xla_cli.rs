@@ -625,4 +625,11 @@ fn a_lowering_error_points_at_the_op_in_the_input() {
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let err = stderr(&o);
     assert!(err.contains("y (StochasticCastToInt)") && err.contains("tagged.pb:1:1"), "{err}");
+    // Running it on PJRT reports the same lowering error, naming the file too.
+    let feeds = dir.path().join("feeds.json");
+    std::fs::write(&feeds, r#"{"x0": [1, 2, 3, 4]}"#).unwrap();
+    let o = run_cli(&["run", binary.to_str().unwrap(), "--backend", "pjrt", "--feeds", feeds.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("tpu_rewrite::xla::lowering") && err.contains("tagged.pb:1:1"), "{err}");
 }

@@ -448,6 +448,21 @@ mod tests {
     }
 
     #[test]
+    fn json_f64_values_read_back_bit_for_bit() {
+        // A sweep of bit patterns across the exponent range, each written in
+        // its shortest round-trip form: reading must give the same bits.
+        let values: Vec<f64> = (1..20_000u64)
+            .map(|i| f64::from_bits(i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 1))
+            .filter(|v| v.is_finite())
+            .collect();
+        let text = serde_json::to_string(&values).unwrap();
+        let t = tensor_from_json(&serde_json::from_str(&text).unwrap(), DType::F64).unwrap();
+        for (got, want) in t.to_vec::<f64>().unwrap().iter().zip(&values) {
+            assert_eq!(got.to_bits(), want.to_bits(), "{want:e} read as {got:e}");
+        }
+    }
+
+    #[test]
     fn json_empty_array() {
         let t = tensor_from_json(&json!([]), DType::F32).unwrap();
         assert_eq!(t.shape(), &[0]);

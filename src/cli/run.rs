@@ -547,7 +547,10 @@ pub fn run_command(args: RunArgs) -> ExitCode {
                 Err(e) => {
                     let e = match e {
                         crate::xla::distributed::DistributedError::Xla(x) => {
-                            crate::xla::distributed::DistributedError::Xla(super::pipeline::in_binary_input(x, loaded.format))
+                            crate::xla::distributed::DistributedError::Xla(super::pipeline::in_binary_input(
+                                x,
+                                loaded.format,
+                            ))
                         }
                         other => other,
                     };

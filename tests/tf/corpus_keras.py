@@ -24,6 +24,7 @@ replica's batch, averages the gradients and applies them once per step.
 
 import json
 import os
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -77,6 +78,9 @@ class Initial:
                 init = tf.get_static_value(init)
                 assert init is not None, f"{name}: the initial value is not a constant"
             with tf.Graph().as_default():
+                # tf_keras draws an unseeded initializer's op seed from Python's `random`:
+                # seeding it too makes every run of this script write the same files.
+                keras.utils.set_random_seed(len(self.values))
                 tf1.set_random_seed(len(self.values))
                 t = init() if callable(init) else tf.convert_to_tensor(init)
                 with tf1.Session() as sess:
@@ -153,7 +157,7 @@ def write_graph(name, graph_def):
             f.write(text)
     else:
         with open(os.path.join(OUT, name + ".pb"), "wb") as f:
-            f.write(graph_def.SerializeToString())
+            f.write(graph_def.SerializeToString(deterministic=True))
 
 
 def keras_case(name, make_model, make_loss, make_opt, batches, metrics=(), **kwargs):
@@ -826,5 +830,10 @@ CASES.update({
 })
 if __name__ == "__main__":
     wanted = sys.argv[1:] or list(CASES)
-    for case in wanted:
-        CASES[case]()
+    if len(wanted) == 1:
+        CASES[wanted[0]]()
+    else:
+        # One process per case: TensorFlow numbers functions and gradient types from a
+        # process-wide counter, so a case made after others would get other names.
+        for case in wanted:
+            subprocess.run([sys.executable, __file__, case], check=True)

@@ -213,7 +213,7 @@ def make(name):
     tf.saved_model.save(trainer, saved)
     concrete = trainer.train_step.get_concrete_function()
     with open(os.path.join(out, "concrete.pb"), "wb") as f:
-        f.write(concrete.graph.as_graph_def().SerializeToString())
+        f.write(concrete.graph.as_graph_def().SerializeToString(deterministic=True))
     by_id = {id(v.value.handle if hasattr(v, "value") else v.handle): path for path, v in variables(trainer).items()}
     feeds = {"x": x.tolist(), "y": y.tolist()}
     write_json(os.path.join(out, "feeds.json"), feeds)

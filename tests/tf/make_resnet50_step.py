@@ -64,7 +64,7 @@ def main():
     os.makedirs(args.out_dir, exist_ok=True)
     path = os.path.join(args.out_dir, f"resnet50_{args.size}_b{args.batch}.pb")
     with open(path + ".tmp", "wb") as f:
-        f.write(graph_def.SerializeToString())
+        f.write(graph_def.SerializeToString(deterministic=True))
     os.replace(path + ".tmp", path)
     print(path, len(graph_def.node), "nodes")
 

@@ -112,17 +112,18 @@ fn rnn_replicated_on_pjrt() -> Result<Fetched, (String, String)> {
     }
 }
 
-/// On PJRT the forward loop's stack enters its `While` as an operand, which the StableHLO
-/// lowering does not carry yet: a coded refusal naming the stack.
+/// On PJRT the stacks enter the functional `While`s as loop-carried values (a buffer and a
+/// depth): the forward loop pushes, the gradient loop pops, and every fetch (the loss, the states
+/// and the gradients of both replicas) has TensorFlow's numbers.
 #[test]
-fn rnn_replicated_on_pjrt_is_refused_with_a_coded_error() {
-    match rnn_replicated_on_pjrt() {
-        Err((code, text)) => {
-            assert_eq!(code, "tpu_rewrite::xla::lowering", "{text}");
-            assert!(text.contains("(While)") && text.contains("the stack `") && text.contains("f_acc`"), "{text}");
-            assert!(text.contains("--backend sim"), "{text}");
-        }
-        Ok(_) => panic!("rnn_replicated runs on PJRT: test its numbers instead"),
+fn rnn_replicated_runs_on_pjrt_with_tensorflows_numbers() {
+    let (fetched, meta) = rnn_replicated_on_pjrt().unwrap_or_else(|(code, text)| panic!("{code}: {text}"));
+    let rtol = meta["rtol"].as_f64().expect("rtol");
+    let wanted = meta["runs"][0]["fetches"].as_object().expect("fetches");
+    assert_eq!(fetched.len(), wanted.len(), "one value per fetch");
+    for (name, got) in &fetched {
+        let want = wanted.get(name).unwrap_or_else(|| panic!("`{name}` was not fetched by TensorFlow"));
+        corpus::assert_close(&format!("rnn_replicated on PJRT: {name}"), got, &tensor_of(want), rtol);
     }
 }
 

@@ -29,6 +29,7 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 
+use super::ops::stack;
 use super::ops::xla_fn::Apply;
 use super::text::{leaf_count, Cmp, Ctx, Ty, Val};
 use super::trace::{self, Emitter};
@@ -110,6 +111,12 @@ pub(crate) fn trace_call(
     let node = graph.node(id);
     let state = RefCell::new(state);
     let device = |op: &str, attrs: &crate::ir::AttrMap, inputs: Vec<Tensor>| -> Result<Vec<Tensor>, KernelError> {
+        if op == "StackV2" {
+            return Err(KernelError::invalid(
+                op,
+                "a stack made inside a function body is not lowered to StableHLO; make it outside the loop",
+            ));
+        }
         let slot_of = |t: &Tensor| {
             t.as_resource()
                 .and_then(|h| h.name.parse::<usize>().ok())
@@ -133,6 +140,22 @@ pub(crate) fn trace_call(
                     entry.1 = v;
                 }
             }
+            return Ok(out);
+        }
+        if stack::is_stack_op(op) {
+            // A stack the call passes: its elements, as a list (`ops::stack`).
+            let entry = state
+                .iter_mut()
+                .find(|(i, _)| *i == slot)
+                .map(|(_, v)| v)
+                .ok_or_else(|| KernelError::invalid(op, "unknown stack"))?;
+            if op == "StackCloseV2" {
+                return Ok(Vec::new());
+            }
+            let mut list =
+                stack::as_stack(entry).cloned().ok_or_else(|| KernelError::invalid(op, "the handle is not a stack"))?;
+            let out = stack::on_list(op, attrs, &mut list, &inputs[1..]).map_err(|m| KernelError::invalid(op, m))?;
+            *entry = stack::as_tensor(list);
             return Ok(out);
         }
         let var = state
@@ -539,6 +562,7 @@ impl Emitter<'_> {
                 call(ctx, &sym, &vals, &tys)
             }
             CallKind::While => {
+                self.flows_as_lists(ctx, id, &mut traced, &mut vals)?;
                 let names = branches(graph, id, &["cond", "body"])?;
                 let (cond, ctys) = define(lib, &names[0], &traced, &resource, Finals::InPlace, self.replicas)?;
                 let (body, btys) = define(lib, &names[1], &traced, &resource, Finals::InPlace, self.replicas)?;
@@ -629,6 +653,38 @@ impl Emitter<'_> {
         let results: Vec<Val> = results.into_iter().take(n).collect();
         for (i, v) in results.into_iter().enumerate() {
             self.env.insert((id, i as u32), v);
+        }
+        Ok(())
+    }
+
+    /// A TensorArray's flow a `While` carries that enters as a float (a
+    /// constant zero: TensorFlow's gradient accumulator of a flow) and
+    /// leaves as a TensorList (the host trace added the loop's flows to it)
+    /// enters as the zero list of the result's length and element type:
+    /// the simulator's list plus zero is that list, and the loop-carried
+    /// type stays one. Other operands are left as they are.
+    fn flows_as_lists(
+        &self,
+        ctx: &mut Ctx,
+        id: NodeId,
+        traced: &mut [Tensor],
+        vals: &mut [Val],
+    ) -> Result<(), XlaError> {
+        use crate::exec::variant::{TensorList, Variant};
+        let graph = self.graph;
+        for (k, (t, v)) in traced.iter_mut().zip(vals.iter_mut()).enumerate() {
+            let result = self.traced.values.get(&(id, k as u32)).and_then(|r| r.value.as_ref());
+            let Some(Variant::List(out)) = result.and_then(Tensor::as_variant) else { continue };
+            if t.dtype() != DType::F32 || !t.to_vec::<f32>().is_some_and(|x| x.iter().all(|&e| e == 0.0)) {
+                continue;
+            }
+            let zero = TensorList { items: vec![None; out.items.len()], ..out.clone() };
+            let ty = super::lists::list_type(&zero);
+            let size = i32::try_from(zero.items.len()).map_err(|_| lowering(graph, id, "a flow's list is too long"))?;
+            let buffer = ctx.splat(&ty.parts[0], 0.0);
+            let size = ctx.constant(&Tensor::scalar(size));
+            *v = Val::composite(&[buffer, size]);
+            *t = Tensor::Variant(std::sync::Arc::new(Variant::List(zero)));
         }
         Ok(())
     }

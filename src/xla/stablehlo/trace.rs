@@ -171,9 +171,15 @@ fn trace_with(
             ArgSource::Host(id, o) | ArgSource::Carried(id, o) => {
                 values.insert((id, o), Traced::known(v.clone(), false));
             }
-            ArgSource::Variable(id) => {
-                vars.insert(id, v.clone());
-            }
+            // A stack passed into a function is its elements, a list (`calls`).
+            ArgSource::Variable(id) => match stack::as_stack(v) {
+                Some(list) => {
+                    stacks.insert(id, list.clone());
+                }
+                None => {
+                    vars.insert(id, v.clone());
+                }
+            },
         }
     }
     for &id in &program.nodes {
@@ -290,25 +296,32 @@ fn trace_with(
                         call_vars.insert((id, i), v.clone());
                         handles.push((i, input.src, v.clone()));
                         args.push(super::calls::handle_tensor(i));
-                    } else if &*graph.node(input.src).op == "StackV2" {
-                        return Err(lowering(
-                            graph,
-                            id,
-                            format!(
-                                "operand {i} is the stack `{}`: a stack passed into a function (a TF1 loop's \
-                                 gradient accumulator, functionalized) is not lowered to StableHLO; the simulator \
-                                 (`--backend sim`) runs it",
-                                graph.node(input.src).name
-                            ),
-                        ));
+                    } else if let Some(list) = stacks.get(&input.src) {
+                        // A stack passes as a variable does: its elements, by value.
+                        let v = stack::as_tensor(list.clone());
+                        call_vars.insert((id, i), v.clone());
+                        handles.push((i, input.src, v));
+                        args.push(super::calls::handle_tensor(i));
                     } else {
                         args.push(operand(&values, i)?.0);
                     }
                 }
                 let state: Vec<(usize, Tensor)> = handles.iter().map(|(i, _, v)| (*i, v.clone())).collect();
                 let (results, state) = super::calls::trace_call(lib, graph, id, args, state)?;
-                for ((_, h, _), (_, v)) in handles.iter().zip(state) {
-                    vars.insert(*h, v);
+                for ((i, h, _), (_, v)) in handles.iter().zip(state) {
+                    let Some(list) = stack::as_stack(&v).filter(|_| stacks.contains_key(h)) else {
+                        vars.insert(*h, v);
+                        continue;
+                    };
+                    // The stack's device form is known once the call pushed onto it: the call
+                    // passes it so, and its `StackV2` makes it so.
+                    if let Some(ty) = stack::buffer_type(list) {
+                        values.insert((*h, 0), Traced::typed(ty));
+                        if let Some(passed) = call_vars.get_mut(&(id, *i)) {
+                            *passed = stack::with_shape_of(passed, list);
+                        }
+                    }
+                    stacks.insert(*h, list.clone());
                 }
                 results.into_iter().map(|value| Traced::known(value, false)).collect()
             }

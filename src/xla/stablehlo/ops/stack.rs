@@ -11,17 +11,24 @@
 //! - a push past `max_size` or a pop of an empty stack is not checked on the
 //!   device (XLA clamps the index) unless a device-check scope is open.
 //!
+//! - a TensorArray's flow pushed onto a float stack (TensorFlow's gradient
+//!   of a loop that writes a TensorArray saves the flow so) is pushed as
+//!   TensorFlow's flow value, a float 0: the flow only orders ops.
+//!
 //! The trace (host side) runs the same ops on a TensorList per stack. A
 //! stack op's handle must come straight from a `StackV2` of the same
-//! program; a stack passed through other ops (into a loop's function, say)
-//! is refused with a diagnostic naming the op. Cost: one slice or update
-//! per push or pop.
+//! program or from an `_Arg` of a function the stack is passed into: a
+//! stack crosses `While`, `If`, `Case` and calls as a variable does, by
+//! value (its buffer and depth, `calls`), its element shape learned from
+//! the pushes the call makes. A handle from any other op is refused with a
+//! diagnostic naming the op. Cost: one slice or update per push or pop.
 
 use std::collections::HashMap;
 
 use super::Call;
-use crate::exec::variant::TensorList;
+use crate::exec::variant::{TensorList, Variant};
 use crate::exec::Tensor;
+use crate::ir::functions::ARG_OP;
 use crate::ir::{AttrMap, DType, Graph, NodeId};
 use crate::xla::stablehlo::text::{Ctx, Ty, Val};
 
@@ -32,13 +39,15 @@ pub fn is_stack_op(op: &str) -> bool {
     OPS.contains(&op)
 }
 
-/// The `StackV2` node a stack op's handle (operand 0) comes from.
+/// The node a stack op's handle (operand 0) comes from: a `StackV2`, or
+/// the `_Arg` of a function the stack is passed into.
 pub(crate) fn stack_of(graph: &Graph, id: NodeId) -> Result<NodeId, String> {
     let src = graph.data_inputs(id).first().map(|i| i.src).ok_or("has no stack handle operand")?;
-    if &*graph.node(src).op != "StackV2" {
+    if !matches!(&*graph.node(src).op, "StackV2" | ARG_OP) {
         return Err(format!(
-            "its stack handle comes from `{}` ({}), not straight from a StackV2 of this program: on XLA a \
-             stack is lowered only where its StackV2, pushes and pops are ops of one program",
+            "its stack handle comes from `{}` ({}), not straight from a StackV2 or a function's argument: on \
+             XLA a stack is lowered only where its handle passes from its StackV2 to its pushes and pops \
+             directly or through calls",
             graph.node(src).name,
             graph.node(src).op
         ));
@@ -93,21 +102,37 @@ pub(crate) fn trace(
         return Ok(Vec::new());
     }
     let h = stack_of(graph, id)?;
+    if op == "StackCloseV2" {
+        stacks.remove(&h);
+        return Ok(Vec::new());
+    }
     let list = stacks.get_mut(&h).ok_or("its stack was closed")?;
+    on_list(op, attrs, list, operands)
+}
+
+/// The trace of a push or pop on `list`, a stack's elements: the op's
+/// results. A TensorArray's flow (a TensorList in the trace) pushed onto a
+/// float stack goes on it as a float 0 (see the module doc).
+pub(crate) fn on_list(
+    op: &str,
+    attrs: &AttrMap,
+    list: &mut TensorList,
+    operands: &[Tensor],
+) -> Result<Vec<Tensor>, String> {
     match op {
         "StackPushV2" => {
             let x = operands.first().ok_or("has no element operand")?;
-            // A TensorArray's flow (a list here) on a stack does not lower: stacks hold dense elements.
-            if x.dtype() != list.element_dtype {
+            let element = if is_flow(list.element_dtype, x) { Tensor::scalar(0f32) } else { x.clone() };
+            if element.dtype() != list.element_dtype {
                 return Err(format!("the stack holds {} but the element is {}", list.element_dtype, x.dtype()));
             }
-            let dims: Vec<i64> = x.shape().iter().map(|&d| d as i64).collect();
+            let dims: Vec<i64> = element.shape().iter().map(|&d| d as i64).collect();
             match &list.element_shape {
                 Some(s) if *s != dims => {
                     return Err(format!(
                         "the element's shape {:?} is not that of the stack's first element {s:?}: on XLA every \
                          element of a stack has one shape",
-                        x.shape()
+                        element.shape()
                     ))
                 }
                 _ => list.element_shape = Some(dims),
@@ -115,7 +140,7 @@ pub(crate) fn trace(
             if list.max_num_elements.is_some_and(|m| list.items.len() >= m) {
                 return Err(format!("a push onto a full stack (max_size {})", list.max_num_elements.unwrap_or(0)));
             }
-            list.items.push(Some(x.clone()));
+            list.items.push(Some(element));
             Ok(vec![x.clone()])
         }
         "StackPopV2" => {
@@ -126,11 +151,38 @@ pub(crate) fn trace(
             let top = list.items.pop().flatten().ok_or("a pop from an empty stack")?;
             Ok(vec![top])
         }
-        "StackCloseV2" => {
-            stacks.remove(&h);
-            Ok(Vec::new())
+        _ => Err(format!("{op} is not a push or a pop")),
+    }
+}
+
+/// Whether `x` pushed onto a stack of `elem_type` is a TensorArray's flow
+/// (a TensorList in the trace, a float in TensorFlow).
+fn is_flow(elem_type: DType, x: &Tensor) -> bool {
+    elem_type == DType::F32 && x.dtype() == DType::Variant
+}
+
+/// The stack a traced value holds (a call passes a stack as a list), if any.
+pub(crate) fn as_stack(t: &Tensor) -> Option<&TensorList> {
+    match t.as_variant() {
+        Some(Variant::List(l)) => Some(l),
+        _ => None,
+    }
+}
+
+/// A stack's elements as the value a call passes.
+pub(crate) fn as_tensor(list: TensorList) -> Tensor {
+    Tensor::Variant(std::sync::Arc::new(Variant::List(list)))
+}
+
+/// The stack `passed` (a call's operand) with the element shape `after`
+/// (the stack once the call ran) learned: the call's functions see the
+/// stack in its device form.
+pub(crate) fn with_shape_of(passed: &Tensor, after: &TensorList) -> Tensor {
+    match as_stack(passed) {
+        Some(l) if l.element_shape.is_none() => {
+            as_tensor(TensorList { element_shape: after.element_shape.clone(), ..l.clone() })
         }
-        _ => Err("not a stack op".to_string()),
+        _ => passed.clone(),
     }
 }
 
@@ -167,7 +219,14 @@ pub(crate) fn emit(
     match op {
         "StackPushV2" => {
             let elem = call.input(1)?.clone();
-            let new = super::list::push_back(c, &call)?.remove(0);
+            let new = if elem.ty.parts.is_empty() {
+                super::list::push_back(c, &call)?.remove(0)
+            } else {
+                // A TensorArray's flow goes on a float stack as 0 (see the module doc).
+                let zero = c.splat(&Ty::scalar(DType::F32), 0.0);
+                let flow = Call { inputs: vec![stack.clone(), zero], ..call };
+                super::list::push_back(c, &flow)?.remove(0)
+            };
             Ok((new, vec![elem]))
         }
         "StackPopV2" => {

@@ -96,20 +96,26 @@ pub(crate) fn handle_tensor(i: usize) -> Tensor {
     Tensor::Resource(crate::exec::ResourceHandle::new("trace".into(), i.to_string().into()))
 }
 
+/// What the host trace of a call gives: its results, the final values of
+/// the variables (and stacks) it passes, and the most elements each stack
+/// it passes held during the call (by operand).
+pub(crate) type Traced = (Vec<Tensor>, CallVars, HashMap<usize, usize>);
+
 /// Runs call op `id` on the host for the trace (the simulator's
-/// interpreter). `state` holds the value of the variable at each handle
-/// operand; the body's variable ops read and update it. Returns the
-/// results and the variables' final values.
+/// interpreter). `state` holds the value of the variable (or stack) at
+/// each handle operand; the body's variable and stack ops read and update
+/// it.
 pub(crate) fn trace_call(
     lib: &Library,
     graph: &Graph,
     id: NodeId,
     args: Vec<Tensor>,
     state: CallVars,
-) -> Result<(Vec<Tensor>, CallVars), XlaError> {
+) -> Result<Traced, XlaError> {
     use crate::exec::KernelError;
     let node = graph.node(id);
     let state = RefCell::new(state);
+    let peaks: RefCell<HashMap<usize, usize>> = RefCell::default();
     let device = |op: &str, attrs: &crate::ir::AttrMap, inputs: Vec<Tensor>| -> Result<Vec<Tensor>, KernelError> {
         if op == "StackV2" {
             return Err(KernelError::invalid(
@@ -155,6 +161,8 @@ pub(crate) fn trace_call(
             let mut list =
                 stack::as_stack(entry).cloned().ok_or_else(|| KernelError::invalid(op, "the handle is not a stack"))?;
             let out = stack::on_list(op, attrs, &mut list, &inputs[1..]).map_err(|m| KernelError::invalid(op, m))?;
+            let peak = peaks.borrow().get(&slot).copied().unwrap_or(0).max(list.items.len());
+            peaks.borrow_mut().insert(slot, peak);
             *entry = stack::as_tensor(list);
             return Ok(out);
         }
@@ -181,7 +189,7 @@ pub(crate) fn trace_call(
     };
     let results = control_flow::call(&node.op, &node.attrs, args, &lib.host, &device, &|| false)
         .map_err(|e| lowering(graph, id, e.to_string()))?;
-    Ok((results, state.into_inner()))
+    Ok((results, state.into_inner(), peaks.into_inner()))
 }
 
 /// Whether a function returns its variables' final values after its results.

@@ -3,9 +3,14 @@
 //! so pushes and pops are the list's `dynamic_update_slice` and
 //! `dynamic_slice`), which the emitter keeps as the current value of the
 //! `StackV2` node, as it keeps a variable's. As tf2xla's stack kernels:
-//! - `max_size` must be a compile-time constant of at least 1 (TensorFlow's
-//!   gradient code gives a loop's `maximum_iterations`); a stack with no
-//!   such bound is refused with a diagnostic naming the `StackV2`;
+//! - `max_size` must be a compile-time constant (TensorFlow's gradient
+//!   code gives a loop's `maximum_iterations`), else the `StackV2` is
+//!   refused with a diagnostic naming it. An unbounded stack (`max_size`
+//!   -1, as TensorFlow makes a gradient's stacks outside an XLA context)
+//!   gets the most elements the trace sees it hold, provided that cannot
+//!   depend on run-time values: every `While` that may push onto it has a
+//!   trip count fixed at compile time (`lists::static_trip_count`), and no
+//!   `If`/`Case` pushes onto it;
 //! - every element has the shape of the first one pushed, which the trace
 //!   learns; pushes of other shapes are refused;
 //! - a push past `max_size` or a pop of an empty stack is not checked on the
@@ -55,21 +60,29 @@ pub(crate) fn stack_of(graph: &Graph, id: NodeId) -> Result<NodeId, String> {
     Ok(src)
 }
 
-/// The compile-time bound of a `StackV2` from its traced `max_size`.
-fn bound(max_size: Option<&Tensor>) -> Result<usize, String> {
+/// The compile-time bound of a `StackV2` from its traced `max_size`:
+/// `None` for an unbounded stack (`max_size` -1, whose capacity the trace
+/// infers: see `trace`).
+fn bound(max_size: Option<&Tensor>) -> Result<Option<usize>, String> {
     let t = max_size.ok_or(
         "its max_size must be a compile-time constant on XLA (TensorFlow's gradient code gives a while \
          loop's maximum_iterations; set maximum_iterations on the loop)",
     )?;
     let m = crate::exec::kernels::stack::max_size("StackV2", t).map_err(|e| e.to_string())?;
     match m {
-        Some(m) if m > 0 => Ok(m),
-        _ => Err(format!(
-            "XLA needs a fixed upper bound on the stack's size, but max_size is {} (set maximum_iterations on \
-             the while loop that fills it)",
-            t.to_i64_vec("StackV2", "max_size").map(|v| v[0]).unwrap_or(-1)
-        )),
+        Some(m) if m > 0 => Ok(Some(m)),
+        None => Ok(None),
+        Some(m) => Err(format!("XLA needs a stack of at least one element, but max_size is {m}")),
     }
+}
+
+/// The refusal of an unbounded stack (`max_size` -1) whose depth can
+/// depend on run-time values: `why` says where it grows.
+pub(crate) fn unbounded(why: &str) -> String {
+    format!(
+        "XLA needs a fixed upper bound on the stack's size, but max_size is -1 and it {why} (set \
+         maximum_iterations on the while loop that fills it)"
+    )
 }
 
 /// The trace's state of each stack: its elements, as a list, by `StackV2` node.
@@ -78,24 +91,28 @@ pub(crate) type Stacks = HashMap<NodeId, TensorList>;
 /// One stack op on the host: updates `stacks` and answers the op's
 /// results (values, with the buffer type of a `StackV2` known after its
 /// first push: see [`buffer_type`]). `operands` are the non-handle
-/// operands' values; `max_size` is `StackV2`'s operand when constant.
+/// operands' values; `max_size` is `StackV2`'s operand when constant. An
+/// unbounded `StackV2` (`max_size` -1) gets `capacity` when the trace has
+/// inferred one (the most elements the stack held in an earlier trace),
+/// else it is traced without a bound and has no device form yet.
 pub(crate) fn trace(
     graph: &Graph,
     id: NodeId,
     attrs: &AttrMap,
     operands: &[Tensor],
     max_size: Option<&Tensor>,
+    capacity: Option<usize>,
     stacks: &mut Stacks,
 ) -> Result<Vec<Tensor>, String> {
     let op = &*graph.node(id).op;
     if op == "StackV2" {
-        let cap = bound(max_size)?;
+        let cap = bound(max_size)?.or(capacity);
         let element_dtype = attrs.get("elem_type").and_then(|v| v.as_type()).ok_or("missing elem_type")?;
         let list = TensorList {
             element_dtype,
             element_shape: None,
             items: Vec::new(),
-            max_num_elements: Some(cap),
+            max_num_elements: cap,
             gradient_source: None,
         };
         stacks.insert(id, list);
@@ -159,6 +176,22 @@ pub(crate) fn on_list(
 /// (a TensorList in the trace, a float in TensorFlow).
 fn is_flow(elem_type: DType, x: &Tensor) -> bool {
     elem_type == DType::F32 && x.dtype() == DType::Variant
+}
+
+/// Whether function `f` may push onto the stack its argument `arg` is:
+/// some op but a pop, a close or a `_Retval` takes the argument (a push,
+/// or a call that may push). Cost: one pass over `f`.
+pub(crate) fn may_push(f: &Graph, arg: usize) -> bool {
+    let Some(param) = f.node_ids().find(|&id| {
+        let node = f.node(id);
+        &*node.op == ARG_OP && node.attrs.get_int("index") == Some(arg as i64)
+    }) else {
+        return false;
+    };
+    f.node_ids().any(|id| {
+        let reads = f.data_inputs(id).iter().any(|i| i.src == param);
+        reads && !matches!(&*f.node(id).op, "StackPopV2" | "StackCloseV2" | crate::ir::functions::RETVAL_OP)
+    })
 }
 
 /// The stack a traced value holds (a call passes a stack as a list), if any.

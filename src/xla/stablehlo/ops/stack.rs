@@ -271,3 +271,46 @@ pub(crate) fn emit(
         _ => Err("not a stack op".to_string()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn empty_float_stack() -> TensorList {
+        TensorList {
+            element_dtype: DType::F32,
+            element_shape: None,
+            items: Vec::new(),
+            max_num_elements: Some(2),
+            gradient_source: None,
+        }
+    }
+
+    #[test]
+    fn max_size_minus_one_is_unbounded_and_zero_or_unknown_is_refused() {
+        assert_eq!(bound(Some(&Tensor::scalar(3i32))), Ok(Some(3)));
+        assert_eq!(bound(Some(&Tensor::scalar(-1i32))), Ok(None));
+        assert!(bound(Some(&Tensor::scalar(0i32))).unwrap_err().contains("max_size is 0"));
+        assert!(bound(None).unwrap_err().contains("compile-time constant"));
+    }
+
+    #[test]
+    fn a_flow_goes_on_a_float_stack_as_zero_and_pops_come_last_first() {
+        let mut stack = empty_float_stack();
+        let flow = as_tensor(empty_float_stack());
+        let pushed = on_list("StackPushV2", &AttrMap::new(), &mut stack, std::slice::from_ref(&flow)).unwrap();
+        assert_eq!(pushed, vec![flow], "a push answers its operand");
+        assert_eq!(stack.items, vec![Some(Tensor::scalar(0f32))]);
+        assert_eq!(stack.element_shape, Some(Vec::new()));
+        on_list("StackPushV2", &AttrMap::new(), &mut stack, &[Tensor::scalar(2f32)]).unwrap();
+        let full = on_list("StackPushV2", &AttrMap::new(), &mut stack, &[Tensor::scalar(3f32)]).unwrap_err();
+        assert!(full.contains("full stack"), "{full}");
+        let wrong = on_list("StackPushV2", &AttrMap::new(), &mut empty_float_stack(), &[Tensor::scalar(1i32)]);
+        assert!(wrong.unwrap_err().contains("holds f32"));
+        let mut pop = AttrMap::new();
+        pop.insert("elem_type", crate::ir::AttrValue::Type(DType::F32));
+        assert_eq!(on_list("StackPopV2", &pop, &mut stack, &[]).unwrap(), vec![Tensor::scalar(2f32)]);
+        assert_eq!(on_list("StackPopV2", &pop, &mut stack, &[]).unwrap(), vec![Tensor::scalar(0f32)]);
+        assert!(on_list("StackPopV2", &pop, &mut stack, &[]).unwrap_err().contains("empty"));
+    }
+}

@@ -14,8 +14,7 @@
 //! - every element has the shape of the first one pushed, which the trace
 //!   learns; pushes of other shapes are refused;
 //! - a push past `max_size` or a pop of an empty stack is not checked on the
-//!   device (XLA clamps the index) unless a device-check scope is open.
-//!
+//!   device (XLA clamps the index) unless a device-check scope is open;
 //! - a TensorArray's flow pushed onto a float stack (TensorFlow's gradient
 //!   of a loop that writes a TensorArray saves the flow so) is pushed as
 //!   TensorFlow's flow value, a float 0: the flow only orders ops.

@@ -232,7 +232,10 @@ fn on_pjrt(case: &str) {
 /// a `TPUReplicateMetadata`, and fetch `i` returned through
 /// `TPUReplicatedOutput` as `output_<i>_shard_0`. Returns the module and
 /// TensorFlow's numbers under the new names.
-fn in_one_replica_cluster(mut module: Module, wanted: &[(String, Tensor)]) -> (Module, Vec<(String, Tensor)>) {
+pub(crate) fn in_one_replica_cluster(
+    mut module: Module,
+    wanted: &[(String, Tensor)],
+) -> (Module, Vec<(String, Tensor)>) {
     use tpu_rewrite::ir::{AttrValue, Node};
     let graph = module.graphs.iter_mut().find(|g| g.name == "main").expect("@main");
     let ops: Vec<_> = graph.node_ids().filter(|&id| &*graph.node(id).op != "Placeholder").collect();

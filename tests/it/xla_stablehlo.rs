@@ -271,6 +271,8 @@ const TRACED_WHOLE: &[&str] = &[
     "tf1/nested_while.pbtxt",
     "tf1/replicated_while.pbtxt",
     "tf1/while_loop.pbtxt",
+    "tf1_tensor_array/rnn_plain.pbtxt",
+    "tf1_tensor_array/rnn_replicated.pbtxt",
     "while_loop.pbtxt",
 ];
 
@@ -282,10 +284,6 @@ const REFUSED: &[(&str, &str)] = &[
     ("ops/ptn_cpu.pbtxt", "tpu_rewrite::xla::lowering"),
     ("tensor_array.pbtxt", "tpu_rewrite::xla::lowering"),
     ("tf1/replicated_while_outside_compilation.pbtxt", "tpu_rewrite::passes::outside_compilation_in_control_flow"),
-    // TensorFlow leaves a plain graph's gradient stacks unbounded (max_size -1): XLA needs a bound.
-    ("tf1_tensor_array/rnn_plain.pbtxt", "tpu_rewrite::xla::lowering"),
-    // The forward loop pushes onto a stack that enters its While as an operand.
-    ("tf1_tensor_array/rnn_replicated.pbtxt", "tpu_rewrite::xla::lowering"),
 ];
 
 /// The graph files under `dir`, as paths relative to it, sorted.

@@ -11,8 +11,8 @@
 //! unmarked flow (TensorFlow's `gradient_flow`, an identity of the forward
 //! array's flow, which `tf.gradients` passes to the first op on a new
 //! gradient array) works on a new gradient array, which any later
-//! `TensorArrayGradV3` adopts as its own. (The StableHLO lowering reads
-//! the flow only: such graphs run on the simulator.)
+//! `TensorArrayGradV3` adopts as its own. (The StableHLO lowering applies
+//! the same rule, from the traced handle and flow.)
 //!
 //! Invariants and differences from TensorFlow's resource kernels:
 //! - An array of fixed size is a list whose `max_num_elements` is its size;

@@ -29,6 +29,7 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 
+use super::ops::stack;
 use super::ops::xla_fn::Apply;
 use super::text::{leaf_count, Cmp, Ctx, Ty, Val};
 use super::trace::{self, Emitter};
@@ -95,21 +96,33 @@ pub(crate) fn handle_tensor(i: usize) -> Tensor {
     Tensor::Resource(crate::exec::ResourceHandle::new("trace".into(), i.to_string().into()))
 }
 
+/// What the host trace of a call gives: its results, the final values of
+/// the variables (and stacks) it passes, and the most elements each stack
+/// it passes held during the call (by operand).
+pub(crate) type Traced = (Vec<Tensor>, CallVars, HashMap<usize, usize>);
+
 /// Runs call op `id` on the host for the trace (the simulator's
-/// interpreter). `state` holds the value of the variable at each handle
-/// operand; the body's variable ops read and update it. Returns the
-/// results and the variables' final values.
+/// interpreter). `state` holds the value of the variable (or stack) at
+/// each handle operand; the body's variable and stack ops read and update
+/// it.
 pub(crate) fn trace_call(
     lib: &Library,
     graph: &Graph,
     id: NodeId,
     args: Vec<Tensor>,
     state: CallVars,
-) -> Result<(Vec<Tensor>, CallVars), XlaError> {
+) -> Result<Traced, XlaError> {
     use crate::exec::KernelError;
     let node = graph.node(id);
     let state = RefCell::new(state);
+    let peaks: RefCell<HashMap<usize, usize>> = RefCell::default();
     let device = |op: &str, attrs: &crate::ir::AttrMap, inputs: Vec<Tensor>| -> Result<Vec<Tensor>, KernelError> {
+        if op == "StackV2" {
+            return Err(KernelError::invalid(
+                op,
+                "a stack made inside a function body is not lowered to StableHLO; make it outside the loop",
+            ));
+        }
         let slot_of = |t: &Tensor| {
             t.as_resource()
                 .and_then(|h| h.name.parse::<usize>().ok())
@@ -135,6 +148,24 @@ pub(crate) fn trace_call(
             }
             return Ok(out);
         }
+        if stack::is_stack_op(op) {
+            // A stack the call passes: its elements, as a list (`ops::stack`).
+            let entry = state
+                .iter_mut()
+                .find(|(i, _)| *i == slot)
+                .map(|(_, v)| v)
+                .ok_or_else(|| KernelError::invalid(op, "unknown stack"))?;
+            if op == "StackCloseV2" {
+                return Ok(Vec::new());
+            }
+            let mut list =
+                stack::as_stack(entry).cloned().ok_or_else(|| KernelError::invalid(op, "the handle is not a stack"))?;
+            let out = stack::on_list(op, attrs, &mut list, &inputs[1..]).map_err(|m| KernelError::invalid(op, m))?;
+            let peak = peaks.borrow().get(&slot).copied().unwrap_or(0).max(list.items.len());
+            peaks.borrow_mut().insert(slot, peak);
+            *entry = stack::as_tensor(list);
+            return Ok(out);
+        }
         let var = state
             .iter_mut()
             .find(|(i, _)| *i == slot)
@@ -158,7 +189,7 @@ pub(crate) fn trace_call(
     };
     let results = control_flow::call(&node.op, &node.attrs, args, &lib.host, &device, &|| false)
         .map_err(|e| lowering(graph, id, e.to_string()))?;
-    Ok((results, state.into_inner()))
+    Ok((results, state.into_inner(), peaks.into_inner()))
 }
 
 /// Whether a function returns its variables' final values after its results.
@@ -539,6 +570,7 @@ impl Emitter<'_> {
                 call(ctx, &sym, &vals, &tys)
             }
             CallKind::While => {
+                self.flows_as_lists(ctx, id, &mut traced, &mut vals)?;
                 let names = branches(graph, id, &["cond", "body"])?;
                 let (cond, ctys) = define(lib, &names[0], &traced, &resource, Finals::InPlace, self.replicas)?;
                 let (body, btys) = define(lib, &names[1], &traced, &resource, Finals::InPlace, self.replicas)?;
@@ -629,6 +661,38 @@ impl Emitter<'_> {
         let results: Vec<Val> = results.into_iter().take(n).collect();
         for (i, v) in results.into_iter().enumerate() {
             self.env.insert((id, i as u32), v);
+        }
+        Ok(())
+    }
+
+    /// A TensorArray's flow a `While` carries that enters as a float (a
+    /// constant zero: TensorFlow's gradient accumulator of a flow) and
+    /// leaves as a TensorList (the host trace added the loop's flows to it)
+    /// enters as the zero list of the result's length and element type:
+    /// the simulator's list plus zero is that list, and the loop-carried
+    /// type stays one. Other operands are left as they are.
+    fn flows_as_lists(
+        &self,
+        ctx: &mut Ctx,
+        id: NodeId,
+        traced: &mut [Tensor],
+        vals: &mut [Val],
+    ) -> Result<(), XlaError> {
+        use crate::exec::variant::{TensorList, Variant};
+        let graph = self.graph;
+        for (k, (t, v)) in traced.iter_mut().zip(vals.iter_mut()).enumerate() {
+            let result = self.traced.values.get(&(id, k as u32)).and_then(|r| r.value.as_ref());
+            let Some(Variant::List(out)) = result.and_then(Tensor::as_variant) else { continue };
+            if t.dtype() != DType::F32 || !t.to_vec::<f32>().is_some_and(|x| x.iter().all(|&e| e == 0.0)) {
+                continue;
+            }
+            let zero = TensorList { items: vec![None; out.items.len()], ..out.clone() };
+            let ty = super::lists::list_type(&zero);
+            let size = i32::try_from(zero.items.len()).map_err(|_| lowering(graph, id, "a flow's list is too long"))?;
+            let buffer = ctx.splat(&ty.parts[0], 0.0);
+            let size = ctx.constant(&Tensor::scalar(size));
+            *v = Val::composite(&[buffer, size]);
+            *t = Tensor::Variant(std::sync::Arc::new(Variant::List(zero)));
         }
         Ok(())
     }

@@ -132,23 +132,29 @@ pub(crate) fn trace(graph: &Graph, program: &Program, args: &[Tensor], lib: &Lib
 /// Runs the program on the host with `args` (replica 0's argument values).
 /// When a TensorList the program makes needs its capacity or element shape
 /// fixed (`lists`), the program is traced again with them fixed.
+/// An unbounded stack (`StackV2` with `max_size` -1) gets the most elements
+/// the first trace saw it hold (`ops::stack`), in the same second trace.
 fn trace_values(graph: &Graph, program: &Program, args: &[Tensor], lib: &Library) -> Result<Trace, XlaError> {
-    let first = trace_with(graph, program, args, lib, &HashMap::new())?;
+    let (first, peaks) = trace_with(graph, program, args, lib, &HashMap::new(), &HashMap::new())?;
     let fixes = super::lists::fixes(graph, &program.nodes, &first.values, lib)?;
-    if fixes.is_empty() {
+    if fixes.is_empty() && peaks.is_empty() {
         return Ok(first);
     }
-    trace_with(graph, program, args, lib, &fixes)
+    let capacities: HashMap<NodeId, usize> = peaks.into_iter().map(|(h, n)| (h, n.max(1))).collect();
+    Ok(trace_with(graph, program, args, lib, &fixes, &capacities)?.0)
 }
 
-/// One trace, with the lists the maker ops in `fixes` make fixed.
+/// One trace, with the lists the maker ops in `fixes` make fixed and the
+/// unbounded stacks in `capacities` given those. Returns the trace and,
+/// for every unbounded stack given no capacity, the most elements it held.
 fn trace_with(
     graph: &Graph,
     program: &Program,
     args: &[Tensor],
     lib: &Library,
     fixes: &HashMap<NodeId, super::lists::Fix>,
-) -> Result<Trace, XlaError> {
+    capacities: &HashMap<NodeId, usize>,
+) -> Result<(Trace, HashMap<NodeId, usize>), XlaError> {
     // TF1 control flow has no StableHLO lowering (yet): refused before anything is traced.
     const TF1_CONTROL_FLOW: &[&str] = &["Enter", "Exit", "LoopCond", "Merge", "NextIteration", "Switch"];
     if let Some(&id) = program.nodes.iter().find(|&&id| TF1_CONTROL_FLOW.contains(&&*graph.node(id).op)) {
@@ -163,6 +169,7 @@ fn trace_with(
     let mut vars: HashMap<NodeId, Tensor> = HashMap::new();
     let mut call_vars = HashMap::new();
     let mut stacks = stack::Stacks::new();
+    let mut peaks: HashMap<NodeId, usize> = HashMap::new();
     for (arg, v) in program.args.iter().zip(args) {
         match *arg {
             ArgSource::Replicated(id) => {
@@ -171,9 +178,15 @@ fn trace_with(
             ArgSource::Host(id, o) | ArgSource::Carried(id, o) => {
                 values.insert((id, o), Traced::known(v.clone(), false));
             }
-            ArgSource::Variable(id) => {
-                vars.insert(id, v.clone());
-            }
+            // A stack passed into a function is its elements, a list (`calls`).
+            ArgSource::Variable(id) => match stack::as_stack(v) {
+                Some(list) => {
+                    stacks.insert(id, list.clone());
+                }
+                None => {
+                    vars.insert(id, v.clone());
+                }
+            },
         }
     }
     for &id in &program.nodes {
@@ -195,11 +208,19 @@ fn trace_with(
                 let max_size =
                     if op == "StackV2" { Some(operand(&values, 0)?).filter(|v| v.1).map(|v| v.0) } else { None };
                 let rest = if op == "StackPushV2" { vec![operand(&values, 1)?.0] } else { Vec::new() };
-                let results = stack::trace(graph, id, &node.attrs, &rest, max_size.as_ref(), &mut stacks)
+                let capacity = capacities.get(&id).copied();
+                let results = stack::trace(graph, id, &node.attrs, &rest, max_size.as_ref(), capacity, &mut stacks)
                     .map_err(|m| lowering(graph, id, m))?;
+                if op == "StackV2" && stacks.get(&id).is_some_and(|l| l.max_num_elements.is_none()) {
+                    peaks.insert(id, 0);
+                }
                 // The device form of a stack is known once an element was pushed.
                 if op == "StackPushV2" {
                     let h = stack::stack_of(graph, id).map_err(|m| lowering(graph, id, m))?;
+                    let depth = stacks.get(&h).map_or(0, |l| l.items.len());
+                    if let Some(peak) = peaks.get_mut(&h) {
+                        *peak = (*peak).max(depth);
+                    }
                     if let Some(ty) = stacks.get(&h).and_then(stack::buffer_type) {
                         values.insert((h, 0), Traced::typed(ty));
                     }
@@ -290,25 +311,38 @@ fn trace_with(
                         call_vars.insert((id, i), v.clone());
                         handles.push((i, input.src, v.clone()));
                         args.push(super::calls::handle_tensor(i));
-                    } else if &*graph.node(input.src).op == "StackV2" {
-                        return Err(lowering(
-                            graph,
-                            id,
-                            format!(
-                                "operand {i} is the stack `{}`: a stack passed into a function (a TF1 loop's \
-                                 gradient accumulator, functionalized) is not lowered to StableHLO; the simulator \
-                                 (`--backend sim`) runs it",
-                                graph.node(input.src).name
-                            ),
-                        ));
+                    } else if let Some(list) = stacks.get(&input.src) {
+                        // A stack passes as a variable does: its elements, by value.
+                        let v = stack::as_tensor(list.clone());
+                        call_vars.insert((id, i), v.clone());
+                        handles.push((i, input.src, v));
+                        args.push(super::calls::handle_tensor(i));
                     } else {
                         args.push(operand(&values, i)?.0);
                     }
                 }
                 let state: Vec<(usize, Tensor)> = handles.iter().map(|(i, _, v)| (*i, v.clone())).collect();
-                let (results, state) = super::calls::trace_call(lib, graph, id, args, state)?;
-                for ((_, h, _), (_, v)) in handles.iter().zip(state) {
-                    vars.insert(*h, v);
+                let (results, state, call_peaks) = super::calls::trace_call(lib, graph, id, args, state)?;
+                for ((i, h, _), (_, v)) in handles.iter().zip(state) {
+                    if let Some(peak) = peaks.get(h).copied() {
+                        unbounded_stack_in_call(graph, id, *i, *h, &values, lib)?;
+                        let depth = stack::as_stack(&v).map_or(0, |l| l.items.len());
+                        let inside = call_peaks.get(i).copied().unwrap_or(0);
+                        peaks.insert(*h, peak.max(depth).max(inside));
+                    }
+                    let Some(list) = stack::as_stack(&v).filter(|_| stacks.contains_key(h)) else {
+                        vars.insert(*h, v);
+                        continue;
+                    };
+                    // The stack's device form is known once the call pushed onto it: the call
+                    // passes it so, and its `StackV2` makes it so.
+                    if let Some(ty) = stack::buffer_type(list) {
+                        values.insert((*h, 0), Traced::typed(ty));
+                        if let Some(passed) = call_vars.get_mut(&(id, *i)) {
+                            *passed = stack::with_shape_of(passed, list);
+                        }
+                    }
+                    stacks.insert(*h, list.clone());
                 }
                 results.into_iter().map(|value| Traced::known(value, false)).collect()
             }
@@ -367,7 +401,55 @@ fn trace_with(
             values.insert((id, i as u32), t);
         }
     }
-    Ok(Trace { values, call_vars, notes: Vec::new() })
+    Ok((Trace { values, call_vars, notes: Vec::new() }, peaks))
+}
+
+/// Refuses the unbounded stack `h` that call op `id` takes as operand
+/// `operand` when its depth could depend on run-time values: a `While`
+/// whose functions may push onto it must run a number of times fixed at
+/// compile time, and an `If` or `Case` must not push onto it. Cost: one
+/// pass over the called functions (and the loop's trip-count analysis).
+fn unbounded_stack_in_call(
+    graph: &Graph,
+    id: NodeId,
+    operand: usize,
+    h: NodeId,
+    values: &HashMap<(NodeId, u32), Traced>,
+    lib: &Library,
+) -> Result<(), XlaError> {
+    use crate::ir::functions::{call_kind, CallKind};
+    let node = graph.node(id);
+    let kind = call_kind(&node.op);
+    // A conditional's functions take its operands after the predicate or index.
+    let arg = match kind {
+        Some(CallKind::If | CallKind::Case) => operand.checked_sub(1),
+        _ => Some(operand),
+    };
+    let mut names = Vec::new();
+    for (_, value) in node.attrs.iter() {
+        match value {
+            crate::ir::AttrValue::Func(f) => names.push(f.name.to_string()),
+            crate::ir::AttrValue::List(items) => names.extend(items.iter().filter_map(|v| match v {
+                crate::ir::AttrValue::Func(f) => Some(f.name.to_string()),
+                _ => None,
+            })),
+            _ => {}
+        }
+    }
+    let pushes = match arg {
+        Some(arg) => names.iter().filter_map(|n| lib.graph(n)).any(|f| stack::may_push(f, arg)),
+        None => true,
+    };
+    if !pushes {
+        return Ok(());
+    }
+    let why = match kind {
+        Some(CallKind::While) if super::lists::static_trip_count(graph, id, values, lib)? => return Ok(()),
+        Some(CallKind::While) => format!("grows in loop `{}`, whose trip count depends on run-time values", node.name),
+        Some(CallKind::If | CallKind::Case) => format!("grows in `{}`, a conditional", node.name),
+        _ => return Ok(()),
+    };
+    Err(lowering(graph, h, stack::unbounded(&why)))
 }
 
 /// Walks the program, appending StableHLO for each op.

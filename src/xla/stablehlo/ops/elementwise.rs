@@ -27,8 +27,22 @@ pub(super) fn binary(c: &mut Ctx, n: &Call, name: &str) -> Result<Vec<Val>, Stri
     Ok(vec![c.elementwise(name, &[&a, &b])])
 }
 
+/// `AddV2`; on TensorLists (TensorArray flows, as TensorFlow's gradient
+/// of a loop adds them) as the simulator adds them: two lists add their
+/// buffers (`AddN`), and a list plus a compile-time float zero is the list.
 pub(super) fn add(c: &mut Ctx, n: &Call) -> Result<Vec<Val>, String> {
-    binary(c, n, "add")
+    let lists = [n.input(0)?, n.input(1)?].map(|v| !v.ty.parts.is_empty());
+    let zero = |k: usize| match n.consts.get(k).and_then(Option::as_ref) {
+        Some(t) => t.to_vec::<f32>().is_some_and(|v| v.iter().all(|&x| x == 0.0)),
+        None => false,
+    };
+    match lists {
+        [false, false] => binary(c, n, "add"),
+        [true, true] => super::list::add_n(c, n),
+        [true, false] if zero(1) => Ok(vec![n.input(0)?.clone()]),
+        [false, true] if zero(0) => Ok(vec![n.input(1)?.clone()]),
+        _ => Err("a TensorList (a TensorArray's flow) adds only to a TensorList or to a constant float zero".into()),
+    }
 }
 
 pub(super) fn compare(c: &mut Ctx, n: &Call, cmp: Cmp) -> Result<Vec<Val>, String> {

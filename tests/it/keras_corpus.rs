@@ -56,9 +56,9 @@ const CASES: &[(&str, Expect)] = &[
     ("app_mobilenet", Runs),
     ("app_mobilenet_v3_large", Runs),
     ("app_mobilenet_v3_small", Runs),
-    // NASNetMobile is the whole model in float64 too, from its float32
-    // build's initial values. Its float32 step turns on ReLUs whose inputs
-    // rounding puts on either side of zero. Measured on the float32 graph:
+    // NASNetMobile is the whole model in float64 too, from a float32 build's
+    // initial values. Its float32 step turns on ReLUs whose inputs rounding
+    // puts on either side of zero. Measured on the former float32 graph:
     // replica 0's batch-norm output `adjust_bn_reduce_4` at one position of
     // channel 31 is 8.5e-7 on PJRT and -5.8e-7 on the simulator, each within
     // 5e-8 of the exact value for its own input, which the forward pass left

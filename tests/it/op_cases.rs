@@ -170,6 +170,13 @@ fn spatial() {
     check_family("spatial");
 }
 
+/// NASNetMobile's stride-2 depthwise convolution and pool gradients, with its shapes
+/// (`tests/tf/ops_strided_grads.py`).
+#[test]
+fn strided_grads() {
+    check_family("strided_grads");
+}
+
 /// Sharding annotations, SPMD shape ops, dynamic sizes, tiled splits and concatenations, and
 /// runtime ops (`tests/tf/ops_spmd.py`).
 #[test]

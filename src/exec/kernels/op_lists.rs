@@ -74,7 +74,7 @@ pub const DEVICE_OPS: &[&str] = &[
     "_Send",
 ];
 
-/// Op types with a pure kernel in [`run_kernel`].
+/// Op types with a pure kernel in [`super::run_kernel`].
 pub const PURE_OPS: &[&str] = &[
     "Abs",
     "Acos",

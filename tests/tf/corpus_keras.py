@@ -829,12 +829,19 @@ CASES.update({
     ))
     for name in APPLICATIONS
 })
-if __name__ == "__main__":
-    wanted = sys.argv[1:] or list(CASES)
+
+
+def main(cases, script):
+    """Writes the cases named on the command line (default: all of `cases`), each in its own
+    process when there are several: TensorFlow numbers functions and gradient types from a
+    process-wide counter, so a case made after others would get other names."""
+    wanted = sys.argv[1:] or list(cases)
     if len(wanted) == 1:
-        CASES[wanted[0]]()
+        cases[wanted[0]]()
     else:
-        # One process per case: TensorFlow numbers functions and gradient types from a
-        # process-wide counter, so a case made after others would get other names.
         for case in wanted:
-            subprocess.run([sys.executable, __file__, case], check=True)
+            subprocess.run([sys.executable, script, case], check=True)
+
+
+if __name__ == "__main__":
+    main(CASES, __file__)

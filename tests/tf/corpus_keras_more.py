@@ -278,10 +278,4 @@ CASES = {
 }
 
 if __name__ == "__main__":
-    wanted = sys.argv[1:] or list(CASES)
-    if len(wanted) == 1:
-        CASES[wanted[0]]()
-    else:
-        # One process per case, as corpus_keras.py does it: names must not depend on the cases before.
-        for case in wanted:
-            subprocess.run([sys.executable, __file__, case], check=True)
+    corpus_keras.main(CASES, __file__)

@@ -376,7 +376,7 @@ fn trace_with(
                     args.push(v);
                 }
                 // Random draws stay in the program: folding would put the simulator's stream there.
-                let constant = (all_constant && !super::ops::random::DRAWS.contains(&op)) || SHAPE_ONLY.contains(&op);
+                let constant = (all_constant && !super::ops::random::is_draw(op)) || SHAPE_ONLY.contains(&op);
                 let fix = fixes.get(&id);
                 // A trace computes types on dummy values: host ops print nothing here.
                 run_kernel_without_effects(op, &node.attrs, &args)

@@ -29,15 +29,9 @@ use super::Call;
 use crate::ir::DType;
 use crate::xla::stablehlo::text::{Ctx, Ty, Val};
 
-/// The ops whose results are random draws, or keys made as the bridge makes them: never folded
-/// to constants (folding runs the simulator, which follows TensorFlow's CPU kernels).
-pub const DRAWS: &[&str] = &[
-    "Multinomial",
-    "ParameterizedTruncatedNormal",
-    "RandomShuffle",
-    "RandomStandardNormal",
-    "RandomUniform",
-    "RandomUniformInt",
+/// The stateless ops whose results are random draws, or keys made as the bridge makes them,
+/// sorted; with the seeded ops ([`crate::exec::kernels::random::SEEDED`]) they are the draws.
+const STATELESS_DRAWS: &[&str] = &[
     "StatelessMultinomial",
     "StatelessParameterizedTruncatedNormal",
     "StatelessRandomGetKeyCounter",
@@ -53,8 +47,13 @@ pub const DRAWS: &[&str] = &[
     "StatelessTruncatedNormal",
     "StatelessTruncatedNormalV2",
     "StochasticCastToInt",
-    "TruncatedNormal",
 ];
+
+/// True when `op`'s results are random draws (or keys made as the bridge makes them): never
+/// folded to constants (folding runs the simulator, which follows TensorFlow's CPU kernels).
+pub fn is_draw(op: &str) -> bool {
+    crate::exec::kernels::random::SEEDED.contains(&op) || STATELESS_DRAWS.contains(&op)
+}
 
 /// TensorFlow's fixed key for scrambling a seed into a key and counter.
 const SEED_KEY: u64 = 0x0246_1E29_3EC8_F720;
